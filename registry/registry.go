@@ -1,0 +1,361 @@
+// Package registry is GEM's contract: it loads and checks tools.registry.json, compiles every tool's input
+// and output JSON Schema once, and owns every type that crosses the queue between the brain and the executor
+// (job args, calls, receipts, statuses and error codes).
+//
+// A registry is a JSON document:
+//
+//	{ "version": "1", "tools": [ { "name": "os.create_note", "description": "...",
+//	    "input_schema": {...}, "output_schema": {...}, "permissions": ["write:notes"],
+//	    "idempotency": {"mode": "keyed", "key_field": "phone"}, "timeout_ms": 5000,
+//	    "receipt_fields": ["result.note_id"] } ] }
+//
+// Load and Parse reject a broken registry with a *CheckError that lists every problem, each naming the tool
+// and the field.
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Bounds for a tool's timeout_ms.
+const (
+	// TimeoutMin is the smallest timeout_ms a tool may declare.
+	TimeoutMin = 10 * time.Millisecond
+	// TimeoutMax is the largest timeout_ms a tool may declare. Calls are waited on by people and agents, and a
+	// crashed executor's calls are taken up again only after the longest timeout, so it is kept short.
+	TimeoutMax = 15 * time.Minute
+)
+
+// DefaultPath is the registry file GEM loads when no other path is configured.
+const DefaultPath = "tools.registry.json"
+
+// Mode is a tool's idempotency mode.
+type Mode string
+
+// Idempotency modes.
+const (
+	// ModeNone runs every call. A call is still never run twice: if an earlier attempt may have had effects
+	// outside the database, the call ends with an outcome_unknown receipt instead of a second run.
+	ModeNone Mode = "none"
+	// ModeSafeRetry marks a tool that is safe to run again. A call with a caller-given idempotency key gets the
+	// receipt of the earlier succeeded call with that key instead of running again.
+	ModeSafeRetry Mode = "safe-retry"
+	// ModeKeyed takes the idempotency key from the input's key_field (or the call's explicit key): two calls
+	// with the same tool and key run the handler once.
+	ModeKeyed Mode = "keyed"
+)
+
+// Idempotency is a tool's idempotency declaration.
+type Idempotency struct {
+	Mode     Mode   `json:"mode"`
+	KeyField string `json:"key_field,omitempty"`
+}
+
+// Tool is one registry entry. The schema fields keep the registry's bytes; the compiled schemas are private.
+type Tool struct {
+	Name          string          `json:"name"`
+	Description   string          `json:"description"`
+	InputSchema   json.RawMessage `json:"input_schema"`
+	OutputSchema  json.RawMessage `json:"output_schema"`
+	Permissions   []string        `json:"permissions"`
+	Idempotency   Idempotency     `json:"idempotency"`
+	TimeoutMS     int64           `json:"timeout_ms"`
+	ReceiptFields []string        `json:"receipt_fields"`
+
+	// OutsideEffects overrides what the permissions say about effects outside the database (an optional GEM
+	// extension; registries without it load unchanged).
+	OutsideEffects *bool `json:"outside_effects,omitempty"`
+
+	input  *schema
+	output *schema
+	// inputProps is the input schema's top-level property names, used to merge context ids into inputs.
+	inputProps []string
+}
+
+// Domain is the part of the name before the last dot: "leads" for "leads.create",
+// "integrations.highlevel" for "integrations.highlevel.sync_contacts".
+func (t *Tool) Domain() string { return t.Name[:strings.LastIndexByte(t.Name, '.')] }
+
+// Method is the part of the name after the last dot.
+func (t *Tool) Method() string { return t.Name[strings.LastIndexByte(t.Name, '.')+1:] }
+
+// Timeout is the tool's timeout_ms as a duration.
+func (t *Tool) Timeout() time.Duration { return time.Duration(t.TimeoutMS) * time.Millisecond }
+
+// HasOutsideEffects reports whether a call may change something outside GEM's database (send a message,
+// write a file, call an integration), which a rolled-back transaction cannot undo. It is what the tool's
+// outside_effects field says, or else whether a permission matches OutsideEffectPermissions.
+func (t *Tool) HasOutsideEffects() bool {
+	if t.OutsideEffects != nil {
+		return *t.OutsideEffects
+	}
+	for _, p := range t.Permissions {
+		if PermissionHasOutsideEffects(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// InputProperties returns the input schema's top-level property names, sorted.
+func (t *Tool) InputProperties() []string { return t.inputProps }
+
+// HasInputProperty reports whether the input schema declares a top-level property name.
+func (t *Tool) HasInputProperty(name string) bool {
+	_, found := slices.BinarySearch(t.inputProps, name)
+	return found
+}
+
+// OutsideEffectPermissions are the permission patterns that mean effects outside the database. A pattern
+// ending in ":*" matches every permission with that verb.
+var OutsideEffectPermissions = []string{
+	"send:*", "publish:*", "pay:*", "call:*",
+	"write:files", "write:integrations", "write:external", "write:web", "delete:files", "delete:integrations",
+}
+
+// PermissionHasOutsideEffects reports whether one permission matches OutsideEffectPermissions.
+func PermissionHasOutsideEffects(permission string) bool {
+	for _, pattern := range OutsideEffectPermissions {
+		if verb, ok := strings.CutSuffix(pattern, ":*"); ok {
+			if strings.HasPrefix(permission, verb+":") {
+				return true
+			}
+		} else if permission == pattern {
+			return true
+		}
+	}
+	return false
+}
+
+// Registry is a loaded, checked registry. It is safe for concurrent use.
+type Registry struct {
+	// Version is the registry document's version string.
+	Version string
+	// Path is the file the registry was loaded from, if any.
+	Path string
+
+	tools  []*Tool
+	byName map[string]*Tool
+}
+
+// Tool returns the tool with the given name.
+func (r *Registry) Tool(name string) (*Tool, bool) {
+	t, ok := r.byName[name]
+	return t, ok
+}
+
+// Tools returns every tool, sorted by name. The slice must not be modified.
+func (r *Registry) Tools() []*Tool { return r.tools }
+
+// Len is the number of tools.
+func (r *Registry) Len() int { return len(r.tools) }
+
+// LongestTimeout is the largest tool timeout, or zero for an empty registry.
+func (r *Registry) LongestTimeout() time.Duration {
+	var longest time.Duration
+	for _, t := range r.tools {
+		longest = max(longest, t.Timeout())
+	}
+	return longest
+}
+
+// Domains returns the tools grouped by domain, with domains sorted.
+func (r *Registry) Domains() ([]string, map[string][]*Tool) {
+	byDomain := make(map[string][]*Tool)
+	for _, t := range r.tools {
+		byDomain[t.Domain()] = append(byDomain[t.Domain()], t)
+	}
+	domains := make([]string, 0, len(byDomain))
+	for d := range byDomain {
+		domains = append(domains, d)
+	}
+	sort.Strings(domains)
+	return domains, byDomain
+}
+
+// Load reads, parses and checks the registry file at path.
+func Load(path string) (*Registry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("error reading registry: %w", err)
+	}
+	r, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: %w", path, err)
+	}
+	r.Path = path
+	return r, nil
+}
+
+// Find locates a registry file: path itself if it exists, else, for a relative path, the same path in the
+// nearest parent folder (so commands and tests run from a module folder find the repository's registry).
+func Find(path string) (string, error) {
+	if _, err := os.Stat(path); err == nil || filepath.IsAbs(path) {
+		return path, err
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("error finding registry: %w", err)
+	}
+	for {
+		candidate := filepath.Join(dir, path)
+		if _, err := os.Stat(candidate); err == nil {
+			return candidate, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("registry %s not found in the working folder or its parents", path)
+		}
+		dir = parent
+	}
+}
+
+// document is the registry file's shape. Tools are decoded one by one so an error names the tool.
+type document struct {
+	Version *string           `json:"version"`
+	Tools   []json.RawMessage `json:"tools"`
+}
+
+// Parse parses and checks a registry document. On failure it returns a *CheckError listing every problem.
+func Parse(data []byte) (*Registry, error) {
+	var doc document
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, &CheckError{Problems: []Problem{{Field: "(document)", Message: "is not a JSON object of the registry format: " + jsonErrorText(data, err)}}}
+	}
+	if dec.More() {
+		return nil, &CheckError{Problems: []Problem{{Field: "(document)", Message: "has data after the registry object"}}}
+	}
+
+	c := &checker{}
+	if doc.Version == nil || strings.TrimSpace(*doc.Version) == "" {
+		c.add("", "version", "is required (a non-empty string)")
+	}
+	if doc.Tools == nil {
+		c.add("", "tools", "is required (an array of tools)")
+	}
+
+	r := &Registry{byName: make(map[string]*Tool, len(doc.Tools))}
+	if doc.Version != nil {
+		r.Version = *doc.Version
+	}
+	comp := newSchemaCompiler()
+	for i, raw := range doc.Tools {
+		t, ok := c.checkTool(i, raw, comp)
+		if !ok {
+			continue
+		}
+		if _, dup := r.byName[t.Name]; dup {
+			c.add(t.Name, "name", fmt.Sprintf("is a duplicate: tools[%d] has the same name as an earlier tool", i))
+			continue
+		}
+		r.byName[t.Name] = t
+		r.tools = append(r.tools, t)
+	}
+	if len(c.problems) > 0 {
+		return nil, &CheckError{Problems: c.problems}
+	}
+	sort.Slice(r.tools, func(i, j int) bool { return r.tools[i].Name < r.tools[j].Name })
+	return r, nil
+}
+
+// Problem is one thing wrong with a registry.
+type Problem struct {
+	// Tool is the tool's name (or "tools[i]" when it has none); empty for document-level problems.
+	Tool string `json:"tool,omitempty"`
+	// Field is the JSON field, dotted for nested fields ("idempotency.key_field").
+	Field string `json:"field"`
+	// Message says what is wrong with the field.
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Tool == "" {
+		return fmt.Sprintf("field %s %s", p.Field, p.Message)
+	}
+	return fmt.Sprintf("tool %s: field %s %s", p.Tool, p.Field, p.Message)
+}
+
+// CheckError is returned for a registry that fails its checks. It lists every problem found.
+type CheckError struct {
+	Problems []Problem
+}
+
+func (e *CheckError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	if len(lines) == 1 {
+		return "invalid registry: " + lines[0]
+	}
+	return fmt.Sprintf("invalid registry (%d problems):\n  %s", len(lines), strings.Join(lines, "\n  "))
+}
+
+// AsCheckError returns the *CheckError inside err, if any.
+func AsCheckError(err error) (*CheckError, bool) {
+	var ce *CheckError
+	ok := errors.As(err, &ce)
+	return ce, ok
+}
+
+// jsonErrorText adds the line and column to a JSON syntax error.
+func jsonErrorText(data []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := 1, 1
+		for _, b := range data[:min(int(se.Offset), len(data))] {
+			if b == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		return fmt.Sprintf("%s (line %d, column %d)", se.Error(), line, col)
+	}
+	return err.Error()
+}
+
+// IdempotencyKeyFor returns the idempotency key of a call to the tool, or "" when the call has none.
+// An explicit key (the call's idempotency_key) wins for modes keyed and safe-retry; a keyed tool otherwise
+// takes the value of its key_field from the decoded input. ModeNone never uses a key.
+func (t *Tool) IdempotencyKeyFor(input any, explicit string) (string, error) {
+	switch t.Idempotency.Mode {
+	case ModeSafeRetry:
+		return explicit, nil
+	case ModeKeyed:
+		if explicit != "" {
+			return explicit, nil
+		}
+		obj, _ := input.(map[string]any)
+		v, ok := obj[t.Idempotency.KeyField]
+		if !ok || v == nil {
+			return "", fmt.Errorf("key field %q is missing from the input", t.Idempotency.KeyField)
+		}
+		var key string
+		switch v := v.(type) {
+		case string:
+			key = v
+		case json.Number:
+			key = v.String()
+		default:
+			b, _ := json.Marshal(v)
+			key = string(b)
+		}
+		if strings.TrimSpace(key) == "" {
+			return "", fmt.Errorf("key field %q is empty", t.Idempotency.KeyField)
+		}
+		return key, nil
+	default:
+		return "", nil
+	}
+}

@@ -1,0 +1,220 @@
+package gemsql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Call is a core_tool_calls row.
+type Call struct {
+	ID             uuid.UUID           `json:"id"`
+	ToolName       string              `json:"tool"`
+	Input          json.RawMessage     `json:"input"`
+	Status         registry.CallStatus `json:"status"`
+	IdempotencyKey string              `json:"idempotency_key,omitempty"`
+	Attempt        int                 `json:"attempt"`
+	MaxAttempts    int                 `json:"max_attempts"`
+	Worker         string              `json:"worker,omitempty"`
+	JobID          int64               `json:"job_id"`
+	RunID          *uuid.UUID          `json:"run_id,omitempty"`
+	Agent          string              `json:"agent,omitempty"`
+	RequestedBy    string              `json:"requested_by,omitempty"`
+	ErrorCode      string              `json:"error_code,omitempty"`
+	Error          string              `json:"error,omitempty"`
+	CreatedAt      time.Time           `json:"created_at"`
+	StartedAt      *time.Time          `json:"started_at,omitempty"`
+	FinishedAt     *time.Time          `json:"finished_at,omitempty"`
+}
+
+// CallInsertParams are the parameters of one call.
+type CallInsertParams struct {
+	// ID is the call's id. Defaults to a new time-ordered UUID (v7).
+	ID uuid.UUID
+	// ToolName is the registry tool to run. Required.
+	ToolName string
+	// Input is the tool's input, a JSON object. Defaults to {}.
+	Input json.RawMessage
+	// IdempotencyKey is an explicit idempotency key (modes keyed and safe-retry). Defaults to none.
+	IdempotencyKey string
+	// MaxAttempts bounds retries of transient failures. Defaults to the column default (5).
+	MaxAttempts int
+	// RunID is the brain run that made the call, if any.
+	RunID *uuid.UUID
+	// Agent is the agent the call is made for, if any; the executor then checks the agent's skills enable
+	// the tool.
+	Agent string
+	// RequestedBy says who asked, free-form.
+	RequestedBy string
+}
+
+// CallInsert makes one call: it inserts the core_tool_calls row, whose trigger creates the River job in the
+// same transaction. Pass a transaction to enqueue together with your own state.
+func CallInsert(ctx context.Context, db DBTX, p CallInsertParams) (uuid.UUID, error) {
+	ids, err := CallInsertMany(ctx, db, []CallInsertParams{p})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return ids[0], nil
+}
+
+// CallInsertMany makes several calls with one statement and returns their ids in order.
+func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]uuid.UUID, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	n := len(params)
+	var (
+		ids         = make([]uuid.UUID, n)
+		tools       = make([]string, n)
+		inputs      = make([]string, n)
+		keys        = make([]*string, n)
+		maxAttempts = make([]*int32, n)
+		runIDs      = make([]*uuid.UUID, n)
+		agents      = make([]*string, n)
+		requesters  = make([]*string, n)
+	)
+	for i, p := range params {
+		if p.ToolName == "" {
+			return nil, fmt.Errorf("call %d: tool name is empty", i)
+		}
+		ids[i] = p.ID
+		if ids[i] == uuid.Nil {
+			ids[i] = uuid.Must(uuid.NewV7())
+		}
+		tools[i] = p.ToolName
+		inputs[i] = "{}"
+		if len(p.Input) > 0 {
+			inputs[i] = string(p.Input)
+		}
+		keys[i] = nilIfEmpty(p.IdempotencyKey)
+		if p.MaxAttempts > 0 {
+			ma := int32(p.MaxAttempts)
+			maxAttempts[i] = &ma
+		}
+		runIDs[i] = p.RunID
+		agents[i] = nilIfEmpty(p.Agent)
+		requesters[i] = nilIfEmpty(p.RequestedBy)
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, requested_by)
+		SELECT id, tool_name, input::jsonb, idempotency_key, coalesce(max_attempts, 5), run_id, agent, requested_by
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[])
+			AS t(id, tool_name, input, idempotency_key, max_attempts, run_id, agent, requested_by)`,
+		ids, tools, inputs, keys, maxAttempts, runIDs, agents, requesters)
+	if err != nil {
+		return nil, fmt.Errorf("error inserting calls: %w", err)
+	}
+	return ids, nil
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+const callColumns = `id, tool_name, input, status, coalesce(idempotency_key, ''), attempt, max_attempts,
+	coalesce(worker, ''), coalesce(job_id, 0), run_id, coalesce(agent, ''), coalesce(requested_by, ''),
+	coalesce(error_code, ''), coalesce(error, ''), created_at, started_at, finished_at`
+
+func scanCall(row pgx.Row) (*Call, error) {
+	var c Call
+	err := row.Scan(&c.ID, &c.ToolName, &c.Input, &c.Status, &c.IdempotencyKey, &c.Attempt, &c.MaxAttempts,
+		&c.Worker, &c.JobID, &c.RunID, &c.Agent, &c.RequestedBy, &c.ErrorCode, &c.Error, &c.CreatedAt,
+		&c.StartedAt, &c.FinishedAt)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// CallGet returns one call, or ErrNotFound.
+func CallGet(ctx context.Context, db DBTX, id uuid.UUID) (*Call, error) {
+	c, err := scanCall(db.QueryRow(ctx, `SELECT `+callColumns+` FROM core_tool_calls WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error getting call: %w", err)
+	}
+	return c, nil
+}
+
+// CallListParams filter CallList. Zero values do not filter.
+type CallListParams struct {
+	ToolName string
+	Status   registry.CallStatus
+	RunID    *uuid.UUID
+	// Since keeps calls created at or after it.
+	Since time.Time
+	// After continues a listing after the last row of the previous page.
+	After *Cursor
+	// Limit caps the rows returned. Defaults to 50; at most 1000.
+	Limit int
+}
+
+// CallList returns calls, newest first.
+func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 1000)
+	rows, err := db.Query(ctx, `SELECT `+callColumns+` FROM core_tool_calls
+		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3::uuid IS NULL OR run_id = $3)
+		  AND ($4::timestamptz IS NULL OR created_at >= $4)
+		  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
+		ORDER BY created_at DESC, id DESC LIMIT $7`,
+		p.ToolName, string(p.Status), p.RunID, nullTime(p.Since), p.After.time(), p.After.id(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing calls: %w", err)
+	}
+	defer rows.Close()
+	var calls []*Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, fmt.Errorf("error reading call: %w", err)
+		}
+		calls = append(calls, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error listing calls: %w", err)
+	}
+	return calls, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// Cursor is a position in a listing ordered newest first: the last row's time and id.
+type Cursor struct {
+	Time time.Time
+	ID   uuid.UUID
+}
+
+func (c *Cursor) time() *time.Time {
+	if c == nil {
+		return nil
+	}
+	return &c.Time
+}
+
+func (c *Cursor) id() uuid.UUID {
+	if c == nil {
+		return uuid.Nil
+	}
+	return c.ID
+}

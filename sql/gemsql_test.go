@@ -1,0 +1,426 @@
+package gemsql_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+)
+
+type testBundle struct {
+	pool *pgxpool.Pool
+	url  string
+}
+
+func setup(t *testing.T) (context.Context, *testBundle) {
+	t.Helper()
+	pool, url := sqltest.NewDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx, &testBundle{pool: pool, url: url}
+}
+
+func TestMigrateIsRepeatable(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	// The template is migrated; migrating again applies nothing and succeeds.
+	res, err := gemsql.Migrate(ctx, b.pool, nil)
+	require.NoError(t, err)
+	require.Empty(t, res.River)
+	require.Empty(t, res.GEM)
+
+	status, err := gemsql.MigrationStatus(ctx, b.pool)
+	require.NoError(t, err)
+	require.NotEmpty(t, status)
+	for _, s := range status {
+		require.Equal(t, "applied", string(s.State), s.Source.Path)
+	}
+}
+
+func TestPlainSQLInsertEnqueuesAJob(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	// Listen the way River's producers do: the insert must wake them, not wait for a poll.
+	conn, err := pgx.Connect(ctx, b.url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `LISTEN "public.river_insert"`)
+	require.NoError(t, err)
+
+	var id uuid.UUID
+	var jobID int64
+	err = b.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input) VALUES ('os.create_task', '{"title":"call John"}')
+		RETURNING id, job_id`).Scan(&id, &jobID)
+	require.NoError(t, err)
+
+	var kind, state, queue string
+	var args []byte
+	var maxAttempts int
+	err = b.pool.QueryRow(ctx, `SELECT kind, state, queue, args, max_attempts FROM river_job WHERE id = $1`, jobID).
+		Scan(&kind, &state, &queue, &args, &maxAttempts)
+	require.NoError(t, err)
+	require.Equal(t, registry.CallJobKind, kind)
+	require.Equal(t, "available", state)
+	require.Equal(t, "default", queue)
+	require.Equal(t, 5, maxAttempts)
+	var a registry.CallArgs
+	require.NoError(t, json.Unmarshal(args, &a))
+	require.Equal(t, registry.CallArgs{CallID: id, ToolName: "os.create_task"}, a)
+
+	n, err := conn.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"queue":"default"}`, n.Payload)
+
+	call, err := gemsql.CallGet(ctx, b.pool, id)
+	require.NoError(t, err)
+	require.Equal(t, registry.CallQueued, call.Status)
+	require.Equal(t, jobID, call.JobID)
+	require.JSONEq(t, `{"title":"call John"}`, string(call.Input))
+}
+
+func TestCallInsertMany(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	run := uuid.New()
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, []gemsql.CallInsertParams{
+		{ToolName: "os.list_tasks"},
+		{ToolName: "leads.create", Input: json.RawMessage(`{"name":"Ann","phone":"0400"}`), IdempotencyKey: "k1", MaxAttempts: 2, RunID: &run, Agent: "sales", RequestedBy: "test"},
+	})
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+
+	c, err := gemsql.CallGet(ctx, b.pool, ids[1])
+	require.NoError(t, err)
+	require.Equal(t, "leads.create", c.ToolName)
+	require.Equal(t, "k1", c.IdempotencyKey)
+	require.Equal(t, 2, c.MaxAttempts)
+	require.Equal(t, &run, c.RunID)
+	require.Equal(t, "sales", c.Agent)
+	require.Equal(t, "test", c.RequestedBy)
+
+	var jobs int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'gem.tool_call'`).Scan(&jobs))
+	require.Equal(t, 2, jobs)
+
+	_, err = gemsql.CallGet(ctx, b.pool, uuid.New())
+	require.ErrorIs(t, err, gemsql.ErrNotFound)
+	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{})
+	require.Error(t, err)
+}
+
+func TestCallListPaginates(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	// Twelve calls in one statement share created_at: pages must still neither skip nor repeat.
+	params := make([]gemsql.CallInsertParams, 12)
+	for i := range params {
+		params[i] = gemsql.CallInsertParams{ToolName: "os.list_tasks"}
+	}
+	_, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	require.NoError(t, err)
+
+	seen := map[uuid.UUID]bool{}
+	var after *gemsql.Cursor
+	for page := 0; ; page++ {
+		calls, err := gemsql.CallList(ctx, b.pool, gemsql.CallListParams{ToolName: "os.list_tasks", Limit: 5, After: after})
+		require.NoError(t, err)
+		if len(calls) == 0 {
+			break
+		}
+		for _, c := range calls {
+			require.False(t, seen[c.ID], "call listed twice")
+			seen[c.ID] = true
+		}
+		last := calls[len(calls)-1]
+		after = &gemsql.Cursor{Time: last.CreatedAt, ID: last.ID}
+		require.Less(t, page, 5)
+	}
+	require.Len(t, seen, 12)
+
+	queued, err := gemsql.CallList(ctx, b.pool, gemsql.CallListParams{Status: registry.CallQueued})
+	require.NoError(t, err)
+	require.Len(t, queued, 13)
+}
+
+func insertReceipt(t *testing.T, ctx context.Context, db gemsql.DBTX, callID uuid.UUID, status string) {
+	t.Helper()
+	code := any(nil)
+	errJSON := any(nil)
+	if status != "succeeded" {
+		code = "handler_error"
+		errJSON = `{"code":"handler_error","message":"boom"}`
+	}
+	_, err := db.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, result, error, error_code, attempt)
+		SELECT id, tool_name, $2, '{"ok":true}', $3::jsonb, $4, 1 FROM core_tool_calls WHERE id = $1`, callID, status, errJSON, code)
+	require.NoError(t, err)
+}
+
+func TestReceiptSetsCallStatusAndIsUnique(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	require.NoError(t, err)
+	insertReceipt(t, ctx, b.pool, id, "failed")
+
+	c, err := gemsql.CallGet(ctx, b.pool, id)
+	require.NoError(t, err)
+	require.Equal(t, registry.CallFailed, c.Status)
+	require.Equal(t, "handler_error", c.ErrorCode)
+	require.Equal(t, "boom", c.Error)
+	require.NotNil(t, c.FinishedAt)
+
+	r, err := gemsql.ReceiptGet(ctx, b.pool, id)
+	require.NoError(t, err)
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeHandlerError, r.Error.Code)
+	require.Empty(t, r.Effects.DBWrites)
+
+	// A second receipt for the same call is refused by the database itself.
+	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status) VALUES ($1, 'os.health_check', 'succeeded')`, id)
+	require.ErrorContains(t, err, "core_tool_receipts_one_per_call")
+	// And a succeeded receipt cannot carry an error code, nor a failed one lack it.
+	id2, _ := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status) VALUES ($1, 'os.health_check', 'failed')`, id2)
+	require.ErrorContains(t, err, "core_tool_receipts_error_iff_not_succeeded")
+
+	_, err = gemsql.ReceiptGet(ctx, b.pool, id2)
+	require.ErrorIs(t, err, gemsql.ErrNotFound)
+}
+
+func TestReceiptWaiter(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.NoError(t, w.Start(ctx))
+	defer w.Stop()
+
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, []gemsql.CallInsertParams{{ToolName: "a.b"}, {ToolName: "a.b"}, {ToolName: "a.b"}})
+	require.NoError(t, err)
+
+	// A receipt that exists before the wait starts is found at once.
+	insertReceipt(t, ctx, b.pool, ids[0], "succeeded")
+
+	done := make(chan *gemsql.WaitResult, 1)
+	go func() {
+		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := w.Wait(waitCtx, []uuid.UUID{ids[0], ids[1], ids[0]})
+		if err != nil {
+			t.Errorf("wait: %v", err)
+		}
+		done <- res
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("wait returned before the second receipt existed")
+	default:
+	}
+	start := time.Now()
+	insertReceipt(t, ctx, b.pool, ids[1], "succeeded")
+	res := <-done
+	require.Less(t, time.Since(start), time.Second, "the notification ends the wait, not a poll")
+	require.Len(t, res.Receipts, 2)
+	require.Empty(t, res.Pending)
+
+	// A wait that times out says what is still pending.
+	waitCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	res, err = w.Wait(waitCtx, []uuid.UUID{ids[1], ids[2]})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, []uuid.UUID{ids[2]}, res.Pending)
+	require.Contains(t, res.Receipts, ids[1])
+
+	_, err = w.WaitOne(waitCtx, ids[2])
+	require.Error(t, err)
+}
+
+func TestReceiptWaiterReconnects(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.NoError(t, w.Start(ctx))
+	defer w.Stop()
+
+	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		waitCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		_, err := w.WaitOne(waitCtx, id)
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+
+	// Kill the listener's connection, then write the receipt while it is down: the notification is lost,
+	// and the waiter must find the receipt when it reconnects.
+	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name LIKE '%receipt-listener'`)
+	require.NoError(t, err)
+	insertReceipt(t, ctx, b.pool, id, "succeeded")
+	require.NoError(t, <-got)
+}
+
+func TestSafetyNetReceipts(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	tests := []struct {
+		name     string
+		finish   string
+		wantCode registry.ErrorCode
+	}{
+		{"discarded", `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, registry.CodeJobDiscarded},
+		{"cancelled", `UPDATE river_job SET state = 'cancelled', finalized_at = now() WHERE id = $1`, registry.CodeJobCancelled},
+		{"completed without receipt", `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, registry.CodeJobCompletedWithoutReceipt},
+		{"deleted", `DELETE FROM river_job WHERE id = $1`, registry.CodeJobDeleted},
+	}
+	for _, tt := range tests {
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		require.NoError(t, err)
+		c, _ := gemsql.CallGet(ctx, b.pool, id)
+		_, err = b.pool.Exec(ctx, tt.finish, c.JobID)
+		require.NoError(t, err, tt.name)
+		r, err := gemsql.ReceiptGet(ctx, b.pool, id)
+		require.NoError(t, err, tt.name)
+		require.Equal(t, registry.StatusFailed, r.Status, tt.name)
+		require.Equal(t, tt.wantCode, r.Error.Code, tt.name)
+		c, _ = gemsql.CallGet(ctx, b.pool, id)
+		require.Equal(t, registry.CallFailed, c.Status, tt.name)
+	}
+
+	// A job that ends after its receipt exists gets no second receipt.
+	id, _ := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	insertReceipt(t, ctx, b.pool, id, "succeeded")
+	c, _ := gemsql.CallGet(ctx, b.pool, id)
+	_, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, c.JobID)
+	require.NoError(t, err)
+	r, _ := gemsql.ReceiptGet(ctx, b.pool, id)
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+
+	// A malformed job of GEM's kind does not break River's statements.
+	_, err = b.pool.Exec(ctx, `INSERT INTO river_job (args, kind) VALUES ('{"call_id":"nope"}', 'gem.tool_call')`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'running' WHERE args->>'call_id' = 'nope'`)
+	require.NoError(t, err)
+}
+
+func TestJobStateMirror(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	require.NoError(t, err)
+	c, _ := gemsql.CallGet(ctx, b.pool, id)
+
+	// What River's fetch does: running, attempt and attempted_by.
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = array_append(attempted_by, 'executor-a') WHERE id = $1`, c.JobID)
+	require.NoError(t, err)
+	c, _ = gemsql.CallGet(ctx, b.pool, id)
+	require.Equal(t, registry.CallRunning, c.Status)
+	require.Equal(t, 1, c.Attempt)
+	require.Equal(t, "executor-a", c.Worker)
+	require.NotNil(t, c.StartedAt)
+
+	// A retry puts it back in the queue.
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'retryable' WHERE id = $1`, c.JobID)
+	require.NoError(t, err)
+	c, _ = gemsql.CallGet(ctx, b.pool, id)
+	require.Equal(t, registry.CallQueued, c.Status)
+	require.Equal(t, 1, c.Attempt)
+}
+
+func TestWriteCapture(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+
+	// Outside a call nothing is captured.
+	_, err = tx.Exec(ctx, `INSERT INTO os_tasks (title) VALUES ('not captured')`)
+	require.NoError(t, err)
+
+	callID := uuid.New()
+	_, err = tx.Exec(ctx, `SELECT set_config('gem.call_id', $1, true)`, callID.String())
+	require.NoError(t, err)
+	var taskID, noteID uuid.UUID
+	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO os_tasks (title) VALUES ('a') RETURNING id`).Scan(&taskID))
+	_, err = tx.Exec(ctx, `INSERT INTO os_tasks (title) VALUES ('b'), ('c')`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `UPDATE os_tasks SET priority = 'high' WHERE id = $1`, taskID)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO os_notes (title) VALUES ('n') RETURNING id`).Scan(&noteID))
+
+	// A savepoint rolled back takes its writes out of the count.
+	_, err = tx.Exec(ctx, `SAVEPOINT s`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `DELETE FROM os_notes WHERE id = $1`, noteID)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `ROLLBACK TO SAVEPOINT s`)
+	require.NoError(t, err)
+
+	var createdBy uuid.UUID
+	require.NoError(t, tx.QueryRow(ctx, `SELECT created_by_call FROM os_tasks WHERE id = $1`, taskID).Scan(&createdBy))
+	require.Equal(t, callID, createdBy)
+
+	var writes []registry.DBWrite
+	require.NoError(t, tx.QueryRow(ctx, `SELECT gem_collect_writes()`).Scan(&writes))
+	require.Len(t, writes, 3)
+	require.Equal(t, "os_tasks", writes[0].Table)
+	require.Equal(t, "insert", writes[0].Op)
+	require.Equal(t, 3, writes[0].Count)
+	require.Len(t, writes[0].IDs, 3)
+	require.Equal(t, taskID.String(), writes[0].IDs[0])
+	require.Equal(t, registry.DBWrite{Table: "os_tasks", Op: "update", Count: 1, IDs: []string{taskID.String()}}, writes[1])
+	require.Equal(t, registry.DBWrite{Table: "os_notes", Op: "insert", Count: 1, IDs: []string{noteID.String()}}, writes[2])
+
+	// Collecting resets, so the next call in the same transaction starts from nothing.
+	require.NoError(t, tx.QueryRow(ctx, `SELECT gem_collect_writes()`).Scan(&writes))
+	require.Empty(t, writes)
+
+	// Ids are capped, counts are exact.
+	_, err = tx.Exec(ctx, `INSERT INTO os_tasks (title) SELECT 't' || g FROM generate_series(1, 250) g`)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT gem_collect_writes()`).Scan(&writes))
+	require.Len(t, writes, 1)
+	require.Equal(t, 250, writes[0].Count)
+	require.Len(t, writes[0].IDs, registry.DBWriteIDsMax)
+}
+
+// TestTriggerErrorCodesAreKnown checks that the codes the SQL triggers write are registry error codes.
+func TestTriggerErrorCodesAreKnown(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	var src string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE proname = 'gem_job_state_changed' OR proname = 'gem_job_deleted'`).Scan(&src))
+	known := map[registry.ErrorCode]bool{}
+	for _, c := range registry.ErrorCodes {
+		known[c] = true
+	}
+	for _, code := range []registry.ErrorCode{registry.CodeJobDiscarded, registry.CodeJobCancelled, registry.CodeJobDeleted, registry.CodeJobCompletedWithoutReceipt} {
+		require.True(t, known[code])
+		require.Contains(t, src, "'"+string(code)+"'")
+	}
+}

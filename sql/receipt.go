@@ -1,0 +1,132 @@
+package gemsql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+const receiptColumns = `call_id, tool_name, status, result, effects, error, summary, coalesce(idempotency_key, ''),
+	idempotency_hit, idempotency_of, attempt, coalesce(worker, ''), duration_ms, started_at, finished_at`
+
+func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
+	var (
+		r                    registry.Receipt
+		effects, errJSON, sm []byte
+	)
+	err := row.Scan(&r.CallID, &r.ToolName, &r.Status, &r.Result, &effects, &errJSON, &sm, &r.IdempotencyKey,
+		&r.IdempotencyHit, &r.IdempotencyOf, &r.Attempt, &r.Worker, &r.DurationMS, &r.StartedAt, &r.FinishedAt)
+	if err != nil {
+		return nil, err
+	}
+	if len(effects) > 0 {
+		if err := json.Unmarshal(effects, &r.Effects); err != nil {
+			return nil, fmt.Errorf("error decoding receipt effects: %w", err)
+		}
+	}
+	if r.Effects.DBWrites == nil {
+		r.Effects.DBWrites = []registry.DBWrite{}
+	}
+	if len(errJSON) > 0 {
+		r.Error = &registry.CallError{}
+		if err := json.Unmarshal(errJSON, r.Error); err != nil {
+			return nil, fmt.Errorf("error decoding receipt error: %w", err)
+		}
+	}
+	if len(sm) > 0 {
+		if err := json.Unmarshal(sm, &r.Summary); err != nil {
+			return nil, fmt.Errorf("error decoding receipt summary: %w", err)
+		}
+	}
+	if r.Result == nil {
+		r.Result = json.RawMessage("null")
+	}
+	return &r, nil
+}
+
+// ReceiptGet returns the receipt of a call, or ErrNotFound while the call has none.
+func ReceiptGet(ctx context.Context, db DBTX, callID uuid.UUID) (*registry.Receipt, error) {
+	r, err := scanReceipt(db.QueryRow(ctx, `SELECT `+receiptColumns+` FROM core_tool_receipts WHERE call_id = $1`, callID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error getting receipt: %w", err)
+	}
+	return r, nil
+}
+
+// ReceiptsGet returns the receipts that exist for the given calls, keyed by call id.
+func ReceiptsGet(ctx context.Context, db DBTX, callIDs []uuid.UUID) (map[uuid.UUID]*registry.Receipt, error) {
+	out := make(map[uuid.UUID]*registry.Receipt, len(callIDs))
+	if len(callIDs) == 0 {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `SELECT `+receiptColumns+` FROM core_tool_receipts WHERE call_id = ANY($1)`, callIDs)
+	if err != nil {
+		return nil, fmt.Errorf("error getting receipts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("error reading receipt: %w", err)
+		}
+		out[r.CallID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error getting receipts: %w", err)
+	}
+	return out, nil
+}
+
+// ReceiptListParams filter ReceiptList. Zero values do not filter.
+type ReceiptListParams struct {
+	ToolName string
+	Status   registry.ReceiptStatus
+	// ErrorCode keeps receipts with this error code.
+	ErrorCode registry.ErrorCode
+	// Since keeps receipts finished at or after it.
+	Since time.Time
+	// After continues a listing after the last row of the previous page (finished_at, call id).
+	After *Cursor
+	// Limit caps the rows returned. Defaults to 50; at most 1000.
+	Limit int
+}
+
+// ReceiptList returns receipts, most recently finished first.
+func ReceiptList(ctx context.Context, db DBTX, p ReceiptListParams) ([]*registry.Receipt, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 1000)
+	rows, err := db.Query(ctx, `SELECT `+receiptColumns+` FROM core_tool_receipts
+		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR error_code = $3)
+		  AND ($4::timestamptz IS NULL OR finished_at >= $4)
+		  AND ($5::timestamptz IS NULL OR (finished_at, call_id) < ($5, $6::uuid))
+		ORDER BY finished_at DESC, call_id DESC LIMIT $7`,
+		p.ToolName, string(p.Status), string(p.ErrorCode), nullTime(p.Since), p.After.time(), p.After.id(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing receipts: %w", err)
+	}
+	defer rows.Close()
+	var out []*registry.Receipt
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("error reading receipt: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error listing receipts: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,179 @@
+// Package sqltest gives tests a real, migrated PostgreSQL database of their own.
+//
+// The server is DATABASE_URL when set; otherwise the repository's private cluster, started on demand with
+// sql/dev-postgres.sh, so `go test` works on a fresh machine without a manual step. Each NewDB call copies
+// a migrated template database (built once per schema version) and drops the copy when the test ends.
+package sqltest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var (
+	adminOnce sync.Once
+	adminURL  string
+	adminErr  error
+
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+)
+
+// AdminURL returns the URL of the test server's maintenance database, starting the private cluster if
+// DATABASE_URL is not set.
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	adminOnce.Do(func() { adminURL, adminErr = findServer() })
+	if adminErr != nil {
+		t.Fatalf("no PostgreSQL for tests: %v", adminErr)
+	}
+	return adminURL
+}
+
+func findServer() (string, error) {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("cannot locate sql/dev-postgres.sh")
+	}
+	script := filepath.Join(filepath.Dir(file), "..", "dev-postgres.sh")
+	out, err := exec.Command(script, "start").Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return "", fmt.Errorf("%s start: %v\n%s", script, err, stderr)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// WithDatabase returns u with its database name replaced.
+func WithDatabase(u, name string) string {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	parsed.Path = "/" + name
+	return parsed.String()
+}
+
+// NewDB creates a migrated database for one test and returns a pool on it and its URL. The database is
+// dropped when the test ends.
+func NewDB(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	admin := AdminURL(t)
+	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx, admin) })
+	if templateErr != nil {
+		t.Fatalf("error preparing the template database: %v", templateErr)
+	}
+
+	name := "gem_test_" + strings.ReplaceAll(uuid.NewString()[:18], "-", "")
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("error connecting to the test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, templateName)); err != nil {
+		t.Fatalf("error creating test database: %v", err)
+	}
+	dbURL := WithDatabase(admin, name)
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-test", MaxConns: 30})
+	if err != nil {
+		t.Fatalf("error opening test database: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		conn, err := pgx.Connect(context.Background(), admin)
+		if err != nil {
+			t.Logf("error connecting to drop %s: %v", name, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+			t.Logf("error dropping %s: %v", name, err)
+		}
+	})
+	return pool, dbURL
+}
+
+// ensureTemplate builds the migrated template once per schema version (a hash of the migration files), under
+// an advisory lock so parallel test binaries build it once.
+func ensureTemplate(ctx context.Context, admin string) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(gemsql.Migrations(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(gemsql.Migrations(), path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	name := "gem_tmpl_" + hex.EncodeToString(h.Sum(nil))[:16]
+
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("error connecting to the test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7355608)"); err != nil {
+		return "", err
+	}
+	defer func() { _, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock(7355608)") }()
+
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_build"
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: WithDatabase(admin, building), ApplicationName: "gem-test-template"})
+	if err != nil {
+		return "", err
+	}
+	migrateCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_, err = gemsql.Migrate(migrateCtx, pool, nil)
+	pool.Close()
+	if err != nil {
+		return "", fmt.Errorf("error migrating the template: %w", err)
+	}
+	// Rename only when complete, so an interrupted build is never used as a template.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s", building, name)); err != nil {
+		return "", err
+	}
+	return name, nil
+}

@@ -1,0 +1,293 @@
+package gemsql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ReceiptWaiter waits for calls' receipts. One LISTEN connection serves every waiter: a receipt's insert
+// notifies its call id at commit, and the waiter then reads the receipt. After a lost connection it
+// reconnects by itself and re-reads what its waiters still wait for, so no receipt is missed.
+type ReceiptWaiter struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[uuid.UUID]map[*waiter]struct{}
+	// resync is closed (and replaced) each time the listener reconnects, telling waiters to re-read.
+	resync chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type waiter struct {
+	notify chan uuid.UUID
+}
+
+// NewReceiptWaiter returns a waiter that reads receipts through pool. Call Start before Wait.
+func NewReceiptWaiter(pool *pgxpool.Pool, logger *slog.Logger) *ReceiptWaiter {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &ReceiptWaiter{
+		pool:    pool,
+		logger:  logger,
+		waiters: make(map[uuid.UUID]map[*waiter]struct{}),
+		resync:  make(chan struct{}),
+	}
+}
+
+// Start connects and listens. It returns an error at once if the first connection fails; later losses are
+// retried in the background until Stop.
+func (w *ReceiptWaiter) Start(ctx context.Context) error {
+	conn, err := w.listen(ctx)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	w.done = make(chan struct{})
+	go w.run(runCtx, conn)
+	return nil
+}
+
+// Stop stops listening and waits for the listener to end.
+func (w *ReceiptWaiter) Stop() {
+	if w.cancel == nil {
+		return
+	}
+	w.cancel()
+	<-w.done
+}
+
+func (w *ReceiptWaiter) listen(ctx context.Context) (*pgx.Conn, error) {
+	cfg := w.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + "-receipt-listener"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("error connecting the receipt listener: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+ReceiptChannel); err != nil {
+		_ = conn.Close(ctx)
+		return nil, fmt.Errorf("error listening for receipts: %w", err)
+	}
+	return conn, nil
+}
+
+func (w *ReceiptWaiter) run(ctx context.Context, conn *pgx.Conn) {
+	defer close(w.done)
+	defer func() {
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
+	}()
+	backoff := 50 * time.Millisecond
+	for {
+		if conn == nil {
+			c, err := w.listen(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				w.logger.Warn("receipt listener cannot reconnect; retrying", slog.String("error", err.Error()), slog.Duration("backoff", backoff))
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(backoff*2, 2*time.Second)
+				continue
+			}
+			conn, backoff = c, 50*time.Millisecond
+			w.logger.Info("receipt listener reconnected")
+			w.broadcastResync()
+		}
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.logger.Warn("receipt listener lost its connection", slog.String("error", err.Error()))
+			_ = conn.Close(context.Background())
+			conn = nil
+			continue
+		}
+		id, err := uuid.Parse(n.Payload)
+		if err != nil {
+			continue
+		}
+		w.dispatch(id)
+	}
+}
+
+func (w *ReceiptWaiter) dispatch(id uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for wt := range w.waiters[id] {
+		// Each waiter hears of each id once (it is removed here), and its buffer holds all its ids, so the
+		// send never blocks.
+		wt.notify <- id
+	}
+	delete(w.waiters, id)
+}
+
+func (w *ReceiptWaiter) broadcastResync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.resync)
+	w.resync = make(chan struct{})
+}
+
+func (w *ReceiptWaiter) register(wt *waiter, ids []uuid.UUID) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		set := w.waiters[id]
+		if set == nil {
+			set = make(map[*waiter]struct{}, 1)
+			w.waiters[id] = set
+		}
+		set[wt] = struct{}{}
+	}
+	return w.resync
+}
+
+func (w *ReceiptWaiter) unregister(wt *waiter, ids []uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		if set := w.waiters[id]; set != nil {
+			delete(set, wt)
+			if len(set) == 0 {
+				delete(w.waiters, id)
+			}
+		}
+	}
+}
+
+func (w *ReceiptWaiter) resyncChan() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.resync
+}
+
+// WaitResult is what Wait found.
+type WaitResult struct {
+	// Receipts holds the receipts that exist, keyed by call id.
+	Receipts map[uuid.UUID]*registry.Receipt
+	// Pending lists the calls still without a receipt when the wait ended, in the order asked.
+	Pending []uuid.UUID
+}
+
+// Wait waits until every call has a receipt or ctx ends (give it a deadline). It returns the receipts found;
+// when ctx ends first it also returns ctx's error, and Pending lists the calls still running (they go on
+// running: a wait never cancels a call).
+func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitResult, error) {
+	res := &WaitResult{Receipts: make(map[uuid.UUID]*registry.Receipt, len(callIDs))}
+	pending := make(map[uuid.UUID]struct{}, len(callIDs))
+	ids := make([]uuid.UUID, 0, len(callIDs))
+	for _, id := range callIDs {
+		if _, dup := pending[id]; !dup {
+			pending[id] = struct{}{}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return res, nil
+	}
+
+	// Register before reading, so a receipt committed in between is either read or notified.
+	wt := &waiter{notify: make(chan uuid.UUID, len(ids))}
+	resync := w.register(wt, ids)
+	defer w.unregister(wt, ids)
+
+	var retry <-chan time.Time
+	load := func(batch []uuid.UUID) error {
+		found, err := ReceiptsGet(ctx, w.pool, batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// The database may be restarting: try again shortly instead of failing the wait.
+			w.logger.Warn("error reading receipts; retrying", slog.String("error", err.Error()))
+			retry = time.After(200 * time.Millisecond)
+			return nil
+		}
+		for id, r := range found {
+			res.Receipts[id] = r
+			delete(pending, id)
+		}
+		return nil
+	}
+	pendingIDs := func() []uuid.UUID {
+		out := make([]uuid.UUID, 0, len(pending))
+		for _, id := range ids {
+			if _, ok := pending[id]; ok {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+
+	if err := load(ids); err != nil {
+		res.Pending = pendingIDs()
+		return res, err
+	}
+	for len(pending) > 0 {
+		select {
+		case id := <-wt.notify:
+			batch := []uuid.UUID{id}
+		drain:
+			for {
+				select {
+				case more := <-wt.notify:
+					batch = append(batch, more)
+				default:
+					break drain
+				}
+			}
+			if err := load(batch); err != nil {
+				res.Pending = pendingIDs()
+				return res, err
+			}
+		case <-resync:
+			resync = w.resyncChan()
+			if err := load(pendingIDs()); err != nil {
+				res.Pending = pendingIDs()
+				return res, err
+			}
+		case <-retry:
+			retry = nil
+			if err := load(pendingIDs()); err != nil {
+				res.Pending = pendingIDs()
+				return res, err
+			}
+		case <-ctx.Done():
+			res.Pending = pendingIDs()
+			return res, ctx.Err()
+		}
+	}
+	return res, nil
+}
+
+// WaitOne waits for one call's receipt until ctx ends.
+func (w *ReceiptWaiter) WaitOne(ctx context.Context, callID uuid.UUID) (*registry.Receipt, error) {
+	res, err := w.Wait(ctx, []uuid.UUID{callID})
+	if r, ok := res.Receipts[callID]; ok {
+		return r, nil
+	}
+	if err == nil {
+		err = errors.New("receipt not found")
+	}
+	return nil, err
+}
