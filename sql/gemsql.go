@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -46,10 +45,6 @@ type PoolConfig struct {
 }
 
 // NewPool opens a connection pool and checks that the database answers.
-//
-// A cancelled context cancels the running statement with a PostgreSQL cancel request instead of closing the
-// connection, so a handler that overruns its timeout loses its statement (and rolls back to its savepoint),
-// not the connection that other calls' receipts share.
 func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("database URL is empty (set DATABASE_URL)")
@@ -69,9 +64,6 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	}
 	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
 		pc.ConnConfig.RuntimeParams["application_name"] = name
-	}
-	pc.ConnConfig.BuildContextWatcherHandler = func(pgConn *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: pgConn, DeadlineDelay: 2 * time.Second}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

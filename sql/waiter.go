@@ -11,6 +11,8 @@ import (
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -73,6 +75,10 @@ func (w *ReceiptWaiter) Stop() {
 func (w *ReceiptWaiter) listen(ctx context.Context) (*pgx.Conn, error) {
 	cfg := w.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + "-receipt-listener"
+	// Waiting for a notification is not a query a cancel request can stop: end it by closing the socket.
+	cfg.BuildContextWatcherHandler = func(pgConn *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: pgConn.Conn()}
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("error connecting the receipt listener: %w", err)

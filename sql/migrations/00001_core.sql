@@ -29,8 +29,12 @@ CREATE TABLE core_tool_calls (
     created_at         timestamptz NOT NULL DEFAULT now(),
     started_at         timestamptz,
     finished_at        timestamptz,
-    -- Set (and committed) before a handler with effects outside the database starts: a later attempt that
-    -- finds it set and no receipt knows the outcome is unknown and does not run the handler again.
+    -- Set (and committed) before a handler with effects outside the database starts, with a token unique
+    -- to that run: a later run that finds another run's token and no receipt knows the outcome is unknown
+    -- and does not run the handler again. (River's attempt number is not unique: a run interrupted by a
+    -- shutdown is retried with the same number.)
+    outside_token      uuid,
+    outside_attempt    integer,
     outside_started_at timestamptz
 );
 
@@ -80,6 +84,25 @@ CREATE TABLE core_idempotency_keys (
     created_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tool_name, key_hash)
 );
+
+-- Running executors. Each holds a session advisory lock (gem_executor_lock_key of its id) for as long as it
+-- lives; a running call whose executor's lock is free belongs to a dead process and is taken up at once.
+CREATE TABLE core_executors (
+    id         text        PRIMARY KEY,
+    hostname   text        NOT NULL,
+    pid        integer     NOT NULL,
+    version    text        NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now(),
+    stopped_at timestamptz,
+    -- Set when another executor found this one dead.
+    dead_at    timestamptz
+);
+
+-- +goose StatementBegin
+CREATE FUNCTION gem_executor_lock_key(executor_id text) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT hashtextextended('gem.executor:' || executor_id, 0)
+$$;
+-- +goose StatementEnd
 
 -- +goose StatementBegin
 -- gem_current_call is the call whose handler is running in this transaction, or NULL outside the executor.
@@ -345,3 +368,5 @@ DROP TABLE core_tool_calls;
 DROP FUNCTION gem_receipt_inserted();
 DROP FUNCTION gem_call_enqueue();
 DROP FUNCTION gem_current_call();
+DROP FUNCTION gem_executor_lock_key(text);
+DROP TABLE core_executors;

@@ -1,0 +1,298 @@
+package business
+
+import (
+	"context"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+func registerOS(h executor.Handlers) {
+	h.Func("os.health_check", healthCheck)
+	h.Func("os.create_note", createNote)
+	h.Func("os.search_notes", searchNotes)
+	h.Func("os.create_task", createTask)
+	h.Func("os.update_task", updateTask)
+	h.Func("os.complete_task", completeTask)
+	h.Func("os.list_tasks", listTasks)
+}
+
+func healthCheck(ctx context.Context, c *executor.Call) (any, error) {
+	start := time.Now()
+	var version string
+	var now time.Time
+	if err := c.DB.QueryRow(ctx, `SELECT current_setting('server_version'), now()`).Scan(&version, &now); err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"status": "ok",
+		"database": map[string]any{
+			"reachable":      true,
+			"latency_ms":     float64(time.Since(start).Microseconds()) / 1000,
+			"server_version": version,
+		},
+		"server_time":      now.UTC(),
+		"executor_version": executor.Version,
+	}, nil
+}
+
+type note struct {
+	NoteID    uuid.UUID `json:"note_id"`
+	Title     string    `json:"title"`
+	Kind      string    `json:"kind"`
+	Tags      []string  `json:"tags"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func createNote(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		Title  string   `json:"title"`
+		Body   string   `json:"body"`
+		Kind   string   `json:"kind"`
+		Tags   []string `json:"tags"`
+		LeadID *string  `json:"lead_id"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if in.Kind == "" {
+		in.Kind = "business"
+	}
+	if in.Tags == nil {
+		in.Tags = []string{}
+	}
+	leadID, err := nullableUUID(in.LeadID)
+	if err != nil {
+		return nil, err
+	}
+	var n note
+	err = c.DB.QueryRow(ctx, `INSERT INTO os_notes (kind, title, body, tags, lead_id) VALUES ($1, $2, $3, $4, $5)
+		RETURNING id, title, kind, tags, created_at`, in.Kind, in.Title, in.Body, in.Tags, leadID).
+		Scan(&n.NoteID, &n.Title, &n.Kind, &n.Tags, &n.CreatedAt)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return n, nil
+}
+
+func searchNotes(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		Query string `json:"query"`
+		Kind  string `json:"kind"`
+		Limit int    `json:"limit"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	// Full-text match (stemmed words, websearch syntax), or a plain substring for partial words; full-text
+	// matches rank first.
+	rows, err := c.DB.Query(ctx, `
+		WITH q AS (SELECT websearch_to_tsquery('english', $1) AS tsq, '%' || $1 || '%' AS like)
+		SELECT n.id, n.title, n.kind, n.tags, n.created_at,
+			ts_headline('english', CASE WHEN n.body = '' THEN n.title ELSE n.body END, q.tsq,
+				'MaxWords=24, MinWords=8, StartSel=«, StopSel=»') AS snippet,
+			ts_rank(gem_note_document(n.title, n.body, n.tags), q.tsq)
+				+ CASE WHEN n.title ILIKE q.like THEN 0.05 ELSE 0 END AS rank
+		FROM os_notes n, q
+		WHERE (gem_note_document(n.title, n.body, n.tags) @@ q.tsq OR n.title ILIKE q.like OR n.body ILIKE q.like)
+		  AND ($2 = '' OR n.kind = $2)
+		ORDER BY rank DESC, n.created_at DESC
+		LIMIT $3`, in.Query, in.Kind, limitOr(in.Limit, 20))
+	if err != nil {
+		return nil, err
+	}
+	type hit struct {
+		note
+		Snippet string  `json:"snippet"`
+		Rank    float64 `json:"rank"`
+	}
+	notes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hit, error) {
+		var h hit
+		var rank float32
+		err := r.Scan(&h.NoteID, &h.Title, &h.Kind, &h.Tags, &h.CreatedAt, &h.Snippet, &rank)
+		h.Rank = float64(rank)
+		return h, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if notes == nil {
+		notes = []hit{}
+	}
+	return map[string]any{"notes": notes, "count": len(notes)}, nil
+}
+
+type task struct {
+	TaskID      uuid.UUID  `json:"task_id"`
+	Title       string     `json:"title"`
+	Description *string    `json:"description"`
+	Priority    string     `json:"priority"`
+	Status      string     `json:"status"`
+	DueAt       *time.Time `json:"due_at"`
+	LeadID      *uuid.UUID `json:"lead_id"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+}
+
+const taskColumns = `id, title, description, priority, status, due_at, lead_id, created_at, updated_at, completed_at`
+
+func scanTask(row pgx.Row) (task, error) {
+	var t task
+	err := row.Scan(&t.TaskID, &t.Title, &t.Description, &t.Priority, &t.Status, &t.DueAt, &t.LeadID,
+		&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt)
+	return t, err
+}
+
+func createTask(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		Title       string  `json:"title"`
+		Description *string `json:"description"`
+		Priority    string  `json:"priority"`
+		DueAt       *string `json:"due_at"`
+		LeadID      *string `json:"lead_id"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if in.Priority == "" {
+		in.Priority = "normal"
+	}
+	due, err := parseTime(in.DueAt)
+	if err != nil {
+		return nil, err
+	}
+	leadID, err := nullableUUID(in.LeadID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := scanTask(c.DB.QueryRow(ctx, `INSERT INTO os_tasks (title, description, priority, due_at, lead_id)
+		VALUES ($1, $2, $3, $4, $5) RETURNING `+taskColumns, in.Title, in.Description, in.Priority, due, leadID))
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return t, nil
+}
+
+func updateTask(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		TaskID      uuid.UUID        `json:"task_id"`
+		Title       optional[string] `json:"title"`
+		Description optional[string] `json:"description"`
+		Priority    optional[string] `json:"priority"`
+		DueAt       optional[string] `json:"due_at"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	due, err := parseTime(in.DueAt.Value)
+	if err != nil {
+		return nil, err
+	}
+	current, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, in.TaskID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "task", in.TaskID)
+	}
+	// Only fields that change are written, so a repeated update writes nothing.
+	updated := []string{}
+	if in.Title.Set && in.Title.Value != nil && *in.Title.Value != current.Title {
+		updated = append(updated, "title")
+	}
+	if in.Description.Set && !equalPtr(in.Description.Value, current.Description) {
+		updated = append(updated, "description")
+	}
+	if in.Priority.Set && in.Priority.Value != nil && *in.Priority.Value != current.Priority {
+		updated = append(updated, "priority")
+	}
+	if in.DueAt.Set && !equalTime(due, current.DueAt) {
+		updated = append(updated, "due_at")
+	}
+	if len(updated) == 0 {
+		return map[string]any{"task": current, "updated_fields": updated}, nil
+	}
+	t, err := scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET
+			title = CASE WHEN $2 THEN $3 ELSE title END,
+			description = CASE WHEN $4 THEN $5 ELSE description END,
+			priority = CASE WHEN $6 THEN $7 ELSE priority END,
+			due_at = CASE WHEN $8 THEN $9 ELSE due_at END,
+			updated_at = now()
+		WHERE id = $1 RETURNING `+taskColumns,
+		in.TaskID, in.Title.Value != nil, in.Title.Value, in.Description.Set, in.Description.Value,
+		in.Priority.Value != nil, in.Priority.Value, in.DueAt.Set, due))
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return map[string]any{"task": t, "updated_fields": updated}, nil
+}
+
+func equalPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func equalTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+func completeTask(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		TaskID uuid.UUID `json:"task_id"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	t, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, in.TaskID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "task", in.TaskID)
+	}
+	if t.Status == "done" {
+		return map[string]any{"task": t, "already_completed": true}, nil
+	}
+	t, err = scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET status = 'done', completed_at = now(), updated_at = now()
+		WHERE id = $1 RETURNING `+taskColumns, in.TaskID))
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return map[string]any{"task": t, "already_completed": false}, nil
+}
+
+func listTasks(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		Status   string  `json:"status"`
+		Priority string  `json:"priority"`
+		LeadID   *string `json:"lead_id"`
+		Limit    int     `json:"limit"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if in.Status == "" {
+		in.Status = "open"
+	}
+	leadID, err := nullableUUID(in.LeadID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.DB.Query(ctx, `SELECT `+taskColumns+` FROM os_tasks
+		WHERE ($1 = 'any' OR status = $1) AND ($2 = '' OR priority = $2) AND ($3::uuid IS NULL OR lead_id = $3)
+		ORDER BY array_position(ARRAY['urgent', 'high', 'normal', 'low'], priority), due_at NULLS LAST, created_at
+		LIMIT $4`, in.Status, in.Priority, leadID, limitOr(in.Limit, 20))
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (task, error) { return scanTask(r) })
+	if err != nil {
+		return nil, err
+	}
+	if tasks == nil {
+		tasks = []task{}
+	}
+	return map[string]any{"tasks": tasks, "count": len(tasks)}, nil
+}

@@ -1,0 +1,512 @@
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/rs/zerolog"
+)
+
+// outcomeKind says what became of one call inside a transaction.
+type outcomeKind int
+
+const (
+	// outcomeDone: the call has its receipt (written now or earlier); complete its job in this transaction.
+	outcomeDone outcomeKind = iota
+	// outcomeRetry: a transient failure; nothing of the call is kept and River retries its job.
+	outcomeRetry
+	// outcomeMissing: the job names a call that does not exist; the job is cancelled.
+	outcomeMissing
+	// outcomePrepared: the outside-effects marker is set; commit it, then run the call.
+	outcomePrepared
+)
+
+type outcome struct {
+	kind outcomeKind
+	err  error
+	// txBroken means the transaction can no longer be used: every call in it must be retried.
+	txBroken bool
+}
+
+// phase distinguishes the two transactions of a call with outside effects.
+type phase int
+
+const (
+	phaseRun phase = iota
+	// phasePrepare checks the call and commits the outside-effects marker before the handler may start.
+	phasePrepare
+)
+
+// attempt is one attempt at one call.
+type attempt struct {
+	e       *Executor
+	p       *pending
+	ctx     context.Context // the River job's context: cancelled on hard shutdown
+	job     *rivertype.JobRow
+	args    registry.CallArgs
+	log     zerolog.Logger
+	started time.Time
+
+	// From the call row.
+	toolName       string
+	input          []byte
+	explicitKey    string
+	agent          string
+	runID          *uuid.UUID
+	outsideToken   *uuid.UUID
+	outsideAttempt *int
+	hasReceipt     bool
+
+	tool    *registry.Tool
+	handler Handler
+	key     string
+}
+
+// receiptDraft is a receipt before it is written.
+type receiptDraft struct {
+	status  registry.ReceiptStatus
+	result  json.RawMessage
+	outside []registry.OutsideEffect
+	err     *registry.CallError
+	hit     bool
+	hitOf   *uuid.UUID
+	// collectWrites fills effects.db_writes from the write-capture triggers (only for a handler that ran
+	// and whose effects are kept).
+	collectWrites bool
+}
+
+func failed(code registry.ErrorCode, message string, details any) *receiptDraft {
+	ce := &registry.CallError{Code: code, Message: message}
+	if details != nil {
+		ce.Details, _ = json.Marshal(details)
+	}
+	status := registry.StatusFailed
+	if code == registry.CodeNotConfigured {
+		status = registry.StatusNotConfigured
+	}
+	return &receiptDraft{status: status, err: ce}
+}
+
+const savepoint = "gem_call"
+
+// run processes the call inside tx: everything it writes (receipt, idempotency key, handler effects) is in
+// tx, and on outcomeDone the caller completes the job in tx and commits.
+func (a *attempt) run(ctx context.Context, tx pgx.Tx, ph phase) outcome {
+	found, err := a.load(ctx, tx)
+	if err != nil {
+		return outcome{kind: outcomeRetry, err: fmt.Errorf("error loading call: %w", err), txBroken: true}
+	}
+	if !found {
+		return outcome{kind: outcomeMissing, err: fmt.Errorf("call %s does not exist", a.args.CallID)}
+	}
+	if a.hasReceipt {
+		// An earlier attempt committed the receipt; only the job is left to complete.
+		a.log.Info().Msg("call already has a receipt; completing its job")
+		return a.release(ctx, tx)
+	}
+	if d := a.precheck(); d != nil {
+		return a.finish(ctx, tx, d, false)
+	}
+	if ph == phasePrepare {
+		_, err := tx.Exec(ctx, `UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
+			a.args.CallID, a.p.outsideToken, a.job.Attempt)
+		if err != nil {
+			return outcome{kind: outcomeRetry, err: fmt.Errorf("error marking outside effects: %w", err), txBroken: true}
+		}
+		if out := a.release(ctx, tx); out.txBroken {
+			return out
+		}
+		return outcome{kind: outcomePrepared}
+	}
+
+	d, transient := a.execute(ctx, tx)
+	var tb txBrokenError
+	if errors.As(transient, &tb) {
+		return outcome{kind: outcomeRetry, err: transient, txBroken: true}
+	}
+	if transient != nil {
+		if a.job.Attempt < a.job.MaxAttempts {
+			a.log.Warn().Err(transient).Msg("transient failure; the call will be retried")
+			if out := a.rollback(ctx, tx); out.txBroken {
+				return out
+			}
+			if out := a.release(ctx, tx); out.txBroken {
+				return out
+			}
+			return outcome{kind: outcomeRetry, err: transient}
+		}
+		d = failed(registry.CodeRetriesExhausted, fmt.Sprintf("attempt %d of %d failed with a transient error: %v",
+			a.job.Attempt, a.job.MaxAttempts, transient), nil)
+	}
+	rollback := d.status != registry.StatusSucceeded
+	return a.finish(ctx, tx, d, rollback)
+}
+
+// load locks the call row and opens the call's savepoint, in one round trip.
+func (a *attempt) load(ctx context.Context, tx pgx.Tx) (bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('gem.call_id', c.id::text, true), c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
+			coalesce(c.agent, ''), c.run_id, c.outside_token, c.outside_attempt,
+			EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id)
+		FROM core_tool_calls c WHERE c.id = $1 FOR UPDATE OF c`, a.args.CallID)
+	b.Queue("SAVEPOINT " + savepoint)
+	br := tx.SendBatch(ctx, b)
+	var ignored string
+	var input string
+	err := br.QueryRow().Scan(&ignored, &a.toolName, &input, &a.explicitKey, &a.agent, &a.runID, &a.outsideToken, &a.outsideAttempt, &a.hasReceipt)
+	found := true
+	if errors.Is(err, pgx.ErrNoRows) {
+		found, err = false, nil
+	}
+	if err != nil {
+		_ = br.Close()
+		return false, err
+	}
+	a.input = []byte(input)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return false, err
+	}
+	return found, br.Close()
+}
+
+// precheck returns the receipt of a call that must not run: unknown tool, invalid input, no handler, or an
+// earlier attempt whose outside effects are unknown. It returns nil for a call that may run.
+func (a *attempt) precheck() *receiptDraft {
+	tool, ok := a.e.reg.Tool(a.toolName)
+	if !ok {
+		details := map[string]any{"tool": a.toolName}
+		if similar := a.e.similarTools(a.toolName); len(similar) > 0 {
+			details["did_you_mean"] = similar
+		}
+		return failed(registry.CodeUnknownTool, fmt.Sprintf("no tool named %q in the registry", a.toolName), details)
+	}
+	a.tool = tool
+	a.log = a.log.With().Str("tool", tool.Name).Logger()
+
+	input, err := registry.DecodeJSON(a.input)
+	if err == nil {
+		err = tool.ValidateInputValue(input)
+	}
+	if err != nil {
+		var ve *registry.ValidationError
+		if errors.As(err, &ve) {
+			return failed(registry.CodeValidation, ve.Error(), map[string]any{"violations": ve.Violations})
+		}
+		return failed(registry.CodeValidation, err.Error(), nil)
+	}
+
+	a.key, err = tool.IdempotencyKeyFor(input, a.explicitKey)
+	if err != nil {
+		return failed(registry.CodeInvalidCall, "no idempotency key: "+err.Error(), map[string]any{"key_field": tool.Idempotency.KeyField})
+	}
+
+	handler, ok := a.e.handlers[tool.Name]
+	if !ok {
+		return failed(registry.CodeNotConfigured, fmt.Sprintf("tool %s has no handler in this executor", tool.Name), registry.NotConfiguredDetails{
+			Reason:      fmt.Sprintf("tool %s is in the registry but this executor has no handler for it", tool.Name),
+			RequiredEnv: []string{},
+			NextSteps: []string{
+				"Implement the handler and register it in the executor (docs/adding-a-tool.md).",
+				"Run `executor registry check` to list the tools without handlers.",
+			},
+		})
+	}
+	a.handler = handler
+
+	if a.outsideToken != nil && *a.outsideToken != a.p.outsideToken && a.e.needsOutsideMarker(tool) {
+		started := 0
+		if a.outsideAttempt != nil {
+			started = *a.outsideAttempt
+		}
+		return failed(registry.CodeOutcomeUnknown, fmt.Sprintf(
+			"an earlier run (attempt %d) started this call, which has effects outside the database (%v), and never finished; it is not run again so it cannot happen twice",
+			started, tool.Permissions), map[string]any{"started_attempt": started, "permissions": tool.Permissions})
+	}
+	return nil
+}
+
+// execute claims the idempotency key and runs the handler. It returns the receipt, or a transient error.
+func (a *attempt) execute(ctx context.Context, tx pgx.Tx) (*receiptDraft, error) {
+	if a.key != "" {
+		d, err := a.claimKey(ctx, tx)
+		if err != nil || d != nil {
+			return d, err
+		}
+	}
+
+	result, outside, err := a.callHandler(tx)
+	if err != nil {
+		return a.classify(err)
+	}
+	if verr := a.tool.ValidateOutput(result); verr != nil {
+		var ve *registry.ValidationError
+		details := map[string]any{"result": json.RawMessage(result)}
+		if errors.As(verr, &ve) {
+			details["violations"] = ve.Violations
+		}
+		return failed(registry.CodeOutputContract, "the handler's result does not match the output schema, so its effects were rolled back: "+verr.Error(), details), nil
+	}
+	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: outside, collectWrites: true}, nil
+}
+
+// claimKey takes the call's idempotency key, or finds the succeeded call that holds it. A concurrent call
+// holding the key uncommitted makes the insert wait until that call commits (hit) or rolls back (claimed).
+func (a *attempt) claimKey(ctx context.Context, tx pgx.Tx) (*receiptDraft, error) {
+	hash := sha256.Sum256([]byte(a.key))
+	var claimed bool
+	err := tx.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO core_idempotency_keys (tool_name, key_hash, key, call_id) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM ins)`, a.tool.Name, hash[:], a.key, a.args.CallID).Scan(&claimed)
+	if err != nil {
+		return nil, fmt.Errorf("error claiming idempotency key: %w", err)
+	}
+	if claimed {
+		return nil, nil
+	}
+	// A new statement sees the holder even if it committed while the insert waited.
+	var (
+		holder uuid.UUID
+		result []byte
+	)
+	err = tx.QueryRow(ctx, `SELECT k.call_id, r.result FROM core_idempotency_keys k
+		JOIN core_tool_receipts r ON r.call_id = k.call_id
+		WHERE k.tool_name = $1 AND k.key_hash = $2`, a.tool.Name, hash[:]).Scan(&holder, &result)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The holder vanished between the two statements (deleted by hand): retry.
+		return nil, fmt.Errorf("idempotency key holder disappeared")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error reading idempotency key holder: %w", err)
+	}
+	a.log.Info().Str("idempotency_of", holder.String()).Msg("idempotency hit; handler not run")
+	return &receiptDraft{status: registry.StatusSucceeded, result: result, hit: true, hitOf: &holder}, nil
+}
+
+// callHandler runs the handler under the tool's timeout. A handler that ignores its cancelled context is
+// abandoned after AbandonGrace; its transaction is taken back first.
+func (a *attempt) callHandler(tx pgx.Tx) (json.RawMessage, []registry.OutsideEffect, error) {
+	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.tool.Timeout())
+	defer cancel()
+	g := newGuardedDB(tx)
+	c := &Call{
+		ID: a.args.CallID, Tool: a.tool, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
+		Agent: a.agent, RunID: a.runID, DB: g, Log: a.log,
+	}
+	type ret struct {
+		v   any
+		err error
+	}
+	done := make(chan ret, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- ret{err: &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
+					Details: map[string]any{"stack": string(debug.Stack())}}}
+			}
+		}()
+		v, err := a.handler.Run(hctx, c)
+		done <- ret{v: v, err: err}
+	}()
+
+	var r ret
+	select {
+	case r = <-done:
+		g.close()
+	case <-hctx.Done():
+		select {
+		case r = <-done:
+			g.close()
+		case <-time.After(a.e.cfg.AbandonGrace):
+			if !g.abandon(a.e.cfg.AbandonGrace) {
+				return nil, nil, txBrokenError{fmt.Errorf("the handler overran its timeout and kept the connection busy")}
+			}
+			a.log.Error().Dur("timeout", a.tool.Timeout()).Msg("handler ignored its cancelled context and was abandoned")
+			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
+				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.tool.Timeout())}
+		}
+		if r.err == nil && hctx.Err() == context.DeadlineExceeded {
+			r.err = hctx.Err()
+		}
+	}
+	if r.err != nil {
+		if hctx.Err() == context.DeadlineExceeded && a.ctx.Err() == nil {
+			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
+				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.tool.Timeout()),
+				Details: map[string]any{"error": r.err.Error()}}
+		}
+		return nil, nil, r.err
+	}
+	result, err := json.Marshal(r.v)
+	if err != nil {
+		return nil, nil, &Error{Code: registry.CodeOutputContract, Message: "the handler's result cannot be encoded as JSON: " + err.Error()}
+	}
+	return sanitizeJSON(result), c.outside, nil
+}
+
+// txBrokenError marks a failure after which the transaction must not be used.
+type txBrokenError struct{ error }
+
+// classify turns a handler error into a receipt, or returns it as transient.
+func (a *attempt) classify(err error) (*receiptDraft, error) {
+	var tb txBrokenError
+	if errors.As(err, &tb) {
+		return nil, err
+	}
+	if he, ok := asError(err); ok {
+		if he.retryable {
+			return nil, err
+		}
+		return failed(he.Code, he.Message, he.Details), nil
+	}
+	if a.ctx.Err() != nil {
+		// The executor is stopping: another executor retries the call.
+		return nil, fmt.Errorf("call interrupted by shutdown: %w", err)
+	}
+	if isTransient(err) {
+		return nil, err
+	}
+	details := map[string]any{"error": err.Error()}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		details["sqlstate"] = pgErr.Code
+		if pgErr.ConstraintName != "" {
+			details["constraint"] = pgErr.ConstraintName
+		}
+	}
+	return failed(registry.CodeHandlerError, "the handler failed: "+err.Error(), details), nil
+}
+
+// isTransient reports whether err is worth retrying: the connection or server went away, or PostgreSQL
+// aborted the statement for a reason that passes (serialization failure, deadlock, lock timeout).
+func isTransient(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", "40P01", "55P03", "57014":
+			return true
+		}
+		switch pgErr.Code[:2] {
+		case "08", "53", "57", "58":
+			return true
+		}
+		return false
+	}
+	var tb txBrokenError
+	if errors.As(err, &tb) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) || errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, context.Canceled)
+}
+
+func (a *attempt) rollback(ctx context.Context, tx pgx.Tx) outcome {
+	if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err != nil {
+		return outcome{kind: outcomeRetry, err: fmt.Errorf("error rolling back call: %w", err), txBroken: true}
+	}
+	return outcome{kind: outcomeDone}
+}
+
+func (a *attempt) release(ctx context.Context, tx pgx.Tx) outcome {
+	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
+		return outcome{kind: outcomeRetry, err: fmt.Errorf("error releasing call savepoint: %w", err), txBroken: true}
+	}
+	return outcome{kind: outcomeDone}
+}
+
+// finish writes the receipt (after rolling back the call's effects if it did not succeed) and releases the
+// savepoint.
+func (a *attempt) finish(ctx context.Context, tx pgx.Tx, d *receiptDraft, rollback bool) outcome {
+	if rollback {
+		// Not part of the batch: pgx prepares a batch's statements before sending it, which an aborted
+		// transaction (a failed handler statement) refuses until this runs.
+		if out := a.rollback(ctx, tx); out.txBroken {
+			return out
+		}
+	}
+	b := &pgx.Batch{}
+	a.queueReceipt(b, d)
+	b.Queue("RELEASE SAVEPOINT " + savepoint)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return outcome{kind: outcomeRetry, err: fmt.Errorf("error writing receipt: %w", err), txBroken: true}
+	}
+	ev := a.log.Info()
+	if d.status != registry.StatusSucceeded {
+		ev = a.log.Warn().Str("error_code", string(d.err.Code)).Str("error", d.err.Message)
+	}
+	ev.Str("status", string(d.status)).Bool("idempotency_hit", d.hit).Msg("call finished")
+	return outcome{kind: outcomeDone}
+}
+
+const receiptInsert = `WITH e AS (
+		SELECT CASE WHEN $15 THEN jsonb_set($5::jsonb, '{db_writes}', gem_collect_writes()) ELSE $5::jsonb END AS effects)
+	INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, error, error_code, summary,
+		idempotency_key, idempotency_hit, idempotency_of, attempt, worker, duration_ms, started_at, finished_at)
+	SELECT $1, $2, $3, $4::jsonb, e.effects, $6::jsonb, $7,
+		(SELECT jsonb_object_agg(f, v) FROM (
+			SELECT f, jsonb_build_object('result', $4::jsonb, 'effects', e.effects) #> string_to_array(f, '.') AS v
+			FROM unnest($8::text[]) AS f) s WHERE v IS NOT NULL),
+		$9, $10, $11, $12, $13, $14::float8, $16::timestamptz, $16::timestamptz + make_interval(secs => $14::float8 / 1000.0)
+	FROM e
+	ON CONFLICT (call_id) DO NOTHING`
+
+func (a *attempt) queueReceipt(b *pgx.Batch, d *receiptDraft) {
+	effects, _ := json.Marshal(registry.Effects{DBWrites: []registry.DBWrite{}, Outside: d.outside})
+	var errJSON []byte
+	var code *string
+	if d.err != nil {
+		errJSON, _ = json.Marshal(d.err)
+		c := string(d.err.Code)
+		code = &c
+	}
+	var result *string
+	if len(d.result) > 0 {
+		s := string(d.result)
+		result = &s
+	}
+	toolName := a.toolName
+	fields := []string{}
+	if a.tool != nil {
+		fields = a.tool.ReceiptFields
+	}
+	var key *string
+	if a.key != "" {
+		key = &a.key
+	}
+	b.Queue(receiptInsert, a.args.CallID, toolName, string(d.status), result, string(effects), errJSON, code,
+		fields, key, d.hit, d.hitOf, a.job.Attempt, a.e.cfg.ID, msSince(a.started), d.collectWrites, a.started)
+}
+
+func msSince(t time.Time) float64 {
+	return float64(time.Since(t).Microseconds()) / 1000
+}
+
+// sanitizeJSON replaces \u0000 escapes, which PostgreSQL's jsonb refuses, with U+FFFD, so one odd byte in a
+// result cannot make its receipt impossible to write.
+func sanitizeJSON(b []byte) []byte {
+	for i := 0; i < len(b)-5; i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] == 'u' && string(b[i+2:i+6]) == "0000" {
+			copy(b[i+2:i+6], "fffd")
+		}
+		i++ // skip the escaped character
+	}
+	return b
+}

@@ -1,0 +1,208 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Defaults of Config. River's own defaults suit background jobs; these suit calls that a person or an LLM
+// is waiting on (see docs/operations.md for why each matters).
+const (
+	// MaxWorkersDefault is how many calls one executor works on at once.
+	MaxWorkersDefault = 200
+	// FetchCooldownDefault is the least time between two fetches of new jobs. River's 100 ms default adds
+	// tens of milliseconds to every call; 1 ms keeps insert → receipt near 2 ms.
+	FetchCooldownDefault = time.Millisecond
+	// FetchPollIntervalDefault is how often executors look for jobs without a notification (calls are
+	// normally announced by their insert trigger at once).
+	FetchPollIntervalDefault = 500 * time.Millisecond
+	// CommittersDefault is how many transactions commit batched calls in parallel.
+	CommittersDefault = 4
+	// BatchMaxDefault is the most calls committed in one transaction.
+	BatchMaxDefault = 128
+	// BatchMaxDurationDefault is how long a batch may keep adding calls before it commits.
+	BatchMaxDurationDefault = 50 * time.Millisecond
+	// DrainTimeoutDefault is how long a stopping executor lets running calls finish before cancelling them.
+	DrainTimeoutDefault = 30 * time.Second
+	// RescueIntervalDefault is how often an executor looks for running calls of dead executors.
+	RescueIntervalDefault = time.Second
+	// RescueMarginDefault is added to the longest tool timeout to get the default RescueAfter.
+	RescueMarginDefault = 15 * time.Second
+	// AbandonGraceDefault is how long a handler may run past its timeout, ignoring its cancelled context,
+	// before the executor abandons it.
+	AbandonGraceDefault = 2 * time.Second
+)
+
+// Config configures an Executor. The zero value of every field means its default.
+type Config struct {
+	// DatabaseURL is the PostgreSQL connection URL. Required (DATABASE_URL).
+	DatabaseURL string
+
+	// RegistryPath is the registry file. Defaults to tools.registry.json, looked up in the working folder
+	// and its parents (GEM_REGISTRY).
+	RegistryPath string
+
+	// ID identifies this executor in calls' worker column and River's attempted_by. It must be unique among
+	// running executors. Defaults to "executor-<hostname>-<pid>" (GEM_EXECUTOR_ID).
+	ID string
+
+	// MaxWorkers is how many calls this executor works on at once. Defaults to 200
+	// (GEM_EXECUTOR_MAX_WORKERS).
+	MaxWorkers int
+
+	// FetchCooldown is the least time between two fetches of new jobs. Defaults to 1ms
+	// (GEM_EXECUTOR_FETCH_COOLDOWN).
+	FetchCooldown time.Duration
+
+	// FetchPollInterval is how often to look for jobs when no notification arrives. Defaults to 500ms
+	// (GEM_EXECUTOR_FETCH_POLL_INTERVAL).
+	FetchPollInterval time.Duration
+
+	// Committers is how many transactions commit batched calls in parallel. Defaults to 4
+	// (GEM_EXECUTOR_COMMITTERS).
+	Committers int
+
+	// BatchMax is the most calls committed in one transaction; 1 turns batching off. Defaults to 128
+	// (GEM_EXECUTOR_BATCH_MAX).
+	BatchMax int
+
+	// BatchMaxDuration is how long one batch may keep adding calls before it commits. Defaults to 50ms
+	// (GEM_EXECUTOR_BATCH_MAX_DURATION).
+	BatchMaxDuration time.Duration
+
+	// RescueAfter is how long a call may stay running before River's rescuer takes it up again even though
+	// its executor still holds its liveness lock (it is alive but stuck). Defaults to the longest tool
+	// timeout plus 15s (GEM_EXECUTOR_RESCUE_AFTER).
+	RescueAfter time.Duration
+
+	// RescueInterval is how often the executor looks for running calls whose executor died (its liveness lock
+	// is free) and makes them available again. Defaults to 1s (GEM_EXECUTOR_RESCUE_INTERVAL).
+	RescueInterval time.Duration
+
+	// DrainTimeout is how long a stopping executor (SIGTERM) lets running calls finish before cancelling
+	// them; cancelled calls are retried by another executor. Defaults to 30s (GEM_EXECUTOR_DRAIN_TIMEOUT).
+	DrainTimeout time.Duration
+
+	// AbandonGrace is how long a handler that ignores its cancelled context may run past its timeout before
+	// it is abandoned. Defaults to 2s.
+	AbandonGrace time.Duration
+
+	// MaxConns is the size of the connection pool that runs calls: each committer holds one, and so does
+	// each isolated call while its handler runs. River's own pool is separate (10 connections). Defaults to
+	// Committers + 16 (GEM_EXECUTOR_MAX_CONNS).
+	MaxConns int32
+}
+
+// WithDefaults returns a copy of the config with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.RegistryPath == "" {
+		c.RegistryPath = "tools.registry.json"
+	}
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "localhost"
+		}
+		c.ID = fmt.Sprintf("executor-%s-%d", host, os.Getpid())
+	}
+	c.MaxWorkers = orDefault(c.MaxWorkers, MaxWorkersDefault)
+	c.FetchCooldown = orDefault(c.FetchCooldown, FetchCooldownDefault)
+	c.FetchPollInterval = orDefault(c.FetchPollInterval, FetchPollIntervalDefault)
+	c.Committers = orDefault(c.Committers, CommittersDefault)
+	c.BatchMax = orDefault(c.BatchMax, BatchMaxDefault)
+	c.BatchMaxDuration = orDefault(c.BatchMaxDuration, BatchMaxDurationDefault)
+	c.RescueInterval = orDefault(c.RescueInterval, RescueIntervalDefault)
+	c.DrainTimeout = orDefault(c.DrainTimeout, DrainTimeoutDefault)
+	c.AbandonGrace = orDefault(c.AbandonGrace, AbandonGraceDefault)
+	if c.MaxConns == 0 {
+		c.MaxConns = int32(c.Committers) + 16
+	}
+	return c
+}
+
+func orDefault[T int | int32 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("DatabaseURL is required (set DATABASE_URL)"))
+	}
+	if c.MaxWorkers < 1 || c.MaxWorkers > 10_000 {
+		errs = append(errs, fmt.Errorf("MaxWorkers must be between 1 and 10000, not %d", c.MaxWorkers))
+	}
+	if c.FetchCooldown < time.Millisecond {
+		errs = append(errs, fmt.Errorf("FetchCooldown must be at least 1ms, not %s", c.FetchCooldown))
+	}
+	if c.FetchPollInterval < c.FetchCooldown {
+		errs = append(errs, fmt.Errorf("FetchPollInterval (%s) must not be less than FetchCooldown (%s)", c.FetchPollInterval, c.FetchCooldown))
+	}
+	if c.Committers < 1 || c.Committers > 64 {
+		errs = append(errs, fmt.Errorf("Committers must be between 1 and 64, not %d", c.Committers))
+	}
+	if c.BatchMax < 1 {
+		errs = append(errs, fmt.Errorf("BatchMax must be at least 1, not %d", c.BatchMax))
+	}
+	if c.RescueAfter < 0 {
+		errs = append(errs, fmt.Errorf("RescueAfter must not be negative, not %s", c.RescueAfter))
+	}
+	if c.RescueInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("RescueInterval must be at least 10ms, not %s", c.RescueInterval))
+	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("DrainTimeout must not be negative, not %s", c.DrainTimeout))
+	}
+	if c.MaxConns < int32(c.Committers)+4 {
+		errs = append(errs, fmt.Errorf("MaxConns (%d) must be at least Committers + 4 (%d)", c.MaxConns, c.Committers+4))
+	}
+	return errors.Join(errs...)
+}
+
+// ConfigFromEnv reads the configuration from environment variables (see Config's fields), through getenv
+// (os.Getenv in production, a map in tests).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:  getenv("DATABASE_URL"),
+		RegistryPath: getenv("GEM_REGISTRY"),
+		ID:           getenv("GEM_EXECUTOR_ID"),
+	}
+	var errs []error
+	intVar := func(name string, dst *int) {
+		if s := getenv(name); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a whole number", name, s))
+			}
+			*dst = v
+		}
+	}
+	durVar := func(name string, dst *time.Duration) {
+		if s := getenv(name); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration (like 500ms or 2s)", name, s))
+			}
+			*dst = v
+		}
+	}
+	intVar("GEM_EXECUTOR_MAX_WORKERS", &c.MaxWorkers)
+	durVar("GEM_EXECUTOR_FETCH_COOLDOWN", &c.FetchCooldown)
+	durVar("GEM_EXECUTOR_FETCH_POLL_INTERVAL", &c.FetchPollInterval)
+	intVar("GEM_EXECUTOR_COMMITTERS", &c.Committers)
+	intVar("GEM_EXECUTOR_BATCH_MAX", &c.BatchMax)
+	durVar("GEM_EXECUTOR_BATCH_MAX_DURATION", &c.BatchMaxDuration)
+	durVar("GEM_EXECUTOR_RESCUE_AFTER", &c.RescueAfter)
+	durVar("GEM_EXECUTOR_RESCUE_INTERVAL", &c.RescueInterval)
+	durVar("GEM_EXECUTOR_DRAIN_TIMEOUT", &c.DrainTimeout)
+	var maxConns int
+	intVar("GEM_EXECUTOR_MAX_CONNS", &maxConns)
+	c.MaxConns = int32(maxConns)
+	return c, errors.Join(errs...)
+}

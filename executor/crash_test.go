@@ -1,0 +1,192 @@
+package executor_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// helperProcess is an executor running in a process of its own (this test binary, re-executed).
+type helperProcess struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func (b *testBundle) startHelper(t *testing.T, env ...string) *helperProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "DATABASE_URL="+b.url, "GEM_REGISTRY="+b.regPath,
+		"GEM_TEST_OUTSIDE_LOG="+b.outsideLog, "GEM_EXECUTOR_ID=helper-"+uuid.NewString()[:8])
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = testWriter{t}
+	require.NoError(t, cmd.Start())
+	h := &helperProcess{cmd: cmd, done: make(chan error, 1)}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-h.done
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				ready <- true
+			}
+		}
+		h.done <- cmd.Wait()
+	}()
+	select {
+	case <-ready:
+	case err := <-h.done:
+		t.Fatalf("helper executor exited before it was ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("helper executor did not start")
+	}
+	return h
+}
+
+func (h *helperProcess) wait(t *testing.T, within time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-h.done:
+		h.done <- err // for the cleanup
+		return err
+	case <-time.After(within):
+		t.Fatalf("helper executor still running after %s", within)
+		return nil
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	if testing.Verbose() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (b *testBundle) waitStatus(t *testing.T, ctx context.Context, id uuid.UUID, status registry.CallStatus) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c, err := gemsql.CallGet(ctx, b.pool, id)
+		return err == nil && c.Status == status
+	}, 20*time.Second, 10*time.Millisecond, "call %s never reached %s", id, status)
+}
+
+// TestExecutorKilledMidCall kills an executor process with SIGKILL while it runs two calls: one that has
+// already sent a message (outside effects) and one whose effects are only in its open transaction. Another
+// executor takes both up at once: the first ends outcome_unknown without sending again, the second runs
+// again and succeeds. Each ends with exactly one receipt.
+func TestExecutorKilledMidCall(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	h := b.startHelper(t)
+
+	sent := b.call(t, ctx, "test.outside", `{"ms": 60000, "to": "+61400000000"}`)
+	dbOnly := b.call(t, ctx, "test.slow_db", `{"ms": 60000}`)
+	b.waitStatus(t, ctx, dbOnly, registry.CallRunning)
+	require.Eventually(t, func() bool { return len(b.outsideLines(t)) == 1 }, 20*time.Second, 10*time.Millisecond)
+
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGKILL))
+	require.Error(t, h.wait(t, 10*time.Second))
+	killedAt := time.Now()
+
+	b.startExecutor(t, nil)
+	rs := b.wait(t, ctx, sent, dbOnly)
+	recovery := time.Since(killedAt)
+	t.Logf("calls of the killed executor ended %s after the kill", recovery)
+	require.Less(t, recovery, 10*time.Second, "taken up by liveness, not after the tools' timeouts")
+
+	r := rs[sent]
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeOutcomeUnknown, r.Error.Code)
+	require.Equal(t, 2, r.Attempt)
+	require.Equal(t, []string{sent.String()}, b.outsideLines(t), "the message was not sent twice")
+
+	r = rs[dbOnly]
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	require.Equal(t, 2, r.Attempt)
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = $1`, "slow "+dbOnly.String()),
+		"the killed attempt's write was rolled back; only the second attempt's is kept")
+
+	require.Equal(t, 2, b.count(t, ctx, `SELECT count(*) FROM core_tool_receipts`))
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM core_executors WHERE dead_at IS NOT NULL`))
+	for _, id := range []uuid.UUID{sent, dbOnly} {
+		c, err := gemsql.CallGet(ctx, b.pool, id)
+		require.NoError(t, err)
+		require.Equal(t, registry.CallStatus(rs[id].Status), c.Status)
+		require.Equal(t, "completed", jobState(t, b, c.JobID))
+	}
+}
+
+// TestSIGTERMDrains stops an executor with SIGTERM while it runs three calls: the short one finishes within
+// the drain deadline; the long one is cancelled at the deadline, rolled back and finished by another
+// executor; the one that had sent a message is not sent again (River retries an interrupted run with the
+// same attempt number, so the outside-effects marker must not rely on it).
+func TestSIGTERMDrains(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	h := b.startHelper(t, "GEM_EXECUTOR_DRAIN_TIMEOUT=1500ms")
+
+	short := b.call(t, ctx, "test.slow_db", `{"ms": 500}`)
+	long := b.call(t, ctx, "test.slow_db", `{"ms": 60000}`)
+	sent := b.call(t, ctx, "test.outside", `{"ms": 60000}`)
+	b.waitStatus(t, ctx, short, registry.CallRunning)
+	b.waitStatus(t, ctx, long, registry.CallRunning)
+	require.Eventually(t, func() bool { return len(b.outsideLines(t)) == 1 }, 20*time.Second, 10*time.Millisecond)
+
+	stopAt := time.Now()
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, h.wait(t, 10*time.Second), "a drained executor exits 0")
+	stopped := time.Since(stopAt)
+	require.Greater(t, stopped, 1400*time.Millisecond, "it waited for the drain deadline")
+	require.Less(t, stopped, 5*time.Second)
+
+	r, err := gemsql.ReceiptGet(ctx, b.pool, short)
+	require.NoError(t, err, "the short call finished during the drain")
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.Equal(t, 1, r.Attempt)
+	_, err = gemsql.ReceiptGet(ctx, b.pool, long)
+	require.ErrorIs(t, err, gemsql.ErrNotFound, "the long call was cancelled, not failed")
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = $1`, "slow "+long.String()))
+
+	b.startExecutor(t, nil)
+	r = b.waitOne(t, ctx, long)
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.Equal(t, 1, r.Attempt, "River does not count an attempt interrupted by a shutdown")
+	r = b.waitOne(t, ctx, sent)
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeOutcomeUnknown, r.Error.Code)
+	require.Equal(t, []string{sent.String()}, b.outsideLines(t), "the message was not sent twice")
+	var stoppedAt *time.Time
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT stopped_at FROM core_executors WHERE id LIKE 'helper-%'`).Scan(&stoppedAt))
+	require.NotNil(t, stoppedAt, "a stopped executor says so")
+}
+
+// TestDuplicateExecutorIDRefused checks that two executors cannot share an id (which would defeat liveness).
+func TestDuplicateExecutorIDRefused(t *testing.T) {
+	t.Parallel()
+	_, b := setup(t)
+	e := b.startExecutor(t, nil)
+	id := e.Config().ID
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "DATABASE_URL="+b.url, "GEM_REGISTRY="+b.regPath, "GEM_EXECUTOR_ID="+id)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), fmt.Sprintf("another executor with id %q is running", id))
+}

@@ -1,0 +1,289 @@
+// Package executor runs GEM's tool calls. It is a River worker: every core_tool_calls row becomes a River
+// job (by the row's insert trigger), and for each job the executor looks the tool up, validates the input,
+// enforces the tool's idempotency mode, runs the handler under the tool's timeout and writes exactly one
+// receipt, committing the receipt, the call's status, the handler's database effects and the job's
+// completion in one transaction. Calls that finish together share a transaction (each in its own
+// savepoint), which is what lets one executor commit thousands of calls a second.
+//
+// The executor has no public API: it talks to the brain only through PostgreSQL. docs/architecture.md
+// describes the design and docs/adding-a-tool.md how to write a Handler.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/rs/zerolog"
+)
+
+// jobTimeoutMargin is added to a tool's timeout to get River's timeout for its job: the handler has its
+// own deadline, and the margin covers waiting for a committer and writing the receipt.
+const jobTimeoutMargin = 10 * time.Second
+
+// Executor works tool calls. Create it with New, then Start and Stop it.
+type Executor struct {
+	cfg      Config
+	reg      *registry.Registry
+	handlers Handlers
+	// pool is River's; callPool runs calls (see New).
+	pool     *pgxpool.Pool
+	callPool *pgxpool.Pool
+	driver   *riverpgxv5.Driver
+	client   *river.Client[pgx.Tx]
+	log      zerolog.Logger
+
+	queue          chan *pending
+	stopCommitters chan struct{}
+	committersDone sync.WaitGroup
+	// dbCtx is the context of the executor's own statements (receipts, commits); it outlives the jobs'
+	// contexts so a call cancelled at shutdown can still be rolled back cleanly.
+	dbCtx    context.Context
+	dbCancel context.CancelFunc
+
+	stopLiveness chan struct{}
+	livenessDone chan struct{}
+	rescueDone   chan struct{}
+	stopOnce     sync.Once
+	stopErr      error
+}
+
+// New builds an executor. cfg gets its defaults; the pool must reach a migrated database. River uses the
+// pool; calls run on a second pool the executor opens with the same settings, whose connections answer a
+// cancelled context with a PostgreSQL cancel request: a handler that overruns its timeout loses its
+// statement (and rolls back to its savepoint), not the connection other calls' receipts share. (River's
+// pool keeps pgx's default, which ends a wait for notifications at once.)
+func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Pool, log zerolog.Logger) (*Executor, error) {
+	cfg = cfg.WithDefaults()
+	if cfg.RescueAfter == 0 {
+		cfg.RescueAfter = reg.LongestTimeout() + RescueMarginDefault
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("invalid executor config: %w", err)
+	}
+	for name := range handlers {
+		if _, ok := reg.Tool(name); !ok {
+			log.Warn().Str("tool", name).Msg("handler for a tool the registry does not have; it will never run")
+		}
+	}
+	if longest := reg.LongestTimeout() + jobTimeoutMargin; cfg.RescueAfter < longest {
+		log.Warn().Dur("rescue_after", cfg.RescueAfter).Dur("longest_job_timeout", longest).
+			Msg("RescueAfter is shorter than the longest job timeout: slow calls may be taken up again while they run (they still get one receipt)")
+	}
+
+	e := &Executor{
+		cfg:            cfg,
+		reg:            reg,
+		handlers:       handlers,
+		pool:           pool,
+		driver:         riverpgxv5.New(pool),
+		log:            log.With().Str("executor", cfg.ID).Logger(),
+		queue:          make(chan *pending, cfg.MaxWorkers),
+		stopCommitters: make(chan struct{}),
+		stopLiveness:   make(chan struct{}),
+		rescueDone:     make(chan struct{}),
+	}
+	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
+
+	callCfg := pool.Config().Copy()
+	callCfg.MaxConns = cfg.MaxConns
+	callCfg.ConnConfig.RuntimeParams["application_name"] = "gem-executor-calls"
+	callCfg.ConnConfig.BuildContextWatcherHandler = func(pgConn *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pgConn, DeadlineDelay: 2 * time.Second}
+	}
+	callPool, err := pgxpool.NewWithConfig(context.Background(), callCfg)
+	if err != nil {
+		return nil, fmt.Errorf("error creating call pool: %w", err)
+	}
+	e.callPool = callPool
+
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &callWorker{e: e}); err != nil {
+		callPool.Close()
+		return nil, fmt.Errorf("error adding worker: %w", err)
+	}
+	riverLog := e.log.With().Str("component", "river").Logger()
+	if riverLog.GetLevel() < zerolog.WarnLevel {
+		riverLog = riverLog.Level(zerolog.WarnLevel)
+	}
+	client, err := river.NewClient(e.driver, &river.Config{
+		ID:                   cfg.ID,
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
+		Workers:              workers,
+		FetchCooldown:        cfg.FetchCooldown,
+		FetchPollInterval:    cfg.FetchPollInterval,
+		JobTimeout:           -1, // every job gets its tool's timeout from callWorker.Timeout
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		Logger:               slog.New(zerolog.NewSlogHandler(riverLog)),
+	})
+	if err != nil {
+		callPool.Close()
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
+	e.client = client
+	return e, nil
+}
+
+// Config returns the executor's configuration with defaults applied.
+func (e *Executor) Config() Config { return e.cfg }
+
+// Start registers the executor, takes its liveness lock, and starts the committers, the rescuer of dead
+// executors' calls and the River client. Calls are taken from the queue until Stop.
+func (e *Executor) Start(ctx context.Context) error {
+	if err := e.startLiveness(ctx); err != nil {
+		return err
+	}
+	go e.rescueLoop()
+	for range e.cfg.Committers {
+		e.committersDone.Add(1)
+		go e.committer()
+	}
+	// River ties running jobs to the context Start gets: cancelling it would cancel every call at once.
+	// Stopping is Stop's job, with its drain deadline.
+	if err := e.client.Start(context.WithoutCancel(ctx)); err != nil {
+		close(e.stopCommitters)
+		e.committersDone.Wait()
+		close(e.stopLiveness)
+		<-e.rescueDone
+		<-e.livenessDone
+		e.callPool.Close()
+		return fmt.Errorf("error starting River client: %w", err)
+	}
+	e.log.Info().Int("tools", e.reg.Len()).Int("handlers", len(e.handlers)).Int("max_workers", e.cfg.MaxWorkers).
+		Int("committers", e.cfg.Committers).Int("batch_max", e.cfg.BatchMax).Dur("rescue_after", e.cfg.RescueAfter).
+		Msg("executor started")
+	return nil
+}
+
+// Stop stops taking calls, lets running calls finish until ctx ends (give it the drain deadline), then
+// cancels the rest; cancelled calls are rolled back and retried by another executor.
+func (e *Executor) Stop(ctx context.Context) error {
+	e.stopOnce.Do(func() { e.stopErr = e.stop(ctx) })
+	return e.stopErr
+}
+
+func (e *Executor) stop(ctx context.Context) error {
+	err := e.client.Stop(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		e.log.Warn().Msg("drain deadline passed; cancelling running calls")
+		hardCtx, cancel := context.WithTimeout(context.Background(), e.cfg.AbandonGrace+5*time.Second)
+		err = e.client.StopAndCancel(hardCtx)
+		cancel()
+	}
+	close(e.stopCommitters)
+	e.committersDone.Wait()
+	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
+	close(e.stopLiveness)
+	<-e.rescueDone
+	<-e.livenessDone
+	e.dbCancel()
+	e.callPool.Close()
+	e.log.Info().Msg("executor stopped")
+	return err
+}
+
+func (e *Executor) newAttempt(p *pending) *attempt {
+	start := time.Now()
+	log := e.log.With().Str("call_id", p.args.CallID.String()).Str("tool", p.args.ToolName).
+		Int("attempt", p.job.Attempt).Int64("job_id", p.job.ID).Logger().
+		Hook(zerolog.HookFunc(func(ev *zerolog.Event, _ zerolog.Level, _ string) {
+			ev.Float64("duration_ms", msSince(start))
+		}))
+	return &attempt{e: e, p: p, ctx: p.ctx, job: p.job, args: p.args, started: start, log: log, toolName: p.args.ToolName}
+}
+
+// needsOutsideMarker reports whether a tool's calls must never run twice because of effects a rollback
+// cannot undo. Safe-retry tools declare themselves safe to run again.
+func (e *Executor) needsOutsideMarker(t *registry.Tool) bool {
+	return t.HasOutsideEffects() && t.Idempotency.Mode != registry.ModeSafeRetry
+}
+
+// similarTools suggests registry names close to an unknown one.
+func (e *Executor) similarTools(name string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	limit := max(3, len(name)/3)
+	for _, t := range e.reg.Tools() {
+		if d := editDistance(name, t.Name); d <= limit {
+			cands = append(cands, cand{t.Name, d})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].d != cands[j].d {
+			return cands[i].d < cands[j].d
+		}
+		return cands[i].name < cands[j].name
+	})
+	var out []string
+	for i := 0; i < len(cands) && i < 3; i++ {
+		out = append(out, cands[i].name)
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// callWorker is the River worker of every tool call.
+type callWorker struct {
+	river.WorkerDefaults[registry.CallArgs]
+	e *Executor
+}
+
+// Timeout gives River a deadline past the tool's own: the handler's deadline is the tool's timeout_ms.
+func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
+	if t, ok := w.e.reg.Tool(job.Args.ToolName); ok {
+		return t.Timeout() + jobTimeoutMargin
+	}
+	return jobTimeoutMargin
+}
+
+func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
+	e := w.e
+	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
+	tool, known := e.reg.Tool(job.Args.ToolName)
+	switch {
+	case known && e.needsOutsideMarker(tool):
+		return e.runOutside(p)
+	case known && (e.handlers[tool.Name].Isolated || tool.HasOutsideEffects()), e.cfg.BatchMax == 1:
+		e.runBatch([]*pending{p})
+	default:
+		select {
+		case e.queue <- p:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return <-p.result
+}

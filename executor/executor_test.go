@@ -1,0 +1,457 @@
+package executor_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCallInsertedWithSQL(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	e := b.startExecutor(t, nil)
+
+	start := time.Now()
+	id := b.call(t, ctx, "os.create_task", `{"title": "call John", "priority": "urgent"}`)
+	r := b.waitOne(t, ctx, id)
+	require.Less(t, time.Since(start), time.Second, "picked up at once, not at a poll")
+
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	require.Nil(t, r.Error)
+	var task struct {
+		TaskID   uuid.UUID `json:"task_id"`
+		Title    string    `json:"title"`
+		Priority string    `json:"priority"`
+		Status   string    `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &task))
+	require.Equal(t, "call John", task.Title)
+	require.Equal(t, "urgent", task.Priority)
+	require.Equal(t, "open", task.Status)
+	require.Equal(t, []registry.DBWrite{{Table: "os_tasks", Op: "insert", Count: 1, IDs: []string{task.TaskID.String()}}}, r.Effects.DBWrites)
+	require.Equal(t, task.TaskID.String(), r.Summary["result.task_id"])
+	require.Equal(t, "urgent", r.Summary["result.priority"])
+	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, e.Config().ID, r.Worker)
+	require.False(t, r.IdempotencyHit)
+	require.Positive(t, r.DurationMS)
+
+	// The effects, the call's status and the job's completion are all committed.
+	var createdBy uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT created_by_call FROM os_tasks WHERE id = $1`, task.TaskID).Scan(&createdBy))
+	require.Equal(t, id, createdBy)
+	c, err := gemsql.CallGet(ctx, b.pool, id)
+	require.NoError(t, err)
+	require.Equal(t, registry.CallSucceeded, c.Status)
+	require.Equal(t, 1, c.Attempt)
+	require.Equal(t, e.Config().ID, c.Worker)
+	require.NotNil(t, c.FinishedAt)
+	require.Equal(t, "completed", jobState(t, b, c.JobID))
+}
+
+func jobState(t *testing.T, b *testBundle, jobID int64) string {
+	t.Helper()
+	var state string
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT state FROM river_job WHERE id = $1`, jobID).Scan(&state))
+	return state
+}
+
+func TestUnknownTool(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	r := b.waitOne(t, ctx, b.call(t, ctx, "os.create_tsak", `{"title":"x"}`))
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeUnknownTool, r.Error.Code)
+	require.Contains(t, r.Error.Message, "os.create_tsak")
+	require.Contains(t, decodeDetails(t, r)["did_you_mean"], "os.create_task")
+	require.Equal(t, "null", string(r.Result))
+}
+
+func TestValidationErrorListsEveryViolation(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	r := b.waitOne(t, ctx, b.call(t, ctx, "leads.create", `{"phone": "abc", "email": "nope", "source": "billboard", "colour": "red"}`))
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeValidation, r.Error.Code)
+	var d struct {
+		Violations []registry.Violation `json:"violations"`
+	}
+	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
+	got := map[string]string{}
+	for _, v := range d.Violations {
+		require.NotEmpty(t, v.Message)
+		require.NotEmpty(t, v.SchemaPath)
+		got[v.Path] = v.Keyword
+	}
+	require.Equal(t, map[string]string{
+		"/name":   "required",
+		"/phone":  "pattern",
+		"/email":  "format",
+		"/source": "enum",
+		"":        "additionalProperties",
+	}, got)
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM leads`))
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM core_idempotency_keys`))
+}
+
+func TestIdempotencyNoneRunsEveryCall(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	ids := []uuid.UUID{
+		b.call(t, ctx, "os.create_note", `{"title": "same"}`),
+		b.call(t, ctx, "os.create_note", `{"title": "same"}`),
+	}
+	rs := b.wait(t, ctx, ids...)
+	for _, id := range ids {
+		require.Equal(t, registry.StatusSucceeded, rs[id].Status)
+		require.False(t, rs[id].IdempotencyHit)
+	}
+	require.Equal(t, 2, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = 'same'`))
+}
+
+func TestIdempotencySafeRetry(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	insert := func(key string) uuid.UUID {
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.safe", IdempotencyKey: key})
+		require.NoError(t, err)
+		return id
+	}
+	first := insert("retry-1")
+	r1 := b.waitOne(t, ctx, first)
+	second := insert("retry-1")
+	r2 := b.waitOne(t, ctx, second)
+
+	require.Equal(t, registry.StatusSucceeded, r2.Status)
+	require.True(t, r2.IdempotencyHit)
+	require.Equal(t, &first, r2.IdempotencyOf)
+	require.JSONEq(t, string(r1.Result), string(r2.Result))
+	require.Empty(t, r2.Effects.DBWrites, "the handler did not run")
+	require.Equal(t, "retry-1", r2.IdempotencyKey)
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title LIKE 'safe %'`))
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM core_idempotency_hits WHERE original_call_id = $1`, first))
+
+	// Without a key a safe-retry tool runs every call.
+	b.wait(t, ctx, insert(""), insert(""))
+	require.Equal(t, 3, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title LIKE 'safe %'`))
+}
+
+func TestIdempotencyKeyed(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	first := b.call(t, ctx, "leads.create", `{"name": "Ann Lee", "phone": "0412 345 678", "suburb": "Newtown", "source": "referral"}`)
+	r1 := b.waitOne(t, ctx, first)
+	require.Equal(t, registry.StatusSucceeded, r1.Status, "%+v", r1.Error)
+	require.Equal(t, true, r1.Summary["result.created"])
+
+	second := b.call(t, ctx, "leads.create", `{"name": "Ann", "phone": "0412 345 678"}`)
+	r2 := b.waitOne(t, ctx, second)
+	require.Equal(t, registry.StatusSucceeded, r2.Status)
+	require.True(t, r2.IdempotencyHit)
+	require.Equal(t, &first, r2.IdempotencyOf)
+	require.JSONEq(t, string(r1.Result), string(r2.Result))
+	require.Equal(t, "0412 345 678", r2.IdempotencyKey)
+
+	// The same number typed differently is another key, but still one lead: the handler finds it.
+	third := b.call(t, ctx, "leads.create", `{"name": "Ann", "phone": "0412345678"}`)
+	r3 := b.waitOne(t, ctx, third)
+	require.False(t, r3.IdempotencyHit)
+	require.Equal(t, false, r3.Summary["result.created"])
+	require.Empty(t, r3.Effects.DBWrites)
+
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM leads`))
+	require.Equal(t, 3, b.count(t, ctx, `SELECT count(*) FROM core_tool_receipts`))
+}
+
+func TestFailedCallReleasesItsKey(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	failedID := b.call(t, ctx, "test.keyed", `{"key": "k", "fail": true}`)
+	r := b.waitOne(t, ctx, failedID)
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeConflict, r.Error.Code)
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM core_idempotency_keys`))
+
+	okID := b.call(t, ctx, "test.keyed", `{"key": "k"}`)
+	r = b.waitOne(t, ctx, okID)
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.False(t, r.IdempotencyHit, "only a succeeded call holds a key")
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = 'key k'`))
+
+	r = b.waitOne(t, ctx, b.call(t, ctx, "test.keyed", `{"key": "k", "fail": true}`))
+	require.True(t, r.IdempotencyHit, "once held, the key answers even a call that would fail")
+	require.Equal(t, &okID, r.IdempotencyOf)
+}
+
+// TestKeyedDuplicatesAcrossExecutors sends pairs of calls with the same key at the same instant to two
+// executors: each key's handler runs once, and each call gets its own receipt.
+func TestKeyedDuplicatesAcrossExecutors(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	small := func(c *executor.Config) { c.MaxWorkers = 8; c.BatchMax = 4 }
+	e1 := b.startExecutor(t, small)
+	e2 := b.startExecutor(t, small)
+
+	const keys = 60
+	params := make([]gemsql.CallInsertParams, 0, 2*keys)
+	for i := range keys {
+		input := json.RawMessage(fmt.Sprintf(`{"key": "k%d", "sleep_ms": 5}`, i))
+		params = append(params, gemsql.CallInsertParams{ToolName: "test.keyed", Input: input}, gemsql.CallInsertParams{ToolName: "test.keyed", Input: input})
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	rs := b.wait(t, ctx, ids...)
+
+	crossed := 0
+	for i := range keys {
+		a, c := rs[ids[2*i]], rs[ids[2*i+1]]
+		require.Equal(t, registry.StatusSucceeded, a.Status)
+		require.Equal(t, registry.StatusSucceeded, c.Status)
+		require.True(t, a.IdempotencyHit != c.IdempotencyHit, "key k%d: exactly one call ran the handler", i)
+		orig, hit := a, c
+		if a.IdempotencyHit {
+			orig, hit = c, a
+		}
+		require.Equal(t, orig.CallID, *hit.IdempotencyOf)
+		require.JSONEq(t, string(orig.Result), string(hit.Result))
+		if a.Worker != c.Worker {
+			crossed++
+		}
+	}
+	require.Equal(t, keys, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title LIKE 'key %'`), "one handler run per key")
+	require.Equal(t, 2*keys, b.count(t, ctx, `SELECT count(*) FROM core_tool_receipts`))
+	workers := b.count(t, ctx, `SELECT count(DISTINCT worker) FROM core_tool_receipts WHERE worker IN ($1, $2)`, e1.Config().ID, e2.Config().ID)
+	require.Equal(t, 2, workers, "both executors worked")
+	require.Positive(t, crossed, "some pairs were split across the two executors")
+}
+
+func TestTimeoutCancelsAndRollsBack(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, func(c *executor.Config) { c.AbandonGrace = 200 * time.Millisecond })
+
+	// test.sleep has a 300ms timeout.
+	ids := map[string]uuid.UUID{
+		"db":     b.call(t, ctx, "test.sleep", `{"ms": 5000, "how": "db", "write": true}`),
+		"go":     b.call(t, ctx, "test.sleep", `{"ms": 5000, "how": "go", "write": true}`),
+		"ignore": b.call(t, ctx, "test.sleep", `{"ms": 1500, "how": "ignore", "write": true}`),
+		"fast":   b.call(t, ctx, "test.sleep", `{"ms": 10, "how": "db", "write": true}`),
+	}
+	start := time.Now()
+	rs := b.wait(t, ctx, ids["db"], ids["go"], ids["ignore"], ids["fast"])
+	require.Less(t, time.Since(start), 1400*time.Millisecond, "no call waited for its handler past the timeout and grace")
+
+	for _, how := range []string{"db", "go", "ignore"} {
+		r := rs[ids[how]]
+		require.Equal(t, registry.StatusFailed, r.Status, how)
+		require.Equal(t, registry.CodeTimeout, r.Error.Code, how)
+		require.Contains(t, r.Error.Message, "300ms", how)
+		require.Empty(t, r.Effects.DBWrites, how)
+		require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = $1`, "sleep "+ids[how].String()), "%s: the note was rolled back", how)
+	}
+	require.Contains(t, rs[ids["ignore"]].Error.Message, "abandoned")
+	require.Equal(t, registry.StatusSucceeded, rs[ids["fast"]].Status, "a timeout in the batch does not hurt the others")
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = $1`, "sleep "+ids["fast"].String()))
+}
+
+func TestNotConfigured(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	noHandler := b.call(t, ctx, "test.no_handler", `{}`)
+	provider := b.call(t, ctx, "test.not_configured", `{}`)
+	rs := b.wait(t, ctx, noHandler, provider)
+
+	r := rs[noHandler]
+	require.Equal(t, registry.StatusNotConfigured, r.Status)
+	require.Equal(t, registry.CodeNotConfigured, r.Error.Code)
+	var d registry.NotConfiguredDetails
+	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
+	require.Contains(t, d.Reason, "no handler")
+	require.NotEmpty(t, d.NextSteps)
+
+	r = rs[provider]
+	require.Equal(t, registry.StatusNotConfigured, r.Status)
+	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
+	require.Equal(t, "no SMS provider is configured", d.Reason)
+	require.Equal(t, []string{"GEM_TEST_SMS_URL"}, d.RequiredEnv)
+	require.Equal(t, []string{"Set GEM_TEST_SMS_URL to your provider's endpoint."}, d.NextSteps)
+
+	c, _ := gemsql.CallGet(ctx, b.pool, provider)
+	require.Equal(t, registry.CallNotConfigured, c.Status)
+}
+
+func TestOutputContractViolationRollsBack(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	id := b.call(t, ctx, "test.bad_output", `{}`)
+	r := b.waitOne(t, ctx, id)
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeOutputContract, r.Error.Code)
+	d := decodeDetails(t, r)
+	require.NotEmpty(t, d["violations"])
+	require.Equal(t, map[string]any{"unexpected": float64(1)}, d["result"])
+	require.Empty(t, r.Effects.DBWrites)
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_notes`))
+}
+
+func TestHandlerFailures(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	want := map[string]registry.ErrorCode{
+		"not_found": registry.CodeNotFound,
+		"conflict":  registry.CodeConflict,
+		"invalid":   registry.CodeValidation,
+		"error":     registry.CodeHandlerError,
+		"panic":     registry.CodeHandlerError,
+	}
+	ids := map[string]uuid.UUID{}
+	var all []uuid.UUID
+	for kind := range want {
+		ids[kind] = b.call(t, ctx, "test.fail", fmt.Sprintf(`{"kind": %q}`, kind))
+		all = append(all, ids[kind])
+	}
+	ids["leave_rows_open"] = b.call(t, ctx, "test.fail", `{"kind": "leave_rows_open"}`)
+	ids["nul"] = b.call(t, ctx, "test.fail", `{"kind": "nul"}`)
+	all = append(all, ids["leave_rows_open"], ids["nul"])
+	rs := b.wait(t, ctx, all...)
+	for kind, code := range want {
+		r := rs[ids[kind]]
+		require.Equal(t, registry.StatusFailed, r.Status, kind)
+		require.Equal(t, code, r.Error.Code, kind)
+	}
+	require.Contains(t, rs[ids["panic"]].Error.Message, "panicked: handler bug")
+	require.Contains(t, rs[ids["error"]].Error.Message, "something broke")
+
+	// A handler may leave a query open, and return text PostgreSQL's jsonb cannot hold: neither breaks the
+	// receipt.
+	require.Equal(t, registry.StatusSucceeded, rs[ids["leave_rows_open"]].Status)
+	require.Equal(t, registry.StatusSucceeded, rs[ids["nul"]].Status)
+	require.Contains(t, string(rs[ids["nul"]].Result), "a\ufffdb")
+
+	require.Equal(t, 2, b.count(t, ctx, `SELECT count(*) FROM os_notes`), "only the two successes kept their note")
+}
+
+func TestTransientErrorsAreRetried(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	retried := b.call(t, ctx, "test.transient", `{"fail_attempts": 1}`)
+	exhausted, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.transient", Input: json.RawMessage(`{"fail_attempts": 5}`), MaxAttempts: 1})
+	require.NoError(t, err)
+	rs := b.wait(t, ctx, retried, exhausted)
+
+	r := rs[retried]
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.Equal(t, 2, r.Attempt)
+	require.Equal(t, float64(2), r.Summary["result.attempt"])
+
+	r = rs[exhausted]
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeRetriesExhausted, r.Error.Code)
+	require.Contains(t, r.Error.Message, "provider unavailable on attempt 1")
+}
+
+func TestIsolatedHandler(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	r := b.waitOne(t, ctx, b.call(t, ctx, "test.isolated", `{}`))
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.Len(t, r.Effects.DBWrites, 1)
+}
+
+// TestBatchKeepsEachCallApart runs many calls that commit together: each ends with its own receipt, and a
+// failing call's effects are rolled back without touching the others'.
+func TestBatchKeepsEachCallApart(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, func(c *executor.Config) { c.Committers = 1 })
+
+	var params []gemsql.CallInsertParams
+	for i := range 150 {
+		switch i % 3 {
+		case 0:
+			params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "ok %d"}`, i))})
+		case 1:
+			params = append(params, gemsql.CallInsertParams{ToolName: "test.bad_output"})
+		case 2:
+			params = append(params, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "conflict"}`)})
+		}
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	rs := b.wait(t, ctx, ids...)
+	for i, id := range ids {
+		if i%3 == 0 {
+			require.Equal(t, registry.StatusSucceeded, rs[id].Status)
+			require.Len(t, rs[id].Effects.DBWrites, 1, "each receipt lists only its own writes")
+		} else {
+			require.Equal(t, registry.StatusFailed, rs[id].Status)
+		}
+	}
+	require.Equal(t, 50, b.count(t, ctx, `SELECT count(*) FROM os_notes`))
+	require.Equal(t, 50, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title LIKE 'ok %'`))
+	require.Equal(t, 150, b.count(t, ctx, `SELECT count(*) FROM core_tool_receipts`))
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM river_job WHERE state <> 'completed'`))
+}
+
+func TestMissingCallCancelsJob(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	var jobID int64
+	require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO river_job (args, kind) VALUES ($1, 'gem.tool_call') RETURNING id`,
+		fmt.Sprintf(`{"call_id": %q, "tool_name": "os.health_check"}`, uuid.New())).Scan(&jobID))
+	_, err := b.pool.Exec(ctx, `SELECT pg_notify('public.river_insert', '{"queue": "default"}')`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return jobState(t, b, jobID) == "cancelled" }, 10*time.Second, 20*time.Millisecond)
+}
+
+func TestBusinessToolsNotFound(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	missing := uuid.New()
+	inputs := map[string]string{
+		"os.update_task":     fmt.Sprintf(`{"task_id": %q, "title": "x"}`, missing),
+		"os.complete_task":   fmt.Sprintf(`{"task_id": %q}`, missing),
+		"leads.update_stage": fmt.Sprintf(`{"lead_id": %q, "stage": "contacted"}`, missing),
+		"os.create_task":     fmt.Sprintf(`{"title": "for a lead", "lead_id": %q}`, missing),
+	}
+	for tool, input := range inputs {
+		r := b.waitOne(t, ctx, b.call(t, ctx, tool, input))
+		require.Equal(t, registry.StatusFailed, r.Status, tool)
+		require.Equal(t, registry.CodeNotFound, r.Error.Code, tool)
+		require.True(t, strings.Contains(r.Error.Message, missing.String()), "%s: %s", tool, r.Error.Message)
+	}
+}

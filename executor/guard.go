@@ -1,0 +1,189 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// errAbandoned is returned to a handler that keeps using the database after its call was given up.
+var errAbandoned = errors.New("this call was abandoned after overrunning its timeout; its transaction is no longer available")
+
+// guardedDB is the handler's view of the receipt's transaction. A handler that ignores its context and
+// overruns its timeout is abandoned: the executor takes the transaction back (waiting for a statement in
+// flight, which the cancelled context stops) and every later use by the handler fails. Without the guard a
+// runaway handler could run statements inside another call's part of a shared batch.
+type guardedDB struct {
+	tx pgx.Tx
+	// sem is held while a statement, an open Rows or an open batch uses the connection.
+	sem       chan struct{}
+	mu        sync.Mutex
+	abandoned bool
+	// open is the Rows or batch results the handler has not closed yet.
+	open interface{ Close() }
+}
+
+func newGuardedDB(tx pgx.Tx) *guardedDB {
+	return &guardedDB{tx: tx, sem: make(chan struct{}, 1)}
+}
+
+func (g *guardedDB) acquire(ctx context.Context) error {
+	select {
+	case g.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.abandoned {
+		<-g.sem
+		return errAbandoned
+	}
+	return nil
+}
+
+func (g *guardedDB) release() { <-g.sem }
+
+// abandon takes the transaction away from the handler. It waits up to wait for a statement in flight and
+// reports false if the handler still holds the connection (a Rows left open), in which case the connection
+// must not be used again.
+func (g *guardedDB) abandon(wait time.Duration) bool {
+	g.mu.Lock()
+	g.abandoned = true
+	g.mu.Unlock()
+	select {
+	case g.sem <- struct{}{}:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// close ends the handler's access after it returned, closing a Rows or batch it left open (safe: the
+// handler no longer runs).
+func (g *guardedDB) close() {
+	g.mu.Lock()
+	g.abandoned = true
+	open := g.open
+	g.mu.Unlock()
+	if open != nil {
+		open.Close()
+	}
+}
+
+func (g *guardedDB) setOpen(c interface{ Close() }) {
+	g.mu.Lock()
+	g.open = c
+	g.mu.Unlock()
+}
+
+func (g *guardedDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := g.acquire(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer g.release()
+	return g.tx.Exec(ctx, sql, args...)
+}
+
+func (g *guardedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := g.acquire(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := g.tx.Query(ctx, sql, args...)
+	if err != nil {
+		g.release()
+		return nil, err
+	}
+	gr := &guardedRows{Rows: rows}
+	gr.release = sync.OnceFunc(func() { g.setOpen(nil); g.release() })
+	g.setOpen(gr)
+	return gr, nil
+}
+
+func (g *guardedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := g.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err: err}
+	}
+	return guardedRow{rows: rows}
+}
+
+func (g *guardedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := g.acquire(ctx); err != nil {
+		return errBatch{err: err}
+	}
+	gb := &guardedBatch{BatchResults: g.tx.SendBatch(ctx, b)}
+	gb.release = sync.OnceFunc(func() { g.setOpen(nil); g.release() })
+	g.setOpen(closer(func() { _ = gb.Close() }))
+	return gb
+}
+
+type closer func()
+
+func (c closer) Close() { c() }
+
+type guardedRows struct {
+	pgx.Rows
+	release func()
+}
+
+func (r *guardedRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.release()
+	return false
+}
+
+func (r *guardedRows) Close() {
+	r.Rows.Close()
+	r.release()
+}
+
+// guardedRow scans the first row like pgx's QueryRow: pgx.ErrNoRows when there is none.
+type guardedRow struct{ rows pgx.Rows }
+
+func (r guardedRow) Scan(dest ...any) error {
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type guardedBatch struct {
+	pgx.BatchResults
+	release func()
+}
+
+func (b *guardedBatch) Close() error {
+	err := b.BatchResults.Close()
+	b.release()
+	return err
+}
+
+// errBatch answers every read with err; the embedded interface is never used.
+type errBatch struct {
+	pgx.BatchResults
+	err error
+}
+
+func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b errBatch) QueryRow() pgx.Row                { return errRow{err: b.err} }
+func (b errBatch) Close() error                     { return b.err }

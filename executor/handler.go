@@ -1,0 +1,173 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/rs/zerolog"
+)
+
+// Handler runs the calls of one tool.
+type Handler struct {
+	// Run does the work of one call and returns its result, which must match the tool's output schema (it
+	// is marshalled to JSON). Run gets the call's input and a database handle inside the receipt's
+	// transaction: everything it writes there commits with the receipt, or is rolled back if the call
+	// fails, overruns its timeout or returns a result that breaks the output schema.
+	//
+	// Return one of the errors made by NotFound, Conflict, Invalid, NotConfigured or Retryable to say how the
+	// call ended; any other error gives a failed receipt with code handler_error.
+	Run func(ctx context.Context, c *Call) (any, error)
+
+	// RequiredEnv lists the environment variables the handler needs to do real work; `executor registry
+	// check` shows it. Without them Run should return NotConfigured.
+	RequiredEnv []string
+
+	// Isolated runs the handler in a transaction of its own instead of a shared batch. Set it for handlers
+	// that wait on something outside PostgreSQL (an HTTP API), so they never hold up other calls' commits.
+	// Tools whose permissions mean outside effects are always isolated.
+	Isolated bool
+}
+
+// Handlers maps tool names to handlers.
+type Handlers map[string]Handler
+
+// Add registers a handler, panicking on a duplicate (a programming error caught at start-up).
+func (h Handlers) Add(tool string, handler Handler) {
+	if _, dup := h[tool]; dup {
+		panic(fmt.Sprintf("executor: handler for %s registered twice", tool))
+	}
+	if handler.Run == nil {
+		panic(fmt.Sprintf("executor: handler for %s has no Run", tool))
+	}
+	h[tool] = handler
+}
+
+// Func registers a handler that needs nothing but Run.
+func (h Handlers) Func(tool string, run func(ctx context.Context, c *Call) (any, error)) {
+	h.Add(tool, Handler{Run: run})
+}
+
+// Names returns the tool names with a handler, sorted.
+func (h Handlers) Names() []string {
+	names := make([]string, 0, len(h))
+	for n := range h {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DB is the database handle a handler gets: the receipt's transaction. Its methods behave like pgx.Tx's.
+// Handlers must not COMMIT or ROLLBACK it; they may use SAVEPOINTs of their own.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Call is one call as its handler sees it.
+type Call struct {
+	// ID is the call's id (core_tool_calls.id).
+	ID uuid.UUID
+	// Tool is the registry entry of the tool called.
+	Tool *registry.Tool
+	// Input is the call's input, already valid against the tool's input schema.
+	Input json.RawMessage
+	// Attempt is River's attempt number, from 1.
+	Attempt int
+	// IdempotencyKey is the key the call holds (modes keyed and safe-retry), or "".
+	IdempotencyKey string
+	// Agent is the agent the call is made for, or "".
+	Agent string
+	// RunID is the brain run that made the call, if any.
+	RunID *uuid.UUID
+	// DB is the receipt's transaction.
+	DB DB
+	// Log is a logger carrying the call's id, tool and attempt.
+	Log zerolog.Logger
+
+	outside []registry.OutsideEffect
+}
+
+// Bind decodes the input into v (a pointer to a struct with json tags).
+func (c *Call) Bind(v any) error {
+	if err := json.Unmarshal(c.Input, v); err != nil {
+		return Invalid("input does not fit %s: %v", c.Tool.Name, err)
+	}
+	return nil
+}
+
+// RecordOutside adds an effect outside the database (a message sent, a file written) to the receipt.
+func (c *Call) RecordOutside(e registry.OutsideEffect) {
+	c.outside = append(c.outside, e)
+}
+
+// Error is how a handler ends a call with a specific receipt.
+type Error struct {
+	// Code is the receipt's error code.
+	Code registry.ErrorCode
+	// Message says what happened, for a person or an LLM.
+	Message string
+	// Details are extra structured facts (marshalled to JSON).
+	Details any
+
+	retryable bool
+	cause     error
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unwrap returns the wrapped cause of a Retryable error.
+func (e *Error) Unwrap() error { return e.cause }
+
+// NotFound ends the call with a failed receipt, code not_found: a row the input names does not exist.
+func NotFound(format string, args ...any) error {
+	return &Error{Code: registry.CodeNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// Conflict ends the call with a failed receipt, code conflict: the current state refuses the change (a
+// locked inspection, an invoice already paid).
+func Conflict(format string, args ...any) error {
+	return &Error{Code: registry.CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid ends the call with a failed receipt, code validation_error, for input the schema allows but the
+// tool cannot use (a due date in the past, an unknown currency for this account).
+func Invalid(format string, args ...any) error {
+	return &Error{Code: registry.CodeValidation, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotConfigured ends the call with a not_configured receipt: the tool needs a provider that is not set up.
+func NotConfigured(reason string, requiredEnv []string, nextSteps ...string) error {
+	if requiredEnv == nil {
+		requiredEnv = []string{}
+	}
+	if nextSteps == nil {
+		nextSteps = []string{}
+	}
+	return &Error{Code: registry.CodeNotConfigured, Message: reason, Details: registry.NotConfiguredDetails{
+		Reason: reason, RequiredEnv: requiredEnv, NextSteps: nextSteps,
+	}}
+}
+
+// Retryable marks err as transient (a provider briefly unavailable): the call's effects are rolled back and
+// River retries it with backoff, up to the call's max_attempts; after the last attempt it fails with
+// retries_exhausted.
+func Retryable(err error) error {
+	return &Error{Code: registry.CodeRetriesExhausted, Message: err.Error(), retryable: true, cause: err}
+}
+
+// asError returns the *Error in err, if any.
+func asError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}

@@ -1,0 +1,364 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+)
+
+// helperEnv makes the test binary run an executor process instead of tests (for crash and signal tests).
+const helperEnv = "GEM_EXECUTOR_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(runHelper())
+	}
+	os.Exit(m.Run())
+}
+
+// runHelper is an executor process with the test handlers, configured from the environment like the real
+// command, that stops on SIGTERM with its drain deadline.
+func runHelper() int {
+	log, _ := executor.NewLogger(os.Stderr, "info", "")
+	cfg, err := executor.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	m := &executor.Main{Config: cfg, Handlers: testHandlers(os.Getenv("GEM_TEST_OUTSIDE_LOG")), Log: log}
+	if err := m.Open(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	<-ctx.Done()
+	closeCtx, cancel := context.WithTimeout(context.Background(), m.Executor.Config().DrainTimeout)
+	defer cancel()
+	if err := m.Close(closeCtx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// testHandlers are the business pack's handlers plus the handlers of testdata/test-tools.json.
+func testHandlers(outsideLog string) executor.Handlers {
+	h := executor.Handlers{}
+	business.Register(h)
+
+	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {
+		var id string
+		err := c.DB.QueryRow(ctx, `INSERT INTO os_notes (title) VALUES ($1) RETURNING id`, title).Scan(&id)
+		return id, err
+	}
+	h.Func("test.sleep", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			MS    int    `json:"ms"`
+			How   string `json:"how"`
+			Write bool   `json:"write"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		id := uuid.Nil.String()
+		if in.Write {
+			var err error
+			if id, err = writeNote(ctx, c, "sleep "+c.ID.String()); err != nil {
+				return nil, err
+			}
+		}
+		d := time.Duration(in.MS) * time.Millisecond
+		switch in.How {
+		case "db":
+			if _, err := c.DB.Exec(ctx, `SELECT pg_sleep($1)`, d.Seconds()); err != nil {
+				return nil, err
+			}
+		case "go":
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(d):
+			}
+		case "ignore":
+			time.Sleep(d)
+		}
+		return map[string]any{"note_id": id}, nil
+	})
+	h.Func("test.slow_db", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			MS int `json:"ms"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		id, err := writeNote(ctx, c, "slow "+c.ID.String())
+		if err != nil {
+			return nil, err
+		}
+		// Only the helper process sleeps: crash and shutdown tests interrupt it there, and the executor
+		// that takes the call up then finishes it at once.
+		if os.Getenv(helperEnv) == "1" {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+			}
+		}
+		return map[string]any{"note_id": id, "attempt": c.Attempt}, nil
+	})
+	h.Func("test.bad_output", func(ctx context.Context, c *executor.Call) (any, error) {
+		if _, err := writeNote(ctx, c, "bad output "+c.ID.String()); err != nil {
+			return nil, err
+		}
+		return map[string]any{"unexpected": 1}, nil
+	})
+	h.Func("test.fail", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			Kind string `json:"kind"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		id, err := writeNote(ctx, c, "fail "+c.ID.String())
+		if err != nil {
+			return nil, err
+		}
+		switch in.Kind {
+		case "not_found":
+			return nil, executor.NotFound("task %s does not exist", uuid.Nil)
+		case "conflict":
+			return nil, executor.Conflict("the inspection is locked")
+		case "invalid":
+			return nil, executor.Invalid("due date is in the past")
+		case "error":
+			return nil, errors.New("something broke")
+		case "panic":
+			panic("handler bug")
+		case "retryable":
+			return nil, executor.Retryable(errors.New("provider unavailable"))
+		case "leave_rows_open":
+			rows, err := c.DB.Query(ctx, `SELECT generate_series(1, 1000)`)
+			if err != nil {
+				return nil, err
+			}
+			rows.Next()
+			return map[string]any{"note_id": id}, nil
+		case "nul":
+			return map[string]any{"note_id": id, "text": "a\x00b"}, nil
+		}
+		return map[string]any{"note_id": id}, nil
+	})
+	h.Func("test.keyed", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			Key     string `json:"key"`
+			Fail    bool   `json:"fail"`
+			SleepMS int    `json:"sleep_ms"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		id, err := writeNote(ctx, c, "key "+in.Key)
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(time.Duration(in.SleepMS) * time.Millisecond)
+		if in.Fail {
+			return nil, executor.Conflict("asked to fail")
+		}
+		return map[string]any{"note_id": id}, nil
+	})
+	h.Func("test.safe", func(ctx context.Context, c *executor.Call) (any, error) {
+		id, err := writeNote(ctx, c, "safe "+c.ID.String())
+		return map[string]any{"note_id": id}, err
+	})
+	var outsideMu sync.Mutex
+	h.Func("test.outside", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			MS int    `json:"ms"`
+			To string `json:"to"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		outsideMu.Lock()
+		f, err := os.OpenFile(outsideLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = fmt.Fprintln(f, c.ID)
+			_ = f.Close()
+		}
+		outsideMu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		c.RecordOutside(registry.OutsideEffect{Kind: "sms", Target: in.To, Reference: c.ID.String()})
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(in.MS) * time.Millisecond):
+		}
+		return map[string]any{"sent": true}, nil
+	})
+	h.Func("test.transient", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			FailAttempts int `json:"fail_attempts"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		if c.Attempt <= in.FailAttempts {
+			return nil, executor.Retryable(fmt.Errorf("provider unavailable on attempt %d", c.Attempt))
+		}
+		return map[string]any{"attempt": c.Attempt}, nil
+	})
+	h.Add("test.not_configured", executor.Handler{
+		RequiredEnv: []string{"GEM_TEST_SMS_URL"},
+		Run: func(ctx context.Context, c *executor.Call) (any, error) {
+			return nil, executor.NotConfigured("no SMS provider is configured", []string{"GEM_TEST_SMS_URL"},
+				"Set GEM_TEST_SMS_URL to your provider's endpoint.")
+		},
+	})
+	h.Add("test.isolated", executor.Handler{
+		Isolated: true,
+		Run: func(ctx context.Context, c *executor.Call) (any, error) {
+			id, err := writeNote(ctx, c, "isolated "+c.ID.String())
+			return map[string]any{"note_id": id}, err
+		},
+	})
+	return h
+}
+
+// testRegistryPath writes the repository's registry plus testdata/test-tools.json to one file.
+func testRegistryPath(t testing.TB) string {
+	t.Helper()
+	var repo, extra struct {
+		Version string            `json:"version"`
+		Tools   []json.RawMessage `json:"tools"`
+	}
+	for path, dst := range map[string]any{"../tools.registry.json": &repo, "testdata/test-tools.json": &extra} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, dst))
+	}
+	repo.Tools = append(repo.Tools, extra.Tools...)
+	b, err := json.Marshal(repo)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "registry.json")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return path
+}
+
+type testBundle struct {
+	pool       *pgxpool.Pool
+	url        string
+	regPath    string
+	reg        *registry.Registry
+	waiter     *gemsql.ReceiptWaiter
+	outsideLog string
+}
+
+func setup(t *testing.T) (context.Context, *testBundle) {
+	t.Helper()
+	pool, url := sqltest.NewDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	b := &testBundle{pool: pool, url: url, regPath: testRegistryPath(t), outsideLog: filepath.Join(t.TempDir(), "outside.log")}
+	var err error
+	b.reg, err = registry.Load(b.regPath)
+	require.NoError(t, err)
+	b.waiter = gemsql.NewReceiptWaiter(pool, nil)
+	require.NoError(t, b.waiter.Start(ctx))
+	t.Cleanup(b.waiter.Stop)
+	return ctx, b
+}
+
+// startExecutor starts an in-process executor on the test database; edit changes its config.
+func (b *testBundle) startExecutor(t *testing.T, edit func(*executor.Config)) *executor.Executor {
+	t.Helper()
+	cfg := executor.Config{DatabaseURL: b.url, ID: "test-" + uuid.NewString()[:8]}
+	if edit != nil {
+		edit(&cfg)
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	if testing.Verbose() {
+		log = log.Level(zerolog.InfoLevel)
+	}
+	e, err := executor.New(cfg, b.reg, testHandlers(b.outsideLog), b.pool, log)
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+	return e
+}
+
+// call inserts a call with plain SQL, as a person would in psql.
+func (b *testBundle) call(t *testing.T, ctx context.Context, tool, input string) uuid.UUID {
+	t.Helper()
+	var id uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input) VALUES ($1, $2) RETURNING id`, tool, input).Scan(&id))
+	return id
+}
+
+// wait waits for the receipts of the calls.
+func (b *testBundle) wait(t *testing.T, ctx context.Context, ids ...uuid.UUID) map[uuid.UUID]*registry.Receipt {
+	t.Helper()
+	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	res, err := b.waiter.Wait(waitCtx, ids)
+	require.NoError(t, err, "calls still without a receipt: %v", res.Pending)
+	return res.Receipts
+}
+
+func (b *testBundle) waitOne(t *testing.T, ctx context.Context, id uuid.UUID) *registry.Receipt {
+	t.Helper()
+	return b.wait(t, ctx, id)[id]
+}
+
+// count returns a single integer from SQL.
+func (b *testBundle) count(t *testing.T, ctx context.Context, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&n))
+	return n
+}
+
+func (b *testBundle) outsideLines(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(b.outsideLog)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Fields(string(data))
+}
+
+func decodeDetails(t *testing.T, r *registry.Receipt) map[string]any {
+	t.Helper()
+	require.NotNil(t, r.Error)
+	var d map[string]any
+	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
+	return d
+}

@@ -1,0 +1,99 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+)
+
+// riverPoolSize is the size of River's pool: fetching, completing, listening, leader election, maintenance.
+const riverPoolSize = 10
+
+// Main is the executor process: it loads the registry, connects, optionally migrates, and works calls.
+// cmd/executor builds one from the environment; tests start the same Main.
+type Main struct {
+	// Config is the executor's configuration.
+	Config Config
+	// Handlers are the tool handlers this executor runs.
+	Handlers Handlers
+	// Log is the process logger.
+	Log zerolog.Logger
+	// Migrate applies the database migrations before starting.
+	Migrate bool
+
+	// Registry is the loaded registry (set by Open).
+	Registry *registry.Registry
+	// Pool is the executor's connection pool (set by Open).
+	Pool *pgxpool.Pool
+	// Executor is the running executor (set by Open).
+	Executor *Executor
+}
+
+// Open loads, connects and starts. Errors come back at once.
+func (m *Main) Open(ctx context.Context) error {
+	cfg := m.Config.WithDefaults()
+	path, err := registry.Find(cfg.RegistryPath)
+	if err != nil {
+		return err
+	}
+	if m.Registry, err = registry.Load(path); err != nil {
+		return err
+	}
+	m.Log.Info().Str("registry", path).Int("tools", m.Registry.Len()).Str("version", Version).Msg("registry loaded")
+	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-executor", MaxConns: riverPoolSize}); err != nil {
+		return err
+	}
+	if m.Migrate {
+		res, err := gemsql.Migrate(ctx, m.Pool, nil)
+		if err != nil {
+			m.Pool.Close()
+			return err
+		}
+		m.Log.Info().Ints("river", res.River).Strs("gem", res.GEM).Msg("migrations applied")
+	}
+	if m.Executor, err = New(cfg, m.Registry, m.Handlers, m.Pool, m.Log); err != nil {
+		m.Pool.Close()
+		return err
+	}
+	if err := m.Executor.Start(ctx); err != nil {
+		m.Pool.Close()
+		return err
+	}
+	return nil
+}
+
+// Close drains running calls until ctx ends (give it the drain deadline), then cancels what is left.
+func (m *Main) Close(ctx context.Context) error {
+	var err error
+	if m.Executor != nil {
+		err = m.Executor.Stop(ctx)
+	}
+	if m.Pool != nil {
+		m.Pool.Close()
+	}
+	return err
+}
+
+// NewLogger returns the process logger: JSON lines, or a console format for people (GEM_LOG_FORMAT=console);
+// level is debug, info (the default), warn or error (GEM_LOG_LEVEL).
+func NewLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
+	lvl := zerolog.InfoLevel
+	if level != "" {
+		var err error
+		if lvl, err = zerolog.ParseLevel(strings.ToLower(level)); err != nil {
+			return zerolog.Nop(), fmt.Errorf("GEM_LOG_LEVEL: %w", err)
+		}
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", "executor").Logger(), nil
+}

@@ -1,0 +1,181 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Crash recovery has two layers.
+//
+// Liveness: every executor holds a session advisory lock (gem_executor_lock_key of its id) on a connection
+// of its own for as long as it runs, and registers in core_executors. PostgreSQL releases the lock the
+// moment the process dies (its socket closes), so every RescueInterval each executor looks for running calls
+// whose executor is registered and no longer holds its lock, and makes their jobs available again at once:
+// a killed executor's calls are taken up within about a second, whatever their tools' timeouts.
+//
+// Time: River's rescuer takes up any job running longer than RescueAfter (default: the longest tool timeout
+// plus 15s), which covers an executor that is alive but stuck.
+//
+// Taking a call up twice is safe either way: the call row is locked for the whole of an attempt, and an
+// attempt that finds a receipt only completes its job.
+
+// rescueDeadSQL makes the running jobs of dead executors available again (or discards them when their
+// attempts are spent; a database trigger then writes their failed receipt). A dead executor is one in
+// core_executors whose liveness lock can be taken.
+const rescueDeadSQL = `
+WITH workers AS (
+	SELECT DISTINCT j.attempted_by[array_upper(j.attempted_by, 1)] AS worker
+	FROM river_job j
+	WHERE j.kind = 'gem.tool_call' AND j.state = 'running'
+), dead AS (
+	SELECT x.id AS worker
+	FROM workers w JOIN core_executors x ON x.id = w.worker
+	WHERE x.id <> $1 AND pg_try_advisory_xact_lock(gem_executor_lock_key(x.id))
+), marked AS (
+	UPDATE core_executors SET dead_at = coalesce(dead_at, now()) WHERE id IN (SELECT worker FROM dead)
+)
+UPDATE river_job j
+SET state = CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'discarded' END::river_job_state,
+	scheduled_at = CASE WHEN j.attempt < j.max_attempts THEN now() ELSE j.scheduled_at END,
+	finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
+	errors = array_append(j.errors, jsonb_build_object(
+		'at', now(), 'attempt', j.attempt, 'trace', '',
+		'error', 'executor ' || d.worker || ' stopped during this attempt (its liveness lock was released)'))
+FROM dead d
+WHERE j.kind = 'gem.tool_call' AND j.state = 'running' AND j.attempted_by[array_upper(j.attempted_by, 1)] = d.worker
+RETURNING j.id, j.state`
+
+// startLiveness registers the executor and takes its liveness lock. It fails if another running executor
+// has the same id.
+func (e *Executor) startLiveness(ctx context.Context) error {
+	conn, err := e.lockLiveness(ctx)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	_, err = e.pool.Exec(ctx, `INSERT INTO core_executors (id, hostname, pid, version) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, version = $4, started_at = now(), stopped_at = NULL, dead_at = NULL`,
+		e.cfg.ID, host, os.Getpid(), Version)
+	if err != nil {
+		_ = conn.Close(ctx)
+		return fmt.Errorf("error registering executor: %w", err)
+	}
+	e.livenessDone = make(chan struct{})
+	go e.keepLiveness(conn)
+	return nil
+}
+
+func (e *Executor) lockLiveness(ctx context.Context) (*pgx.Conn, error) {
+	cfg := e.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = "gem-executor-liveness"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("error connecting the liveness lock: %w", err)
+	}
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(gem_executor_lock_key($1))`, e.cfg.ID).Scan(&locked); err != nil {
+		_ = conn.Close(ctx)
+		return nil, fmt.Errorf("error taking the liveness lock: %w", err)
+	}
+	if !locked {
+		_ = conn.Close(ctx)
+		return nil, fmt.Errorf("another executor with id %q is running (its liveness lock is held)", e.cfg.ID)
+	}
+	return conn, nil
+}
+
+// keepLiveness checks the liveness connection every second and takes the lock again after losing it (a
+// database restart). While it is lost, other executors may take up this executor's running calls, which is
+// safe and, after a restart, right: the restart aborted them.
+func (e *Executor) keepLiveness(conn *pgx.Conn) {
+	defer close(e.livenessDone)
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-e.stopLiveness:
+			if conn != nil {
+				_, _ = e.pool.Exec(context.Background(), `UPDATE core_executors SET stopped_at = now() WHERE id = $1`, e.cfg.ID)
+				_ = conn.Close(context.Background())
+			}
+			return
+		case <-ticker.C:
+		}
+		if conn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := conn.Ping(ctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+			e.log.Warn().Err(err).Msg("liveness connection lost; reconnecting")
+			_ = conn.Close(context.Background())
+			conn = nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, err := e.lockLiveness(ctx)
+		cancel()
+		if err != nil {
+			e.log.Warn().Err(err).Msg("cannot take the liveness lock yet")
+			continue
+		}
+		conn = c
+		e.log.Info().Msg("liveness lock taken again")
+	}
+}
+
+// rescueLoop takes up the running calls of dead executors every RescueInterval.
+func (e *Executor) rescueLoop() {
+	defer close(e.rescueDone)
+	ticker := time.NewTicker(e.cfg.RescueInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-e.stopLiveness:
+			return
+		case <-ticker.C:
+		}
+		if _, err := e.rescueDead(e.dbCtx); err != nil && e.dbCtx.Err() == nil {
+			e.log.Warn().Err(err).Msg("error rescuing the calls of dead executors")
+		}
+	}
+}
+
+// rescueDead runs one pass of liveness rescue and returns how many jobs it took up.
+func (e *Executor) rescueDead(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rows, err := e.pool.Query(ctx, rescueDeadSQL, e.cfg.ID)
+	if err != nil {
+		return 0, err
+	}
+	var retried, discarded int
+	for rows.Next() {
+		var id int64
+		var state string
+		if err := rows.Scan(&id, &state); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if state == "available" {
+			retried++
+		} else {
+			discarded++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if retried > 0 {
+		// Wake the executors now rather than at their next poll.
+		_, _ = e.pool.Exec(ctx, `SELECT pg_notify(coalesce(current_schema(), 'public') || '.river_insert', '{"queue": "default"}')`)
+	}
+	if retried+discarded > 0 {
+		e.log.Warn().Int("retried", retried).Int("discarded", discarded).Msg("took up the running calls of a dead executor")
+	}
+	return retried + discarded, nil
+}
