@@ -192,7 +192,6 @@ func (a *attempt) precheck() *receiptDraft {
 		return failed(registry.CodeUnknownTool, fmt.Sprintf("no tool named %q in the registry", a.toolName), details)
 	}
 	a.tool = tool
-	a.log = a.log.With().Str("tool", tool.Name).Logger()
 
 	input, err := registry.DecodeJSON(a.input)
 	if err == nil {

@@ -194,7 +194,7 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 
 	domains, byDomain := reg.Domains()
 	fmt.Fprintf(stdout, "%s: version %s, %d tools in %d domains: OK\n\n", path, reg.Version, reg.Len(), len(domains))
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "domain\ttools\tnone\tsafe-retry\tkeyed\toutside effects\twith handler\t")
 	for _, d := range domains {
 		var none, safe, keyed, outside, handled int

@@ -1,0 +1,3 @@
+module github.com/gemhq/gem/brain
+
+go 1.26
