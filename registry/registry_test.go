@@ -146,7 +146,11 @@ func TestParseRejectsBrokenRegistries(t *testing.T) {
 			m["output_schema"] = map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": "(["}}}
 			return m
 		}()), "crm.add", "output_schema", "does not compile"},
-		{"input schema not an object schema", registryDoc(func() map[string]any { m := tool("crm.add"); m["input_schema"] = map[string]any{"type": "string"}; return m }()), "crm.add", "input_schema.type", `must be "object"`},
+		{"input schema not an object schema", registryDoc(func() map[string]any {
+			m := tool("crm.add")
+			m["input_schema"] = map[string]any{"type": "string"}
+			return m
+		}()), "crm.add", "input_schema.type", `must be "object"`},
 		{"input schema missing", registryDoc(func() map[string]any { m := tool("crm.add"); delete(m, "input_schema"); return m }()), "crm.add", "input_schema", "required"},
 		{"output schema not an object", registryDoc(func() map[string]any { m := tool("crm.add"); m["output_schema"] = "object"; return m }()), "crm.add", "output_schema", "JSON Schema object"},
 		{"external $ref", registryDoc(func() map[string]any {
@@ -462,7 +466,7 @@ func TestSummarize(t *testing.T) {
 	require.NotContains(t, sum, "result.missing")
 	writes, _ := json.Marshal(sum["effects.db_writes"])
 	require.JSONEq(t, `[{"table":"leads","op":"insert","count":1,"ids":["L1"]}]`, string(writes))
-	require.Nil(t, tl.Summarize(nil, &Effects{}) ["result.lead.id"])
+	require.Nil(t, tl.Summarize(nil, &Effects{})["result.lead.id"])
 }
 
 // TestLoadLargeRegistry loads a registry of 150 tools in the varied styles real registries use.
