@@ -30,9 +30,8 @@ run: build ## start PostgreSQL if needed, migrate, and run the executor
 	echo "  psql \"$$DATABASE_URL\" -c \"SELECT tool_name, status, result FROM core_tool_receipts ORDER BY id DESC LIMIT 5\"" && \
 	GEM_LOG_FORMAT=$${GEM_LOG_FORMAT:-console} exec $(BIN)/executor run
 
-test: ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
+test: lint ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
 	@$(db) \
-	$(GO) vet work && \
 	$(GO) test -count=1 -timeout 15m work && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
