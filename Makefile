@@ -17,18 +17,31 @@ db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/executor
+build: ## build bin/executor and bin/brain
 	@mkdir -p $(BIN)
 	cd executor && $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/executor ./cmd/executor
+	cd brain && $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/brain ./cmd/brain
 
-run: build ## start PostgreSQL if needed, migrate, and run the executor
+# run: a private PostgreSQL (unless DATABASE_URL is set), migrations, a local bearer token in
+# .gem/brain-token, the executor in the background and the brain in the foreground (Ctrl-C stops both).
+run: build ## start PostgreSQL if needed, migrate, and run the executor and the brain (rules planner)
 	@$(db) \
-	echo "gem: database $$DATABASE_URL" && \
+	mkdir -p .gem && \
+	if [ ! -s .gem/brain-token ]; then \
+		(umask 077; echo "local:$$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" > .gem/brain-token); \
+		echo "gem: created a local bearer token in .gem/brain-token"; \
+	fi && \
 	$(BIN)/executor migrate && \
-	echo "gem: executor running; make a call from another terminal:" && \
-	echo "  psql \"$$DATABASE_URL\" -c \"INSERT INTO core_tool_calls (tool_name, input) VALUES ('os.create_task', '{\\\"title\\\": \\\"call John\\\"}')\"" && \
-	echo "  psql \"$$DATABASE_URL\" -c \"SELECT tool_name, status, result FROM core_tool_receipts ORDER BY id DESC LIMIT 5\"" && \
-	GEM_LOG_FORMAT=$${GEM_LOG_FORMAT:-console} exec $(BIN)/executor run
+	export GEM_LOG_FORMAT=$${GEM_LOG_FORMAT:-console} GEM_BRAIN_TOKEN_FILE=$${GEM_BRAIN_TOKEN_FILE:-.gem/brain-token} && \
+	addr=$${GEM_BRAIN_ADDR:-127.0.0.1:8088} && token=$$(cut -d: -f2 .gem/brain-token) && \
+	echo "gem: database $$DATABASE_URL" && \
+	echo "gem: brain on http://$$addr — try, from another terminal:" && \
+	echo "  curl -s -H 'Authorization: Bearer $$token' -d '{\"message\": \"create a task to call John tomorrow, urgent\"}' http://$$addr/brain/run" && \
+	echo "  bin/brain run -m 'new lead Ann Lee 0412 345 678 in Newtown, referral'" && \
+	echo "  psql \"$$DATABASE_URL\" -c 'SELECT tool_name, status, summary FROM core_tool_receipts ORDER BY id DESC LIMIT 5'" && \
+	{ $(BIN)/executor run & exec_pid=$$!; } && \
+	trap 'kill -TERM $$exec_pid 2>/dev/null; wait $$exec_pid' EXIT INT TERM && \
+	$(BIN)/brain serve
 
 test: lint ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
 	@$(db) \

@@ -495,3 +495,16 @@ func TestLoadLargeRegistry(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, r.Len(), 100)
 }
+
+func TestCompileSchema(t *testing.T) {
+	t.Parallel()
+
+	s := MustCompileSchema("run request", []byte(`{"type":"object","properties":{"n":{"type":"integer","maximum":5}},"required":["n"],"additionalProperties":false}`))
+	require.NoError(t, s.Validate([]byte(`{"n":3}`)))
+	var ve *ValidationError
+	require.ErrorAs(t, s.Validate([]byte(`{"n":9,"x":1}`)), &ve)
+	require.Len(t, ve.Violations, 2)
+	require.Equal(t, "run request", ve.Tool)
+	_, err := CompileSchema("bad", []byte(`{"type":"nope"}`))
+	require.Error(t, err)
+}

@@ -247,3 +247,40 @@ func escapePointerToken(s string) string {
 func unescapePointerToken(s string) string {
 	return strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
 }
+
+// Schema is a compiled JSON Schema outside the registry (for example an HTTP request body), validated with
+// the same rules and the same violation format as tool schemas.
+type Schema struct {
+	name string
+	s    *schema
+}
+
+// CompileSchema compiles a JSON Schema document; name labels its violations.
+func CompileSchema(name string, doc []byte) (*Schema, error) {
+	key := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name)
+	s, err := newSchemaCompiler().compile("schemas/"+key, doc)
+	if err != nil {
+		return nil, fmt.Errorf("error compiling schema %s: %w", name, err)
+	}
+	return &Schema{name: name, s: s}, nil
+}
+
+// MustCompileSchema is CompileSchema for schemas fixed in code; it panics on error.
+func MustCompileSchema(name string, doc []byte) *Schema {
+	s, err := CompileSchema(name, doc)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Validate checks a JSON document, returning a *ValidationError listing every violation, or nil.
+func (s *Schema) Validate(doc []byte) error {
+	t := &Tool{Name: s.name}
+	return t.validate(s.s, "document", doc)
+}

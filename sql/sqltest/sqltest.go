@@ -41,11 +41,11 @@ var (
 // DATABASE_URL is not set.
 func AdminURL(t testing.TB) string {
 	t.Helper()
-	adminOnce.Do(func() { adminURL, adminErr = findServer() })
-	if adminErr != nil {
-		t.Fatalf("no PostgreSQL for tests: %v", adminErr)
+	u, err := FindServer()
+	if err != nil {
+		t.Fatalf("no PostgreSQL for tests: %v", err)
 	}
-	return adminURL
+	return u
 }
 
 func findServer() (string, error) {
@@ -83,39 +83,54 @@ func WithDatabase(u, name string) string {
 func NewDB(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	ctx := context.Background()
-	admin := AdminURL(t)
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx, admin) })
-	if templateErr != nil {
-		t.Fatalf("error preparing the template database: %v", templateErr)
-	}
-
-	name := "gem_test_" + strings.ReplaceAll(uuid.NewString()[:18], "-", "")
-	conn, err := pgx.Connect(ctx, admin)
+	dbURL, drop, err := CreateDatabase(ctx, AdminURL(t))
 	if err != nil {
-		t.Fatalf("error connecting to the test server: %v", err)
+		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, templateName)); err != nil {
-		t.Fatalf("error creating test database: %v", err)
-	}
-	dbURL := WithDatabase(admin, name)
 	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-test", MaxConns: 30})
 	if err != nil {
+		drop()
 		t.Fatalf("error opening test database: %v", err)
 	}
 	t.Cleanup(func() {
 		pool.Close()
+		drop()
+	})
+	return pool, dbURL
+}
+
+// FindServer returns the test server's maintenance URL, starting the private cluster if DATABASE_URL is
+// not set (for TestMain, which has no testing.TB).
+func FindServer() (string, error) {
+	adminOnce.Do(func() { adminURL, adminErr = findServer() })
+	return adminURL, adminErr
+}
+
+// CreateDatabase creates a migrated database on the server at admin and returns its URL and a function
+// that drops it.
+func CreateDatabase(ctx context.Context, admin string) (string, func(), error) {
+	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx, admin) })
+	if templateErr != nil {
+		return "", nil, fmt.Errorf("error preparing the template database: %w", templateErr)
+	}
+	name := "gem_test_" + strings.ReplaceAll(uuid.NewString()[:18], "-", "")
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("error connecting to the test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, templateName)); err != nil {
+		return "", nil, fmt.Errorf("error creating test database: %w", err)
+	}
+	drop := func() {
 		conn, err := pgx.Connect(context.Background(), admin)
 		if err != nil {
-			t.Logf("error connecting to drop %s: %v", name, err)
 			return
 		}
 		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
-			t.Logf("error dropping %s: %v", name, err)
-		}
-	})
-	return pool, dbURL
+		_, _ = conn.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+	}
+	return WithDatabase(admin, name), drop, nil
 }
 
 // ensureTemplate builds the migrated template once per schema version (a hash of the migration files), under

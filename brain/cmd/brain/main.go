@@ -1,0 +1,254 @@
+// Command brain is GEM's brain: an HTTP service that plans tool calls, and a CLI that talks to it.
+//
+//	brain serve [-migrate]                       serve the HTTP API until SIGINT/SIGTERM
+//	brain run -m "create a task to call John"    ask the brain; exits 0 when ok, 1 otherwise
+//	brain version
+//
+// `brain run` flags: -M mode (answer, plan, enqueue, enqueue_and_wait; default enqueue_and_wait), -lead-id,
+// -job-id, -quote-id, -context key=value (repeatable), -conversation, -timeout (wait for receipts, default
+// 30s), -max-calls, -json, -url (default $GEM_BRAIN_URL or http://$GEM_BRAIN_ADDR), -token (default
+// $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or .gem/brain-token).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/registry"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: brain serve | brain run -m MESSAGE [flags] | brain version")
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], getenv, stderr)
+	case "run":
+		return runMessage(args[1:], getenv, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, brain.Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, "usage: brain serve | brain run -m MESSAGE [flags] | brain version")
+		return 0
+	default:
+		fmt.Fprintf(stderr, "unknown command %q (serve, run, version)\n", args[0])
+		return 2
+	}
+}
+
+func serve(args []string, getenv func(string) string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	migrate := fs.Bool("migrate", false, "apply migrations before serving")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := brain.NewLogger(stderr, getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cfg, err := brain.ConfigFromEnv(getenv)
+	if err != nil {
+		log.Error().Err(err).Msg("invalid configuration")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := &brain.Main{Config: cfg, Log: log, Migrate: *migrate}
+	if err := m.Open(ctx); err != nil {
+		log.Error().Err(err).Msg("brain did not start")
+		return 1
+	}
+	<-ctx.Done()
+	stop()
+	log.Info().Msg("stopping")
+	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Close(closeCtx); err != nil {
+		log.Error().Err(err).Msg("brain did not stop cleanly")
+		return 1
+	}
+	return 0
+}
+
+type keyValues map[string]any
+
+func (kv keyValues) String() string { return fmt.Sprint(map[string]any(kv)) }
+
+func (kv keyValues) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return errors.New("use key=value")
+	}
+	kv[k] = v
+	return nil
+}
+
+func runMessage(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		message      = fs.String("m", "", "the message (required)")
+		mode         = fs.String("M", "enqueue_and_wait", "mode: answer, plan, enqueue or enqueue_and_wait")
+		leadID       = fs.String("lead-id", "", "context: lead id")
+		jobID        = fs.String("job-id", "", "context: job id")
+		quoteID      = fs.String("quote-id", "", "context: quote id")
+		conversation = fs.String("conversation", "", "conversation id")
+		timeout      = fs.Duration("timeout", 30*time.Second, "how long to wait for receipts (1s..2m)")
+		maxCalls     = fs.Int("max-calls", 0, "most tool calls to plan (1..50; default 10)")
+		asJSON       = fs.Bool("json", false, "print the JSON response")
+		url          = fs.String("url", "", "brain URL")
+		token        = fs.String("token", "", "bearer token")
+	)
+	ctxVals := keyValues{}
+	fs.Var(ctxVals, "context", "context key=value (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *message == "" {
+		*message = strings.Join(fs.Args(), " ")
+	}
+	if strings.TrimSpace(*message) == "" {
+		fmt.Fprintln(stderr, `brain run: give a message with -m "..."`)
+		return 2
+	}
+	for k, v := range map[string]string{"lead_id": *leadID, "job_id": *jobID, "quote_id": *quoteID} {
+		if v != "" {
+			ctxVals[k] = v
+		}
+	}
+	req := &brain.RunRequest{Message: *message, Mode: brain.Mode(*mode), ConversationID: *conversation,
+		Limits: &brain.Limits{MaxToolCalls: *maxCalls, WaitTimeoutMS: int(timeout.Milliseconds())}}
+	if len(ctxVals) > 0 {
+		req.Context = ctxVals
+	}
+	client := &brain.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout+15*time.Second)
+	defer cancel()
+	resp, status, err := client.Run(ctx, req)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain run:", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(resp)
+	} else {
+		printHuman(stdout, resp, status)
+	}
+	if resp.OK && status < 300 {
+		return 0
+	}
+	return 1
+}
+
+func brainURL(flagValue string, getenv func(string) string) string {
+	switch {
+	case flagValue != "":
+		return flagValue
+	case getenv("GEM_BRAIN_URL") != "":
+		return getenv("GEM_BRAIN_URL")
+	case getenv("GEM_BRAIN_ADDR") != "":
+		return "http://" + getenv("GEM_BRAIN_ADDR")
+	}
+	return "http://" + brain.AddrDefault
+}
+
+// brainToken finds the token: the flag, $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or the local
+// token `make run` writes to .gem/brain-token.
+func brainToken(flagValue string, getenv func(string) string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if t := getenv("GEM_BRAIN_TOKEN"); t != "" {
+		return t
+	}
+	if ts := brain.ParseTokens(getenv("GEM_BRAIN_TOKENS"), ","); len(ts) > 0 {
+		return ts[0].Value
+	}
+	if path, err := registry.Find(filepath.Join(".gem", "brain-token")); err == nil {
+		if data, err := os.ReadFile(path); err == nil {
+			if ts := brain.ParseTokens(string(data), "\n"); len(ts) > 0 {
+				return ts[0].Value
+			}
+		}
+	}
+	return ""
+}
+
+func printHuman(w io.Writer, resp *brain.RunResponse, status int) {
+	mark := "ok"
+	if !resp.OK {
+		mark = "NOT OK"
+	}
+	head := fmt.Sprintf("%s (HTTP %d)", mark, status)
+	if resp.RunID.String() != "00000000-0000-0000-0000-000000000000" {
+		head += fmt.Sprintf("  run %s  %s", resp.RunID, resp.Status)
+		if resp.Decision.Planner != "" {
+			head += fmt.Sprintf("  [%s, %s", resp.Decision.Mode, resp.Decision.Planner)
+			if len(resp.Decision.Rules) > 0 {
+				head += ": " + strings.Join(resp.Decision.Rules, ", ")
+			}
+			head += "]"
+		}
+	}
+	fmt.Fprintln(w, head)
+	if resp.AssistantMessage != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, resp.AssistantMessage)
+	}
+	if len(resp.Receipts) > 0 {
+		fmt.Fprintln(w, "\ncalls:")
+		for _, r := range resp.Receipts {
+			line := fmt.Sprintf("  %-24s %-14s %s  %.1f ms", r.ToolName, r.Status, r.CallID, r.DurationMS)
+			if r.IdempotencyHit {
+				line += "  (idempotency hit)"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	for _, id := range resp.Pending {
+		fmt.Fprintf(w, "  pending %s\n", id)
+	}
+	if len(resp.Errors) > 0 {
+		fmt.Fprintln(w, "\nerrors:")
+		for _, e := range resp.Errors {
+			fmt.Fprintf(w, "  %s: %s\n", e.Code, e.Message)
+			if d, ok := e.Details.(map[string]any); ok {
+				if vs, ok := d["violations"].([]any); ok {
+					for _, v := range vs {
+						if vm, ok := v.(map[string]any); ok {
+							fmt.Fprintf(w, "    %v: %v\n", vm["path"], vm["message"])
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(resp.NextActions) > 0 {
+		fmt.Fprintln(w, "\nnext:")
+		for _, a := range resp.NextActions {
+			fmt.Fprintf(w, "  - %s\n", a)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+)
+
+const token = "cli-test-token-0123456789"
+
+// TestCLI runs `brain run` against a real brain, executor and PostgreSQL and checks its output and exit codes.
+func TestCLI(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	e, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	t.Cleanup(e.Stop)
+	m := &brain.Main{Config: brain.Config{DatabaseURL: dbURL, RegistryPath: testenv.RegistryPath(), Addr: "127.0.0.1:0",
+		Tokens: []brain.Token{{Name: "cli", Value: token}}}, Log: zerolog.Nop()}
+	require.NoError(t, m.Open(context.Background()))
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	env := map[string]string{"GEM_BRAIN_URL": m.Server.URL(), "GEM_BRAIN_TOKEN": token}
+	getenv := func(k string) string { return env[k] }
+
+	cli := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(args, getenv, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+
+	code, out, _ := cli("run", "-m", "create a task to call John tomorrow, urgent")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "ok (HTTP 200)")
+	require.Contains(t, out, "Created task “call John” (urgent priority, due")
+	require.Contains(t, out, "os.create_task")
+	require.Contains(t, out, "succeeded")
+
+	code, out, _ = cli("run", "-json", "-M", "answer", "-m", "list my tasks")
+	require.Equal(t, 0, code)
+	var resp brain.RunResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &resp))
+	require.True(t, resp.OK)
+	require.Equal(t, brain.ModeAnswer, resp.Decision.Mode)
+
+	code, out, _ = cli("run", "-m", "sing a song")
+	require.Equal(t, 1, code, "nothing understood is not ok")
+	require.Contains(t, out, "I did not understand that")
+
+	code, out, _ = cli("run", "-m", "create a task to call Ann", "-lead-id", "not-a-uuid")
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "HTTP 400")
+	require.Contains(t, out, "/lead_id")
+
+	code, _, errOut := cli("run")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "give a message")
+
+	env["GEM_BRAIN_TOKEN"] = "wrong-token-0123456789"
+	code, out, _ = cli("run", "-m", "health check")
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "unauthorized")
+
+	env["GEM_BRAIN_URL"] = "http://127.0.0.1:1"
+	code, _, errOut = cli("run", "-m", "health check")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "error calling the brain")
+}
+
+func TestTokenLookup(t *testing.T) {
+	t.Parallel()
+	none := func(string) string { return "" }
+	require.Equal(t, "flag", brainToken("flag", none))
+	require.Equal(t, "env", brainToken("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKEN": "env"}[k] }))
+	require.Equal(t, "first", brainToken("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKENS": "a:first,b:second"}[k] }))
+	require.Equal(t, "http://127.0.0.1:9999", brainURL("", func(k string) string { return map[string]string{"GEM_BRAIN_ADDR": "127.0.0.1:9999"}[k] }))
+	require.Equal(t, "http://"+brain.AddrDefault, brainURL("", none))
+
+}

@@ -1,0 +1,154 @@
+package brain
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// AddrDefault is where the HTTP service listens.
+	AddrDefault = "127.0.0.1:8088"
+	// MaxBodyDefault is the largest request body accepted, in bytes.
+	MaxBodyDefault = 1 << 20
+	// MaxToolCallsDefault and its bounds limit how many calls one run may plan.
+	MaxToolCallsDefault = 10
+	MaxToolCallsMax     = 50
+	// WaitTimeoutDefault and its bounds limit how long enqueue_and_wait waits for receipts.
+	WaitTimeoutDefault = 30 * time.Second
+	WaitTimeoutMin     = time.Second
+	WaitTimeoutMax     = 120 * time.Second
+	// LongPollMax is the longest ?wait= of GET /calls/{id}.
+	LongPollMax = 60 * time.Second
+)
+
+// Token is a bearer token and the name recorded as who made the request.
+type Token struct {
+	Name  string
+	Value string
+}
+
+// Config configures the brain. Zero values mean the defaults.
+type Config struct {
+	// DatabaseURL is the PostgreSQL URL. Required (DATABASE_URL).
+	DatabaseURL string
+
+	// RegistryPath is the registry file. Defaults to tools.registry.json, looked up in the working folder
+	// and its parents (GEM_REGISTRY).
+	RegistryPath string
+
+	// Addr is the HTTP listen address; ":0" picks a free port. Defaults to 127.0.0.1:8088 (GEM_BRAIN_ADDR).
+	Addr string
+
+	// Tokens are the accepted bearer tokens (GEM_BRAIN_TOKENS, comma-separated, each "name:token" or just
+	// "token"; or GEM_BRAIN_TOKEN_FILE, one per line). Required unless AuthDisabled.
+	Tokens []Token
+
+	// AuthDisabled serves without authentication (GEM_BRAIN_AUTH=off). Defaults to false.
+	AuthDisabled bool
+
+	// MaxBody is the largest request body in bytes. Defaults to 1 MiB (GEM_BRAIN_MAX_BODY).
+	MaxBody int64
+
+	// Timezone interprets dates in messages ("tomorrow", "friday"). Defaults to the local zone
+	// (GEM_BRAIN_TIMEZONE, an IANA name such as Australia/Sydney).
+	Timezone *time.Location
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.RegistryPath == "" {
+		c.RegistryPath = "tools.registry.json"
+	}
+	if c.Addr == "" {
+		c.Addr = AddrDefault
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = MaxBodyDefault
+	}
+	if c.Timezone == nil {
+		c.Timezone = time.Local
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("DatabaseURL is required (set DATABASE_URL)"))
+	}
+	if !c.AuthDisabled && len(c.Tokens) == 0 {
+		errs = append(errs, errors.New("no bearer tokens: set GEM_BRAIN_TOKENS or GEM_BRAIN_TOKEN_FILE (or GEM_BRAIN_AUTH=off to serve without authentication)"))
+	}
+	for _, t := range c.Tokens {
+		if len(t.Value) < 16 {
+			errs = append(errs, fmt.Errorf("token %q is shorter than 16 characters", t.Name))
+		}
+	}
+	if c.MaxBody < 1024 {
+		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
+	}
+	return errors.Join(errs...)
+}
+
+// ConfigFromEnv reads the configuration from environment variables through getenv.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:  getenv("DATABASE_URL"),
+		RegistryPath: getenv("GEM_REGISTRY"),
+		Addr:         getenv("GEM_BRAIN_ADDR"),
+	}
+	var errs []error
+	switch strings.ToLower(getenv("GEM_BRAIN_AUTH")) {
+	case "", "on", "true", "1":
+	case "off", "false", "0":
+		c.AuthDisabled = true
+	default:
+		errs = append(errs, fmt.Errorf("GEM_BRAIN_AUTH: %q is not on or off", getenv("GEM_BRAIN_AUTH")))
+	}
+	c.Tokens = ParseTokens(getenv("GEM_BRAIN_TOKENS"), ",")
+	if path := getenv("GEM_BRAIN_TOKEN_FILE"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_TOKEN_FILE: %w", err))
+		}
+		c.Tokens = append(c.Tokens, ParseTokens(string(data), "\n")...)
+	}
+	if s := getenv("GEM_BRAIN_MAX_BODY"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_MAX_BODY: %q is not a number of bytes", s))
+		}
+		c.MaxBody = n
+	}
+	if s := getenv("GEM_BRAIN_TIMEZONE"); s != "" {
+		loc, err := time.LoadLocation(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_TIMEZONE: %w", err))
+		}
+		c.Timezone = loc
+	}
+	return c, errors.Join(errs...)
+}
+
+// ParseTokens parses "name:token" entries (or bare tokens, named token-1, token-2, ...) separated by sep.
+// Blank entries and lines starting with # are skipped.
+func ParseTokens(s, sep string) []Token {
+	var out []Token
+	for _, entry := range strings.Split(s, sep) {
+		entry = strings.TrimSpace(entry)
+		if entry == "" || strings.HasPrefix(entry, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(entry, ":")
+		if !ok {
+			name, value = fmt.Sprintf("token-%d", len(out)+1), entry
+		}
+		out = append(out, Token{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+// Package testenv starts the parts a brain test needs that the brain may not import: a real executor,
+// built from the sibling module and run as its own process, exactly as in production.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// RepoRoot is the repository's root folder.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// RegistryPath is the repository's registry.
+func RegistryPath() string { return filepath.Join(RepoRoot(), "tools.registry.json") }
+
+// ExecutorBinary builds the executor once per test binary and returns its path.
+func ExecutorBinary() (string, error) {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gem-executor-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "executor")
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/executor")
+		cmd.Dir = filepath.Join(RepoRoot(), "executor")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("error building the executor: %v\n%s", err, out)
+		}
+	})
+	return binary, buildErr
+}
+
+// Executor is a running executor process.
+type Executor struct {
+	ID  string
+	cmd *exec.Cmd
+}
+
+// StartExecutor runs an executor on the database and waits until it has registered. Extra environment
+// entries (KEY=value) are added to its environment.
+func StartExecutor(dbURL string, env ...string) (*Executor, error) {
+	bin, err := ExecutorBinary()
+	if err != nil {
+		return nil, err
+	}
+	id := fmt.Sprintf("test-executor-%d-%d", os.Getpid(), time.Now().UnixNano())
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+RegistryPath(), "GEM_EXECUTOR_ID="+id, "GEM_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	e := &Executor{ID: id, cmd: cmd}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM core_executors WHERE id = $1 AND stopped_at IS NULL`, id).Scan(&n); err != nil {
+			e.Stop()
+			return nil, fmt.Errorf("executor did not register: %w", err)
+		}
+		if n == 1 {
+			return e, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the executor with SIGTERM (and SIGKILL after 10 seconds).
+func (e *Executor) Stop() {
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = e.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-done
+	}
+}

@@ -1,0 +1,125 @@
+package brain_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/registry"
+	"github.com/stretchr/testify/require"
+)
+
+func rulesPlanner(t *testing.T) (*brain.RulesPlanner, *registry.Registry) {
+	t.Helper()
+	reg, err := registry.Load(testenv.RegistryPath())
+	require.NoError(t, err)
+	loc, err := time.LoadLocation("Australia/Sydney")
+	require.NoError(t, err)
+	p, err := brain.NewRulesPlanner(reg, nil, loc)
+	require.NoError(t, err)
+	return p, reg
+}
+
+func TestRulesPlanner(t *testing.T) {
+	t.Parallel()
+	p, reg := rulesPlanner(t)
+	// Wednesday 18 November 2026, 09:00 in Sydney.
+	now := time.Date(2026, 11, 18, 9, 0, 0, 0, time.FixedZone("AEDT", 11*3600))
+
+	tests := []struct {
+		message string
+		tool    string
+		input   map[string]any
+	}{
+		{"health check", "os.health_check", map[string]any{}},
+		{"are you up?", "os.health_check", map[string]any{}},
+		{"create a task to call John", "os.create_task", map[string]any{"title": "call John", "priority": "normal"}},
+		{"Create an urgent task to fix the Smith leak", "os.create_task", map[string]any{"title": "fix the Smith leak", "priority": "urgent"}},
+		{"add a task to order tiles asap", "os.create_task", map[string]any{"title": "order tiles", "priority": "urgent"}},
+		{"create a task to send the quote, low priority", "os.create_task", map[string]any{"title": "send the quote", "priority": "low"}},
+		{"create a task to book scaffolding, it's important", "os.create_task", map[string]any{"title": "book scaffolding", "priority": "high"}},
+		{"create a task to call John tomorrow", "os.create_task", map[string]any{"title": "call John", "priority": "normal", "due_at": "2026-11-19T17:00:00+11:00"}},
+		{"todo: measure the Baker roof by friday", "os.create_task", map[string]any{"title": "measure the Baker roof", "priority": "normal", "due_at": "2026-11-20T17:00:00+11:00"}},
+		{"remind me to pay the supplier on 2026-12-01", "os.create_task", map[string]any{"title": "pay the supplier", "priority": "normal", "due_at": "2026-12-01T17:00:00+11:00"}},
+		{"complete task 5B0F1C39-8C8F-4A35-9D0E-6B1F1B7F3A10", "os.complete_task", map[string]any{"task_id": "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"}},
+		{"mark task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 as done", "os.complete_task", map[string]any{"task_id": "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"}},
+		{"list my tasks", "os.list_tasks", map[string]any{}},
+		{"show urgent tasks", "os.list_tasks", map[string]any{"priority": "urgent"}},
+		{"what are my done tasks?", "os.list_tasks", map[string]any{"status": "done"}},
+		{"list all tasks", "os.list_tasks", map[string]any{"status": "any"}},
+		{"note that the Smiths' gutters need replacing", "os.create_note", map[string]any{"title": "The Smiths' gutters need replacing", "body": "the Smiths' gutters need replacing", "kind": "business"}},
+		{"remember that my wife's birthday is on the 3rd", "os.create_note", map[string]any{"title": "My wife's birthday is on the 3rd", "body": "my wife's birthday is on the 3rd", "kind": "personal"}},
+		{"add a personal note: renew gym membership", "os.create_note", map[string]any{"title": "Renew gym membership", "body": "renew gym membership", "kind": "personal"}},
+		{"find notes about gutters", "os.search_notes", map[string]any{"query": "gutters"}},
+		{"search business notes for asbestos", "os.search_notes", map[string]any{"query": "asbestos", "kind": "business"}},
+		{"new lead Ann Lee 0412 345 678 in Newtown from a referral", "leads.create",
+			map[string]any{"name": "Ann Lee", "phone": "0412 345 678", "suburb": "Newtown", "source": "referral"}},
+		{"add lead: Jane Doe, 0400 111 222, Marrickville, facebook", "leads.create",
+			map[string]any{"name": "Jane Doe", "phone": "0400 111 222", "suburb": "Marrickville", "source": "facebook"}},
+		{"new lead Bob Smith +61 2 9555 1234 bob@example.com found us on google", "leads.create",
+			map[string]any{"name": "Bob Smith", "phone": "+61 2 9555 1234", "email": "bob@example.com", "source": "google"}},
+		{"record a lead named Mei Chen 0411222333", "leads.create", map[string]any{"name": "Mei Chen", "phone": "0411222333", "source": "other"}},
+		{"list new leads", "leads.list_by_stage", map[string]any{"stage": "new"}},
+		{"show leads in inspection scheduled", "leads.list_by_stage", map[string]any{"stage": "inspection_scheduled"}},
+		{"leads", "leads.list_by_stage", map[string]any{}},
+		{"move lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to quoted", "leads.update_stage", map[string]any{"lead_id": "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10", "stage": "quoted"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.message, func(t *testing.T) {
+			t.Parallel()
+			plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: tt.message, Now: now})
+			require.NoError(t, err)
+			require.Len(t, plan.Calls, 1, "%+v", plan)
+			require.Equal(t, tt.tool, plan.Calls[0].Tool)
+			var in map[string]any
+			require.NoError(t, json.Unmarshal(plan.Calls[0].Input, &in))
+			require.Equal(t, tt.input, in)
+			tool, _ := reg.Tool(tt.tool)
+			require.NoError(t, tool.ValidateInput(plan.Calls[0].Input), "the planned input is valid")
+		})
+	}
+}
+
+func TestRulesPlannerRefusals(t *testing.T) {
+	t.Parallel()
+	p, _ := rulesPlanner(t)
+	ctx := context.Background()
+
+	plan, err := p.Plan(ctx, brain.PlanRequest{Message: "write me a poem"})
+	require.NoError(t, err)
+	require.Empty(t, plan.Calls)
+	require.Contains(t, plan.Help, "create a task")
+	require.Equal(t, []string{"write me a poem"}, plan.Unmatched)
+
+	_, err = p.Plan(ctx, brain.PlanRequest{Message: "new lead Bob from Glebe"})
+	require.Equal(t, brain.EINVALID, brain.ErrorCode(err))
+	require.ErrorContains(t, err, "phone number")
+
+	_, err = p.Plan(ctx, brain.PlanRequest{Message: "move lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to heaven"})
+	require.ErrorContains(t, err, "use one of new, contacted")
+
+	// Parts of a message are planned separately; what is not understood is reported.
+	plan, err = p.Plan(ctx, brain.PlanRequest{Message: "Create a task to call Ann. Dance a jig; list leads"})
+	require.NoError(t, err)
+	require.Len(t, plan.Calls, 2)
+	require.Equal(t, []string{"Dance a jig"}, plan.Unmatched)
+}
+
+func TestRulesForMissingToolsAreOff(t *testing.T) {
+	t.Parallel()
+	reg, err := registry.Load(testenv.RegistryPath())
+	require.NoError(t, err)
+	rules := append([]brain.Rule{{
+		Name: "schedule_rocket", Tool: "space.launch", Help: "launch a rocket", Patterns: []string{`^launch`},
+		Build: func(*brain.Match) (map[string]any, error) { return map[string]any{}, nil },
+	}}, brain.Rules...)
+	p, err := brain.NewRulesPlanner(reg, rules, time.UTC)
+	require.NoError(t, err)
+	plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: "launch now"})
+	require.NoError(t, err)
+	require.Empty(t, plan.Calls)
+	require.NotContains(t, plan.Help, "rocket")
+}

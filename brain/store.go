@@ -1,0 +1,154 @@
+package brain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Run statuses (brain_runs.status).
+const (
+	RunCreated   = "created"
+	RunPlanning  = "planning"
+	RunPlanned   = "planned"
+	RunEnqueued  = "enqueued"
+	RunWaiting   = "waiting"
+	RunCompleted = "completed"
+	RunFailed    = "failed"
+)
+
+// runRecord is a brain_runs row.
+type runRecord struct {
+	ID               uuid.UUID
+	Message          string
+	Mode             Mode
+	ConversationID   string
+	Context          map[string]any
+	Limits           Limits
+	Status           string
+	Decision         Decision
+	PlannedCalls     []PlannedCall
+	CallIDs          []uuid.UUID
+	Receipts         []compactReceipt
+	AssistantMessage string
+	NextActions      []string
+	Errors           []*Error
+	Agent            string
+	RequestedBy      string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	CompletedAt      *time.Time
+}
+
+// compactReceipt is what a run keeps of each receipt; the receipt itself stays in core_tool_receipts.
+type compactReceipt struct {
+	CallID  uuid.UUID       `json:"call_id"`
+	Tool    string          `json:"tool"`
+	Status  string          `json:"status"`
+	Summary map[string]any  `json:"summary,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+func jsonOrEmpty(v any, empty string) []byte {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return []byte(empty)
+	}
+	return b
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func insertRun(ctx context.Context, db gemsql.DBTX, r *runRecord) error {
+	ids := r.CallIDs
+	if ids == nil {
+		ids = []uuid.UUID{}
+	}
+	err := db.QueryRow(ctx, `INSERT INTO brain_runs (id, message, mode, conversation_id, context, limits, status, decision,
+			planned_calls, call_ids, receipts, assistant_message, next_actions, errors, agent, requested_by, completed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+			CASE WHEN $7 IN ('completed', 'failed') THEN now() END)
+		RETURNING created_at, updated_at, completed_at`,
+		r.ID, r.Message, string(r.Mode), nullIfEmpty(r.ConversationID), jsonOrEmpty(r.Context, "{}"), jsonOrEmpty(r.Limits, "{}"),
+		r.Status, jsonOrEmpty(r.Decision, "null"), jsonOrEmpty(r.PlannedCalls, "[]"), ids, receiptsJSON(r.Receipts),
+		nullIfEmpty(r.AssistantMessage), jsonOrEmpty(r.NextActions, "[]"), jsonOrEmpty(r.Errors, "[]"),
+		nullIfEmpty(r.Agent), nullIfEmpty(r.RequestedBy)).Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
+	if err != nil {
+		return fmt.Errorf("error recording run: %w", err)
+	}
+	return nil
+}
+
+func receiptsJSON(rs []compactReceipt) []byte {
+	if rs == nil {
+		return nil
+	}
+	return jsonOrEmpty(rs, "[]")
+}
+
+// updateRun writes what changes after a run is recorded: its status, calls and answer.
+func updateRun(ctx context.Context, db gemsql.DBTX, r *runRecord) error {
+	ids := r.CallIDs
+	if ids == nil {
+		ids = []uuid.UUID{}
+	}
+	err := db.QueryRow(ctx, `UPDATE brain_runs SET status = $2, call_ids = $3, planned_calls = $4, receipts = $5,
+			assistant_message = $6, next_actions = $7, errors = $8, updated_at = now(),
+			completed_at = CASE WHEN $2 IN ('completed', 'failed') THEN coalesce(completed_at, now()) END
+		WHERE id = $1 RETURNING updated_at, completed_at`,
+		r.ID, r.Status, ids, jsonOrEmpty(r.PlannedCalls, "[]"), receiptsJSON(r.Receipts), nullIfEmpty(r.AssistantMessage),
+		jsonOrEmpty(r.NextActions, "[]"), jsonOrEmpty(r.Errors, "[]")).Scan(&r.UpdatedAt, &r.CompletedAt)
+	if err != nil {
+		return fmt.Errorf("error updating run: %w", err)
+	}
+	return nil
+}
+
+// getRun loads a run; forUpdate locks it for the caller's transaction.
+func getRun(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (*runRecord, error) {
+	q := `SELECT id, message, mode, coalesce(conversation_id, ''), context, limits, status, decision, planned_calls,
+			call_ids, receipts, coalesce(assistant_message, ''), next_actions, errors, coalesce(agent, ''),
+			coalesce(requested_by, ''), created_at, updated_at, completed_at
+		FROM brain_runs WHERE id = $1`
+	if forUpdate {
+		q += " FOR UPDATE"
+	}
+	var (
+		r                                                        runRecord
+		mode                                                     string
+		ctxJSON, limits, decision, planned, receipts, next, errs []byte
+	)
+	err := db.QueryRow(ctx, q, id).Scan(&r.ID, &r.Message, &mode, &r.ConversationID, &ctxJSON, &limits, &r.Status,
+		&decision, &planned, &r.CallIDs, &receipts, &r.AssistantMessage, &next, &errs, &r.Agent, &r.RequestedBy,
+		&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, Errorf(ENOTFOUND, "no run %s", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error loading run: %w", err)
+	}
+	r.Mode = Mode(mode)
+	for _, f := range []struct {
+		data []byte
+		dst  any
+	}{{ctxJSON, &r.Context}, {limits, &r.Limits}, {decision, &r.Decision}, {planned, &r.PlannedCalls},
+		{receipts, &r.Receipts}, {next, &r.NextActions}, {errs, &r.Errors}} {
+		if len(f.data) > 0 {
+			if err := json.Unmarshal(f.data, f.dst); err != nil {
+				return nil, fmt.Errorf("error decoding run %s: %w", id, err)
+			}
+		}
+	}
+	return &r, nil
+}
