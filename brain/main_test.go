@@ -2,9 +2,9 @@ package brain_test
 
 import (
 	"bytes"
-	"flag"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -152,4 +152,3 @@ func runStatus(t *testing.T, pool *pgxpool.Pool, runID any) string {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM brain_runs WHERE id = $1`, runID).Scan(&s))
 	return s
 }
-
