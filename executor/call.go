@@ -62,6 +62,8 @@ type attempt struct {
 	input          []byte
 	explicitKey    string
 	agent          string
+	userID         string
+	toolEnabled    bool
 	runID          *uuid.UUID
 	outsideToken   *uuid.UUID
 	outsideAttempt *int
@@ -155,15 +157,18 @@ func (a *attempt) run(ctx context.Context, tx pgx.Tx, ph phase) outcome {
 // load locks the call row and opens the call's savepoint, in one round trip.
 func (a *attempt) load(ctx context.Context, tx pgx.Tx) (bool, error) {
 	b := &pgx.Batch{}
+	// tool_enabled applies the agent rule (gem_agent_tools) in the same round trip.
 	b.Queue(`SELECT set_config('gem.call_id', c.id::text, true), c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
-			coalesce(c.agent, ''), c.run_id, c.outside_token, c.outside_attempt,
-			EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id)
+			coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
+			EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id),
+			c.agent IS NULL OR EXISTS (SELECT 1 FROM gem_agent_tools(c.agent, coalesce(c.user_id, '')) t WHERE t.tool = c.tool_name)
 		FROM core_tool_calls c WHERE c.id = $1 FOR UPDATE OF c`, a.args.CallID)
 	b.Queue("SAVEPOINT " + savepoint)
 	br := tx.SendBatch(ctx, b)
 	var ignored string
 	var input string
-	err := br.QueryRow().Scan(&ignored, &a.toolName, &input, &a.explicitKey, &a.agent, &a.runID, &a.outsideToken, &a.outsideAttempt, &a.hasReceipt)
+	err := br.QueryRow().Scan(&ignored, &a.toolName, &input, &a.explicitKey, &a.agent, &a.userID, &a.runID, &a.outsideToken,
+		&a.outsideAttempt, &a.hasReceipt, &a.toolEnabled)
 	found := true
 	if errors.Is(err, pgx.ErrNoRows) {
 		found, err = false, nil
@@ -192,6 +197,11 @@ func (a *attempt) precheck() *receiptDraft {
 		return failed(registry.CodeUnknownTool, fmt.Sprintf("no tool named %q in the registry", a.toolName), details)
 	}
 	a.tool = tool
+
+	if !a.toolEnabled {
+		return failed(registry.CodeToolNotEnabled, fmt.Sprintf("agent %q has no enabled skill with tool %s for user %q", a.agent, tool.Name, a.userID),
+			map[string]any{"agent": a.agent, "user_id": a.userID, "tool": tool.Name})
+	}
 
 	input, err := registry.DecodeJSON(a.input)
 	if err == nil {
@@ -301,7 +311,7 @@ func (a *attempt) callHandler(tx pgx.Tx) (json.RawMessage, []registry.OutsideEff
 	g := newGuardedDB(tx)
 	c := &Call{
 		ID: a.args.CallID, Tool: a.tool, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
-		Agent: a.agent, RunID: a.runID, DB: g, Log: a.log,
+		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log,
 	}
 	type ret struct {
 		v   any

@@ -455,3 +455,42 @@ func TestBusinessToolsNotFound(t *testing.T) {
 		require.True(t, strings.Contains(r.Error.Message, missing.String()), "%s: %s", tool, r.Error.Message)
 	}
 }
+
+// TestToolNotEnabledForAgent checks that a call made for an agent may only use the tools its enabled,
+// available skills give it for that user, whatever asked for the call.
+func TestToolNotEnabledForAgent(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO agents (slug, name) VALUES ('sales', 'Sales');
+		INSERT INTO skills (slug, name, tools) VALUES ('notes', 'Notes', '{os.create_note}'), ('tasks', 'Tasks', '{os.create_task}'),
+			('vip', 'VIP', '{os.list_tasks}');
+		INSERT INTO agent_skills (agent_id, skill_id, enabled, allowed_users)
+		SELECT a.id, s.id, s.slug <> 'tasks', CASE WHEN s.slug = 'vip' THEN '{ann}'::text[] END
+		FROM agents a, skills s WHERE a.slug = 'sales'`)
+	require.NoError(t, err)
+
+	call := func(tool, input, user string) *registry.Receipt {
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: json.RawMessage(input), Agent: "sales", UserID: user})
+		require.NoError(t, err)
+		return b.waitOne(t, ctx, id)
+	}
+	require.Equal(t, registry.StatusSucceeded, call("os.create_note", `{"title": "ok"}`, "bob").Status)
+
+	r := call("os.create_task", `{"title": "disabled skill"}`, "bob")
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeToolNotEnabled, r.Error.Code)
+
+	r = call("leads.list_by_stage", `{}`, "bob")
+	require.Equal(t, registry.CodeToolNotEnabled, r.Error.Code, "no skill has the tool")
+
+	require.Equal(t, registry.CodeToolNotEnabled, call("os.list_tasks", `{}`, "bob").Error.Code, "bob is not an allowed user")
+	require.Equal(t, registry.StatusSucceeded, call("os.list_tasks", `{}`, "ann").Status)
+
+	// Without an agent the same call runs.
+	r = b.waitOne(t, ctx, b.call(t, ctx, "os.create_task", `{"title": "no agent"}`))
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_tasks WHERE title = 'disabled skill'`))
+}

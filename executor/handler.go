@@ -87,6 +87,8 @@ type Call struct {
 	IdempotencyKey string
 	// Agent is the agent the call is made for, or "".
 	Agent string
+	// UserID is the user an agent call is made for, or "".
+	UserID string
 	// RunID is the brain run that made the call, if any.
 	RunID *uuid.UUID
 	// DB is the receipt's transaction.

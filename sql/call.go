@@ -25,6 +25,7 @@ type Call struct {
 	JobID          int64               `json:"job_id"`
 	RunID          *uuid.UUID          `json:"run_id,omitempty"`
 	Agent          string              `json:"agent,omitempty"`
+	UserID         string              `json:"user_id,omitempty"`
 	RequestedBy    string              `json:"requested_by,omitempty"`
 	ErrorCode      string              `json:"error_code,omitempty"`
 	Error          string              `json:"error,omitempty"`
@@ -47,9 +48,11 @@ type CallInsertParams struct {
 	MaxAttempts int
 	// RunID is the brain run that made the call, if any.
 	RunID *uuid.UUID
-	// Agent is the agent the call is made for, if any; the executor then checks the agent's skills enable
-	// the tool.
+	// Agent is the agent the call is made for, if any; the executor then checks that the agent's skills
+	// enable the tool for UserID (gem_agent_tools).
 	Agent string
+	// UserID is the user an agent call is made for.
+	UserID string
 	// RequestedBy says who asked, free-form.
 	RequestedBy string
 }
@@ -78,6 +81,7 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]
 		maxAttempts = make([]*int32, n)
 		runIDs      = make([]*uuid.UUID, n)
 		agents      = make([]*string, n)
+		users       = make([]*string, n)
 		requesters  = make([]*string, n)
 	)
 	for i, p := range params {
@@ -100,14 +104,15 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]
 		}
 		runIDs[i] = p.RunID
 		agents[i] = nilIfEmpty(p.Agent)
+		users[i] = nilIfEmpty(p.UserID)
 		requesters[i] = nilIfEmpty(p.RequestedBy)
 	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, requested_by)
-		SELECT id, tool_name, input::jsonb, idempotency_key, coalesce(max_attempts, 5), run_id, agent, requested_by
-		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[])
-			AS t(id, tool_name, input, idempotency_key, max_attempts, run_id, agent, requested_by)`,
-		ids, tools, inputs, keys, maxAttempts, runIDs, agents, requesters)
+		INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)
+		SELECT id, tool_name, input::jsonb, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[], $9::text[])
+			AS t(id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)`,
+		ids, tools, inputs, keys, maxAttempts, runIDs, agents, users, requesters)
 	if err != nil {
 		return nil, fmt.Errorf("error inserting calls: %w", err)
 	}
@@ -122,13 +127,13 @@ func nilIfEmpty(s string) *string {
 }
 
 const callColumns = `id, tool_name, input, status, coalesce(idempotency_key, ''), attempt, max_attempts,
-	coalesce(worker, ''), coalesce(job_id, 0), run_id, coalesce(agent, ''), coalesce(requested_by, ''),
+	coalesce(worker, ''), coalesce(job_id, 0), run_id, coalesce(agent, ''), coalesce(user_id, ''), coalesce(requested_by, ''),
 	coalesce(error_code, ''), coalesce(error, ''), created_at, started_at, finished_at`
 
 func scanCall(row pgx.Row) (*Call, error) {
 	var c Call
 	err := row.Scan(&c.ID, &c.ToolName, &c.Input, &c.Status, &c.IdempotencyKey, &c.Attempt, &c.MaxAttempts,
-		&c.Worker, &c.JobID, &c.RunID, &c.Agent, &c.RequestedBy, &c.ErrorCode, &c.Error, &c.CreatedAt,
+		&c.Worker, &c.JobID, &c.RunID, &c.Agent, &c.UserID, &c.RequestedBy, &c.ErrorCode, &c.Error, &c.CreatedAt,
 		&c.StartedAt, &c.FinishedAt)
 	if err != nil {
 		return nil, err
