@@ -57,7 +57,24 @@ type Config struct {
 	// Timezone interprets dates in messages ("tomorrow", "friday"). Defaults to the local zone
 	// (GEM_BRAIN_TIMEZONE, an IANA name such as Australia/Sydney).
 	Timezone *time.Location
+
+	// Planner plans POST /brain/run: "rules" (deterministic, no LLM) or "llm" (one LLM turn with every
+	// registry tool). Defaults to rules (GEM_BRAIN_PLANNER).
+	Planner string
+
+	// LLM configures the LLM for agents and the llm planner (GEM_LLM_*). Without one the rules planner
+	// still works and chat answers llm_not_configured.
+	LLM LLMConfig
+
+	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT).
+	Chat ChatConfig
 }
+
+// Planners.
+const (
+	PlannerRules = "rules"
+	PlannerLLM   = "llm"
+)
 
 // WithDefaults returns a copy with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
@@ -88,6 +105,9 @@ func (c Config) validate() error {
 		if len(t.Value) < 16 {
 			errs = append(errs, fmt.Errorf("token %q is shorter than 16 characters", t.Name))
 		}
+	}
+	if c.Planner != "" && c.Planner != PlannerRules && c.Planner != PlannerLLM {
+		errs = append(errs, fmt.Errorf("Planner must be rules or llm, not %q", c.Planner))
 	}
 	if c.MaxBody < 1024 {
 		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
@@ -131,6 +151,26 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("GEM_BRAIN_TIMEZONE: %w", err))
 		}
 		c.Timezone = loc
+	}
+	c.Planner = strings.ToLower(getenv("GEM_BRAIN_PLANNER"))
+	llm, err := LLMConfigFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.LLM = llm
+	if s := getenv("GEM_BRAIN_TOOL_SEARCH_THRESHOLD"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_TOOL_SEARCH_THRESHOLD: %q is not a positive number", s))
+		}
+		c.Chat.ToolSearchThreshold = n
+	}
+	if s := getenv("GEM_BRAIN_CHAT_WAIT_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_CHAT_WAIT_TIMEOUT: %q is not a duration", s))
+		}
+		c.Chat.WaitTimeout = d
 	}
 	return c, errors.Join(errs...)
 }

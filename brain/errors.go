@@ -19,6 +19,7 @@ const (
 	ETIMEOUT      = "wait_timeout" // receipts did not all arrive in time; the calls keep running (200, ok false)
 	ECALLFAILED   = "call_failed"  // a call ended with a failed or not_configured receipt (200, ok false)
 	EMETHOD       = "method_not_allowed"
+	ENOLLM        = "llm_not_configured" // the request needs an LLM and none is configured (503)
 )
 
 // errorStatus is the one place codes become HTTP statuses.
@@ -30,6 +31,7 @@ var errorStatus = map[string]int{
 	ECONFLICT:     http.StatusConflict,
 	ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	EUNAVAILABLE:  http.StatusServiceUnavailable,
+	ENOLLM:        http.StatusServiceUnavailable,
 	EINTERNAL:     http.StatusInternalServerError,
 	ENOPLAN:       http.StatusOK,
 	ETIMEOUT:      http.StatusOK,

@@ -28,6 +28,8 @@ type Main struct {
 	Pool     *pgxpool.Pool
 	Waiter   *gemsql.ReceiptWaiter
 	Service  *Service
+	Agents   *Agents
+	Chat     *Chat
 	Server   *Server
 }
 
@@ -62,18 +64,36 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Waiter = nil
 		return err
 	}
-	planner, err := NewRulesPlanner(m.Registry, nil, cfg.Timezone)
-	if err != nil {
-		return err
+	var llm LLM
+	info := LLMInfo{}
+	if cfg.LLM.Configured() {
+		if llm, err = NewLLM(cfg.LLM); err != nil {
+			return err
+		}
+		info = LLMInfo{Configured: true, Provider: llm.Provider(), Model: llm.DefaultModel()}
+	}
+	var planner Planner
+	switch cfg.Planner {
+	case PlannerLLM:
+		if llm == nil {
+			return fmt.Errorf("GEM_BRAIN_PLANNER=llm needs an LLM: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL)")
+		}
+		planner = NewLLMPlanner(llm, m.Registry)
+	default:
+		if planner, err = NewRulesPlanner(m.Registry, nil, cfg.Timezone); err != nil {
+			return err
+		}
 	}
 	m.Service = NewService(m.Registry, planner, m.Pool, m.Waiter, m.Log)
-	m.Server = NewServer(cfg, m.Service, m.Registry, m.Pool, m.Waiter, LLMInfo{}, m.Log)
+	m.Agents = &Agents{pool: m.Pool, reg: m.Registry}
+	m.Chat = NewChat(llm, m.Registry, m.Agents, m.Pool, m.Waiter, cfg.Chat, m.Log)
+	m.Server = NewServer(cfg, m.Service, m.Agents, m.Chat, m.Registry, m.Pool, m.Waiter, info, m.Log)
 	if err := m.Server.Open(); err != nil {
 		m.Server = nil
 		return err
 	}
 	m.Log.Info().Str("url", m.Server.URL()).Str("registry", path).Int("tools", m.Registry.Len()).
-		Str("planner", planner.Name()).Bool("auth", !cfg.AuthDisabled).Str("version", Version).Msg("brain serving")
+		Str("planner", planner.Name()).Bool("llm", info.Configured).Bool("auth", !cfg.AuthDisabled).Str("version", Version).Msg("brain serving")
 	return nil
 }
 

@@ -27,6 +27,8 @@ import (
 type Server struct {
 	cfg    Config
 	svc    *Service
+	agents *Agents
+	chat   *Chat
 	reg    *registry.Registry
 	pool   *pgxpool.Pool
 	waiter *gemsql.ReceiptWaiter
@@ -48,9 +50,9 @@ type LLMInfo struct {
 
 type requesterKey struct{}
 
-// NewServer builds the HTTP service on a service, its database and its waiter.
-func NewServer(cfg Config, svc *Service, reg *registry.Registry, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter, llm LLMInfo, log zerolog.Logger) *Server {
-	s := &Server{cfg: cfg.WithDefaults(), svc: svc, reg: reg, pool: pool, waiter: waiter, llm: llm, log: log}
+// NewServer builds the HTTP service on the run service, agents and chat, the database and the waiter.
+func NewServer(cfg Config, svc *Service, agents *Agents, chat *Chat, reg *registry.Registry, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter, llm LLMInfo, log zerolog.Logger) *Server {
+	s := &Server{cfg: cfg.WithDefaults(), svc: svc, agents: agents, chat: chat, reg: reg, pool: pool, waiter: waiter, llm: llm, log: log}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -70,6 +72,7 @@ func NewServer(cfg Config, svc *Service, reg *registry.Registry, pool *pgxpool.P
 	e.GET("/calls/:id", s.getCall, auth)
 	e.GET("/receipts", s.listReceipts, auth)
 	s.echo = e
+	s.agentRoutes(auth)
 	return s
 }
 
