@@ -18,7 +18,9 @@ type LLMPlanner struct {
 }
 
 // NewLLMPlanner plans with llm over the registry's tools.
-func NewLLMPlanner(llm LLM, reg *registry.Registry) *LLMPlanner { return &LLMPlanner{llm: llm, reg: reg} }
+func NewLLMPlanner(llm LLM, reg *registry.Registry) *LLMPlanner {
+	return &LLMPlanner{llm: llm, reg: reg}
+}
 
 // Name is "llm".
 func (p *LLMPlanner) Name() string { return "llm" }

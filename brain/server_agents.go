@@ -170,7 +170,9 @@ func (s *Server) saveSkill(c echo.Context, mode string, status int) error {
 	return ok(c, status, map[string]any{"skill": sk})
 }
 
-func (s *Server) createSkill(c echo.Context) error { return s.saveSkill(c, "create", http.StatusCreated) }
+func (s *Server) createSkill(c echo.Context) error {
+	return s.saveSkill(c, "create", http.StatusCreated)
+}
 func (s *Server) upsertSkill(c echo.Context) error { return s.saveSkill(c, "upsert", http.StatusOK) }
 func (s *Server) patchSkill(c echo.Context) error  { return s.saveSkill(c, "patch", http.StatusOK) }
 
