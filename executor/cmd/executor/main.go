@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
@@ -36,6 +37,7 @@ func main() {
 func handlers() executor.Handlers {
 	h := executor.Handlers{}
 	business.Register(h)
+	agentskills.Register(h)
 	return h
 }
 

@@ -1,0 +1,210 @@
+// Package agentskills is the agent skills pack: the tools that give LLM-driven agents (NPCs, assistants) a
+// memory, a body of knowledge and a few senses.
+//
+//	memory.store, memory.recall   memories per agent and user, recalled by recency or text match
+//	lore.ingest, lore.query       knowledge documents, chunked and searched (full-text + trigram)
+//	sentiment.analyze             sentiment of a text, through the configured LLM (OpenAI or Anthropic)
+//	web.search                    a web search provider (Tavily or Brave wire format)
+//	image.generate                an image provider (OpenAI Images API wire format)
+//
+// Memory and lore live in PostgreSQL (migration 00005_agent_skills.sql). The other tools talk to outside
+// services configured by environment variables (Config); a tool whose provider is not configured answers
+// not_configured, naming the variables to set. docs/agent-skills-pack.md describes every tool.
+package agentskills
+
+import (
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/gemhq/gem/executor"
+)
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvLLMProvider       = "GEM_LLM_PROVIDER"
+	EnvLLMBaseURL        = "GEM_LLM_BASE_URL"
+	EnvLLMAPIKey         = "GEM_LLM_API_KEY"
+	EnvLLMModel          = "GEM_LLM_MODEL"
+	EnvWebSearchProvider = "GEM_WEB_SEARCH_PROVIDER"
+	EnvWebSearchURL      = "GEM_WEB_SEARCH_URL"
+	EnvWebSearchAPIKey   = "GEM_WEB_SEARCH_API_KEY"
+	EnvImageURL          = "GEM_IMAGE_URL"
+	EnvImageAPIKey       = "GEM_IMAGE_API_KEY"
+	EnvImageModel        = "GEM_IMAGE_MODEL"
+)
+
+// LLM providers.
+const (
+	// ProviderOpenAI is the OpenAI chat completions API, or any server compatible with it.
+	ProviderOpenAI = "openai"
+	// ProviderAnthropic is the Anthropic Messages API.
+	ProviderAnthropic = "anthropic"
+)
+
+// Web search providers.
+const (
+	// WebSearchTavily is the Tavily search API: POST {url} with a JSON body, Authorization: Bearer {key}.
+	WebSearchTavily = "tavily"
+	// WebSearchBrave is the Brave Search API: GET {url}?q=...&count=..., X-Subscription-Token: {key}.
+	WebSearchBrave = "brave"
+)
+
+// Defaults.
+const (
+	// DefaultLLMProvider is the LLM provider when GEM_LLM_PROVIDER is unset.
+	DefaultLLMProvider = ProviderOpenAI
+	// DefaultOpenAIBaseURL is the OpenAI API's base URL.
+	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	// DefaultAnthropicBaseURL is the Anthropic API's base URL.
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+	// DefaultWebSearchProvider is the web search provider when GEM_WEB_SEARCH_PROVIDER is unset.
+	DefaultWebSearchProvider = WebSearchTavily
+	// DefaultTavilyURL is Tavily's search endpoint.
+	DefaultTavilyURL = "https://api.tavily.com/search"
+	// DefaultBraveURL is Brave Search's web search endpoint.
+	DefaultBraveURL = "https://api.search.brave.com/res/v1/web/search"
+	// DefaultImageURL is the base URL of the OpenAI Images API (image.generate posts to {base}/images/generations).
+	DefaultImageURL = "https://api.openai.com/v1"
+)
+
+// Config says which outside providers the pack's tools use. Memory and lore need nothing but the database.
+// A tool whose provider lacks a required field answers not_configured.
+type Config struct {
+	// LLM is the language model sentiment.analyze uses.
+	LLM LLMConfig
+	// WebSearch is the provider web.search uses.
+	WebSearch WebSearchConfig
+	// Image is the provider image.generate uses.
+	Image ImageConfig
+	// HTTPClient makes the requests to every provider. Each request is bounded by its call's deadline (the
+	// tool's timeout_ms). Defaults to http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// LLMConfig is the language model configuration shared by GEM's LLM-backed tools.
+type LLMConfig struct {
+	// Provider is "openai" (the chat completions API, also used by compatible servers) or "anthropic" (the
+	// Messages API). From GEM_LLM_PROVIDER. Defaults to "openai".
+	Provider string
+	// BaseURL is the API's base URL. From GEM_LLM_BASE_URL. Defaults to https://api.openai.com/v1 for
+	// openai and https://api.anthropic.com for anthropic.
+	BaseURL string
+	// APIKey is the API key. From GEM_LLM_API_KEY. Required; there is no default.
+	APIKey string
+	// Model is the model name sent with every request. From GEM_LLM_MODEL. Required; there is no default.
+	Model string
+}
+
+// WebSearchConfig is the web search provider.
+type WebSearchConfig struct {
+	// Provider is the wire format: "tavily" or "brave". From GEM_WEB_SEARCH_PROVIDER. Defaults to "tavily".
+	Provider string
+	// URL is the search endpoint. From GEM_WEB_SEARCH_URL. Defaults to https://api.tavily.com/search for
+	// tavily and https://api.search.brave.com/res/v1/web/search for brave.
+	URL string
+	// APIKey is the API key. From GEM_WEB_SEARCH_API_KEY. Required; there is no default.
+	APIKey string
+}
+
+// ImageConfig is the image generation provider, which speaks the OpenAI Images API.
+type ImageConfig struct {
+	// URL is the API's base URL; images are requested with POST {URL}/images/generations. From GEM_IMAGE_URL.
+	// Defaults to https://api.openai.com/v1.
+	URL string
+	// APIKey is the API key. From GEM_IMAGE_API_KEY. Required; there is no default.
+	APIKey string
+	// Model is the image model ("gpt-image-1", "dall-e-3", ...). From GEM_IMAGE_MODEL. Required; there is no
+	// default, so nobody pays for a model they did not choose.
+	Model string
+}
+
+// ConfigFromEnv reads the configuration from environment variables through getenv (os.Getenv in
+// production). Values are trimmed; defaults are not filled in (see WithDefaults).
+func ConfigFromEnv(getenv func(string) string) Config {
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	return Config{
+		LLM: LLMConfig{
+			Provider: strings.ToLower(get(EnvLLMProvider)),
+			BaseURL:  get(EnvLLMBaseURL),
+			APIKey:   get(EnvLLMAPIKey),
+			Model:    get(EnvLLMModel),
+		},
+		WebSearch: WebSearchConfig{
+			Provider: strings.ToLower(get(EnvWebSearchProvider)),
+			URL:      get(EnvWebSearchURL),
+			APIKey:   get(EnvWebSearchAPIKey),
+		},
+		Image: ImageConfig{
+			URL:    get(EnvImageURL),
+			APIKey: get(EnvImageAPIKey),
+			Model:  get(EnvImageModel),
+		},
+	}
+}
+
+// WithDefaults returns the config with every unset field that has a default filled in.
+func (c Config) WithDefaults() Config {
+	if c.LLM.Provider == "" {
+		c.LLM.Provider = DefaultLLMProvider
+	}
+	if c.LLM.BaseURL == "" {
+		switch c.LLM.Provider {
+		case ProviderOpenAI:
+			c.LLM.BaseURL = DefaultOpenAIBaseURL
+		case ProviderAnthropic:
+			c.LLM.BaseURL = DefaultAnthropicBaseURL
+		}
+	}
+	if c.WebSearch.Provider == "" {
+		c.WebSearch.Provider = DefaultWebSearchProvider
+	}
+	if c.WebSearch.URL == "" {
+		switch c.WebSearch.Provider {
+		case WebSearchTavily:
+			c.WebSearch.URL = DefaultTavilyURL
+		case WebSearchBrave:
+			c.WebSearch.URL = DefaultBraveURL
+		}
+	}
+	if c.Image.URL == "" {
+		c.Image.URL = DefaultImageURL
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	return c
+}
+
+// Register adds the pack's handlers, configured from the process environment (read once, here).
+func Register(h executor.Handlers) {
+	RegisterWithConfig(h, ConfigFromEnv(os.Getenv))
+}
+
+// RegisterWithConfig adds the pack's handlers with the given provider configuration (defaults are filled in).
+func RegisterWithConfig(h executor.Handlers, cfg Config) {
+	p := &pack{cfg: cfg.WithDefaults()}
+	if p.cfg.LLM.notConfigured("") == nil {
+		p.llm = p.newLLM()
+	}
+	h.Func("memory.store", p.storeMemory)
+	h.Func("memory.recall", p.recallMemories)
+	h.Func("lore.ingest", p.ingestLore)
+	h.Func("lore.query", p.queryLore)
+	h.Add("sentiment.analyze", executor.Handler{
+		Run: p.analyzeSentiment, Isolated: true, RequiredEnv: []string{EnvLLMAPIKey, EnvLLMModel},
+	})
+	h.Add("web.search", executor.Handler{
+		Run: p.searchWeb, Isolated: true, RequiredEnv: []string{EnvWebSearchAPIKey},
+	})
+	h.Add("image.generate", executor.Handler{
+		Run: p.generateImage, Isolated: true, RequiredEnv: []string{EnvImageAPIKey, EnvImageModel},
+	})
+}
+
+// pack holds the configuration the handlers share.
+type pack struct {
+	cfg Config
+	// llm is the configured language model, or nil.
+	llm llm
+}
