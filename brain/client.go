@@ -48,6 +48,19 @@ func (c *Client) Approve(ctx context.Context, id string, wait bool, timeout time
 	return &resp, status, err
 }
 
+// Do sends a request with a JSON body (nil for none) and decodes the JSON answer into out; it returns the
+// HTTP status.
+func (c *Client) Do(ctx context.Context, method, path string, body any, out any) (int, error) {
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return 0, err
+		}
+	}
+	return c.do(ctx, method, path, data, out)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) (int, error) {
 	var r io.Reader
 	if body != nil {

@@ -69,6 +69,7 @@ func NewServer(cfg Config, svc *Service, agents *Agents, chat *Chat, reg *regist
 	e.GET("/brain/runs/:id", s.getRun, auth)
 	e.POST("/brain/runs/:id/approve", s.approve, auth)
 	e.GET("/calls", s.listCalls, auth)
+	e.POST("/calls", s.createCall, auth)
 	e.GET("/calls/:id", s.getCall, auth)
 	e.GET("/receipts", s.listReceipts, auth)
 	s.echo = e
@@ -492,4 +493,59 @@ func (s *Server) listReceipts(c echo.Context) error {
 		body["next_cursor"] = encodeCursor(last.FinishedAt, last.CallID)
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+var callRequestSchema = registry.MustCompileSchema("call request", []byte(fmt.Sprintf(`{
+	"type": "object",
+	"properties": {
+		"tool": {"type": "string", "minLength": 1, "maxLength": 200},
+		"input": {"type": "object"},
+		"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
+		"wait_timeout_ms": {"type": "integer", "minimum": 0, "maximum": %d}
+	},
+	"required": ["tool"],
+	"additionalProperties": false
+}`, WaitTimeoutMax.Milliseconds())))
+
+// createCall makes one call to a named tool (validated against the registry first) and, with
+// wait_timeout_ms, waits for its receipt.
+func (s *Server) createCall(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Tool           string          `json:"tool"`
+		Input          json.RawMessage `json:"input"`
+		IdempotencyKey string          `json:"idempotency_key"`
+		WaitTimeoutMS  int             `json:"wait_timeout_ms"`
+	}
+	if err := callRequestSchema.Validate(body); err != nil {
+		return invalidRequest(err)
+	}
+	_ = json.Unmarshal(body, &req)
+	if len(req.Input) == 0 {
+		req.Input = json.RawMessage("{}")
+	}
+	if errs := prepareCalls(s.reg, []PlannedCall{{Tool: req.Tool, Input: req.Input}}, nil); len(errs) > 0 {
+		return errs[0]
+	}
+	ctx := c.Request().Context()
+	id, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ToolName: req.Tool, Input: req.Input,
+		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c)})
+	if err != nil {
+		return unavailable(err)
+	}
+	var receipt *registry.Receipt
+	if req.WaitTimeoutMS > 0 {
+		waitCtx, cancel := context.WithTimeout(ctx, time.Duration(req.WaitTimeoutMS)*time.Millisecond)
+		receipt, _ = s.waiter.WaitOne(waitCtx, id)
+		cancel()
+	}
+	call, err := gemsql.CallGet(ctx, s.pool, id)
+	if err != nil {
+		return unavailable(err)
+	}
+	okBody := receipt == nil || receipt.Status == registry.StatusSucceeded
+	return c.JSON(http.StatusOK, map[string]any{"ok": okBody, "call": call, "receipt": receipt})
 }

@@ -19,6 +19,7 @@ func (s *Server) agentRoutes(auth echo.MiddlewareFunc) {
 	e.POST("/agents/:slug/chat", s.chatWithAgent, auth)
 	e.GET("/skills", s.listSkills, auth)
 	e.POST("/skills", s.createSkill, auth)
+	e.POST("/skills/import", s.importSkill, auth)
 	e.GET("/skills/:slug", s.getSkill, auth)
 	e.PUT("/skills/:slug", s.upsertSkill, auth)
 	e.PATCH("/skills/:slug", s.patchSkill, auth)
@@ -181,4 +182,16 @@ func (s *Server) deleteSkill(c echo.Context) error {
 		return err
 	}
 	return ok(c, http.StatusOK, map[string]any{"deleted": c.Param("slug")})
+}
+
+func (s *Server) importSkill(c echo.Context) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	res, err := s.agents.SkillImport(c.Request().Context(), body)
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"skill": res.Skill, "notes": res.Notes})
 }

@@ -2,6 +2,9 @@
 //
 //	brain serve [-migrate]                       serve the HTTP API until SIGINT/SIGTERM
 //	brain run -m "create a task to call John"    ask the brain; exits 0 when ok, 1 otherwise
+//	brain call TOOL '{"input": ...}' [-wait 30s]  make one call to a named tool and print its receipt
+//	brain skills import DIR...                    import skills in the Agent Skills format (SKILL.md)
+//	brain lore ingest DIR [-collection NAME]      ingest Markdown and text files with lore.ingest
 //	brain version
 //
 // `brain run` flags: -M mode (answer, plan, enqueue, enqueue_and_wait; default enqueue_and_wait), -lead-id,
@@ -28,13 +31,21 @@ import (
 	"github.com/gemhq/gem/registry"
 )
 
+const usage = `usage:
+  brain serve [-migrate]
+  brain run -m MESSAGE [-M mode] [-lead-id ID] [-context k=v] [-timeout 30s] [-json]
+  brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY]
+  brain skills import DIR...
+  brain lore ingest DIR [-collection NAME]
+  brain version`
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: brain serve | brain run -m MESSAGE [flags] | brain version")
+		fmt.Fprintln(stderr, usage)
 		return 2
 	}
 	switch args[0] {
@@ -42,14 +53,28 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return serve(args[1:], getenv, stderr)
 	case "run":
 		return runMessage(args[1:], getenv, stdout, stderr)
+	case "call":
+		return callTool(args[1:], getenv, stdout, stderr)
+	case "skills":
+		if len(args) < 2 || args[1] != "import" {
+			fmt.Fprintln(stderr, "usage: brain skills import DIR...")
+			return 2
+		}
+		return importSkills(args[2:], getenv, stdout, stderr)
+	case "lore":
+		if len(args) < 2 || args[1] != "ingest" {
+			fmt.Fprintln(stderr, "usage: brain lore ingest DIR [-collection NAME]")
+			return 2
+		}
+		return ingestLore(args[2:], getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, brain.Version)
 		return 0
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: brain serve | brain run -m MESSAGE [flags] | brain version")
+		fmt.Fprintln(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "unknown command %q (serve, run, version)\n", args[0])
+		fmt.Fprintf(stderr, "unknown command %q\n%s\n", args[0], usage)
 		return 2
 	}
 }

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/registry"
+)
+
+func clientFrom(fs *flag.FlagSet, getenv func(string) string) func() *brain.Client {
+	url := fs.String("url", "", "brain URL")
+	token := fs.String("token", "", "bearer token")
+	return func() *brain.Client { return &brain.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)} }
+}
+
+// apiError prints an error answer ({"ok": false, "errors": [...]}) and reports whether there was one.
+func apiError(w io.Writer, prefix string, status int, body map[string]any) bool {
+	if status < 300 {
+		return false
+	}
+	errs, _ := body["errors"].([]any)
+	for _, e := range errs {
+		if m, ok := e.(map[string]any); ok {
+			fmt.Fprintf(w, "%s: HTTP %d %v: %v\n", prefix, status, m["code"], m["message"])
+			if d, ok := m["details"].(map[string]any); ok {
+				if vs, ok := d["violations"].([]any); ok {
+					for _, v := range vs {
+						if vm, ok := v.(map[string]any); ok {
+							fmt.Fprintf(w, "    %v: %v\n", vm["path"], vm["message"])
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(errs) == 0 {
+		fmt.Fprintf(w, "%s: HTTP %d\n", prefix, status)
+	}
+	return true
+}
+
+// callTool makes one call: brain call leads.create '{"name": "Ann", "phone": "0412 345 678"}'.
+func callTool(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the receipt (0 to return at once)")
+	key := fs.String("key", "", "idempotency key")
+	client := clientFrom(fs, getenv)
+	tool, rest := "", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		tool, rest = args[0], args[1:]
+	}
+	input := "{}"
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		input, rest = rest[0], rest[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	if tool == "" {
+		fmt.Fprintln(stderr, "usage: brain call TOOL [INPUT_JSON] [-wait 30s] [-key KEY]")
+		return 2
+	}
+	if !json.Valid([]byte(input)) {
+		fmt.Fprintf(stderr, "brain call: the input is not valid JSON: %s\n", input)
+		return 2
+	}
+	req := map[string]any{"tool": tool, "input": json.RawMessage(input), "wait_timeout_ms": wait.Milliseconds()}
+	if *key != "" {
+		req["idempotency_key"] = *key
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
+	defer cancel()
+	var body map[string]any
+	status, err := client().Do(ctx, http.MethodPost, "/calls", req, &body)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain call:", err)
+		return 1
+	}
+	if apiError(stdout, "brain call", status, body) {
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(body)
+	if ok, _ := body["ok"].(bool); !ok {
+		return 1
+	}
+	return 0
+}
+
+// skillFiles finds SKILL.md files: DIR/SKILL.md, or DIR/*/SKILL.md.
+func skillFiles(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "SKILL.md")); err == nil {
+		return []string{filepath.Join(dir, "SKILL.md")}, nil
+	}
+	matches, err := filepath.Glob(filepath.Join(dir, "*", "SKILL.md"))
+	if err != nil {
+		return nil, err
+	}
+	if len(matches) == 0 {
+		return nil, fmt.Errorf("no SKILL.md in %s or its subfolders", dir)
+	}
+	return matches, nil
+}
+
+// importSkills imports Agent Skills folders through the brain (which checks their tools against the registry).
+func importSkills(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("skills import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	client := clientFrom(fs, getenv)
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "usage: brain skills import DIR...")
+		return 2
+	}
+	failed := 0
+	for _, dir := range fs.Args() {
+		files, err := skillFiles(dir)
+		if err != nil {
+			fmt.Fprintln(stderr, "brain skills import:", err)
+			failed++
+			continue
+		}
+		for _, f := range files {
+			content, err := os.ReadFile(f)
+			if err != nil {
+				fmt.Fprintln(stderr, "brain skills import:", err)
+				failed++
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			var body map[string]any
+			status, err := client().Do(ctx, http.MethodPost, "/skills/import", map[string]any{"source": f, "content": string(content)}, &body)
+			cancel()
+			if err != nil {
+				fmt.Fprintln(stderr, "brain skills import:", err)
+				return 1
+			}
+			if apiError(stdout, f, status, body) {
+				failed++
+				continue
+			}
+			skill, _ := body["skill"].(map[string]any)
+			fmt.Fprintf(stdout, "imported %v from %s: tools %v\n", skill["slug"], f, skill["tools"])
+			if notes, _ := body["notes"].([]any); len(notes) > 0 {
+				for _, n := range notes {
+					fmt.Fprintf(stdout, "  note: %v\n", n)
+				}
+			}
+		}
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// ingestLore makes one lore.ingest call per Markdown or text file under DIR and reports each receipt.
+func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(stderr, "usage: brain lore ingest DIR [-collection NAME]")
+		return 2
+	}
+	dir := args[0]
+	flags := flag.NewFlagSet("lore ingest", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	collection := flags.String("collection", "", "lore collection (default the tool's)")
+	client := clientFrom(flags, getenv)
+	if err := flags.Parse(args[1:]); err != nil {
+		return 2
+	}
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != dir {
+			return filepath.SkipDir
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".md", ".markdown", ".txt":
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "brain lore ingest:", err)
+		return 1
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(stderr, "brain lore ingest: no .md, .markdown or .txt files in %s\n", dir)
+		return 1
+	}
+	failed := 0
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintln(stderr, "brain lore ingest:", err)
+			failed++
+			continue
+		}
+		rel, _ := filepath.Rel(dir, f)
+		input := map[string]any{"source": filepath.ToSlash(rel), "text": string(text)}
+		if *collection != "" {
+			input["collection"] = *collection
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		var body struct {
+			OK      bool              `json:"ok"`
+			Receipt *registry.Receipt `json:"receipt"`
+			Errors  []any             `json:"errors"`
+		}
+		status, err := client().Do(ctx, http.MethodPost, "/calls", map[string]any{"tool": "lore.ingest", "input": input, "wait_timeout_ms": 60000}, &body)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "brain lore ingest:", err)
+			return 1
+		}
+		switch {
+		case status >= 300:
+			var raw map[string]any
+			b, _ := json.Marshal(body)
+			_ = json.Unmarshal(b, &raw)
+			apiError(stdout, rel, status, raw)
+			failed++
+		case body.Receipt == nil:
+			fmt.Fprintf(stdout, "%s: still running (no receipt within a minute)\n", rel)
+			failed++
+		case body.Receipt.Status != registry.StatusSucceeded:
+			fmt.Fprintf(stdout, "%s: %s %s: %s\n", rel, body.Receipt.Status, body.Receipt.Error.Code, body.Receipt.Error.Message)
+			failed++
+		default:
+			var res map[string]any
+			_ = json.Unmarshal(body.Receipt.Result, &res)
+			fmt.Fprintf(stdout, "%s: %v, version %v, %v chunks\n", rel, res["status"], res["version"], res["chunk_count"])
+		}
+	}
+	fmt.Fprintf(stdout, "%d of %d files ingested\n", len(files)-failed, len(files))
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+

@@ -1,0 +1,253 @@
+// Package llmfake is a fake OpenAI chat-completions server and a fake Anthropic Messages server for tests.
+// Both speak the real wire formats (paths, headers, JSON shapes), refuse requests the real services refuse
+// (a tool call left without its result, a bad function name, a strict schema that is not strict, a missing
+// key), record every request in one provider-neutral form, and answer from a script of turns.
+package llmfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Turn is one scripted answer.
+type Turn struct {
+	// Text is the assistant's text.
+	Text string
+	// Calls are the tool calls the assistant asks for.
+	Calls []Call
+	// Check, when set, asserts things about the request this turn answers.
+	Check func(t testing.TB, req *Request)
+}
+
+// Call is a scripted tool call. Arguments is sent as given (it may be malformed on purpose); for
+// Anthropic, whose tool_use input must be an object, malformed arguments cannot be scripted.
+type Call struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Request is a recorded request, in a form common to both providers.
+type Request struct {
+	Model    string
+	System   string
+	Messages []Message
+	Tools    []Tool
+}
+
+// Message is one message of a recorded request.
+type Message struct {
+	Role       string // user, assistant, tool
+	Content    string
+	ToolCalls  []Call
+	ToolCallID string
+	IsError    bool
+}
+
+// Tool is an offered function.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  map[string]any
+	Strict      bool
+}
+
+// ToolNames lists the offered tools' names.
+func (r *Request) ToolNames() []string {
+	names := make([]string, len(r.Tools))
+	for i, t := range r.Tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// ToolResults returns the tool messages answering the previous assistant message's calls, by call id.
+func (r *Request) ToolResults() map[string]Message {
+	out := map[string]Message{}
+	for _, m := range r.Messages {
+		if m.Role == "tool" {
+			out[m.ToolCallID] = m
+		}
+	}
+	return out
+}
+
+// Server is a scripted fake.
+type Server struct {
+	*httptest.Server
+	t      testing.TB
+	key    string
+	mu     sync.Mutex
+	script []Turn
+	reqs   []*Request
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []*Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs)
+}
+
+// Remaining is the number of scripted turns not yet used.
+func (s *Server) Remaining() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.script)
+}
+
+// Push appends turns to the script.
+func (s *Server) Push(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, turns...)
+}
+
+func (s *Server) next(req *Request) (Turn, bool) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	if len(s.script) == 0 {
+		s.mu.Unlock()
+		return Turn{}, false
+	}
+	turn := s.script[0]
+	s.script = s.script[1:]
+	s.mu.Unlock()
+	if turn.Check != nil {
+		turn.Check(s.t, req)
+	}
+	return turn, true
+}
+
+var functionNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// checkTools applies the providers' rules on offered tools.
+func checkTools(tools []Tool) error {
+	seen := map[string]bool{}
+	for _, t := range tools {
+		if !functionNameRe.MatchString(t.Name) {
+			return fmt.Errorf("tools: %q does not match ^[a-zA-Z0-9_-]{1,64}$", t.Name)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("tools: duplicate name %q", t.Name)
+		}
+		seen[t.Name] = true
+		if t.Strict {
+			if err := checkStrict(t.Name, "", t.Parameters); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkStrict applies OpenAI's structured-output rules to a strict function's parameters: every object has
+// additionalProperties false and lists every property in required.
+func checkStrict(fn, path string, node any) error {
+	m, ok := node.(map[string]any)
+	if !ok {
+		return nil
+	}
+	props, hasProps := m["properties"].(map[string]any)
+	if hasProps || m["type"] == "object" {
+		if m["additionalProperties"] != false {
+			return fmt.Errorf("Invalid schema for function '%s': In context=%s, 'additionalProperties' is required to be supplied and to be false", fn, path)
+		}
+		var required []string
+		if r, ok := m["required"].([]any); ok {
+			for _, v := range r {
+				required = append(required, fmt.Sprint(v))
+			}
+		}
+		for name := range props {
+			if !slices.Contains(required, name) {
+				return fmt.Errorf("Invalid schema for function '%s': In context=%s, 'required' is required to be supplied and to be an array including every key in properties. Missing '%s'", fn, path, name)
+			}
+		}
+		for name, p := range props {
+			if err := checkStrict(fn, path+"/properties/"+name, p); err != nil {
+				return err
+			}
+		}
+	}
+	if items, ok := m["items"]; ok {
+		return checkStrict(fn, path+"/items", items)
+	}
+	return nil
+}
+
+// checkToolResults applies both providers' rule: every tool call of an assistant message is answered by a
+// tool result right after it, before anything else.
+func checkToolResults(msgs []Message) error {
+	for i, m := range msgs {
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+			continue
+		}
+		answered := map[string]bool{}
+		for j := i + 1; j < len(msgs) && msgs[j].Role == "tool"; j++ {
+			answered[msgs[j].ToolCallID] = true
+		}
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				return fmt.Errorf("messages.%d: tool call %s has no tool result after it", i, c.ID)
+			}
+		}
+	}
+	for i, m := range msgs {
+		if m.Role != "tool" {
+			continue
+		}
+		found := false
+		for j := i - 1; j >= 0 && !found; j-- {
+			if msgs[j].Role == "assistant" {
+				for _, c := range msgs[j].ToolCalls {
+					found = found || c.ID == m.ToolCallID
+				}
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("messages.%d: tool result for %s answers no tool call", i, m.ToolCallID)
+		}
+	}
+	return nil
+}
+
+func readJSON(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("the body is not JSON: %v", err)
+	}
+	return nil
+}
+
+// textOf reads content that is either a string or an array of {"type": "text", "text": ...} parts.
+func textOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var out []string
+	for _, p := range parts {
+		if p.Type == "text" {
+			out = append(out, p.Text)
+		}
+	}
+	return strings.Join(out, "")
+}
