@@ -1,12 +1,15 @@
-// Package business holds the handlers of GEM's business pack: the tools a trades business runs on (notes,
-// tasks, leads, and as they are added inspections, quotes, jobs and invoices). Every handler writes only
-// through the call's transaction, returns not_found for a missing row, and returns a result that matches
-// its tool's output schema.
+// Package business holds the handlers of GEM's business pack: the tools a roofing or trades business runs
+// on (notes, tasks, reminders, leads, customers and sites, inspections, quotes, jobs, invoices,
+// communications and media). Every handler writes only through the call's transaction, returns not_found
+// for a missing row and conflict when the current state refuses a change, and returns a result that matches
+// its tool's output schema. docs/business-pack.md describes the tools and their rules.
 package business
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gemhq/gem/executor"
@@ -18,7 +21,11 @@ import (
 // Register adds the business pack's handlers.
 func Register(h executor.Handlers) {
 	registerOS(h)
+	registerReminders(h)
+	registerAudit(h)
 	registerLeads(h)
+	registerEntity(h)
+	registerMedia(h)
 }
 
 // dbError turns a constraint violation into the receipt a caller can act on; other errors pass through.
@@ -100,4 +107,41 @@ func limitOr(n int, def int) int {
 		return def
 	}
 	return n
+}
+
+// leadStageOrder is the order of the lead pipeline; lost is off it.
+var leadStageOrder = map[string]int{"new": 0, "contacted": 1, "inspection_scheduled": 2, "inspected": 3, "quoted": 4, "won": 5}
+
+// advanceLead moves a lead forward along the pipeline to stage as work on it progresses. It never moves a
+// lead back and leaves lost leads alone, except that winning (an accepted quote) wins a lost lead too. It
+// returns the stage before and after.
+func advanceLead(ctx context.Context, db executor.DB, leadID uuid.UUID, stage string) (before, after string, err error) {
+	if err := db.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1 FOR UPDATE`, leadID).Scan(&before); err != nil {
+		return "", "", notFoundIfNoRows(err, "lead", leadID)
+	}
+	forward := before != "lost" && leadStageOrder[stage] > leadStageOrder[before]
+	if !forward && !(stage == "won" && before == "lost") {
+		return before, before, nil
+	}
+	if _, err := db.Exec(ctx, `UPDATE leads SET stage = $2, stage_reason = NULL, lost_reason_code = NULL, updated_at = now()
+		WHERE id = $1`, leadID, stage); err != nil {
+		return "", "", fmt.Errorf("error moving lead %s to %s: %w", leadID, stage, err)
+	}
+	return before, stage, nil
+}
+
+// queryList runs a query and scans every row with scan; it never returns a nil slice (JSON [] not null).
+func queryList[T any](ctx context.Context, c *executor.Call, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := c.DB.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []T{}
+	}
+	return list, nil
 }
