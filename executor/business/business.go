@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/gemhq/gem/executor"
@@ -18,14 +19,41 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Register adds the business pack's handlers.
+// Register adds the business pack's handlers, configured from the environment (see ConfigFromEnv).
 func Register(h executor.Handlers) {
+	RegisterWithConfig(h, ConfigFromEnv(os.Getenv))
+}
+
+// RegisterWithConfig adds the business pack's handlers with the given configuration.
+func RegisterWithConfig(h executor.Handlers, cfg Config) {
+	p := &pack{cfg: cfg.WithDefaults()}
+	p.loc, p.locErr = p.cfg.location()
 	registerOS(h)
 	registerReminders(h)
 	registerAudit(h)
 	registerLeads(h)
 	registerEntity(h)
+	registerInspection(h)
+	registerQuote(h, p)
+	registerJob(h)
+	registerInvoice(h, p)
 	registerMedia(h)
+}
+
+// pack holds what the handlers that depend on configuration need.
+type pack struct {
+	cfg    Config
+	loc    *time.Location
+	locErr error
+}
+
+// today is the business's current date, in its time zone.
+func (p *pack) today() (civilDate, error) {
+	if p.locErr != nil {
+		return civilDate{}, executor.NotConfigured(p.locErr.Error(), []string{EnvTimeZone},
+			"Set "+EnvTimeZone+" to an IANA time zone such as Australia/Sydney, or unset it for the default.")
+	}
+	return dateOf(time.Now().In(p.loc)), nil
 }
 
 // dbError turns a constraint violation into the receipt a caller can act on; other errors pass through.
@@ -41,6 +69,8 @@ func dbError(err error) error {
 		return executor.Conflict("%s", pgErr.Detail)
 	case "23514", "22P02", "22007", "22008": // check_violation, invalid text representation, bad datetime
 		return executor.Invalid("%s", pgErr.Message)
+	case "55000": // object_not_in_prerequisite_state: raised by the state guards of 00004_business.sql
+		return executor.Conflict("%s", pgErr.Message)
 	}
 	return err
 }
