@@ -232,6 +232,8 @@ func TestBusinessNotFound(t *testing.T) {
 		{"invoice.create_from_job", J{"job_id": missing}},
 		{"invoice.add_payment", J{"invoice_id": missing, "amount_cents": 1}},
 		{"invoice.mark_overdue", J{"invoice_id": missing}},
+		{"comms.log_call_outcome", J{"lead_id": missing, "outcome": "answered"}},
+		{"comms.create_followup_task", J{"lead_id": missing, "due_at": future}},
 		{"media.tag_asset", J{"asset_id": missing, "add": []string{"roof"}}},
 	}
 	for _, tt := range tests {

@@ -37,6 +37,7 @@ func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	registerQuote(h, p)
 	registerJob(h)
 	registerInvoice(h, p)
+	registerComms(h, p)
 	registerMedia(h)
 }
 
