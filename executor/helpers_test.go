@@ -46,7 +46,7 @@ func runHelper() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	m := &executor.Main{Config: cfg, Handlers: testHandlers(os.Getenv("GEM_TEST_OUTSIDE_LOG")), Log: log}
+	m := &executor.Main{Config: cfg, Handlers: testHandlers(os.Getenv("GEM_TEST_OUTSIDE_LOG"), business.ConfigFromEnv(os.Getenv)), Log: log}
 	if err := m.Open(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -62,10 +62,11 @@ func runHelper() int {
 	return 0
 }
 
-// testHandlers are the business pack's handlers plus the handlers of testdata/test-tools.json.
-func testHandlers(outsideLog string) executor.Handlers {
+// testHandlers are the business pack's handlers (configured by biz, not by the environment) plus the
+// handlers of testdata/test-tools.json.
+func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 	h := executor.Handlers{}
-	business.Register(h)
+	business.RegisterWithConfig(h, biz)
 
 	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {
 		var id string
@@ -275,6 +276,8 @@ type testBundle struct {
 	reg        *registry.Registry
 	waiter     *gemsql.ReceiptWaiter
 	outsideLog string
+	// business configures the business pack of executors started after it is set (providers, time zone).
+	business business.Config
 }
 
 func setup(t *testing.T) (context.Context, *testBundle) {
@@ -303,7 +306,7 @@ func (b *testBundle) startExecutor(t *testing.T, edit func(*executor.Config)) *e
 	if testing.Verbose() {
 		log = log.Level(zerolog.InfoLevel)
 	}
-	e, err := executor.New(cfg, b.reg, testHandlers(b.outsideLog), b.pool, log)
+	e, err := executor.New(cfg, b.reg, testHandlers(b.outsideLog, b.business), b.pool, log)
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {

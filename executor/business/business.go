@@ -1,12 +1,16 @@
-// Package business holds the handlers of GEM's business pack: the tools a trades business runs on (notes,
-// tasks, leads, and as they are added inspections, quotes, jobs and invoices). Every handler writes only
-// through the call's transaction, returns not_found for a missing row, and returns a result that matches
-// its tool's output schema.
+// Package business holds the handlers of GEM's business pack: the tools a roofing or trades business runs
+// on (notes, tasks, reminders, leads, customers and sites, inspections, quotes, jobs, invoices,
+// communications and media). Every handler writes only through the call's transaction, returns not_found
+// for a missing row and conflict when the current state refuses a change, and returns a result that matches
+// its tool's output schema. docs/business-pack.md describes the tools and their rules.
 package business
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/gemhq/gem/executor"
@@ -15,10 +19,42 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Register adds the business pack's handlers.
+// Register adds the business pack's handlers, configured from the environment (see ConfigFromEnv).
 func Register(h executor.Handlers) {
+	RegisterWithConfig(h, ConfigFromEnv(os.Getenv))
+}
+
+// RegisterWithConfig adds the business pack's handlers with the given configuration.
+func RegisterWithConfig(h executor.Handlers, cfg Config) {
+	p := &pack{cfg: cfg.WithDefaults()}
+	p.loc, p.locErr = p.cfg.location()
 	registerOS(h)
+	registerReminders(h)
+	registerAudit(h)
 	registerLeads(h)
+	registerEntity(h)
+	registerInspection(h)
+	registerQuote(h, p)
+	registerJob(h)
+	registerInvoice(h, p)
+	registerComms(h, p)
+	registerMedia(h)
+}
+
+// pack holds what the handlers that depend on configuration need.
+type pack struct {
+	cfg    Config
+	loc    *time.Location
+	locErr error
+}
+
+// today is the business's current date, in its time zone.
+func (p *pack) today() (civilDate, error) {
+	if p.locErr != nil {
+		return civilDate{}, executor.NotConfigured(p.locErr.Error(), []string{EnvTimeZone},
+			"Set "+EnvTimeZone+" to an IANA time zone such as Australia/Sydney, or unset it for the default.")
+	}
+	return dateOf(time.Now().In(p.loc)), nil
 }
 
 // dbError turns a constraint violation into the receipt a caller can act on; other errors pass through.
@@ -34,6 +70,8 @@ func dbError(err error) error {
 		return executor.Conflict("%s", pgErr.Detail)
 	case "23514", "22P02", "22007", "22008": // check_violation, invalid text representation, bad datetime
 		return executor.Invalid("%s", pgErr.Message)
+	case "55000": // object_not_in_prerequisite_state: raised by the state guards of 00004_business.sql
+		return executor.Conflict("%s", pgErr.Message)
 	}
 	return err
 }
@@ -100,4 +138,41 @@ func limitOr(n int, def int) int {
 		return def
 	}
 	return n
+}
+
+// leadStageOrder is the order of the lead pipeline; lost is off it.
+var leadStageOrder = map[string]int{"new": 0, "contacted": 1, "inspection_scheduled": 2, "inspected": 3, "quoted": 4, "won": 5}
+
+// advanceLead moves a lead forward along the pipeline to stage as work on it progresses. It never moves a
+// lead back and leaves lost leads alone, except that winning (an accepted quote) wins a lost lead too. It
+// returns the stage before and after.
+func advanceLead(ctx context.Context, db executor.DB, leadID uuid.UUID, stage string) (before, after string, err error) {
+	if err := db.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1 FOR UPDATE`, leadID).Scan(&before); err != nil {
+		return "", "", notFoundIfNoRows(err, "lead", leadID)
+	}
+	forward := before != "lost" && leadStageOrder[stage] > leadStageOrder[before]
+	if !forward && !(stage == "won" && before == "lost") {
+		return before, before, nil
+	}
+	if _, err := db.Exec(ctx, `UPDATE leads SET stage = $2, stage_reason = NULL, lost_reason_code = NULL, updated_at = now()
+		WHERE id = $1`, leadID, stage); err != nil {
+		return "", "", fmt.Errorf("error moving lead %s to %s: %w", leadID, stage, err)
+	}
+	return before, stage, nil
+}
+
+// queryList runs a query and scans every row with scan; it never returns a nil slice (JSON [] not null).
+func queryList[T any](ctx context.Context, c *executor.Call, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := c.DB.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []T{}
+	}
+	return list, nil
 }

@@ -14,6 +14,10 @@ func registerLeads(h executor.Handlers) {
 	h.Func("leads.create", createLead)
 	h.Func("leads.update_stage", updateLeadStage)
 	h.Func("leads.list_by_stage", listLeadsByStage)
+	h.Func("leads.add_source", addLeadSource)
+	h.Func("leads.add_photos_link", addLeadPhotosLink)
+	h.Func("leads.schedule_inspection", scheduleInspection)
+	h.Func("leads.mark_lost", markLeadLost)
 }
 
 type lead struct {
@@ -87,7 +91,7 @@ func updateLeadStage(ctx context.Context, c *executor.Call) (any, error) {
 	if current.Stage == in.Stage {
 		return map[string]any{"lead": current, "previous_stage": current.Stage}, nil
 	}
-	l, err := scanLead(c.DB.QueryRow(ctx, `UPDATE leads SET stage = $2, stage_reason = $3, updated_at = now()
+	l, err := scanLead(c.DB.QueryRow(ctx, `UPDATE leads SET stage = $2, stage_reason = $3, lost_reason_code = NULL, updated_at = now()
 		WHERE id = $1 RETURNING `+leadColumns, in.LeadID, in.Stage, in.Reason))
 	if err != nil {
 		return nil, dbError(err)
@@ -116,4 +120,190 @@ func listLeadsByStage(ctx context.Context, c *executor.Call) (any, error) {
 		leads = []lead{}
 	}
 	return map[string]any{"leads": leads, "count": len(leads)}, nil
+}
+
+// lockLead locks a lead for the rest of the call and returns it.
+func lockLead(ctx context.Context, c *executor.Call, id uuid.UUID) (lead, error) {
+	l, err := scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return lead{}, notFoundIfNoRows(err, "lead", id)
+	}
+	return l, nil
+}
+
+type leadSource struct {
+	SourceID  uuid.UUID `json:"source_id"`
+	Source    string    `json:"source"`
+	Detail    string    `json:"detail"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// addLeadSource records a channel that brought a lead in (a lead may have several). The same source and
+// detail again is recorded once.
+func addLeadSource(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		LeadID uuid.UUID `json:"lead_id"`
+		Source string    `json:"source"`
+		Detail string    `json:"detail"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if _, err := lockLead(ctx, c, in.LeadID); err != nil {
+		return nil, err
+	}
+	tag, err := c.DB.Exec(ctx, `INSERT INTO lead_sources (lead_id, source, detail) VALUES ($1, $2, $3)
+		ON CONFLICT ON CONSTRAINT lead_sources_once DO NOTHING`, in.LeadID, in.Source, in.Detail)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	sources, err := queryList(ctx, c, func(r pgx.Row) (leadSource, error) {
+		var s leadSource
+		return s, r.Scan(&s.SourceID, &s.Source, &s.Detail, &s.CreatedAt)
+	}, `SELECT id, source, detail, created_at FROM lead_sources WHERE lead_id = $1 ORDER BY created_at, source, detail`, in.LeadID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"lead_id": in.LeadID, "added": tag.RowsAffected() == 1, "sources": sources}, nil
+}
+
+// addLeadPhotosLink records a link to photos of the job a lead shared. The same URL again is recorded once
+// (a new label replaces the old).
+func addLeadPhotosLink(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		LeadID uuid.UUID `json:"lead_id"`
+		URL    string    `json:"url"`
+		Label  *string   `json:"label"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if _, err := lockLead(ctx, c, in.LeadID); err != nil {
+		return nil, err
+	}
+	var out struct {
+		LinkID    uuid.UUID `json:"link_id"`
+		LeadID    uuid.UUID `json:"lead_id"`
+		URL       string    `json:"url"`
+		Label     *string   `json:"label"`
+		Created   bool      `json:"created"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	scan := func(row pgx.Row) error {
+		return row.Scan(&out.LinkID, &out.LeadID, &out.URL, &out.Label, &out.CreatedAt)
+	}
+	// The lead's lock keeps concurrent calls for it apart, so looking first cannot race an insert.
+	const columns = `id, lead_id, url, label, created_at`
+	err := scan(c.DB.QueryRow(ctx, `SELECT `+columns+` FROM lead_photo_links WHERE lead_id = $1 AND url = $2`, in.LeadID, in.URL))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		out.Created = true
+		err = scan(c.DB.QueryRow(ctx, `INSERT INTO lead_photo_links (lead_id, url, label) VALUES ($1, $2, $3)
+			RETURNING `+columns, in.LeadID, in.URL, in.Label))
+	case err == nil && in.Label != nil && !equalPtr(in.Label, out.Label):
+		err = scan(c.DB.QueryRow(ctx, `UPDATE lead_photo_links SET label = $2 WHERE id = $1 RETURNING `+columns, out.LinkID, in.Label))
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return out, nil
+}
+
+type appointment struct {
+	AppointmentID   uuid.UUID `json:"appointment_id"`
+	LeadID          uuid.UUID `json:"lead_id"`
+	ScheduledFor    time.Time `json:"scheduled_for"`
+	DurationMinutes int       `json:"duration_minutes"`
+	Address         *string   `json:"address"`
+	Notes           *string   `json:"notes"`
+	Status          string    `json:"status"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+const appointmentColumns = `id, lead_id, scheduled_for, duration_minutes, address, notes, status, created_at`
+
+func scanAppointment(row pgx.Row) (appointment, error) {
+	var a appointment
+	err := row.Scan(&a.AppointmentID, &a.LeadID, &a.ScheduledFor, &a.DurationMinutes, &a.Address, &a.Notes, &a.Status, &a.CreatedAt)
+	return a, err
+}
+
+// scheduleInspection books an inspection visit for a lead and moves the lead to inspection_scheduled (a
+// lead already further along keeps its stage). Booking the same lead at the same time again returns the
+// first booking. Won and lost leads are refused.
+func scheduleInspection(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		LeadID          uuid.UUID `json:"lead_id"`
+		ScheduledFor    time.Time `json:"scheduled_for"`
+		DurationMinutes int       `json:"duration_minutes"`
+		Address         *string   `json:"address"`
+		Notes           *string   `json:"notes"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	l, err := lockLead(ctx, c, in.LeadID)
+	if err != nil {
+		return nil, err
+	}
+	if l.Stage == "won" || l.Stage == "lost" {
+		return nil, executor.Conflict("lead %s is %s; move it back to an open stage with leads.update_stage first", in.LeadID, l.Stage)
+	}
+	created := true
+	a, err := scanAppointment(c.DB.QueryRow(ctx, `INSERT INTO inspection_appointments (lead_id, scheduled_for, duration_minutes, address, notes)
+		SELECT $1, $2, $3, coalesce($4, l.address), $5 FROM leads l WHERE l.id = $1
+		ON CONFLICT (lead_id, scheduled_for) WHERE status = 'scheduled' DO NOTHING
+		RETURNING `+appointmentColumns, in.LeadID, in.ScheduledFor, limitOr(in.DurationMinutes, 60), in.Address, in.Notes))
+	if errors.Is(err, pgx.ErrNoRows) {
+		created = false
+		a, err = scanAppointment(c.DB.QueryRow(ctx, `SELECT `+appointmentColumns+` FROM inspection_appointments
+			WHERE lead_id = $1 AND scheduled_for = $2 AND status = 'scheduled'`, in.LeadID, in.ScheduledFor))
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	previous, stage, err := advanceLead(ctx, c.DB, in.LeadID, "inspection_scheduled")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"appointment": a, "created": created, "previous_stage": previous, "lead_stage": stage}, nil
+}
+
+// markLeadLost closes a lead as lost, with the reason. Marking a lost lead lost again updates the reason;
+// a won lead is refused. Its scheduled inspection visits are cancelled.
+func markLeadLost(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		LeadID     uuid.UUID `json:"lead_id"`
+		Reason     string    `json:"reason"`
+		ReasonCode string    `json:"reason_code"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if in.ReasonCode == "" {
+		in.ReasonCode = "other"
+	}
+	current, err := lockLead(ctx, c, in.LeadID)
+	if err != nil {
+		return nil, err
+	}
+	if current.Stage == "won" {
+		return nil, executor.Conflict("lead %s is won (a quote was accepted); it cannot be lost", in.LeadID)
+	}
+	l, err := scanLead(c.DB.QueryRow(ctx, `UPDATE leads SET stage = 'lost', stage_reason = $2, lost_reason_code = $3, updated_at = now()
+		WHERE id = $1 AND (stage, stage_reason, lost_reason_code) IS DISTINCT FROM ('lost', $2, $3)
+		RETURNING `+leadColumns, in.LeadID, in.Reason, in.ReasonCode))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		l = current // already lost for this reason
+	case err != nil:
+		return nil, dbError(err)
+	}
+	tag, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'cancelled', updated_at = now()
+		WHERE lead_id = $1 AND status = 'scheduled'`, in.LeadID)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return map[string]any{"lead": l, "previous_stage": current.Stage, "reason": in.Reason, "reason_code": in.ReasonCode,
+		"cancelled_appointments": tag.RowsAffected()}, nil
 }

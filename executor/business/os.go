@@ -17,6 +17,7 @@ func registerOS(h executor.Handlers) {
 	h.Func("os.update_task", updateTask)
 	h.Func("os.complete_task", completeTask)
 	h.Func("os.list_tasks", listTasks)
+	h.Func("os.defer_task", deferTask)
 }
 
 func healthCheck(ctx context.Context, c *executor.Call) (any, error) {
@@ -295,4 +296,36 @@ func listTasks(ctx context.Context, c *executor.Call) (any, error) {
 		tasks = []task{}
 	}
 	return map[string]any{"tasks": tasks, "count": len(tasks)}, nil
+}
+
+// deferTask pushes a task back to a later time: its status becomes deferred and its due time the new one.
+// Deferring again to the same time changes nothing; a done task cannot be deferred.
+func deferTask(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		TaskID uuid.UUID `json:"task_id"`
+		Until  time.Time `json:"until"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if in.Until.Before(time.Now()) {
+		return nil, executor.Invalid("until (%s) is in the past: a task is deferred to a later time", in.Until.Format(time.RFC3339))
+	}
+	t, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, in.TaskID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "task", in.TaskID)
+	}
+	previous := t.Status
+	switch {
+	case t.Status == "done":
+		return nil, executor.Conflict("task %s is done; it cannot be deferred", in.TaskID)
+	case t.Status == "deferred" && t.DueAt != nil && t.DueAt.Equal(in.Until):
+		return map[string]any{"task": t, "previous_status": previous, "deferred_until": in.Until}, nil
+	}
+	t, err = scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET status = 'deferred', due_at = $2, updated_at = now()
+		WHERE id = $1 RETURNING `+taskColumns, in.TaskID, in.Until))
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return map[string]any{"task": t, "previous_status": previous, "deferred_until": in.Until}, nil
 }

@@ -1,0 +1,205 @@
+package business
+
+import (
+	"fmt"
+	"net/http"
+	"net/mail"
+	"net/url"
+	"strings"
+	"time"
+	_ "time/tzdata" // the business time zone must resolve on hosts without a zoneinfo database
+)
+
+// Defaults of Config.
+const (
+	// TimeZoneDefault is the business's time zone unless GEM_BUSINESS_TIMEZONE says otherwise.
+	TimeZoneDefault = "Australia/Sydney"
+	// TwilioBaseURLDefault is Twilio's REST API.
+	TwilioBaseURLDefault = "https://api.twilio.com"
+	// CountryCodeDefault is the country calling code given to local phone numbers (0412 345 678 → +61412345678).
+	CountryCodeDefault = "61"
+)
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvTimeZone         = "GEM_BUSINESS_TIMEZONE"
+	EnvTwilioAccountSID = "GEM_SMS_TWILIO_ACCOUNT_SID"
+	EnvTwilioAuthToken  = "GEM_SMS_TWILIO_AUTH_TOKEN"
+	EnvSMSFrom          = "GEM_SMS_FROM"
+	EnvTwilioBaseURL    = "GEM_SMS_TWILIO_BASE_URL"
+	EnvSMSCountryCode   = "GEM_SMS_DEFAULT_COUNTRY_CODE"
+	EnvSMTPURL          = "GEM_SMTP_URL"
+	EnvEmailFrom        = "GEM_EMAIL_FROM"
+)
+
+// smsRequiredEnv and emailRequiredEnv are what comms.send_sms and comms.send_email need.
+var (
+	smsRequiredEnv   = []string{EnvTwilioAccountSID, EnvTwilioAuthToken, EnvSMSFrom}
+	emailRequiredEnv = []string{EnvSMTPURL, EnvEmailFrom}
+)
+
+// Config configures the business pack. The zero value works: the SMS and email providers are not
+// configured (their tools answer not_configured) and dates follow TimeZoneDefault.
+type Config struct {
+	// TimeZone is the business's IANA time zone. It decides what "today" is: a quote's validity, an
+	// invoice's issue and due dates, and whether an invoice is overdue. Defaults to TimeZoneDefault.
+	TimeZone string
+
+	// SMS configures comms.send_sms (Twilio).
+	SMS TwilioConfig
+
+	// Email configures comms.send_email (SMTP).
+	Email SMTPConfig
+}
+
+// TwilioConfig configures sending SMS through Twilio's Messages API. AccountSID, AuthToken and From are
+// required; without them comms.send_sms answers not_configured.
+type TwilioConfig struct {
+	// AccountSID is the Twilio account ("AC..."). No default.
+	AccountSID string
+	// AuthToken is the account's auth token. No default.
+	AuthToken string
+	// From is the sender: a Twilio phone number (E.164), an alphanumeric sender id, or a Messaging
+	// Service SID ("MG..."). No default.
+	From string
+	// BaseURL is the API's address; tests point it at a fake server. Defaults to TwilioBaseURLDefault.
+	BaseURL string
+	// CountryCode is the calling code given to local numbers that start with 0. Defaults to
+	// CountryCodeDefault.
+	CountryCode string
+	// HTTPClient makes the requests; the call's deadline bounds each one. Defaults to a client of its own.
+	HTTPClient *http.Client
+}
+
+// SMTPConfig configures sending email through an SMTP server. URL and From are required; without them
+// comms.send_email answers not_configured.
+type SMTPConfig struct {
+	// URL is the server: smtp://user:password@host:587 (STARTTLS whenever the server offers it; credentials
+	// are only sent encrypted, or to localhost) or smtps://user:password@host:465 (TLS from the start). The
+	// port defaults to 587 for smtp and 465 for smtps. No default.
+	URL string
+	// From is the sender, "Name <address>" or a bare address. No default.
+	From string
+}
+
+// ConfigFromEnv reads the configuration from environment variables (pass os.Getenv). Values are checked
+// when a tool needs them, so a mistake shows in that tool's receipt, naming the variable.
+func ConfigFromEnv(getenv func(string) string) Config {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	return Config{
+		TimeZone: get(EnvTimeZone),
+		SMS: TwilioConfig{
+			AccountSID:  get(EnvTwilioAccountSID),
+			AuthToken:   get(EnvTwilioAuthToken),
+			From:        get(EnvSMSFrom),
+			BaseURL:     get(EnvTwilioBaseURL),
+			CountryCode: get(EnvSMSCountryCode),
+		},
+		Email: SMTPConfig{
+			URL:  get(EnvSMTPURL),
+			From: get(EnvEmailFrom),
+		},
+	}
+}
+
+// WithDefaults returns the config with defaults in place of zero values.
+func (c Config) WithDefaults() Config {
+	if c.TimeZone == "" {
+		c.TimeZone = TimeZoneDefault
+	}
+	if c.SMS.BaseURL == "" {
+		c.SMS.BaseURL = TwilioBaseURLDefault
+	}
+	c.SMS.BaseURL = strings.TrimRight(c.SMS.BaseURL, "/")
+	if c.SMS.CountryCode == "" {
+		c.SMS.CountryCode = CountryCodeDefault
+	}
+	c.SMS.CountryCode = strings.TrimPrefix(c.SMS.CountryCode, "+")
+	if c.SMS.HTTPClient == nil {
+		c.SMS.HTTPClient = &http.Client{}
+	}
+	return c
+}
+
+// location resolves TimeZone.
+func (c Config) location() (*time.Location, error) {
+	loc, err := time.LoadLocation(c.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q is not a time zone: %w", EnvTimeZone, c.TimeZone, err)
+	}
+	return loc, nil
+}
+
+// missing lists the required variables that are empty.
+func (c TwilioConfig) missing() []string {
+	var m []string
+	for i, v := range []string{c.AccountSID, c.AuthToken, c.From} {
+		if v == "" {
+			m = append(m, smsRequiredEnv[i])
+		}
+	}
+	return m
+}
+
+func (c TwilioConfig) validate() error {
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%s=%q is not an http(s) URL", EnvTwilioBaseURL, c.BaseURL)
+	}
+	for _, r := range c.CountryCode {
+		if r < '0' || r > '9' {
+			return fmt.Errorf("%s=%q is not a country calling code (digits, like 61)", EnvSMSCountryCode, c.CountryCode)
+		}
+	}
+	return nil
+}
+
+func (c SMTPConfig) missing() []string {
+	var m []string
+	for i, v := range []string{c.URL, c.From} {
+		if v == "" {
+			m = append(m, emailRequiredEnv[i])
+		}
+	}
+	return m
+}
+
+// smtpServer is a parsed SMTPConfig.
+type smtpServer struct {
+	host        string
+	addr        string
+	implicitTLS bool
+	user        *url.Userinfo
+	from        *mail.Address
+}
+
+func (c SMTPConfig) parse() (*smtpServer, error) {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		// url.Parse's error repeats the URL, password included.
+		return nil, fmt.Errorf("%s is not a URL like smtp://user:password@host:587", EnvSMTPURL)
+	}
+	s := &smtpServer{host: u.Hostname(), user: u.User}
+	port := u.Port()
+	switch u.Scheme {
+	case "smtp":
+		if port == "" {
+			port = "587"
+		}
+	case "smtps":
+		s.implicitTLS = true
+		if port == "" {
+			port = "465"
+		}
+	default:
+		return nil, fmt.Errorf("%s must start with smtp:// or smtps://", EnvSMTPURL)
+	}
+	if s.host == "" {
+		return nil, fmt.Errorf("%s has no host", EnvSMTPURL)
+	}
+	s.addr = s.host + ":" + port
+	if s.from, err = mail.ParseAddress(c.From); err != nil {
+		return nil, fmt.Errorf("%s=%q is not an email address: %w", EnvEmailFrom, c.From, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,121 @@
+package business
+
+import (
+	"context"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+func registerReminders(h executor.Handlers) {
+	h.Func("os.create_reminder", createReminder)
+	h.Func("os.list_reminders", listReminders)
+	h.Func("os.complete_reminder", func(ctx context.Context, c *executor.Call) (any, error) {
+		return resolveReminder(ctx, c, "done")
+	})
+	h.Func("os.dismiss_reminder", func(ctx context.Context, c *executor.Call) (any, error) {
+		return resolveReminder(ctx, c, "dismissed")
+	})
+}
+
+type reminder struct {
+	ReminderID uuid.UUID  `json:"reminder_id"`
+	Title      string     `json:"title"`
+	Notes      *string    `json:"notes"`
+	RemindAt   time.Time  `json:"remind_at"`
+	Status     string     `json:"status"`
+	LeadID     *uuid.UUID `json:"lead_id"`
+	TaskID     *uuid.UUID `json:"task_id"`
+	ResolvedAt *time.Time `json:"resolved_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+}
+
+const reminderColumns = `id, title, notes, remind_at, status, lead_id, task_id, resolved_at, created_at, updated_at`
+
+func scanReminder(row pgx.Row) (reminder, error) {
+	var r reminder
+	err := row.Scan(&r.ReminderID, &r.Title, &r.Notes, &r.RemindAt, &r.Status, &r.LeadID, &r.TaskID, &r.ResolvedAt,
+		&r.CreatedAt, &r.UpdatedAt)
+	return r, err
+}
+
+func createReminder(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		Title    string     `json:"title"`
+		RemindAt time.Time  `json:"remind_at"`
+		Notes    *string    `json:"notes"`
+		LeadID   *uuid.UUID `json:"lead_id"`
+		TaskID   *uuid.UUID `json:"task_id"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	r, err := scanReminder(c.DB.QueryRow(ctx, `INSERT INTO os_reminders (title, remind_at, notes, lead_id, task_id)
+		VALUES ($1, $2, $3, $4, $5) RETURNING `+reminderColumns, in.Title, in.RemindAt, in.Notes, in.LeadID, in.TaskID))
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return r, nil
+}
+
+// listReminders lists pending reminders: due (the time has come), upcoming (due within the next
+// within_hours) or pending (all of them), soonest first.
+func listReminders(ctx context.Context, c *executor.Call) (any, error) {
+	var in struct {
+		When        string `json:"when"`
+		WithinHours int    `json:"within_hours"`
+		Limit       int    `json:"limit"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	if in.When == "" {
+		in.When = "due"
+	}
+	var asOf time.Time
+	if err := c.DB.QueryRow(ctx, `SELECT now()`).Scan(&asOf); err != nil {
+		return nil, err
+	}
+	list, err := queryList(ctx, c, scanReminder, `SELECT `+reminderColumns+` FROM os_reminders
+		WHERE status = 'pending'
+		  AND CASE $1
+		      WHEN 'due' THEN remind_at <= $2
+		      WHEN 'upcoming' THEN remind_at > $2 AND remind_at <= $2 + make_interval(hours => $3)
+		      ELSE true END
+		ORDER BY remind_at, created_at LIMIT $4`, in.When, asOf, limitOr(in.WithinHours, 24*7), limitOr(in.Limit, 50))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"reminders": list, "count": len(list), "as_of": asOf}, nil
+}
+
+// resolveReminder completes or dismisses a pending reminder. Doing the same again changes nothing; a
+// reminder already resolved the other way is a conflict.
+func resolveReminder(ctx context.Context, c *executor.Call, status string) (any, error) {
+	var in struct {
+		ReminderID uuid.UUID `json:"reminder_id"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return nil, err
+	}
+	r, err := scanReminder(c.DB.QueryRow(ctx, `SELECT `+reminderColumns+` FROM os_reminders WHERE id = $1 FOR UPDATE`, in.ReminderID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "reminder", in.ReminderID)
+	}
+	switch r.Status {
+	case status:
+		return map[string]any{"reminder": r, "already_resolved": true}, nil
+	case "pending":
+	default:
+		return nil, executor.Conflict("reminder %s is already %s", in.ReminderID, r.Status)
+	}
+	r, err = scanReminder(c.DB.QueryRow(ctx, `UPDATE os_reminders SET status = $2, resolved_at = now(), updated_at = now()
+		WHERE id = $1 RETURNING `+reminderColumns, in.ReminderID, status))
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return map[string]any{"reminder": r, "already_resolved": false}, nil
+}
