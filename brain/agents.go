@@ -415,7 +415,7 @@ func (s *Agents) SkillSave(ctx context.Context, slug string, body []byte, mode s
 		case "patch":
 			err = tx.QueryRow(ctx, `UPDATE skills SET slug = coalesce($2, slug), name = coalesce($3, name),
 					description = coalesce($4, description), instructions = coalesce($5, instructions),
-					tools = coalesce($6, tools), category = coalesce($7, category), metadata = coalesce($8, metadata), updated_at = now()
+					tools = coalesce($6, tools), category = coalesce($7, category), metadata = coalesce($8::jsonb, metadata), updated_at = now()
 				WHERE slug = $1 RETURNING id`, slug, in.Slug, in.Name, in.Description, in.Instructions, in.Tools, in.Category, metadata).Scan(&id)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return Errorf(ENOTFOUND, "no skill %q", slug)
@@ -435,7 +435,7 @@ func (s *Agents) SkillSave(ctx context.Context, slug string, body []byte, mode s
 				tools = []string{}
 			}
 			err = tx.QueryRow(ctx, `INSERT INTO skills (slug, name, description, instructions, tools, category, metadata)
-				VALUES ($1, $2, coalesce($3, ''), coalesce($4, ''), $5, coalesce($6, 'general'), coalesce($7, '{}'))
+				VALUES ($1, $2, coalesce($3, ''), coalesce($4, ''), $5, coalesce($6, 'general'), coalesce($7::jsonb, '{}'))
 				`+conflict+` RETURNING id`, slug, in.Name, in.Description, in.Instructions, tools, in.Category, metadata).Scan(&id)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return Errorf(ECONFLICT, "skill %q already exists", slug)

@@ -12,6 +12,7 @@ import (
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 )
@@ -369,16 +370,20 @@ func compact(rs []*registry.Receipt) []compactReceipt {
 	return out
 }
 
-// unavailable marks database failures as EUNAVAILABLE; *Error values pass through.
+// unavailable marks a database that cannot be reached as EUNAVAILABLE. *Error values and cancellations pass
+// through; an error PostgreSQL itself returned is a bug, left for the error handler to log as internal.
 func unavailable(err error) error {
 	if err == nil {
 		return nil
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &e):
 		return e
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &pgErr) && pgErr.Code[:2] != "08" && pgErr.Code[:2] != "57" && pgErr.Code[:2] != "53":
 		return err
 	}
 	return &Error{Code: EUNAVAILABLE, Message: "the database cannot be reached: " + err.Error()}

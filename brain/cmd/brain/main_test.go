@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gemhq/gem/brain"
@@ -35,8 +37,8 @@ func TestCLI(t *testing.T) {
 		return code, out.String(), errOut.String()
 	}
 
-	code, out, _ := cli("run", "-m", "create a task to call John tomorrow, urgent")
-	require.Equal(t, 0, code, out)
+	code, out, errOut := cli("run", "-m", "create a task to call John tomorrow, urgent")
+	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "ok (HTTP 200)")
 	require.Contains(t, out, "Created task “call John” (urgent priority, due")
 	require.Contains(t, out, "os.create_task")
@@ -58,9 +60,42 @@ func TestCLI(t *testing.T) {
 	require.Contains(t, out, "HTTP 400")
 	require.Contains(t, out, "/lead_id")
 
-	code, _, errOut := cli("run")
+	code, _, errOut = cli("run")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "give a message")
+
+	// brain call: one call to a named tool, validated by the brain first.
+	code, out, _ = cli("call", "os.create_note", `{"title": "from the CLI", "kind": "personal"}`)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `"status": "succeeded"`)
+	code, out, _ = cli("call", "os.create_note", `{"kind": "diary"}`)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "HTTP 400")
+	require.Contains(t, out, "/title")
+
+	// brain skills import: both test skills, with what was left out.
+	code, out, _ = cli("skills", "import", "../../testdata/skills")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "imported quoting-helper")
+	require.Contains(t, out, "imported pdf-notes")
+	require.Contains(t, out, "note: quote.mark_sent: left out, allowed-tools does not list it")
+	code, _, errOut = cli("skills", "import", t.TempDir())
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no SKILL.md")
+
+	// brain lore ingest: one lore.ingest call per Markdown or text file; a second run changes nothing.
+	lore := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(lore, "towns"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(lore, "towns", "riverton.md"), []byte("# Riverton\n\nA mill town on the Ash river, famous for slate roofs."), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lore, "guilds.txt"), []byte("The Roofers' Guild meets on the first moon of spring."), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lore, "ignored.json"), []byte("{}"), 0o644))
+	code, out, _ = cli("lore", "ingest", lore, "-collection", "world")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "towns/riverton.md: created, version 1")
+	require.Contains(t, out, "2 of 2 files ingested")
+	code, out, _ = cli("lore", "ingest", lore, "-collection", "world")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "towns/riverton.md: unchanged")
 
 	env["GEM_BRAIN_TOKEN"] = "wrong-token-0123456789"
 	code, out, _ = cli("run", "-m", "health check")
