@@ -37,7 +37,9 @@ func llmBrain(t *testing.T, provider string, fake *llmfake.Server, chat brain.Ch
 }
 
 // uniq makes a slug unique to the test (tests share one database).
-func uniq(prefix string) string { return prefix + "-" + strings.ReplaceAll(uuid.NewString()[:8], "-", "") }
+func uniq(prefix string) string {
+	return prefix + "-" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+}
 
 // agentWithSkills creates an agent and a skill per entry of skills (slug → tools), all assigned.
 func agentWithSkills(t *testing.T, a *api, maxIterations int, skills map[string][]string) string {

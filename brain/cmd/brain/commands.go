@@ -20,7 +20,9 @@ import (
 func clientFrom(fs *flag.FlagSet, getenv func(string) string) func() *brain.Client {
 	url := fs.String("url", "", "brain URL")
 	token := fs.String("token", "", "bearer token")
-	return func() *brain.Client { return &brain.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)} }
+	return func() *brain.Client {
+		return &brain.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
+	}
 }
 
 // apiError prints an error answer ({"ok": false, "errors": [...]}) and reports whether there was one.
@@ -251,4 +253,3 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	return 0
 }
-
