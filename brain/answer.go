@@ -80,11 +80,69 @@ var receiptSentences = map[string]func(res map[string]any) string{
 		lead, _ := res["lead"].(map[string]any)
 		return fmt.Sprintf("Moved %s from %s to %s.", str(lead["name"]), str(res["previous_stage"]), str(lead["stage"]))
 	},
+	"os.create_reminder": func(res map[string]any) string {
+		return fmt.Sprintf("I will remind you to %s on %s.", str(res["title"]), humanTime(str(res["remind_at"])))
+	},
+	"leads.schedule_inspection": func(res map[string]any) string {
+		a := obj(res, "appointment")
+		return fmt.Sprintf("Inspection booked for %s (%v minutes).", humanTime(str(a["scheduled_for"])), a["duration_minutes"])
+	},
+	"inspection.create": func(res map[string]any) string {
+		return fmt.Sprintf("Started inspection %s.", str(res["inspection_id"]))
+	},
+	"quote.create_from_inspection": func(res map[string]any) string {
+		q := obj(res, "quote")
+		return fmt.Sprintf("Drafted quote %s (%s).", str(q["number"]), str(q["quote_id"]))
+	},
+	"quote.calculate_totals": func(res map[string]any) string {
+		return fmt.Sprintf("Quote total %s: %s plus %s GST.", money(res["total_cents"]), money(res["subtotal_cents"]), money(res["gst_cents"]))
+	},
+	"job.create_from_accepted_quote": func(res map[string]any) string {
+		j := obj(res, "job")
+		return fmt.Sprintf("Job %s created (%s).", str(j["number"]), str(j["job_id"]))
+	},
+	"invoice.create_from_job": func(res map[string]any) string {
+		i := obj(res, "invoice")
+		return fmt.Sprintf("Invoice %s for %s, due %s.", str(i["number"]), money(i["total_cents"]), str(i["due_on"]))
+	},
+	"invoice.add_payment": func(res map[string]any) string {
+		i, p := obj(res, "invoice"), obj(res, "payment")
+		return fmt.Sprintf("Recorded %s on invoice %s; it is %s with %s left to pay.", money(p["amount_cents"]), str(i["number"]),
+			strings.ReplaceAll(str(i["status"]), "_", " "), money(i["balance_cents"]))
+	},
+	"invoice.list_overdue": func(res map[string]any) string {
+		return listSentence(res["invoices"], "overdue invoice", "overdue invoices", func(i map[string]any) string {
+			return fmt.Sprintf("%s: %s owing, due %s", str(i["number"]), money(i["balance_cents"]), str(i["due_on"]))
+		})
+	},
 	"leads.list_by_stage": func(res map[string]any) string {
 		return listSentence(res["leads"], "lead", "leads", func(l map[string]any) string {
 			return fmt.Sprintf("%s, %s (%s)", str(l["name"]), str(l["phone"]), str(l["stage"]))
 		})
 	},
+}
+
+func obj(m map[string]any, key string) map[string]any {
+	o, _ := m[key].(map[string]any)
+	return o
+}
+
+// money formats cents as dollars: 280060 → $2,800.60.
+func money(v any) string {
+	f, ok := v.(float64)
+	if !ok {
+		return str(v)
+	}
+	cents := int64(f)
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	whole := fmt.Sprint(cents / 100)
+	for i := len(whole) - 3; i > 0; i -= 3 {
+		whole = whole[:i] + "," + whole[i:]
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, whole, cents%100)
 }
 
 func str(v any) string {

@@ -3,6 +3,7 @@ package brain
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -50,8 +51,11 @@ func (m *Match) Group(name string) string { return strings.TrimSpace(m.Groups[na
 
 const uuidPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 
-// Rules is the rules planner's knowledge, tried in order for every clause of a message.
-var Rules = []Rule{
+// Rules is the rules planner's knowledge, tried in order for every clause of a message: the business
+// workflow's rules (rules_business.go), then the core ones.
+var Rules = append(append([]Rule{}, businessRules...), coreRules...)
+
+var coreRules = []Rule{
 	{
 		Name: "health_check", Tool: "os.health_check",
 		Help:     `check that GEM is working — "health check"`,
@@ -260,6 +264,10 @@ func (p *RulesPlanner) Plan(_ context.Context, req PlanRequest) (*Plan, error) {
 			matched = true
 			tool, _ := p.reg.Tool(r.Tool)
 			in, err := r.Build(&Match{Clause: clause, Groups: groups, Tool: tool, Now: now.In(p.location), Location: p.location})
+			if errors.Is(err, ErrNoMatch) {
+				matched = false
+				continue
+			}
 			if err != nil {
 				buildErrs = append(buildErrs, fmt.Sprintf("%s (%q): %v", r.Name, clause, err))
 				break
