@@ -486,3 +486,44 @@ func TestToolExport(t *testing.T) {
 		require.Equal(t, tool.Name, back.Name)
 	}
 }
+
+// TestBuiltinSkills checks the skills the migrations install: every tool they name is in the registry, the
+// office assistant gets the business tools through them, and built-in skills cannot be deleted.
+func TestBuiltinSkills(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	reg := shared.brain.Registry
+
+	var list struct {
+		Skills []brain.Skill `json:"skills"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/skills", nil, &list))
+	builtin := map[string]brain.Skill{}
+	for _, s := range list.Skills {
+		if s.IsBuiltin {
+			builtin[s.Slug] = s
+			require.NotEmpty(t, s.Instructions, s.Slug)
+			for _, tool := range s.Tools {
+				_, ok := reg.Tool(tool)
+				require.True(t, ok, "built-in skill %s names %s, which the registry lacks", s.Slug, tool)
+			}
+		}
+	}
+	for _, slug := range []string{"memory", "lore", "sentiment", "crm", "inspections", "quoting", "jobs", "invoicing", "comms", "notes-tasks"} {
+		require.Contains(t, builtin, slug)
+	}
+	require.Equal(t, []string{"inspections"}, builtin["quoting"].Requires)
+
+	var got struct {
+		Tools []string `json:"tools"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/agents/office-assistant", nil, &got))
+	for _, tool := range []string{"leads.create", "inspection.submit", "quote.calculate_totals", "invoice.add_payment", "memory.recall", "lore.query"} {
+		require.Contains(t, got.Tools, tool)
+	}
+	require.NotContains(t, got.Tools, "image.generate", "the assistant does not generate images")
+
+	var e errorResponse
+	require.Equal(t, http.StatusConflict, a.do(http.MethodDelete, "/skills/memory", nil, &e))
+	require.Contains(t, e.Errors[0].Message, "built in")
+}
