@@ -469,7 +469,7 @@ func TestToolNotEnabledForAgent(t *testing.T) {
 			('vip', 'VIP', '{os.list_tasks}');
 		INSERT INTO agent_skills (agent_id, skill_id, enabled, allowed_users)
 		SELECT a.id, s.id, s.slug <> 'tasks', CASE WHEN s.slug = 'vip' THEN '{ann}'::text[] END
-		FROM agents a, skills s WHERE a.slug = 'sales'`)
+		FROM agents a, skills s WHERE a.slug = 'sales' AND s.slug IN ('notes', 'tasks', 'vip')`)
 	require.NoError(t, err)
 
 	call := func(tool, input, user string) *registry.Receipt {

@@ -37,7 +37,7 @@ func (c LLMConfig) notConfigured(tool string) error {
 	required := []string{EnvLLMAPIKey, EnvLLMModel}
 	steps := []string{
 		fmt.Sprintf("Set %s to %q (the default) or %q.", EnvLLMProvider, ProviderOpenAI, ProviderAnthropic),
-		fmt.Sprintf("Set %s to the provider's API key and %s to a model name (for example gpt-4o-mini or claude-haiku-4-5).", EnvLLMAPIKey, EnvLLMModel),
+		fmt.Sprintf("Set %s to the provider's API key and %s to a model name (for example gpt-4o-mini or claude-haiku-4-5); a local server such as Ollama needs only %s and the model.", EnvLLMAPIKey, EnvLLMModel, EnvLLMBaseURL),
 		fmt.Sprintf("For an OpenAI-compatible server, set %s to its base URL (default %s; %s for anthropic).", EnvLLMBaseURL, DefaultOpenAIBaseURL, DefaultAnthropicBaseURL),
 		"Restart the executor: it reads the configuration once, at start.",
 	}
@@ -46,7 +46,9 @@ func (c LLMConfig) notConfigured(tool string) error {
 			tool, EnvLLMProvider, c.Provider, ProviderOpenAI, ProviderAnthropic), append([]string{EnvLLMProvider}, required...), steps...)
 	}
 	var missing []string
-	if c.APIKey == "" {
+	// A local OpenAI-compatible server (Ollama, vLLM) needs no key: a base URL of one's own will do, as in
+	// the brain.
+	if c.APIKey == "" && (c.BaseURL == "" || c.BaseURL == DefaultOpenAIBaseURL || c.BaseURL == DefaultAnthropicBaseURL) {
 		missing = append(missing, EnvLLMAPIKey)
 	}
 	if c.Model == "" {
@@ -69,9 +71,13 @@ func (p *pack) newLLM() llm {
 			anthropicoption.WithHTTPClient(p.cfg.HTTPClient),
 		)}
 	}
+	key := c.APIKey
+	if key == "" {
+		key = "none" // a local server ignores it; the SDK wants one
+	}
 	return &openAILLM{model: c.Model, client: openai.NewClient(
 		openaioption.WithBaseURL(c.BaseURL),
-		openaioption.WithAPIKey(c.APIKey),
+		openaioption.WithAPIKey(key),
 		openaioption.WithHTTPClient(p.cfg.HTTPClient),
 	)}
 }

@@ -181,12 +181,11 @@ func TestMemoryIsolation(t *testing.T) {
 		}
 	}
 
-	// A call made for an agent (whose skills give it the memory tools) uses that agent's memories when the
-	// input names none...
+	// A call made for an agent (given the built-in memory skill) uses that agent's memories when the input
+	// names none...
 	_, err := b.pool.Exec(ctx, `
 		INSERT INTO agents (slug, name) VALUES ('npc-bob', 'Bob');
-		INSERT INTO skills (slug, name, tools) VALUES ('memory', 'Memory', '{memory.store,memory.recall}');
-		INSERT INTO agent_skills (agent_id, skill_id) SELECT a.id, s.id FROM agents a, skills s WHERE a.slug = 'npc-bob'`)
+		INSERT INTO agent_skills (agent_id, skill_id) SELECT a.id, s.id FROM agents a, skills s WHERE a.slug = 'npc-bob' AND s.slug = 'memory'`)
 	require.NoError(t, err)
 	var got recalled
 	requireSucceeded(t, b.callFor(t, ctx, "npc-bob", "memory.recall", `{"user_id": "u1"}`), &got)
