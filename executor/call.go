@@ -57,7 +57,8 @@ type attempt struct {
 	log     zerolog.Logger
 	started time.Time
 
-	// From the call row.
+	// From the call row (missing: the job names no call).
+	missing        bool
 	toolName       string
 	input          []byte
 	explicitKey    string
@@ -101,37 +102,62 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 
 const savepoint = "gem_call"
 
-// run processes the call inside tx: everything it writes (receipt, idempotency key, handler effects) is in
-// tx, and on outcomeDone the caller completes the job in tx and commits.
-func (a *attempt) run(ctx context.Context, tx pgx.Tx, ph phase) outcome {
-	found, err := a.load(ctx, tx)
-	if err != nil {
-		return outcome{kind: outcomeRetry, err: fmt.Errorf("error loading call: %w", err), txBroken: true}
-	}
-	if !found {
+// loadSQL locks the call row for the whole attempt and reads it. tool_enabled applies the agent rule
+// (gem_agent_tools) in the same statement.
+const loadSQL = `SELECT set_config('gem.call_id', c.id::text, true), c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
+		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
+		EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id),
+		c.agent IS NULL OR EXISTS (SELECT 1 FROM gem_agent_tools(c.agent, coalesce(c.user_id, '')) t WHERE t.tool = c.tool_name)
+	FROM core_tool_calls c WHERE c.id = $1 FOR UPDATE OF c`
+
+// queueLoad queues what starts a call: lock and read its row, open its savepoint. The caller sends it with
+// whatever the previous call left to send (its receipt), so a call costs one round trip besides its
+// handler's.
+func (a *attempt) queueLoad(b *pgx.Batch) {
+	b.Queue(loadSQL, a.args.CallID).QueryRow(func(row pgx.Row) error {
+		var ignored, input string
+		err := row.Scan(&ignored, &a.toolName, &input, &a.explicitKey, &a.agent, &a.userID, &a.runID, &a.outsideToken,
+			&a.outsideAttempt, &a.hasReceipt, &a.toolEnabled)
+		if errors.Is(err, pgx.ErrNoRows) {
+			a.missing = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("error loading call: %w", err)
+		}
+		a.input = []byte(input)
+		return nil
+	})
+	b.Queue("SAVEPOINT " + savepoint)
+}
+
+// run processes a loaded call on conn, inside the batch's transaction: everything it writes (receipt,
+// idempotency key, handler effects) is in that transaction. It queues on next what is left to send (the
+// receipt, the savepoint's release); on outcomeDone the caller completes the job and commits.
+func (a *attempt) run(ctx context.Context, conn dbConn, next *pgx.Batch, ph phase) outcome {
+	release := func() { next.Queue("RELEASE SAVEPOINT " + savepoint) }
+	if a.missing {
+		release()
 		return outcome{kind: outcomeMissing, err: fmt.Errorf("call %s does not exist", a.args.CallID)}
 	}
 	if a.hasReceipt {
 		// An earlier attempt committed the receipt; only the job is left to complete.
 		a.log.Info().Msg("call already has a receipt; completing its job")
-		return a.release(ctx, tx)
+		release()
+		return outcome{kind: outcomeDone}
 	}
 	if d := a.precheck(); d != nil {
-		return a.finish(ctx, tx, d, false)
+		a.finish(next, d)
+		return outcome{kind: outcomeDone}
 	}
 	if ph == phasePrepare {
-		_, err := tx.Exec(ctx, `UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
+		next.Queue(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
 			a.args.CallID, a.p.outsideToken, a.job.Attempt)
-		if err != nil {
-			return outcome{kind: outcomeRetry, err: fmt.Errorf("error marking outside effects: %w", err), txBroken: true}
-		}
-		if out := a.release(ctx, tx); out.txBroken {
-			return out
-		}
+		release()
 		return outcome{kind: outcomePrepared}
 	}
 
-	d, transient := a.execute(ctx, tx)
+	d, transient := a.execute(ctx, conn)
 	var tb txBrokenError
 	if errors.As(transient, &tb) {
 		return outcome{kind: outcomeRetry, err: transient, txBroken: true}
@@ -139,50 +165,24 @@ func (a *attempt) run(ctx context.Context, tx pgx.Tx, ph phase) outcome {
 	if transient != nil {
 		if a.job.Attempt < a.job.MaxAttempts {
 			a.log.Warn().Err(transient).Msg("transient failure; the call will be retried")
-			if out := a.rollback(ctx, tx); out.txBroken {
+			if out := a.rollback(ctx, conn); out.txBroken {
 				return out
 			}
-			if out := a.release(ctx, tx); out.txBroken {
-				return out
-			}
+			release()
 			return outcome{kind: outcomeRetry, err: transient}
 		}
 		d = failed(registry.CodeRetriesExhausted, fmt.Sprintf("attempt %d of %d failed with a transient error: %v",
 			a.job.Attempt, a.job.MaxAttempts, transient), nil)
 	}
-	rollback := d.status != registry.StatusSucceeded
-	return a.finish(ctx, tx, d, rollback)
-}
-
-// load locks the call row and opens the call's savepoint, in one round trip.
-func (a *attempt) load(ctx context.Context, tx pgx.Tx) (bool, error) {
-	b := &pgx.Batch{}
-	// tool_enabled applies the agent rule (gem_agent_tools) in the same round trip.
-	b.Queue(`SELECT set_config('gem.call_id', c.id::text, true), c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
-			coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
-			EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id),
-			c.agent IS NULL OR EXISTS (SELECT 1 FROM gem_agent_tools(c.agent, coalesce(c.user_id, '')) t WHERE t.tool = c.tool_name)
-		FROM core_tool_calls c WHERE c.id = $1 FOR UPDATE OF c`, a.args.CallID)
-	b.Queue("SAVEPOINT " + savepoint)
-	br := tx.SendBatch(ctx, b)
-	var ignored string
-	var input string
-	err := br.QueryRow().Scan(&ignored, &a.toolName, &input, &a.explicitKey, &a.agent, &a.userID, &a.runID, &a.outsideToken,
-		&a.outsideAttempt, &a.hasReceipt, &a.toolEnabled)
-	found := true
-	if errors.Is(err, pgx.ErrNoRows) {
-		found, err = false, nil
+	if d.status != registry.StatusSucceeded {
+		// Sent now, not with the next batch: pgx prepares a batch's new statements before sending it, which an
+		// aborted transaction (a failed handler statement) refuses until this runs.
+		if out := a.rollback(ctx, conn); out.txBroken {
+			return out
+		}
 	}
-	if err != nil {
-		_ = br.Close()
-		return false, err
-	}
-	a.input = []byte(input)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return false, err
-	}
-	return found, br.Close()
+	a.finish(next, d)
+	return outcome{kind: outcomeDone}
 }
 
 // precheck returns the receipt of a call that must not run: unknown tool, invalid input, no handler, or an
@@ -246,15 +246,15 @@ func (a *attempt) precheck() *receiptDraft {
 }
 
 // execute claims the idempotency key and runs the handler. It returns the receipt, or a transient error.
-func (a *attempt) execute(ctx context.Context, tx pgx.Tx) (*receiptDraft, error) {
+func (a *attempt) execute(ctx context.Context, conn dbConn) (*receiptDraft, error) {
 	if a.key != "" {
-		d, err := a.claimKey(ctx, tx)
+		d, err := a.claimKey(ctx, conn)
 		if err != nil || d != nil {
 			return d, err
 		}
 	}
 
-	result, outside, err := a.callHandler(tx)
+	result, outside, err := a.callHandler(conn)
 	if err != nil {
 		return a.classify(err)
 	}
@@ -271,10 +271,10 @@ func (a *attempt) execute(ctx context.Context, tx pgx.Tx) (*receiptDraft, error)
 
 // claimKey takes the call's idempotency key, or finds the succeeded call that holds it. A concurrent call
 // holding the key uncommitted makes the insert wait until that call commits (hit) or rolls back (claimed).
-func (a *attempt) claimKey(ctx context.Context, tx pgx.Tx) (*receiptDraft, error) {
+func (a *attempt) claimKey(ctx context.Context, conn dbConn) (*receiptDraft, error) {
 	hash := sha256.Sum256([]byte(a.key))
 	var claimed bool
-	err := tx.QueryRow(ctx, `WITH ins AS (
+	err := conn.QueryRow(ctx, `WITH ins AS (
 			INSERT INTO core_idempotency_keys (tool_name, key_hash, key, call_id) VALUES ($1, $2, $3, $4)
 			ON CONFLICT DO NOTHING RETURNING 1)
 		SELECT EXISTS (SELECT 1 FROM ins)`, a.tool.Name, hash[:], a.key, a.args.CallID).Scan(&claimed)
@@ -289,7 +289,7 @@ func (a *attempt) claimKey(ctx context.Context, tx pgx.Tx) (*receiptDraft, error
 		holder uuid.UUID
 		result []byte
 	)
-	err = tx.QueryRow(ctx, `SELECT k.call_id, r.result FROM core_idempotency_keys k
+	err = conn.QueryRow(ctx, `SELECT k.call_id, r.result FROM core_idempotency_keys k
 		JOIN core_tool_receipts r ON r.call_id = k.call_id
 		WHERE k.tool_name = $1 AND k.key_hash = $2`, a.tool.Name, hash[:]).Scan(&holder, &result)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -305,10 +305,10 @@ func (a *attempt) claimKey(ctx context.Context, tx pgx.Tx) (*receiptDraft, error
 
 // callHandler runs the handler under the tool's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
-func (a *attempt) callHandler(tx pgx.Tx) (json.RawMessage, []registry.OutsideEffect, error) {
+func (a *attempt) callHandler(conn dbConn) (json.RawMessage, []registry.OutsideEffect, error) {
 	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.tool.Timeout())
 	defer cancel()
-	g := newGuardedDB(tx)
+	g := newGuardedDB(conn)
 	c := &Call{
 		ID: a.args.CallID, Tool: a.tool, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
 		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log,
@@ -348,6 +348,9 @@ func (a *attempt) callHandler(tx pgx.Tx) (json.RawMessage, []registry.OutsideEff
 		if r.err == nil && hctx.Err() == context.DeadlineExceeded {
 			r.err = hctx.Err()
 		}
+	}
+	if st := conn.Conn().PgConn().TxStatus(); st != 'T' && st != 'E' {
+		return nil, nil, txBrokenError{fmt.Errorf("the handler ended the call's transaction (COMMIT or ROLLBACK); handlers must not")}
 	}
 	if r.err != nil {
 		if hctx.Err() == context.DeadlineExceeded && a.ctx.Err() == nil {
@@ -424,42 +427,23 @@ func isTransient(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, context.Canceled)
 }
 
-func (a *attempt) rollback(ctx context.Context, tx pgx.Tx) outcome {
-	if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err != nil {
+func (a *attempt) rollback(ctx context.Context, conn dbConn) outcome {
+	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err != nil {
 		return outcome{kind: outcomeRetry, err: fmt.Errorf("error rolling back call: %w", err), txBroken: true}
 	}
 	return outcome{kind: outcomeDone}
 }
 
-func (a *attempt) release(ctx context.Context, tx pgx.Tx) outcome {
-	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
-		return outcome{kind: outcomeRetry, err: fmt.Errorf("error releasing call savepoint: %w", err), txBroken: true}
-	}
-	return outcome{kind: outcomeDone}
-}
-
-// finish writes the receipt (after rolling back the call's effects if it did not succeed) and releases the
-// savepoint.
-func (a *attempt) finish(ctx context.Context, tx pgx.Tx, d *receiptDraft, rollback bool) outcome {
-	if rollback {
-		// Not part of the batch: pgx prepares a batch's statements before sending it, which an aborted
-		// transaction (a failed handler statement) refuses until this runs.
-		if out := a.rollback(ctx, tx); out.txBroken {
-			return out
-		}
-	}
-	b := &pgx.Batch{}
-	a.queueReceipt(b, d)
-	b.Queue("RELEASE SAVEPOINT " + savepoint)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return outcome{kind: outcomeRetry, err: fmt.Errorf("error writing receipt: %w", err), txBroken: true}
-	}
+// finish queues the receipt and the savepoint's release, and logs how the call ended (it commits with the
+// batch).
+func (a *attempt) finish(next *pgx.Batch, d *receiptDraft) {
+	a.queueReceipt(next, d)
+	next.Queue("RELEASE SAVEPOINT " + savepoint)
 	ev := a.log.Info()
 	if d.status != registry.StatusSucceeded {
 		ev = a.log.Warn().Str("error_code", string(d.err.Code)).Str("error", d.err.Message)
 	}
 	ev.Str("status", string(d.status)).Bool("idempotency_hit", d.hit).Msg("call finished")
-	return outcome{kind: outcomeDone}
 }
 
 const receiptInsert = `WITH e AS (

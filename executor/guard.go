@@ -18,7 +18,7 @@ var errAbandoned = errors.New("this call was abandoned after overrunning its tim
 // flight, which the cancelled context stops) and every later use by the handler fails. Without the guard a
 // runaway handler could run statements inside another call's part of a shared batch.
 type guardedDB struct {
-	tx pgx.Tx
+	tx dbConn
 	// sem is held while a statement, an open Rows or an open batch uses the connection.
 	sem       chan struct{}
 	mu        sync.Mutex
@@ -27,7 +27,7 @@ type guardedDB struct {
 	open interface{ Close() }
 }
 
-func newGuardedDB(tx pgx.Tx) *guardedDB {
+func newGuardedDB(tx dbConn) *guardedDB {
 	return &guardedDB{tx: tx, sem: make(chan struct{}, 1)}
 }
 

@@ -3,6 +3,8 @@ package gemsql_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -423,4 +425,47 @@ func TestTriggerErrorCodesAreKnown(t *testing.T) {
 		require.True(t, known[code])
 		require.Contains(t, src, "'"+string(code)+"'")
 	}
+}
+
+// TestReceiptWaiterPayloads checks both kinds of notification: the receipt carried in the payload matches
+// the receipt read from the table, and a receipt too large for a notification is read instead.
+func TestReceiptWaiterPayloads(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.NoError(t, w.Start(ctx))
+	defer w.Stop()
+
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, []gemsql.CallInsertParams{{ToolName: "a.b"}, {ToolName: "a.b"}})
+	require.NoError(t, err)
+	small, large := ids[0], ids[1]
+	got := make(chan *gemsql.WaitResult, 1)
+	go func() {
+		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, _ := w.Wait(waitCtx, ids)
+		got <- res
+	}()
+	time.Sleep(50 * time.Millisecond)
+	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, summary, idempotency_key, attempt, worker, duration_ms)
+		VALUES ($1, 'a.b', 'succeeded', '{"n": 1.5, "s": "x"}', '{"db_writes": [{"table": "t", "op": "insert", "count": 1, "ids": ["1"]}]}', '{"result.n": 1.5}', 'k', 2, 'w1', 3.25),
+		       ($2, 'a.b', 'succeeded', $3, '{"db_writes": []}', NULL, NULL, 1, 'w1', 1)`,
+		small, large, fmt.Sprintf(`{"blob": %q}`, strings.Repeat("x", 9000)))
+	require.NoError(t, err)
+	res := <-got
+	require.Empty(t, res.Pending)
+
+	for _, id := range ids {
+		fromTable, err := gemsql.ReceiptGet(ctx, b.pool, id)
+		require.NoError(t, err)
+		notified := res.Receipts[id]
+		require.JSONEq(t, string(fromTable.Result), string(notified.Result))
+		notified.Result, fromTable.Result = nil, nil
+		require.True(t, fromTable.StartedAt.Equal(notified.StartedAt) && fromTable.FinishedAt.Equal(notified.FinishedAt))
+		notified.StartedAt, notified.FinishedAt, fromTable.StartedAt, fromTable.FinishedAt = fromTable.StartedAt, fromTable.FinishedAt, fromTable.StartedAt, fromTable.FinishedAt
+		require.Equal(t, fromTable, notified)
+	}
+	require.Equal(t, 3.25, res.Receipts[small].DurationMS)
+	require.Equal(t, []registry.DBWrite{{Table: "t", Op: "insert", Count: 1, IDs: []string{"1"}}}, res.Receipts[small].Effects.DBWrites)
 }

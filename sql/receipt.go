@@ -30,9 +30,7 @@ func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 			return nil, fmt.Errorf("error decoding receipt effects: %w", err)
 		}
 	}
-	if r.Effects.DBWrites == nil {
-		r.Effects.DBWrites = []registry.DBWrite{}
-	}
+	normalizeReceipt(&r)
 	if len(errJSON) > 0 {
 		r.Error = &registry.CallError{}
 		if err := json.Unmarshal(errJSON, r.Error); err != nil {
@@ -44,10 +42,17 @@ func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 			return nil, fmt.Errorf("error decoding receipt summary: %w", err)
 		}
 	}
-	if r.Result == nil {
+	return &r, nil
+}
+
+// normalizeReceipt gives a decoded receipt the same empty values however it was read.
+func normalizeReceipt(r *registry.Receipt) {
+	if r.Effects.DBWrites == nil {
+		r.Effects.DBWrites = []registry.DBWrite{}
+	}
+	if len(r.Result) == 0 {
 		r.Result = json.RawMessage("null")
 	}
-	return &r, nil
 }
 
 // ReceiptGet returns the receipt of a call, or ErrNotFound while the call has none.

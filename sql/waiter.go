@@ -2,9 +2,11 @@ package gemsql
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +35,13 @@ type ReceiptWaiter struct {
 }
 
 type waiter struct {
-	notify chan uuid.UUID
+	notify chan notice
+}
+
+// notice is one notification: a call id, and its receipt when the notification carried it.
+type notice struct {
+	id      uuid.UUID
+	receipt *registry.Receipt
 }
 
 // NewReceiptWaiter returns a waiter that reads receipts through pool. Call Start before Wait.
@@ -128,23 +136,38 @@ func (w *ReceiptWaiter) run(ctx context.Context, conn *pgx.Conn) {
 			conn = nil
 			continue
 		}
-		id, err := uuid.Parse(n.Payload)
-		if err != nil {
+		nt, ok := parseNotice(n.Payload)
+		if !ok {
 			continue
 		}
-		w.dispatch(id)
+		w.dispatch(nt)
 	}
 }
 
-func (w *ReceiptWaiter) dispatch(id uuid.UUID) {
+// parseNotice reads a notification's payload: the receipt as JSON, or just the call id (a receipt too large
+// for a notification, which the waiter then reads).
+func parseNotice(payload string) (notice, bool) {
+	if strings.HasPrefix(payload, "{") {
+		var r registry.Receipt
+		if err := json.Unmarshal([]byte(payload), &r); err != nil || r.CallID == uuid.Nil {
+			return notice{}, false
+		}
+		normalizeReceipt(&r)
+		return notice{id: r.CallID, receipt: &r}, true
+	}
+	id, err := uuid.Parse(payload)
+	return notice{id: id}, err == nil
+}
+
+func (w *ReceiptWaiter) dispatch(nt notice) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for wt := range w.waiters[id] {
+	for wt := range w.waiters[nt.id] {
 		// Each waiter hears of each id once (it is removed here), and its buffer holds all its ids, so the
 		// send never blocks.
-		wt.notify <- id
+		wt.notify <- nt
 	}
-	delete(w.waiters, id)
+	delete(w.waiters, nt.id)
 }
 
 func (w *ReceiptWaiter) broadcastResync() {
@@ -213,7 +236,7 @@ func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitRes
 	}
 
 	// Register before reading, so a receipt committed in between is either read or notified.
-	wt := &waiter{notify: make(chan uuid.UUID, len(ids))}
+	wt := &waiter{notify: make(chan notice, len(ids))}
 	resync := w.register(wt, ids)
 	defer w.unregister(wt, ids)
 
@@ -251,20 +274,31 @@ func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitRes
 	}
 	for len(pending) > 0 {
 		select {
-		case id := <-wt.notify:
-			batch := []uuid.UUID{id}
+		case nt := <-wt.notify:
+			var batch []uuid.UUID
+			take := func(nt notice) {
+				if nt.receipt != nil {
+					res.Receipts[nt.id] = nt.receipt
+					delete(pending, nt.id)
+				} else {
+					batch = append(batch, nt.id)
+				}
+			}
+			take(nt)
 		drain:
 			for {
 				select {
 				case more := <-wt.notify:
-					batch = append(batch, more)
+					take(more)
 				default:
 					break drain
 				}
 			}
-			if err := load(batch); err != nil {
-				res.Pending = pendingIDs()
-				return res, err
+			if len(batch) > 0 {
+				if err := load(batch); err != nil {
+					res.Pending = pendingIDs()
+					return res, err
+				}
 			}
 		case <-resync:
 			resync = w.resyncChan()

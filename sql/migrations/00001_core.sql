@@ -36,11 +36,12 @@ CREATE TABLE core_tool_calls (
     outside_token      uuid,
     outside_attempt    integer,
     outside_started_at timestamptz
-);
+) WITH (fillfactor = 80);
 
+-- No index covers a column a call's life updates (status, attempt, worker, times), and pages keep room
+-- (fillfactor), so those updates are HOT: no index is touched. Open calls are counted from River's jobs.
 CREATE INDEX core_tool_calls_created_at ON core_tool_calls (created_at DESC);
 CREATE INDEX core_tool_calls_tool_created_at ON core_tool_calls (tool_name, created_at DESC);
-CREATE INDEX core_tool_calls_open ON core_tool_calls (status, created_at) WHERE status IN ('queued', 'running');
 CREATE INDEX core_tool_calls_run ON core_tool_calls (run_id) WHERE run_id IS NOT NULL;
 
 -- The one receipt of a call.
@@ -131,9 +132,13 @@ CREATE TRIGGER core_tool_calls_enqueue BEFORE INSERT ON core_tool_calls
     FOR EACH ROW EXECUTE FUNCTION gem_call_enqueue();
 
 -- +goose StatementBegin
--- A receipt sets its call's final status and tells waiters (LISTEN gem_receipt; the payload is the call id).
--- Both happen in the receipt's transaction: a waiter never sees a receipt that is not committed.
+-- A receipt sets its call's final status and tells waiters (LISTEN gem_receipt). The payload is the receipt
+-- as JSON (the fields of registry.Receipt), so a waiter need not read it back; a receipt too large for a
+-- notification (8000 bytes) is announced by its call id alone. Both happen in the receipt's transaction: a
+-- waiter never sees a receipt that is not committed.
 CREATE FUNCTION gem_receipt_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    payload text;
 BEGIN
     UPDATE core_tool_calls
     SET status = NEW.status,
@@ -144,7 +149,16 @@ BEGIN
         worker = coalesce(NEW.worker, worker),
         started_at = coalesce(started_at, NEW.started_at)
     WHERE id = NEW.call_id;
-    PERFORM pg_notify('gem_receipt', NEW.call_id::text);
+    payload := jsonb_build_object(
+        'call_id', NEW.call_id, 'tool', NEW.tool_name, 'status', NEW.status, 'result', NEW.result,
+        'effects', NEW.effects, 'error', NEW.error, 'summary', NEW.summary, 'idempotency_key', NEW.idempotency_key,
+        'idempotency_hit', NEW.idempotency_hit, 'idempotency_of', NEW.idempotency_of, 'attempt', NEW.attempt,
+        'worker', NEW.worker, 'duration_ms', NEW.duration_ms, 'started_at', NEW.started_at,
+        'finished_at', NEW.finished_at)::text;
+    IF octet_length(payload) > 7900 THEN
+        payload := NEW.call_id::text;
+    END IF;
+    PERFORM pg_notify('gem_receipt', payload);
     RETURN NULL;
 END
 $$;
@@ -303,16 +317,16 @@ $$;
 
 -- Audit views.
 
--- Calls waiting or running, per tool.
+-- Calls waiting or running, per tool, from their River jobs (which River indexes by state).
 CREATE VIEW core_queue_depth AS
-SELECT tool_name,
-       count(*) FILTER (WHERE status = 'queued')             AS queued,
-       count(*) FILTER (WHERE status = 'running')            AS running,
-       min(created_at) FILTER (WHERE status = 'queued')      AS oldest_queued_at,
-       now() - min(created_at) FILTER (WHERE status = 'queued') AS oldest_queued_age
-FROM core_tool_calls
-WHERE status IN ('queued', 'running')
-GROUP BY tool_name;
+SELECT args ->> 'tool_name'                                                    AS tool_name,
+       count(*) FILTER (WHERE state <> 'running')                              AS queued,
+       count(*) FILTER (WHERE state = 'running')                               AS running,
+       min(created_at) FILTER (WHERE state <> 'running')                       AS oldest_queued_at,
+       now() - min(created_at) FILTER (WHERE state <> 'running')               AS oldest_queued_age
+FROM river_job
+WHERE kind = 'gem.tool_call' AND state IN ('available', 'scheduled', 'retryable', 'running')
+GROUP BY args ->> 'tool_name';
 
 -- Calls that did not succeed in the last 24 hours, newest first.
 CREATE VIEW core_recent_failures AS
