@@ -147,14 +147,13 @@ func (s *Service) enqueue(ctx context.Context, rec *runRecord, wait bool) error 
 	if wait {
 		rec.Status = RunWaiting
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := insertRun(ctx, tx, rec); err != nil {
-			return err
-		}
-		_, err := gemsql.CallInsertMany(ctx, tx, params)
+	// One round trip: a batch without BEGIN is one implicit transaction.
+	b := &pgx.Batch{}
+	queueInsertRun(b, rec)
+	if _, err := gemsql.QueueCallInsertMany(b, params); err != nil {
 		return err
-	})
-	if err != nil {
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return unavailable(err)
 	}
 	return nil

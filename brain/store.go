@@ -70,24 +70,39 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
-func insertRun(ctx context.Context, db gemsql.DBTX, r *runRecord) error {
+const insertRunSQL = `INSERT INTO brain_runs (id, message, mode, conversation_id, context, limits, status, decision,
+		planned_calls, call_ids, receipts, assistant_message, next_actions, errors, agent, requested_by, completed_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+		CASE WHEN $7 IN ('completed', 'failed') THEN now() END)
+	RETURNING created_at, updated_at, completed_at`
+
+func insertRunArgs(r *runRecord) []any {
 	ids := r.CallIDs
 	if ids == nil {
 		ids = []uuid.UUID{}
 	}
-	err := db.QueryRow(ctx, `INSERT INTO brain_runs (id, message, mode, conversation_id, context, limits, status, decision,
-			planned_calls, call_ids, receipts, assistant_message, next_actions, errors, agent, requested_by, completed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-			CASE WHEN $7 IN ('completed', 'failed') THEN now() END)
-		RETURNING created_at, updated_at, completed_at`,
-		r.ID, r.Message, string(r.Mode), nullIfEmpty(r.ConversationID), jsonOrEmpty(r.Context, "{}"), jsonOrEmpty(r.Limits, "{}"),
+	return []any{r.ID, r.Message, string(r.Mode), nullIfEmpty(r.ConversationID), jsonOrEmpty(r.Context, "{}"), jsonOrEmpty(r.Limits, "{}"),
 		r.Status, jsonOrEmpty(r.Decision, "null"), jsonOrEmpty(r.PlannedCalls, "[]"), ids, receiptsJSON(r.Receipts),
 		nullIfEmpty(r.AssistantMessage), jsonOrEmpty(r.NextActions, "[]"), jsonOrEmpty(r.Errors, "[]"),
-		nullIfEmpty(r.Agent), nullIfEmpty(r.RequestedBy)).Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
+		nullIfEmpty(r.Agent), nullIfEmpty(r.RequestedBy)}
+}
+
+func insertRun(ctx context.Context, db gemsql.DBTX, r *runRecord) error {
+	err := db.QueryRow(ctx, insertRunSQL, insertRunArgs(r)...).Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
 	if err != nil {
 		return fmt.Errorf("error recording run: %w", err)
 	}
 	return nil
+}
+
+// queueInsertRun queues the run's insert on a batch.
+func queueInsertRun(b *pgx.Batch, r *runRecord) {
+	b.Queue(insertRunSQL, insertRunArgs(r)...).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt); err != nil {
+			return fmt.Errorf("error recording run: %w", err)
+		}
+		return nil
+	})
 }
 
 func receiptsJSON(rs []compactReceipt) []byte {

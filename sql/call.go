@@ -72,6 +72,34 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]
 	if len(params) == 0 {
 		return nil, nil
 	}
+	ids, args, err := callInsertArgs(params)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Exec(ctx, callInsertSQL, args...); err != nil {
+		return nil, fmt.Errorf("error inserting calls: %w", err)
+	}
+	return ids, nil
+}
+
+// QueueCallInsertMany queues the insert of several calls on a batch and returns their ids, so they can
+// travel in one round trip with other statements. A batch without BEGIN runs as one implicit transaction.
+func QueueCallInsertMany(b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, error) {
+	ids, args, err := callInsertArgs(params)
+	if err != nil {
+		return nil, err
+	}
+	b.Queue(callInsertSQL, args...)
+	return ids, nil
+}
+
+const callInsertSQL = `
+	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)
+	SELECT id, tool_name, input::jsonb, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by
+	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[], $9::text[])
+		AS t(id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)`
+
+func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
 	n := len(params)
 	var (
 		ids         = make([]uuid.UUID, n)
@@ -86,7 +114,7 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]
 	)
 	for i, p := range params {
 		if p.ToolName == "" {
-			return nil, fmt.Errorf("call %d: tool name is empty", i)
+			return nil, nil, fmt.Errorf("call %d: tool name is empty", i)
 		}
 		ids[i] = p.ID
 		if ids[i] == uuid.Nil {
@@ -107,16 +135,7 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]
 		users[i] = nilIfEmpty(p.UserID)
 		requesters[i] = nilIfEmpty(p.RequestedBy)
 	}
-	_, err := db.Exec(ctx, `
-		INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)
-		SELECT id, tool_name, input::jsonb, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by
-		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[], $9::text[])
-			AS t(id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)`,
-		ids, tools, inputs, keys, maxAttempts, runIDs, agents, users, requesters)
-	if err != nil {
-		return nil, fmt.Errorf("error inserting calls: %w", err)
-	}
-	return ids, nil
+	return ids, []any{ids, tools, inputs, keys, maxAttempts, runIDs, agents, users, requesters}, nil
 }
 
 func nilIfEmpty(s string) *string {
