@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
 )
 
 // Defaults of Config.
@@ -66,6 +68,10 @@ type Config struct {
 	// still works and chat answers llm_not_configured.
 	LLM LLMConfig
 
+	// DBConnectWait is how long start-up keeps trying to reach a database that is down or starting.
+	// Defaults to 1m (GEM_DB_CONNECT_WAIT).
+	DBConnectWait time.Duration
+
 	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT).
 	Chat ChatConfig
 }
@@ -89,6 +95,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Timezone == nil {
 		c.Timezone = time.Local
+	}
+	if c.DBConnectWait == 0 {
+		c.DBConnectWait = gemsql.ConnectWaitDefault
 	}
 	return c
 }
@@ -151,6 +160,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("GEM_BRAIN_TIMEZONE: %w", err))
 		}
 		c.Timezone = loc
+	}
+	if s := getenv("GEM_DB_CONNECT_WAIT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("GEM_DB_CONNECT_WAIT: %q is not a duration (like 30s)", s))
+		}
+		c.DBConnectWait = d
 	}
 	c.Planner = strings.ToLower(getenv("GEM_BRAIN_PLANNER"))
 	llm, err := LLMConfigFromEnv(getenv)

@@ -46,7 +46,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.Registry, err = registry.Load(path); err != nil {
 		return err
 	}
-	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-brain"}); err != nil {
+	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
+		URL: cfg.DatabaseURL, ApplicationName: "gem-brain", ConnectWait: cfg.DBConnectWait,
+		OnRetry: func(err error, wait time.Duration) {
+			m.Log.Warn().Err(err).Dur("retry_in", wait).Msg("database not reachable yet; waiting (GEM_DB_CONNECT_WAIT)")
+		},
+	}); err != nil {
 		return err
 	}
 	defer func() {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
 )
 
 // Defaults of Config. River's own defaults suit background jobs; these suit calls that a person or an LLM
@@ -90,6 +92,10 @@ type Config struct {
 	// it is abandoned. Defaults to 2s.
 	AbandonGrace time.Duration
 
+	// DBConnectWait is how long start-up keeps trying to reach a database that is down or starting.
+	// Defaults to 1m (GEM_DB_CONNECT_WAIT).
+	DBConnectWait time.Duration
+
 	// MaxConns is the size of the connection pool that runs calls: each committer holds one, and so does
 	// each isolated call while its handler runs. River's own pool is separate (10 connections). Defaults to
 	// Committers + 16 (GEM_EXECUTOR_MAX_CONNS).
@@ -117,6 +123,7 @@ func (c Config) WithDefaults() Config {
 	c.RescueInterval = orDefault(c.RescueInterval, RescueIntervalDefault)
 	c.DrainTimeout = orDefault(c.DrainTimeout, DrainTimeoutDefault)
 	c.AbandonGrace = orDefault(c.AbandonGrace, AbandonGraceDefault)
+	c.DBConnectWait = orDefault(c.DBConnectWait, gemsql.ConnectWaitDefault)
 	if c.MaxConns == 0 {
 		c.MaxConns = int32(c.Committers) + 16
 	}
@@ -201,6 +208,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	durVar("GEM_EXECUTOR_RESCUE_AFTER", &c.RescueAfter)
 	durVar("GEM_EXECUTOR_RESCUE_INTERVAL", &c.RescueInterval)
 	durVar("GEM_EXECUTOR_DRAIN_TIMEOUT", &c.DrainTimeout)
+	durVar("GEM_DB_CONNECT_WAIT", &c.DBConnectWait)
 	var maxConns int
 	intVar("GEM_EXECUTOR_MAX_CONNS", &maxConns)
 	c.MaxConns = int32(maxConns)

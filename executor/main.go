@@ -47,7 +47,10 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.Log.Info().Str("registry", path).Int("tools", m.Registry.Len()).Str("version", Version).Msg("registry loaded")
-	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-executor", MaxConns: riverPoolSize}); err != nil {
+	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
+		URL: cfg.DatabaseURL, ApplicationName: "gem-executor", MaxConns: riverPoolSize,
+		ConnectWait: cfg.DBConnectWait, OnRetry: connectRetryLogger(m.Log),
+	}); err != nil {
 		return err
 	}
 	if m.Migrate {
@@ -67,6 +70,13 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// connectRetryLogger logs each failed attempt to reach the database at start-up.
+func connectRetryLogger(log zerolog.Logger) func(error, time.Duration) {
+	return func(err error, wait time.Duration) {
+		log.Warn().Err(err).Dur("retry_in", wait).Msg("database not reachable yet; waiting (GEM_DB_CONNECT_WAIT)")
+	}
 }
 
 // Close drains running calls until ctx ends (give it the drain deadline), then cancels what is left.

@@ -42,7 +42,18 @@ type PoolConfig struct {
 	ApplicationName string
 	// MaxConns is the pool's size. Defaults to 20.
 	MaxConns int32
+	// ConnectWait is how long NewPool keeps trying while the server cannot be reached or is starting up
+	// (a restart, a machine booting, a container coming up before its database). Zero tries once. A server
+	// that answers with an error that waiting cannot fix (a wrong password, a missing database) ends the
+	// wait at once.
+	ConnectWait time.Duration
+	// OnRetry, when set, is told about each failed attempt before NewPool waits and tries again.
+	OnRetry func(err error, wait time.Duration)
 }
+
+// ConnectWaitDefault is how long the executor and the brain wait for the database at start-up
+// (GEM_DB_CONNECT_WAIT).
+const ConnectWaitDefault = time.Minute
 
 // NewPool opens a connection pool and checks that the database answers.
 func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
@@ -69,11 +80,45 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error creating database pool: %w", err)
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("error connecting to the database: %w", err)
+	deadline := time.Now().Add(cfg.ConnectWait)
+	pause := 100 * time.Millisecond
+	for {
+		pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = pool.Ping(pingCtx)
+		cancel()
+		if err == nil {
+			return pool, nil
+		}
+		if !retryableConnectError(err) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
+			pool.Close()
+			return nil, fmt.Errorf("error connecting to the database: %w", err)
+		}
+		if cfg.OnRetry != nil {
+			cfg.OnRetry(err, pause)
+		}
+		select {
+		case <-ctx.Done():
+			pool.Close()
+			return nil, fmt.Errorf("error connecting to the database: %w", err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
 	}
-	return pool, nil
+}
+
+// retryableConnectError says whether waiting may fix a failed connection: the server is unreachable, or it
+// answered that it is starting, stopping or out of connections. Other server errors (authentication, a
+// missing database, bad parameters) are the operator's to fix.
+func retryableConnectError(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P03", // cannot_connect_now: starting up or shutting down
+			"57P01", "57P02", // admin_shutdown, crash_shutdown
+			"53300": // too_many_connections
+			return true
+		}
+		return false
+	}
+	return true
 }

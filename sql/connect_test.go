@@ -1,0 +1,91 @@
+package gemsql_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/stretchr/testify/require"
+)
+
+// A server that comes up while NewPool waits is reached; a late proxy stands in for a restarting server.
+func TestNewPoolWaitsForTheServer(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	target, err := url.Parse(dbURL)
+	require.NoError(t, err)
+
+	// Reserve a free port, then close it so connections are refused until the proxy listens.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	viaProxy := *target
+	viaProxy.Host = addr
+
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		pl, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("proxy: %v", err)
+			return
+		}
+		t.Cleanup(func() { _ = pl.Close() })
+		for {
+			c, err := pl.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				s, err := net.Dial("tcp", target.Host)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				go func() { _, _ = io.Copy(s, c) }()
+				_, _ = io.Copy(c, s)
+			}()
+		}
+	}()
+
+	var retries atomic.Int32
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: viaProxy.String(), ConnectWait: 15 * time.Second,
+		OnRetry: func(error, time.Duration) { retries.Add(1) }})
+	require.NoError(t, err)
+	defer pool.Close()
+	require.GreaterOrEqual(t, retries.Load(), int32(1), "the first attempts were refused")
+	var one int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT 1").Scan(&one))
+	require.Equal(t, 1, one)
+}
+
+// Errors that waiting cannot fix end the wait at once, and ConnectWait zero tries once.
+func TestNewPoolFailsFastOnPermanentErrors(t *testing.T) {
+	t.Parallel()
+	admin := sqltest.AdminURL(t)
+	ctx := context.Background()
+
+	start := time.Now()
+	_, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: sqltest.WithDatabase(admin, "gem_no_such_database"), ConnectWait: time.Minute})
+	require.ErrorContains(t, err, "gem_no_such_database")
+	require.Less(t, time.Since(start), 5*time.Second)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused, _ := url.Parse(admin)
+	refused.Host = l.Addr().String()
+	require.NoError(t, l.Close())
+	var retries atomic.Int32
+	_, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: refused.String(), OnRetry: func(error, time.Duration) { retries.Add(1) }})
+	require.ErrorContains(t, err, "error connecting to the database")
+	require.Zero(t, retries.Load())
+}
