@@ -12,15 +12,16 @@ BIN := $(CURDIR)/bin
 # db exports DATABASE_URL for the rest of a recipe line.
 db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 
-.PHONY: help run test build lint fuzz migrate db-start db-stop db-url psql clean
+.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/executor and bin/brain
+build: ## build bin/executor, bin/brain and bin/proof
 	@mkdir -p $(BIN)
 	cd executor && $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/executor ./cmd/executor
 	cd brain && $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/brain ./cmd/brain
+	cd proof && $(GO) build -o $(BIN)/proof .
 
 # run: a private PostgreSQL (unless DATABASE_URL is set), migrations, a local bearer token in
 # .gem/brain-token, the executor in the background and the brain in the foreground (Ctrl-C stops both).
@@ -54,6 +55,20 @@ FUZZTIME ?= 30s
 fuzz: ## run each fuzz target for FUZZTIME (a duration like 30s, or a count like 100000x)
 	cd registry && $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 .
 	cd registry && $(GO) test -run '^$$' -fuzz '^FuzzValidateInput$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 .
+
+# bench: the bare River floor, GEM's executor and the brain (latency, sequential and open loop), drain
+# throughput and peak memory, printed as one table (and .gem/bench.json); then the Go benchmarks of the hot
+# in-process pieces. BENCH_FLAGS passes flags to bin/proof bench (e.g. -repeats 1 -only gem).
+bench: build ## measure GEM against bare River: latency, throughput, memory (docs/benchmarks.md)
+	@$(db) mkdir -p .gem && \
+	$(BIN)/proof bench -bin $(BIN) -json .gem/bench.json $(BENCH_FLAGS) && \
+	echo && echo "Go benchmarks of the hot in-process pieces:" && \
+	$(GO) test -run '^$$' -bench . -benchmem ./registry/ ./sql/ ./brain/
+
+# chaos: always on a private cluster of its own (it restarts the server), never on DATABASE_URL.
+# CHAOS_FLAGS passes flags to bin/proof chaos (e.g. -calls 20000 -kill-every 1s).
+chaos: build ## 10,000 calls while executors are SIGKILLed and PostgreSQL restarts; exits 1 on any lost or doubled call
+	@$(BIN)/proof chaos -bin $(BIN) $(CHAOS_FLAGS)
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

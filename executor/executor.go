@@ -98,6 +98,9 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 
 	callCfg := pool.Config().Copy()
 	callCfg.MaxConns = cfg.MaxConns
+	// Keep a connection open for every committer and a few isolated calls: opening one on the hot path
+	// costs tens of milliseconds when calls start arriving together.
+	callCfg.MinConns = min(int32(cfg.Committers)+4, cfg.MaxConns)
 	callCfg.ConnConfig.RuntimeParams["application_name"] = "gem-executor-calls"
 	callCfg.ConnConfig.BuildContextWatcherHandler = func(pgConn *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: pgConn, DeadlineDelay: 2 * time.Second}

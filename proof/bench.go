@@ -1,0 +1,564 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// benchConfig configures one `make bench` run.
+type benchConfig struct {
+	Calls     int             // sequential calls per repeat
+	OpenCalls int             // open-loop calls per repeat
+	Rate      float64         // open-loop calls per second
+	Drain     int             // queued calls drained per throughput repeat
+	Repeats   int             // how often each measurement is repeated
+	Warmup    int             // unmeasured calls before each latency scenario
+	Out       io.Writer       // the table
+	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
+	Timeout   time.Duration   // the whole run
+	Only      map[string]bool // scenarios to run (river, gem, brain, drain); empty: all
+	dbPrefix  string          // names of the databases made for the run (default gem_bench)
+}
+
+func (c benchConfig) runs(name string) bool { return len(c.Only) == 0 || c.Only[name] }
+
+// Scenario names, as printed.
+const (
+	scRiver   = "River floor"
+	scGEM     = "GEM executor"
+	scBrain   = "brain /brain/run"
+	loadSeq   = "sequential"
+	loadOpen  = "open loop"
+	drNoop    = "River no-op"
+	drReceipt = "River receipt per tx"
+	drGEM     = "GEM executor"
+)
+
+// latencyResult is one scenario under one load, repeated.
+type latencyResult struct {
+	Scenario string    `json:"scenario"`
+	Load     string    `json:"load"`
+	Runs     []summary `json:"runs"`
+}
+
+// median is the median over the runs of each percentile.
+func (r latencyResult) median() summary {
+	var p50, p95, p99, mx []int64
+	n := 0
+	for _, s := range r.Runs {
+		p50, p95, p99, mx = append(p50, int64(s.P50)), append(p95, int64(s.P95)), append(p99, int64(s.P99)), append(mx, int64(s.Max))
+		n += s.N
+	}
+	return summary{N: n, P50: time.Duration(medianOf(p50)), P95: time.Duration(medianOf(p95)),
+		P99: time.Duration(medianOf(p99)), Max: time.Duration(medianOf(mx))}
+}
+
+// throughputResult is one drain scenario, repeated.
+type throughputResult struct {
+	Scenario string    `json:"scenario"`
+	Calls    int       `json:"calls"`
+	Rates    []float64 `json:"calls_per_second"`
+}
+
+type benchResult struct {
+	Date             time.Time          `json:"date"`
+	CPUs             int                `json:"cpus"`
+	Postgres         string             `json:"postgres"`
+	Latency          []latencyResult    `json:"latency"`
+	Throughput       []throughputResult `json:"throughput"`
+	ExecutorPeakRSSK int64              `json:"executor_peak_rss_kb"`
+	BrainPeakRSSK    int64              `json:"brain_peak_rss_kb"`
+	Targets          []targetResult     `json:"targets"`
+}
+
+type targetResult struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Target string `json:"target"`
+	Met    bool   `json:"met"`
+}
+
+func (r *benchResult) latency(scenario, load string) summary {
+	for _, l := range r.Latency {
+		if l.Scenario == scenario && l.Load == load {
+			return l.median()
+		}
+	}
+	return summary{}
+}
+
+func (r *benchResult) drainRate(scenario string) float64 {
+	for _, t := range r.Throughput {
+		if t.Scenario == scenario {
+			return medianOf(t.Rates)
+		}
+	}
+	return 0
+}
+
+// bench runs every measurement on fresh databases of c and returns the results.
+func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries, root string) (*benchResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
+	res := &benchResult{Date: time.Now().UTC().Truncate(time.Second), CPUs: runtime.NumCPU()}
+
+	prefix := cfg.dbPrefix
+	if prefix == "" {
+		prefix = "gem_bench"
+	}
+	riverURL, err := c.freshDatabase(ctx, prefix+"_river")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.dropDatabase(context.Background(), prefix+"_river") }()
+	gemURL, err := c.freshDatabase(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.dropDatabase(context.Background(), prefix) }()
+
+	riverPool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: riverURL, ApplicationName: "gem-bench-river", MaxConns: 20})
+	if err != nil {
+		return nil, err
+	}
+	defer riverPool.Close()
+	if err := riverFloorSchema(ctx, riverPool); err != nil {
+		return nil, err
+	}
+	_ = riverPool.QueryRow(ctx, "SHOW server_version").Scan(&res.Postgres)
+	gemPool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: gemURL, ApplicationName: "gem-bench", MaxConns: 20})
+	if err != nil {
+		return nil, err
+	}
+	defer gemPool.Close()
+	// The open loop makes calls from many connections at once; open them before measuring.
+	for _, p := range []*pgxpool.Pool{riverPool, gemPool} {
+		if err := warmPool(ctx, p, 16); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := gemsql.Migrate(ctx, gemPool, nil); err != nil {
+		return nil, err
+	}
+
+	// 1. The bare River floor.
+	inserter, err := newRiverInserter(riverPool)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.runs("river") {
+		if err := benchRiverFloor(ctx, cfg, res, bins, riverURL, inserter, progress); err != nil {
+			return nil, err
+		}
+	}
+
+	// 2. GEM's executor on os.create_note: validation, idempotency (mode none), a handler that writes a
+	// row, and the receipt.
+	var executorPeak int64
+	if cfg.runs("gem") || cfg.runs("brain") {
+		if executorPeak, err = benchGEM(ctx, cfg, res, bins, root, gemURL, gemPool, progress); err != nil {
+			return nil, err
+		}
+	}
+
+	// 3. Throughput: queue Drain calls with no worker running, start one, time the drain.
+	for _, sc := range []string{drNoop, drReceipt, drGEM} {
+		if !cfg.runs("drain") {
+			break
+		}
+		tr := throughputResult{Scenario: sc, Calls: cfg.Drain}
+		for rep := range cfg.Repeats {
+			var rate float64
+			var peak int64
+			if sc == drGEM {
+				rate, peak, err = drainGEM(ctx, cfg, bins, root, gemURL, gemPool, rep)
+				executorPeak = max(executorPeak, peak)
+			} else {
+				rate, err = drainRiver(ctx, cfg, bins, riverURL, riverPool, inserter, sc == drReceipt)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s drain: %w", sc, err)
+			}
+			progress("drain %s, run %d: %.0f calls/s", sc, rep+1, rate)
+			tr.Rates = append(tr.Rates, rate)
+		}
+		res.Throughput = append(res.Throughput, tr)
+	}
+	res.ExecutorPeakRSSK = executorPeak
+	res.Targets = targets(res)
+	return res, nil
+}
+
+// benchRiverFloor measures the bare River floor's latency.
+func benchRiverFloor(ctx context.Context, cfg benchConfig, res *benchResult, bins binaries, riverURL string,
+	inserter *riverInserter, progress func(string, ...any)) error {
+	progress("River floor: a River worker that writes a receipt row and completes its job in one transaction")
+	worker, err := startProc("river-worker", bins.self, nil, []string{roleEnv + "=river-worker", "DATABASE_URL=" + riverURL}, cfg.Log)
+	if err != nil {
+		return err
+	}
+	if err := worker.awaitReady(30 * time.Second); err != nil {
+		return err
+	}
+	riverListener, err := listen(ctx, riverURL, "bench_receipt", identity)
+	if err != nil {
+		worker.kill()
+		return err
+	}
+	riverCall := func(ctx context.Context, i int) (time.Time, error) {
+		id, err := inserter.insertReceipt(ctx, i)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return riverListener.wait(ctx, id)
+	}
+	err = measureLatency(ctx, cfg, res, scRiver, riverCall, progress)
+	riverListener.close()
+	if stopErr := worker.stop(15 * time.Second); err == nil {
+		err = stopErr
+	}
+	return err
+}
+
+// benchGEM measures GEM's executor and the brain in front of it, and returns the executor's peak RSS.
+func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binaries, root, gemURL string,
+	gemPool *pgxpool.Pool, progress func(string, ...any)) (int64, error) {
+	progress("GEM executor: plain INSERT INTO core_tool_calls of os.create_note, receipt observed by LISTEN gem_receipt")
+	exec, err := startExecutor(bins, root, gemURL, "bench-executor-1", nil, cfg.Log, gemPool, true)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if !exec.exited() {
+			exec.kill()
+		}
+	}()
+	gemListener, err := listen(ctx, gemURL, gemsql.ReceiptChannel, receiptKey)
+	if err != nil {
+		return 0, err
+	}
+	gemCall := func(ctx context.Context, i int) (time.Time, error) {
+		id := uuid.New()
+		if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.create_note', $2)`,
+			id, map[string]any{"title": fmt.Sprintf("bench note %d", i), "body": "measured by make bench"}); err != nil {
+			return time.Time{}, err
+		}
+		return gemListener.wait(ctx, id.String())
+	}
+	if cfg.runs("gem") {
+		err = measureLatency(ctx, cfg, res, scGEM, gemCall, progress)
+	}
+	gemListener.close()
+	if err != nil || !cfg.runs("brain") {
+		peak := exec.sampleRSS()
+		if stopErr := exec.stop(40 * time.Second); err == nil {
+			err = stopErr
+		}
+		return peak, err
+	}
+
+	// 3. The brain, over HTTP, planning one call with its rules planner and waiting for the receipt.
+	progress("brain: POST /brain/run in enqueue_and_wait mode, one os.create_note call")
+	brain, err := startBrain(bins, root, gemURL, nil, cfg.Log)
+	if err != nil {
+		return 0, err
+	}
+	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	brainCall := func(ctx context.Context, i int) (time.Time, error) {
+		return brainRun(ctx, httpClient, brain, fmt.Sprintf("note that bench call %d went through the brain", i))
+	}
+	err = measureLatency(ctx, cfg, res, scBrain, brainCall, progress)
+	res.BrainPeakRSSK = brain.sampleRSS()
+	if stopErr := brain.stop(15 * time.Second); err == nil {
+		err = stopErr
+	}
+	peak := exec.sampleRSS()
+	if stopErr := exec.stop(40 * time.Second); err == nil {
+		err = stopErr
+	}
+	return peak, err
+}
+
+// warmPool opens n connections of pool and returns them to it.
+func warmPool(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	return nil
+}
+
+// measureLatency runs the sequential and open-loop loads of one scenario, Repeats times each.
+func measureLatency(ctx context.Context, cfg benchConfig, res *benchResult, scenario string,
+	call func(context.Context, int) (time.Time, error), progress func(string, ...any)) error {
+	// Warm up both load shapes: the open loop spreads calls over more connections (and their caches).
+	n := 0
+	for range cfg.Warmup {
+		start := time.Now()
+		if _, err := callWithTimeout(ctx, call, n, start); err != nil {
+			return fmt.Errorf("%s warm-up: %w", scenario, err)
+		}
+		n++
+	}
+	if _, err := openLoop(ctx, cfg.Warmup, cfg.Rate, call, &n); err != nil {
+		return fmt.Errorf("%s warm-up: %w", scenario, err)
+	}
+	seq := latencyResult{Scenario: scenario, Load: loadSeq}
+	open := latencyResult{Scenario: scenario, Load: loadOpen}
+	for rep := range cfg.Repeats {
+		lat := make([]time.Duration, 0, cfg.Calls)
+		for range cfg.Calls {
+			start := time.Now()
+			end, err := callWithTimeout(ctx, call, n, start)
+			if err != nil {
+				return fmt.Errorf("%s sequential call %d: %w", scenario, n, err)
+			}
+			n++
+			lat = append(lat, end.Sub(start))
+		}
+		s := summarize(lat)
+		seq.Runs = append(seq.Runs, s)
+		progress("%s sequential, run %d: p50 %.2f ms, p99 %.2f ms", scenario, rep+1, ms(s.P50), ms(s.P99))
+
+		lat, err := openLoop(ctx, cfg.OpenCalls, cfg.Rate, call, &n)
+		if err != nil {
+			return fmt.Errorf("%s open loop: %w", scenario, err)
+		}
+		s = summarize(lat)
+		open.Runs = append(open.Runs, s)
+		progress("%s open loop %.0f/s, run %d: p50 %.2f ms, p99 %.2f ms", scenario, cfg.Rate, rep+1, ms(s.P50), ms(s.P99))
+	}
+	res.Latency = append(res.Latency, seq, open)
+	return nil
+}
+
+// openLoop makes calls on a fixed schedule whether or not earlier ones are done, and measures each from
+// its scheduled start, so a stall counts against every call it delays (no coordinated omission).
+func openLoop(ctx context.Context, calls int, rate float64, call func(context.Context, int) (time.Time, error), n *int) ([]time.Duration, error) {
+	period := time.Duration(float64(time.Second) / rate)
+	lat := make([]time.Duration, calls)
+	errs := make(chan error, calls)
+	var wg sync.WaitGroup
+	begin := time.Now().Add(10 * time.Millisecond)
+	for i := range calls {
+		at := begin.Add(time.Duration(i) * period)
+		time.Sleep(time.Until(at))
+		wg.Add(1)
+		go func(i, k int) {
+			defer wg.Done()
+			end, err := callWithTimeout(ctx, call, k, at)
+			if err != nil {
+				errs <- err
+				return
+			}
+			lat[i] = end.Sub(at)
+			if os.Getenv("GEM_PROOF_TRACE") != "" && lat[i] > 50*time.Millisecond {
+				fmt.Fprintf(os.Stderr, "slow call %d at +%s: %s\n", i, at.Sub(begin).Round(time.Millisecond), lat[i].Round(time.Millisecond))
+			}
+		}(i, *n)
+		*n++
+	}
+	wg.Wait()
+	close(errs)
+	return lat, <-errs
+}
+
+// callWithTimeout makes one call; a call that takes 10 s is an error, not a data point.
+func callWithTimeout(ctx context.Context, call func(context.Context, int) (time.Time, error), i int, start time.Time) (time.Time, error) {
+	ctx, cancel := context.WithDeadline(ctx, start.Add(10*time.Second))
+	defer cancel()
+	return call(ctx, i)
+}
+
+// brainRun posts one enqueue_and_wait run and checks that it succeeded.
+func brainRun(ctx context.Context, client *http.Client, b *brainProc, message string) (time.Time, error) {
+	body, _ := json.Marshal(map[string]any{"message": message, "mode": "enqueue_and_wait"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/brain/run", bytes.NewReader(body))
+	if err != nil {
+		return time.Time{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		OK       bool              `json:"ok"`
+		Receipts []json.RawMessage `json:"receipts"`
+	}
+	data, err := io.ReadAll(resp.Body)
+	end := time.Now()
+	if err != nil {
+		return end, err
+	}
+	if err := json.Unmarshal(data, &out); err != nil || resp.StatusCode != http.StatusOK || !out.OK || len(out.Receipts) != 1 {
+		return end, fmt.Errorf("brain run failed (%s): %.300s", resp.Status, data)
+	}
+	return end, nil
+}
+
+// drainRiver queues n bench jobs, starts a bare River worker and returns jobs per second from the first
+// job's start to the moment all are completed.
+func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, ins *riverInserter, receipt bool) (float64, error) {
+	var before int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
+		return 0, err
+	}
+	if err := ins.insertMany(ctx, cfg.Drain, receipt); err != nil {
+		return 0, err
+	}
+	worker, err := startProc("river-worker", bins.self, nil, []string{roleEnv + "=river-worker", "DATABASE_URL=" + dbURL}, cfg.Log)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = worker.stop(15 * time.Second) }()
+	return awaitDrain(ctx, pool, before, cfg.Drain, worker)
+}
+
+// drainGEM queues n calls with no executor running, starts one and returns calls per second and the
+// executor's peak RSS.
+func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, root, dbURL string, pool *pgxpool.Pool, rep int) (float64, int64, error) {
+	var before int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
+		return 0, 0, err
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input)
+		SELECT 'os.create_note', jsonb_build_object('title', 'drain note ' || g, 'body', 'measured by make bench')
+		FROM generate_series(1, $1) g`, cfg.Drain); err != nil {
+		return 0, 0, err
+	}
+	exec, err := startExecutor(bins, root, dbURL, fmt.Sprintf("bench-executor-drain-%d", rep), nil, cfg.Log, pool, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	rate, err := awaitDrain(ctx, pool, before, cfg.Drain, exec)
+	peak := exec.sampleRSS()
+	if stopErr := exec.stop(40 * time.Second); err == nil {
+		err = stopErr
+	}
+	if err == nil {
+		// Every drained call has its receipt (the job completes in the receipt's transaction).
+		var missing int
+		err = pool.QueryRow(ctx, `SELECT count(*) FROM river_job j WHERE j.id > $1
+			AND NOT EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = (j.args->>'call_id')::uuid AND r.status = 'succeeded')`,
+			before).Scan(&missing)
+		if err == nil && missing > 0 {
+			err = fmt.Errorf("%d drained calls have no succeeded receipt", missing)
+		}
+	}
+	return rate, peak, err
+}
+
+// awaitDrain waits until the n jobs after id before are completed and returns jobs per second, from the
+// first job's start to the observation that the last was completed.
+func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p *proc) (float64, error) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var done int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE id > $1 AND state = 'completed'`, before).Scan(&done); err != nil {
+			return 0, err
+		}
+		now := time.Now()
+		if done >= n {
+			var first time.Time
+			if err := pool.QueryRow(ctx, `SELECT min(attempted_at) FROM river_job WHERE id > $1`, before).Scan(&first); err != nil {
+				return 0, err
+			}
+			return float64(n) / now.Sub(first).Seconds(), nil
+		}
+		if p.exited() {
+			return 0, fmt.Errorf("%s exited during the drain (%v):\n%s", p.name, p.err, p.tail())
+		}
+		if now.After(deadline) {
+			return 0, fmt.Errorf("only %d of %d jobs completed after 5 minutes", done, n)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// targets compares the results with the goals in docs/benchmarks.md.
+func targets(r *benchResult) []targetResult {
+	river, gem, brain := r.latency(scRiver, loadSeq), r.latency(scGEM, loadSeq), r.latency(scBrain, loadSeq)
+	ratio50, ratio99 := float64(gem.P50)/float64(river.P50), float64(gem.P99)/float64(river.P99)
+	perTx, gemRate := r.drainRate(drReceipt), r.drainRate(drGEM)
+	return []targetResult{
+		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond},
+		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond},
+		{"GEM / River floor p50", fmt.Sprintf("%.2f×", ratio50), "≤ 1.3×", ratio50 <= 1.3},
+		{"GEM / River floor p99", fmt.Sprintf("%.2f×", ratio99), "≤ 1.3×", ratio99 <= 1.3},
+		{"brain one-call run p50", fmt.Sprintf("%.2f ms", ms(brain.P50)), "≤ 5 ms", brain.P50 <= 5*time.Millisecond},
+		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×", gemRate >= 3*perTx},
+	}
+}
+
+// printBench writes the results as tables.
+func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
+	fmt.Fprintf(w, "\nGEM benchmark, %s, %d CPUs, PostgreSQL %s\n", r.Date.Format(time.DateOnly), r.CPUs, r.Postgres)
+	fmt.Fprintf(w, "latency: call made → receipt observed (ms); median over %d runs of %d sequential calls, and of %d calls at %.0f/s\n\n",
+		cfg.Repeats, cfg.Calls, cfg.OpenCalls, cfg.Rate)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tload\tp50\tp95\tp99\tmax\tp50 per run\t× River p50\t× River p99\t")
+	for _, l := range r.Latency {
+		m := l.median()
+		var runs []string
+		for _, s := range l.Runs {
+			runs = append(runs, fmt.Sprintf("%.2f", ms(s.P50)))
+		}
+		floor := r.latency(scRiver, l.Load)
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t\n", l.Scenario, l.Load, ms(m.P50), ms(m.P95), ms(m.P99), ms(m.Max),
+			strings.Join(runs, " "), float64(m.P50)/float64(floor.P50), float64(m.P99)/float64(floor.P99))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nthroughput: calls per second to drain %d queued calls\n\n", cfg.Drain)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tmedian\truns\t")
+	for _, t := range r.Throughput {
+		var runs []string
+		for _, v := range t.Rates {
+			runs = append(runs, fmt.Sprintf("%.0f", v))
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t\n", t.Scenario, medianOf(t.Rates), strings.Join(runs, " "))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nmemory: executor peak RSS %.1f MiB, brain peak RSS %.1f MiB\n\n", float64(r.ExecutorPeakRSSK)/1024, float64(r.BrainPeakRSSK)/1024)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tmeasured\tgoal\t\t")
+	for _, t := range r.Targets {
+		verdict := "met"
+		if !t.Met {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", t.Name, t.Value, t.Target, verdict)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// repoRoot is the folder holding go.work and tools.registry.json: the working folder or one of its parents.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if fileExists(filepath.Join(dir, "go.work")) && fileExists(filepath.Join(dir, "tools.registry.json")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the GEM repository (no go.work and tools.registry.json above the working folder)")
+		}
+		dir = parent
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// cluster is a PostgreSQL server: the one DATABASE_URL names, or a private cluster managed by
+// sql/dev-postgres.sh (which can also be restarted).
+type cluster struct {
+	url    string
+	script string
+	env    []string // GEM_PG_* for dev-postgres.sh; nil for DATABASE_URL
+}
+
+// startCluster starts the private cluster in dir (empty: the repository's usual one) and returns it.
+func startCluster(root, dir string) (*cluster, error) {
+	c := &cluster{script: filepath.Join(root, "sql", "dev-postgres.sh"), env: []string{}}
+	if dir != "" {
+		c.env = append(c.env, "GEM_PG_DIR="+dir)
+	}
+	out, err := c.run("start")
+	if err != nil {
+		return nil, err
+	}
+	c.url = strings.TrimSpace(out)
+	return c, nil
+}
+
+// externalCluster is the server DATABASE_URL names.
+func externalCluster(u string) *cluster { return &cluster{url: u} }
+
+func (c *cluster) run(cmd string) (string, error) {
+	x := exec.Command(c.script, cmd)
+	x.Env = append(os.Environ(), c.env...)
+	var stderr strings.Builder
+	x.Stderr = &stderr
+	out, err := x.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v\n%s", c.script, cmd, err, stderr.String())
+	}
+	return string(out), nil
+}
+
+// restart restarts the private server (a fast shutdown: every connection is cut).
+func (c *cluster) restart() error {
+	if c.script == "" {
+		return errors.New("cannot restart a server named by DATABASE_URL")
+	}
+	_, err := c.run("restart")
+	return err
+}
+
+// stop stops the private server.
+func (c *cluster) stop() {
+	if c.script != "" {
+		_, _ = c.run("stop")
+	}
+}
+
+// freshDatabase drops and recreates the database name and returns its URL.
+func (c *cluster) freshDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, c.url)
+	if err != nil {
+		return "", fmt.Errorf("error connecting to %s: %w", c.url, err)
+	}
+	defer conn.Close(ctx)
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(c.url)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// dropDatabase removes a database made by freshDatabase.
+func (c *cluster) dropDatabase(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, c.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+// binaries are the programs under test.
+type binaries struct {
+	executor, brain string
+	// self runs this program's hidden roles (the bare River worker).
+	self string
+}
+
+// findBinaries uses dir's executor and brain when dir is set, and otherwise builds both into a temporary
+// folder (removed by cleanup).
+func findBinaries(root, dir string) (b binaries, cleanup func(), err error) {
+	cleanup = func() {}
+	if b.self, err = os.Executable(); err != nil {
+		return b, cleanup, err
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "gem-proof-bin-"); err != nil {
+			return b, cleanup, err
+		}
+		cleanup = func() { _ = os.RemoveAll(dir) }
+		for _, m := range []string{"executor", "brain"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, m), "./cmd/"+m)
+			cmd.Dir = filepath.Join(root, m)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				cleanup()
+				return b, func() {}, fmt.Errorf("error building %s: %v\n%s", m, err, out)
+			}
+		}
+	}
+	b.executor, b.brain = filepath.Join(dir, "executor"), filepath.Join(dir, "brain")
+	for _, p := range []string{b.executor, b.brain} {
+		if !fileExists(p) {
+			return b, cleanup, fmt.Errorf("%s does not exist (run make build, or leave -bin empty to build)", p)
+		}
+	}
+	return b, cleanup, nil
+}
+
+// proc is a child process: an executor, a brain or a bare River worker.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+
+	mu      sync.Mutex
+	lines   []string // the last lines of its stderr, for error messages
+	readyCh chan struct{}
+	peakKB  int64
+}
+
+// startProc starts bin with args and env (added to this process's environment). Its stdout is watched for
+// a line "ready"; its stderr goes to logw and the last lines are kept.
+func startProc(name, bin string, args, env []string, logw io.Writer) (*proc, error) {
+	p := &proc{name: name, done: make(chan struct{}), readyCh: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("error starting %s: %w", name, err)
+	}
+	var pipes sync.WaitGroup
+	pipes.Add(2)
+	go func() {
+		defer pipes.Done()
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				close(p.readyCh)
+			}
+		}
+	}()
+	go func() {
+		defer pipes.Done()
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if logw != nil {
+				fmt.Fprintf(logw, "%s: %s\n", name, line)
+			}
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			if len(p.lines) > 20 {
+				p.lines = p.lines[1:]
+			}
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		pipes.Wait()
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// tail is the end of the process's stderr.
+func (p *proc) tail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// awaitReady waits for the "ready" line.
+func (p *proc) awaitReady(within time.Duration) error {
+	select {
+	case <-p.readyCh:
+		return nil
+	case <-p.done:
+		return fmt.Errorf("%s exited before it was ready (%v):\n%s", p.name, p.err, p.tail())
+	case <-time.After(within):
+		return fmt.Errorf("%s not ready after %s:\n%s", p.name, within, p.tail())
+	}
+}
+
+// awaitCondition polls check until it returns true, the process exits or within passes.
+func (p *proc) awaitCondition(within time.Duration, check func() (bool, error)) error {
+	deadline := time.Now().Add(within)
+	for {
+		ok, err := check()
+		if ok {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it was ready (%v):\n%s", p.name, p.err, p.tail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s (last check: %v):\n%s", p.name, within, err, p.tail())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sampleRSS records the process's peak resident set size so far (VmHWM, Linux); it is read before the
+// process ends, since /proc forgets it after.
+func (p *proc) sampleRSS() int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				p.mu.Lock()
+				p.peakKB = max(p.peakKB, kb)
+				p.mu.Unlock()
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peakKB
+}
+
+// kill ends the process at once (SIGKILL), as a crash would.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop asks the process to stop (SIGTERM) and kills it if it has not within grace.
+func (p *proc) stop(grace time.Duration) error {
+	p.sampleRSS()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		var exit *exec.ExitError
+		if errors.As(p.err, &exit) {
+			return fmt.Errorf("%s exited with %v:\n%s", p.name, p.err, p.tail())
+		}
+		return nil
+	case <-time.After(grace):
+		p.kill()
+		return fmt.Errorf("%s did not stop within %s", p.name, grace)
+	}
+}
+
+// exited says whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}

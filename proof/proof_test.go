@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the test binary play the bare River worker, as the proof binary does.
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == "river-worker" {
+		os.Exit(runRiverWorker(os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func testBinaries(t *testing.T) (binaries, string) {
+	t.Helper()
+	root, err := repoRoot()
+	require.NoError(t, err)
+	bins, cleanup, err := findBinaries(root, "")
+	t.Cleanup(cleanup)
+	require.NoError(t, err)
+	return bins, root
+}
+
+// A smaller chaos run: 1,000 calls, an executor killed every second, PostgreSQL restarted, the brain in
+// front. It must find no violation.
+func TestChaos(t *testing.T) {
+	bins, root := testBinaries(t)
+	cfg := chaosConfig{Calls: 1000, Rate: 100, Executors: 2, KillEvery: time.Second, RestartPG: true, Brain: true,
+		PGDir: defaultChaosDir(root) + "-test", SettleTime: 2 * time.Minute, Seed: uint64(time.Now().UnixNano())}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := chaos(ctx, cfg, bins, root, &out)
+	require.NoError(t, err, out.String())
+	rep.print(&out)
+	t.Log("\n" + out.String())
+	require.Empty(t, rep.Violations)
+
+	counts := map[string]string{}
+	for _, c := range rep.Counts {
+		counts[c[0]] = c[1]
+	}
+	require.Equal(t, "1", counts["PostgreSQL restarts"])
+	require.Equal(t, "0", counts["calls without a receipt"])
+	require.NotEqual(t, "0", counts["executors SIGKILLed"])
+	require.NotEqual(t, "0", counts["keyed idempotency hits"], "the run has duplicated keyed calls")
+	require.NotEqual(t, "0", counts["receipts succeeded"])
+}
+
+// The checks catch what they claim to: on a database where calls were lost, left without a receipt, wrote
+// their note twice, sent an SMS twice or failed after sending, each is reported.
+func TestChaosChecksFindViolations(t *testing.T) {
+	pool, _ := sqltest.NewDB(t)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	noReceipt, twiceNoted, smsTwice, smsFailed, lost := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	exec(`INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.create_note', '{"title": "a"}')`, noReceipt)
+	exec(`INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.create_note', '{"title": "b"}')`, twiceNoted)
+	exec(`INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'comms.send_sms', '{"to": "+61411111111", "body": "chaos x"}')`, smsTwice)
+	exec(`INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'comms.send_sms', '{"to": "+61411111112", "body": "chaos y"}')`, smsFailed)
+	exec(`INSERT INTO os_notes (title, created_by_call) VALUES ('b', $1), ('b', $1)`, twiceNoted)
+	exec(`INSERT INTO core_tool_receipts (call_id, tool_name, status, result) VALUES ($1, 'os.create_note', 'succeeded', '{}')`, twiceNoted)
+	exec(`INSERT INTO core_tool_receipts (call_id, tool_name, status, result) VALUES ($1, 'comms.send_sms', 'succeeded', '{}')`, smsTwice)
+	exec(`INSERT INTO core_tool_receipts (call_id, tool_name, status, error, error_code) VALUES ($1, 'comms.send_sms', 'failed', '{"code": "provider_error", "message": "no"}', 'provider_error')`, smsFailed)
+
+	calls := []chaosCall{{id: noReceipt}, {id: twiceNoted}, {id: smsTwice}, {id: smsFailed}, {id: lost}}
+	rep := &chaosReport{}
+	require.NoError(t, checkChaos(ctx, pool, calls, map[string]int{"chaos x": 2, "chaos y": 1}, rep))
+	all := strings.Join(rep.Violations, "\n")
+	for _, want := range []string{
+		"1 calls of the run are not in core_tool_calls",
+		"1 calls have no receipt",
+		"1 calls are still queued or running",
+		"4 River jobs are left unfinished",
+		"1 a none-mode call wrote its note twice",
+		"1 a succeeded note call has no note or several",
+		"1 none-mode SMS calls sent their message more than once",
+		"1 SMS calls failed with a definite error although their message went out",
+	} {
+		require.Contains(t, all, want)
+	}
+}
+
+// A short bench runs every scenario end to end and prints the table with every target.
+func TestBenchSmoke(t *testing.T) {
+	bins, root := testBinaries(t)
+	var c *cluster
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		c = externalCluster(u)
+	} else {
+		var err error
+		c, err = startCluster(root, "")
+		require.NoError(t, err)
+	}
+	cfg := benchConfig{Calls: 40, OpenCalls: 40, Rate: 100, Drain: 400, Repeats: 1, Warmup: 10, Timeout: 5 * time.Minute,
+		dbPrefix: "gem_bench_test"}
+	res, err := bench(context.Background(), cfg, c, bins, root)
+	require.NoError(t, err)
+	require.Len(t, res.Latency, 6)
+	for _, l := range res.Latency {
+		m := l.median()
+		require.Equal(t, 40, m.N, l.Scenario)
+		require.Greater(t, m.P50, time.Duration(0), l.Scenario)
+		require.LessOrEqual(t, m.P50, m.P99, l.Scenario)
+	}
+	require.Len(t, res.Throughput, 3)
+	for _, tr := range res.Throughput {
+		require.Len(t, tr.Rates, 1)
+		require.Greater(t, tr.Rates[0], 0.0, tr.Scenario)
+	}
+	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
+	require.Greater(t, res.BrainPeakRSSK, int64(1000))
+	require.Len(t, res.Targets, 6)
+
+	var out bytes.Buffer
+	printBench(&out, cfg, res)
+	for _, want := range []string{scRiver, scGEM, scBrain, drNoop, drReceipt, drGEM, "peak RSS", "GEM / River floor p50"} {
+		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
+	}
+}
