@@ -45,8 +45,16 @@ const (
 	loadOpen  = "open loop"
 	drNoop    = "River no-op"
 	drReceipt = "River receipt per tx"
-	drGEM     = "GEM executor"
+	drGEM     = "GEM executor, os.health_check"
+	drGEMNote = "GEM executor, os.create_note"
 )
+
+// drainTools are the calls GEM drains: os.health_check writes only its receipt, like the River floor's
+// receipt job; os.create_note also writes a note row (with its full-text index).
+var drainTools = map[string]struct{ tool, input string }{
+	drGEM:     {"os.health_check", `'{}'::jsonb`},
+	drGEMNote: {"os.create_note", `jsonb_build_object('title', 'drain note ' || g, 'body', 'measured by make bench')`},
+}
 
 // latencyResult is one scenario under one load, repeated.
 type latencyResult struct {
@@ -177,7 +185,7 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries, root
 	}
 
 	// 3. Throughput: queue Drain calls with no worker running, start one, time the drain.
-	for _, sc := range []string{drNoop, drReceipt, drGEM} {
+	for _, sc := range []string{drNoop, drReceipt, drGEM, drGEMNote} {
 		if !cfg.runs("drain") {
 			break
 		}
@@ -185,8 +193,8 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries, root
 		for rep := range cfg.Repeats {
 			var rate float64
 			var peak int64
-			if sc == drGEM {
-				rate, peak, err = drainGEM(ctx, cfg, bins, root, gemURL, gemPool, rep)
+			if t, ok := drainTools[sc]; ok {
+				rate, peak, err = drainGEM(ctx, cfg, bins, root, gemURL, gemPool, rep, t.tool, t.input)
 				executorPeak = max(executorPeak, peak)
 			} else {
 				rate, err = drainRiver(ctx, cfg, bins, riverURL, riverPool, inserter, sc == drReceipt)
@@ -443,17 +451,17 @@ func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 
 // drainGEM queues n calls with no executor running, starts one and returns calls per second and the
 // executor's peak RSS.
-func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, root, dbURL string, pool *pgxpool.Pool, rep int) (float64, int64, error) {
+func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, root, dbURL string, pool *pgxpool.Pool, rep int, tool, input string) (float64, int64, error) {
 	var before int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
 		return 0, 0, err
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input)
-		SELECT 'os.create_note', jsonb_build_object('title', 'drain note ' || g, 'body', 'measured by make bench')
-		FROM generate_series(1, $1) g`, cfg.Drain); err != nil {
+	// tool and input are constants of this file, not user input.
+	if _, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input) SELECT $2, `+input+`
+		FROM generate_series(1, $1) g`, cfg.Drain, tool); err != nil {
 		return 0, 0, err
 	}
-	exec, err := startExecutor(bins, root, dbURL, fmt.Sprintf("bench-executor-drain-%d", rep), nil, cfg.Log, pool, false)
+	exec, err := startExecutor(bins, root, dbURL, fmt.Sprintf("bench-executor-drain-%s-%d", tool, rep), nil, cfg.Log, pool, false)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -117,7 +117,7 @@ func TestBenchSmoke(t *testing.T) {
 		require.Greater(t, m.P50, time.Duration(0), l.Scenario)
 		require.LessOrEqual(t, m.P50, m.P99, l.Scenario)
 	}
-	require.Len(t, res.Throughput, 3)
+	require.Len(t, res.Throughput, 4)
 	for _, tr := range res.Throughput {
 		require.Len(t, tr.Rates, 1)
 		require.Greater(t, tr.Rates[0], 0.0, tr.Scenario)
@@ -128,7 +128,7 @@ func TestBenchSmoke(t *testing.T) {
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scBrain, drNoop, drReceipt, drGEM, "peak RSS", "GEM / River floor p50"} {
+	for _, want := range []string{scRiver, scGEM, scBrain, drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
 }

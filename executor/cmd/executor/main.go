@@ -14,6 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sort"
@@ -27,6 +29,7 @@ import (
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/rs/zerolog"
 )
 
 func main() {
@@ -91,6 +94,9 @@ func runExecutor(args []string, stderr io.Writer) int {
 		cfg.RegistryPath = *registryPath
 	}
 
+	if addr := os.Getenv("GEM_PPROF_ADDR"); addr != "" {
+		servePprof(addr, log)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m := &executor.Main{Config: cfg, Handlers: handlers(), Log: log, Migrate: *migrateFirst}
@@ -109,6 +115,24 @@ func runExecutor(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// servePprof serves Go's profiler (net/http/pprof) on addr, for measuring a running executor. Keep it on
+// loopback: it has no authentication.
+func servePprof(addr string, log zerolog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	go func() {
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		log.Info().Str("addr", addr).Msg("serving pprof (GEM_PPROF_ADDR)")
+		if err := srv.ListenAndServe(); err != nil {
+			log.Error().Err(err).Msg("pprof server stopped")
+		}
+	}()
 }
 
 func migrate(stderr io.Writer) int {
