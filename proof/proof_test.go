@@ -110,7 +110,7 @@ func TestBenchSmoke(t *testing.T) {
 		dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins, root)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 6)
+	require.Len(t, res.Latency, 8)
 	for _, l := range res.Latency {
 		m := l.median()
 		require.Equal(t, 40, m.N, l.Scenario)
@@ -124,11 +124,11 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 6)
+	require.Len(t, res.Targets, 7)
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scBrain, drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50"} {
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
 }
