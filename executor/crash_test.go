@@ -133,6 +133,40 @@ func TestExecutorKilledMidCall(t *testing.T) {
 	}
 }
 
+// An executor's death does not spend a call's attempts: a call on its last attempt is taken up again. A call
+// that has already lived through crashRescuesMax deaths (one that kills every executor) is discarded.
+func TestExecutorDeathsDoNotSpendAttempts(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	h := b.startHelper(t)
+
+	insert := func() uuid.UUID {
+		var id uuid.UUID
+		require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, max_attempts)
+			VALUES ('test.slow_db', '{"ms": 60000}', 1) RETURNING id`).Scan(&id))
+		return id
+	}
+	lastAttempt, poison := insert(), insert()
+	b.waitStatus(t, ctx, lastAttempt, registry.CallRunning)
+	b.waitStatus(t, ctx, poison, registry.CallRunning)
+	_, err := b.pool.Exec(ctx, `UPDATE river_job SET errors = (SELECT array_agg(jsonb_build_object('at', now(), 'attempt', 1,
+		'error', 'executor x stopped during this attempt', 'trace', '', 'executor_died', true)) FROM generate_series(1, 10))
+		WHERE id = (SELECT job_id FROM core_tool_calls WHERE id = $1)`, poison)
+	require.NoError(t, err)
+
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGKILL))
+	require.Error(t, h.wait(t, 10*time.Second))
+	b.startExecutor(t, nil)
+	rs := b.wait(t, ctx, lastAttempt, poison)
+
+	r := rs[lastAttempt]
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	require.Equal(t, 2, r.Attempt)
+	r = rs[poison]
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeJobDiscarded, r.Error.Code)
+}
+
 // TestSIGTERMDrains stops an executor with SIGTERM while it runs three calls: the short one finishes within
 // the drain deadline; the long one is cancelled at the deadline, rolled back and finished by another
 // executor; the one that had sent a message is not sent again (River retries an interrupted run with the

@@ -23,9 +23,14 @@ import (
 // Taking a call up twice is safe either way: the call row is locked for the whole of an attempt, and an
 // attempt that finds a receipt only completes its job.
 
-// rescueDeadSQL makes the running jobs of dead executors available again (or discards them when their
-// attempts are spent; a database trigger then writes their failed receipt). A dead executor is one in
+// rescueDeadSQL makes the running jobs of dead executors available again. A dead executor is one in
 // core_executors whose liveness lock can be taken.
+//
+// An executor's death does not use up a call's attempts: an executor holds up to MaxWorkers fetched calls,
+// most of them waiting for a committer, and a few crashes in a row would otherwise fail healthy calls with
+// job_discarded. Each such rescue is marked in the job's errors ("executor_died"); a call that has been
+// rescued crashRescuesMax times (a call that kills every executor that runs it) gets no more and is
+// discarded once its attempts are spent, and a database trigger writes its failed receipt.
 const rescueDeadSQL = `
 WITH workers AS (
 	SELECT DISTINCT j.attempted_by[array_upper(j.attempted_by, 1)] AS worker
@@ -37,17 +42,26 @@ WITH workers AS (
 	WHERE x.id <> $1 AND pg_try_advisory_xact_lock(gem_executor_lock_key(x.id))
 ), marked AS (
 	UPDATE core_executors SET dead_at = coalesce(dead_at, now()) WHERE id IN (SELECT worker FROM dead)
+), jobs AS (
+	SELECT j.id, d.worker, j.attempt < j.max_attempts AS attempts_left,
+		(SELECT count(*) FROM unnest(j.errors) e WHERE (e ->> 'executor_died')::boolean) < $2 AS crash_retry_left
+	FROM river_job j JOIN dead d ON j.attempted_by[array_upper(j.attempted_by, 1)] = d.worker
+	WHERE j.kind = 'gem.tool_call' AND j.state = 'running'
 )
 UPDATE river_job j
-SET state = CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'discarded' END::river_job_state,
-	scheduled_at = CASE WHEN j.attempt < j.max_attempts THEN now() ELSE j.scheduled_at END,
-	finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
+SET state = CASE WHEN x.attempts_left OR x.crash_retry_left THEN 'available' ELSE 'discarded' END::river_job_state,
+	max_attempts = CASE WHEN NOT x.attempts_left AND x.crash_retry_left THEN j.attempt + 1 ELSE j.max_attempts END,
+	scheduled_at = CASE WHEN x.attempts_left OR x.crash_retry_left THEN now() ELSE j.scheduled_at END,
+	finalized_at = CASE WHEN x.attempts_left OR x.crash_retry_left THEN NULL ELSE now() END,
 	errors = array_append(j.errors, jsonb_build_object(
-		'at', now(), 'attempt', j.attempt, 'trace', '',
-		'error', 'executor ' || d.worker || ' stopped during this attempt (its liveness lock was released)'))
-FROM dead d
-WHERE j.kind = 'gem.tool_call' AND j.state = 'running' AND j.attempted_by[array_upper(j.attempted_by, 1)] = d.worker
+		'at', now(), 'attempt', j.attempt, 'trace', '', 'executor_died', true,
+		'error', 'executor ' || x.worker || ' stopped during this attempt (its liveness lock was released)'))
+FROM jobs x
+WHERE j.id = x.id
 RETURNING j.id, j.state`
+
+// crashRescuesMax is how many executor deaths a call may live through beyond its attempts.
+const crashRescuesMax = 10
 
 // startLiveness registers the executor and takes its liveness lock. It fails if another running executor
 // has the same id.
@@ -149,7 +163,7 @@ func (e *Executor) rescueLoop() {
 func (e *Executor) rescueDead(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rows, err := e.pool.Query(ctx, rescueDeadSQL, e.cfg.ID)
+	rows, err := e.pool.Query(ctx, rescueDeadSQL, e.cfg.ID, crashRescuesMax)
 	if err != nil {
 		return 0, err
 	}
