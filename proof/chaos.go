@@ -121,7 +121,7 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 	if err != nil {
 		return nil, err
 	}
-	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-chaos", MaxConns: 8})
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-chaos", MaxConns: 20})
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 	work := make(chan chaosCall)
 	var inserters sync.WaitGroup
 	var inserted, insertRetries atomic.Int64
-	for range 4 {
+	for range 16 { // enough that a slow insert does not hold the schedule back
 		inserters.Add(1)
 		go func() {
 			defer inserters.Done()
