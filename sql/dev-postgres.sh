@@ -16,7 +16,9 @@
 #                  /usr/lib/postgresql/*/bin.
 #   GEM_PG_USER    the non-root user that runs the server when this script runs as root. Defaults to
 #                  "postgres" if that user exists, else "nobody".
-#   GEM_PG_PORT    TCP port on 127.0.0.1, chosen on first start. Defaults to the first free port from 54320.
+#   GEM_PG_PORT    TCP port on 127.0.0.1, chosen on first start. Defaults to the first free port from 25432,
+#                  below the kernel's ephemeral range: a port in that range can be held for a minute by a
+#                  client connection's local end (TIME_WAIT), and the server then cannot bind it.
 #
 # Everything is printed to stderr except the URL, so `DATABASE_URL=$(sql/dev-postgres.sh start)` works.
 set -euo pipefail
@@ -118,7 +120,7 @@ init_cluster() {
 		die "initdb failed; see $dir/initdb.log"
 	local port=${GEM_PG_PORT:-}
 	if [ -z "$port" ]; then
-		port=54320
+		port=25432
 		while ! port_free "$port"; do port=$((port + 1)); done
 	fi
 	# Loopback only, no Unix socket (its path could exceed the 107-byte limit), room for parallel tests.
@@ -136,6 +138,22 @@ CONF
 	echo "$port" >"$dir/port"
 }
 
+# start_server starts the stopped server. If its port is held as the local end of a client connection
+# ("Address already in use"; possible for a port in the ephemeral range, until its TIME_WAIT ends after a
+# minute), the start is retried for up to 75 seconds.
+start_server() {
+	local try
+	for try in $(seq 1 25); do
+		if as_server_user "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null 9>&-; then
+			return 0
+		fi
+		tail -n 5 "$dir/server.log" 2>/dev/null | grep -q "Address already in use" || return 1
+		log "port busy for a moment (try $try); retrying"
+		sleep 3
+	done
+	return 1
+}
+
 start() {
 	bindir=$(find_bindir)
 	mkdir -p "$dir"
@@ -147,8 +165,7 @@ start() {
 		port=$(cat "$dir/port")
 		port_free "$port" || die "port $port is taken by another program; remove $dir or set GEM_PG_PORT"
 		if [ -n "$server_user" ]; then touch "$dir/server.log" && chown "$server_user" "$dir/server.log"; fi
-		as_server_user "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null 9>&- ||
-			die "the server did not start; see $dir/server.log"
+		start_server || die "the server did not start; see $dir/server.log"
 		log "started PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port"
 	fi
 	local psql=("$bindir/psql" -X -q -h 127.0.0.1 -p "$(cat "$dir/port")" -U gem)
@@ -174,7 +191,8 @@ stop)
 	;;
 restart)
 	bindir=$(find_bindir)
-	as_server_user "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -m fast -w restart >/dev/null 9>&-
+	if running; then as_server_user "$bindir/pg_ctl" -D "$data" -m fast -w stop >/dev/null; fi
+	start_server || die "the server did not start again; see $dir/server.log"
 	url
 	;;
 destroy)
