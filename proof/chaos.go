@@ -331,6 +331,29 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	// The brain must serve runs again after the restart. Runs in flight during it may wait a while (their
+	// calls' retries back off), so this is checked once the calls have settled, with runs of its own.
+	if brain != nil && !pgRestarted.IsZero() && brainOKAfterRestart.Load() == 0 {
+		client := &http.Client{Timeout: 45 * time.Second}
+		for try := range 3 {
+			if _, err := brainRun(ctx, client, brain, fmt.Sprintf("note that chaos brain check %d", try)); err == nil {
+				brainOK.Add(1)
+				brainOKAfterRestart.Add(1)
+				break
+			} else {
+				progress("brain run after the chaos: %v", err)
+			}
+		}
+		// Its call needs a receipt too.
+		for time.Now().Before(deadline) {
+			var open int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_calls c
+				WHERE NOT EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id)`).Scan(&open); err != nil || open == 0 {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
 	mu.Lock()
 	for _, p := range slots {
 		if err := p.stop(40 * time.Second); err != nil && !p.exited() {
