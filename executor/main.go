@@ -61,15 +61,31 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		m.Log.Info().Ints("river", res.River).Strs("gem", res.GEM).Msg("migrations applied")
 	}
-	if m.Executor, err = New(cfg, m.Registry, m.Handlers, m.Pool, m.Log); err != nil {
-		m.Pool.Close()
-		return err
+	// The server can go away between the pool's first connection and the executor's own (a restart):
+	// starting is retried like connecting, within DBConnectWait.
+	deadline := time.Now().Add(cfg.DBConnectWait)
+	for {
+		if m.Executor, err = New(cfg, m.Registry, m.Handlers, m.Pool, m.Log); err != nil {
+			m.Pool.Close()
+			return err
+		}
+		err = m.Executor.Start(ctx)
+		if err == nil {
+			return nil
+		}
+		m.Executor.callPool.Close()
+		if !gemsql.ConnectionError(err) || ctx.Err() != nil || time.Now().Add(time.Second).After(deadline) {
+			m.Pool.Close()
+			return err
+		}
+		m.Log.Warn().Err(err).Msg("executor could not start; retrying (GEM_DB_CONNECT_WAIT)")
+		select {
+		case <-ctx.Done():
+			m.Pool.Close()
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	if err := m.Executor.Start(ctx); err != nil {
-		m.Pool.Close()
-		return err
-	}
-	return nil
 }
 
 // connectRetryLogger logs each failed attempt to reach the database at start-up.

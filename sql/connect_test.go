@@ -2,6 +2,8 @@ package gemsql_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -11,6 +13,8 @@ import (
 
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,4 +92,19 @@ func TestNewPoolFailsFastOnPermanentErrors(t *testing.T) {
 	_, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: refused.String(), OnRetry: func(error, time.Duration) { retries.Add(1) }})
 	require.ErrorContains(t, err, "error connecting to the database")
 	require.Zero(t, retries.Load())
+}
+
+// ConnectionError tells a lost or refused connection (worth another try) from everything else.
+func TestConnectionError(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	_, err = pgx.Connect(context.Background(), "postgres://gem@"+addr+"/gem?sslmode=disable&connect_timeout=2")
+	require.Error(t, err)
+	require.True(t, gemsql.ConnectionError(err), "refused: %v", err)
+	require.True(t, gemsql.ConnectionError(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P03"})), "starting up")
+	require.False(t, gemsql.ConnectionError(&pgconn.PgError{Code: "28P01"}), "wrong password")
+	require.False(t, gemsql.ConnectionError(errors.New("executor id in use")))
 }

@@ -10,6 +10,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,7 +91,7 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		if err == nil {
 			return pool, nil
 		}
-		if !retryableConnectError(err) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
+		if !RetryableConnectError(err) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			pool.Close()
 			return nil, fmt.Errorf("error connecting to the database: %w", err)
 		}
@@ -106,10 +108,22 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	}
 }
 
-// retryableConnectError says whether waiting may fix a failed connection: the server is unreachable, or it
+// ConnectionError says whether err is a lost or refused connection, or a server that answered that it is
+// starting, stopping or out of connections: an error that a later attempt may not have.
+func ConnectionError(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return RetryableConnectError(err)
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// RetryableConnectError says whether waiting may fix a failed connection: the server is unreachable, or it
 // answered that it is starting, stopping or out of connections. Other server errors (authentication, a
 // missing database, bad parameters) are the operator's to fix.
-func retryableConnectError(err error) bool {
+func RetryableConnectError(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
