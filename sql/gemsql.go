@@ -91,7 +91,7 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		if err == nil {
 			return pool, nil
 		}
-		if !RetryableConnectError(err) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
+		if !ConnectionError(err) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			pool.Close()
 			return nil, fmt.Errorf("error connecting to the database: %w", err)
 		}
@@ -108,22 +108,11 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	}
 }
 
-// ConnectionError says whether err is a lost or refused connection, or a server that answered that it is
-// starting, stopping or out of connections: an error that a later attempt may not have.
-func ConnectionError(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return RetryableConnectError(err)
-	}
-	var connectErr *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// RetryableConnectError says whether waiting may fix a failed connection: the server is unreachable, or it
+// ConnectionError says whether waiting may fix err: the connection was refused or lost, or the server
 // answered that it is starting, stopping or out of connections. Other server errors (authentication, a
-// missing database, bad parameters) are the operator's to fix.
-func RetryableConnectError(err error) bool {
+// missing database, bad parameters) are the operator's to fix, and errors that are not about the
+// connection are not retried either.
+func ConnectionError(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
@@ -134,5 +123,7 @@ func RetryableConnectError(err error) bool {
 		}
 		return false
 	}
-	return true
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
