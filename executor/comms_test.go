@@ -1,26 +1,21 @@
 package executor_test
 
 import (
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"mime"
 	"mime/quotedprintable"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/mail"
 	"net/textproto"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/executor/business/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
@@ -88,82 +83,13 @@ func TestBusinessCallsAndFollowups(t *testing.T) {
 	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_tasks WHERE lead_id = $1 AND status = 'open'`, lead))
 }
 
-// fakeTwilio speaks Twilio's Messages API: a form-encoded POST to
-// /2010-04-01/Accounts/{AccountSid}/Messages.json with basic auth, answered with the Message resource (201)
-// or Twilio's error body. The To number +61400000000 is refused as invalid (error 21211).
-type fakeTwilio struct {
-	*httptest.Server
-	sid, token string
-
-	mu       sync.Mutex
-	messages []url.Values
-}
-
-func newFakeTwilio(t *testing.T) *fakeTwilio {
-	f := &fakeTwilio{sid: "AC0123456789abcdef0123456789abcdef", token: "twilio-test-token"}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeTwilio) serve(w http.ResponseWriter, r *http.Request) {
-	fail := func(status, code int, message string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": message,
-			"more_info": "https://www.twilio.com/docs/errors/" + strconv.Itoa(code), "status": status})
-	}
-	if r.Method != http.MethodPost || r.URL.Path != "/2010-04-01/Accounts/"+f.sid+"/Messages.json" {
-		fail(http.StatusNotFound, 20404, "The requested resource "+r.URL.Path+" was not found")
-		return
-	}
-	if user, pass, ok := r.BasicAuth(); !ok || user != f.sid || pass != f.token {
-		fail(http.StatusUnauthorized, 20003, "Authenticate")
-		return
-	}
-	if r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" || r.ParseForm() != nil {
-		fail(http.StatusBadRequest, 20001, "Bad request")
-		return
-	}
-	to, from, body := r.PostForm.Get("To"), r.PostForm.Get("From"), r.PostForm.Get("Body")
-	if to == "+61400000000" || !strings.HasPrefix(to, "+") {
-		fail(http.StatusBadRequest, 21211, "The 'To' number "+to+" is not a valid phone number.")
-		return
-	}
-	f.mu.Lock()
-	f.messages = append(f.messages, r.PostForm)
-	f.mu.Unlock()
-	sid := "SM" + randomHex(16)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"account_sid": f.sid, "api_version": "2010-04-01", "body": body, "date_created": "Thu, 24 Aug 2023 05:01:45 +0000",
-		"date_sent": nil, "date_updated": "Thu, 24 Aug 2023 05:01:45 +0000", "direction": "outbound-api",
-		"error_code": nil, "error_message": nil, "from": from, "messaging_service_sid": nil, "num_media": "0",
-		"num_segments": "1", "price": nil, "price_unit": "USD", "sid": sid, "status": "queued",
-		"subresource_uris": map[string]string{"media": "/2010-04-01/Accounts/" + f.sid + "/Messages/" + sid + "/Media.json"},
-		"to":               to, "uri": "/2010-04-01/Accounts/" + f.sid + "/Messages/" + sid + ".json",
-	})
-}
-
-func (f *fakeTwilio) received() []url.Values {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]url.Values(nil), f.messages...)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func TestBusinessSendSMSThroughTwilio(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	twilio := newFakeTwilio(t)
+	twilio := twiliotest.New()
+	t.Cleanup(twilio.Close)
 	b.business = business.Config{SMS: business.TwilioConfig{
-		AccountSID: twilio.sid, AuthToken: twilio.token, From: "+61400999888", BaseURL: twilio.URL,
+		AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: "+61400999888", BaseURL: twilio.URL,
 	}}
 	b.startExecutor(t, nil)
 
@@ -186,7 +112,7 @@ func TestBusinessSendSMSThroughTwilio(t *testing.T) {
 	require.Equal(t, map[string]int{"comms_log insert": 1}, writes(r))
 	require.NotNil(t, r.Summary["effects.outside"])
 
-	got := twilio.received()
+	got := twilio.Messages()
 	require.Len(t, got, 1)
 	require.Equal(t, "+61412345678", got[0].Get("To"))
 	require.Equal(t, "+61400999888", got[0].Get("From"))
@@ -206,16 +132,17 @@ func TestBusinessSendSMSThroughTwilio(t *testing.T) {
 	require.Equal(t, float64(21211), decodeDetails(t, refused)["code"])
 	require.Empty(t, refused.Effects.Outside)
 	require.Empty(t, refused.Effects.DBWrites)
-	require.Len(t, twilio.received(), 1)
+	require.Len(t, twilio.Messages(), 1)
 	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM comms_log`))
 }
 
 func TestBusinessSendSMSBadCredentials(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	twilio := newFakeTwilio(t)
+	twilio := twiliotest.New()
+	t.Cleanup(twilio.Close)
 	b.business = business.Config{SMS: business.TwilioConfig{
-		AccountSID: twilio.sid, AuthToken: "wrong", From: "+61400999888", BaseURL: twilio.URL,
+		AccountSID: twilio.AccountSID, AuthToken: "wrong", From: "+61400999888", BaseURL: twilio.URL,
 	}}
 	b.startExecutor(t, nil)
 
@@ -225,7 +152,7 @@ func TestBusinessSendSMSBadCredentials(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
 	require.Contains(t, d.Reason, "HTTP 401, code 20003")
 	require.Contains(t, strings.Join(d.NextSteps, " "), "GEM_SMS_TWILIO_AUTH_TOKEN")
-	require.Empty(t, twilio.received())
+	require.Empty(t, twilio.Messages())
 }
 
 // fakeSMTP is an SMTP server that speaks enough of RFC 5321 for a real client: EHLO (offering AUTH PLAIN

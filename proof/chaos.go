@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gemhq/gem/executor/business/twiliotest"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -129,14 +131,11 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 	if _, err := gemsql.Migrate(ctx, pool, nil); err != nil {
 		return nil, err
 	}
-	twilio, err := newFakeTwilio()
-	if err != nil {
-		return nil, err
-	}
-	defer twilio.close()
+	twilio := twiliotest.New()
+	defer twilio.Close()
 
 	// Executors restart within a second after a kill, so calls of a dead executor are taken up quickly.
-	execEnv := append(twilio.env(), "GEM_EXECUTOR_RESCUE_INTERVAL=500ms", "GEM_DB_CONNECT_WAIT=2m")
+	execEnv := append(twilio.Env(), "GEM_EXECUTOR_RESCUE_INTERVAL=500ms", "GEM_DB_CONNECT_WAIT=2m")
 	rep := &chaosReport{}
 	var (
 		mu          sync.Mutex
@@ -389,7 +388,7 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 	for _, s := range selfExits {
 		rep.violation("an executor exited without being killed: %s", s)
 	}
-	if err := checkChaos(ctx, pool, calls, twilio.sent(), rep); err != nil {
+	if err := checkChaos(ctx, pool, calls, smsByBody(twilio.Messages()), rep); err != nil {
 		return nil, err
 	}
 	rep.count("duration", time.Since(started).Round(time.Second))
@@ -529,6 +528,15 @@ func checkChaos(ctx context.Context, pool *pgxpool.Pool, calls []chaosCall, sms 
 }
 
 func zero(n int) bool { return n == 0 }
+
+// smsByBody counts the messages the SMS provider accepted, by body.
+func smsByBody(messages []url.Values) map[string]int {
+	out := make(map[string]int, len(messages))
+	for _, m := range messages {
+		out[m.Get("Body")]++
+	}
+	return out
+}
 
 func chaosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gemhq/gem/executor"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -19,8 +20,7 @@ import (
 
 // The bare River floor: what a River user writes without GEM. Two job kinds: a no-op, and one that inserts
 // a receipt row, notifies and completes its job in one transaction (River's documented JobCompleteTx).
-// It runs with the same River settings as GEM's executor (200 workers, 1 ms fetch cooldown), so the
-// difference measured is GEM's own work.
+// It runs with the same River settings as GEM's executor (see riverConfig).
 
 type noopArgs struct {
 	N int `json:"n"`
@@ -77,17 +77,18 @@ func riverFloorSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// riverConfig is the River configuration both the floor worker and the floor's inserting client use.
+// riverConfig is the River configuration both the floor worker and the floor's inserting client use:
+// GEM's executor's own settings, so the difference measured is GEM's work.
 func riverConfig(workers *river.Workers) *river.Config {
 	cfg := &river.Config{
 		// The insert notification of an insert-only client is rate-limited by FetchCooldown too.
-		FetchCooldown:     time.Millisecond,
-		FetchPollInterval: 500 * time.Millisecond,
+		FetchCooldown:     executor.FetchCooldownDefault,
+		FetchPollInterval: executor.FetchPollIntervalDefault,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if workers != nil {
 		cfg.Workers = workers
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 200}}
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: executor.MaxWorkersDefault}}
 	}
 	return cfg
 }
