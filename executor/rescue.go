@@ -43,16 +43,16 @@ WITH workers AS (
 ), marked AS (
 	UPDATE core_executors SET dead_at = coalesce(dead_at, now()) WHERE id IN (SELECT worker FROM dead)
 ), jobs AS (
-	SELECT j.id, d.worker, j.attempt < j.max_attempts AS attempts_left,
-		(SELECT count(*) FROM unnest(j.errors) e WHERE (e ->> 'executor_died')::boolean) < $2 AS crash_retry_left
-	FROM river_job j JOIN dead d ON j.attempted_by[array_upper(j.attempted_by, 1)] = d.worker
+	SELECT j.id, d.worker, crashes.n < $2 AS crash_retry_left, j.attempt < j.max_attempts OR crashes.n < $2 AS retry
+	FROM river_job j JOIN dead d ON j.attempted_by[array_upper(j.attempted_by, 1)] = d.worker,
+		LATERAL (SELECT count(*) AS n FROM unnest(j.errors) e WHERE (e ->> 'executor_died')::boolean) crashes
 	WHERE j.kind = 'gem.tool_call' AND j.state = 'running'
 )
 UPDATE river_job j
-SET state = CASE WHEN x.attempts_left OR x.crash_retry_left THEN 'available' ELSE 'discarded' END::river_job_state,
-	max_attempts = CASE WHEN NOT x.attempts_left AND x.crash_retry_left THEN j.attempt + 1 ELSE j.max_attempts END,
-	scheduled_at = CASE WHEN x.attempts_left OR x.crash_retry_left THEN now() ELSE j.scheduled_at END,
-	finalized_at = CASE WHEN x.attempts_left OR x.crash_retry_left THEN NULL ELSE now() END,
+SET state = CASE WHEN x.retry THEN 'available' ELSE 'discarded' END::river_job_state,
+	max_attempts = CASE WHEN x.crash_retry_left THEN greatest(j.max_attempts, j.attempt + 1) ELSE j.max_attempts END,
+	scheduled_at = CASE WHEN x.retry THEN now() ELSE j.scheduled_at END,
+	finalized_at = CASE WHEN x.retry THEN NULL ELSE now() END,
 	errors = array_append(j.errors, jsonb_build_object(
 		'at', now(), 'attempt', j.attempt, 'trace', '', 'executor_died', true,
 		'error', 'executor ' || x.worker || ' stopped during this attempt (its liveness lock was released)'))
