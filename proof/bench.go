@@ -120,7 +120,7 @@ func (r *benchResult) drainRate(scenario string) float64 {
 }
 
 // bench runs every measurement on fresh databases of c and returns the results.
-func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries, root string) (*benchResult, error) {
+func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*benchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
@@ -180,7 +180,7 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries, root
 	// row, and the receipt.
 	var executorPeak int64
 	if cfg.runs("gem") || cfg.runs("brain") {
-		if executorPeak, err = benchGEM(ctx, cfg, res, bins, root, gemURL, gemPool, progress); err != nil {
+		if executorPeak, err = benchGEM(ctx, cfg, res, bins, gemURL, gemPool, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -195,7 +195,7 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries, root
 			var rate float64
 			var peak int64
 			if t, ok := drainTools[sc]; ok {
-				rate, peak, err = drainGEM(ctx, cfg, bins, root, gemURL, gemPool, rep, t.tool, t.input)
+				rate, peak, err = drainGEM(ctx, cfg, bins, gemURL, gemPool, rep, t.tool, t.input)
 				executorPeak = max(executorPeak, peak)
 			} else {
 				rate, err = drainRiver(ctx, cfg, bins, riverURL, riverPool, inserter, sc == drReceipt)
@@ -245,17 +245,18 @@ func benchRiverFloor(ctx context.Context, cfg benchConfig, res *benchResult, bin
 }
 
 // benchGEM measures GEM's executor and the brain in front of it, and returns the executor's peak RSS.
-func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binaries, root, gemURL string,
-	gemPool *pgxpool.Pool, progress func(string, ...any)) (int64, error) {
+func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binaries, gemURL string,
+	gemPool *pgxpool.Pool, progress func(string, ...any)) (peakKB int64, err error) {
 	progress("GEM executor: plain INSERT INTO core_tool_calls, receipt observed by LISTEN gem_receipt")
-	exec, err := startExecutor(bins, root, gemURL, "bench-executor-1", nil, cfg.Log, gemPool, true)
+	exec, err := startExecutor(bins, gemURL, "bench-executor-1", nil, cfg.Log, gemPool, true)
 	if err != nil {
 		return 0, err
 	}
 	defer func() {
-		if !exec.exited() {
-			exec.kill()
+		if stopErr := exec.stop(40 * time.Second); err == nil {
+			err = stopErr
 		}
+		peakKB = exec.peakRSS()
 	}()
 	gemListener, err := listen(ctx, gemURL, gemsql.ReceiptChannel, receiptKey)
 	if err != nil {
@@ -282,16 +283,12 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	}
 	gemListener.close()
 	if err != nil || !cfg.runs("brain") {
-		peak := exec.sampleRSS()
-		if stopErr := exec.stop(40 * time.Second); err == nil {
-			err = stopErr
-		}
-		return peak, err
+		return 0, err
 	}
 
 	// 3. The brain, over HTTP, planning one call with its rules planner and waiting for the receipt.
 	progress("brain: POST /brain/run in enqueue_and_wait mode, one os.create_note call")
-	brain, err := startBrain(bins, root, gemURL, nil, cfg.Log)
+	brain, err := startBrain(bins, gemURL, nil, cfg.Log)
 	if err != nil {
 		return 0, err
 	}
@@ -300,15 +297,11 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 		return brainRun(ctx, httpClient, brain, fmt.Sprintf("note that bench call %d went through the brain", i))
 	}
 	err = measureLatency(ctx, cfg, res, scBrain, brainCall, progress)
-	res.BrainPeakRSSK = brain.sampleRSS()
 	if stopErr := brain.stop(15 * time.Second); err == nil {
 		err = stopErr
 	}
-	peak := exec.sampleRSS()
-	if stopErr := exec.stop(40 * time.Second); err == nil {
-		err = stopErr
-	}
-	return peak, err
+	res.BrainPeakRSSK = brain.peakRSS()
+	return 0, err
 }
 
 // warmPool opens n connections of pool and returns them to it.
@@ -393,7 +386,7 @@ func openLoop(ctx context.Context, calls int, rate float64, call func(context.Co
 				return
 			}
 			lat[i] = end.Sub(at)
-			if os.Getenv("GEM_PROOF_TRACE") != "" && lat[i] > 50*time.Millisecond {
+			if traceSlowCalls && lat[i] > 50*time.Millisecond {
 				fmt.Fprintf(os.Stderr, "slow call %d at +%s: %s\n", i, at.Sub(begin).Round(time.Millisecond), lat[i].Round(time.Millisecond))
 			}
 		}(i, *n)
@@ -403,6 +396,9 @@ func openLoop(ctx context.Context, calls int, rate float64, call func(context.Co
 	close(errs)
 	return lat, <-errs
 }
+
+// traceSlowCalls prints every open-loop call slower than 50 ms (GEM_PROOF_TRACE=1), to find stalls.
+var traceSlowCalls = os.Getenv("GEM_PROOF_TRACE") != ""
 
 // callWithTimeout makes one call; a call that takes 10 s is an error, not a data point.
 func callWithTimeout(ctx context.Context, call func(context.Context, int) (time.Time, error), i int, start time.Time) (time.Time, error) {
@@ -460,7 +456,7 @@ func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 
 // drainGEM queues n calls with no executor running, starts one and returns calls per second and the
 // executor's peak RSS.
-func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, root, dbURL string, pool *pgxpool.Pool, rep int, tool, input string) (float64, int64, error) {
+func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, rep int, tool, input string) (float64, int64, error) {
 	var before int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
 		return 0, 0, err
@@ -470,15 +466,15 @@ func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, root, dbURL s
 		FROM generate_series(1, $1) g`, cfg.Drain, tool); err != nil {
 		return 0, 0, err
 	}
-	exec, err := startExecutor(bins, root, dbURL, fmt.Sprintf("bench-executor-drain-%s-%d", tool, rep), nil, cfg.Log, pool, false)
+	exec, err := startExecutor(bins, dbURL, fmt.Sprintf("bench-executor-drain-%s-%d", tool, rep), nil, cfg.Log, pool, false)
 	if err != nil {
 		return 0, 0, err
 	}
 	rate, err := awaitDrain(ctx, pool, before, cfg.Drain, exec)
-	peak := exec.sampleRSS()
 	if stopErr := exec.stop(40 * time.Second); err == nil {
 		err = stopErr
 	}
+	peak := exec.peakRSS()
 	if err == nil {
 		// Every drained call has its receipt (the job completes in the receipt's transaction).
 		var missing int

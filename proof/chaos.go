@@ -111,10 +111,10 @@ func defaultChaosDir(root string) string {
 
 // chaos runs the whole experiment and returns its report; an error means the run itself could not be
 // made (no database, a binary missing), not that GEM broke a promise.
-func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out io.Writer) (*chaosReport, error) {
+func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (*chaosReport, error) {
 	progress := func(format string, args ...any) { fmt.Fprintf(out, "chaos: "+format+"\n", args...) }
 	started := time.Now()
-	c, err := startCluster(root, cfg.PGDir)
+	c, err := startCluster(bins.root, cfg.PGDir)
 	if err != nil {
 		return nil, err
 	}
@@ -147,12 +147,21 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 	)
 	startSlot := func(i int, wait bool) error {
 		generation++
-		p, err := startExecutor(bins, root, dbURL, fmt.Sprintf("chaos-%c-%d", 'a'+i, generation), execEnv, cfg.Log, pool, wait)
+		p, err := startExecutor(bins, dbURL, fmt.Sprintf("chaos-%c-%d", 'a'+i, generation), execEnv, cfg.Log, pool, wait)
 		if err != nil {
 			return err
 		}
 		slots[i] = p
 		return nil
+	}
+	// restartExited notes and replaces executors that exited without being killed (mu held).
+	restartExited := func() {
+		for i, p := range slots {
+			if p.exited() {
+				selfExits = append(selfExits, fmt.Sprintf("%s: %v: %s", p.name, p.err, lastLine(p.tail())))
+				_ = startSlot(i, false)
+			}
+		}
 	}
 	for i := range slots {
 		if err := startSlot(i, true); err != nil {
@@ -171,7 +180,7 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 
 	var brain *brainProc
 	if cfg.Brain {
-		if brain, err = startBrain(bins, root, dbURL, []string{"GEM_DB_CONNECT_WAIT=2m"}, cfg.Log); err != nil {
+		if brain, err = startBrain(bins, dbURL, []string{"GEM_DB_CONNECT_WAIT=2m"}, cfg.Log); err != nil {
 			return nil, err
 		}
 		defer func() { _ = brain.stop(15 * time.Second) }()
@@ -199,12 +208,7 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 			case <-tick.C:
 			}
 			mu.Lock()
-			for i, p := range slots {
-				if p.exited() {
-					selfExits = append(selfExits, fmt.Sprintf("%s: %v: %s", p.name, p.err, lastLine(p.tail())))
-					_ = startSlot(i, false)
-				}
-			}
+			restartExited()
 			slots[next].kill()
 			kills++
 			if err := startSlot(next, false); err != nil {
@@ -309,48 +313,46 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, root string, out
 
 	// Let the surviving executors finish; restart any that died.
 	mu.Lock()
-	for i, p := range slots {
-		if p.exited() {
-			selfExits = append(selfExits, fmt.Sprintf("%s: %v: %s", p.name, p.err, lastLine(p.tail())))
-			_ = startSlot(i, false)
+	restartExited()
+	mu.Unlock()
+	deadline := time.Now().Add(cfg.SettleTime)
+	// allReceipted waits until every call has a receipt, or until the deadline.
+	allReceipted := func() (bool, error) {
+		for {
+			var open int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_calls c
+				WHERE NOT EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id)`).Scan(&open); err != nil {
+				return false, err
+			}
+			if open == 0 {
+				return true, nil
+			}
+			if time.Now().After(deadline) {
+				return false, nil
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 	}
-	mu.Unlock()
-	settled := false
-	deadline := time.Now().Add(cfg.SettleTime)
-	for time.Now().Before(deadline) {
-		var open int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_calls c
-			WHERE NOT EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id)`).Scan(&open); err != nil {
-			return nil, err
-		}
-		if open == 0 {
-			settled = true
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
+	settled, err := allReceipted()
+	if err != nil {
+		return nil, err
 	}
 	// The brain must serve runs again after the restart. Runs in flight during it may wait a while (their
 	// calls' retries back off), so this is checked once the calls have settled, with runs of its own.
 	if brain != nil && !pgRestarted.IsZero() && brainOKAfterRestart.Load() == 0 {
 		client := &http.Client{Timeout: 45 * time.Second}
 		for try := range 3 {
-			if _, err := brainRun(ctx, client, brain, fmt.Sprintf("note that chaos brain check %d", try)); err == nil {
+			_, err := brainRun(ctx, client, brain, fmt.Sprintf("note that chaos brain check %d", try))
+			if err == nil {
 				brainOK.Add(1)
 				brainOKAfterRestart.Add(1)
 				break
-			} else {
-				progress("brain run after the chaos: %v", err)
 			}
+			progress("brain run after the chaos: %v", err)
 		}
-		// Its call needs a receipt too.
-		for time.Now().Before(deadline) {
-			var open int
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_calls c
-				WHERE NOT EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id)`).Scan(&open); err != nil || open == 0 {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
+		// A failed run's call needs its receipt too.
+		if settled, err = allReceipted(); err != nil {
+			return nil, err
 		}
 	}
 	mu.Lock()
@@ -567,22 +569,17 @@ func chaosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *verbose {
 		cfg.Log = stderr
 	}
-	root, err := repoRoot()
-	if err != nil {
-		fmt.Fprintln(stderr, "chaos:", err)
-		return 1
-	}
-	if cfg.PGDir == "" {
-		cfg.PGDir = defaultChaosDir(root)
-	}
-	bins, cleanup, err := findBinaries(root, *bin)
+	bins, cleanup, err := findBinaries(*bin)
 	defer cleanup()
 	if err != nil {
 		fmt.Fprintln(stderr, "chaos:", err)
 		return 1
 	}
+	if cfg.PGDir == "" {
+		cfg.PGDir = defaultChaosDir(bins.root)
+	}
 	fmt.Fprintf(stdout, "chaos: seed %d, private PostgreSQL in %s\n", cfg.Seed, cfg.PGDir)
-	rep, err := chaos(ctx, cfg, bins, root, stdout)
+	rep, err := chaos(ctx, cfg, bins, stdout)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "chaos: interrupted")

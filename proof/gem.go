@@ -15,8 +15,8 @@ import (
 )
 
 // startExecutor runs an executor on dbURL and, when wait is set, waits until it has registered.
-func startExecutor(bins binaries, root, dbURL, id string, env []string, logw io.Writer, pool *pgxpool.Pool, wait bool) (*proc, error) {
-	env = append([]string{"DATABASE_URL=" + dbURL, "GEM_REGISTRY=" + filepath.Join(root, "tools.registry.json"),
+func startExecutor(bins binaries, dbURL, id string, env []string, logw io.Writer, pool *pgxpool.Pool, wait bool) (*proc, error) {
+	env = append([]string{"DATABASE_URL=" + dbURL, "GEM_REGISTRY=" + filepath.Join(bins.root, "tools.registry.json"),
 		"GEM_EXECUTOR_ID=" + id, "GEM_LOG_LEVEL=warn"}, env...)
 	p, err := startProc(id, bins.executor, []string{"run"}, env, logw)
 	if err != nil || !wait {
@@ -43,7 +43,7 @@ type brainProc struct {
 
 // startBrain runs the brain (rules planner, bearer-token auth) on a free loopback port and waits for
 // GET /health.
-func startBrain(bins binaries, root, dbURL string, env []string, logw io.Writer) (*brainProc, error) {
+func startBrain(bins binaries, dbURL string, env []string, logw io.Writer) (*brainProc, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func startBrain(bins binaries, root, dbURL string, env []string, logw io.Writer)
 	addr := l.Addr().String()
 	_ = l.Close()
 	token := randomHex(24)
-	env = append([]string{"DATABASE_URL=" + dbURL, "GEM_REGISTRY=" + filepath.Join(root, "tools.registry.json"),
+	env = append([]string{"DATABASE_URL=" + dbURL, "GEM_REGISTRY=" + filepath.Join(bins.root, "tools.registry.json"),
 		"GEM_BRAIN_ADDR=" + addr, "GEM_BRAIN_TOKENS=proof:" + token, "GEM_BRAIN_PLANNER=rules", "GEM_LOG_LEVEL=warn"}, env...)
 	p, err := startProc("brain", bins.brain, []string{"serve"}, env, logw)
 	if err != nil {

@@ -64,8 +64,13 @@ func startCluster(root, dir string) (*cluster, error) {
 	return c, nil
 }
 
-// externalCluster is the server DATABASE_URL names.
-func externalCluster(u string) *cluster { return &cluster{url: u} }
+// benchCluster is the server DATABASE_URL names, or else the repository's private cluster.
+func benchCluster(root string) (*cluster, error) {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return &cluster{url: u}, nil
+	}
+	return startCluster(root, "")
+}
 
 func (c *cluster) run(cmd string) (string, error) {
 	x := exec.Command(c.script, cmd)
@@ -128,17 +133,21 @@ func (c *cluster) dropDatabase(ctx context.Context, name string) error {
 	return err
 }
 
-// binaries are the programs under test.
+// binaries are the programs under test and the repository they come from.
 type binaries struct {
+	root            string // the repository: its registry and sql/dev-postgres.sh
 	executor, brain string
 	// self runs this program's hidden roles (the bare River worker).
 	self string
 }
 
-// findBinaries uses dir's executor and brain when dir is set, and otherwise builds both into a temporary
-// folder (removed by cleanup).
-func findBinaries(root, dir string) (b binaries, cleanup func(), err error) {
+// findBinaries finds the repository above the working folder and uses dir's executor and brain when dir
+// is set, and otherwise builds both into a temporary folder (removed by cleanup).
+func findBinaries(dir string) (b binaries, cleanup func(), err error) {
 	cleanup = func() {}
+	if b.root, err = repoRoot(); err != nil {
+		return b, cleanup, err
+	}
 	if b.self, err = os.Executable(); err != nil {
 		return b, cleanup, err
 	}
@@ -149,7 +158,7 @@ func findBinaries(root, dir string) (b binaries, cleanup func(), err error) {
 		cleanup = func() { _ = os.RemoveAll(dir) }
 		for _, m := range []string{"executor", "brain"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, m), "./cmd/"+m)
-			cmd.Dir = filepath.Join(root, m)
+			cmd.Dir = filepath.Join(b.root, m)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				cleanup()
 				return b, func() {}, fmt.Errorf("error building %s: %v\n%s", m, err, out)
@@ -270,9 +279,9 @@ func (p *proc) awaitCondition(within time.Duration, check func() (bool, error)) 
 	}
 }
 
-// sampleRSS records the process's peak resident set size so far (VmHWM, Linux); it is read before the
+// sampleRSS records the process's peak resident set size so far (VmHWM, Linux). stop reads it before the
 // process ends, since /proc forgets it after.
-func (p *proc) sampleRSS() int64 {
+func (p *proc) sampleRSS() {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
@@ -284,6 +293,10 @@ func (p *proc) sampleRSS() int64 {
 			}
 		}
 	}
+}
+
+// peakRSS is the largest resident set size sampled, in KiB.
+func (p *proc) peakRSS() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.peakKB

@@ -86,25 +86,18 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *verbose {
 		cfg.Log = stderr
 	}
-	root, err := repoRoot()
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
-	bins, cleanup, err := findBinaries(root, *bin)
+	bins, cleanup, err := findBinaries(*bin)
 	defer cleanup()
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	var c *cluster
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		c = externalCluster(u)
-	} else if c, err = startCluster(root, ""); err != nil {
+	c, err := benchCluster(bins.root)
+	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	res, err := bench(ctx, cfg, c, bins, root)
+	res, err := bench(ctx, cfg, c, bins)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1

@@ -21,26 +21,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func testBinaries(t *testing.T) (binaries, string) {
+func testBinaries(t *testing.T) binaries {
 	t.Helper()
-	root, err := repoRoot()
-	require.NoError(t, err)
-	bins, cleanup, err := findBinaries(root, "")
+	bins, cleanup, err := findBinaries("")
 	t.Cleanup(cleanup)
 	require.NoError(t, err)
-	return bins, root
+	return bins
 }
 
 // A smaller chaos run: 1,000 calls, an executor killed every second, PostgreSQL restarted, the brain in
 // front. It must find no violation.
 func TestChaos(t *testing.T) {
-	bins, root := testBinaries(t)
+	bins := testBinaries(t)
 	cfg := chaosConfig{Calls: 1000, Rate: 100, Executors: 2, KillEvery: time.Second, RestartPG: true, Brain: true,
-		PGDir: defaultChaosDir(root) + "-test", SettleTime: 2 * time.Minute, Seed: uint64(time.Now().UnixNano())}
+		PGDir: defaultChaosDir(bins.root) + "-test", SettleTime: 2 * time.Minute, Seed: uint64(time.Now().UnixNano())}
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rep, err := chaos(ctx, cfg, bins, root, &out)
+	rep, err := chaos(ctx, cfg, bins, &out)
 	require.NoError(t, err, out.String())
 	rep.print(&out)
 	t.Log("\n" + out.String())
@@ -100,18 +98,12 @@ func TestChaosChecksFindViolations(t *testing.T) {
 
 // A short bench runs every scenario end to end and prints the table with every target.
 func TestBenchSmoke(t *testing.T) {
-	bins, root := testBinaries(t)
-	var c *cluster
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		c = externalCluster(u)
-	} else {
-		var err error
-		c, err = startCluster(root, "")
-		require.NoError(t, err)
-	}
+	bins := testBinaries(t)
+	c, err := benchCluster(bins.root)
+	require.NoError(t, err)
 	cfg := benchConfig{Calls: 40, OpenCalls: 40, Rate: 100, Drain: 400, Repeats: 1, Warmup: 10, Timeout: 5 * time.Minute,
 		dbPrefix: "gem_bench_test"}
-	res, err := bench(context.Background(), cfg, c, bins, root)
+	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
 	require.Len(t, res.Latency, 8)
 	for _, l := range res.Latency {
