@@ -27,7 +27,6 @@ type benchConfig struct {
 	Drain     int             // queued calls drained per throughput repeat
 	Repeats   int             // how often each measurement is repeated
 	Warmup    int             // unmeasured calls before each latency scenario
-	Out       io.Writer       // the table
 	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
 	Timeout   time.Duration   // the whole run
 	Only      map[string]bool // scenarios to run (river, gem, brain, drain); empty: all

@@ -52,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg := benchConfig{Out: stdout}
+	cfg := benchConfig{}
 	fs.IntVar(&cfg.Calls, "calls", 2000, "sequential calls per run")
 	fs.IntVar(&cfg.OpenCalls, "open-calls", 2000, "open-loop calls per run")
 	fs.Float64Var(&cfg.Rate, "rate", 200, "open-loop calls per second")
