@@ -416,7 +416,7 @@ func TestTriggerErrorCodesAreKnown(t *testing.T) {
 	ctx, b := setup(t)
 
 	var src string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE proname = 'gem_job_state_changed' OR proname = 'gem_job_deleted'`).Scan(&src))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE proname IN ('gem_jobs_changed', 'gem_jobs_deleted')`).Scan(&src))
 	known := map[registry.ErrorCode]bool{}
 	for _, c := range registry.ErrorCodes {
 		known[c] = true
