@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -52,7 +55,7 @@ func (e *Executor) committer() {
 	}
 }
 
-// dbConn is the connection a batch runs on: a pooled connection, between BEGIN and COMMIT.
+// dbConn is the connection a batch runs on, between BEGIN and COMMIT.
 type dbConn interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -60,13 +63,6 @@ type dbConn interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	Conn() *pgx.Conn
 }
-
-// completeJobsSQL marks jobs completed in the receipts' transaction. It is what River's JobCompleteTx does
-// to a running job (state completed, finalized_at set); written here so it can share a round trip with
-// the COMMIT. A job that is no longer running (taken up by a rescuer) is left alone: its next run finds
-// the receipt and only completes it.
-const completeJobsSQL = `UPDATE river_job SET state = 'completed', finalized_at = now()
-	WHERE id = ANY($1::bigint[]) AND state = 'running'`
 
 // withConn runs fn on a pooled call connection; a transaction fn leaves open is rolled back, and a
 // connection in an unknown state is closed rather than reused.
@@ -90,69 +86,65 @@ func (e *Executor) withConn(fn func(ctx context.Context, conn *pgxpool.Conn) err
 }
 
 // runBatch runs calls in one transaction until BatchMaxDuration is spent, delivers each call's result,
-// and returns the calls it did not reach. Each call's statements travel with the next call's: BEGIN and
-// the first call's load go together, each call's receipt with the next call's load, and the last receipt
-// with the job completions and the COMMIT.
+// and returns the calls it did not reach.
 func (e *Executor) runBatch(items []*pending) (rest []*pending) {
-	results := make([]error, 0, len(items))
+	return e.runBatchPhase(items, phaseRun)
+}
+
+func (e *Executor) runBatchPhase(items []*pending, ph phase) (rest []*pending) {
+	// ran are the calls the transaction reached, with their results; the others go back in rest.
+	var ran []*pending
+	var results []error
+	var prepared []bool
 	err := e.withConn(func(ctx context.Context, conn *pgxpool.Conn) error {
-		next := &pgx.Batch{}
-		next.Queue("BEGIN")
+		t := &batchTx{e: e, pipe: newPipe(conn.Conn())}
+		attempts, dups, err := t.begin(ctx, items)
+		rest = dups
+		for _, a := range attempts {
+			ran = append(ran, a.p)
+		}
+		if err != nil {
+			return err
+		}
 		start := time.Now()
-		var completed []int64
-		for i, p := range items {
+		for i, a := range attempts {
 			if i > 0 && time.Since(start) > e.cfg.BatchMaxDuration {
-				rest, items = items[i:], items[:i]
+				rest, ran = append(rest, ran[i:]...), ran[:i]
 				break
 			}
-			if err := p.ctx.Err(); err != nil {
+			var out outcome
+			if err := a.p.ctx.Err(); err != nil {
 				// The job was cancelled while it waited (shutdown): River retries it.
-				results = append(results, err)
-				continue
+				out = outcome{kind: outcomeRetry, err: err}
+			} else {
+				out = t.run(ctx, a, ph)
 			}
-			a := e.newAttempt(p)
-			a.queueLoad(next)
-			if err := conn.SendBatch(ctx, next).Close(); err != nil {
-				rest, items = items[i+1:], items[:i+1]
-				return fmt.Errorf("error sending calls: %w", err)
-			}
-			next = &pgx.Batch{}
-			out := a.run(ctx, conn, next, phaseRun)
 			if out.txBroken {
-				rest, items = items[i+1:], items[:i+1]
+				rest, ran = append(rest, ran[i+1:]...), ran[:i+1]
 				return out.err
 			}
-			switch out.kind {
-			case outcomeDone:
-				completed = append(completed, p.job.ID)
-				results = append(results, nil)
-			case outcomeMissing:
-				e.log.Error().Str("call_id", p.args.CallID.String()).Int64("job_id", p.job.ID).Msg("job names a call that does not exist; cancelling it")
-				results = append(results, river.JobCancel(out.err))
-			default:
-				results = append(results, out.err)
+			if out.kind == outcomeMissing {
+				a.log.Error().Msg("job names a call that does not exist; cancelling it")
+				out.err = river.JobCancel(out.err)
 			}
+			results, prepared = append(results, out.err), append(prepared, out.kind == outcomePrepared)
 		}
-		if len(completed) > 0 {
-			next.Queue(completeJobsSQL, completed)
-		}
-		next.Queue("COMMIT")
-		// A COMMIT that fails ambiguously (connection lost) may still have committed: the retry then finds
-		// the receipt and only completes the job, and River's own update of a completed job changes nothing.
-		if err := conn.SendBatch(ctx, next).Close(); err != nil {
-			return fmt.Errorf("error committing calls: %w", err)
-		}
-		return nil
+		return t.commit(ctx)
 	})
 	if err != nil {
 		// Nothing in the transaction was kept: every call it reached is retried.
-		e.log.Warn().Err(err).Int("batch_size", len(items)).Msg("batch did not commit; its calls will be retried")
-		for _, p := range items {
+		e.log.Warn().Err(err).Int("batch_size", len(ran)).Msg("batch did not commit; its calls will be retried")
+		for _, p := range ran {
 			p.result <- err
 		}
 		return rest
 	}
-	for i, p := range items {
+	for i, p := range ran {
+		if prepared[i] {
+			// The marker is committed: the call runs in a transaction of its own.
+			e.runBatchPhase([]*pending{p}, phaseRun)
+			continue
+		}
 		p.result <- results[i]
 	}
 	return rest
@@ -163,38 +155,326 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 // the next attempt finds the marker and ends the call with outcome_unknown instead of running it twice.
 func (e *Executor) runOutside(p *pending) error {
 	p.outsideToken = uuid.New()
-	var out outcome
-	err := e.withConn(func(ctx context.Context, conn *pgxpool.Conn) error {
-		next := &pgx.Batch{}
-		next.Queue("BEGIN")
-		a := e.newAttempt(p)
-		a.queueLoad(next)
-		if err := conn.SendBatch(ctx, next).Close(); err != nil {
-			return fmt.Errorf("error loading call: %w", err)
+	e.runBatchPhase([]*pending{p}, phasePrepare)
+	return <-p.result
+}
+
+// outcomeKind says what became of one call inside a transaction.
+type outcomeKind int
+
+const (
+	// outcomeDone: the call has its receipt (written now or earlier); complete its job in this transaction.
+	outcomeDone outcomeKind = iota
+	// outcomeRetry: a transient failure; nothing of the call is kept and River retries its job.
+	outcomeRetry
+	// outcomeMissing: the job names a call that does not exist; the job is cancelled.
+	outcomeMissing
+	// outcomePrepared: the outside-effects marker is set; commit it, then run the call.
+	outcomePrepared
+)
+
+type outcome struct {
+	kind outcomeKind
+	err  error
+	// txBroken means the transaction can no longer be used: every call in it must be retried.
+	txBroken bool
+}
+
+// phase distinguishes the two transactions of a call with outside effects.
+type phase int
+
+const (
+	phaseRun phase = iota
+	// phasePrepare checks the call and commits the outside-effects marker before the handler may start.
+	phasePrepare
+)
+
+const savepoint = "gem_call"
+
+// batchTx is one transaction in which calls run one after another, each in a savepoint of its own.
+//
+// Its statements travel together (see pipe): BEGIN with the load of every call, each call's savepoint with
+// its handler's first statement, and at the end one INSERT of every receipt with the jobs' completion and
+// the COMMIT. A call's database writes are collected after its savepoint is released, with the next call's
+// first statement; the last call's are collected by the receipts' INSERT itself.
+type batchTx struct {
+	e    *Executor
+	pipe *pipe
+	// receipts are written when the transaction commits, in the order the calls ended.
+	receipts []receiptRow
+	// keyed are the succeeded calls that hold an idempotency key: a later call of the same transaction with
+	// the same key is answered from them (their receipts are not in the table yet).
+	keyed map[uuid.UUID]*receiptDraft
+	// uncollected is the last call that succeeded and whose writes are still to be read.
+	uncollected *receiptDraft
+	completed   []int64
+}
+
+type receiptRow struct {
+	a *attempt
+	d *receiptDraft
+}
+
+// begin opens the transaction and loads and locks the calls of items. A call that appears twice (two jobs
+// for one call) runs once here; its other jobs are returned in dups for a later transaction, where they
+// find its receipt.
+func (t *batchTx) begin(ctx context.Context, items []*pending) (attempts []*attempt, dups []*pending, err error) {
+	byID := make(map[uuid.UUID]*attempt, len(items))
+	ids := make([][16]byte, 0, len(items)) // [16]byte: pgx encodes it as uuid directly
+	for _, p := range items {
+		if _, dup := byID[p.args.CallID]; dup {
+			dups = append(dups, p)
+			continue
 		}
-		next = &pgx.Batch{}
-		if out = a.run(ctx, conn, next, phasePrepare); out.txBroken {
-			return out.err
-		}
-		if out.kind == outcomeDone {
-			next.Queue(completeJobsSQL, []int64{p.job.ID})
-		}
-		next.Queue("COMMIT")
-		if err := conn.SendBatch(ctx, next).Close(); err != nil {
-			return fmt.Errorf("error committing the outside-effects marker: %w", err)
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
-		return err
-	case out.kind == outcomePrepared:
-		e.runBatch([]*pending{p})
-		return <-p.result
-	case out.kind == outcomeMissing:
-		return river.JobCancel(out.err)
-	case out.kind == outcomeDone:
-		return nil
+		a := t.e.newAttempt(p)
+		a.missing = true
+		byID[p.args.CallID] = a
+		ids = append(ids, p.args.CallID)
+		attempts = append(attempts, a)
 	}
-	return out.err
+	t.pipe.hold("BEGIN")
+	rows, err := t.pipe.Query(ctx, loadSQL, ids)
+	if err != nil {
+		return attempts, dups, fmt.Errorf("error loading calls: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		id, row, err := scanCall(rows)
+		if err != nil {
+			return attempts, dups, err
+		}
+		if a := byID[id]; a != nil {
+			a.callRow, a.missing = row, false
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return attempts, dups, fmt.Errorf("error loading calls: %w", err)
+	}
+	return attempts, dups, nil
+}
+
+// run takes one loaded call as far as this transaction goes: to its receipt (outcomeDone), to a retry, or,
+// in phasePrepare, to its outside-effects marker.
+func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
+	if a.missing {
+		return outcome{kind: outcomeMissing, err: fmt.Errorf("call %s does not exist", a.args.CallID)}
+	}
+	if a.hasReceipt {
+		// An earlier attempt committed the receipt; only the job is left to complete.
+		a.log.Info().Msg("call already has a receipt; completing its job")
+		t.completed = append(t.completed, a.job.ID)
+		return outcome{kind: outcomeDone}
+	}
+	if d := a.precheck(); d != nil {
+		t.finish(a, d)
+		return outcome{kind: outcomeDone}
+	}
+	if ph == phasePrepare {
+		t.pipe.hold(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
+			[16]byte(a.args.CallID), [16]byte(a.p.outsideToken), a.job.Attempt)
+		return outcome{kind: outcomePrepared}
+	}
+
+	t.enter(a)
+	d, transient := a.execute(ctx, t.pipe, t.keyHolder)
+	var tb txBrokenError
+	if errors.As(transient, &tb) {
+		return outcome{kind: outcomeRetry, err: transient, txBroken: true}
+	}
+	if transient == nil && d.status == registry.StatusSucceeded {
+		t.pipe.hold("RELEASE SAVEPOINT " + savepoint)
+		if !d.hit {
+			t.uncollected = d
+		}
+		t.finish(a, d)
+		return outcome{kind: outcomeDone}
+	}
+	// The call failed: nothing it did is kept.
+	if err := t.undo(ctx); err != nil {
+		return outcome{kind: outcomeRetry, err: err, txBroken: true}
+	}
+	if transient != nil {
+		if a.job.Attempt < a.job.MaxAttempts {
+			a.log.Warn().Err(transient).Msg("transient failure; the call will be retried")
+			return outcome{kind: outcomeRetry, err: transient}
+		}
+		d = failed(registry.CodeRetriesExhausted, fmt.Sprintf("attempt %d of %d failed with a transient error: %v",
+			a.job.Attempt, a.job.MaxAttempts, transient), nil)
+	}
+	t.finish(a, d)
+	return outcome{kind: outcomeDone}
+}
+
+// Statements that start a call's savepoint: they set the call whose writes the capture triggers count and,
+// when the previous call succeeded, first collect its writes.
+const (
+	enterSQL            = `SELECT set_config('gem.call_id', $1, true)`
+	collectAndEnterSQL  = `SELECT gem_collect_writes(), set_config('gem.call_id', $1, true)`
+	completeJobsSQL     = `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = ANY($1::bigint[]) AND state = 'running'`
+	rollbackToSavepoint = "ROLLBACK TO SAVEPOINT " + savepoint
+)
+
+// enter holds the statements that start a call's savepoint; they go out with its first statement.
+func (t *batchTx) enter(a *attempt) {
+	if u := t.uncollected; u != nil {
+		t.uncollected = nil
+		t.pipe.holdRow(func(row pgx.Row) error {
+			var ignored string
+			return row.Scan(&u.dbWrites, &ignored)
+		}, collectAndEnterSQL, a.args.CallID.String())
+	} else {
+		t.pipe.hold(enterSQL, a.args.CallID.String())
+	}
+	t.pipe.hold("SAVEPOINT " + savepoint)
+}
+
+// undo rolls the current call's savepoint back.
+func (t *batchTx) undo(ctx context.Context) error {
+	if t.pipe.conn.PgConn().TxStatus() == 'E' {
+		// A failed statement aborted the transaction, which then refuses to prepare statements (as a held
+		// batch would): the rollback goes now, alone, by the simple protocol.
+		if len(t.pipe.held) > 0 {
+			return t.pipe.breakWith(errors.New("statements held in an aborted transaction"))
+		}
+		if _, err := t.pipe.conn.Exec(ctx, rollbackToSavepoint); err != nil {
+			return t.pipe.breakWith(fmt.Errorf("error rolling back call: %w", err))
+		}
+	} else {
+		t.pipe.hold(rollbackToSavepoint)
+	}
+	t.pipe.hold("RELEASE SAVEPOINT " + savepoint)
+	return nil
+}
+
+// keyHolder returns the receipt a call of this transaction will have, if it succeeded holding a key.
+func (t *batchTx) keyHolder(callID uuid.UUID) *receiptDraft { return t.keyed[callID] }
+
+// finish records how a call ended: its receipt is written, and its job completed, when the transaction
+// commits.
+func (t *batchTx) finish(a *attempt, d *receiptDraft) {
+	d.durationMS = msSince(a.started)
+	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
+	t.completed = append(t.completed, a.job.ID)
+	if a.key != "" && d.status == registry.StatusSucceeded && !d.hit {
+		if t.keyed == nil {
+			t.keyed = map[uuid.UUID]*receiptDraft{}
+		}
+		t.keyed[a.args.CallID] = d
+	}
+	ev := a.log.Info()
+	if d.status != registry.StatusSucceeded {
+		ev = a.log.Warn().Str("error_code", string(d.err.Code)).Str("error", d.err.Message)
+	}
+	ev.Str("status", string(d.status)).Bool("idempotency_hit", d.hit).Msg("call finished")
+}
+
+// commit writes the receipts, completes the jobs and commits, in one round trip. A COMMIT that fails
+// ambiguously (connection lost) may still have committed: the retry then finds the receipts and only
+// completes the jobs, and River's own update of a completed job changes nothing.
+func (t *batchTx) commit(ctx context.Context) error {
+	if t.pipe.holdsRows() {
+		// A call's writes are collected by a statement still held (the calls after it sent nothing): read
+		// them before the receipts are encoded.
+		if err := t.pipe.flush(ctx); err != nil {
+			return fmt.Errorf("error collecting writes: %w", err)
+		}
+	}
+	if len(t.receipts) > 0 {
+		t.holdReceipts()
+	}
+	if len(t.completed) > 0 {
+		t.pipe.hold(completeJobsSQL, t.completed)
+	}
+	t.pipe.hold("COMMIT")
+	if err := t.pipe.flush(ctx); err != nil {
+		return fmt.Errorf("error committing calls: %w", err)
+	}
+	return nil
+}
+
+// receiptsInsertSQL writes a transaction's receipts in one statement. Each row's summary holds the values
+// of its tool's receipt_fields, looked up in its result and effects; a row marked collect gets
+// effects.db_writes from the write-capture triggers here (the last call that succeeded). Its trigger sets
+// the calls' status and notifies gem_receipt, in this order.
+const receiptsInsertSQL = `WITH w AS MATERIALIZED (SELECT gem_collect_writes() AS writes)
+	INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, error, error_code, summary,
+		idempotency_key, idempotency_hit, idempotency_of, attempt, worker, duration_ms, started_at, finished_at)
+	SELECT i.call_id, i.tool_name, i.status, i.result::jsonb, e.effects, i.error::jsonb, i.error::jsonb ->> 'code',
+		(SELECT jsonb_object_agg(f, v) FROM (
+			SELECT f, jsonb_build_object('result', i.result::jsonb, 'effects', e.effects) #> string_to_array(f, '.') AS v
+			FROM jsonb_array_elements_text(i.fields::jsonb) AS f) s WHERE v IS NOT NULL),
+		i.idempotency_key, i.idempotency_hit, i.idempotency_of, i.attempt, $15, i.duration_ms, i.started_at,
+		i.started_at + make_interval(secs => i.duration_ms / 1000.0)
+	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::bool[], $10::uuid[], $11::int[], $12::float8[], $13::timestamptz[], $14::bool[])
+		AS i(call_id, tool_name, status, result, effects, error, fields, idempotency_key, idempotency_hit,
+			idempotency_of, attempt, duration_ms, started_at, collect)
+	CROSS JOIN LATERAL (SELECT CASE WHEN i.collect THEN jsonb_set(i.effects::jsonb, '{db_writes}', (SELECT writes FROM w))
+		ELSE i.effects::jsonb END AS effects) e
+	ON CONFLICT (call_id) DO NOTHING`
+
+// effectsJSON is registry.Effects with db_writes as read from the database.
+type effectsJSON struct {
+	DBWrites json.RawMessage          `json:"db_writes"`
+	Outside  []registry.OutsideEffect `json:"outside,omitempty"`
+}
+
+var emptyWrites = json.RawMessage(`[]`)
+
+// holdReceipts holds the INSERT of the transaction's receipts.
+func (t *batchTx) holdReceipts() {
+	n := len(t.receipts)
+	var (
+		callIDs    = make([][16]byte, n)
+		tools      = make([]string, n)
+		statuses   = make([]string, n)
+		results    = make([]*string, n)
+		effects    = make([]string, n)
+		errs       = make([]*string, n)
+		fields     = make([]string, n)
+		keys       = make([]*string, n)
+		hits       = make([]bool, n)
+		hitOf      = make([]pgtype.UUID, n)
+		attempts   = make([]int32, n)
+		durations  = make([]float64, n)
+		startedAts = make([]time.Time, n)
+		collect    = make([]bool, n)
+	)
+	for i, r := range t.receipts {
+		a, d := r.a, r.d
+		callIDs[i], tools[i], statuses[i] = a.args.CallID, a.toolName, string(d.status)
+		if len(d.result) > 0 {
+			s := string(d.result)
+			results[i] = &s
+		}
+		writes := d.dbWrites
+		if len(writes) == 0 {
+			writes = emptyWrites
+		}
+		eff, _ := json.Marshal(effectsJSON{DBWrites: writes, Outside: d.outside})
+		effects[i] = string(eff)
+		if d.err != nil {
+			b, _ := json.Marshal(d.err)
+			s := string(b)
+			errs[i] = &s
+		}
+		fields[i] = "[]"
+		if a.tool != nil && len(a.tool.ReceiptFields) > 0 {
+			b, _ := json.Marshal(a.tool.ReceiptFields)
+			fields[i] = string(b)
+		}
+		if a.key != "" {
+			keys[i] = &a.key
+		}
+		hits[i] = d.hit
+		if d.hitOf != nil {
+			hitOf[i] = pgtype.UUID{Bytes: *d.hitOf, Valid: true}
+		}
+		attempts[i] = int32(a.job.Attempt)
+		durations[i] = d.durationMS
+		startedAts[i] = a.started
+		collect[i] = d == t.uncollected
+	}
+	t.pipe.hold(receiptsInsertSQL, callIDs, tools, statuses, results, effects, errs, fields, keys, hits, hitOf,
+		attempts, durations, startedAts, collect, t.e.cfg.ID)
 }

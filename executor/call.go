@@ -17,36 +17,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// outcomeKind says what became of one call inside a transaction.
-type outcomeKind int
-
-const (
-	// outcomeDone: the call has its receipt (written now or earlier); complete its job in this transaction.
-	outcomeDone outcomeKind = iota
-	// outcomeRetry: a transient failure; nothing of the call is kept and River retries its job.
-	outcomeRetry
-	// outcomeMissing: the job names a call that does not exist; the job is cancelled.
-	outcomeMissing
-	// outcomePrepared: the outside-effects marker is set; commit it, then run the call.
-	outcomePrepared
-)
-
-type outcome struct {
-	kind outcomeKind
-	err  error
-	// txBroken means the transaction can no longer be used: every call in it must be retried.
-	txBroken bool
-}
-
-// phase distinguishes the two transactions of a call with outside effects.
-type phase int
-
-const (
-	phaseRun phase = iota
-	// phasePrepare checks the call and commits the outside-effects marker before the handler may start.
-	phasePrepare
-)
-
 // attempt is one attempt at one call.
 type attempt struct {
 	e       *Executor
@@ -57,18 +27,9 @@ type attempt struct {
 	log     zerolog.Logger
 	started time.Time
 
-	// From the call row (missing: the job names no call).
-	missing        bool
-	toolName       string
-	input          []byte
-	explicitKey    string
-	agent          string
-	userID         string
-	toolEnabled    bool
-	runID          *uuid.UUID
-	outsideToken   *uuid.UUID
-	outsideAttempt *int
-	hasReceipt     bool
+	// missing: the job names a call that does not exist.
+	missing bool
+	callRow
 
 	tool    *registry.Tool
 	handler Handler
@@ -83,9 +44,11 @@ type receiptDraft struct {
 	err     *registry.CallError
 	hit     bool
 	hitOf   *uuid.UUID
-	// collectWrites fills effects.db_writes from the write-capture triggers (only for a handler that ran
-	// and whose effects are kept).
-	collectWrites bool
+	// dbWrites is effects.db_writes, read from the write-capture triggers after a handler that succeeded
+	// (nil: it wrote nothing, or its writes are collected when the receipts are written; see batchTx).
+	dbWrites json.RawMessage
+	// durationMS is measured when the call ends, not when its receipt is written.
+	durationMS float64
 }
 
 func failed(code registry.ErrorCode, message string, details any) *receiptDraft {
@@ -100,89 +63,43 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 	return &receiptDraft{status: status, err: ce}
 }
 
-const savepoint = "gem_call"
-
-// loadSQL locks the call row for the whole attempt and reads it. tool_enabled applies the agent rule
-// (gem_agent_tools) in the same statement.
-const loadSQL = `SELECT set_config('gem.call_id', c.id::text, true), c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
+// loadSQL locks the rows of a batch's calls for the whole transaction and reads them, in id order so two
+// transactions that lock the same calls (a call taken up again) cannot deadlock. tool_enabled applies the
+// agent rule (gem_agent_tools) in the same statement.
+const loadSQL = `SELECT c.id, c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
 		EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id),
 		c.agent IS NULL OR EXISTS (SELECT 1 FROM gem_agent_tools(c.agent, coalesce(c.user_id, '')) t WHERE t.tool = c.tool_name)
-	FROM core_tool_calls c WHERE c.id = $1 FOR UPDATE OF c`
+	FROM core_tool_calls c WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR UPDATE OF c`
 
-// queueLoad queues what starts a call: lock and read its row, open its savepoint. The caller sends it with
-// whatever the previous call left to send (its receipt), so a call costs one round trip besides its
-// handler's.
-func (a *attempt) queueLoad(b *pgx.Batch) {
-	b.Queue(loadSQL, a.args.CallID).QueryRow(func(row pgx.Row) error {
-		var ignored, input string
-		err := row.Scan(&ignored, &a.toolName, &input, &a.explicitKey, &a.agent, &a.userID, &a.runID, &a.outsideToken,
-			&a.outsideAttempt, &a.hasReceipt, &a.toolEnabled)
-		if errors.Is(err, pgx.ErrNoRows) {
-			a.missing = true
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("error loading call: %w", err)
-		}
-		a.input = []byte(input)
-		return nil
-	})
-	b.Queue("SAVEPOINT " + savepoint)
+// callRow is a call as loadSQL reads it.
+type callRow struct {
+	toolName       string
+	input          []byte
+	explicitKey    string
+	agent          string
+	userID         string
+	toolEnabled    bool
+	runID          *uuid.UUID
+	outsideToken   *uuid.UUID
+	outsideAttempt *int
+	hasReceipt     bool
 }
 
-// run processes a loaded call on conn, inside the batch's transaction: everything it writes (receipt,
-// idempotency key, handler effects) is in that transaction. It queues on next what is left to send (the
-// receipt, the savepoint's release); on outcomeDone the caller completes the job and commits.
-func (a *attempt) run(ctx context.Context, conn dbConn, next *pgx.Batch, ph phase) outcome {
-	release := func() { next.Queue("RELEASE SAVEPOINT " + savepoint) }
-	if a.missing {
-		release()
-		return outcome{kind: outcomeMissing, err: fmt.Errorf("call %s does not exist", a.args.CallID)}
+// scanCall reads one row of loadSQL.
+func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
+	var (
+		id    uuid.UUID
+		c     callRow
+		input string
+	)
+	err := rows.Scan(&id, &c.toolName, &input, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
+		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled)
+	if err != nil {
+		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
-	if a.hasReceipt {
-		// An earlier attempt committed the receipt; only the job is left to complete.
-		a.log.Info().Msg("call already has a receipt; completing its job")
-		release()
-		return outcome{kind: outcomeDone}
-	}
-	if d := a.precheck(); d != nil {
-		a.finish(next, d)
-		return outcome{kind: outcomeDone}
-	}
-	if ph == phasePrepare {
-		next.Queue(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
-			a.args.CallID, a.p.outsideToken, a.job.Attempt)
-		release()
-		return outcome{kind: outcomePrepared}
-	}
-
-	d, transient := a.execute(ctx, conn)
-	var tb txBrokenError
-	if errors.As(transient, &tb) {
-		return outcome{kind: outcomeRetry, err: transient, txBroken: true}
-	}
-	if transient != nil {
-		if a.job.Attempt < a.job.MaxAttempts {
-			a.log.Warn().Err(transient).Msg("transient failure; the call will be retried")
-			if out := a.rollback(ctx, conn); out.txBroken {
-				return out
-			}
-			release()
-			return outcome{kind: outcomeRetry, err: transient}
-		}
-		d = failed(registry.CodeRetriesExhausted, fmt.Sprintf("attempt %d of %d failed with a transient error: %v",
-			a.job.Attempt, a.job.MaxAttempts, transient), nil)
-	}
-	if d.status != registry.StatusSucceeded {
-		// Sent now, not with the next batch: pgx prepares a batch's new statements before sending it, which an
-		// aborted transaction (a failed handler statement) refuses until this runs.
-		if out := a.rollback(ctx, conn); out.txBroken {
-			return out
-		}
-	}
-	a.finish(next, d)
-	return outcome{kind: outcomeDone}
+	c.input = []byte(input)
+	return id, c, nil
 }
 
 // precheck returns the receipt of a call that must not run: unknown tool, invalid input, no handler, or an
@@ -246,9 +163,10 @@ func (a *attempt) precheck() *receiptDraft {
 }
 
 // execute claims the idempotency key and runs the handler. It returns the receipt, or a transient error.
-func (a *attempt) execute(ctx context.Context, conn dbConn) (*receiptDraft, error) {
+// inBatch finds the receipt a call of the same transaction will have, for a key it holds.
+func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
 	if a.key != "" {
-		d, err := a.claimKey(ctx, conn)
+		d, err := a.claimKey(ctx, conn, inBatch)
 		if err != nil || d != nil {
 			return d, err
 		}
@@ -266,18 +184,19 @@ func (a *attempt) execute(ctx context.Context, conn dbConn) (*receiptDraft, erro
 		}
 		return failed(registry.CodeOutputContract, "the handler's result does not match the output schema, so its effects were rolled back: "+verr.Error(), details), nil
 	}
-	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: outside, collectWrites: true}, nil
+	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: outside}, nil
 }
 
 // claimKey takes the call's idempotency key, or finds the succeeded call that holds it. A concurrent call
 // holding the key uncommitted makes the insert wait until that call commits (hit) or rolls back (claimed).
-func (a *attempt) claimKey(ctx context.Context, conn dbConn) (*receiptDraft, error) {
+// A holder in the same transaction has no receipt yet: inBatch gives the one it will have.
+func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
 	hash := sha256.Sum256([]byte(a.key))
 	var claimed bool
 	err := conn.QueryRow(ctx, `WITH ins AS (
 			INSERT INTO core_idempotency_keys (tool_name, key_hash, key, call_id) VALUES ($1, $2, $3, $4)
 			ON CONFLICT DO NOTHING RETURNING 1)
-		SELECT EXISTS (SELECT 1 FROM ins)`, a.tool.Name, hash[:], a.key, a.args.CallID).Scan(&claimed)
+		SELECT EXISTS (SELECT 1 FROM ins)`, a.tool.Name, hash[:], a.key, [16]byte(a.args.CallID)).Scan(&claimed)
 	if err != nil {
 		return nil, fmt.Errorf("error claiming idempotency key: %w", err)
 	}
@@ -286,18 +205,26 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn) (*receiptDraft, err
 	}
 	// A new statement sees the holder even if it committed while the insert waited.
 	var (
-		holder uuid.UUID
-		result []byte
+		holder     uuid.UUID
+		hasReceipt bool
+		result     []byte
 	)
-	err = conn.QueryRow(ctx, `SELECT k.call_id, r.result FROM core_idempotency_keys k
-		JOIN core_tool_receipts r ON r.call_id = k.call_id
-		WHERE k.tool_name = $1 AND k.key_hash = $2`, a.tool.Name, hash[:]).Scan(&holder, &result)
+	err = conn.QueryRow(ctx, `SELECT k.call_id, r.call_id IS NOT NULL, r.result FROM core_idempotency_keys k
+		LEFT JOIN core_tool_receipts r ON r.call_id = k.call_id
+		WHERE k.tool_name = $1 AND k.key_hash = $2`, a.tool.Name, hash[:]).Scan(&holder, &hasReceipt, &result)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The holder vanished between the two statements (deleted by hand): retry.
 		return nil, fmt.Errorf("idempotency key holder disappeared")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("error reading idempotency key holder: %w", err)
+	}
+	if !hasReceipt {
+		d := inBatch(holder)
+		if d == nil {
+			return nil, fmt.Errorf("idempotency key holder %s has no receipt", holder)
+		}
+		result = d.result
 	}
 	a.log.Info().Str("idempotency_of", holder.String()).Msg("idempotency hit; handler not run")
 	return &receiptDraft{status: registry.StatusSucceeded, result: result, hit: true, hitOf: &holder}, nil
@@ -318,7 +245,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, []registry.OutsideE
 		err error
 	}
 	done := make(chan ret, 1)
-	go func() {
+	a.e.runners.Go(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				done <- ret{err: &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
@@ -327,7 +254,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, []registry.OutsideE
 		}()
 		v, err := a.handler.Run(hctx, c)
 		done <- ret{v: v, err: err}
-	}()
+	})
 
 	var r ret
 	select {
@@ -425,64 +352,6 @@ func isTransient(err error) bool {
 	}
 	var ne interface{ Timeout() bool }
 	return errors.As(err, &ne) || errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, context.Canceled)
-}
-
-func (a *attempt) rollback(ctx context.Context, conn dbConn) outcome {
-	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err != nil {
-		return outcome{kind: outcomeRetry, err: fmt.Errorf("error rolling back call: %w", err), txBroken: true}
-	}
-	return outcome{kind: outcomeDone}
-}
-
-// finish queues the receipt and the savepoint's release, and logs how the call ended (it commits with the
-// batch).
-func (a *attempt) finish(next *pgx.Batch, d *receiptDraft) {
-	a.queueReceipt(next, d)
-	next.Queue("RELEASE SAVEPOINT " + savepoint)
-	ev := a.log.Info()
-	if d.status != registry.StatusSucceeded {
-		ev = a.log.Warn().Str("error_code", string(d.err.Code)).Str("error", d.err.Message)
-	}
-	ev.Str("status", string(d.status)).Bool("idempotency_hit", d.hit).Msg("call finished")
-}
-
-const receiptInsert = `WITH e AS (
-		SELECT CASE WHEN $15 THEN jsonb_set($5::jsonb, '{db_writes}', gem_collect_writes()) ELSE $5::jsonb END AS effects)
-	INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, error, error_code, summary,
-		idempotency_key, idempotency_hit, idempotency_of, attempt, worker, duration_ms, started_at, finished_at)
-	SELECT $1, $2, $3, $4::jsonb, e.effects, $6::jsonb, $7,
-		(SELECT jsonb_object_agg(f, v) FROM (
-			SELECT f, jsonb_build_object('result', $4::jsonb, 'effects', e.effects) #> string_to_array(f, '.') AS v
-			FROM unnest($8::text[]) AS f) s WHERE v IS NOT NULL),
-		$9, $10, $11, $12, $13, $14::float8, $16::timestamptz, $16::timestamptz + make_interval(secs => $14::float8 / 1000.0)
-	FROM e
-	ON CONFLICT (call_id) DO NOTHING`
-
-func (a *attempt) queueReceipt(b *pgx.Batch, d *receiptDraft) {
-	effects, _ := json.Marshal(registry.Effects{DBWrites: []registry.DBWrite{}, Outside: d.outside})
-	var errJSON []byte
-	var code *string
-	if d.err != nil {
-		errJSON, _ = json.Marshal(d.err)
-		c := string(d.err.Code)
-		code = &c
-	}
-	var result *string
-	if len(d.result) > 0 {
-		s := string(d.result)
-		result = &s
-	}
-	toolName := a.toolName
-	fields := []string{}
-	if a.tool != nil {
-		fields = a.tool.ReceiptFields
-	}
-	var key *string
-	if a.key != "" {
-		key = &a.key
-	}
-	b.Queue(receiptInsert, a.args.CallID, toolName, string(d.status), result, string(effects), errJSON, code,
-		fields, key, d.hit, d.hitOf, a.job.Attempt, a.e.cfg.ID, msSince(a.started), d.collectWrites, a.started)
 }
 
 func msSince(t time.Time) float64 {

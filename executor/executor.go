@@ -45,6 +45,7 @@ type Executor struct {
 	log      zerolog.Logger
 
 	queue          chan *pending
+	runners        *runners
 	stopCommitters chan struct{}
 	committersDone sync.WaitGroup
 	// dbCtx is the context of the executor's own statements (receipts, commits); it outlives the jobs'
@@ -90,6 +91,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		driver:         riverpgxv5.New(pool),
 		log:            log.With().Str("executor", cfg.ID).Logger(),
 		queue:          make(chan *pending, cfg.MaxWorkers),
+		runners:        newRunners(),
 		stopCommitters: make(chan struct{}),
 		stopLiveness:   make(chan struct{}),
 		rescueDone:     make(chan struct{}),
@@ -186,6 +188,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	}
 	close(e.stopCommitters)
 	e.committersDone.Wait()
+	e.runners.stop()
 	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
 	close(e.stopLiveness)
 	<-e.rescueDone
@@ -197,13 +200,18 @@ func (e *Executor) stop(ctx context.Context) error {
 }
 
 func (e *Executor) newAttempt(p *pending) *attempt {
-	start := time.Now()
-	log := e.log.With().Str("call_id", p.args.CallID.String()).Str("tool", p.args.ToolName).
-		Int("attempt", p.job.Attempt).Int64("job_id", p.job.ID).Logger().
-		Hook(zerolog.HookFunc(func(ev *zerolog.Event, _ zerolog.Level, _ string) {
-			ev.Float64("duration_ms", msSince(start))
-		}))
-	return &attempt{e: e, p: p, ctx: p.ctx, job: p.job, args: p.args, started: start, log: log, toolName: p.args.ToolName}
+	a := &attempt{e: e, p: p, ctx: p.ctx, job: p.job, args: p.args, started: time.Now(),
+		callRow: callRow{toolName: p.args.ToolName}}
+	// The call's fields are added by a hook, which runs only for events that are logged: most calls log
+	// nothing at the default levels, and encoding the fields up front cost every call.
+	a.log = e.log.Hook(a)
+	return a
+}
+
+// Run adds the call's fields to an event of its logger (zerolog.Hook).
+func (a *attempt) Run(ev *zerolog.Event, _ zerolog.Level, _ string) {
+	ev.Stringer("call_id", a.args.CallID).Str("tool", a.args.ToolName).Int("attempt", a.job.Attempt).
+		Int64("job_id", a.job.ID).Float64("duration_ms", msSince(a.started))
 }
 
 // needsOutsideMarker reports whether a tool's calls must never run twice because of effects a rollback

@@ -109,7 +109,7 @@ func (g *guardedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 	if err != nil {
 		return errRow{err: err}
 	}
-	return guardedRow{rows: rows}
+	return firstRow{rows: rows}
 }
 
 func (g *guardedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
@@ -143,28 +143,6 @@ func (r *guardedRows) Close() {
 	r.Rows.Close()
 	r.release()
 }
-
-// guardedRow scans the first row like pgx's QueryRow: pgx.ErrNoRows when there is none.
-type guardedRow struct{ rows pgx.Rows }
-
-func (r guardedRow) Scan(dest ...any) error {
-	defer r.rows.Close()
-	if !r.rows.Next() {
-		if err := r.rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := r.rows.Scan(dest...); err != nil {
-		return err
-	}
-	r.rows.Close()
-	return r.rows.Err()
-}
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
 
 type guardedBatch struct {
 	pgx.BatchResults

@@ -1,0 +1,229 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// pipe is the connection of a batch's transaction with statements held back to travel with the next one
+// sent. The executor's own bookkeeping between two handlers (the previous call's savepoint release, the
+// next call's savepoint) goes out with the next handler's first statement, so a call in a batch costs the
+// round trips of its handler's statements and nothing more.
+//
+// A held-back statement that fails breaks the transaction: the pipe reports it as a txBrokenError to
+// whoever sent the statement it travelled with, and every later send fails the same way.
+type pipe struct {
+	conn   *pgx.Conn
+	held   []heldStmt
+	broken error
+}
+
+// heldStmt is a statement waiting for the next send. scan reads its one row; nil means it returns none.
+type heldStmt struct {
+	sql  string
+	args []any
+	scan func(pgx.Row) error
+}
+
+func newPipe(conn *pgx.Conn) *pipe { return &pipe{conn: conn} }
+
+// hold queues a statement that returns no row.
+func (p *pipe) hold(sql string, args ...any) {
+	p.held = append(p.held, heldStmt{sql: sql, args: args})
+}
+
+// holdRow queues a statement whose one row is read with scan when it has run.
+func (p *pipe) holdRow(scan func(pgx.Row) error, sql string, args ...any) {
+	p.held = append(p.held, heldStmt{sql: sql, args: args, scan: scan})
+}
+
+// holdsRows reports whether a held statement has a row to read.
+func (p *pipe) holdsRows() bool {
+	for _, h := range p.held {
+		if h.scan != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// flush sends the held statements now.
+func (p *pipe) flush(ctx context.Context) error {
+	if p.broken != nil {
+		return p.broken
+	}
+	if len(p.held) == 0 {
+		return nil
+	}
+	br, err := p.send(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := br.Close(); err != nil {
+		return p.breakWith(fmt.Errorf("error sending held statements: %w", err))
+	}
+	return nil
+}
+
+// send sends the held statements followed by extra's, and returns the results positioned at extra's first.
+func (p *pipe) send(ctx context.Context, extra []*pgx.QueuedQuery) (pgx.BatchResults, error) {
+	if p.broken != nil {
+		return nil, p.broken
+	}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.held)+len(extra))}
+	for _, h := range p.held {
+		b.Queue(h.sql, h.args...)
+	}
+	b.QueuedQueries = append(b.QueuedQueries, extra...)
+	held := p.held
+	p.held = nil
+	br := p.conn.SendBatch(ctx, b)
+	for _, h := range held {
+		var err error
+		if h.scan != nil {
+			err = h.scan(br.QueryRow())
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			_ = br.Close()
+			return nil, p.breakWith(fmt.Errorf("error in %s: %w", statementName(h.sql), err))
+		}
+	}
+	return br, nil
+}
+
+func (p *pipe) breakWith(err error) error {
+	if p.broken == nil {
+		p.broken = txBrokenError{err}
+	}
+	return p.broken
+}
+
+// statementName is the start of a statement, for error messages.
+func statementName(sql string) string {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 40 {
+		sql = sql[:40] + "…"
+	}
+	return fmt.Sprintf("%q", sql)
+}
+
+// Exec, Query, QueryRow and SendBatch make the pipe the dbConn the handler's guardedDB and the executor's
+// own statements use: each carries the held statements with it.
+
+func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if len(p.held) == 0 && p.broken == nil {
+		return p.conn.Exec(ctx, sql, args...)
+	}
+	br, err := p.send(ctx, []*pgx.QueuedQuery{{SQL: sql, Arguments: args}})
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if len(p.held) == 0 && p.broken == nil {
+		return p.conn.Query(ctx, sql, args...)
+	}
+	br, err := p.send(ctx, []*pgx.QueuedQuery{{SQL: sql, Arguments: args}})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := p.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err: err}
+	}
+	return firstRow{rows: rows}
+}
+
+func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if len(p.held) == 0 && p.broken == nil {
+		return p.conn.SendBatch(ctx, b)
+	}
+	// The results continue with b's first statement; Close runs b's callbacks as pgx does.
+	br, err := p.send(ctx, b.QueuedQueries)
+	if err != nil {
+		return errBatch{err: err}
+	}
+	return br
+}
+
+func (p *pipe) Conn() *pgx.Conn { return p.conn }
+
+// batchRows are the rows of the last statement of a batch: once they are read or closed, the batch is
+// closed too, so the connection is ready for the next statement even if the caller never calls Close
+// (pgx closes Rows by itself when Next returns false).
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.finish()
+	return false
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	r.finish()
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+func (r *batchRows) finish() {
+	if !r.closed {
+		r.closed = true
+		r.err = r.br.Close()
+	}
+}
+
+// firstRow scans the first row like pgx's QueryRow: pgx.ErrNoRows when there is none.
+type firstRow struct{ rows pgx.Rows }
+
+func (r firstRow) Scan(dest ...any) error {
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
