@@ -492,12 +492,22 @@ func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string,
 func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p *proc) (float64, error) {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		var done int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE id > $1 AND state = 'completed'`, before).Scan(&done); err != nil {
+		// Whether any job is left, through River's fetching index: cheap however many are done, so the
+		// poll takes no CPU from the drain it measures (counting the completed jobs took ~40 ms a time).
+		var left bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
+			WHERE state IN ('available', 'running', 'retryable', 'scheduled') AND id > $1)`, before).Scan(&left); err != nil {
 			return 0, err
 		}
 		now := time.Now()
-		if done >= n {
+		if !left {
+			var done int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE id > $1 AND state = 'completed'`, before).Scan(&done); err != nil {
+				return 0, err
+			}
+			if done < n {
+				return 0, fmt.Errorf("the drain ended with %d of %d jobs completed", done, n)
+			}
 			var first time.Time
 			if err := pool.QueryRow(ctx, `SELECT min(attempted_at) FROM river_job WHERE id > $1`, before).Scan(&first); err != nil {
 				return 0, err
@@ -508,12 +518,12 @@ func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p 
 			return 0, fmt.Errorf("%s exited during the drain (%v):\n%s", p.name, p.err, p.tail())
 		}
 		if now.After(deadline) {
-			return 0, fmt.Errorf("only %d of %d jobs completed after 5 minutes", done, n)
+			return 0, fmt.Errorf("%d jobs were not finished after 5 minutes", n)
 		}
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
