@@ -12,7 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Call is a core_tool_calls row.
+// Call is a call as the core_calls view shows it: its core_tool_calls row, with the live status (running,
+// attempt, worker) of its River job until its receipt gives it a final one.
 type Call struct {
 	ID             uuid.UUID           `json:"id"`
 	ToolName       string              `json:"tool"`
@@ -162,7 +163,7 @@ func scanCall(row pgx.Row) (*Call, error) {
 
 // CallGet returns one call, or ErrNotFound.
 func CallGet(ctx context.Context, db DBTX, id uuid.UUID) (*Call, error) {
-	c, err := scanCall(db.QueryRow(ctx, `SELECT `+callColumns+` FROM core_tool_calls WHERE id = $1`, id))
+	c, err := scanCall(db.QueryRow(ctx, `SELECT `+callColumns+` FROM core_calls WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -192,7 +193,7 @@ func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
 		limit = 50
 	}
 	limit = min(limit, 1000)
-	rows, err := db.Query(ctx, `SELECT `+callColumns+` FROM core_tool_calls
+	rows, err := db.Query(ctx, `SELECT `+callColumns+` FROM core_calls
 		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3::uuid IS NULL OR run_id = $3)
 		  AND ($4::timestamptz IS NULL OR created_at >= $4)
 		  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))

@@ -30,6 +30,13 @@ func setup(t *testing.T) (context.Context, *testBundle) {
 	return ctx, &testBundle{pool: pool, url: url}
 }
 
+func (b *testBundle) stringOf(t *testing.T, ctx context.Context, sql string, args ...any) string {
+	t.Helper()
+	var s string
+	require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&s))
+	return s
+}
+
 func TestMigrateIsRepeatable(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
@@ -325,13 +332,16 @@ func TestSafetyNetReceipts(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestJobStateMirror(t *testing.T) {
+// TestLiveCallStatus checks core_calls: a call shows its job's state (running, attempt, worker) until its
+// receipt, while its row keeps status queued (River's fetch writes no call rows).
+func TestLiveCallStatus(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
 	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
 	require.NoError(t, err)
 	c, _ := gemsql.CallGet(ctx, b.pool, id)
+	require.Equal(t, registry.CallQueued, c.Status)
 
 	// What River's fetch does: running, attempt and attempted_by.
 	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
@@ -342,6 +352,11 @@ func TestJobStateMirror(t *testing.T) {
 	require.Equal(t, 1, c.Attempt)
 	require.Equal(t, "executor-a", c.Worker)
 	require.NotNil(t, c.StartedAt)
+	require.Equal(t, "queued", b.stringOf(t, ctx, `SELECT status FROM core_tool_calls WHERE id = $1`, id))
+	running, err := gemsql.CallList(ctx, b.pool, gemsql.CallListParams{Status: registry.CallRunning})
+	require.NoError(t, err)
+	require.Len(t, running, 1)
+	require.Equal(t, id, running[0].ID)
 
 	// A retry puts it back in the queue.
 	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'retryable' WHERE id = $1`, c.JobID)
@@ -349,6 +364,14 @@ func TestJobStateMirror(t *testing.T) {
 	c, _ = gemsql.CallGet(ctx, b.pool, id)
 	require.Equal(t, registry.CallQueued, c.Status)
 	require.Equal(t, 1, c.Attempt)
+
+	// The receipt's status is final, whatever the job does next.
+	insertReceipt(t, ctx, b.pool, id, "succeeded")
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 2 WHERE id = $1`, c.JobID)
+	require.NoError(t, err)
+	c, _ = gemsql.CallGet(ctx, b.pool, id)
+	require.Equal(t, registry.CallSucceeded, c.Status)
+	require.Equal(t, "succeeded", b.stringOf(t, ctx, `SELECT status FROM core_tool_calls WHERE id = $1`, id))
 }
 
 func TestWriteCapture(t *testing.T) {
@@ -416,7 +439,7 @@ func TestTriggerErrorCodesAreKnown(t *testing.T) {
 	ctx, b := setup(t)
 
 	var src string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE proname IN ('gem_jobs_changed', 'gem_jobs_deleted')`).Scan(&src))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE proname IN ('gem_jobs_finished', 'gem_jobs_deleted')`).Scan(&src))
 	known := map[registry.ErrorCode]bool{}
 	for _, c := range registry.ErrorCodes {
 		known[c] = true

@@ -3,7 +3,9 @@
 -- River fetches, completes and cleans up jobs many rows per statement, and the executor writes a batch's
 -- receipts in one INSERT. Row-level triggers ran a PL/pgSQL function and a one-row UPDATE per row; these
 -- statement-level triggers read the statement's transition tables and do each job with one set-based
--- statement. What they do is unchanged (00001_core.sql describes it).
+-- statement. The safety-net receipts and the receipts' effect on their calls are unchanged
+-- (00001_core.sql describes them). The mirror of a running job into its call row is gone: it wrote every
+-- call row once more, inside River's fetch; the view core_calls reads the live status from the job instead.
 
 -- +goose Up
 
@@ -54,35 +56,10 @@ CREATE TRIGGER core_tool_receipts_inserted AFTER INSERT ON core_tool_receipts
     FOR EACH STATEMENT EXECUTE FUNCTION gem_receipts_inserted();
 
 -- +goose StatementBegin
--- gem_jobs_changed mirrors River's job states into the call rows and writes the safety-net receipts (see
--- 00001_core.sql's gem_job_failed_receipt) for jobs that ended without one:
---   running                         → the call is running (attempt, worker, started_at);
---   available, retryable, scheduled → the call is queued again;
---   discarded, cancelled, completed → a failed receipt, if the call has none.
--- Call rows are locked with SKIP LOCKED so River's fetch never waits on an executor: a call row locked by an
--- executor is being finished by it.
-CREATE FUNCTION gem_jobs_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- gem_jobs_finished writes the safety-net receipts (see 00001_core.sql's gem_job_failed_receipt) for calls
+-- whose jobs ended discarded, cancelled or completed without one.
+CREATE FUNCTION gem_jobs_finished() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    WITH changed AS (
-        SELECT gem_job_call_id(n.args) AS call_id, n.state, n.attempt,
-               n.attempted_by[array_upper(n.attempted_by, 1)] AS worker, n.attempted_at
-        FROM new_jobs n JOIN old_jobs o ON o.id = n.id
-        WHERE n.kind = 'gem.tool_call' AND n.state IS DISTINCT FROM o.state
-          AND n.state IN ('running', 'available', 'retryable', 'scheduled')
-    ), locked AS (
-        SELECT c.id, ch.state, ch.attempt, ch.worker, ch.attempted_at
-        FROM core_tool_calls c JOIN changed ch ON ch.call_id = c.id
-        WHERE c.status = 'running' OR (ch.state = 'running' AND c.status = 'queued')
-        FOR UPDATE OF c SKIP LOCKED
-    )
-    UPDATE core_tool_calls c
-    SET status = CASE WHEN l.state = 'running' THEN 'running' ELSE 'queued' END,
-        attempt = CASE WHEN l.state = 'running' THEN l.attempt ELSE c.attempt END,
-        worker = CASE WHEN l.state = 'running' THEN l.worker ELSE c.worker END,
-        started_at = CASE WHEN l.state = 'running' THEN coalesce(c.started_at, l.attempted_at) ELSE c.started_at END
-    FROM locked l
-    WHERE c.id = l.id;
-
     INSERT INTO core_tool_receipts (call_id, tool_name, status, error, error_code, attempt, worker, started_at, finished_at)
     SELECT c.id, c.tool_name, 'failed',
            jsonb_build_object('code', f.code, 'message', f.message,
@@ -99,9 +76,8 @@ BEGIN
                    WHEN 'discarded' THEN 'the call''s job was discarded after ' || n.attempt || ' attempts without a receipt'
                    WHEN 'cancelled' THEN 'the call''s job was cancelled before it finished'
                    ELSE 'the call''s job was marked completed by something other than the executor' END AS message
-        FROM new_jobs n JOIN old_jobs o ON o.id = n.id
-        WHERE n.kind = 'gem.tool_call' AND n.state IS DISTINCT FROM o.state
-          AND n.state IN ('discarded', 'cancelled', 'completed')
+        FROM new_jobs n
+        WHERE n.kind = 'gem.tool_call' AND n.state IN ('discarded', 'cancelled', 'completed')
     ) f
     JOIN core_tool_calls c ON c.id = f.call_id
     WHERE NOT EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = f.call_id)
@@ -112,9 +88,9 @@ END
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER river_job_gem_changed AFTER UPDATE ON river_job
-    REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs
-    FOR EACH STATEMENT EXECUTE FUNCTION gem_jobs_changed();
+CREATE TRIGGER river_job_gem_finished AFTER UPDATE ON river_job
+    REFERENCING NEW TABLE AS new_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION gem_jobs_finished();
 
 -- +goose StatementBegin
 -- A call whose job is deleted before it finished gets a failed receipt (job_deleted).
@@ -142,12 +118,33 @@ CREATE TRIGGER river_job_gem_deleted AFTER DELETE ON river_job
     REFERENCING OLD TABLE AS old_jobs
     FOR EACH STATEMENT EXECUTE FUNCTION gem_jobs_deleted();
 
+-- A call's row changes twice: its insert (status queued) and its receipt (the final status, attempt, worker,
+-- times). River's fetch, the hottest statement of all, writes no call rows; while a call has no receipt, its
+-- River job says whether it is running. core_calls shows every call with that live status.
+COMMENT ON COLUMN core_tool_calls.status IS
+    'queued until the call''s receipt sets its final status; core_calls shows running calls as running';
+
+CREATE VIEW core_calls AS
+SELECT c.id, c.tool_name, c.input,
+       CASE WHEN c.status <> 'queued' THEN c.status WHEN j.state = 'running' THEN 'running' ELSE 'queued' END AS status,
+       c.idempotency_key,
+       CASE WHEN c.status <> 'queued' THEN c.attempt ELSE coalesce(j.attempt, c.attempt) END AS attempt,
+       c.max_attempts,
+       CASE WHEN c.status <> 'queued' THEN c.worker
+            ELSE coalesce(j.attempted_by[array_upper(j.attempted_by, 1)], c.worker) END AS worker,
+       c.job_id, c.run_id, c.agent, c.user_id, c.requested_by, c.error_code, c.error, c.created_at,
+       coalesce(c.started_at, j.attempted_at) AS started_at, c.finished_at,
+       c.outside_token, c.outside_attempt, c.outside_started_at
+FROM core_tool_calls c
+LEFT JOIN river_job j ON j.id = c.job_id;
+
 -- +goose Down
 DROP TRIGGER river_job_gem_deleted ON river_job;
-DROP TRIGGER river_job_gem_changed ON river_job;
+DROP VIEW core_calls;
+DROP TRIGGER river_job_gem_finished ON river_job;
 DROP TRIGGER core_tool_receipts_inserted ON core_tool_receipts;
 DROP FUNCTION gem_jobs_deleted();
-DROP FUNCTION gem_jobs_changed();
+DROP FUNCTION gem_jobs_finished();
 DROP FUNCTION gem_receipts_inserted();
 
 -- +goose StatementBegin
