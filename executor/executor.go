@@ -37,12 +37,13 @@ type Executor struct {
 	cfg      Config
 	reg      *registry.Registry
 	handlers Handlers
-	// pool is River's; callPool runs calls (see New).
-	pool     *pgxpool.Pool
-	callPool *pgxpool.Pool
-	driver   *riverpgxv5.Driver
-	client   *river.Client[pgx.Tx]
-	log      zerolog.Logger
+	// pool registers the executor and rescues dead executors' calls; riverPool is River's and callPool
+	// runs calls (see New).
+	pool      *pgxpool.Pool
+	riverPool *pgxpool.Pool
+	callPool  *pgxpool.Pool
+	client    *river.Client[pgx.Tx]
+	log       zerolog.Logger
 
 	queue          chan *pending
 	runners        *runners
@@ -60,11 +61,21 @@ type Executor struct {
 	stopErr      error
 }
 
-// New builds an executor. cfg gets its defaults; the pool must reach a migrated database. River uses the
-// pool; calls run on a second pool the executor opens with the same settings, whose connections answer a
-// cancelled context with a PostgreSQL cancel request: a handler that overruns its timeout loses its
-// statement (and rolls back to its savepoint), not the connection other calls' receipts share. (River's
-// pool keeps pgx's default, which ends a wait for notifications at once.)
+// riverPoolSize is the size of River's pool: fetching, completing, listening, leader election, maintenance.
+const riverPoolSize = 10
+
+// New builds an executor. cfg gets its defaults; the pool must reach a migrated database. The executor
+// registers itself and rescues dead executors' calls on that pool, and opens two of its own from its
+// settings:
+//
+//   - River's, whose transactions commit without waiting for the disk (synchronous_commit off). River's
+//     fetch is on every call's path, and its flush cost ~0.5 ms. Nothing of a call's outcome is committed
+//     there: if the server crashes before a River commit is flushed, the job is as it was before (available
+//     again, or running and taken up again), and a receipt committed later is flushed with everything
+//     before it in the log, so no receipt can outlive the fetch that led to it.
+//   - The calls', whose connections answer a cancelled context with a PostgreSQL cancel request: a handler
+//     that overruns its timeout loses its statement (and rolls back to its savepoint), not the connection
+//     other calls' receipts share. Its commits keep the server's setting (normally synchronous).
 func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Pool, log zerolog.Logger) (*Executor, error) {
 	cfg = cfg.WithDefaults()
 	if cfg.RescueAfter == 0 {
@@ -88,7 +99,6 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		reg:            reg,
 		handlers:       handlers,
 		pool:           pool,
-		driver:         riverpgxv5.New(pool),
 		log:            log.With().Str("executor", cfg.ID).Logger(),
 		queue:          make(chan *pending, cfg.MaxWorkers),
 		runners:        newRunners(),
@@ -97,6 +107,18 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		rescueDone:     make(chan struct{}),
 	}
 	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
+
+	riverCfg := pool.Config().Copy()
+	riverCfg.MaxConns = riverPoolSize
+	// River's listener, fetcher and completer each hold one.
+	riverCfg.MinConns = 3
+	riverCfg.ConnConfig.RuntimeParams["application_name"] = "gem-executor-river"
+	riverCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	riverPool, err := pgxpool.NewWithConfig(context.Background(), riverCfg)
+	if err != nil {
+		return nil, fmt.Errorf("error creating River's pool: %w", err)
+	}
+	e.riverPool = riverPool
 
 	callCfg := pool.Config().Copy()
 	callCfg.MaxConns = cfg.MaxConns
@@ -109,20 +131,21 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 	}
 	callPool, err := pgxpool.NewWithConfig(context.Background(), callCfg)
 	if err != nil {
+		riverPool.Close()
 		return nil, fmt.Errorf("error creating call pool: %w", err)
 	}
 	e.callPool = callPool
 
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &callWorker{e: e}); err != nil {
-		callPool.Close()
+		e.closePools()
 		return nil, fmt.Errorf("error adding worker: %w", err)
 	}
 	riverLog := e.log.With().Str("component", "river").Logger()
 	if riverLog.GetLevel() < zerolog.WarnLevel {
 		riverLog = riverLog.Level(zerolog.WarnLevel)
 	}
-	client, err := river.NewClient(e.driver, &river.Config{
+	client, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{
 		ID:                   cfg.ID,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
 		Workers:              workers,
@@ -133,11 +156,17 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		Logger:               slog.New(zerolog.NewSlogHandler(riverLog)),
 	})
 	if err != nil {
-		callPool.Close()
+		e.closePools()
 		return nil, fmt.Errorf("error creating River client: %w", err)
 	}
 	e.client = client
 	return e, nil
+}
+
+// closePools closes the pools New opened.
+func (e *Executor) closePools() {
+	e.callPool.Close()
+	e.riverPool.Close()
 }
 
 // Config returns the executor's configuration with defaults applied.
@@ -162,7 +191,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		close(e.stopLiveness)
 		<-e.rescueDone
 		<-e.livenessDone
-		e.callPool.Close()
+		e.closePools()
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	e.log.Info().Int("tools", e.reg.Len()).Int("handlers", len(e.handlers)).Int("max_workers", e.cfg.MaxWorkers).
@@ -194,7 +223,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	<-e.rescueDone
 	<-e.livenessDone
 	e.dbCancel()
-	e.callPool.Close()
+	e.closePools()
 	e.log.Info().Msg("executor stopped")
 	return err
 }

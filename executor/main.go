@@ -13,8 +13,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// riverPoolSize is the size of River's pool: fetching, completing, listening, leader election, maintenance.
-const riverPoolSize = 10
+// mainPoolSize is the size of the pool Main opens: migrations, registration and rescue (River and the calls
+// have pools of their own, see New).
+const mainPoolSize = 4
 
 // Main is the executor process: it loads the registry, connects, optionally migrates, and works calls.
 // cmd/executor builds one from the environment; tests start the same Main.
@@ -48,7 +49,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.Log.Info().Str("registry", path).Int("tools", m.Registry.Len()).Str("version", Version).Msg("registry loaded")
 	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
-		URL: cfg.DatabaseURL, ApplicationName: "gem-executor", MaxConns: riverPoolSize,
+		URL: cfg.DatabaseURL, ApplicationName: "gem-executor", MaxConns: mainPoolSize,
 		ConnectWait: cfg.DBConnectWait, OnRetry: connectRetryLogger(m.Log),
 	}); err != nil {
 		return err
@@ -73,7 +74,7 @@ func (m *Main) Open(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		m.Executor.callPool.Close()
+		m.Executor.closePools()
 		if !gemsql.ConnectionError(err) || ctx.Err() != nil || time.Now().Add(time.Second).After(deadline) {
 			m.Pool.Close()
 			return err

@@ -98,22 +98,33 @@ func riverConfig(workers *river.Workers) *river.Config {
 func runRiverWorker(stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Two pools, as GEM's executor has: River's own commits do not wait for the disk (what River does there is
+	// redone if a crash loses it), the receipts' transactions do.
 	pc, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	pc.MinConns = 8 // as GEM's executor keeps its connections warm
+	pc.MinConns = min(4, pc.MaxConns) // as GEM's executor keeps its connections warm
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	defer pool.Close()
+	rc := pc.Copy()
+	rc.MinConns = 3
+	rc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	riverPool, err := pgxpool.NewWithConfig(ctx, rc)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer riverPool.Close()
 	workers := river.NewWorkers()
 	river.AddWorker(workers, noopWorker{})
 	river.AddWorker(workers, &receiptWorker{pool: pool})
-	client, err := river.NewClient(riverpgxv5.New(pool), riverConfig(workers))
+	client, err := river.NewClient(riverpgxv5.New(riverPool), riverConfig(workers))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
