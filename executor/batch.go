@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -392,26 +391,45 @@ func (t *batchTx) commit(ctx context.Context) error {
 	return nil
 }
 
-// receiptsInsertSQL writes a transaction's receipts in one statement. Each row's summary holds the values
-// of its tool's receipt_fields, looked up in its result and effects; a row marked collect gets
-// effects.db_writes from the write-capture triggers here (the last call that succeeded). Its trigger sets
-// the calls' status and notifies gem_receipt, in this order.
+// receiptsInsertSQL writes a transaction's receipts in one statement, from one JSON array (a parameter
+// whose contents the planner cannot see, so the statement is planned once per connection instead of for
+// each transaction's row count). Each row's summary holds the values of its tool's receipt_fields, looked up
+// in its result and effects; a row marked collect gets effects.db_writes from the write-capture triggers
+// here (the last call that succeeded). The INSERT's trigger sets the calls' status and notifies
+// gem_receipt, in this order.
 const receiptsInsertSQL = `WITH w AS MATERIALIZED (SELECT gem_collect_writes() AS writes)
 	INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, error, error_code, summary,
 		idempotency_key, idempotency_hit, idempotency_of, attempt, worker, duration_ms, started_at, finished_at)
-	SELECT i.call_id, i.tool_name, i.status, i.result::jsonb, e.effects, i.error::jsonb, i.error::jsonb ->> 'code',
+	SELECT i.call_id, i.tool_name, i.status, i.result, e.effects, i.error, i.error ->> 'code',
 		(SELECT jsonb_object_agg(f, v) FROM (
-			SELECT f, jsonb_build_object('result', i.result::jsonb, 'effects', e.effects) #> string_to_array(f, '.') AS v
-			FROM jsonb_array_elements_text(i.fields::jsonb) AS f) s WHERE v IS NOT NULL),
-		i.idempotency_key, i.idempotency_hit, i.idempotency_of, i.attempt, $15, i.duration_ms, i.started_at,
+			SELECT f, jsonb_build_object('result', i.result, 'effects', e.effects) #> string_to_array(f, '.') AS v
+			FROM jsonb_array_elements_text(i.fields) AS f) s WHERE v IS NOT NULL),
+		i.idempotency_key, i.idempotency_hit, i.idempotency_of, i.attempt, $2, i.duration_ms, i.started_at,
 		i.started_at + make_interval(secs => i.duration_ms / 1000.0)
-	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::bool[], $10::uuid[], $11::int[], $12::float8[], $13::timestamptz[], $14::bool[])
-		AS i(call_id, tool_name, status, result, effects, error, fields, idempotency_key, idempotency_hit,
-			idempotency_of, attempt, duration_ms, started_at, collect)
-	CROSS JOIN LATERAL (SELECT CASE WHEN i.collect THEN jsonb_set(i.effects::jsonb, '{db_writes}', (SELECT writes FROM w))
-		ELSE i.effects::jsonb END AS effects) e
+	FROM jsonb_to_recordset($1::jsonb) AS i(call_id uuid, tool_name text, status text, result jsonb, effects jsonb,
+		error jsonb, fields jsonb, idempotency_key text, idempotency_hit boolean, idempotency_of uuid, attempt integer,
+		duration_ms float8, started_at timestamptz, collect boolean)
+	CROSS JOIN LATERAL (SELECT CASE WHEN i.collect THEN jsonb_set(i.effects, '{db_writes}', (SELECT writes FROM w))
+		ELSE i.effects END AS effects) e
 	ON CONFLICT (call_id) DO NOTHING`
+
+// receiptJSON is one element of receiptsInsertSQL's array.
+type receiptJSON struct {
+	CallID         uuid.UUID           `json:"call_id"`
+	ToolName       string              `json:"tool_name"`
+	Status         string              `json:"status"`
+	Result         json.RawMessage     `json:"result,omitempty"`
+	Effects        effectsJSON         `json:"effects"`
+	Error          *registry.CallError `json:"error,omitempty"`
+	Fields         []string            `json:"fields"`
+	IdempotencyKey string              `json:"idempotency_key,omitempty"`
+	IdempotencyHit bool                `json:"idempotency_hit"`
+	IdempotencyOf  *uuid.UUID          `json:"idempotency_of,omitempty"`
+	Attempt        int                 `json:"attempt"`
+	DurationMS     float64             `json:"duration_ms"`
+	StartedAt      time.Time           `json:"started_at"`
+	Collect        bool                `json:"collect"`
+}
 
 // effectsJSON is registry.Effects with db_writes as read from the database.
 type effectsJSON struct {
@@ -423,58 +441,29 @@ var emptyWrites = json.RawMessage(`[]`)
 
 // holdReceipts holds the INSERT of the transaction's receipts.
 func (t *batchTx) holdReceipts() {
-	n := len(t.receipts)
-	var (
-		callIDs    = make([][16]byte, n)
-		tools      = make([]string, n)
-		statuses   = make([]string, n)
-		results    = make([]*string, n)
-		effects    = make([]string, n)
-		errs       = make([]*string, n)
-		fields     = make([]string, n)
-		keys       = make([]*string, n)
-		hits       = make([]bool, n)
-		hitOf      = make([]pgtype.UUID, n)
-		attempts   = make([]int32, n)
-		durations  = make([]float64, n)
-		startedAts = make([]time.Time, n)
-		collect    = make([]bool, n)
-	)
+	rows := make([]receiptJSON, len(t.receipts))
 	for i, r := range t.receipts {
 		a, d := r.a, r.d
-		callIDs[i], tools[i], statuses[i] = a.args.CallID, a.toolName, string(d.status)
-		if len(d.result) > 0 {
-			s := string(d.result)
-			results[i] = &s
+		row := &rows[i]
+		row.CallID, row.ToolName, row.Status = a.args.CallID, a.toolName, string(d.status)
+		row.Result, row.Error = d.result, d.err
+		row.Effects = effectsJSON{DBWrites: d.dbWrites, Outside: d.outside}
+		if len(row.Effects.DBWrites) == 0 {
+			row.Effects.DBWrites = emptyWrites
 		}
-		writes := d.dbWrites
-		if len(writes) == 0 {
-			writes = emptyWrites
+		row.Fields = []string{}
+		if a.tool != nil {
+			row.Fields = a.tool.ReceiptFields
 		}
-		eff, _ := json.Marshal(effectsJSON{DBWrites: writes, Outside: d.outside})
-		effects[i] = string(eff)
-		if d.err != nil {
-			b, _ := json.Marshal(d.err)
-			s := string(b)
-			errs[i] = &s
-		}
-		fields[i] = "[]"
-		if a.tool != nil && len(a.tool.ReceiptFields) > 0 {
-			b, _ := json.Marshal(a.tool.ReceiptFields)
-			fields[i] = string(b)
-		}
-		if a.key != "" {
-			keys[i] = &a.key
-		}
-		hits[i] = d.hit
-		if d.hitOf != nil {
-			hitOf[i] = pgtype.UUID{Bytes: *d.hitOf, Valid: true}
-		}
-		attempts[i] = int32(a.job.Attempt)
-		durations[i] = d.durationMS
-		startedAts[i] = a.started
-		collect[i] = d == t.uncollected
+		row.IdempotencyKey, row.IdempotencyHit, row.IdempotencyOf = a.key, d.hit, d.hitOf
+		row.Attempt, row.DurationMS, row.StartedAt = a.job.Attempt, d.durationMS, a.started
+		row.Collect = d == t.uncollected
 	}
-	t.pipe.hold(receiptsInsertSQL, callIDs, tools, statuses, results, effects, errs, fields, keys, hits, hitOf,
-		attempts, durations, startedAts, collect, t.e.cfg.ID)
+	// Results are valid JSON already (marshalled and sanitized by callHandler, or read from the database).
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		t.pipe.breakWith(fmt.Errorf("error encoding receipts: %w", err))
+		return
+	}
+	t.pipe.hold(receiptsInsertSQL, string(sanitizeJSON(doc)), t.e.cfg.ID)
 }

@@ -65,7 +65,8 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 
 // loadSQL locks the rows of a batch's calls for the whole transaction and reads them, in id order so two
 // transactions that lock the same calls (a call taken up again) cannot deadlock. tool_enabled applies the
-// agent rule (gem_agent_may_call, see 00009_agent_may_call.sql) in the same statement.
+// agent rule (gem_agent_may_call, see 00009_agent_may_call.sql) in the same statement. (It is planned for
+// each batch: a plan kept from when core_tool_calls was small would scan the whole table.)
 const loadSQL = `SELECT c.id, c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
 		EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id),
