@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -21,8 +22,8 @@ const (
 	// FetchPollIntervalDefault is how often executors look for jobs without a notification (calls are
 	// normally announced by their insert trigger at once).
 	FetchPollIntervalDefault = 500 * time.Millisecond
-	// CommittersDefault is how many transactions commit batched calls in parallel.
-	CommittersDefault = 4
+	// CommittersMax caps the default number of committers.
+	CommittersMax = 8
 	// BatchMaxDefault is the most calls committed in one transaction.
 	BatchMaxDefault = 128
 	// BatchMaxDurationDefault is how long a batch may keep adding calls before it commits.
@@ -37,6 +38,10 @@ const (
 	// before the executor abandons it.
 	AbandonGraceDefault = 2 * time.Second
 )
+
+// CommittersDefault is the default number of committers: the number of CPUs, at least 2, at most
+// CommittersMax.
+func CommittersDefault() int { return min(max(runtime.NumCPU(), 2), CommittersMax) }
 
 // Config configures an Executor. The zero value of every field means its default.
 type Config struct {
@@ -63,8 +68,10 @@ type Config struct {
 	// (GEM_EXECUTOR_FETCH_POLL_INTERVAL).
 	FetchPollInterval time.Duration
 
-	// Committers is how many transactions commit batched calls in parallel. Defaults to 4
-	// (GEM_EXECUTOR_COMMITTERS).
+	// Committers is how many transactions commit batched calls in parallel. Defaults to the number of CPUs,
+	// at least 2 and at most 8 (GEM_EXECUTOR_COMMITTERS): each committer keeps a database backend busy, and
+	// more committers than cores cost more CPU per call than they gain (on 2 cores, 2 committers drained
+	// calls 20% faster than 4).
 	Committers int
 
 	// BatchMax is the most calls committed in one transaction; 1 turns batching off. Defaults to 128
@@ -117,7 +124,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxWorkers = orDefault(c.MaxWorkers, MaxWorkersDefault)
 	c.FetchCooldown = orDefault(c.FetchCooldown, FetchCooldownDefault)
 	c.FetchPollInterval = orDefault(c.FetchPollInterval, FetchPollIntervalDefault)
-	c.Committers = orDefault(c.Committers, CommittersDefault)
+	c.Committers = orDefault(c.Committers, CommittersDefault())
 	c.BatchMax = orDefault(c.BatchMax, BatchMaxDefault)
 	c.BatchMaxDuration = orDefault(c.BatchMaxDuration, BatchMaxDurationDefault)
 	c.RescueInterval = orDefault(c.RescueInterval, RescueIntervalDefault)
