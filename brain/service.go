@@ -194,7 +194,7 @@ func (s *Service) answer(ctx context.Context, rec *runRecord, receipts map[uuid.
 	} else {
 		rec.Status = RunCompleted
 	}
-	if err := updateRun(ctx, s.pool, rec); err != nil {
+	if err := updateRunAnswer(ctx, s.pool, rec); err != nil {
 		return nil, unavailable(err)
 	}
 	return s.response(rec, ordered, pending), nil
