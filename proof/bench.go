@@ -386,7 +386,7 @@ func openLoop(ctx context.Context, calls int, rate float64, call func(context.Co
 			}
 			lat[i] = end.Sub(at)
 			if traceSlowCalls && lat[i] > 50*time.Millisecond {
-				fmt.Fprintf(os.Stderr, "slow call %d at +%s: %s\n", i, at.Sub(begin).Round(time.Millisecond), lat[i].Round(time.Millisecond))
+				fmt.Fprintf(os.Stderr, "slow call %d at %s (+%s): %s\n", i, at.UTC().Format("15:04:05.000"), at.Sub(begin).Round(time.Millisecond), lat[i].Round(time.Millisecond))
 			}
 		}(i, *n)
 		*n++
