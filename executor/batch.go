@@ -304,13 +304,20 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 	return outcome{kind: outcomeDone}
 }
 
-// Statements that start a call's savepoint: they set the call whose writes the capture triggers count and,
-// when the previous call succeeded, first collect its writes.
 const (
-	enterSQL            = `SELECT set_config('gem.call_id', $1, true)`
-	collectAndEnterSQL  = `SELECT gem_collect_writes(), set_config('gem.call_id', $1, true)`
-	completeJobsSQL     = `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = ANY($1::bigint[]) AND state = 'running'`
+	// enterSQL and collectAndEnterSQL start a call's savepoint: they set the call whose writes the capture
+	// triggers count and, when the previous call succeeded, first collect its writes.
+	enterSQL           = `SELECT set_config('gem.call_id', $1, true)`
+	collectAndEnterSQL = `SELECT gem_collect_writes(), set_config('gem.call_id', $1, true)`
+
 	rollbackToSavepoint = "ROLLBACK TO SAVEPOINT " + savepoint
+
+	// completeJobsSQL marks jobs completed in the receipts' transaction: what River's JobCompleteTx does to a
+	// running job, written here so it shares a round trip with the receipts and the COMMIT. A job that is no
+	// longer running (taken up by a rescuer) is left alone: its next run finds the receipt and only completes
+	// it. jobsReceiptedSQL goes first: it tells the safety-net trigger that these jobs have their receipts.
+	completeJobsSQL  = `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = ANY($1::bigint[]) AND state = 'running'`
+	jobsReceiptedSQL = `SELECT set_config('gem.jobs_receipted', 'on', true)`
 )
 
 // enter holds the statements that start a call's savepoint; they go out with its first statement.
@@ -382,6 +389,8 @@ func (t *batchTx) commit(ctx context.Context) error {
 		t.holdReceipts()
 	}
 	if len(t.completed) > 0 {
+		// Every job completed here has its receipt: the safety-net trigger need not look (00008).
+		t.pipe.hold(jobsReceiptedSQL)
 		t.pipe.hold(completeJobsSQL, t.completed)
 	}
 	t.pipe.hold("COMMIT")

@@ -325,6 +325,20 @@ func TestSafetyNetReceipts(t *testing.T) {
 	r, _ := gemsql.ReceiptGet(ctx, b.pool, id)
 	require.Equal(t, registry.StatusSucceeded, r.Status)
 
+	// The executor completes jobs in the transaction that writes their receipts and says so
+	// (gem.jobs_receipted); the trigger then does not look for a receipt.
+	id, _ = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	c, _ = gemsql.CallGet(ctx, b.pool, id)
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT set_config('gem.jobs_receipted', 'on', true)`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, c.JobID)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	_, err = gemsql.ReceiptGet(ctx, b.pool, id)
+	require.ErrorIs(t, err, gemsql.ErrNotFound)
+
 	// A malformed job of GEM's kind does not break River's statements.
 	_, err = b.pool.Exec(ctx, `INSERT INTO river_job (args, kind) VALUES ('{"call_id":"nope"}', 'gem.tool_call')`)
 	require.NoError(t, err)
@@ -439,7 +453,7 @@ func TestTriggerErrorCodesAreKnown(t *testing.T) {
 	ctx, b := setup(t)
 
 	var src string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE proname IN ('gem_jobs_finished', 'gem_jobs_deleted')`).Scan(&src))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE proname IN ('gem_job_finished', 'gem_job_deleted')`).Scan(&src))
 	known := map[registry.ErrorCode]bool{}
 	for _, c := range registry.ErrorCodes {
 		known[c] = true
