@@ -80,6 +80,15 @@ type throughputResult struct {
 	Scenario string    `json:"scenario"`
 	Calls    int       `json:"calls"`
 	Rates    []float64 `json:"calls_per_second"`
+	// WorkerCPU and MachineCPU are the CPU time per call (µs) of the worker process (River worker or GEM
+	// executor) and of the whole machine (the worker, PostgreSQL, everything) during each run.
+	WorkerCPU  []float64 `json:"worker_cpu_us_per_call"`
+	MachineCPU []float64 `json:"machine_cpu_us_per_call"`
+}
+
+// drainRun is one drain's rate and CPU per call.
+type drainRun struct {
+	rate, workerCPU, machineCPU float64
 }
 
 type benchResult struct {
@@ -98,6 +107,8 @@ type targetResult struct {
 	Value  string `json:"value"`
 	Target string `json:"target"`
 	Met    bool   `json:"met"`
+	// Measured is false when the run left out a scenario the target needs (-only).
+	Measured bool `json:"measured"`
 }
 
 func (r *benchResult) latency(scenario, load string) summary {
@@ -191,19 +202,22 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 		}
 		tr := throughputResult{Scenario: sc, Calls: cfg.Drain}
 		for rep := range cfg.Repeats {
-			var rate float64
+			var run drainRun
 			var peak int64
 			if t, ok := drainTools[sc]; ok {
-				rate, peak, err = drainGEM(ctx, cfg, bins, gemURL, gemPool, rep, t.tool, t.input)
+				run, peak, err = drainGEM(ctx, cfg, bins, gemURL, gemPool, rep, t.tool, t.input)
 				executorPeak = max(executorPeak, peak)
 			} else {
-				rate, err = drainRiver(ctx, cfg, bins, riverURL, riverPool, inserter, sc == drReceipt)
+				run, err = drainRiver(ctx, cfg, bins, riverURL, riverPool, inserter, sc == drReceipt)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s drain: %w", sc, err)
 			}
-			progress("drain %s, run %d: %.0f calls/s", sc, rep+1, rate)
-			tr.Rates = append(tr.Rates, rate)
+			progress("drain %s, run %d: %.0f calls/s; CPU per call: worker %.0f µs, machine %.0f µs", sc, rep+1,
+				run.rate, run.workerCPU, run.machineCPU)
+			tr.Rates = append(tr.Rates, run.rate)
+			tr.WorkerCPU = append(tr.WorkerCPU, run.workerCPU)
+			tr.MachineCPU = append(tr.MachineCPU, run.machineCPU)
 		}
 		res.Throughput = append(res.Throughput, tr)
 	}
@@ -437,39 +451,41 @@ func brainRun(ctx context.Context, client *http.Client, b *brainProc, message st
 
 // drainRiver queues n bench jobs, starts a bare River worker and returns jobs per second from the first
 // job's start to the moment all are completed.
-func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, ins *riverInserter, receipt bool) (float64, error) {
+func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, ins *riverInserter, receipt bool) (drainRun, error) {
 	var before int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
-		return 0, err
+		return drainRun{}, err
 	}
 	if err := ins.insertMany(ctx, cfg.Drain, receipt); err != nil {
-		return 0, err
+		return drainRun{}, err
 	}
+	machine0 := machineCPU()
 	worker, err := startProc("river-worker", bins.self, nil, []string{roleEnv + "=river-worker", "DATABASE_URL=" + dbURL}, cfg.Log)
 	if err != nil {
-		return 0, err
+		return drainRun{}, err
 	}
 	defer func() { _ = worker.stop(15 * time.Second) }()
-	return awaitDrain(ctx, pool, before, cfg.Drain, worker)
+	return awaitDrain(ctx, pool, before, cfg.Drain, worker, machine0)
 }
 
-// drainGEM queues n calls with no executor running, starts one and returns calls per second and the
+// drainGEM queues n calls with no executor running, starts one and returns the drain's rate and CPU and the
 // executor's peak RSS.
-func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, rep int, tool, input string) (float64, int64, error) {
+func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, rep int, tool, input string) (drainRun, int64, error) {
 	var before int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
-		return 0, 0, err
+		return drainRun{}, 0, err
 	}
 	// tool and input are constants of this file, not user input.
 	if _, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input) SELECT $2, `+input+`
 		FROM generate_series(1, $1) g`, cfg.Drain, tool); err != nil {
-		return 0, 0, err
+		return drainRun{}, 0, err
 	}
+	machine0 := machineCPU()
 	exec, err := startExecutor(bins, dbURL, fmt.Sprintf("bench-executor-drain-%s-%d", tool, rep), nil, cfg.Log, pool, false)
 	if err != nil {
-		return 0, 0, err
+		return drainRun{}, 0, err
 	}
-	rate, err := awaitDrain(ctx, pool, before, cfg.Drain, exec)
+	run, err := awaitDrain(ctx, pool, before, cfg.Drain, exec, machine0)
 	if stopErr := exec.stop(40 * time.Second); err == nil {
 		err = stopErr
 	}
@@ -484,12 +500,13 @@ func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string,
 			err = fmt.Errorf("%d drained calls have no succeeded receipt", missing)
 		}
 	}
-	return rate, peak, err
+	return run, peak, err
 }
 
 // awaitDrain waits until the n jobs after id before are completed and returns jobs per second, from the
-// first job's start to the observation that the last was completed.
-func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p *proc) (float64, error) {
+// first job's start to the observation that the last was completed, and the CPU time per job of p and of
+// the machine (whose busy time was machine0 when p started).
+func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p *proc, machine0 time.Duration) (drainRun, error) {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		// Whether any job is left, through River's fetching index: cheap however many are done, so the
@@ -497,32 +514,34 @@ func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p 
 		var left bool
 		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
 			WHERE state IN ('available', 'running', 'retryable', 'scheduled') AND id > $1)`, before).Scan(&left); err != nil {
-			return 0, err
+			return drainRun{}, err
 		}
 		now := time.Now()
 		if !left {
+			machine, worker := machineCPU()-machine0, p.cpuTime()
 			var done int
 			if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE id > $1 AND state = 'completed'`, before).Scan(&done); err != nil {
-				return 0, err
+				return drainRun{}, err
 			}
 			if done < n {
-				return 0, fmt.Errorf("the drain ended with %d of %d jobs completed", done, n)
+				return drainRun{}, fmt.Errorf("the drain ended with %d of %d jobs completed", done, n)
 			}
 			var first time.Time
 			if err := pool.QueryRow(ctx, `SELECT min(attempted_at) FROM river_job WHERE id > $1`, before).Scan(&first); err != nil {
-				return 0, err
+				return drainRun{}, err
 			}
-			return float64(n) / now.Sub(first).Seconds(), nil
+			perCall := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+			return drainRun{rate: float64(n) / now.Sub(first).Seconds(), workerCPU: perCall(worker), machineCPU: perCall(machine)}, nil
 		}
 		if p.exited() {
-			return 0, fmt.Errorf("%s exited during the drain (%v):\n%s", p.name, p.err, p.tail())
+			return drainRun{}, fmt.Errorf("%s exited during the drain (%v):\n%s", p.name, p.err, p.tail())
 		}
 		if now.After(deadline) {
-			return 0, fmt.Errorf("%d jobs were not finished after 5 minutes", n)
+			return drainRun{}, fmt.Errorf("%d jobs were not finished after 5 minutes", n)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return drainRun{}, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -534,14 +553,17 @@ func targets(r *benchResult) []targetResult {
 	note := r.latency(scGEMNote, loadSeq)
 	ratio50, ratio99 := float64(gem.P50)/float64(river.P50), float64(gem.P99)/float64(river.P99)
 	perTx, gemRate := r.drainRate(drReceipt), r.drainRate(drGEM)
+	haveRiver, haveGEM, haveNote, haveBrain := river.N > 0, gem.N > 0, note.N > 0, brain.N > 0
 	return []targetResult{
-		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond},
-		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond},
-		{"GEM / River floor p50", fmt.Sprintf("%.2f×", ratio50), "≤ 1.3×", ratio50 <= 1.3},
-		{"GEM / River floor p99", fmt.Sprintf("%.2f×", ratio99), "≤ 1.3×", ratio99 <= 1.3},
-		{"GEM os.create_note p50 (a tool that writes)", fmt.Sprintf("%.2f ms (%.2f× River)", ms(note.P50), float64(note.P50)/float64(river.P50)), "≤ 3 ms", note.P50 <= 3*time.Millisecond},
-		{"brain one-call run p50", fmt.Sprintf("%.2f ms", ms(brain.P50)), "≤ 5 ms", brain.P50 <= 5*time.Millisecond},
-		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×", gemRate >= 3*perTx},
+		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
+		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
+		{"GEM / River floor p50", fmt.Sprintf("%.2f×", ratio50), "≤ 1.3×", ratio50 <= 1.3, haveGEM && haveRiver},
+		{"GEM / River floor p99", fmt.Sprintf("%.2f×", ratio99), "≤ 1.3×", ratio99 <= 1.3, haveGEM && haveRiver},
+		{"GEM os.create_note p50 (a tool that writes)", fmt.Sprintf("%.2f ms (%.2f× River)", ms(note.P50), float64(note.P50)/float64(river.P50)),
+			"≤ 3 ms", note.P50 <= 3*time.Millisecond, haveNote && haveRiver},
+		{"brain one-call run p50", fmt.Sprintf("%.2f ms", ms(brain.P50)), "≤ 5 ms", brain.P50 <= 5*time.Millisecond, haveBrain},
+		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
+			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
 	}
 }
 
@@ -565,13 +587,14 @@ func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nthroughput: calls per second to drain %d queued calls\n\n", cfg.Drain)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmedian\truns\t")
+	fmt.Fprintln(tw, "scenario\tmedian\truns\tCPU µs per call: worker\tmachine\t")
 	for _, t := range r.Throughput {
 		var runs []string
 		for _, v := range t.Rates {
 			runs = append(runs, fmt.Sprintf("%.0f", v))
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t\n", t.Scenario, medianOf(t.Rates), strings.Join(runs, " "))
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.0f\t%.0f\t\n", t.Scenario, medianOf(t.Rates), strings.Join(runs, " "),
+			medianOf(t.WorkerCPU), medianOf(t.MachineCPU))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nmemory: executor peak RSS %.1f MiB, brain peak RSS %.1f MiB\n\n", float64(r.ExecutorPeakRSSK)/1024, float64(r.BrainPeakRSSK)/1024)
@@ -579,7 +602,10 @@ func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 	fmt.Fprintln(tw, "target\tmeasured\tgoal\t\t")
 	for _, t := range r.Targets {
 		verdict := "met"
-		if !t.Met {
+		switch {
+		case !t.Measured:
+			verdict, t.Value = "not measured", "—"
+		case !t.Met:
 			verdict = "MISSED"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", t.Name, t.Value, t.Target, verdict)

@@ -295,6 +295,47 @@ func (p *proc) sampleRSS() {
 	}
 }
 
+// clockTick is the unit of the CPU times in /proc (USER_HZ, 100 on every Linux architecture's ABI).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time (user + system) the running process has used (Linux); 0 if it cannot be read.
+func (p *proc) cpuTime() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces: utime and stime are the
+	// 12th and 13th.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * clockTick
+}
+
+// machineCPU is the CPU time all CPUs of the machine have spent busy since boot (Linux /proc/stat: user,
+// nice, system, irq, softirq, steal); 0 if it cannot be read.
+func machineCPU() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, _ := strconv.ParseInt(fields[i], 10, 64)
+		busy += v
+	}
+	return time.Duration(busy) * clockTick
+}
+
 // peakRSS is the largest resident set size sampled, in KiB.
 func (p *proc) peakRSS() int64 {
 	p.mu.Lock()

@@ -116,14 +116,43 @@ func TestBenchSmoke(t *testing.T) {
 	for _, tr := range res.Throughput {
 		require.Len(t, tr.Rates, 1)
 		require.Greater(t, tr.Rates[0], 0.0, tr.Scenario)
+		require.Greater(t, tr.WorkerCPU[0], 0.0, tr.Scenario)
+		require.Greater(t, tr.MachineCPU[0], 0.0, tr.Scenario)
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
 	require.Len(t, res.Targets, 7)
+	for _, tg := range res.Targets {
+		require.True(t, tg.Measured, tg.Name)
+	}
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
 	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
+}
+
+// A run that leaves scenarios out says which targets it did not measure instead of judging them.
+func TestTargetsNotMeasured(t *testing.T) {
+	t.Parallel()
+	res := &benchResult{Latency: []latencyResult{{Scenario: scRiver, Load: loadSeq, Runs: []summary{{N: 10, P50: 3 * time.Millisecond, P99: 6 * time.Millisecond}}}}}
+	res.Targets = targets(res)
+	var out bytes.Buffer
+	printBench(&out, benchConfig{Repeats: 1}, res)
+	for _, tg := range res.Targets {
+		require.False(t, tg.Measured, tg.Name)
+	}
+	require.NotContains(t, out.String(), "MISSED")
+	require.NotContains(t, out.String(), " met")
+	require.Equal(t, 7, strings.Count(out.String(), "not measured"), out.String())
+
+	// With GEM measured too, the latency targets are judged.
+	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})
+	res.Targets = targets(res)
+	require.True(t, res.Targets[0].Measured)
+	require.False(t, res.Targets[0].Met, "4 ms is over 3 ms")
+	require.True(t, res.Targets[2].Measured)
+	require.False(t, res.Targets[2].Met, "4/3 is over 1.3")
+	require.True(t, res.Targets[3].Met, "7/6 is within 1.3")
 }
