@@ -274,7 +274,20 @@ func (s *Server) run(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(resp.HTTPStatus(), resp)
+	return s.writeRun(c, resp.HTTPStatus(), resp)
+}
+
+// writeRun sends a run's response, then waits for its answer to be recorded (see RunResponse.Recorded): the
+// client has its answer one database round trip sooner, and the request still ends only when the run is
+// written, so shutdown's drain covers it.
+func (s *Server) writeRun(c echo.Context, status int, resp *RunResponse) error {
+	err := c.JSON(status, resp)
+	c.Response().Flush()
+	if rerr := resp.Recorded(); rerr != nil {
+		s.log.Warn().Err(rerr).Str("run_id", resp.RunID.String()).
+			Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
+	}
+	return err
 }
 
 func parseID(c echo.Context, what string) (uuid.UUID, error) {
@@ -294,7 +307,7 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, resp)
+	return s.writeRun(c, http.StatusOK, resp)
 }
 
 var approveSchema = registry.MustCompileSchema("approve request", []byte(fmt.Sprintf(`{
@@ -333,7 +346,7 @@ func (s *Server) approve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(resp.HTTPStatus(), resp)
+	return s.writeRun(c, resp.HTTPStatus(), resp)
 }
 
 // getCall returns a call and its receipt; ?wait=5s long-polls until the receipt exists (at most 60s).

@@ -35,6 +35,20 @@ type RunResponse struct {
 	AssistantMessage string      `json:"assistant_message"`
 	NextActions      []string    `json:"next_actions"`
 	Errors           []*Error    `json:"errors"`
+
+	// recorded, when set, reports the commit of the run's answer, which may still be under way; see
+	// Recorded.
+	recorded <-chan error
+}
+
+// Recorded waits until the run's answer is recorded in brain_runs and returns the error, if any. A response
+// may be sent before: the answer is derived from the calls' receipts, and GET /brain/runs/{id} derives it
+// again for a run still waiting.
+func (r *RunResponse) Recorded() error {
+	if r.recorded == nil {
+		return nil
+	}
+	return <-r.recorded
 }
 
 // HTTPStatus is the response's status: that of its first error with a non-200 status, else 200.
@@ -194,10 +208,14 @@ func (s *Service) answer(ctx context.Context, rec *runRecord, receipts map[uuid.
 	} else {
 		rec.Status = RunCompleted
 	}
-	if err := updateRunAnswer(ctx, s.pool, rec); err != nil {
-		return nil, unavailable(err)
-	}
-	return s.response(rec, ordered, pending), nil
+	// The answer is recorded while the response goes out (see RunResponse.recorded): the client does not wait
+	// for the database, and a lost update only leaves the run waiting until GET /brain/runs/{id}.
+	args := updateRunArgs(rec)
+	recorded := make(chan error, 1)
+	go func() { recorded <- updateRunAnswer(context.WithoutCancel(ctx), s.pool, args) }()
+	resp := s.response(rec, ordered, pending)
+	resp.recorded = recorded
+	return resp, nil
 }
 
 func slicesDeleteCodes(errs []*Error, codes ...string) []*Error {
