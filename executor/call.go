@@ -67,9 +67,14 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 // transactions that lock the same calls (a call taken up again) cannot deadlock. tool_enabled applies the
 // agent rule (gem_agent_may_call, see 00009_agent_may_call.sql) in the same statement. (It is planned for
 // each batch: a plan kept from when core_tool_calls was small would scan the whole table.)
+//
+// A call has its receipt when its status is no longer queued: the receipt's trigger sets it in the
+// receipt's transaction. The locked row is the one to ask: when the statement waited for another
+// transaction's lock on it, PostgreSQL reads the row again as that transaction committed it, but a subquery
+// (such as a look for the receipt) would still see the table as it was before the wait.
 const loadSQL = `SELECT c.id, c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
-		EXISTS (SELECT 1 FROM core_tool_receipts r WHERE r.call_id = c.id),
+		c.status <> 'queued',
 		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name)
 	FROM core_tool_calls c WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR UPDATE OF c`
 

@@ -16,6 +16,11 @@ import (
 //
 // A held-back statement that fails breaks the transaction: the pipe reports it as a txBrokenError to
 // whoever sent the statement it travelled with, and every later send fails the same way.
+//
+// pgx prepares a batch's new statements before running any of it, and a statement that fails to prepare
+// (a handler's SQL with a typo) aborts the transaction before the held statements ran: the previous call's
+// savepoint would be unreleased and the current call's not yet made. So a statement the connection has not
+// run before goes out alone, after the held ones (once per connection and statement; see knownStatements).
 type pipe struct {
 	conn   *pgx.Conn
 	held   []heldStmt
@@ -30,6 +35,34 @@ type heldStmt struct {
 }
 
 func newPipe(conn *pgx.Conn) *pipe { return &pipe{conn: conn} }
+
+// knownStatementsKey is where a connection keeps the statements it has prepared (PgConn.CustomData).
+const knownStatementsKey = "gem.known_statements"
+
+// knownStatementsMax bounds the set: a handler that builds SQL text on the fly would grow it without end.
+// Clearing it costs one extra round trip per statement the next time each is sent.
+const knownStatementsMax = 1024
+
+// knownStatements is the set of statements this connection has prepared and run: pgx has them in its
+// statement cache, so a batch that ends with one sends no Parse that could fail before the held statements
+// ran. (pgx may evict one from its cache; preparing it again then parses what parsed before.)
+func (p *pipe) knownStatements() map[string]struct{} {
+	data := p.conn.PgConn().CustomData()
+	known, _ := data[knownStatementsKey].(map[string]struct{})
+	if known == nil || len(known) > knownStatementsMax {
+		known = make(map[string]struct{})
+		data[knownStatementsKey] = known
+	}
+	return known
+}
+
+func (p *pipe) known(sql string) bool {
+	_, ok := p.knownStatements()[sql]
+	return ok
+}
+
+// markKnown records that sql was prepared and ran on this connection.
+func (p *pipe) markKnown(sql string) { p.knownStatements()[sql] = struct{}{} }
 
 // hold queues a statement that returns no row.
 func (p *pipe) hold(sql string, args ...any) {
@@ -74,7 +107,14 @@ func (p *pipe) send(ctx context.Context, extra []*pgx.QueuedQuery) (pgx.BatchRes
 	if p.broken != nil {
 		return nil, p.broken
 	}
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.held)+len(extra))}
+	if len(extra) > 1 || len(extra) == 1 && !p.known(extra[0].SQL) {
+		// It goes out alone, after the held statements; the caller marks it known once it ran.
+		if err := p.flush(ctx); err != nil {
+			return nil, err
+		}
+		return p.conn.SendBatch(ctx, &pgx.Batch{QueuedQueries: extra}), nil
+	}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.held)+1)}
 	for _, h := range p.held {
 		b.Queue(h.sql, h.args...)
 	}
@@ -118,7 +158,11 @@ func statementName(sql string) string {
 
 func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if len(p.held) == 0 && p.broken == nil {
-		return p.conn.Exec(ctx, sql, args...)
+		tag, err := p.conn.Exec(ctx, sql, args...)
+		if err == nil {
+			p.markKnown(sql)
+		}
+		return tag, err
 	}
 	br, err := p.send(ctx, []*pgx.QueuedQuery{{SQL: sql, Arguments: args}})
 	if err != nil {
@@ -128,12 +172,19 @@ func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		p.markKnown(sql)
+	}
 	return tag, err
 }
 
 func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if len(p.held) == 0 && p.broken == nil {
-		return p.conn.Query(ctx, sql, args...)
+		rows, err := p.conn.Query(ctx, sql, args...)
+		if err == nil {
+			return &knownRows{Rows: rows, p: p, sql: sql}, nil
+		}
+		return rows, err
 	}
 	br, err := p.send(ctx, []*pgx.QueuedQuery{{SQL: sql, Arguments: args}})
 	if err != nil {
@@ -144,7 +195,7 @@ func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 		_ = br.Close()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return &knownRows{Rows: &batchRows{Rows: rows, br: br}, p: p, sql: sql}, nil
 }
 
 func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -168,6 +219,36 @@ func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 }
 
 func (p *pipe) Conn() *pgx.Conn { return p.conn }
+
+// knownRows marks its statement known once its rows were read without an error.
+type knownRows struct {
+	pgx.Rows
+	p    *pipe
+	sql  string
+	done bool
+}
+
+func (r *knownRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.finish()
+	return false
+}
+
+func (r *knownRows) Close() {
+	r.Rows.Close()
+	r.finish()
+}
+
+func (r *knownRows) finish() {
+	if !r.done {
+		r.done = true
+		if r.Rows.Err() == nil {
+			r.p.markKnown(r.sql)
+		}
+	}
+}
 
 // batchRows are the rows of the last statement of a batch: once they are read or closed, the batch is
 // closed too, so the connection is ready for the next statement even if the caller never calls Close
