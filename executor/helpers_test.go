@@ -246,6 +246,55 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 			return map[string]any{"note_id": id}, err
 		},
 	})
+	h.Func("test.no_db", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			Fail bool `json:"fail"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		if in.Fail {
+			return nil, executor.Conflict("asked to fail")
+		}
+		return map[string]any{"ok": true}, nil
+	})
+	h.Func("test.settings", func(ctx context.Context, c *executor.Call) (any, error) {
+		var sync, app string
+		err := c.DB.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('application_name')`).Scan(&sync, &app)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"synchronous_commit": sync, "application_name": app}, nil
+	})
+	h.Func("test.sql_error", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			Kind  string `json:"kind"`
+			First bool   `json:"first"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		id := ""
+		if !in.First {
+			var err error
+			if id, err = writeNote(ctx, c, "sql_error "+c.ID.String()); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		switch in.Kind {
+		case "unique":
+			_, err = c.DB.Exec(ctx, `INSERT INTO os_notes (id, title) VALUES ($1, 'sql_error dup'), ($1, 'sql_error dup')`, uuid.New())
+		case "div_zero":
+			_, err = c.DB.Exec(ctx, `SELECT 1 / $1::integer`, 0)
+		case "undefined_column":
+			_, err = c.DB.Exec(ctx, `SELECT no_such_column FROM os_notes WHERE id = $1`, uuid.New())
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"note_id": id}, nil
+	})
 	return h
 }
 

@@ -1,0 +1,460 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// batched is the config of an executor whose calls share transactions: one committer, which takes every
+// call waiting.
+func batched(c *executor.Config) {
+	c.Committers = 1
+	c.BatchMax = 1000
+}
+
+// receiptTransactions returns the calls whose receipts each transaction wrote, in the order it wrote them:
+// a transaction's receipts share its xmin, and their identity ids follow the order of the executor's INSERT
+// (the order the calls ran in).
+func receiptTransactions(t *testing.T, ctx context.Context, b *testBundle) [][]uuid.UUID {
+	t.Helper()
+	rows, err := b.pool.Query(ctx, `SELECT xmin::text, call_id FROM core_tool_receipts ORDER BY xmin::text::bigint, id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var (
+		txs  [][]uuid.UUID
+		last string
+	)
+	for rows.Next() {
+		var (
+			xmin string
+			id   uuid.UUID
+		)
+		require.NoError(t, rows.Scan(&xmin, &id))
+		if len(txs) == 0 || xmin != last {
+			txs = append(txs, nil)
+			last = xmin
+		}
+		txs[len(txs)-1] = append(txs[len(txs)-1], id)
+	}
+	require.NoError(t, rows.Err())
+	return txs
+}
+
+// noteCreators maps every note's id to the call that created it.
+func noteCreators(t *testing.T, ctx context.Context, b *testBundle) map[string]uuid.UUID {
+	t.Helper()
+	rows, err := b.pool.Query(ctx, `SELECT id::text, created_by_call FROM os_notes`)
+	require.NoError(t, err)
+	defer rows.Close()
+	creators := map[string]uuid.UUID{}
+	for rows.Next() {
+		var (
+			id string
+			by *uuid.UUID
+		)
+		require.NoError(t, rows.Scan(&id, &by))
+		require.NotNil(t, by, "note %s has no created_by_call", id)
+		creators[id] = *by
+	}
+	require.NoError(t, rows.Err())
+	return creators
+}
+
+// requireOwnNote checks the receipt of a succeeded os.create_note call: it lists exactly one write, the
+// insert of the note the call created, in its effects and in its summary.
+func requireOwnNote(t *testing.T, r *registry.Receipt, creators map[string]uuid.UUID, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, registry.StatusSucceeded, r.Status, msgAndArgs...)
+	var res struct {
+		NoteID string `json:"note_id"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &res))
+	want := []registry.DBWrite{{Table: "os_notes", Op: "insert", Count: 1, IDs: []string{res.NoteID}}}
+	require.Equal(t, want, r.Effects.DBWrites, msgAndArgs...)
+	wantJSON, err := json.Marshal(want)
+	require.NoError(t, err)
+	gotJSON, err := json.Marshal(r.Summary["effects.db_writes"])
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantJSON), string(gotJSON), msgAndArgs...)
+	require.Equal(t, r.CallID, creators[res.NoteID], msgAndArgs...)
+	require.Equal(t, 1, r.Attempt, msgAndArgs...)
+}
+
+// TestBatchWritesAroundStatementlessCalls commits writing calls together with calls that send no statement
+// of their own (stopped by the precheck, or run by a handler that does not use the database): every
+// writing call's receipt lists exactly its own write, whether the next call of its transaction sent no
+// statement or it was the transaction's last call (whose writes the receipts' INSERT collects).
+func TestBatchWritesAroundStatementlessCalls(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	pattern := []string{"note", "no_db", "note", "note", "invalid", "note", "no_db_fail", "note", "no_handler", "note", "note"}
+	var (
+		kinds  []string
+		params []gemsql.CallInsertParams
+	)
+	for i := range 330 {
+		kind := pattern[i%len(pattern)]
+		p := gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "note %d"}`, i))}
+		switch kind {
+		case "no_db":
+			p = gemsql.CallInsertParams{ToolName: "test.no_db"}
+		case "no_db_fail":
+			p = gemsql.CallInsertParams{ToolName: "test.no_db", Input: json.RawMessage(`{"fail": true}`)}
+		case "invalid":
+			p = gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(`{"body": "no title"}`)}
+		case "no_handler":
+			p = gemsql.CallInsertParams{ToolName: "test.no_handler"}
+		}
+		kinds, params = append(kinds, kind), append(params, p)
+	}
+	// The calls wait for the executor, so it finds many at once.
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	b.startExecutor(t, batched)
+	rs := b.wait(t, ctx, ids...)
+
+	creators := noteCreators(t, ctx, b)
+	kindOf := map[uuid.UUID]string{}
+	notes := 0
+	for i, id := range ids {
+		kindOf[id] = kinds[i]
+		r := rs[id]
+		switch kinds[i] {
+		case "note":
+			notes++
+			requireOwnNote(t, r, creators, "call %d", i)
+		case "no_db":
+			require.Equal(t, registry.StatusSucceeded, r.Status, "call %d", i)
+			require.Empty(t, r.Effects.DBWrites, "call %d", i)
+		case "no_db_fail":
+			require.Equal(t, registry.StatusFailed, r.Status, "call %d", i)
+			require.Equal(t, registry.CodeConflict, r.Error.Code, "call %d", i)
+			require.Empty(t, r.Effects.DBWrites, "call %d", i)
+		case "invalid":
+			require.Equal(t, registry.CodeValidation, r.Error.Code, "call %d", i)
+			require.Empty(t, r.Effects.DBWrites, "call %d", i)
+		case "no_handler":
+			require.Equal(t, registry.StatusNotConfigured, r.Status, "call %d", i)
+			require.Empty(t, r.Effects.DBWrites, "call %d", i)
+		}
+	}
+	require.Len(t, creators, notes)
+
+	// The cases the test is about happened: writing calls followed, in their transaction, by each kind of
+	// statement-less call, and writing calls that ended a shared transaction.
+	followedBy := map[string]int{}
+	lastOfShared, shared := 0, 0
+	for _, tx := range receiptTransactions(t, ctx, b) {
+		if len(tx) == 1 {
+			continue
+		}
+		shared++
+		for j, id := range tx {
+			if kindOf[id] != "note" {
+				continue
+			}
+			if j == len(tx)-1 {
+				lastOfShared++
+			} else if next := kindOf[tx[j+1]]; next != "note" {
+				followedBy[next]++
+			}
+		}
+	}
+	t.Logf("shared transactions: %d; writing call last of one: %d; writing call followed by: %v", shared, lastOfShared, followedBy)
+	require.Positive(t, lastOfShared, "no shared transaction ended with a writing call")
+	for _, kind := range []string{"no_db", "no_db_fail", "invalid", "no_handler"} {
+		require.Positive(t, followedBy[kind], "no writing call was followed by a %s call in its transaction", kind)
+	}
+}
+
+// TestBatchKeyedDuplicatesInOneTransaction runs two calls with the same key in one transaction: the
+// second is answered from the first, whose receipt is not written yet.
+func TestBatchKeyedDuplicatesInOneTransaction(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	// leads.create is keyed by phone.
+	const pairs = 20
+	var params []gemsql.CallInsertParams
+	for i := range pairs {
+		input := json.RawMessage(fmt.Sprintf(`{"name": "Lead %d", "phone": "0413 %03d %03d"}`, i, i, i))
+		params = append(params, gemsql.CallInsertParams{ToolName: "leads.create", Input: input}, gemsql.CallInsertParams{ToolName: "leads.create", Input: input})
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	b.startExecutor(t, batched)
+	rs := b.wait(t, ctx, ids...)
+
+	txOf := map[uuid.UUID]int{}
+	for n, tx := range receiptTransactions(t, ctx, b) {
+		for _, id := range tx {
+			txOf[id] = n
+		}
+	}
+	together := 0
+	for i := range pairs {
+		a, c := rs[ids[2*i]], rs[ids[2*i+1]]
+		require.Equal(t, registry.StatusSucceeded, a.Status, "pair %d: %+v", i, a.Error)
+		require.Equal(t, registry.StatusSucceeded, c.Status, "pair %d: %+v", i, c.Error)
+		require.True(t, a.IdempotencyHit != c.IdempotencyHit, "pair %d: exactly one call ran the handler", i)
+		orig, hit := a, c
+		if a.IdempotencyHit {
+			orig, hit = c, a
+		}
+		require.NotNil(t, hit.IdempotencyOf, "pair %d", i)
+		require.Equal(t, orig.CallID, *hit.IdempotencyOf, "pair %d", i)
+		require.JSONEq(t, string(orig.Result), string(hit.Result), "pair %d", i)
+		require.Empty(t, hit.Effects.DBWrites, "pair %d", i)
+		require.Len(t, orig.Effects.DBWrites, 1, "pair %d", i)
+		require.Equal(t, "leads", orig.Effects.DBWrites[0].Table, "pair %d", i)
+		require.Equal(t, 1, orig.Attempt, "pair %d", i)
+		require.Equal(t, 1, hit.Attempt, "pair %d: the hit was answered, not retried", i)
+		phone := fmt.Sprintf("0413 %03d %03d", i, i)
+		require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM leads WHERE phone = $1`, phone), "pair %d", i)
+		var keyHolder uuid.UUID
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT call_id FROM core_idempotency_keys WHERE tool_name = 'leads.create' AND key = $1`, phone).Scan(&keyHolder))
+		require.Equal(t, orig.CallID, keyHolder, "pair %d", i)
+		if txOf[orig.CallID] == txOf[hit.CallID] {
+			together++
+		}
+	}
+	require.Equal(t, pairs, b.count(t, ctx, `SELECT count(*) FROM leads`))
+	t.Logf("pairs in one transaction: %d of %d", together, pairs)
+	require.Positive(t, together, "no pair shared a transaction")
+}
+
+// insertTwinJobs gives each call a second River job naming it.
+func insertTwinJobs(t *testing.T, ctx context.Context, b *testBundle, ids []uuid.UUID) {
+	t.Helper()
+	for _, id := range ids {
+		_, err := b.pool.Exec(ctx, `INSERT INTO river_job (args, kind)
+			SELECT jsonb_build_object('call_id', id, 'tool_name', tool_name), 'gem.tool_call' FROM core_tool_calls WHERE id = $1`, id)
+		require.NoError(t, err)
+	}
+	_, err := b.pool.Exec(ctx, `SELECT pg_notify('public.river_insert', '{"queue": "default"}')`)
+	require.NoError(t, err)
+}
+
+// requireJobsCompleted waits until every job naming the call is completed, and checks there are want.
+func requireJobsCompleted(t *testing.T, ctx context.Context, b *testBundle, id uuid.UUID, want int) {
+	t.Helper()
+	const q = `SELECT count(*), count(*) FILTER (WHERE state = 'completed') FROM river_job WHERE args ->> 'call_id' = $1`
+	require.Eventually(t, func() bool {
+		var all, completed int
+		err := b.pool.QueryRow(ctx, q, id.String()).Scan(&all, &completed)
+		return err == nil && all == want && completed == want
+	}, 10*time.Second, 10*time.Millisecond, "call %s: not all of its %d jobs completed", id, want)
+}
+
+// TestBatchTwoJobsForOneCall gives calls a second River job each, both waiting when the executor starts
+// (so the two often land in one batch): each call runs once and has one receipt, and both jobs complete.
+func TestBatchTwoJobsForOneCall(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	var params []gemsql.CallInsertParams
+	for i := range 30 {
+		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "twin %d"}`, i))})
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	insertTwinJobs(t, ctx, b, ids)
+	b.startExecutor(t, batched)
+	rs := b.wait(t, ctx, ids...)
+
+	creators := noteCreators(t, ctx, b)
+	for i, id := range ids {
+		requireOwnNote(t, rs[id], creators, "call %d", i)
+		requireJobsCompleted(t, ctx, b, id, 2)
+		require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE created_by_call = $1`, id), "call %d ran once", i)
+		require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM core_tool_receipts WHERE call_id = $1`, id), "call %d", i)
+	}
+	require.Len(t, creators, len(ids))
+}
+
+// TestTwoJobsForOneCallInConcurrentTransactions runs a call's second job while its first is still in its
+// handler, on another committer: the second job's transaction waits for the call's row lock, then finds
+// the receipt and only completes its job; the handler runs once.
+func TestTwoJobsForOneCallInConcurrentTransactions(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, func(c *executor.Config) { c.Committers = 2 })
+
+	// The test holds a lock that stops the handler's insert, so the call stays in its handler (holding its
+	// row lock) until the second job's transaction waits for that row.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `LOCK TABLE os_notes IN SHARE MODE`)
+	require.NoError(t, err)
+
+	id := b.call(t, ctx, "os.create_note", `{"title": "twin"}`)
+	waitForLockWait := func(query string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			var n int
+			err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+				AND application_name = 'gem-executor-calls' AND wait_event_type = 'Lock' AND query LIKE $1`, "%"+query+"%").Scan(&n)
+			return err == nil && n == 1
+		}, 10*time.Second, time.Millisecond, "no call connection waits in %q", query)
+	}
+	waitForLockWait("INSERT INTO os_notes")
+	insertTwinJobs(t, ctx, b, []uuid.UUID{id})
+	waitForLockWait("FOR UPDATE OF c")
+	require.NoError(t, tx.Commit(ctx))
+
+	r := b.waitOne(t, ctx, id)
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	requireJobsCompleted(t, ctx, b, id, 2)
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE created_by_call = $1`, id), "the handler ran once")
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM core_tool_receipts WHERE call_id = $1`, id))
+	requireOwnNote(t, r, noteCreators(t, ctx, b))
+}
+
+// TestPoolsSynchronousCommit checks the executor's two pools: River's commits without waiting for the disk,
+// the calls' keeps the database's setting (here on).
+func TestPoolsSynchronousCommit(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	// Pin the database's default, and record the settings of every session that changes a job: River's
+	// fetch and the executor's completions.
+	_, err := b.pool.Exec(ctx, `
+		DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = on', current_database()); END $$;
+		CREATE TABLE test_job_writers (application_name text, synchronous_commit text, PRIMARY KEY (application_name, synchronous_commit));
+		CREATE FUNCTION test_record_job_writer() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN
+			INSERT INTO test_job_writers VALUES (current_setting('application_name'), current_setting('synchronous_commit'))
+			ON CONFLICT DO NOTHING;
+			RETURN NULL;
+		END $f$;
+		CREATE TRIGGER test_record_job_writer AFTER UPDATE ON river_job FOR EACH ROW EXECUTE FUNCTION test_record_job_writer();`)
+	require.NoError(t, err)
+	b.startExecutor(t, nil)
+
+	r := b.waitOne(t, ctx, b.call(t, ctx, "test.settings", `{}`))
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	require.JSONEq(t, `{"synchronous_commit": "on", "application_name": "gem-executor-calls"}`, string(r.Result))
+
+	rows, err := b.pool.Query(ctx, `SELECT application_name, synchronous_commit FROM test_job_writers`)
+	require.NoError(t, err)
+	writers := map[string][]string{}
+	for rows.Next() {
+		var app, sync string
+		require.NoError(t, rows.Scan(&app, &sync))
+		writers[app] = append(writers[app], sync)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string][]string{
+		"gem-executor-river": {"off"}, // River's fetch
+		"gem-executor-calls": {"on"},  // the completion of the job with its receipt
+	}, writers)
+}
+
+// TestBatchHandlerStatementFails runs handlers whose statement fails (the transaction is aborted until
+// their savepoint is rolled back) among writing calls: each failing call's effects are rolled back and it
+// gets a handler_error receipt with the SQLSTATE, and the calls around it in its transaction keep their own
+// writes, on their first attempt.
+func TestBatchHandlerStatementFails(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	type failing struct {
+		input, sqlstate string
+	}
+	fails := []failing{
+		{`{"kind": "unique"}`, "23505"},
+		{`{"kind": "unique", "first": true}`, "23505"},
+		{`{"kind": "div_zero"}`, "22012"},
+		{`{"kind": "div_zero", "first": true}`, "22012"},
+		{`{"kind": "undefined_column"}`, "42703"},
+	}
+	var (
+		params []gemsql.CallInsertParams
+		want   []string // the SQLSTATE each call fails with; "" for a writing call
+	)
+	for i := range 10 * len(fails) {
+		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "note %d"}`, i))})
+		want = append(want, "")
+		f := fails[i%len(fails)]
+		params = append(params, gemsql.CallInsertParams{ToolName: "test.sql_error", Input: json.RawMessage(f.input)})
+		want = append(want, f.sqlstate)
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	b.startExecutor(t, batched)
+	rs := b.wait(t, ctx, ids...)
+
+	creators := noteCreators(t, ctx, b)
+	failed := map[uuid.UUID]bool{}
+	for i, id := range ids {
+		r := rs[id]
+		if want[i] == "" {
+			requireOwnNote(t, r, creators, "call %d", i)
+			continue
+		}
+		failed[id] = true
+		require.Equal(t, registry.StatusFailed, r.Status, "call %d (%s)", i, params[i].Input)
+		require.Equal(t, registry.CodeHandlerError, r.Error.Code, "call %d (%s): %s", i, params[i].Input, r.Error.Message)
+		d := decodeDetails(t, r)
+		require.Equal(t, want[i], d["sqlstate"], "call %d (%s)", i, params[i].Input)
+		if want[i] == "23505" {
+			require.Equal(t, "os_notes_pkey", d["constraint"], "call %d", i)
+		}
+		require.Empty(t, r.Effects.DBWrites, "call %d", i)
+		require.Equal(t, 1, r.Attempt, "call %d", i)
+	}
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title LIKE 'sql_error %'`), "the failing calls' writes were rolled back")
+	require.Len(t, creators, len(ids)/2)
+
+	// The failing calls had writing calls before and after them in their transactions.
+	surrounded := 0
+	for _, tx := range receiptTransactions(t, ctx, b) {
+		for j := 1; j < len(tx)-1; j++ {
+			if failed[tx[j]] && !failed[tx[j-1]] && !failed[tx[j+1]] {
+				surrounded++
+			}
+		}
+	}
+	t.Logf("failing calls between two writing calls of their transaction: %d of %d", surrounded, len(failed))
+	require.Positive(t, surrounded)
+}
+
+// TestBatchHandlerFirstStatementFailsToPrepare runs a handler whose first statement fails when PostgreSQL
+// parses it (an undefined column): like any failing statement it gives the call a handler_error receipt,
+// and the calls sharing its transaction are not affected.
+func TestBatchHandlerFirstStatementFailsToPrepare(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	params := []gemsql.CallInsertParams{
+		{ToolName: "os.create_note", Input: json.RawMessage(`{"title": "before"}`)},
+		// One attempt: a call that broke its transaction is not retried for long.
+		{ToolName: "test.sql_error", Input: json.RawMessage(`{"kind": "undefined_column", "first": true}`), MaxAttempts: 1},
+		{ToolName: "os.create_note", Input: json.RawMessage(`{"title": "after"}`)},
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	b.startExecutor(t, batched)
+	rs := b.wait(t, ctx, ids...)
+
+	r := rs[ids[1]]
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeHandlerError, r.Error.Code, "%s", r.Error.Message)
+	require.Equal(t, "42703", decodeDetails(t, r)["sqlstate"])
+	require.Equal(t, 1, r.Attempt)
+
+	creators := noteCreators(t, ctx, b)
+	requireOwnNote(t, rs[ids[0]], creators, "the call before")
+	requireOwnNote(t, rs[ids[2]], creators, "the call after")
+}
