@@ -66,7 +66,7 @@ bench: build ## measure GEM against bare River: latency, throughput, memory (doc
 	@$(db) mkdir -p .gem && \
 	$(BIN)/proof bench -bin $(BIN) -json .gem/bench.json $(BENCH_FLAGS) && \
 	echo && echo "Go benchmarks of the hot in-process pieces:" && \
-	$(GO) test -run '^$$' -bench . -benchmem ./registry/ ./sql/ ./brain/
+	$(GO) test -run '^$$' -bench . -benchmem ./registry/ ./sql/ ./executor/ ./brain/
 
 # chaos: always on a private cluster of its own (it restarts the server), never on DATABASE_URL.
 # CHAOS_FLAGS passes flags to bin/proof chaos (e.g. -calls 20000 -kill-every 1s).

@@ -450,8 +450,18 @@ var emptyWrites = json.RawMessage(`[]`)
 
 // holdReceipts holds the INSERT of the transaction's receipts.
 func (t *batchTx) holdReceipts() {
-	rows := make([]receiptJSON, len(t.receipts))
-	for i, r := range t.receipts {
+	doc, err := encodeReceipts(t.receipts, t.uncollected)
+	if err != nil {
+		t.pipe.breakWith(err)
+		return
+	}
+	t.pipe.hold(receiptsInsertSQL, doc, t.e.cfg.ID)
+}
+
+// encodeReceipts is receiptsInsertSQL's JSON array; the row of uncollected gets its writes in the INSERT.
+func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft) (string, error) {
+	rows := make([]receiptJSON, len(receipts))
+	for i, r := range receipts {
 		a, d := r.a, r.d
 		row := &rows[i]
 		row.CallID, row.ToolName, row.Status = a.args.CallID, a.toolName, string(d.status)
@@ -466,13 +476,13 @@ func (t *batchTx) holdReceipts() {
 		}
 		row.IdempotencyKey, row.IdempotencyHit, row.IdempotencyOf = a.key, d.hit, d.hitOf
 		row.Attempt, row.DurationMS, row.StartedAt = a.job.Attempt, d.durationMS, a.started
-		row.Collect = d == t.uncollected
+		row.Collect = d == uncollected
 	}
-	// Results are valid JSON already (marshalled and sanitized by callHandler, or read from the database).
+	// Results are valid JSON already (marshalled and sanitized by callHandler, or read from the database);
+	// an error message could still hold a NUL, which jsonb refuses.
 	doc, err := json.Marshal(rows)
 	if err != nil {
-		t.pipe.breakWith(fmt.Errorf("error encoding receipts: %w", err))
-		return
+		return "", fmt.Errorf("error encoding receipts: %w", err)
 	}
-	t.pipe.hold(receiptsInsertSQL, string(sanitizeJSON(doc)), t.e.cfg.ID)
+	return string(sanitizeJSON(doc)), nil
 }

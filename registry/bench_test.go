@@ -139,7 +139,7 @@ func benchReceipt(b *testing.B, r *Registry) (*benchTask, *Receipt) {
 
 func BenchmarkReceiptEncode(b *testing.B) {
 	r := loadBenchRegistry(b)
-	task, rcpt := benchReceipt(b, r)
+	_, rcpt := benchReceipt(b, r)
 
 	// receipt is the whole receipt as JSON: what the brain's API returns, with the fields of the receipt's
 	// NOTIFY payload (which the database builds).
@@ -158,28 +158,6 @@ func BenchmarkReceiptEncode(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
 			if _, err := json.Marshal(rcpt); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-
-	// executor_columns is what the executor encodes for each call's receipt row: the handler's result and
-	// the effects (the database fills in db_writes).
-	b.Run("executor_columns", func(b *testing.B) {
-		result, err := json.Marshal(task)
-		require.NoError(b, err)
-		require.JSONEq(b, string(rcpt.Result), string(result))
-		effects, err := json.Marshal(Effects{DBWrites: []DBWrite{}})
-		require.NoError(b, err)
-		require.JSONEq(b, `{"db_writes": []}`, string(effects))
-
-		b.ReportAllocs()
-		b.SetBytes(int64(len(result) + len(effects)))
-		for b.Loop() {
-			if _, err := json.Marshal(task); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := json.Marshal(Effects{DBWrites: []DBWrite{}}); err != nil {
 				b.Fatal(err)
 			}
 		}
