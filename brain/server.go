@@ -281,8 +281,18 @@ func (s *Server) run(c echo.Context) error {
 // client has its answer one database round trip sooner, and the request still ends only when the run is
 // written, so shutdown's drain covers it.
 func (s *Server) writeRun(c echo.Context, status int, resp *RunResponse) error {
-	err := c.JSON(status, resp)
-	c.Response().Flush()
+	// With its length known the client has the whole body at the flush; a body written without it is
+	// chunked, and its end goes out only when the handler returns.
+	body, err := json.Marshal(resp)
+	if err == nil {
+		body = append(body, '\n')
+		h := c.Response().Header()
+		h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+		c.Response().WriteHeader(status)
+		_, err = c.Response().Write(body)
+		c.Response().Flush()
+	}
 	if rerr := resp.Recorded(); rerr != nil {
 		s.log.Warn().Err(rerr).Str("run_id", resp.RunID.String()).
 			Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")

@@ -94,25 +94,32 @@ func QueueCallInsertMany(b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, 
 	return ids, nil
 }
 
+// callInsertSQL inserts calls from one JSON array (a parameter whose contents the planner cannot see, so
+// the statement is planned once per connection rather than for each number of calls).
 const callInsertSQL = `
 	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)
-	SELECT id, tool_name, input::jsonb, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by
-	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::text[], $9::text[])
-		AS t(id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)`
+	SELECT id, tool_name, input, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by
+	FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, tool_name text, input jsonb, idempotency_key text, max_attempts integer,
+		run_id uuid, agent text, user_id text, requested_by text)`
+
+// callInsertRow is one element of callInsertSQL's array.
+type callInsertRow struct {
+	ID             uuid.UUID       `json:"id"`
+	ToolName       string          `json:"tool_name"`
+	Input          json.RawMessage `json:"input"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	MaxAttempts    int             `json:"max_attempts,omitempty"`
+	RunID          *uuid.UUID      `json:"run_id,omitempty"`
+	Agent          string          `json:"agent,omitempty"`
+	UserID         string          `json:"user_id,omitempty"`
+	RequestedBy    string          `json:"requested_by,omitempty"`
+}
+
+var emptyInput = json.RawMessage(`{}`)
 
 func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
-	n := len(params)
-	var (
-		ids         = make([]uuid.UUID, n)
-		tools       = make([]string, n)
-		inputs      = make([]string, n)
-		keys        = make([]*string, n)
-		maxAttempts = make([]*int32, n)
-		runIDs      = make([]*uuid.UUID, n)
-		agents      = make([]*string, n)
-		users       = make([]*string, n)
-		requesters  = make([]*string, n)
-	)
+	ids := make([]uuid.UUID, len(params))
+	rows := make([]callInsertRow, len(params))
 	for i, p := range params {
 		if p.ToolName == "" {
 			return nil, nil, fmt.Errorf("call %d: tool name is empty", i)
@@ -121,29 +128,21 @@ func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
 		if ids[i] == uuid.Nil {
 			ids[i] = uuid.Must(uuid.NewV7())
 		}
-		tools[i] = p.ToolName
-		inputs[i] = "{}"
-		if len(p.Input) > 0 {
-			inputs[i] = string(p.Input)
+		input := p.Input
+		if len(input) == 0 {
+			input = emptyInput
 		}
-		keys[i] = nilIfEmpty(p.IdempotencyKey)
-		if p.MaxAttempts > 0 {
-			ma := int32(p.MaxAttempts)
-			maxAttempts[i] = &ma
+		if !json.Valid(input) {
+			return nil, nil, fmt.Errorf("call %d: input is not valid JSON", i)
 		}
-		runIDs[i] = p.RunID
-		agents[i] = nilIfEmpty(p.Agent)
-		users[i] = nilIfEmpty(p.UserID)
-		requesters[i] = nilIfEmpty(p.RequestedBy)
+		rows[i] = callInsertRow{ID: ids[i], ToolName: p.ToolName, Input: input, IdempotencyKey: p.IdempotencyKey,
+			MaxAttempts: max(p.MaxAttempts, 0), RunID: p.RunID, Agent: p.Agent, UserID: p.UserID, RequestedBy: p.RequestedBy}
 	}
-	return ids, []any{ids, tools, inputs, keys, maxAttempts, runIDs, agents, users, requesters}, nil
-}
-
-func nilIfEmpty(s string) *string {
-	if s == "" {
-		return nil
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error encoding calls: %w", err)
 	}
-	return &s
+	return ids, []any{string(doc)}, nil
 }
 
 const callColumns = `id, tool_name, input, status, coalesce(idempotency_key, ''), attempt, max_attempts,

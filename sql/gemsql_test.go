@@ -30,6 +30,13 @@ func setup(t *testing.T) (context.Context, *testBundle) {
 	return ctx, &testBundle{pool: pool, url: url}
 }
 
+func (b *testBundle) count(t *testing.T, ctx context.Context, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&n))
+	return n
+}
+
 func (b *testBundle) stringOf(t *testing.T, ctx context.Context, sql string, args ...any) string {
 	t.Helper()
 	var s string
@@ -126,6 +133,18 @@ func TestCallInsertMany(t *testing.T) {
 	require.ErrorIs(t, err, gemsql.ErrNotFound)
 	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{})
 	require.Error(t, err)
+	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(`{"title":`)})
+	require.ErrorContains(t, err, "not valid JSON")
+
+	// The first call's defaults: input {}, no key, 5 attempts, no run or agent.
+	c, err = gemsql.CallGet(ctx, b.pool, ids[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{}`, string(c.Input))
+	require.Empty(t, c.IdempotencyKey)
+	require.Equal(t, 5, c.MaxAttempts)
+	require.Nil(t, c.RunID)
+	require.Empty(t, c.Agent)
+	require.Equal(t, 2, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls`))
 }
 
 func TestCallListPaginates(t *testing.T) {
