@@ -98,8 +98,7 @@ func (g *guardedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 		g.release()
 		return nil, err
 	}
-	gr := &guardedRows{Rows: rows}
-	gr.release = sync.OnceFunc(func() { g.setOpen(nil); g.release() })
+	gr := &finishRows{Rows: rows, finish: func(error) error { g.setOpen(nil); g.release(); return nil }}
 	g.setOpen(gr)
 	return gr, nil
 }
@@ -125,24 +124,6 @@ func (g *guardedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResult
 type closer func()
 
 func (c closer) Close() { c() }
-
-type guardedRows struct {
-	pgx.Rows
-	release func()
-}
-
-func (r *guardedRows) Next() bool {
-	if r.Rows.Next() {
-		return true
-	}
-	r.release()
-	return false
-}
-
-func (r *guardedRows) Close() {
-	r.Rows.Close()
-	r.release()
-}
 
 type guardedBatch struct {
 	pgx.BatchResults

@@ -181,10 +181,15 @@ func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if len(p.held) == 0 && p.broken == nil {
 		rows, err := p.conn.Query(ctx, sql, args...)
-		if err == nil {
-			return &knownRows{Rows: rows, p: p, sql: sql}, nil
+		if err != nil {
+			return rows, err
 		}
-		return rows, err
+		return &finishRows{Rows: rows, finish: func(rowsErr error) error {
+			if rowsErr == nil {
+				p.markKnown(sql)
+			}
+			return nil
+		}}, nil
 	}
 	br, err := p.send(ctx, []*pgx.QueuedQuery{{SQL: sql, Arguments: args}})
 	if err != nil {
@@ -195,7 +200,14 @@ func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 		_ = br.Close()
 		return nil, err
 	}
-	return &knownRows{Rows: &batchRows{Rows: rows, br: br}, p: p, sql: sql}, nil
+	// Closing the batch readies the connection for the next statement.
+	return &finishRows{Rows: rows, finish: func(rowsErr error) error {
+		err := br.Close()
+		if rowsErr == nil && err == nil {
+			p.markKnown(sql)
+		}
+		return err
+	}}, nil
 }
 
 func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -220,70 +232,40 @@ func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 
 func (p *pipe) Conn() *pgx.Conn { return p.conn }
 
-// knownRows marks its statement known once its rows were read without an error.
-type knownRows struct {
+// finishRows runs finish once, when its rows have been read or closed: pgx closes Rows by itself when Next
+// returns false, so a caller may never call Close. finish gets the rows' error and returns one to report
+// from Err.
+type finishRows struct {
 	pgx.Rows
-	p    *pipe
-	sql  string
-	done bool
-}
-
-func (r *knownRows) Next() bool {
-	if r.Rows.Next() {
-		return true
-	}
-	r.finish()
-	return false
-}
-
-func (r *knownRows) Close() {
-	r.Rows.Close()
-	r.finish()
-}
-
-func (r *knownRows) finish() {
-	if !r.done {
-		r.done = true
-		if r.Rows.Err() == nil {
-			r.p.markKnown(r.sql)
-		}
-	}
-}
-
-// batchRows are the rows of the last statement of a batch: once they are read or closed, the batch is
-// closed too, so the connection is ready for the next statement even if the caller never calls Close
-// (pgx closes Rows by itself when Next returns false).
-type batchRows struct {
-	pgx.Rows
-	br     pgx.BatchResults
-	closed bool
+	finish func(rowsErr error) error
+	done   bool
 	err    error
 }
 
-func (r *batchRows) Next() bool {
+func (r *finishRows) Next() bool {
 	if r.Rows.Next() {
 		return true
 	}
-	r.finish()
+	r.end()
 	return false
 }
 
-func (r *batchRows) Close() {
+func (r *finishRows) Close() {
 	r.Rows.Close()
-	r.finish()
+	r.end()
 }
 
-func (r *batchRows) Err() error {
+func (r *finishRows) Err() error {
 	if err := r.Rows.Err(); err != nil {
 		return err
 	}
 	return r.err
 }
 
-func (r *batchRows) finish() {
-	if !r.closed {
-		r.closed = true
-		r.err = r.br.Close()
+func (r *finishRows) end() {
+	if !r.done {
+		r.done = true
+		r.err = r.finish(r.Rows.Err())
 	}
 }
 
