@@ -181,7 +181,7 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 		return nil, err
 	}
 	if cfg.runs("river") {
-		if err := benchRiverFloor(ctx, cfg, res, bins, riverURL, inserter, progress); err != nil {
+		if err := benchRiverFloor(ctx, cfg, res, bins, riverURL, riverPool, inserter, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -228,7 +228,7 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 
 // benchRiverFloor measures the bare River floor's latency.
 func benchRiverFloor(ctx context.Context, cfg benchConfig, res *benchResult, bins binaries, riverURL string,
-	inserter *riverInserter, progress func(string, ...any)) error {
+	riverPool *pgxpool.Pool, inserter *riverInserter, progress func(string, ...any)) error {
 	progress("River floor: a River worker that writes a receipt row and completes its job in one transaction")
 	worker, err := startProc("river-worker", bins.self, nil, []string{roleEnv + "=river-worker", "DATABASE_URL=" + riverURL}, cfg.Log)
 	if err != nil {
@@ -249,7 +249,7 @@ func benchRiverFloor(ctx context.Context, cfg benchConfig, res *benchResult, bin
 		}
 		return riverListener.wait(ctx, id)
 	}
-	err = measureLatency(ctx, cfg, res, scRiver, riverCall, progress)
+	err = measureLatency(ctx, cfg, res, scRiver, riverCall, vacuum(riverPool, "river_job", "bench_receipts"), progress)
 	riverListener.close()
 	if stopErr := worker.stop(15 * time.Second); err == nil {
 		err = stopErr
@@ -284,14 +284,15 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 			return gemListener.wait(ctx, id.String())
 		}
 	}
+	settle := vacuum(gemPool, "river_job", "core_tool_calls", "core_tool_receipts", "os_notes", "brain_runs")
 	if cfg.runs("gem") {
 		// os.health_check writes only its receipt, like the River floor's job; os.create_note also writes a
 		// note row with its full-text index, as most tools write something.
-		err = measureLatency(ctx, cfg, res, scGEM, gemCall("os.health_check", func(int) map[string]any { return map[string]any{} }), progress)
+		err = measureLatency(ctx, cfg, res, scGEM, gemCall("os.health_check", func(int) map[string]any { return map[string]any{} }), settle, progress)
 		if err == nil {
 			err = measureLatency(ctx, cfg, res, scGEMNote, gemCall("os.create_note", func(i int) map[string]any {
 				return map[string]any{"title": fmt.Sprintf("bench note %d", i), "body": "measured by make bench"}
-			}), progress)
+			}), settle, progress)
 		}
 	}
 	gemListener.close()
@@ -309,7 +310,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	brainCall := func(ctx context.Context, i int) (time.Time, error) {
 		return brainRun(ctx, httpClient, brain, fmt.Sprintf("note that bench call %d went through the brain", i))
 	}
-	err = measureLatency(ctx, cfg, res, scBrain, brainCall, progress)
+	err = measureLatency(ctx, cfg, res, scBrain, brainCall, settle, progress)
 	if stopErr := brain.stop(15 * time.Second); err == nil {
 		err = stopErr
 	}
@@ -335,9 +336,25 @@ func warmPool(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return nil
 }
 
-// measureLatency runs the sequential and open-loop loads of one scenario, Repeats times each.
+// vacuum returns a settle step for measureLatency and the drains: VACUUM (ANALYZE) of the tables a scenario
+// churns, so each repeat starts from tables as autovacuum keeps them instead of with the dead rows of the
+// repeats before (which slowed each repeat of the River floor more than the last: 3.6, 5.6, 6.4 ms).
+func vacuum(pool *pgxpool.Pool, tables ...string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) "+strings.Join(tables, ", ")); err != nil {
+			return fmt.Errorf("error vacuuming %s: %w", strings.Join(tables, ", "), err)
+		}
+		return nil
+	}
+}
+
+// measureLatency runs the sequential and open-loop loads of one scenario, Repeats times each. settle runs
+// before the warm-up and before each repeat (see vacuum).
 func measureLatency(ctx context.Context, cfg benchConfig, res *benchResult, scenario string,
-	call func(context.Context, int) (time.Time, error), progress func(string, ...any)) error {
+	call func(context.Context, int) (time.Time, error), settle func(context.Context) error, progress func(string, ...any)) error {
+	if err := settle(ctx); err != nil {
+		return err
+	}
 	// Warm up both load shapes: the open loop spreads calls over more connections (and their caches).
 	n := 0
 	for range cfg.Warmup {
@@ -353,6 +370,11 @@ func measureLatency(ctx context.Context, cfg benchConfig, res *benchResult, scen
 	seq := latencyResult{Scenario: scenario, Load: loadSeq}
 	open := latencyResult{Scenario: scenario, Load: loadOpen}
 	for rep := range cfg.Repeats {
+		if rep > 0 {
+			if err := settle(ctx); err != nil {
+				return err
+			}
+		}
 		lat := make([]time.Duration, 0, cfg.Calls)
 		for range cfg.Calls {
 			start := time.Now()
@@ -452,6 +474,9 @@ func brainRun(ctx context.Context, client *http.Client, b *brainProc, message st
 // drainRiver queues n bench jobs, starts a bare River worker and returns jobs per second from the first
 // job's start to the moment all are completed.
 func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, ins *riverInserter, receipt bool) (drainRun, error) {
+	if err := vacuum(pool, "river_job", "bench_receipts")(ctx); err != nil {
+		return drainRun{}, err
+	}
 	var before int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
 		return drainRun{}, err
@@ -471,6 +496,9 @@ func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 // drainGEM queues n calls with no executor running, starts one and returns the drain's rate and CPU and the
 // executor's peak RSS.
 func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, rep int, tool, input string) (drainRun, int64, error) {
+	if err := vacuum(pool, "river_job", "core_tool_calls", "core_tool_receipts", "os_notes")(ctx); err != nil {
+		return drainRun{}, 0, err
+	}
 	var before int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
 		return drainRun{}, 0, err
