@@ -104,11 +104,7 @@ func (g *guardedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 }
 
 func (g *guardedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := g.Query(ctx, sql, args...)
-	if err != nil {
-		return errRow{err: err}
-	}
-	return firstRow{rows: rows}
+	return rowOf(g.Query(ctx, sql, args...))
 }
 
 func (g *guardedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {

@@ -211,11 +211,7 @@ func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 }
 
 func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := p.Query(ctx, sql, args...)
-	if err != nil {
-		return errRow{err: err}
-	}
-	return firstRow{rows: rows}
+	return rowOf(p.Query(ctx, sql, args...))
 }
 
 func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
@@ -267,6 +263,14 @@ func (r *finishRows) end() {
 		r.done = true
 		r.err = r.finish(r.Rows.Err())
 	}
+}
+
+// rowOf is what QueryRow returns for a Query's result: its first row, or its error.
+func rowOf(rows pgx.Rows, err error) pgx.Row {
+	if err != nil {
+		return errRow{err: err}
+	}
+	return firstRow{rows: rows}
 }
 
 // firstRow scans the first row like pgx's QueryRow: pgx.ErrNoRows when there is none.
