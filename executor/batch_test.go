@@ -458,3 +458,51 @@ func TestBatchHandlerFirstStatementFailsToPrepare(t *testing.T) {
 	requireOwnNote(t, rs[ids[0]], creators, "the call before")
 	requireOwnNote(t, rs[ids[2]], creators, "the call after")
 }
+
+// TestBatchOddJSON: a result and an error message holding what PostgreSQL's jsonb refuses (NUL, lone UTF-16
+// surrogates) are stored with U+FFFD in their place, and the calls sharing their transaction are unaffected:
+// every call ends on its first attempt.
+func TestBatchOddJSON(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	var params []gemsql.CallInsertParams
+	for i := range 30 {
+		switch i % 3 {
+		case 0:
+			params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "odd %d"}`, i))})
+		case 1:
+			params = append(params, gemsql.CallInsertParams{ToolName: "test.odd_json"})
+		case 2:
+			params = append(params, gemsql.CallInsertParams{ToolName: "test.odd_json", Input: json.RawMessage(`{"fail": true}`)})
+		}
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	b.startExecutor(t, batched)
+	rs := b.wait(t, ctx, ids...)
+
+	creators := noteCreators(t, ctx, b)
+	for i, id := range ids {
+		r := rs[id]
+		require.Equal(t, 1, r.Attempt, "call %d ended on its first attempt", i)
+		switch i % 3 {
+		case 0:
+			requireOwnNote(t, r, creators, "call %d", i)
+		case 1:
+			require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+			var res struct {
+				Text string `json:"text"`
+			}
+			require.NoError(t, json.Unmarshal(r.Result, &res))
+			require.Equal(t, "a\uFFFDb\uFFFDc\uFFFDd😀", res.Text)
+			require.Equal(t, res.Text, r.Summary["result.text"])
+		case 2:
+			require.Equal(t, registry.StatusFailed, r.Status)
+			require.Equal(t, registry.CodeConflict, r.Error.Code)
+			require.Equal(t, "refused: a\uFFFDb", r.Error.Message)
+		}
+	}
+	txs := receiptTransactions(t, ctx, b)
+	require.Less(t, len(txs), len(ids), "calls shared transactions")
+}

@@ -258,6 +258,18 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		}
 		return map[string]any{"ok": true}, nil
 	})
+	h.Func("test.odd_json", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			Fail bool `json:"fail"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		if in.Fail {
+			return nil, executor.Conflict("refused: a\x00b")
+		}
+		return json.RawMessage(`{"text": "a\u0000b\ud800c\udc00d\ud83d\ude00"}`), nil
+	})
 	h.Func("test.settings", func(ctx context.Context, c *executor.Call) (any, error) {
 		var sync, app string
 		err := c.DB.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('application_name')`).Scan(&sync, &app)
