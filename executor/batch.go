@@ -448,41 +448,63 @@ type effectsJSON struct {
 
 var emptyWrites = json.RawMessage(`[]`)
 
-// holdReceipts holds the INSERT of the transaction's receipts.
+// holdReceipts holds the INSERTs of the transaction's receipts: one, unless they are too large for one
+// parameter (see receiptsChunkBytes).
 func (t *batchTx) holdReceipts() {
-	doc, err := encodeReceipts(t.receipts, t.uncollected)
+	docs, err := encodeReceipts(t.receipts, t.uncollected, receiptsChunkBytes)
 	if err != nil {
 		t.pipe.breakWith(err)
 		return
 	}
-	t.pipe.hold(receiptsInsertSQL, doc, t.e.cfg.ID)
+	for _, doc := range docs {
+		t.pipe.hold(receiptsInsertSQL, doc, t.e.cfg.ID)
+	}
 }
 
-// encodeReceipts is receiptsInsertSQL's JSON array; the row of uncollected gets its writes in the INSERT.
-func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft) (string, error) {
-	rows := make([]receiptJSON, len(receipts))
-	for i, r := range receipts {
+// receiptsChunkBytes bounds the JSON of one receipts INSERT. A parameter cannot exceed 1 GB, and a batch of
+// large results (128 calls of several MB each) could; a chunk starts a new INSERT instead. Receipts keep
+// their order, and the last succeeded call's writes are collected by the INSERT that holds it.
+var receiptsChunkBytes = 32 << 20
+
+// encodeReceipts encodes receipts as receiptsInsertSQL's JSON arrays of at most chunkBytes each (a single
+// larger receipt is an array of its own); the row of uncollected gets its writes in its INSERT.
+func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes int) ([]string, error) {
+	var (
+		docs []string
+		doc  = []byte{'['}
+	)
+	for _, r := range receipts {
 		a, d := r.a, r.d
-		row := &rows[i]
-		row.CallID, row.ToolName, row.Status = a.args.CallID, a.toolName, string(d.status)
-		row.Result, row.Error = d.result, d.err
-		row.Effects = effectsJSON{DBWrites: d.dbWrites, Outside: d.outside}
+		row := receiptJSON{
+			CallID: a.args.CallID, ToolName: a.toolName, Status: string(d.status), Result: d.result, Error: d.err,
+			Effects:        effectsJSON{DBWrites: d.dbWrites, Outside: d.outside},
+			Fields:         []string{},
+			IdempotencyKey: a.key, IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
+			Attempt: a.job.Attempt, DurationMS: d.durationMS, StartedAt: a.started, Collect: d == uncollected,
+		}
 		if len(row.Effects.DBWrites) == 0 {
 			row.Effects.DBWrites = emptyWrites
 		}
-		row.Fields = []string{}
 		if a.tool != nil {
 			row.Fields = a.tool.ReceiptFields
 		}
-		row.IdempotencyKey, row.IdempotencyHit, row.IdempotencyOf = a.key, d.hit, d.hitOf
-		row.Attempt, row.DurationMS, row.StartedAt = a.job.Attempt, d.durationMS, a.started
-		row.Collect = d == uncollected
+		b, err := json.Marshal(row)
+		if err != nil {
+			return nil, fmt.Errorf("error encoding the receipt of call %s: %w", a.args.CallID, err)
+		}
+		if len(doc) > 1 && len(doc)+len(b)+1 > chunkBytes {
+			docs = append(docs, string(append(doc, ']')))
+			doc = []byte{'['}
+		}
+		if len(doc) > 1 {
+			doc = append(doc, ',')
+		}
+		// Results are valid JSON already (marshalled and sanitized by callHandler, or read from the
+		// database); an error message could still hold what jsonb refuses.
+		doc = append(doc, sanitizeJSON(b)...)
 	}
-	// Results are valid JSON already (marshalled and sanitized by callHandler, or read from the database);
-	// an error message could still hold a NUL, which jsonb refuses.
-	doc, err := json.Marshal(rows)
-	if err != nil {
-		return "", fmt.Errorf("error encoding receipts: %w", err)
+	if len(doc) > 1 {
+		docs = append(docs, string(append(doc, ']')))
 	}
-	return string(sanitizeJSON(doc)), nil
+	return docs, nil
 }
