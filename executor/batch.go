@@ -464,7 +464,7 @@ func (t *batchTx) holdReceipts() {
 // receiptsChunkBytes bounds the JSON of one receipts INSERT. A parameter cannot exceed 1 GB, and a batch of
 // large results (128 calls of several MB each) could; a chunk starts a new INSERT instead. Receipts keep
 // their order, and the last succeeded call's writes are collected by the INSERT that holds it.
-var receiptsChunkBytes = 32 << 20
+const receiptsChunkBytes = 32 << 20
 
 // encodeReceipts encodes receipts as receiptsInsertSQL's JSON arrays of at most chunkBytes each (a single
 // larger receipt is an array of its own); the row of uncollected gets its writes in its INSERT.
@@ -499,8 +499,7 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 		if len(doc) > 1 {
 			doc = append(doc, ',')
 		}
-		// Results are valid JSON already (marshalled and sanitized by callHandler, or read from the
-		// database); an error message could still hold what jsonb refuses.
+		// A result or an error message may hold what jsonb refuses; this is where every receipt passes.
 		doc = append(doc, sanitizeJSON(b)...)
 	}
 	if len(doc) > 1 {

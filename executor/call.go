@@ -297,7 +297,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, []registry.OutsideE
 	if err != nil {
 		return nil, nil, &Error{Code: registry.CodeOutputContract, Message: "the handler's result cannot be encoded as JSON: " + err.Error()}
 	}
-	return sanitizeJSON(result), c.outside, nil
+	return result, c.outside, nil
 }
 
 // txBrokenError marks a failure after which the transaction must not be used.
