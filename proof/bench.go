@@ -249,7 +249,7 @@ func benchRiverFloor(ctx context.Context, cfg benchConfig, res *benchResult, bin
 		}
 		return riverListener.wait(ctx, id)
 	}
-	err = measureLatency(ctx, cfg, res, scRiver, riverCall, vacuum(riverPool, "river_job", "bench_receipts"), progress)
+	err = measureLatency(ctx, cfg, res, scRiver, riverCall, vacuum(riverPool, riverFloorTables...), progress)
 	riverListener.close()
 	if stopErr := worker.stop(15 * time.Second); err == nil {
 		err = stopErr
@@ -284,7 +284,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 			return gemListener.wait(ctx, id.String())
 		}
 	}
-	settle := vacuum(gemPool, "river_job", "core_tool_calls", "core_tool_receipts", "os_notes", "brain_runs")
+	settle := vacuum(gemPool, gemTables...)
 	if cfg.runs("gem") {
 		// os.health_check writes only its receipt, like the River floor's job; os.create_note also writes a
 		// note row with its full-text index, as most tools write something.
@@ -335,6 +335,12 @@ func warmPool(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	}
 	return nil
 }
+
+// The tables the River floor's and GEM's scenarios churn.
+var (
+	riverFloorTables = []string{"river_job", "bench_receipts"}
+	gemTables        = []string{"river_job", "core_tool_calls", "core_tool_receipts", "os_notes", "brain_runs"}
+)
 
 // vacuum returns a settle step for measureLatency and the drains: VACUUM (ANALYZE) of the tables a scenario
 // churns, so each repeat starts from tables as autovacuum keeps them instead of with the dead rows of the
@@ -474,7 +480,7 @@ func brainRun(ctx context.Context, client *http.Client, b *brainProc, message st
 // drainRiver queues n bench jobs, starts a bare River worker and returns jobs per second from the first
 // job's start to the moment all are completed.
 func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, ins *riverInserter, receipt bool) (drainRun, error) {
-	if err := vacuum(pool, "river_job", "bench_receipts")(ctx); err != nil {
+	if err := vacuum(pool, riverFloorTables...)(ctx); err != nil {
 		return drainRun{}, err
 	}
 	var before int64
@@ -496,7 +502,7 @@ func drainRiver(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 // drainGEM queues n calls with no executor running, starts one and returns the drain's rate and CPU and the
 // executor's peak RSS.
 func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, rep int, tool, input string) (drainRun, int64, error) {
-	if err := vacuum(pool, "river_job", "core_tool_calls", "core_tool_receipts", "os_notes")(ctx); err != nil {
+	if err := vacuum(pool, gemTables...)(ctx); err != nil {
 		return drainRun{}, 0, err
 	}
 	var before int64
