@@ -363,32 +363,33 @@ func TestPoolsSynchronousCommit(t *testing.T) {
 
 // TestBatchHandlerStatementFails runs handlers whose statement fails (the transaction is aborted until
 // their savepoint is rolled back) among writing calls: each failing call's effects are rolled back and it
-// gets a handler_error receipt with the SQLSTATE, and the calls around it in its transaction keep their own
-// writes, on their first attempt.
+// gets a failed receipt with the SQLSTATE (conflict for a unique violation, handler_error for a bug), and
+// the calls around it in its transaction keep their own writes, on their first attempt.
 func TestBatchHandlerStatementFails(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
 	type failing struct {
 		input, sqlstate string
+		code            registry.ErrorCode
 	}
 	fails := []failing{
-		{`{"kind": "unique"}`, "23505"},
-		{`{"kind": "unique", "first": true}`, "23505"},
-		{`{"kind": "div_zero"}`, "22012"},
-		{`{"kind": "div_zero", "first": true}`, "22012"},
-		{`{"kind": "undefined_column"}`, "42703"},
+		{`{"kind": "unique"}`, "23505", registry.CodeConflict},
+		{`{"kind": "unique", "first": true}`, "23505", registry.CodeConflict},
+		{`{"kind": "div_zero"}`, "22012", registry.CodeHandlerError},
+		{`{"kind": "div_zero", "first": true}`, "22012", registry.CodeHandlerError},
+		{`{"kind": "undefined_column"}`, "42703", registry.CodeHandlerError},
 	}
 	var (
 		params []gemsql.CallInsertParams
-		want   []string // the SQLSTATE each call fails with; "" for a writing call
+		want   []failing // how each call fails; the zero value for a writing call
 	)
 	for i := range 10 * len(fails) {
 		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "note %d"}`, i))})
-		want = append(want, "")
+		want = append(want, failing{})
 		f := fails[i%len(fails)]
 		params = append(params, gemsql.CallInsertParams{ToolName: "test.sql_error", Input: json.RawMessage(f.input)})
-		want = append(want, f.sqlstate)
+		want = append(want, f)
 	}
 	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
 	require.NoError(t, err)
@@ -399,16 +400,16 @@ func TestBatchHandlerStatementFails(t *testing.T) {
 	failed := map[uuid.UUID]bool{}
 	for i, id := range ids {
 		r := rs[id]
-		if want[i] == "" {
+		if want[i].sqlstate == "" {
 			requireOwnNote(t, r, creators, "call %d", i)
 			continue
 		}
 		failed[id] = true
 		require.Equal(t, registry.StatusFailed, r.Status, "call %d (%s)", i, params[i].Input)
-		require.Equal(t, registry.CodeHandlerError, r.Error.Code, "call %d (%s): %s", i, params[i].Input, r.Error.Message)
+		require.Equal(t, want[i].code, r.Error.Code, "call %d (%s): %s", i, params[i].Input, r.Error.Message)
 		d := decodeDetails(t, r)
-		require.Equal(t, want[i], d["sqlstate"], "call %d (%s)", i, params[i].Input)
-		if want[i] == "23505" {
+		require.Equal(t, want[i].sqlstate, d["sqlstate"], "call %d (%s)", i, params[i].Input)
+		if want[i].sqlstate == "23505" {
 			require.Equal(t, "os_notes_pkey", d["constraint"], "call %d", i)
 		}
 		require.Empty(t, r.Effects.DBWrites, "call %d", i)

@@ -303,7 +303,8 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, []registry.OutsideE
 // txBrokenError marks a failure after which the transaction must not be used.
 type txBrokenError struct{ error }
 
-// classify turns a handler error into a receipt, or returns it as transient.
+// classify turns a handler error into a receipt, or returns it as transient. A database error with a
+// SQLSTATE of sqlstateCodes gets its code there; any other error is handler_error.
 func (a *attempt) classify(err error) (*receiptDraft, error) {
 	var tb txBrokenError
 	if errors.As(err, &tb) {
@@ -321,6 +322,9 @@ func (a *attempt) classify(err error) (*receiptDraft, error) {
 	}
 	if isTransient(err) {
 		return nil, err
+	}
+	if se, ok := sqlstateError(err); ok {
+		return failed(se.Code, se.Message, se.Details), nil
 	}
 	details := map[string]any{"error": err.Error()}
 	var pgErr *pgconn.PgError

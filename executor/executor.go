@@ -241,6 +241,9 @@ func (e *Executor) newAttempt(p *pending) *attempt {
 func (a *attempt) Run(ev *zerolog.Event, _ zerolog.Level, _ string) {
 	ev.Stringer("call_id", a.args.CallID).Str("tool", a.args.ToolName).Int("attempt", a.job.Attempt).
 		Int64("job_id", a.job.ID).Float64("duration_ms", msSince(a.started))
+	if a.runID != nil {
+		ev.Stringer("run_id", a.runID)
+	}
 }
 
 // needsOutsideMarker reports whether a tool's calls must never run twice because of effects a rollback

@@ -1,9 +1,12 @@
 package executor_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -381,11 +385,44 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 func TestIsolatedHandler(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	b.startExecutor(t, nil)
 
-	r := b.waitOne(t, ctx, b.call(t, ctx, "test.isolated", `{}`))
-	require.Equal(t, registry.StatusSucceeded, r.Status)
-	require.Len(t, r.Effects.DBWrites, 1)
+	// Isolated and batched calls waiting together for one committer that takes every call waiting: the
+	// batched calls share transactions, each isolated call runs in one of its own. Each handler returns the
+	// id of the transaction it ran in.
+	var params []gemsql.CallInsertParams
+	for i := range 40 {
+		tool := "test.xid"
+		if i%4 == 0 {
+			tool = "test.isolated"
+		}
+		params = append(params, gemsql.CallInsertParams{ToolName: tool})
+	}
+	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	require.NoError(t, err)
+	b.startExecutor(t, batched)
+	rs := b.wait(t, ctx, ids...)
+
+	calls := map[string][]string{} // transaction id → the tools of the calls that ran in it
+	for i, id := range ids {
+		r := rs[id]
+		require.Equal(t, registry.StatusSucceeded, r.Status, "call %d: %v", i, r.Error)
+		require.Len(t, r.Effects.DBWrites, 1)
+		var out struct {
+			XID string `json:"xid"`
+		}
+		require.NoError(t, json.Unmarshal(r.Result, &out))
+		require.NotEmpty(t, out.XID)
+		calls[out.XID] = append(calls[out.XID], params[i].ToolName)
+	}
+	shared := 0
+	for xid, tools := range calls {
+		if slices.Contains(tools, "test.isolated") {
+			require.Equal(t, []string{"test.isolated"}, tools, "transaction %s: an isolated call shares it", xid)
+		} else if len(tools) > 1 {
+			shared++
+		}
+	}
+	require.Positive(t, shared, "batched calls share transactions (or the test shows nothing): %v", calls)
 }
 
 // TestBatchKeepsEachCallApart runs many calls that commit together: each ends with its own receipt, and a
@@ -493,4 +530,63 @@ func TestToolNotEnabledForAgent(t *testing.T) {
 	r = b.waitOne(t, ctx, b.call(t, ctx, "os.create_task", `{"title": "no agent"}`))
 	require.Equal(t, registry.StatusSucceeded, r.Status)
 	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_tasks WHERE title = 'disabled skill'`))
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCallLogCarriesRunID checks that the executor's log lines about a call carry the call's run_id when
+// the call has one, with its id, tool and attempt.
+func TestCallLogCarriesRunID(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	var logs syncBuffer
+	e, err := executor.New(executor.Config{DatabaseURL: b.url, ID: "test-" + uuid.NewString()[:8]}, b.reg,
+		testHandlers(b.outsideLog, b.business), b.pool, zerolog.New(&logs).Level(zerolog.WarnLevel))
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+
+	run := uuid.New()
+	withRun, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "conflict"}`), RunID: &run})
+	require.NoError(t, err)
+	without, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "invalid"}`)})
+	require.NoError(t, err)
+	b.wait(t, ctx, withRun, without)
+
+	lines := map[uuid.UUID]map[string]any{} // call id → its "call finished" line (a failed call logs a warning)
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &l), line)
+		if l["message"] == "call finished" {
+			id, err := uuid.Parse(l["call_id"].(string))
+			require.NoError(t, err)
+			lines[id] = l
+		}
+	}
+	require.Contains(t, lines, withRun, logs.String())
+	require.Equal(t, run.String(), lines[withRun]["run_id"])
+	require.Equal(t, "test.fail", lines[withRun]["tool"])
+	require.EqualValues(t, 1, lines[withRun]["attempt"])
+	require.Contains(t, lines, without, logs.String())
+	require.NotContains(t, lines[without], "run_id")
 }

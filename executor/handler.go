@@ -49,9 +49,38 @@ func (h Handlers) Add(tool string, handler Handler) {
 	h[tool] = handler
 }
 
-// Func registers a handler that needs nothing but Run.
+// Func registers a handler that needs nothing but Run. With Typed, it is the one line that registers a
+// tool's handler:
+//
+//	h.Func("os.defer_task", executor.Typed(deferTask))
 func (h Handlers) Func(tool string, run func(ctx context.Context, c *Call) (any, error)) {
 	h.Add(tool, Handler{Run: run})
+}
+
+// Typed makes a Handler's Run from a function that takes the call's input decoded into In (a struct with
+// json tags) and returns its result as Out (a struct with json tags matching the tool's output schema), in
+// the spirit of River's WorkFunc:
+//
+//	func deferTask(ctx context.Context, c *executor.Call, in deferTaskInput) (*deferTaskOutput, error)
+//
+//	h.Func("os.defer_task", executor.Typed(deferTask))
+//	h.Add("comms.send_sms", executor.Handler{Run: executor.Typed(p.sendSMS), Isolated: true})
+//
+// The executor does the rest: an input that does not decode into In (the schema allows a value In cannot
+// hold) ends the call with validation_error before run is called, and Out is checked against the output
+// schema and written to the receipt like any result. Errors are returned as they are (see Handler.Run).
+func Typed[In, Out any](run func(ctx context.Context, c *Call, in In) (Out, error)) func(ctx context.Context, c *Call) (any, error) {
+	return func(ctx context.Context, c *Call) (any, error) {
+		var in In
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		out, err := run(ctx, c, in)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 }
 
 // Names returns the tool names with a handler, sorted.
@@ -93,18 +122,25 @@ type Call struct {
 	RunID *uuid.UUID
 	// DB is the receipt's transaction.
 	DB DB
-	// Log is a logger carrying the call's id, tool and attempt.
+	// Log is a logger carrying the call's id, tool, attempt and run id.
 	Log zerolog.Logger
 
 	outside []registry.OutsideEffect
 }
 
-// Bind decodes the input into v (a pointer to a struct with json tags).
+// Bind decodes the input into v (a pointer to a struct with json tags). An input that does not fit v is a
+// validation_error naming the field. Handlers made with Typed get their input bound already.
 func (c *Call) Bind(v any) error {
-	if err := json.Unmarshal(c.Input, v); err != nil {
-		return Invalid("input does not fit %s: %v", c.Tool.Name, err)
+	err := json.Unmarshal(c.Input, v)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return &Error{Code: registry.CodeValidation, Details: map[string]any{"field": te.Field},
+			Message: fmt.Sprintf("input does not fit %s: %s is a JSON %s, which the handler cannot read as %s", c.Tool.Name, te.Field, te.Value, te.Type)}
+	}
+	return Invalid("input does not fit %s: %v", c.Tool.Name, err)
 }
 
 // RecordOutside adds an effect outside the database (a message sent, a file written) to the receipt.

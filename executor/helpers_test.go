@@ -239,13 +239,34 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 				"Set GEM_TEST_SMS_URL to your provider's endpoint.")
 		},
 	})
-	h.Add("test.isolated", executor.Handler{
-		Isolated: true,
-		Run: func(ctx context.Context, c *executor.Call) (any, error) {
-			id, err := writeNote(ctx, c, "isolated "+c.ID.String())
-			return map[string]any{"note_id": id}, err
-		},
-	})
+	// xidNote writes a note and returns the id of the transaction it ran in.
+	type xidOutput struct {
+		NoteID string `json:"note_id"`
+		XID    string `json:"xid"`
+	}
+	xidNote := func(ctx context.Context, c *executor.Call, _ struct{}) (xidOutput, error) {
+		var out xidOutput
+		err := c.DB.QueryRow(ctx, `INSERT INTO os_notes (title) VALUES ($1) RETURNING id, pg_current_xact_id()::text`,
+			c.Tool.Name+" "+c.ID.String()).Scan(&out.NoteID, &out.XID)
+		return out, err
+	}
+	h.Add("test.isolated", executor.Handler{Isolated: true, Run: executor.Typed(xidNote)})
+	h.Func("test.xid", executor.Typed(xidNote))
+	type typedInput struct {
+		N     int    `json:"n"`
+		Label string `json:"label"`
+	}
+	type typedOutput struct {
+		N     int      `json:"n"`
+		Label string   `json:"label"`
+		Tags  []string `json:"tags"`
+	}
+	h.Func("test.typed", executor.Typed(func(ctx context.Context, c *executor.Call, in typedInput) (*typedOutput, error) {
+		if in.Label == "nil" {
+			return nil, nil // breaks the output schema: null is not an object
+		}
+		return &typedOutput{N: in.N, Label: in.Label, Tags: []string{}}, nil
+	}))
 	h.Func("test.no_db", func(ctx context.Context, c *executor.Call) (any, error) {
 		var in struct {
 			Fail bool `json:"fail"`
@@ -301,6 +322,18 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 			_, err = c.DB.Exec(ctx, `SELECT 1 / $1::integer`, 0)
 		case "undefined_column":
 			_, err = c.DB.Exec(ctx, `SELECT no_such_column FROM os_notes WHERE id = $1`, uuid.New())
+		case "foreign_key":
+			_, err = c.DB.Exec(ctx, `INSERT INTO os_tasks (title, lead_id) VALUES ('sql_error task', $1)`, uuid.New())
+		case "check":
+			_, err = c.DB.Exec(ctx, `INSERT INTO os_tasks (title, priority) VALUES ('sql_error task', 'whenever')`)
+		case "not_null":
+			_, err = c.DB.Exec(ctx, `INSERT INTO os_notes (title) VALUES (NULL)`)
+		case "guard":
+			_, err = c.DB.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'inspection x is locked' USING ERRCODE = '55000'; END $$`)
+		case "bad_text":
+			_, err = c.DB.Exec(ctx, `SELECT $1::text::integer`, "twelve")
+		case "out_of_range":
+			_, err = c.DB.Exec(ctx, `SELECT $1::text::smallint`, "99999")
 		}
 		if err != nil {
 			return nil, err
