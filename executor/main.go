@@ -2,9 +2,7 @@ package executor
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -55,7 +53,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	if m.Migrate {
-		res, err := gemsql.Migrate(ctx, m.Pool, nil)
+		res, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log.With().Str("component", "migrate").Logger()))
 		if err != nil {
 			m.Pool.Close()
 			return err
@@ -108,19 +106,9 @@ func (m *Main) Close(ctx context.Context) error {
 	return err
 }
 
-// NewLogger returns the process logger: JSON lines, or a console format for people (GEM_LOG_FORMAT=console);
-// level is debug, info (the default), warn or error (GEM_LOG_LEVEL).
+// NewLogger returns the executor's process logger: gemsql.NewLogger with service "executor".
+//
+// Deprecated: use gemsql.NewLogger(w, "executor", level, format); this remains for the package's tests.
 func NewLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
-	lvl := zerolog.InfoLevel
-	if level != "" {
-		var err error
-		if lvl, err = zerolog.ParseLevel(strings.ToLower(level)); err != nil {
-			return zerolog.Nop(), fmt.Errorf("GEM_LOG_LEVEL: %w", err)
-		}
-	}
-	zerolog.TimeFieldFormat = time.RFC3339Nano
-	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", "executor").Logger(), nil
+	return gemsql.NewLogger(w, "executor", level, format)
 }

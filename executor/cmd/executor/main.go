@@ -1,16 +1,18 @@
 // Command executor runs GEM's tool calls.
 //
-//	executor [run] [-migrate]          work calls until SIGINT/SIGTERM (the default command)
-//	executor migrate                   apply River's and GEM's migrations, then exit
-//	executor registry check [FILE]     check a registry file and summarise it (exit 1 if it is broken)
-//	executor version                   print the version
+//	executor [run] [-migrate] [-registry FILE]  work calls until SIGINT/SIGTERM (the default command)
+//	executor migrate                            apply River's and GEM's migrations, then exit
+//	executor registry check [-json] [FILE]      check a registry file and summarise it (exit 1 if it is broken)
+//	executor version                            print the version
+//	executor help [COMMAND]                     the usage: commands, flags, environment (also -h, --help)
 //
-// Configuration comes from the environment; see docs/operations.md.
+// Configuration comes from the environment; executor help lists it, docs/operations.md explains it.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,42 +47,97 @@ func handlers() executor.Handlers {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		// executor -h, executor --help: the whole usage (executor run -h prints run's).
+		printUsage(stdout)
+		return 0
+	}
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "run":
-		return runExecutor(args, stderr)
+		return runExecutor(args, stdout, stderr)
 	case "migrate":
-		return migrate(stderr)
+		return migrate(args, stdout, stderr)
 	case "registry":
+		if len(args) > 0 && isHelpFlag(args[0]) {
+			printCommandUsage(stdout, "registry check")
+			return 0
+		}
 		if len(args) == 0 || args[0] != "check" {
-			fmt.Fprintln(stderr, "usage: executor registry check [-json] [FILE]")
+			fmt.Fprintln(stderr, "executor registry: the only registry command is check")
+			printShortUsage(stderr, "registry check")
 			return 2
 		}
 		return registryCheck(args[1:], stdout, stderr)
 	case "version":
+		if len(args) > 0 && isHelpFlag(args[0]) {
+			printCommandUsage(stdout, "version")
+			return 0
+		}
 		fmt.Fprintln(stdout, executor.Version)
 		return 0
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: executor [run [-migrate] | migrate | registry check [FILE] | version]")
+	case "help":
+		if len(args) > 0 {
+			name := args[0]
+			if name == "registry" {
+				name = "registry check"
+			}
+			if _, ok := commandUsage[name]; !ok {
+				fmt.Fprintf(stderr, "executor help: unknown command %q (%s)\n", args[0], commandList)
+				return 2
+			}
+			printCommandUsage(stdout, name)
+			return 0
+		}
+		printUsage(stdout)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "unknown command %q (run, migrate, registry check, version)\n", cmd)
+		fmt.Fprintf(stderr, "executor: unknown command %q (%s; executor help lists them)\n", cmd, commandList)
 		return 2
 	}
 }
 
-func runExecutor(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	migrateFirst := fs.Bool("migrate", false, "apply migrations before starting")
-	registryPath := fs.String("registry", "", "registry file (default $GEM_REGISTRY or tools.registry.json)")
-	if err := fs.Parse(args); err != nil {
+// isHelpFlag reports whether arg asks for help.
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
+}
+
+// logger builds the process logger from GEM_LOG_LEVEL and GEM_LOG_FORMAT.
+func logger(stderr io.Writer) (zerolog.Logger, error) {
+	return gemsql.NewLogger(stderr, "executor", os.Getenv("GEM_LOG_LEVEL"), os.Getenv("GEM_LOG_FORMAT"))
+}
+
+// parseFlags parses a command's flags. It returns the exit code and false when the command should not go
+// on: 0 after -h (usage on stdout), 2 after a bad flag (the error and the usage on stderr).
+func parseFlags(fs *flag.FlagSet, name string, args []string, stdout, stderr io.Writer) (int, bool) {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printCommandUsage(stdout, name)
+		return 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "executor %s: %v\n", name, err)
+		printShortUsage(stderr, name)
+		return 2, false
+	}
+	return 0, true
+}
+
+func runExecutor(args []string, stdout, stderr io.Writer) int {
+	fs, flags := runFlagSet()
+	if code, ok := parseFlags(fs, "run", args, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "executor run: unexpected argument %q\n", fs.Arg(0))
+		printShortUsage(stderr, "run")
 		return 2
 	}
-	log, err := executor.NewLogger(os.Stderr, os.Getenv("GEM_LOG_LEVEL"), os.Getenv("GEM_LOG_FORMAT"))
+	log, err := logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -90,8 +147,8 @@ func runExecutor(args []string, stderr io.Writer) int {
 		log.Error().Err(err).Msg("invalid configuration")
 		return 2
 	}
-	if *registryPath != "" {
-		cfg.RegistryPath = *registryPath
+	if *flags.registry != "" {
+		cfg.RegistryPath = *flags.registry
 	}
 
 	if addr := os.Getenv("GEM_PPROF_ADDR"); addr != "" {
@@ -99,7 +156,7 @@ func runExecutor(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := &executor.Main{Config: cfg, Handlers: handlers(), Log: log, Migrate: *migrateFirst}
+	m := &executor.Main{Config: cfg, Handlers: handlers(), Log: log, Migrate: *flags.migrate}
 	if err := m.Open(ctx); err != nil {
 		log.Error().Err(err).Msg("executor did not start")
 		return 1
@@ -135,17 +192,30 @@ func servePprof(addr string, log zerolog.Logger) {
 	}()
 }
 
-func migrate(stderr io.Writer) int {
-	url := os.Getenv("DATABASE_URL")
+func migrate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	if code, ok := parseFlags(fs, "migrate", args, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "executor migrate: unexpected argument %q\n", fs.Arg(0))
+		printShortUsage(stderr, "migrate")
+		return 2
+	}
+	log, err := logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: url, ApplicationName: "gem-migrate"})
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: os.Getenv("DATABASE_URL"), ApplicationName: "gem-migrate"})
 	if err != nil {
 		fmt.Fprintln(stderr, "migrate:", err)
 		return 1
 	}
 	defer pool.Close()
-	res, err := gemsql.Migrate(ctx, pool, nil)
+	res, err := gemsql.Migrate(ctx, pool, gemsql.Slog(log.With().Str("component", "migrate").Logger()))
 	if err != nil {
 		fmt.Fprintln(stderr, "migrate:", err)
 		return 1
@@ -165,27 +235,45 @@ type toolSummary struct {
 	MissingEnv     []string `json:"missing_env,omitempty"`
 }
 
+// registryCheckResult is what registry check -json prints.
+type registryCheckResult struct {
+	Path     string             `json:"path"`
+	OK       bool               `json:"ok"`
+	Version  string             `json:"version,omitempty"`
+	Problems []registry.Problem `json:"problems,omitempty"`
+	Tools    []toolSummary      `json:"tools,omitempty"`
+}
+
 func registryCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("registry check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	if err := fs.Parse(args); err != nil {
+	fs, asJSON := registryCheckFlagSet()
+	if code, ok := parseFlags(fs, "registry check", args, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "executor registry check: one FILE at most, not %d\n", fs.NArg())
+		printShortUsage(stderr, "registry check")
 		return 2
 	}
-	path := fs.Arg(0)
-	if path == "" {
-		path = os.Getenv("GEM_REGISTRY")
+	printJSON := func(res registryCheckResult) {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
 	}
-	if path == "" {
-		var err error
-		if path, err = registry.Find(registry.DefaultPath); err != nil {
-			fmt.Fprintln(stderr, err)
+	// fail reports a registry that cannot be used: every problem (JSON on stdout with -json, else text on
+	// stderr), exit 1.
+	fail := func(path string, err error) int {
+		ce, isCheck := registry.AsCheckError(err)
+		if *asJSON {
+			res := registryCheckResult{Path: path, OK: false}
+			if isCheck {
+				res.Problems = ce.Problems
+			} else {
+				res.Problems = []registry.Problem{{Message: err.Error()}}
+			}
+			printJSON(res)
 			return 1
 		}
-	}
-	reg, err := registry.Load(path)
-	if err != nil {
-		if ce, ok := registry.AsCheckError(err); ok {
+		if isCheck {
 			fmt.Fprintf(stderr, "%s: %d %s\n", path, len(ce.Problems), plural(len(ce.Problems), "problem", "problems"))
 			for _, p := range ce.Problems {
 				fmt.Fprintln(stderr, "  "+p.String())
@@ -194,6 +282,22 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+
+	path := fs.Arg(0)
+	if path == "" {
+		path = os.Getenv("GEM_REGISTRY")
+	}
+	if path == "" {
+		found, err := registry.Find(registry.DefaultPath)
+		if err != nil {
+			return fail(registry.DefaultPath, err)
+		}
+		path = found
+	}
+	reg, err := registry.Load(path)
+	if err != nil {
+		return fail(path, err)
 	}
 
 	h := handlers()
@@ -212,9 +316,7 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		tools = append(tools, s)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"path": path, "version": reg.Version, "tools": tools})
+		printJSON(registryCheckResult{Path: path, OK: true, Version: reg.Version, Tools: tools})
 		return 0
 	}
 

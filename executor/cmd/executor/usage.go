@@ -1,0 +1,233 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/agentskills"
+	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+)
+
+// runFlags are run's flags.
+type runFlags struct {
+	migrate  *bool
+	registry *string
+}
+
+func runFlagSet() (*flag.FlagSet, runFlags) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	return fs, runFlags{
+		migrate:  fs.Bool("migrate", false, "apply River's and GEM's migrations before starting"),
+		registry: fs.String("registry", "", "registry `FILE` (default $GEM_REGISTRY, else "+registry.DefaultPath+" in the working folder or its parents)"),
+	}
+}
+
+func registryCheckFlagSet() (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet("registry check", flag.ContinueOnError)
+	return fs, fs.Bool("json", false, `print the result as JSON on stdout: {"path", "ok", "version", "tools"}, or {"path", "ok": false, "problems"} for a broken registry`)
+}
+
+// command describes one command for the usage.
+type command struct {
+	synopsis string
+	summary  string
+	flags    func() *flag.FlagSet
+	env      []string // names of the environment variables it reads, in envVars
+	provider bool     // it reads the tool providers' variables
+}
+
+// commandList names the commands, for error messages.
+const commandList = "run, migrate, registry check, version, help"
+
+// commandOrder is the order of commands in the usage.
+var commandOrder = []string{"run", "migrate", "registry check", "version"}
+
+var commandUsage = map[string]command{
+	"run": {
+		synopsis: "executor [run] [-migrate] [-registry FILE]",
+		summary:  "work calls until SIGINT or SIGTERM, then drain running calls (the default command)",
+		flags:    func() *flag.FlagSet { fs, _ := runFlagSet(); return fs },
+		env: []string{"DATABASE_URL", "GEM_REGISTRY", "GEM_LOG_LEVEL", "GEM_LOG_FORMAT", "GEM_EXECUTOR_ID",
+			"GEM_EXECUTOR_MAX_WORKERS", "GEM_EXECUTOR_FETCH_COOLDOWN", "GEM_EXECUTOR_FETCH_POLL_INTERVAL",
+			"GEM_EXECUTOR_COMMITTERS", "GEM_EXECUTOR_BATCH_MAX", "GEM_EXECUTOR_BATCH_MAX_DURATION",
+			"GEM_EXECUTOR_RESCUE_INTERVAL", "GEM_EXECUTOR_RESCUE_AFTER", "GEM_EXECUTOR_DRAIN_TIMEOUT",
+			"GEM_EXECUTOR_MAX_CONNS", "GEM_DB_CONNECT_WAIT", "GEM_PPROF_ADDR"},
+		provider: true,
+	},
+	"migrate": {
+		synopsis: "executor migrate",
+		summary:  "apply River's and GEM's migrations (under an advisory lock), then exit",
+		flags:    func() *flag.FlagSet { return flag.NewFlagSet("migrate", flag.ContinueOnError) },
+		env:      []string{"DATABASE_URL", "GEM_LOG_LEVEL", "GEM_LOG_FORMAT"},
+	},
+	"registry check": {
+		synopsis: "executor registry check [-json] [FILE]",
+		summary:  "check a registry file without a database and summarise it; exit 1 and list every problem if it is broken",
+		flags:    func() *flag.FlagSet { fs, _ := registryCheckFlagSet(); return fs },
+		env:      []string{"GEM_REGISTRY"},
+		provider: true,
+	},
+	"version": {
+		synopsis: "executor version",
+		summary:  "print the version",
+	},
+}
+
+// envVar is an environment variable the executor reads.
+type envVar struct {
+	name, def, meaning string
+}
+
+// envVars are the executor's own variables (executor.ConfigFromEnv and this command), with their defaults.
+var envVars = []envVar{
+	{"DATABASE_URL", "required", "PostgreSQL URL"},
+	{"GEM_REGISTRY", registry.DefaultPath + " in the working folder or its parents", "registry file"},
+	{"GEM_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"GEM_LOG_FORMAT", gemsql.LogFormatJSON, "json lines, or console (coloured only on a terminal)"},
+	{"GEM_EXECUTOR_ID", "executor-<hostname>-<pid>", "this executor's unique id"},
+	{"GEM_EXECUTOR_MAX_WORKERS", fmt.Sprint(executor.MaxWorkersDefault), "calls one executor works on at once"},
+	{"GEM_EXECUTOR_FETCH_COOLDOWN", duration(executor.FetchCooldownDefault), "least time between fetches"},
+	{"GEM_EXECUTOR_FETCH_POLL_INTERVAL", duration(executor.FetchPollIntervalDefault), "fetch without a notification this often"},
+	{"GEM_EXECUTOR_COMMITTERS", fmt.Sprintf("the number of CPUs, at least 2, at most %d (here %d)", executor.CommittersMax, executor.CommittersDefault()), "transactions committing batched calls in parallel"},
+	{"GEM_EXECUTOR_BATCH_MAX", fmt.Sprint(executor.BatchMaxDefault), "most calls per transaction (1 turns batching off)"},
+	{"GEM_EXECUTOR_BATCH_MAX_DURATION", duration(executor.BatchMaxDurationDefault), "a batch starts no call after this long"},
+	{"GEM_EXECUTOR_RESCUE_INTERVAL", duration(executor.RescueIntervalDefault), "how often dead executors' calls are looked for"},
+	{"GEM_EXECUTOR_RESCUE_AFTER", "longest tool timeout + " + duration(executor.RescueMarginDefault), "calls running this long on a live executor are taken up again"},
+	{"GEM_EXECUTOR_DRAIN_TIMEOUT", duration(executor.DrainTimeoutDefault), "on SIGTERM, how long running calls may finish"},
+	{"GEM_EXECUTOR_MAX_CONNS", "committers + 16", "the call pool's connections"},
+	{"GEM_DB_CONNECT_WAIT", duration(gemsql.ConnectWaitDefault), "at start-up, how long to wait for a database that is down or starting"},
+	{"GEM_PPROF_ADDR", "off", "serve Go's profiler on this address (keep it on loopback)"},
+}
+
+// providerEnvVars are the tool packs' variables: a tool whose required variables are unset answers
+// not_configured (docs/business-pack.md, docs/agent-skills-pack.md).
+var providerEnvVars = []envVar{
+	{business.EnvTimeZone, business.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
+	{business.EnvTwilioAccountSID, "unset", "Twilio account, for comms.send_sms"},
+	{business.EnvTwilioAuthToken, "unset", "Twilio auth token, for comms.send_sms"},
+	{business.EnvSMSFrom, "unset", "SMS sender, for comms.send_sms"},
+	{business.EnvTwilioBaseURL, business.TwilioBaseURLDefault, "Twilio's API"},
+	{business.EnvSMSCountryCode, business.CountryCodeDefault, "calling code given to local phone numbers"},
+	{business.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
+	{business.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
+	{agentskills.EnvLLMProvider, agentskills.DefaultLLMProvider, "openai or anthropic"},
+	{agentskills.EnvLLMBaseURL, "the provider's API", "LLM API base URL"},
+	{agentskills.EnvLLMAPIKey, "unset", "LLM API key, for ai.* tools"},
+	{agentskills.EnvLLMModel, "unset", "LLM model, for ai.* tools"},
+	{agentskills.EnvWebSearchProvider, agentskills.DefaultWebSearchProvider, "tavily or brave"},
+	{agentskills.EnvWebSearchURL, "the provider's endpoint", "web search endpoint"},
+	{agentskills.EnvWebSearchAPIKey, "unset", "web search API key"},
+	{agentskills.EnvImageURL, agentskills.DefaultImageURL, "OpenAI Images API compatible base URL"},
+	{agentskills.EnvImageAPIKey, "unset", "image API key"},
+	{agentskills.EnvImageModel, "unset", "image model"},
+}
+
+// duration prints a default like the docs do: 1m, not 1m0s.
+func duration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// printUsage prints the whole usage: every command, its flags, and every environment variable.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `executor runs GEM's tool calls: it takes calls from PostgreSQL (River), runs their tools and writes
+exactly one receipt per call.
+
+Usage:
+`)
+	for _, name := range commandOrder {
+		c := commandUsage[name]
+		fmt.Fprintf(w, "  %s\n      %s\n", c.synopsis, c.summary)
+		printFlags(w, c, "      ")
+	}
+	fmt.Fprint(w, "  executor help [COMMAND]   (or -h, --help; executor COMMAND -h)\n      print this usage, or a command's\n\n")
+	fmt.Fprint(w, "Environment (unset or zero means the default):\n")
+	printEnv(w, envVars)
+	fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured; executor registry check lists them):\n")
+	printEnv(w, providerEnvVars)
+	fmt.Fprint(w, "\nExit status: 0 on success, 1 on failure (a broken registry, a database error), 2 on a usage or configuration error.\nSee docs/operations.md.\n")
+}
+
+// printCommandUsage prints one command's usage: synopsis, flags and the environment variables it reads.
+func printCommandUsage(w io.Writer, name string) {
+	c := commandUsage[name]
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n", c.synopsis, upper(c.summary))
+	if c.flags != nil {
+		if fs := c.flags(); hasFlags(fs) {
+			fmt.Fprint(w, "\nFlags:\n")
+			printFlags(w, c, "  ")
+		}
+	}
+	if len(c.env) > 0 {
+		fmt.Fprint(w, "\nEnvironment (unset or zero means the default):\n")
+		var vars []envVar
+		for _, v := range envVars {
+			for _, n := range c.env {
+				if v.name == n {
+					vars = append(vars, v)
+				}
+			}
+		}
+		printEnv(w, vars)
+	}
+	if c.provider {
+		fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured):\n")
+		printEnv(w, providerEnvVars)
+	}
+}
+
+// printShortUsage follows a usage error: the synopsis and where the whole usage is.
+func printShortUsage(w io.Writer, name string) {
+	fmt.Fprintf(w, "usage: %s\n(executor help %s prints its flags and environment)\n", commandUsage[name].synopsis, strings.Fields(name)[0])
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// printFlags prints a command's flags, indented under it.
+func printFlags(w io.Writer, c command, indent string) {
+	if c.flags == nil {
+		return
+	}
+	c.flags().VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		name := "-" + f.Name
+		if arg != "" {
+			name += " " + arg
+		}
+		fmt.Fprintf(w, "%s%s\n%s    %s\n", indent, name, indent, usage)
+	})
+}
+
+// printEnv prints variables as a table of names and defaults, each with its meaning under it.
+func printEnv(w io.Writer, vars []envVar) {
+	width := 0
+	for _, v := range vars {
+		width = max(width, len(v.name))
+	}
+	for _, v := range vars {
+		fmt.Fprintf(w, "  %-*s  default: %s\n      %s\n", width, v.name, v.def, v.meaning)
+	}
+}
+
+func upper(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
