@@ -270,3 +270,39 @@ func TestBusinessLeadSourcesPhotosAndLoss(t *testing.T) {
 	b.ok(t, ctx, "leads.update_stage", J{"lead_id": lead, "stage": "contacted"})
 	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM leads WHERE lost_reason_code IS NOT NULL`))
 }
+
+// TestBusinessSearchIsLiteral checks that % and _ in a search match only themselves: they are LIKE's
+// wildcards, and a search for either matched every note, entity or receipt.
+func TestBusinessSearchIsLiteral(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	b.ok(t, ctx, "os.create_note", J{"title": "100% done"})
+	b.ok(t, ctx, "os.create_note", J{"title": "snake_case names"})
+	b.ok(t, ctx, "os.create_note", J{"title": "other", "body": "nothing special"})
+	titles := func(query string) []string {
+		r, _ := b.ok(t, ctx, "os.search_notes", J{"query": query})
+		var out []string
+		for _, n := range r.list(t, "notes") {
+			out = append(out, n.(map[string]any)["title"].(string))
+		}
+		return out
+	}
+	require.Equal(t, []string{"100% done"}, titles("%"))
+	require.Equal(t, []string{"snake_case names"}, titles("_"))
+	require.Equal(t, []string{"100% done"}, titles("0%"))
+	require.Len(t, titles("o"), 2, "a plain substring still matches")
+
+	b.ok(t, ctx, "entity.create", J{"kind": "customer", "name": "50% Off Roofing"})
+	b.ok(t, ctx, "entity.create", J{"kind": "customer", "name": "Other Roofing"})
+	r, _ := b.ok(t, ctx, "entity.search", J{"query": "%"})
+	require.Equal(t, int64(1), r.int(t, "count"))
+	require.Equal(t, "50% Off Roofing", r.str(t, "entities.0.name"))
+
+	// A domain is a name prefix: "o_" is not "os".
+	r, _ = b.ok(t, ctx, "os.audit_log_search", J{"domain": "o_"})
+	require.Equal(t, int64(0), r.int(t, "count"))
+	r, _ = b.ok(t, ctx, "os.audit_log_search", J{"domain": "os"})
+	require.Positive(t, r.int(t, "count"))
+}

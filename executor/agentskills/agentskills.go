@@ -187,18 +187,18 @@ func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	if p.cfg.LLM.notConfigured("") == nil {
 		p.llm = p.newLLM()
 	}
-	h.Func("memory.store", p.storeMemory)
-	h.Func("memory.recall", p.recallMemories)
-	h.Func("lore.ingest", p.ingestLore)
-	h.Func("lore.query", p.queryLore)
+	h.Func("memory.store", executor.Typed(p.storeMemory))
+	h.Func("memory.recall", executor.Typed(p.recallMemories))
+	h.Func("lore.ingest", executor.Typed(p.ingestLore))
+	h.Func("lore.query", executor.Typed(p.queryLore))
 	h.Add("sentiment.analyze", executor.Handler{
-		Run: p.analyzeSentiment, Isolated: true, RequiredEnv: []string{EnvLLMAPIKey, EnvLLMModel},
+		Run: executor.Typed(p.analyzeSentiment), Isolated: true, RequiredEnv: []string{EnvLLMAPIKey, EnvLLMModel},
 	})
 	h.Add("web.search", executor.Handler{
-		Run: p.searchWeb, Isolated: true, RequiredEnv: []string{EnvWebSearchAPIKey},
+		Run: executor.Typed(p.searchWeb), Isolated: true, RequiredEnv: []string{EnvWebSearchAPIKey},
 	})
 	h.Add("image.generate", executor.Handler{
-		Run: p.generateImage, Isolated: true, RequiredEnv: []string{EnvImageAPIKey, EnvImageModel},
+		Run: executor.Typed(p.generateImage), Isolated: true, RequiredEnv: []string{EnvImageAPIKey, EnvImageModel},
 	})
 }
 

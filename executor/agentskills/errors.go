@@ -10,23 +10,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/registry"
-	"github.com/jackc/pgx/v5/pgconn"
 )
-
-// dbError turns a constraint violation into the receipt a caller can act on; other errors pass through.
-func dbError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	switch pgErr.Code {
-	case "23505": // unique_violation
-		return executor.Conflict("%s", pgErr.Detail)
-	case "23514", "22P02", "22001": // check_violation, invalid text representation, value too long
-		return executor.Invalid("%s (%s)", pgErr.Message, pgErr.ConstraintName)
-	}
-	return err
-}
 
 // handlerError ends a call with a failed receipt, code handler_error, and structured details.
 func handlerError(details map[string]any, format string, args ...any) error {

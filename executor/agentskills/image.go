@@ -53,20 +53,18 @@ type generatedImage struct {
 	RevisedPrompt *string   `json:"revised_prompt"`
 }
 
+type generateImageInput struct {
+	RequestID string `json:"request_id"`
+	Prompt    string `json:"prompt"`
+	Size      string `json:"size"`
+	Quality   string `json:"quality"`
+	N         int    `json:"n"`
+}
+
 // generateImage asks the image provider for images (OpenAI Images API: POST {base}/images/generations) and
 // keeps them in generated_images. It costs money, so it runs once per call (the executor guarantees it) and
 // once per request_id (the tool is keyed on it); a failed provider request is never retried automatically.
-func (p *pack) generateImage(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		RequestID string `json:"request_id"`
-		Prompt    string `json:"prompt"`
-		Size      string `json:"size"`
-		Quality   string `json:"quality"`
-		N         int    `json:"n"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateImageInput) (any, error) {
 	cfg := p.cfg.Image
 	if err := cfg.notConfigured(c.Tool.Name); err != nil {
 		return nil, err
@@ -141,7 +139,7 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call) (any, error)
 			in.RequestID, agent, in.Prompt, img.RevisedPrompt, cfg.Model, in.Size, i, link, mime, data).
 			Scan(&img.ImageID, &img.Bytes, &img.SHA256)
 		if err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 		images = append(images, img)
 	}

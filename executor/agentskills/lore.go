@@ -47,22 +47,20 @@ func (d *loreDocument) scanTargets() []any {
 	return []any{&d.DocumentID, &d.Collection, &d.Source, &d.Title, &d.Version, &d.ChunkCount, &d.Chars, &d.ContentHash, &d.UpdatedAt}
 }
 
+type ingestLoreInput struct {
+	Source       string          `json:"source"`
+	Title        string          `json:"title"`
+	Text         string          `json:"text"`
+	Collection   string          `json:"collection"`
+	Metadata     json.RawMessage `json:"metadata"`
+	ChunkChars   *int            `json:"chunk_chars"`
+	OverlapChars *int            `json:"overlap_chars"`
+}
+
 // ingestLore stores a document and its chunks, keyed by (collection, source). Ingesting a source again
 // with the same title, text, metadata and chunking changes nothing ("unchanged"); with anything different it
 // replaces the document's chunks and keeps its id ("replaced", version + 1).
-func (p *pack) ingestLore(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Source       string          `json:"source"`
-		Title        string          `json:"title"`
-		Text         string          `json:"text"`
-		Collection   string          `json:"collection"`
-		Metadata     json.RawMessage `json:"metadata"`
-		ChunkChars   *int            `json:"chunk_chars"`
-		OverlapChars *int            `json:"overlap_chars"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) ingestLore(ctx context.Context, c *executor.Call, in ingestLoreInput) (any, error) {
 	in.Source = strings.TrimSpace(in.Source)
 	if in.Source == "" {
 		return nil, executor.Invalid("source is blank")
@@ -123,7 +121,7 @@ func (p *pack) ingestLore(ctx context.Context, c *executor.Call) (any, error) {
 		return d, nil
 	}
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	d.Status = ingestCreated
 	if !inserted {
@@ -138,7 +136,7 @@ func (p *pack) ingestLore(ctx context.Context, c *executor.Call) (any, error) {
 			FROM unnest($2::integer[], $3::text[], $4::text[]) AS u(ordinal, context, content)`,
 			d.DocumentID, ordinals, contexts, contents)
 		if err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 	}
 	return d, nil
@@ -212,18 +210,16 @@ type loreMatch struct {
 	Density    float64 `json:"density"`
 }
 
+type queryLoreInput struct {
+	Query      string   `json:"query"`
+	Collection *string  `json:"collection"`
+	Limit      int      `json:"limit"`
+	MinScore   *float64 `json:"min_score"`
+}
+
 // queryLore finds the lore chunks that best match a plain-text query (gem_lore_search in the migration has
 // the ranking).
-func (p *pack) queryLore(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Query      string   `json:"query"`
-		Collection *string  `json:"collection"`
-		Limit      int      `json:"limit"`
-		MinScore   *float64 `json:"min_score"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) queryLore(ctx context.Context, c *executor.Call, in queryLoreInput) (any, error) {
 	query := strings.TrimSpace(in.Query)
 	if query == "" {
 		return nil, executor.Invalid("query is blank")

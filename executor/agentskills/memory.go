@@ -75,21 +75,19 @@ func normalizeTags(tags []string) []string {
 	return slices.Compact(out)
 }
 
+type storeMemoryInput struct {
+	Agent      string   `json:"agent"`
+	UserID     string   `json:"user_id"`
+	Content    string   `json:"content"`
+	Kind       string   `json:"kind"`
+	Tags       []string `json:"tags"`
+	Importance *float64 `json:"importance"`
+}
+
 // storeMemory saves a memory. Storing the same content again (ignoring case and runs of white space) for the
 // same agent, user and kind updates the memory instead of adding one: its tags become the union, its
 // importance the greater, and its updated_at now (which makes it recent again).
-func (p *pack) storeMemory(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Agent      string   `json:"agent"`
-		UserID     string   `json:"user_id"`
-		Content    string   `json:"content"`
-		Kind       string   `json:"kind"`
-		Tags       []string `json:"tags"`
-		Importance *float64 `json:"importance"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) storeMemory(ctx context.Context, c *executor.Call, in storeMemoryInput) (any, error) {
 	agent, err := resolveAgent(c, in.Agent)
 	if err != nil {
 		return nil, err
@@ -116,7 +114,7 @@ func (p *pack) storeMemory(ctx context.Context, c *executor.Call) (any, error) {
 		agent, in.UserID, in.Kind, strings.TrimSpace(in.Content), normalizeTags(in.Tags), importance).
 		Scan(append(m.scanTargets(), &created)...)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return map[string]any{"memory": m, "created": created}, nil
 }
@@ -129,22 +127,20 @@ type recalledMemory struct {
 	Recency   float64  `json:"recency"`
 }
 
+type recallMemoriesInput struct {
+	Agent         string   `json:"agent"`
+	UserID        string   `json:"user_id"`
+	Query         string   `json:"query"`
+	Kind          string   `json:"kind"`
+	Tags          []string `json:"tags"`
+	Order         string   `json:"order"`
+	Limit         int      `json:"limit"`
+	HalfLifeHours float64  `json:"half_life_hours"`
+}
+
 // recallMemories returns an agent's memories of a user: the most recent, or those matching a query, best
 // first.
-func (p *pack) recallMemories(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Agent         string   `json:"agent"`
-		UserID        string   `json:"user_id"`
-		Query         string   `json:"query"`
-		Kind          string   `json:"kind"`
-		Tags          []string `json:"tags"`
-		Order         string   `json:"order"`
-		Limit         int      `json:"limit"`
-		HalfLifeHours float64  `json:"half_life_hours"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) recallMemories(ctx context.Context, c *executor.Call, in recallMemoriesInput) (any, error) {
 	agent, err := resolveAgent(c, in.Agent)
 	if err != nil {
 		return nil, err

@@ -36,15 +36,13 @@ type sentiment struct {
 	Model     string   `json:"model"`
 }
 
+type analyzeSentimentInput struct {
+	Text    string `json:"text"`
+	Context string `json:"context"`
+}
+
 // analyzeSentiment asks the configured LLM for the sentiment of a text and checks its answer.
-func (p *pack) analyzeSentiment(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Text    string `json:"text"`
-		Context string `json:"context"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) analyzeSentiment(ctx context.Context, c *executor.Call, in analyzeSentimentInput) (any, error) {
 	if err := p.cfg.LLM.notConfigured(c.Tool.Name); err != nil {
 		return nil, err
 	}

@@ -47,15 +47,13 @@ func (c WebSearchConfig) notConfigured(tool string) error {
 	return nil
 }
 
+type searchWebInput struct {
+	Query      string `json:"query"`
+	MaxResults int    `json:"max_results"`
+}
+
 // searchWeb asks the configured search provider and returns its results in one shape.
-func (p *pack) searchWeb(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Query      string `json:"query"`
-		MaxResults int    `json:"max_results"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) searchWeb(ctx context.Context, c *executor.Call, in searchWebInput) (any, error) {
 	cfg := p.cfg.WebSearch
 	if err := cfg.notConfigured(c.Tool.Name); err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 )
 
 func registerAudit(h executor.Handlers) {
-	h.Func("os.audit_log_search", searchAuditLog)
+	h.Func("os.audit_log_search", executor.Typed(searchAuditLog))
 }
 
 type auditEntry struct {
@@ -30,23 +30,21 @@ type auditEntry struct {
 	Summary        json.RawMessage `json:"summary"`
 }
 
+type searchAuditLogInput struct {
+	Tool      string     `json:"tool"`
+	Domain    string     `json:"domain"`
+	Status    string     `json:"status"`
+	ErrorCode string     `json:"error_code"`
+	CallID    *uuid.UUID `json:"call_id"`
+	Since     *time.Time `json:"since"`
+	Until     *time.Time `json:"until"`
+	BeforeID  *int64     `json:"before_id"`
+	Limit     int        `json:"limit"`
+}
+
 // searchAuditLog reads receipts, newest first, filtered by tool (or domain), status, error code, call and
 // time range. Pages are cut by receipt id: pass a page's next_before_id as before_id to get the next one.
-func searchAuditLog(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Tool      string     `json:"tool"`
-		Domain    string     `json:"domain"`
-		Status    string     `json:"status"`
-		ErrorCode string     `json:"error_code"`
-		CallID    *uuid.UUID `json:"call_id"`
-		Since     *time.Time `json:"since"`
-		Until     *time.Time `json:"until"`
-		BeforeID  *int64     `json:"before_id"`
-		Limit     int        `json:"limit"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func searchAuditLog(ctx context.Context, c *executor.Call, in searchAuditLogInput) (any, error) {
 	if in.Since != nil && in.Until != nil && in.Until.Before(*in.Since) {
 		return nil, executor.Invalid("until is before since")
 	}
@@ -61,7 +59,7 @@ func searchAuditLog(ctx context.Context, c *executor.Call) (any, error) {
 			r.idempotency_hit, r.attempt, r.duration_ms, r.finished_at, c.requested_by, c.agent, coalesce(r.summary, '{}')
 		FROM core_tool_receipts r JOIN core_tool_calls c ON c.id = r.call_id
 		WHERE ($1 = '' OR r.tool_name = $1)
-		  AND ($2 = '' OR r.tool_name LIKE replace(replace($2, '_', '\_'), '%', '\%') || '.%')
+		  AND ($2 = '' OR r.tool_name LIKE $10)
 		  AND ($3 = '' OR r.status = $3)
 		  AND ($4 = '' OR r.error_code = $4)
 		  AND ($5::uuid IS NULL OR r.call_id = $5)
@@ -69,7 +67,7 @@ func searchAuditLog(ctx context.Context, c *executor.Call) (any, error) {
 		  AND ($7::timestamptz IS NULL OR r.finished_at < $7)
 		  AND ($8::bigint IS NULL OR r.id < $8)
 		ORDER BY r.id DESC LIMIT $9`,
-		in.Tool, in.Domain, in.Status, in.ErrorCode, in.CallID, in.Since, in.Until, in.BeforeID, limit+1)
+		in.Tool, in.Domain, in.Status, in.ErrorCode, in.CallID, in.Since, in.Until, in.BeforeID, limit+1, likeEscape(in.Domain)+".%")
 	if err != nil {
 		return nil, err
 	}

@@ -11,12 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/executor"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Register adds the business pack's handlers, configured from the environment (see ConfigFromEnv).
@@ -57,38 +57,13 @@ func (p *pack) today() (civilDate, error) {
 	return dateOf(time.Now().In(p.loc)), nil
 }
 
-// dbError turns a constraint violation into the receipt a caller can act on; other errors pass through.
-func dbError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	switch pgErr.Code {
-	case "23503": // foreign_key_violation
-		return executor.NotFound("%s", fkMessage(pgErr))
-	case "23505": // unique_violation
-		return executor.Conflict("%s", pgErr.Detail)
-	case "23514", "22P02", "22007", "22008": // check_violation, invalid text representation, bad datetime
-		return executor.Invalid("%s", pgErr.Message)
-	case "55000": // object_not_in_prerequisite_state: raised by the state guards of 00004_business.sql
-		return executor.Conflict("%s", pgErr.Message)
-	}
-	return err
-}
-
-func fkMessage(e *pgconn.PgError) string {
-	if e.Detail != "" {
-		return e.Detail
-	}
-	return e.Message
-}
-
-// notFoundIfNoRows maps pgx.ErrNoRows to a not_found receipt naming what is missing.
+// notFoundIfNoRows maps pgx.ErrNoRows to a not_found receipt naming what is missing; other errors pass
+// through (the executor chooses the receipt code of a database error).
 func notFoundIfNoRows(err error, what string, id any) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return executor.NotFound("%s %v does not exist", what, id)
 	}
-	return dbError(err)
+	return err
 }
 
 // optional distinguishes a field that is absent from one set to null.
@@ -132,6 +107,15 @@ func parseTime(s *string) (*time.Time, error) {
 	}
 	return &t, nil
 }
+
+// likeEscaper escapes the characters LIKE and ILIKE give a meaning (with the default escape character).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+
+// likeEscape makes s match itself in a LIKE or ILIKE pattern: % and _ in input match only % and _.
+func likeEscape(s string) string { return likeEscaper.Replace(s) }
+
+// likeContains is the LIKE or ILIKE pattern of a text that contains s.
+func likeContains(s string) string { return "%" + likeEscape(s) + "%" }
 
 func limitOr(n int, def int) int {
 	if n <= 0 {

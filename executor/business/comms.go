@@ -14,10 +14,10 @@ import (
 )
 
 func registerComms(h executor.Handlers, p *pack) {
-	h.Func("comms.log_call_outcome", logCallOutcome)
-	h.Func("comms.create_followup_task", createFollowupTask)
-	h.Add("comms.send_sms", executor.Handler{Run: p.sendSMS, Isolated: true, RequiredEnv: smsRequiredEnv})
-	h.Add("comms.send_email", executor.Handler{Run: p.sendEmail, Isolated: true, RequiredEnv: emailRequiredEnv})
+	h.Func("comms.log_call_outcome", executor.Typed(logCallOutcome))
+	h.Func("comms.create_followup_task", executor.Typed(createFollowupTask))
+	h.Add("comms.send_sms", executor.Handler{Run: executor.Typed(p.sendSMS), Isolated: true, RequiredEnv: smsRequiredEnv})
+	h.Add("comms.send_email", executor.Handler{Run: executor.Typed(p.sendEmail), Isolated: true, RequiredEnv: emailRequiredEnv})
 }
 
 type comm struct {
@@ -81,21 +81,19 @@ func (pt party) contact(ctx context.Context, c *executor.Call) (phone, email *st
 // callConnected are the call outcomes in which the lead was reached.
 var callConnected = map[string]bool{"answered": true, "callback_requested": true, "not_interested": true}
 
+type logCallOutcomeInput struct {
+	party
+	Phone           *string    `json:"phone"`
+	Direction       string     `json:"direction"`
+	Outcome         string     `json:"outcome"`
+	Notes           *string    `json:"notes"`
+	DurationSeconds *int       `json:"duration_seconds"`
+	CalledAt        *time.Time `json:"called_at"`
+}
+
 // logCallOutcome records a phone call and how it went. A call that reached a new lead moves it to
 // contacted.
-func logCallOutcome(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		party
-		Phone           *string    `json:"phone"`
-		Direction       string     `json:"direction"`
-		Outcome         string     `json:"outcome"`
-		Notes           *string    `json:"notes"`
-		DurationSeconds *int       `json:"duration_seconds"`
-		CalledAt        *time.Time `json:"called_at"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func logCallOutcome(ctx context.Context, c *executor.Call, in logCallOutcomeInput) (any, error) {
 	if in.Direction == "" {
 		in.Direction = "outbound"
 	}
@@ -111,7 +109,7 @@ func logCallOutcome(ctx context.Context, c *executor.Call) (any, error) {
 		VALUES ('call', $1, $2, $3, $4, $5, $6, $7, coalesce($8, now())) RETURNING `+commColumns,
 		in.Direction, in.LeadID, in.EntityID, phone, in.Notes, in.Outcome, in.DurationSeconds, in.CalledAt))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	var stage *string
 	if in.LeadID != nil {
@@ -129,18 +127,16 @@ func logCallOutcome(ctx context.Context, c *executor.Call) (any, error) {
 	return map[string]any{"comm": m, "lead_stage": stage}, nil
 }
 
+type createFollowupTaskInput struct {
+	LeadID      uuid.UUID `json:"lead_id"`
+	DueAt       time.Time `json:"due_at"`
+	Title       *string   `json:"title"`
+	Description *string   `json:"description"`
+	Priority    string    `json:"priority"`
+}
+
 // createFollowupTask creates a task (os_tasks) to get back to a lead, due when given.
-func createFollowupTask(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LeadID      uuid.UUID `json:"lead_id"`
-		DueAt       time.Time `json:"due_at"`
-		Title       *string   `json:"title"`
-		Description *string   `json:"description"`
-		Priority    string    `json:"priority"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func createFollowupTask(ctx context.Context, c *executor.Call, in createFollowupTaskInput) (any, error) {
 	if in.Priority == "" {
 		in.Priority = "normal"
 	}
@@ -155,14 +151,20 @@ func createFollowupTask(ctx context.Context, c *executor.Call) (any, error) {
 	t, err := scanTask(c.DB.QueryRow(ctx, `INSERT INTO os_tasks (title, description, priority, due_at, lead_id)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+taskColumns, title, in.Description, in.Priority, in.DueAt, in.LeadID))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return map[string]any{"task": t, "lead_stage": l.Stage}, nil
 }
 
+type sendSMSInput struct {
+	party
+	To   *string `json:"to"`
+	Body string  `json:"body"`
+}
+
 // sendSMS texts a number (or a lead's or entity's phone) through Twilio and logs it. Without Twilio's
 // settings it answers not_configured. The executor runs it at most once per call (permission send:sms).
-func (p *pack) sendSMS(ctx context.Context, c *executor.Call) (any, error) {
+func (p *pack) sendSMS(ctx context.Context, c *executor.Call, in sendSMSInput) (any, error) {
 	cfg := p.cfg.SMS
 	if missing := cfg.missing(); len(missing) > 0 {
 		return nil, executor.NotConfigured("no SMS provider is configured: comms.send_sms sends through Twilio", smsRequiredEnv,
@@ -172,14 +174,6 @@ func (p *pack) sendSMS(ctx context.Context, c *executor.Call) (any, error) {
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, executor.NotConfigured(err.Error(), smsRequiredEnv, "Fix the variable named and restart the executor.")
-	}
-	var in struct {
-		party
-		To   *string `json:"to"`
-		Body string  `json:"body"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
 	}
 	phone, _, err := in.contact(ctx, c)
 	if err != nil {
@@ -211,10 +205,18 @@ func (p *pack) sendSMS(ctx context.Context, c *executor.Call) (any, error) {
 	return map[string]any{"comm": m, "provider_status": msg.Status, "segments": segments}, nil
 }
 
+type sendEmailInput struct {
+	party
+	To      *string `json:"to"`
+	Subject string  `json:"subject"`
+	Body    string  `json:"body"`
+	ReplyTo *string `json:"reply_to"`
+}
+
 // sendEmail emails an address (or a lead's or entity's email) through the SMTP server and logs it.
 // Without the server's settings it answers not_configured. The executor runs it at most once per call
 // (permission send:email).
-func (p *pack) sendEmail(ctx context.Context, c *executor.Call) (any, error) {
+func (p *pack) sendEmail(ctx context.Context, c *executor.Call, in sendEmailInput) (any, error) {
 	cfg := p.cfg.Email
 	if missing := cfg.missing(); len(missing) > 0 {
 		return nil, executor.NotConfigured("no email provider is configured: comms.send_email sends through an SMTP server", emailRequiredEnv,
@@ -224,16 +226,6 @@ func (p *pack) sendEmail(ctx context.Context, c *executor.Call) (any, error) {
 	srv, err := cfg.parse()
 	if err != nil {
 		return nil, executor.NotConfigured(err.Error(), emailRequiredEnv, "Fix the variable named and restart the executor.")
-	}
-	var in struct {
-		party
-		To      *string `json:"to"`
-		Subject string  `json:"subject"`
-		Body    string  `json:"body"`
-		ReplyTo *string `json:"reply_to"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
 	}
 	_, address, err := in.contact(ctx, c)
 	if err != nil {

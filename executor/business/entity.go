@@ -13,10 +13,10 @@ import (
 )
 
 func registerEntity(h executor.Handlers) {
-	h.Func("entity.create", createEntity)
-	h.Func("entity.update", updateEntity)
-	h.Func("entity.get", getEntity)
-	h.Func("entity.search", searchEntities)
+	h.Func("entity.create", executor.Typed(createEntity))
+	h.Func("entity.update", executor.Typed(updateEntity))
+	h.Func("entity.get", executor.Typed(getEntity))
+	h.Func("entity.search", executor.Typed(searchEntities))
 }
 
 // entity is a customer, supplier or site.
@@ -69,22 +69,20 @@ func requireEntity(ctx context.Context, c *executor.Call, id uuid.UUID, kind str
 	return nil
 }
 
-func createEntity(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Kind     string     `json:"kind"`
-		Name     string     `json:"name"`
-		Phone    *string    `json:"phone"`
-		Email    *string    `json:"email"`
-		Address  *string    `json:"address"`
-		Suburb   *string    `json:"suburb"`
-		Postcode *string    `json:"postcode"`
-		Notes    *string    `json:"notes"`
-		ParentID *uuid.UUID `json:"parent_id"`
-		LeadID   *uuid.UUID `json:"lead_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+type createEntityInput struct {
+	Kind     string     `json:"kind"`
+	Name     string     `json:"name"`
+	Phone    *string    `json:"phone"`
+	Email    *string    `json:"email"`
+	Address  *string    `json:"address"`
+	Suburb   *string    `json:"suburb"`
+	Postcode *string    `json:"postcode"`
+	Notes    *string    `json:"notes"`
+	ParentID *uuid.UUID `json:"parent_id"`
+	LeadID   *uuid.UUID `json:"lead_id"`
+}
+
+func createEntity(ctx context.Context, c *executor.Call, in createEntityInput) (any, error) {
 	if err := checkParent(ctx, c, in.Kind, in.ParentID); err != nil {
 		return nil, err
 	}
@@ -92,7 +90,7 @@ func createEntity(ctx context.Context, c *executor.Call) (any, error) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+entityColumns,
 		in.Kind, in.Name, in.Phone, in.Email, in.Address, in.Suburb, in.Postcode, in.Notes, in.ParentID, in.LeadID))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return e, nil
 }
@@ -100,15 +98,18 @@ func createEntity(ctx context.Context, c *executor.Call) (any, error) {
 // entityUpdatable are the columns entity.update may set, in the order they are reported.
 var entityUpdatable = []string{"name", "phone", "email", "address", "suburb", "postcode", "notes", "parent_id"}
 
+type updateEntityOutput struct {
+	Entity        entity   `json:"entity"`
+	UpdatedFields []string `json:"updated_fields"`
+}
+
+type updateEntityInput struct {
+	EntityID uuid.UUID `json:"entity_id"`
+}
+
 // updateEntity changes the fields given (null clears an optional field); the kind never changes. Only
 // fields whose value changes are written, so repeating an update writes nothing.
-func updateEntity(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		EntityID uuid.UUID `json:"entity_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (*updateEntityOutput, error) {
 	var fields map[string]json.RawMessage
 	if err := c.Bind(&fields); err != nil {
 		return nil, err
@@ -150,25 +151,28 @@ func updateEntity(ctx context.Context, c *executor.Call) (any, error) {
 		sets = append(sets, fmt.Sprintf("%s = $%d", col, len(args)))
 	}
 	if len(updated) == 0 {
-		return map[string]any{"entity": current, "updated_fields": updated}, nil
+		return &updateEntityOutput{Entity: current, UpdatedFields: updated}, nil
 	}
 	// Column names come from entityUpdatable, never from the input.
 	e, err := scanEntity(c.DB.QueryRow(ctx, `UPDATE entities SET `+strings.Join(sets, ", ")+`, updated_at = now()
 		WHERE id = $1 RETURNING `+entityColumns, args...))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"entity": e, "updated_fields": updated}, nil
+	return &updateEntityOutput{Entity: e, UpdatedFields: updated}, nil
+}
+
+type getEntityOutput struct {
+	Entity   entity   `json:"entity"`
+	Children []entity `json:"children"`
+}
+
+type getEntityInput struct {
+	EntityID uuid.UUID `json:"entity_id"`
 }
 
 // getEntity returns an entity and its children (a customer's sites).
-func getEntity(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		EntityID uuid.UUID `json:"entity_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func getEntity(ctx context.Context, c *executor.Call, in getEntityInput) (*getEntityOutput, error) {
 	e, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1`, in.EntityID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "entity", in.EntityID)
@@ -178,20 +182,23 @@ func getEntity(ctx context.Context, c *executor.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"entity": e, "children": children}, nil
+	return &getEntityOutput{Entity: e, Children: children}, nil
+}
+
+type searchEntitiesOutput struct {
+	Entities []entity `json:"entities"`
+	Count    int      `json:"count"`
+}
+
+type searchEntitiesInput struct {
+	Query string `json:"query"`
+	Kind  string `json:"kind"`
+	Limit int    `json:"limit"`
 }
 
 // searchEntities finds entities whose name, email, address, suburb or postcode contains the query, or
 // whose phone number contains its digits. Name matches rank first.
-func searchEntities(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Query string `json:"query"`
-		Kind  string `json:"kind"`
-		Limit int    `json:"limit"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func searchEntities(ctx context.Context, c *executor.Call, in searchEntitiesInput) (*searchEntitiesOutput, error) {
 	q := strings.TrimSpace(in.Query)
 	digits := strings.TrimLeft(strings.Map(func(r rune) rune {
 		if r >= '0' && r <= '9' {
@@ -202,15 +209,14 @@ func searchEntities(ctx context.Context, c *executor.Call) (any, error) {
 	if len(digits) < 4 {
 		digits = "" // too short to mean a phone number
 	}
-	like := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q) + "%"
 	list, err := queryList(ctx, c, scanEntity, `SELECT `+entityColumns+` FROM entities
 		WHERE ($2 = '' OR kind = $2)
 		  AND (name ILIKE $1 OR email ILIKE $1 OR address ILIKE $1 OR suburb ILIKE $1 OR postcode ILIKE $1
 		       OR ($3 <> '' AND phone_digits LIKE '%' || $3 || '%'))
 		ORDER BY CASE WHEN lower(name) = lower($4) THEN 0 WHEN name ILIKE $1 THEN 1 ELSE 2 END, name, created_at
-		LIMIT $5`, like, in.Kind, digits, q, limitOr(in.Limit, 20))
+		LIMIT $5`, likeContains(q), in.Kind, digits, q, limitOr(in.Limit, 20))
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"entities": list, "count": len(list)}, nil
+	return &searchEntitiesOutput{Entities: list, Count: len(list)}, nil
 }

@@ -13,15 +13,15 @@ import (
 )
 
 func registerInspection(h executor.Handlers) {
-	h.Func("inspection.create", createInspection)
-	h.Func("inspection.get", getInspection)
-	h.Func("inspection.add_checklist_item", addChecklistItem)
-	h.Func("inspection.add_measurement", addMeasurement)
-	h.Func("inspection.add_photo_ref", addPhotoRef)
-	h.Func("inspection.add_defect", addDefect)
-	h.Func("inspection.submit", submitInspection)
-	h.Func("inspection.reopen", reopenInspection)
-	h.Func("inspection.lock", lockInspection)
+	h.Func("inspection.create", executor.Typed(createInspection))
+	h.Func("inspection.get", executor.Typed(getInspection))
+	h.Func("inspection.add_checklist_item", executor.Typed(addChecklistItem))
+	h.Func("inspection.add_measurement", executor.Typed(addMeasurement))
+	h.Func("inspection.add_photo_ref", executor.Typed(addPhotoRef))
+	h.Func("inspection.add_defect", executor.Typed(addDefect))
+	h.Func("inspection.submit", executor.Typed(submitInspection))
+	h.Func("inspection.reopen", executor.Typed(reopenInspection))
+	h.Func("inspection.lock", executor.Typed(lockInspection))
 }
 
 type inspection struct {
@@ -72,19 +72,17 @@ func lockDraftInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (i
 	return i, nil
 }
 
+type createInspectionInput struct {
+	LeadID        uuid.UUID  `json:"lead_id"`
+	AppointmentID *uuid.UUID `json:"appointment_id"`
+	SiteID        *uuid.UUID `json:"site_id"`
+	Inspector     *string    `json:"inspector"`
+	Summary       *string    `json:"summary"`
+}
+
 // createInspection starts a draft inspection for a lead, optionally for a booked visit (which is then
 // completed) and a site.
-func createInspection(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LeadID        uuid.UUID  `json:"lead_id"`
-		AppointmentID *uuid.UUID `json:"appointment_id"`
-		SiteID        *uuid.UUID `json:"site_id"`
-		Inspector     *string    `json:"inspector"`
-		Summary       *string    `json:"summary"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func createInspection(ctx context.Context, c *executor.Call, in createInspectionInput) (any, error) {
 	if _, err := lockLead(ctx, c, in.LeadID); err != nil {
 		return nil, err
 	}
@@ -104,7 +102,7 @@ func createInspection(ctx context.Context, c *executor.Call) (any, error) {
 		}
 		if _, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'completed', updated_at = now()
 			WHERE id = $1 AND status <> 'completed'`, *in.AppointmentID); err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 	}
 	if in.SiteID != nil {
@@ -115,7 +113,7 @@ func createInspection(ctx context.Context, c *executor.Call) (any, error) {
 	i, err := scanInspection(c.DB.QueryRow(ctx, `INSERT INTO inspections (lead_id, appointment_id, site_id, inspector, summary)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+inspectionColumns, in.LeadID, in.AppointmentID, in.SiteID, in.Inspector, in.Summary))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return i, nil
 }
@@ -135,17 +133,15 @@ func scanChecklistItem(row pgx.Row) (checklistItem, error) {
 	return i, row.Scan(&i.ItemID, &i.Item, &i.Result, &i.Notes, &i.UpdatedAt)
 }
 
+type addChecklistItemInput struct {
+	InspectionID uuid.UUID `json:"inspection_id"`
+	Item         string    `json:"item"`
+	Result       string    `json:"result"`
+	Notes        *string   `json:"notes"`
+}
+
 // addChecklistItem records the result of one checklist item. The same item again replaces its result.
-func addChecklistItem(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID `json:"inspection_id"`
-		Item         string    `json:"item"`
-		Result       string    `json:"result"`
-		Notes        *string   `json:"notes"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func addChecklistItem(ctx context.Context, c *executor.Call, in addChecklistItemInput) (any, error) {
 	if _, err := lockDraftInspection(ctx, c, in.InspectionID); err != nil {
 		return nil, err
 	}
@@ -162,7 +158,7 @@ func addChecklistItem(ctx context.Context, c *executor.Call) (any, error) {
 			WHERE id = $1 RETURNING `+checklistColumns, item.ItemID, in.Result, in.Notes))
 	}
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return map[string]any{"inspection_id": in.InspectionID, "item": item, "created": created}, nil
 }
@@ -210,20 +206,18 @@ func scanMeasurement(row pgx.Row) (measurement, error) {
 	return m, err
 }
 
+type addMeasurementInput struct {
+	InspectionID uuid.UUID   `json:"inspection_id"`
+	Kind         string      `json:"kind"`
+	Value        json.Number `json:"value"`
+	Unit         string      `json:"unit"`
+	Label        *string     `json:"label"`
+}
+
 // addMeasurement records a measurement with its unit. Lengths may be given in m, mm or ft and areas in m²
 // or ft²; each is also stored in metric (m, m²), exactly converted and rounded to 3 decimals. Pitch is in
 // degrees (0–90), counts are whole numbers.
-func addMeasurement(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID   `json:"inspection_id"`
-		Kind         string      `json:"kind"`
-		Value        json.Number `json:"value"`
-		Unit         string      `json:"unit"`
-		Label        *string     `json:"label"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func addMeasurement(ctx context.Context, c *executor.Call, in addMeasurementInput) (any, error) {
 	if units, ok := measurementUnits[in.Kind]; ok && !slices.Contains(units, in.Unit) {
 		return nil, executor.Invalid("a %s is measured in %v, not %s", in.Kind, units, in.Unit)
 	}
@@ -241,7 +235,7 @@ func addMeasurement(ctx context.Context, c *executor.Call) (any, error) {
 		VALUES ($1, $2, $3, $4::numeric, $5, round($4::numeric * $6::numeric, 3), $7) RETURNING `+measurementColumns,
 		in.InspectionID, in.Kind, in.Label, in.Value.String(), in.Unit, metric.factor, metric.unit))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return map[string]any{"inspection_id": in.InspectionID, "measurement": m}, nil
 }
@@ -261,18 +255,16 @@ func scanPhoto(row pgx.Row) (photoRef, error) {
 	return p, row.Scan(&p.PhotoID, &p.Ref, &p.Caption, &p.AssetID, &p.CreatedAt)
 }
 
+type addPhotoRefInput struct {
+	InspectionID uuid.UUID  `json:"inspection_id"`
+	Ref          string     `json:"ref"`
+	Caption      *string    `json:"caption"`
+	AssetID      *uuid.UUID `json:"asset_id"`
+}
+
 // addPhotoRef attaches a photo (a reference to where the file lives, optionally a registered media asset)
 // to an inspection. The same reference again is attached once; a new caption or asset replaces the old.
-func addPhotoRef(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID  `json:"inspection_id"`
-		Ref          string     `json:"ref"`
-		Caption      *string    `json:"caption"`
-		AssetID      *uuid.UUID `json:"asset_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRefInput) (any, error) {
 	if _, err := lockDraftInspection(ctx, c, in.InspectionID); err != nil {
 		return nil, err
 	}
@@ -294,7 +286,7 @@ func addPhotoRef(ctx context.Context, c *executor.Call) (any, error) {
 			WHERE id = $1 RETURNING `+photoColumns, p.PhotoID, in.Caption, in.AssetID))
 	}
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return map[string]any{"inspection_id": in.InspectionID, "photo": p, "created": created}, nil
 }
@@ -316,25 +308,23 @@ func scanDefect(row pgx.Row) (defect, error) {
 	return d, row.Scan(&d.DefectID, &d.Title, &d.Severity, &d.Location, &d.Description, &d.PhotoRef, &d.CreatedAt)
 }
 
-func addDefect(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID `json:"inspection_id"`
-		Title        string    `json:"title"`
-		Severity     string    `json:"severity"`
-		Location     *string   `json:"location"`
-		Description  *string   `json:"description"`
-		PhotoRef     *string   `json:"photo_ref"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+type addDefectInput struct {
+	InspectionID uuid.UUID `json:"inspection_id"`
+	Title        string    `json:"title"`
+	Severity     string    `json:"severity"`
+	Location     *string   `json:"location"`
+	Description  *string   `json:"description"`
+	PhotoRef     *string   `json:"photo_ref"`
+}
+
+func addDefect(ctx context.Context, c *executor.Call, in addDefectInput) (any, error) {
 	if _, err := lockDraftInspection(ctx, c, in.InspectionID); err != nil {
 		return nil, err
 	}
 	d, err := scanDefect(c.DB.QueryRow(ctx, `INSERT INTO inspection_defects (inspection_id, title, severity, location, description, photo_ref)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+defectColumns, in.InspectionID, in.Title, in.Severity, in.Location, in.Description, in.PhotoRef))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return map[string]any{"inspection_id": in.InspectionID, "defect": d}, nil
 }
@@ -357,16 +347,21 @@ func countInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (inspe
 	return n, err
 }
 
+type submitInspectionOutput struct {
+	Inspection       inspection       `json:"inspection"`
+	Counts           inspectionCounts `json:"counts"`
+	AlreadySubmitted bool             `json:"already_submitted"`
+	LeadStage        string           `json:"lead_stage"`
+}
+
+type submitInspectionInput struct {
+	InspectionID uuid.UUID `json:"inspection_id"`
+	Summary      *string   `json:"summary"`
+}
+
 // submitInspection marks a draft inspection complete and moves its lead to inspected. An inspection with
 // nothing recorded cannot be submitted; submitting again changes nothing.
-func submitInspection(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID `json:"inspection_id"`
-		Summary      *string   `json:"summary"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func submitInspection(ctx context.Context, c *executor.Call, in submitInspectionInput) (*submitInspectionOutput, error) {
 	i, err := lockInspectionRow(ctx, c, in.InspectionID)
 	if err != nil {
 		return nil, err
@@ -387,25 +382,28 @@ func submitInspection(ctx context.Context, c *executor.Call) (any, error) {
 				summary = coalesce($2, summary), updated_at = now()
 			WHERE id = $1 RETURNING `+inspectionColumns, in.InspectionID, in.Summary))
 		if err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 	}
 	_, stage, err := advanceLead(ctx, c.DB, i.LeadID, "inspected")
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"inspection": i, "counts": counts, "already_submitted": already, "lead_stage": stage}, nil
+	return &submitInspectionOutput{Inspection: i, Counts: counts, AlreadySubmitted: already, LeadStage: stage}, nil
+}
+
+type inspectionChanged struct {
+	Inspection inspection `json:"inspection"`
+	Changed    bool       `json:"changed"`
+}
+
+type reopenInspectionInput struct {
+	InspectionID uuid.UUID `json:"inspection_id"`
 }
 
 // reopenInspection returns a submitted inspection to draft so it can be corrected. A locked inspection
 // cannot be reopened; reopening a draft changes nothing.
-func reopenInspection(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID `json:"inspection_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func reopenInspection(ctx context.Context, c *executor.Call, in reopenInspectionInput) (*inspectionChanged, error) {
 	i, err := lockInspectionRow(ctx, c, in.InspectionID)
 	if err != nil {
 		return nil, err
@@ -414,25 +412,23 @@ func reopenInspection(ctx context.Context, c *executor.Call) (any, error) {
 	case "locked":
 		return nil, executor.Conflict("inspection %s is locked: it cannot be reopened", in.InspectionID)
 	case "draft":
-		return map[string]any{"inspection": i, "changed": false}, nil
+		return &inspectionChanged{Inspection: i}, nil
 	}
 	i, err = scanInspection(c.DB.QueryRow(ctx, `UPDATE inspections SET status = 'draft', submitted_at = NULL, updated_at = now()
 		WHERE id = $1 RETURNING `+inspectionColumns, in.InspectionID))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"inspection": i, "changed": true}, nil
+	return &inspectionChanged{Inspection: i, Changed: true}, nil
+}
+
+type lockInspectionInput struct {
+	InspectionID uuid.UUID `json:"inspection_id"`
 }
 
 // lockInspection makes a submitted inspection final: it then refuses every change. Locking again changes
 // nothing; a draft must be submitted first.
-func lockInspection(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID `json:"inspection_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func lockInspection(ctx context.Context, c *executor.Call, in lockInspectionInput) (*inspectionChanged, error) {
 	i, err := lockInspectionRow(ctx, c, in.InspectionID)
 	if err != nil {
 		return nil, err
@@ -441,24 +437,22 @@ func lockInspection(ctx context.Context, c *executor.Call) (any, error) {
 	case "draft":
 		return nil, executor.Conflict("inspection %s is a draft: submit it before locking it", in.InspectionID)
 	case "locked":
-		return map[string]any{"inspection": i, "changed": false}, nil
+		return &inspectionChanged{Inspection: i}, nil
 	}
 	i, err = scanInspection(c.DB.QueryRow(ctx, `UPDATE inspections SET status = 'locked', locked_at = now(), updated_at = now()
 		WHERE id = $1 RETURNING `+inspectionColumns, in.InspectionID))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"inspection": i, "changed": true}, nil
+	return &inspectionChanged{Inspection: i, Changed: true}, nil
+}
+
+type getInspectionInput struct {
+	InspectionID uuid.UUID `json:"inspection_id"`
 }
 
 // getInspection returns an inspection with everything recorded on it.
-func getInspection(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID `json:"inspection_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func getInspection(ctx context.Context, c *executor.Call, in getInspectionInput) (any, error) {
 	i, err := scanInspection(c.DB.QueryRow(ctx, `SELECT `+inspectionColumns+` FROM inspections WHERE id = $1`, in.InspectionID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "inspection", in.InspectionID)

@@ -11,10 +11,10 @@ import (
 )
 
 func registerInvoice(h executor.Handlers, p *pack) {
-	h.Func("invoice.create_from_job", p.createInvoiceFromJob)
-	h.Func("invoice.add_payment", p.addPayment)
-	h.Func("invoice.mark_overdue", p.markOverdue)
-	h.Func("invoice.list_overdue", p.listOverdue)
+	h.Func("invoice.create_from_job", executor.Typed(p.createInvoiceFromJob))
+	h.Func("invoice.add_payment", executor.Typed(p.addPayment))
+	h.Func("invoice.mark_overdue", executor.Typed(p.markOverdue))
+	h.Func("invoice.list_overdue", executor.Typed(p.listOverdue))
 }
 
 type invoice struct {
@@ -60,16 +60,19 @@ func lockInvoice(ctx context.Context, c *executor.Call, id uuid.UUID) (invoice, 
 	return v, nil
 }
 
+type invoiceCreated struct {
+	Invoice invoice `json:"invoice"`
+	Created bool    `json:"created"`
+}
+
+type createInvoiceFromJobInput struct {
+	JobID   uuid.UUID `json:"job_id"`
+	DueDays *int      `json:"due_days"`
+}
+
 // createInvoiceFromJob invoices a completed job for its accepted quote's totals, issued today and due in
 // due_days (14 by default). A job has one invoice: asking again returns it.
-func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		JobID   uuid.UUID `json:"job_id"`
-		DueDays *int      `json:"due_days"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call, in createInvoiceFromJobInput) (*invoiceCreated, error) {
 	dueDays := 14
 	if in.DueDays != nil {
 		dueDays = *in.DueDays
@@ -84,7 +87,7 @@ func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call) (any,
 	}
 	v, err := scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (SELECT * FROM invoices WHERE job_id = $1) `+invoiceSelect, in.JobID))
 	if err == nil {
-		return map[string]any{"invoice": v, "created": false}, nil
+		return &invoiceCreated{Invoice: v}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
@@ -105,9 +108,9 @@ func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call) (any,
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *) `+invoiceSelect,
 		in.JobID, q.Currency, q.SubtotalCents, q.GSTCents, q.TotalCents, today, today.addDays(dueDays)))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"invoice": v, "created": true}, nil
+	return &invoiceCreated{Invoice: v, Created: true}, nil
 }
 
 type payment struct {
@@ -127,21 +130,26 @@ func scanPayment(row pgx.Row) (payment, error) {
 	return p, row.Scan(&p.PaymentID, &p.AmountCents, &p.Method, &p.Reference, &p.ReceivedOn, &p.Notes, &p.CreatedAt)
 }
 
+type addPaymentOutput struct {
+	Invoice        invoice `json:"invoice"`
+	Payment        payment `json:"payment"`
+	Created        bool    `json:"created"`
+	PreviousStatus string  `json:"previous_status"`
+}
+
+type addPaymentInput struct {
+	InvoiceID   uuid.UUID  `json:"invoice_id"`
+	AmountCents int64      `json:"amount_cents"`
+	Method      string     `json:"method"`
+	Reference   *string    `json:"reference"`
+	ReceivedOn  *civilDate `json:"received_on"`
+	Notes       *string    `json:"notes"`
+}
+
 // addPayment records money received against an invoice; its balance and status follow. A payment larger
 // than the balance is refused, and so is any payment on a paid invoice. A payment whose reference is
 // already recorded on the invoice is not recorded twice.
-func (p *pack) addPayment(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InvoiceID   uuid.UUID  `json:"invoice_id"`
-		AmountCents int64      `json:"amount_cents"`
-		Method      string     `json:"method"`
-		Reference   *string    `json:"reference"`
-		ReceivedOn  *civilDate `json:"received_on"`
-		Notes       *string    `json:"notes"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentInput) (*addPaymentOutput, error) {
 	if in.Method == "" {
 		in.Method = "bank_transfer"
 	}
@@ -165,7 +173,7 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call) (any, error) {
 			return nil, executor.Conflict("a payment with reference %q is already recorded on invoice %s for %d cents, not %d",
 				*in.Reference, in.InvoiceID, pay.AmountCents, in.AmountCents)
 		case err == nil:
-			return map[string]any{"invoice": v, "payment": pay, "created": false, "previous_status": previous}, nil
+			return &addPaymentOutput{Invoice: v, Payment: pay, PreviousStatus: previous}, nil
 		case !errors.Is(err, pgx.ErrNoRows):
 			return nil, err
 		}
@@ -181,28 +189,32 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call) (any, error) {
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+paymentColumns,
 		in.InvoiceID, in.AmountCents, in.Method, in.Reference, *in.ReceivedOn, in.Notes))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	v, err = scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (
 			UPDATE invoices SET amount_paid_cents = amount_paid_cents + $2,
 				paid_at = CASE WHEN amount_paid_cents + $2 = total_cents THEN now() END, updated_at = now()
 			WHERE id = $1 RETURNING *) `+invoiceSelect, in.InvoiceID, in.AmountCents))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"invoice": v, "payment": pay, "created": true, "previous_status": previous}, nil
+	return &addPaymentOutput{Invoice: v, Payment: pay, Created: true, PreviousStatus: previous}, nil
+}
+
+type markOverdueOutput struct {
+	Marked []invoice `json:"marked"`
+	Count  int       `json:"count"`
+	AsOf   civilDate `json:"as_of"`
+}
+
+type markOverdueInput struct {
+	InvoiceID *uuid.UUID `json:"invoice_id"`
 }
 
 // markOverdue marks unpaid invoices whose due date has passed (in the business's time zone) overdue: one
 // invoice, or with no invoice_id every such invoice. Marking one that is not yet due, or paid, is a
 // conflict; one already overdue is left as it is.
-func (p *pack) markOverdue(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InvoiceID *uuid.UUID `json:"invoice_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in markOverdueInput) (*markOverdueOutput, error) {
 	today, err := p.today()
 	if err != nil {
 		return nil, err
@@ -224,20 +236,18 @@ func (p *pack) markOverdue(ctx context.Context, c *executor.Call) (any, error) {
 			WHERE ($1::uuid IS NULL OR id = $1) AND paid_at IS NULL AND overdue_at IS NULL AND due_on < $2
 			RETURNING *) `+invoiceSelect+` ORDER BY i.due_on, i.number`, in.InvoiceID, today)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"marked": marked, "count": len(marked), "as_of": today}, nil
+	return &markOverdueOutput{Marked: marked, Count: len(marked), AsOf: today}, nil
+}
+
+type listOverdueInput struct {
+	Limit int `json:"limit"`
 }
 
 // listOverdue lists unpaid invoices past their due date, whether or not they were marked overdue, oldest
 // due first, with what they owe in total.
-func (p *pack) listOverdue(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Limit int `json:"limit"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) listOverdue(ctx context.Context, c *executor.Call, in listOverdueInput) (any, error) {
 	today, err := p.today()
 	if err != nil {
 		return nil, err

@@ -11,10 +11,10 @@ import (
 )
 
 func registerJob(h executor.Handlers) {
-	h.Func("job.create_from_accepted_quote", createJobFromQuote)
-	h.Func("job.assign_dates", assignJobDates)
-	h.Func("job.add_site_notes", addSiteNotes)
-	h.Func("job.complete", completeJob)
+	h.Func("job.create_from_accepted_quote", executor.Typed(createJobFromQuote))
+	h.Func("job.assign_dates", executor.Typed(assignJobDates))
+	h.Func("job.add_site_notes", executor.Typed(addSiteNotes))
+	h.Func("job.complete", executor.Typed(completeJob))
 }
 
 type job struct {
@@ -54,17 +54,20 @@ func lockJob(ctx context.Context, c *executor.Call, id uuid.UUID) (job, error) {
 // updateJob runs an UPDATE ... RETURNING * on jobs and reads the job it returns.
 func updateJob(ctx context.Context, c *executor.Call, update string, args ...any) (job, error) {
 	j, err := scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (`+update+` RETURNING *) `+jobSelect, args...))
-	return j, dbError(err)
+	return j, err
+}
+
+type jobCreated struct {
+	Job     job  `json:"job"`
+	Created bool `json:"created"`
+}
+
+type createJobFromQuoteInput struct {
+	QuoteID uuid.UUID `json:"quote_id"`
 }
 
 // createJobFromQuote makes the job for an accepted quote. A quote has one job: asking again returns it.
-func createJobFromQuote(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		QuoteID uuid.UUID `json:"quote_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func createJobFromQuote(ctx context.Context, c *executor.Call, in createJobFromQuoteInput) (*jobCreated, error) {
 	q, err := lockQuote(ctx, c, in.QuoteID)
 	if err != nil {
 		return nil, err
@@ -74,29 +77,32 @@ func createJobFromQuote(ctx context.Context, c *executor.Call) (any, error) {
 	}
 	j, err := scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (SELECT * FROM jobs WHERE quote_id = $1) `+jobSelect, in.QuoteID))
 	if err == nil {
-		return map[string]any{"job": j, "created": false}, nil
+		return &jobCreated{Job: j}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
 	}
 	j, err = scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (INSERT INTO jobs (quote_id) VALUES ($1) RETURNING *) `+jobSelect, in.QuoteID))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"job": j, "created": true}, nil
+	return &jobCreated{Job: j, Created: true}, nil
+}
+
+type jobChanged struct {
+	Job     job  `json:"job"`
+	Changed bool `json:"changed"`
+}
+
+type assignJobDatesInput struct {
+	JobID     uuid.UUID  `json:"job_id"`
+	StartDate civilDate  `json:"start_date"`
+	EndDate   *civilDate `json:"end_date"`
 }
 
 // assignJobDates sets the days a job runs (end_date defaults to start_date) and schedules it. A completed
 // job's dates cannot change.
-func assignJobDates(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		JobID     uuid.UUID  `json:"job_id"`
-		StartDate civilDate  `json:"start_date"`
-		EndDate   *civilDate `json:"end_date"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func assignJobDates(ctx context.Context, c *executor.Call, in assignJobDatesInput) (*jobChanged, error) {
 	end := in.StartDate
 	if in.EndDate != nil {
 		end = *in.EndDate
@@ -112,14 +118,14 @@ func assignJobDates(ctx context.Context, c *executor.Call) (any, error) {
 	case j.Status == "completed":
 		return nil, executor.Conflict("job %s is completed: its dates cannot change", in.JobID)
 	case j.Status == "scheduled" && j.StartDate.equal(in.StartDate) && j.EndDate.equal(end):
-		return map[string]any{"job": j, "changed": false}, nil
+		return &jobChanged{Job: j}, nil
 	}
 	j, err = updateJob(ctx, c, `UPDATE jobs SET status = 'scheduled', start_date = $2, end_date = $3, updated_at = now() WHERE id = $1`,
 		in.JobID, in.StartDate, end)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"job": j, "changed": true}, nil
+	return &jobChanged{Job: j, Changed: true}, nil
 }
 
 type siteNote struct {
@@ -129,16 +135,20 @@ type siteNote struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type addSiteNotesOutput struct {
+	JobID     uuid.UUID `json:"job_id"`
+	Note      siteNote  `json:"note"`
+	NoteCount int       `json:"note_count"`
+}
+
+type addSiteNotesInput struct {
+	JobID  uuid.UUID `json:"job_id"`
+	Note   string    `json:"note"`
+	Author *string   `json:"author"`
+}
+
 // addSiteNotes adds a note about the site (access, hazards, what was found) to a job, at any stage.
-func addSiteNotes(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		JobID  uuid.UUID `json:"job_id"`
-		Note   string    `json:"note"`
-		Author *string   `json:"author"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func addSiteNotes(ctx context.Context, c *executor.Call, in addSiteNotesInput) (*addSiteNotesOutput, error) {
 	var found bool
 	if err := c.DB.QueryRow(ctx, `SELECT true FROM jobs WHERE id = $1 FOR SHARE`, in.JobID).Scan(&found); err != nil {
 		return nil, notFoundIfNoRows(err, "job", in.JobID)
@@ -147,32 +157,30 @@ func addSiteNotes(ctx context.Context, c *executor.Call) (any, error) {
 	err := c.DB.QueryRow(ctx, `INSERT INTO job_site_notes (job_id, note, author) VALUES ($1, $2, $3)
 		RETURNING id, note, author, created_at`, in.JobID, in.Note, in.Author).Scan(&n.NoteID, &n.Note, &n.Author, &n.CreatedAt)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	var count int
 	if err := c.DB.QueryRow(ctx, `SELECT count(*) FROM job_site_notes WHERE job_id = $1`, in.JobID).Scan(&count); err != nil {
 		return nil, err
 	}
-	return map[string]any{"job_id": in.JobID, "note": n, "note_count": count}, nil
+	return &addSiteNotesOutput{JobID: in.JobID, Note: n, NoteCount: count}, nil
+}
+
+type completeJobInput struct {
+	JobID           uuid.UUID `json:"job_id"`
+	CompletionNotes *string   `json:"completion_notes"`
 }
 
 // completeJob marks a scheduled job done. Completing it again changes nothing; a job without dates is
 // refused.
-func completeJob(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		JobID           uuid.UUID `json:"job_id"`
-		CompletionNotes *string   `json:"completion_notes"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func completeJob(ctx context.Context, c *executor.Call, in completeJobInput) (*jobChanged, error) {
 	j, err := lockJob(ctx, c, in.JobID)
 	if err != nil {
 		return nil, err
 	}
 	switch j.Status {
 	case "completed":
-		return map[string]any{"job": j, "changed": false}, nil
+		return &jobChanged{Job: j}, nil
 	case "unscheduled":
 		return nil, executor.Conflict("job %s has no dates: assign them with job.assign_dates before completing it", in.JobID)
 	}
@@ -181,5 +189,5 @@ func completeJob(ctx context.Context, c *executor.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"job": j, "changed": true}, nil
+	return &jobChanged{Job: j, Changed: true}, nil
 }

@@ -11,13 +11,13 @@ import (
 )
 
 func registerLeads(h executor.Handlers) {
-	h.Func("leads.create", createLead)
-	h.Func("leads.update_stage", updateLeadStage)
-	h.Func("leads.list_by_stage", listLeadsByStage)
-	h.Func("leads.add_source", addLeadSource)
-	h.Func("leads.add_photos_link", addLeadPhotosLink)
-	h.Func("leads.schedule_inspection", scheduleInspection)
-	h.Func("leads.mark_lost", markLeadLost)
+	h.Func("leads.create", executor.Typed(createLead))
+	h.Func("leads.update_stage", executor.Typed(updateLeadStage))
+	h.Func("leads.list_by_stage", executor.Typed(listLeadsByStage))
+	h.Func("leads.add_source", executor.Typed(addLeadSource))
+	h.Func("leads.add_photos_link", executor.Typed(addLeadPhotosLink))
+	h.Func("leads.schedule_inspection", executor.Typed(scheduleInspection))
+	h.Func("leads.mark_lost", executor.Typed(markLeadLost))
 }
 
 type lead struct {
@@ -40,20 +40,23 @@ func scanLead(row pgx.Row) (lead, error) {
 	return l, err
 }
 
+type leadCreated struct {
+	Lead    lead `json:"lead"`
+	Created bool `json:"created"`
+}
+
+type createLeadInput struct {
+	Name    string  `json:"name"`
+	Phone   string  `json:"phone"`
+	Email   *string `json:"email"`
+	Suburb  *string `json:"suburb"`
+	Address *string `json:"address"`
+	Source  string  `json:"source"`
+	Notes   *string `json:"notes"`
+}
+
 // createLead records a lead; a phone number already on file (however it is formatted) returns that lead.
-func createLead(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Name    string  `json:"name"`
-		Phone   string  `json:"phone"`
-		Email   *string `json:"email"`
-		Suburb  *string `json:"suburb"`
-		Address *string `json:"address"`
-		Source  string  `json:"source"`
-		Notes   *string `json:"notes"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func createLead(ctx context.Context, c *executor.Call, in createLeadInput) (*leadCreated, error) {
 	if in.Source == "" {
 		in.Source = "other"
 	}
@@ -62,51 +65,57 @@ func createLead(ctx context.Context, c *executor.Call) (any, error) {
 		ON CONFLICT (phone_digits) DO NOTHING
 		RETURNING `+leadColumns, in.Name, in.Phone, in.Email, in.Suburb, in.Address, in.Source, in.Notes))
 	if err == nil {
-		return map[string]any{"lead": l, "created": true}, nil
+		return &leadCreated{Lead: l, Created: true}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, dbError(err)
+		return nil, err
 	}
 	l, err = scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads
 		WHERE phone_digits = regexp_replace($1, '[^0-9+]', '', 'g')`, in.Phone))
 	if err != nil {
-		return nil, dbError(err)
-	}
-	return map[string]any{"lead": l, "created": false}, nil
-}
-
-func updateLeadStage(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LeadID uuid.UUID `json:"lead_id"`
-		Stage  string    `json:"stage"`
-		Reason *string   `json:"reason"`
-	}
-	if err := c.Bind(&in); err != nil {
 		return nil, err
 	}
+	return &leadCreated{Lead: l}, nil
+}
+
+type updateLeadStageOutput struct {
+	Lead          lead   `json:"lead"`
+	PreviousStage string `json:"previous_stage"`
+}
+
+type updateLeadStageInput struct {
+	LeadID uuid.UUID `json:"lead_id"`
+	Stage  string    `json:"stage"`
+	Reason *string   `json:"reason"`
+}
+
+func updateLeadStage(ctx context.Context, c *executor.Call, in updateLeadStageInput) (*updateLeadStageOutput, error) {
 	current, err := scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads WHERE id = $1 FOR UPDATE`, in.LeadID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "lead", in.LeadID)
 	}
 	if current.Stage == in.Stage {
-		return map[string]any{"lead": current, "previous_stage": current.Stage}, nil
+		return &updateLeadStageOutput{Lead: current, PreviousStage: current.Stage}, nil
 	}
 	l, err := scanLead(c.DB.QueryRow(ctx, `UPDATE leads SET stage = $2, stage_reason = $3, lost_reason_code = NULL, updated_at = now()
 		WHERE id = $1 RETURNING `+leadColumns, in.LeadID, in.Stage, in.Reason))
 	if err != nil {
-		return nil, dbError(err)
-	}
-	return map[string]any{"lead": l, "previous_stage": current.Stage}, nil
-}
-
-func listLeadsByStage(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Stage string `json:"stage"`
-		Limit int    `json:"limit"`
-	}
-	if err := c.Bind(&in); err != nil {
 		return nil, err
 	}
+	return &updateLeadStageOutput{Lead: l, PreviousStage: current.Stage}, nil
+}
+
+type listLeadsOutput struct {
+	Leads []lead `json:"leads"`
+	Count int    `json:"count"`
+}
+
+type listLeadsByStageInput struct {
+	Stage string `json:"stage"`
+	Limit int    `json:"limit"`
+}
+
+func listLeadsByStage(ctx context.Context, c *executor.Call, in listLeadsByStageInput) (*listLeadsOutput, error) {
 	rows, err := c.DB.Query(ctx, `SELECT `+leadColumns+` FROM leads WHERE ($1 = '' OR stage = $1)
 		ORDER BY created_at DESC LIMIT $2`, in.Stage, limitOr(in.Limit, 20))
 	if err != nil {
@@ -119,7 +128,7 @@ func listLeadsByStage(ctx context.Context, c *executor.Call) (any, error) {
 	if leads == nil {
 		leads = []lead{}
 	}
-	return map[string]any{"leads": leads, "count": len(leads)}, nil
+	return &listLeadsOutput{Leads: leads, Count: len(leads)}, nil
 }
 
 // lockLead locks a lead for the rest of the call and returns it.
@@ -138,24 +147,22 @@ type leadSource struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type addLeadSourceInput struct {
+	LeadID uuid.UUID `json:"lead_id"`
+	Source string    `json:"source"`
+	Detail string    `json:"detail"`
+}
+
 // addLeadSource records a channel that brought a lead in (a lead may have several). The same source and
 // detail again is recorded once.
-func addLeadSource(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LeadID uuid.UUID `json:"lead_id"`
-		Source string    `json:"source"`
-		Detail string    `json:"detail"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func addLeadSource(ctx context.Context, c *executor.Call, in addLeadSourceInput) (any, error) {
 	if _, err := lockLead(ctx, c, in.LeadID); err != nil {
 		return nil, err
 	}
 	tag, err := c.DB.Exec(ctx, `INSERT INTO lead_sources (lead_id, source, detail) VALUES ($1, $2, $3)
 		ON CONFLICT ON CONSTRAINT lead_sources_once DO NOTHING`, in.LeadID, in.Source, in.Detail)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	sources, err := queryList(ctx, c, func(r pgx.Row) (leadSource, error) {
 		var s leadSource
@@ -167,17 +174,15 @@ func addLeadSource(ctx context.Context, c *executor.Call) (any, error) {
 	return map[string]any{"lead_id": in.LeadID, "added": tag.RowsAffected() == 1, "sources": sources}, nil
 }
 
+type addLeadPhotosLinkInput struct {
+	LeadID uuid.UUID `json:"lead_id"`
+	URL    string    `json:"url"`
+	Label  *string   `json:"label"`
+}
+
 // addLeadPhotosLink records a link to photos of the job a lead shared. The same URL again is recorded once
 // (a new label replaces the old).
-func addLeadPhotosLink(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LeadID uuid.UUID `json:"lead_id"`
-		URL    string    `json:"url"`
-		Label  *string   `json:"label"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func addLeadPhotosLink(ctx context.Context, c *executor.Call, in addLeadPhotosLinkInput) (any, error) {
 	if _, err := lockLead(ctx, c, in.LeadID); err != nil {
 		return nil, err
 	}
@@ -204,7 +209,7 @@ func addLeadPhotosLink(ctx context.Context, c *executor.Call) (any, error) {
 		err = scan(c.DB.QueryRow(ctx, `UPDATE lead_photo_links SET label = $2 WHERE id = $1 RETURNING `+columns, out.LinkID, in.Label))
 	}
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -228,20 +233,18 @@ func scanAppointment(row pgx.Row) (appointment, error) {
 	return a, err
 }
 
+type scheduleInspectionInput struct {
+	LeadID          uuid.UUID `json:"lead_id"`
+	ScheduledFor    time.Time `json:"scheduled_for"`
+	DurationMinutes int       `json:"duration_minutes"`
+	Address         *string   `json:"address"`
+	Notes           *string   `json:"notes"`
+}
+
 // scheduleInspection books an inspection visit for a lead and moves the lead to inspection_scheduled (a
 // lead already further along keeps its stage). Booking the same lead at the same time again returns the
 // first booking. Won and lost leads are refused.
-func scheduleInspection(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LeadID          uuid.UUID `json:"lead_id"`
-		ScheduledFor    time.Time `json:"scheduled_for"`
-		DurationMinutes int       `json:"duration_minutes"`
-		Address         *string   `json:"address"`
-		Notes           *string   `json:"notes"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func scheduleInspection(ctx context.Context, c *executor.Call, in scheduleInspectionInput) (any, error) {
 	l, err := lockLead(ctx, c, in.LeadID)
 	if err != nil {
 		return nil, err
@@ -260,7 +263,7 @@ func scheduleInspection(ctx context.Context, c *executor.Call) (any, error) {
 			WHERE lead_id = $1 AND scheduled_for = $2 AND status = 'scheduled'`, in.LeadID, in.ScheduledFor))
 	}
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	previous, stage, err := advanceLead(ctx, c.DB, in.LeadID, "inspection_scheduled")
 	if err != nil {
@@ -269,17 +272,15 @@ func scheduleInspection(ctx context.Context, c *executor.Call) (any, error) {
 	return map[string]any{"appointment": a, "created": created, "previous_stage": previous, "lead_stage": stage}, nil
 }
 
+type markLeadLostInput struct {
+	LeadID     uuid.UUID `json:"lead_id"`
+	Reason     string    `json:"reason"`
+	ReasonCode string    `json:"reason_code"`
+}
+
 // markLeadLost closes a lead as lost, with the reason. Marking a lost lead lost again updates the reason;
 // a won lead is refused. Its scheduled inspection visits are cancelled.
-func markLeadLost(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LeadID     uuid.UUID `json:"lead_id"`
-		Reason     string    `json:"reason"`
-		ReasonCode string    `json:"reason_code"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func markLeadLost(ctx context.Context, c *executor.Call, in markLeadLostInput) (any, error) {
 	if in.ReasonCode == "" {
 		in.ReasonCode = "other"
 	}
@@ -297,12 +298,12 @@ func markLeadLost(ctx context.Context, c *executor.Call) (any, error) {
 	case errors.Is(err, pgx.ErrNoRows):
 		l = current // already lost for this reason
 	case err != nil:
-		return nil, dbError(err)
+		return nil, err
 	}
 	tag, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'cancelled', updated_at = now()
 		WHERE lead_id = $1 AND status = 'scheduled'`, in.LeadID)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	return map[string]any{"lead": l, "previous_stage": current.Stage, "reason": in.Reason, "reason_code": in.ReasonCode,
 		"cancelled_appointments": tag.RowsAffected()}, nil

@@ -13,8 +13,8 @@ import (
 )
 
 func registerMedia(h executor.Handlers) {
-	h.Func("media.register_asset", registerAsset)
-	h.Func("media.tag_asset", tagAsset)
+	h.Func("media.register_asset", executor.Typed(registerAsset))
+	h.Func("media.tag_asset", executor.Typed(tagAsset))
 }
 
 type asset struct {
@@ -56,25 +56,28 @@ func normalizeTags(tags []string) []string {
 	return out
 }
 
+type assetRegistered struct {
+	Asset   asset `json:"asset"`
+	Created bool  `json:"created"`
+}
+
+type registerAssetInput struct {
+	FileRef      string     `json:"file_ref"`
+	Kind         string     `json:"kind"`
+	ContentType  *string    `json:"content_type"`
+	SizeBytes    *int64     `json:"size_bytes"`
+	SHA256       *string    `json:"sha256"`
+	Caption      *string    `json:"caption"`
+	Tags         []string   `json:"tags"`
+	LeadID       *uuid.UUID `json:"lead_id"`
+	InspectionID *uuid.UUID `json:"inspection_id"`
+	EntityID     *uuid.UUID `json:"entity_id"`
+	TakenAt      *time.Time `json:"taken_at"`
+}
+
 // registerAsset records a file (photo, video, document) by its reference. A reference is one asset:
 // registering it again returns the first registration unchanged.
-func registerAsset(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		FileRef      string     `json:"file_ref"`
-		Kind         string     `json:"kind"`
-		ContentType  *string    `json:"content_type"`
-		SizeBytes    *int64     `json:"size_bytes"`
-		SHA256       *string    `json:"sha256"`
-		Caption      *string    `json:"caption"`
-		Tags         []string   `json:"tags"`
-		LeadID       *uuid.UUID `json:"lead_id"`
-		InspectionID *uuid.UUID `json:"inspection_id"`
-		EntityID     *uuid.UUID `json:"entity_id"`
-		TakenAt      *time.Time `json:"taken_at"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func registerAsset(ctx context.Context, c *executor.Call, in registerAssetInput) (*assetRegistered, error) {
 	if in.Kind == "" {
 		in.Kind = "photo"
 	}
@@ -89,29 +92,33 @@ func registerAsset(ctx context.Context, c *executor.Call) (any, error) {
 		RETURNING `+assetColumns, in.FileRef, in.Kind, in.ContentType, in.SizeBytes, in.SHA256, in.Caption, normalizeTags(in.Tags),
 		in.LeadID, in.InspectionID, in.EntityID, in.TakenAt))
 	if err == nil {
-		return map[string]any{"asset": a, "created": true}, nil
+		return &assetRegistered{Asset: a, Created: true}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, dbError(err)
+		return nil, err
 	}
 	a, err = scanAsset(c.DB.QueryRow(ctx, `SELECT `+assetColumns+` FROM media_assets WHERE file_ref = $1`, in.FileRef))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"asset": a, "created": false}, nil
+	return &assetRegistered{Asset: a}, nil
+}
+
+type tagAssetOutput struct {
+	Asset   asset    `json:"asset"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+}
+
+type tagAssetInput struct {
+	AssetID uuid.UUID `json:"asset_id"`
+	Add     []string  `json:"add"`
+	Remove  []string  `json:"remove"`
 }
 
 // tagAsset adds and removes tags (lowercased). Tags already there are not added twice; the result says
 // which tags actually changed.
-func tagAsset(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		AssetID uuid.UUID `json:"asset_id"`
-		Add     []string  `json:"add"`
-		Remove  []string  `json:"remove"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func tagAsset(ctx context.Context, c *executor.Call, in tagAssetInput) (*tagAssetOutput, error) {
 	a, err := scanAsset(c.DB.QueryRow(ctx, `SELECT `+assetColumns+` FROM media_assets WHERE id = $1 FOR UPDATE`, in.AssetID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "media asset", in.AssetID)
@@ -136,8 +143,8 @@ func tagAsset(ctx context.Context, c *executor.Call) (any, error) {
 		a, err = scanAsset(c.DB.QueryRow(ctx, `UPDATE media_assets SET tags = $2, updated_at = now() WHERE id = $1 RETURNING `+assetColumns,
 			in.AssetID, tags))
 		if err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 	}
-	return map[string]any{"asset": a, "added": added, "removed": removed}, nil
+	return &tagAssetOutput{Asset: a, Added: added, Removed: removed}, nil
 }

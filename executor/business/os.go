@@ -10,17 +10,17 @@ import (
 )
 
 func registerOS(h executor.Handlers) {
-	h.Func("os.health_check", healthCheck)
-	h.Func("os.create_note", createNote)
-	h.Func("os.search_notes", searchNotes)
-	h.Func("os.create_task", createTask)
-	h.Func("os.update_task", updateTask)
-	h.Func("os.complete_task", completeTask)
-	h.Func("os.list_tasks", listTasks)
-	h.Func("os.defer_task", deferTask)
+	h.Func("os.health_check", executor.Typed(healthCheck))
+	h.Func("os.create_note", executor.Typed(createNote))
+	h.Func("os.search_notes", executor.Typed(searchNotes))
+	h.Func("os.create_task", executor.Typed(createTask))
+	h.Func("os.update_task", executor.Typed(updateTask))
+	h.Func("os.complete_task", executor.Typed(completeTask))
+	h.Func("os.list_tasks", executor.Typed(listTasks))
+	h.Func("os.defer_task", executor.Typed(deferTask))
 }
 
-func healthCheck(ctx context.Context, c *executor.Call) (any, error) {
+func healthCheck(ctx context.Context, c *executor.Call, _ struct{}) (map[string]any, error) {
 	start := time.Now()
 	var version string
 	var now time.Time
@@ -47,17 +47,15 @@ type note struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func createNote(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Title  string   `json:"title"`
-		Body   string   `json:"body"`
-		Kind   string   `json:"kind"`
-		Tags   []string `json:"tags"`
-		LeadID *string  `json:"lead_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+type createNoteInput struct {
+	Title  string   `json:"title"`
+	Body   string   `json:"body"`
+	Kind   string   `json:"kind"`
+	Tags   []string `json:"tags"`
+	LeadID *string  `json:"lead_id"`
+}
+
+func createNote(ctx context.Context, c *executor.Call, in createNoteInput) (*note, error) {
 	if in.Kind == "" {
 		in.Kind = "business"
 	}
@@ -73,24 +71,33 @@ func createNote(ctx context.Context, c *executor.Call) (any, error) {
 		RETURNING id, title, kind, tags, created_at`, in.Kind, in.Title, in.Body, in.Tags, leadID).
 		Scan(&n.NoteID, &n.Title, &n.Kind, &n.Tags, &n.CreatedAt)
 	if err != nil {
-		return nil, dbError(err)
-	}
-	return n, nil
-}
-
-func searchNotes(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Query string `json:"query"`
-		Kind  string `json:"kind"`
-		Limit int    `json:"limit"`
-	}
-	if err := c.Bind(&in); err != nil {
 		return nil, err
 	}
+	return &n, nil
+}
+
+type searchNotesInput struct {
+	Query string `json:"query"`
+	Kind  string `json:"kind"`
+	Limit int    `json:"limit"`
+}
+
+type noteHit struct {
+	note
+	Snippet string  `json:"snippet"`
+	Rank    float64 `json:"rank"`
+}
+
+type searchNotesOutput struct {
+	Notes []noteHit `json:"notes"`
+	Count int       `json:"count"`
+}
+
+func searchNotes(ctx context.Context, c *executor.Call, in searchNotesInput) (*searchNotesOutput, error) {
 	// Full-text match (stemmed words, websearch syntax), or a plain substring for partial words; full-text
 	// matches rank first.
 	rows, err := c.DB.Query(ctx, `
-		WITH q AS (SELECT websearch_to_tsquery('english', $1) AS tsq, '%' || $1 || '%' AS like)
+		WITH q AS (SELECT websearch_to_tsquery('english', $1) AS tsq, $4 AS like)
 		SELECT n.id, n.title, n.kind, n.tags, n.created_at,
 			ts_headline('english', CASE WHEN n.body = '' THEN n.title ELSE n.body END, q.tsq,
 				'MaxWords=24, MinWords=8, StartSel=«, StopSel=»') AS snippet,
@@ -100,17 +107,12 @@ func searchNotes(ctx context.Context, c *executor.Call) (any, error) {
 		WHERE (gem_note_document(n.title, n.body, n.tags) @@ q.tsq OR n.title ILIKE q.like OR n.body ILIKE q.like)
 		  AND ($2 = '' OR n.kind = $2)
 		ORDER BY rank DESC, n.created_at DESC
-		LIMIT $3`, in.Query, in.Kind, limitOr(in.Limit, 20))
+		LIMIT $3`, in.Query, in.Kind, limitOr(in.Limit, 20), likeContains(in.Query))
 	if err != nil {
 		return nil, err
 	}
-	type hit struct {
-		note
-		Snippet string  `json:"snippet"`
-		Rank    float64 `json:"rank"`
-	}
-	notes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hit, error) {
-		var h hit
+	notes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (noteHit, error) {
+		var h noteHit
 		var rank float32
 		err := r.Scan(&h.NoteID, &h.Title, &h.Kind, &h.Tags, &h.CreatedAt, &h.Snippet, &rank)
 		h.Rank = float64(rank)
@@ -120,9 +122,9 @@ func searchNotes(ctx context.Context, c *executor.Call) (any, error) {
 		return nil, err
 	}
 	if notes == nil {
-		notes = []hit{}
+		notes = []noteHit{}
 	}
-	return map[string]any{"notes": notes, "count": len(notes)}, nil
+	return &searchNotesOutput{Notes: notes, Count: len(notes)}, nil
 }
 
 type task struct {
@@ -147,17 +149,15 @@ func scanTask(row pgx.Row) (task, error) {
 	return t, err
 }
 
-func createTask(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Title       string  `json:"title"`
-		Description *string `json:"description"`
-		Priority    string  `json:"priority"`
-		DueAt       *string `json:"due_at"`
-		LeadID      *string `json:"lead_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+type createTaskInput struct {
+	Title       string  `json:"title"`
+	Description *string `json:"description"`
+	Priority    string  `json:"priority"`
+	DueAt       *string `json:"due_at"`
+	LeadID      *string `json:"lead_id"`
+}
+
+func createTask(ctx context.Context, c *executor.Call, in createTaskInput) (*task, error) {
 	if in.Priority == "" {
 		in.Priority = "normal"
 	}
@@ -172,22 +172,25 @@ func createTask(ctx context.Context, c *executor.Call) (any, error) {
 	t, err := scanTask(c.DB.QueryRow(ctx, `INSERT INTO os_tasks (title, description, priority, due_at, lead_id)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+taskColumns, in.Title, in.Description, in.Priority, due, leadID))
 	if err != nil {
-		return nil, dbError(err)
-	}
-	return t, nil
-}
-
-func updateTask(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		TaskID      uuid.UUID        `json:"task_id"`
-		Title       optional[string] `json:"title"`
-		Description optional[string] `json:"description"`
-		Priority    optional[string] `json:"priority"`
-		DueAt       optional[string] `json:"due_at"`
-	}
-	if err := c.Bind(&in); err != nil {
 		return nil, err
 	}
+	return &t, nil
+}
+
+type updateTaskInput struct {
+	TaskID      uuid.UUID        `json:"task_id"`
+	Title       optional[string] `json:"title"`
+	Description optional[string] `json:"description"`
+	Priority    optional[string] `json:"priority"`
+	DueAt       optional[string] `json:"due_at"`
+}
+
+type updateTaskOutput struct {
+	Task          task     `json:"task"`
+	UpdatedFields []string `json:"updated_fields"`
+}
+
+func updateTask(ctx context.Context, c *executor.Call, in updateTaskInput) (*updateTaskOutput, error) {
 	due, err := parseTime(in.DueAt.Value)
 	if err != nil {
 		return nil, err
@@ -211,7 +214,7 @@ func updateTask(ctx context.Context, c *executor.Call) (any, error) {
 		updated = append(updated, "due_at")
 	}
 	if len(updated) == 0 {
-		return map[string]any{"task": current, "updated_fields": updated}, nil
+		return &updateTaskOutput{Task: current, UpdatedFields: updated}, nil
 	}
 	t, err := scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET
 			title = CASE WHEN $2 THEN $3 ELSE title END,
@@ -223,9 +226,9 @@ func updateTask(ctx context.Context, c *executor.Call) (any, error) {
 		in.TaskID, in.Title.Value != nil, in.Title.Value, in.Description.Set, in.Description.Value,
 		in.Priority.Value != nil, in.Priority.Value, in.DueAt.Set, due))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"task": t, "updated_fields": updated}, nil
+	return &updateTaskOutput{Task: t, UpdatedFields: updated}, nil
 }
 
 func equalPtr(a, b *string) bool {
@@ -242,38 +245,44 @@ func equalTime(a, b *time.Time) bool {
 	return a.Equal(*b)
 }
 
-func completeTask(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		TaskID uuid.UUID `json:"task_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+type completeTaskInput struct {
+	TaskID uuid.UUID `json:"task_id"`
+}
+
+type completeTaskOutput struct {
+	Task             task `json:"task"`
+	AlreadyCompleted bool `json:"already_completed"`
+}
+
+func completeTask(ctx context.Context, c *executor.Call, in completeTaskInput) (*completeTaskOutput, error) {
 	t, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, in.TaskID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "task", in.TaskID)
 	}
 	if t.Status == "done" {
-		return map[string]any{"task": t, "already_completed": true}, nil
+		return &completeTaskOutput{Task: t, AlreadyCompleted: true}, nil
 	}
 	t, err = scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET status = 'done', completed_at = now(), updated_at = now()
 		WHERE id = $1 RETURNING `+taskColumns, in.TaskID))
 	if err != nil {
-		return nil, dbError(err)
-	}
-	return map[string]any{"task": t, "already_completed": false}, nil
-}
-
-func listTasks(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Status   string  `json:"status"`
-		Priority string  `json:"priority"`
-		LeadID   *string `json:"lead_id"`
-		Limit    int     `json:"limit"`
-	}
-	if err := c.Bind(&in); err != nil {
 		return nil, err
 	}
+	return &completeTaskOutput{Task: t}, nil
+}
+
+type listTasksInput struct {
+	Status   string  `json:"status"`
+	Priority string  `json:"priority"`
+	LeadID   *string `json:"lead_id"`
+	Limit    int     `json:"limit"`
+}
+
+type listTasksOutput struct {
+	Tasks []task `json:"tasks"`
+	Count int    `json:"count"`
+}
+
+func listTasks(ctx context.Context, c *executor.Call, in listTasksInput) (*listTasksOutput, error) {
 	if in.Status == "" {
 		in.Status = "open"
 	}
@@ -295,19 +304,23 @@ func listTasks(ctx context.Context, c *executor.Call) (any, error) {
 	if tasks == nil {
 		tasks = []task{}
 	}
-	return map[string]any{"tasks": tasks, "count": len(tasks)}, nil
+	return &listTasksOutput{Tasks: tasks, Count: len(tasks)}, nil
+}
+
+type deferTaskInput struct {
+	TaskID uuid.UUID `json:"task_id"`
+	Until  time.Time `json:"until"`
+}
+
+type deferTaskOutput struct {
+	Task           task      `json:"task"`
+	PreviousStatus string    `json:"previous_status"`
+	DeferredUntil  time.Time `json:"deferred_until"`
 }
 
 // deferTask pushes a task back to a later time: its status becomes deferred and its due time the new one.
 // Deferring again to the same time changes nothing; a done task cannot be deferred.
-func deferTask(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		TaskID uuid.UUID `json:"task_id"`
-		Until  time.Time `json:"until"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func deferTask(ctx context.Context, c *executor.Call, in deferTaskInput) (*deferTaskOutput, error) {
 	if in.Until.Before(time.Now()) {
 		return nil, executor.Invalid("until (%s) is in the past: a task is deferred to a later time", in.Until.Format(time.RFC3339))
 	}
@@ -320,12 +333,12 @@ func deferTask(ctx context.Context, c *executor.Call) (any, error) {
 	case t.Status == "done":
 		return nil, executor.Conflict("task %s is done; it cannot be deferred", in.TaskID)
 	case t.Status == "deferred" && t.DueAt != nil && t.DueAt.Equal(in.Until):
-		return map[string]any{"task": t, "previous_status": previous, "deferred_until": in.Until}, nil
+		return &deferTaskOutput{Task: t, PreviousStatus: previous, DeferredUntil: in.Until}, nil
 	}
 	t, err = scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET status = 'deferred', due_at = $2, updated_at = now()
 		WHERE id = $1 RETURNING `+taskColumns, in.TaskID, in.Until))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"task": t, "previous_status": previous, "deferred_until": in.Until}, nil
+	return &deferTaskOutput{Task: t, PreviousStatus: previous, DeferredUntil: in.Until}, nil
 }

@@ -12,19 +12,13 @@ import (
 )
 
 func registerQuote(h executor.Handlers, p *pack) {
-	h.Func("quote.create_from_inspection", p.createQuoteFromInspection)
-	h.Func("quote.add_line_item", addLineItem)
-	h.Func("quote.update_line_item", updateLineItem)
-	h.Func("quote.calculate_totals", calculateTotals)
-	h.Func("quote.mark_sent", func(ctx context.Context, c *executor.Call) (any, error) {
-		return transitionQuote(ctx, c, "sent")
-	})
-	h.Func("quote.mark_accepted", func(ctx context.Context, c *executor.Call) (any, error) {
-		return transitionQuote(ctx, c, "accepted")
-	})
-	h.Func("quote.mark_declined", func(ctx context.Context, c *executor.Call) (any, error) {
-		return transitionQuote(ctx, c, "declined")
-	})
+	h.Func("quote.create_from_inspection", executor.Typed(p.createQuoteFromInspection))
+	h.Func("quote.add_line_item", executor.Typed(addLineItem))
+	h.Func("quote.update_line_item", executor.Typed(updateLineItem))
+	h.Func("quote.calculate_totals", executor.Typed(calculateTotals))
+	h.Func("quote.mark_sent", executor.Typed(transitionQuote("sent")))
+	h.Func("quote.mark_accepted", executor.Typed(transitionQuote("accepted")))
+	h.Func("quote.mark_declined", executor.Typed(transitionQuote("declined")))
 }
 
 type quote struct {
@@ -102,18 +96,21 @@ func scanLineItem(row pgx.Row) (lineItem, error) {
 	return l, err
 }
 
+type createQuoteOutput struct {
+	Quote               quote `json:"quote"`
+	InspectionLockedNow bool  `json:"inspection_locked_now"`
+}
+
+type createQuoteFromInspectionInput struct {
+	InspectionID uuid.UUID  `json:"inspection_id"`
+	ValidDays    int        `json:"valid_days"`
+	CustomerID   *uuid.UUID `json:"customer_id"`
+	Notes        *string    `json:"notes"`
+}
+
 // createQuoteFromInspection starts a draft quote from a submitted or locked inspection. The quote is priced
 // from what the inspection recorded, so a submitted inspection is locked by this call.
-func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		InspectionID uuid.UUID  `json:"inspection_id"`
-		ValidDays    int        `json:"valid_days"`
-		CustomerID   *uuid.UUID `json:"customer_id"`
-		Notes        *string    `json:"notes"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, in createQuoteFromInspectionInput) (*createQuoteOutput, error) {
 	today, err := p.today()
 	if err != nil {
 		return nil, err
@@ -129,7 +126,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call) 
 	case "submitted":
 		if _, err := c.DB.Exec(ctx, `UPDATE inspections SET status = 'locked', locked_at = now(), updated_at = now() WHERE id = $1`,
 			in.InspectionID); err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 		lockedNow = true
 	}
@@ -142,24 +139,27 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call) 
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+quoteColumns,
 		insp.LeadID, in.InspectionID, in.CustomerID, today.addDays(limitOr(in.ValidDays, 30)), in.Notes))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"quote": q, "inspection_locked_now": lockedNow}, nil
+	return &createQuoteOutput{Quote: q, InspectionLockedNow: lockedNow}, nil
+}
+
+type addLineItemOutput struct {
+	LineItem    lineItem `json:"line_item"`
+	TotalsStale bool     `json:"totals_stale"`
+}
+
+type addLineItemInput struct {
+	QuoteID        uuid.UUID   `json:"quote_id"`
+	Description    string      `json:"description"`
+	Quantity       json.Number `json:"quantity"`
+	Unit           string      `json:"unit"`
+	UnitPriceCents int64       `json:"unit_price_cents"`
 }
 
 // addLineItem appends a line to a draft quote. The quote's totals are then stale until
 // quote.calculate_totals.
-func addLineItem(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		QuoteID        uuid.UUID   `json:"quote_id"`
-		Description    string      `json:"description"`
-		Quantity       json.Number `json:"quantity"`
-		Unit           string      `json:"unit"`
-		UnitPriceCents int64       `json:"unit_price_cents"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func addLineItem(ctx context.Context, c *executor.Call, in addLineItemInput) (*addLineItemOutput, error) {
 	if in.Unit == "" {
 		in.Unit = "each"
 	}
@@ -174,32 +174,35 @@ func addLineItem(ctx context.Context, c *executor.Call) (any, error) {
 		SELECT $1, coalesce(max(position), 0) + 1, $2, $3::numeric, $4, $5, $6 FROM quote_line_items WHERE quote_id = $1
 		RETURNING `+lineItemColumns, in.QuoteID, in.Description, in.Quantity.String(), in.Unit, in.UnitPriceCents, total))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	if err := markTotalsStale(ctx, c, in.QuoteID); err != nil {
 		return nil, err
 	}
-	return map[string]any{"line_item": l, "totals_stale": true}, nil
+	return &addLineItemOutput{LineItem: l, TotalsStale: true}, nil
 }
 
 func markTotalsStale(ctx context.Context, c *executor.Call, quoteID uuid.UUID) error {
 	_, err := c.DB.Exec(ctx, `UPDATE quotes SET totals_stale = true, updated_at = now() WHERE id = $1 AND NOT totals_stale`, quoteID)
-	return dbError(err)
+	return err
+}
+
+type updateLineItemOutput struct {
+	LineItem      lineItem `json:"line_item"`
+	UpdatedFields []string `json:"updated_fields"`
+}
+
+type updateLineItemInput struct {
+	LineItemID     uuid.UUID    `json:"line_item_id"`
+	Description    *string      `json:"description"`
+	Quantity       *json.Number `json:"quantity"`
+	Unit           *string      `json:"unit"`
+	UnitPriceCents *int64       `json:"unit_price_cents"`
 }
 
 // updateLineItem changes a line of a draft quote. Only fields whose value changes are written; the quote's
 // totals are then stale until quote.calculate_totals.
-func updateLineItem(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		LineItemID     uuid.UUID    `json:"line_item_id"`
-		Description    *string      `json:"description"`
-		Quantity       *json.Number `json:"quantity"`
-		Unit           *string      `json:"unit"`
-		UnitPriceCents *int64       `json:"unit_price_cents"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func updateLineItem(ctx context.Context, c *executor.Call, in updateLineItemInput) (*updateLineItemOutput, error) {
 	var quoteID uuid.UUID
 	if err := c.DB.QueryRow(ctx, `SELECT quote_id FROM quote_line_items WHERE id = $1`, in.LineItemID).Scan(&quoteID); err != nil {
 		return nil, notFoundIfNoRows(err, "line item", in.LineItemID)
@@ -237,7 +240,7 @@ func updateLineItem(ctx context.Context, c *executor.Call) (any, error) {
 		updated = append(updated, "unit_price_cents")
 	}
 	if len(updated) == 0 {
-		return map[string]any{"line_item": cur, "updated_fields": updated}, nil
+		return &updateLineItemOutput{LineItem: cur, UpdatedFields: updated}, nil
 	}
 	if next.LineTotalCents, err = lineTotalCents(next.Quantity, next.UnitPriceCents); err != nil {
 		return nil, err
@@ -247,23 +250,33 @@ func updateLineItem(ctx context.Context, c *executor.Call) (any, error) {
 		WHERE id = $1 RETURNING `+lineItemColumns,
 		in.LineItemID, next.Description, next.Quantity.String(), next.Unit, next.UnitPriceCents, next.LineTotalCents))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	if err := markTotalsStale(ctx, c, quoteID); err != nil {
 		return nil, err
 	}
-	return map[string]any{"line_item": l, "updated_fields": updated}, nil
+	return &updateLineItemOutput{LineItem: l, UpdatedFields: updated}, nil
+}
+
+type calculateTotalsOutput struct {
+	QuoteID        uuid.UUID  `json:"quote_id"`
+	Status         string     `json:"status"`
+	Currency       string     `json:"currency"`
+	LineItems      []lineItem `json:"line_items"`
+	SubtotalCents  int64      `json:"subtotal_cents"`
+	GSTRatePercent int        `json:"gst_rate_percent"`
+	GSTCents       int64      `json:"gst_cents"`
+	TotalCents     int64      `json:"total_cents"`
+	Changed        bool       `json:"changed"`
+}
+
+type calculateTotalsInput struct {
+	QuoteID uuid.UUID `json:"quote_id"`
 }
 
 // calculateTotals sums a draft quote's lines into its subtotal, GST and total (see money.go). A quote that
 // has left draft keeps the totals it was sent with, which are returned as they are.
-func calculateTotals(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		QuoteID uuid.UUID `json:"quote_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func calculateTotals(ctx context.Context, c *executor.Call, in calculateTotalsInput) (*calculateTotalsOutput, error) {
 	q, err := lockQuote(ctx, c, in.QuoteID)
 	if err != nil {
 		return nil, err
@@ -284,15 +297,15 @@ func calculateTotals(ctx context.Context, c *executor.Call) (any, error) {
 					totals_stale = false, updated_at = now()
 				WHERE id = $1 RETURNING `+quoteColumns, in.QuoteID, subtotal, gst, subtotal+gst))
 			if err != nil {
-				return nil, dbError(err)
+				return nil, err
 			}
 			changed = true
 		}
 	}
-	return map[string]any{
-		"quote_id": q.QuoteID, "status": q.Status, "currency": q.Currency, "line_items": lines,
-		"subtotal_cents": q.SubtotalCents, "gst_rate_percent": GSTRatePercent, "gst_cents": q.GSTCents,
-		"total_cents": q.TotalCents, "changed": changed,
+	return &calculateTotalsOutput{
+		QuoteID: q.QuoteID, Status: q.Status, Currency: q.Currency, LineItems: lines,
+		SubtotalCents: q.SubtotalCents, GSTRatePercent: GSTRatePercent, GSTCents: q.GSTCents,
+		TotalCents: q.TotalCents, Changed: changed,
 	}, nil
 }
 
@@ -304,18 +317,29 @@ var quoteTransitions = map[string]struct{ from, set string }{
 	"declined": {"sent", "declined_at = now(), decline_reason = $3"},
 }
 
+type transitionQuoteInput struct {
+	QuoteID uuid.UUID `json:"quote_id"`
+	SentVia string    `json:"sent_via"`
+	Reason  *string   `json:"reason"`
+}
+
+type transitionQuoteOutput struct {
+	Quote          quote  `json:"quote"`
+	PreviousStatus string `json:"previous_status"`
+	Changed        bool   `json:"changed"`
+	LeadStage      string `json:"lead_stage"`
+}
+
 // transitionQuote moves a quote along draft → sent → accepted | declined. Moving it to the status it has
 // changes nothing; any other move is a conflict. Sending needs at least one line and fresh totals; sending
 // moves the lead to quoted and accepting wins it.
-func transitionQuote(ctx context.Context, c *executor.Call, to string) (any, error) {
-	var in struct {
-		QuoteID uuid.UUID `json:"quote_id"`
-		SentVia string    `json:"sent_via"`
-		Reason  *string   `json:"reason"`
+func transitionQuote(to string) func(ctx context.Context, c *executor.Call, in transitionQuoteInput) (*transitionQuoteOutput, error) {
+	return func(ctx context.Context, c *executor.Call, in transitionQuoteInput) (*transitionQuoteOutput, error) {
+		return transitionQuoteTo(ctx, c, in, to)
 	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+}
+
+func transitionQuoteTo(ctx context.Context, c *executor.Call, in transitionQuoteInput, to string) (*transitionQuoteOutput, error) {
 	t := quoteTransitions[to]
 	q, err := lockQuote(ctx, c, in.QuoteID)
 	if err != nil {
@@ -352,7 +376,7 @@ func transitionQuote(ctx context.Context, c *executor.Call, to string) (any, err
 		q, err = scanQuote(c.DB.QueryRow(ctx, `UPDATE quotes SET status = $2, `+t.set+`, updated_at = now()
 			WHERE id = $1 RETURNING `+quoteColumns, args...))
 		if err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 	}
 	stage := map[string]string{"sent": "quoted", "accepted": "won"}[to]
@@ -365,5 +389,5 @@ func transitionQuote(ctx context.Context, c *executor.Call, to string) (any, err
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "lead", q.LeadID)
 	}
-	return map[string]any{"quote": q, "previous_status": previous, "changed": changed, "lead_stage": leadStage}, nil
+	return &transitionQuoteOutput{Quote: q, PreviousStatus: previous, Changed: changed, LeadStage: leadStage}, nil
 }

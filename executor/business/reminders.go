@@ -10,14 +10,10 @@ import (
 )
 
 func registerReminders(h executor.Handlers) {
-	h.Func("os.create_reminder", createReminder)
-	h.Func("os.list_reminders", listReminders)
-	h.Func("os.complete_reminder", func(ctx context.Context, c *executor.Call) (any, error) {
-		return resolveReminder(ctx, c, "done")
-	})
-	h.Func("os.dismiss_reminder", func(ctx context.Context, c *executor.Call) (any, error) {
-		return resolveReminder(ctx, c, "dismissed")
-	})
+	h.Func("os.create_reminder", executor.Typed(createReminder))
+	h.Func("os.list_reminders", executor.Typed(listReminders))
+	h.Func("os.complete_reminder", executor.Typed(resolveReminder("done")))
+	h.Func("os.dismiss_reminder", executor.Typed(resolveReminder("dismissed")))
 }
 
 type reminder struct {
@@ -42,36 +38,38 @@ func scanReminder(row pgx.Row) (reminder, error) {
 	return r, err
 }
 
-func createReminder(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		Title    string     `json:"title"`
-		RemindAt time.Time  `json:"remind_at"`
-		Notes    *string    `json:"notes"`
-		LeadID   *uuid.UUID `json:"lead_id"`
-		TaskID   *uuid.UUID `json:"task_id"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+type createReminderInput struct {
+	Title    string     `json:"title"`
+	RemindAt time.Time  `json:"remind_at"`
+	Notes    *string    `json:"notes"`
+	LeadID   *uuid.UUID `json:"lead_id"`
+	TaskID   *uuid.UUID `json:"task_id"`
+}
+
+func createReminder(ctx context.Context, c *executor.Call, in createReminderInput) (*reminder, error) {
 	r, err := scanReminder(c.DB.QueryRow(ctx, `INSERT INTO os_reminders (title, remind_at, notes, lead_id, task_id)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+reminderColumns, in.Title, in.RemindAt, in.Notes, in.LeadID, in.TaskID))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return r, nil
+	return &r, nil
+}
+
+type listRemindersOutput struct {
+	Reminders []reminder `json:"reminders"`
+	Count     int        `json:"count"`
+	AsOf      time.Time  `json:"as_of"`
+}
+
+type listRemindersInput struct {
+	When        string `json:"when"`
+	WithinHours int    `json:"within_hours"`
+	Limit       int    `json:"limit"`
 }
 
 // listReminders lists pending reminders: due (the time has come), upcoming (due within the next
 // within_hours) or pending (all of them), soonest first.
-func listReminders(ctx context.Context, c *executor.Call) (any, error) {
-	var in struct {
-		When        string `json:"when"`
-		WithinHours int    `json:"within_hours"`
-		Limit       int    `json:"limit"`
-	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+func listReminders(ctx context.Context, c *executor.Call, in listRemindersInput) (*listRemindersOutput, error) {
 	if in.When == "" {
 		in.When = "due"
 	}
@@ -89,25 +87,34 @@ func listReminders(ctx context.Context, c *executor.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"reminders": list, "count": len(list), "as_of": asOf}, nil
+	return &listRemindersOutput{Reminders: list, Count: len(list), AsOf: asOf}, nil
+}
+
+type resolveReminderInput struct {
+	ReminderID uuid.UUID `json:"reminder_id"`
+}
+
+type resolveReminderOutput struct {
+	Reminder        reminder `json:"reminder"`
+	AlreadyResolved bool     `json:"already_resolved"`
 }
 
 // resolveReminder completes or dismisses a pending reminder. Doing the same again changes nothing; a
 // reminder already resolved the other way is a conflict.
-func resolveReminder(ctx context.Context, c *executor.Call, status string) (any, error) {
-	var in struct {
-		ReminderID uuid.UUID `json:"reminder_id"`
+func resolveReminder(status string) func(ctx context.Context, c *executor.Call, in resolveReminderInput) (*resolveReminderOutput, error) {
+	return func(ctx context.Context, c *executor.Call, in resolveReminderInput) (*resolveReminderOutput, error) {
+		return resolveReminderTo(ctx, c, in, status)
 	}
-	if err := c.Bind(&in); err != nil {
-		return nil, err
-	}
+}
+
+func resolveReminderTo(ctx context.Context, c *executor.Call, in resolveReminderInput, status string) (*resolveReminderOutput, error) {
 	r, err := scanReminder(c.DB.QueryRow(ctx, `SELECT `+reminderColumns+` FROM os_reminders WHERE id = $1 FOR UPDATE`, in.ReminderID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "reminder", in.ReminderID)
 	}
 	switch r.Status {
 	case status:
-		return map[string]any{"reminder": r, "already_resolved": true}, nil
+		return &resolveReminderOutput{Reminder: r, AlreadyResolved: true}, nil
 	case "pending":
 	default:
 		return nil, executor.Conflict("reminder %s is already %s", in.ReminderID, r.Status)
@@ -115,7 +122,7 @@ func resolveReminder(ctx context.Context, c *executor.Call, status string) (any,
 	r, err = scanReminder(c.DB.QueryRow(ctx, `UPDATE os_reminders SET status = $2, resolved_at = now(), updated_at = now()
 		WHERE id = $1 RETURNING `+reminderColumns, in.ReminderID, status))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
-	return map[string]any{"reminder": r, "already_resolved": false}, nil
+	return &resolveReminderOutput{Reminder: r}, nil
 }
