@@ -23,26 +23,11 @@ build: ## build bin/executor, bin/brain and bin/proof
 	cd brain && $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/brain ./cmd/brain
 	cd proof && $(GO) build -o $(BIN)/proof .
 
-# run: a private PostgreSQL (unless DATABASE_URL is set), migrations, a local bearer token in
-# .gem/brain-token, the executor in the background and the brain in the foreground (Ctrl-C stops both).
+# run: scripts/run.sh — checks that the brain's address is free, then a private PostgreSQL (unless
+# DATABASE_URL is set), migrations, a local bearer token in .gem/brain-token, and the executor and the brain
+# side by side. When either exits the other is stopped and make run fails; Ctrl-C stops both.
 run: build ## start PostgreSQL if needed, migrate, and run the executor and the brain (rules planner)
-	@$(db) \
-	mkdir -p .gem && \
-	if [ ! -s .gem/brain-token ]; then \
-		(umask 077; echo "local:$$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" > .gem/brain-token); \
-		echo "gem: created a local bearer token in .gem/brain-token"; \
-	fi && \
-	$(BIN)/executor migrate && \
-	export GEM_LOG_FORMAT=$${GEM_LOG_FORMAT:-console} GEM_BRAIN_TOKEN_FILE=$${GEM_BRAIN_TOKEN_FILE:-.gem/brain-token} && \
-	addr=$${GEM_BRAIN_ADDR:-127.0.0.1:8088} && token=$$(cut -d: -f2 .gem/brain-token) && \
-	echo "gem: database $$DATABASE_URL" && \
-	echo "gem: brain on http://$$addr — try, from another terminal:" && \
-	echo "  curl -s -H 'Authorization: Bearer $$token' -d '{\"message\": \"create a task to call John tomorrow, urgent\"}' http://$$addr/brain/run" && \
-	echo "  bin/brain run -m 'new lead Ann Lee 0412 345 678 in Newtown, referral'" && \
-	echo "  psql \"$$DATABASE_URL\" -c 'SELECT tool_name, status, summary FROM core_tool_receipts ORDER BY id DESC LIMIT 5'" && \
-	{ $(BIN)/executor run & exec_pid=$$!; } && \
-	trap 'kill -TERM $$exec_pid 2>/dev/null; wait $$exec_pid' EXIT INT TERM && \
-	$(BIN)/brain serve
+	@BIN=$(BIN) scripts/run.sh
 
 # The proof package (the small chaos run and bench) loads both cores on purpose, so it runs after the other
 # packages rather than beside their timing-sensitive tests.
