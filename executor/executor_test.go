@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -556,15 +555,7 @@ func TestCallLogCarriesRunID(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 	var logs syncBuffer
-	e, err := executor.New(executor.Config{DatabaseURL: b.url, ID: "test-" + uuid.NewString()[:8]}, b.reg,
-		testHandlers(b.outsideLog, b.business), b.pool, zerolog.New(&logs).Level(zerolog.WarnLevel))
-	require.NoError(t, err)
-	require.NoError(t, e.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = e.Stop(ctx)
-	})
+	b.startExecutorWith(t, executor.Config{}, b.reg, testHandlers(b.outsideLog, b.business), zerolog.New(&logs).Level(zerolog.WarnLevel))
 
 	run := uuid.New()
 	withRun, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "conflict"}`), RunID: &run})

@@ -400,7 +400,17 @@ func (b *testBundle) startExecutor(t *testing.T, edit func(*executor.Config)) *e
 	if testing.Verbose() {
 		log = log.Level(zerolog.InfoLevel)
 	}
-	e, err := executor.New(cfg, b.reg, testHandlers(b.outsideLog, b.business), b.pool, log)
+	return b.startExecutorWith(t, cfg, b.reg, testHandlers(b.outsideLog, b.business), log)
+}
+
+// startExecutorWith starts an in-process executor on the test database with the registry, handlers and
+// logger given.
+func (b *testBundle) startExecutorWith(t *testing.T, cfg executor.Config, reg *registry.Registry, h executor.Handlers, log zerolog.Logger) *executor.Executor {
+	t.Helper()
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL, cfg.ID = b.url, "test-"+uuid.NewString()[:8]
+	}
+	e, err := executor.New(cfg, reg, h, b.pool, log)
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {
