@@ -29,7 +29,14 @@ host=${addr%:*}
 host=${host#[}
 host=${host%]}
 case "$host" in "" | 0.0.0.0) host=127.0.0.1 ;; ::) host=::1 ;; esac
-if [ "$port" != 0 ] && timeout 2 bash -c ">/dev/tcp/$host/$port" 2>/dev/null; then
+listening() {
+	if command -v timeout >/dev/null 2>&1; then
+		timeout 2 bash -c ">/dev/tcp/$1/$2" 2>/dev/null
+	else
+		bash -c ">/dev/tcp/$1/$2" 2>/dev/null
+	fi
+}
+if [ "$port" != 0 ] && listening "$host" "$port"; then
 	die "the brain's address $addr is already in use (another make run?): stop what listens there, or set GEM_BRAIN_ADDR to another address"
 fi
 
