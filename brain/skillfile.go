@@ -2,8 +2,6 @@ package brain
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -100,8 +98,8 @@ func (sf *SkillFile) Tools(reg *registry.Registry) ([]string, []string) {
 	return tools, notes
 }
 
-// SkillImport is the body of POST /skills/import.
-type SkillImport struct {
+// SkillImportParams are a SKILL.md to import: the body of POST /skills/import.
+type SkillImportParams struct {
 	// Source says where the SKILL.md came from (a path), kept in the skill's metadata.
 	Source string `json:"source"`
 	// Content is the SKILL.md text.
@@ -114,18 +112,18 @@ type ImportResult struct {
 	Notes []string `json:"notes"`
 }
 
-// SkillImport creates or replaces a skill from a SKILL.md.
-func (s *Agents) SkillImport(ctx context.Context, body []byte) (*ImportResult, error) {
-	var in SkillImport
-	if err := json.Unmarshal(body, &in); err != nil || in.Content == "" {
-		return nil, Errorf(EINVALID, "send {\"source\": \"path/SKILL.md\", \"content\": \"...\"}")
+// SkillParams turns an imported SKILL.md into the params that save it (under its name, replacing a skill of
+// that name), with notes on the tools left out.
+func (p *SkillImportParams) SkillParams(reg *registry.Registry) (*SkillParams, []string, error) {
+	if p.Content == "" {
+		return nil, nil, Errorf(EINVALID, "send {\"source\": \"path/SKILL.md\", \"content\": \"...\"}")
 	}
-	sf, err := ParseSkillFile([]byte(in.Content))
+	sf, err := ParseSkillFile([]byte(p.Content))
 	if err != nil {
-		return nil, Errorf(EINVALID, "%s: %v", orDefault(in.Source, "SKILL.md"), err)
+		return nil, nil, Errorf(EINVALID, "%s: %v", orDefault(p.Source, "SKILL.md"), err)
 	}
-	tools, notes := sf.Tools(s.reg)
-	meta := map[string]any{"format": "agent-skills", "source": in.Source}
+	tools, notes := sf.Tools(reg)
+	meta := map[string]any{"format": "agent-skills", "source": p.Source}
 	for k, v := range sf.Metadata {
 		meta[k] = v
 	}
@@ -135,22 +133,16 @@ func (s *Agents) SkillImport(ctx context.Context, body []byte) (*ImportResult, e
 	if sf.AllowedTools != "" {
 		meta["allowed-tools"] = sf.AllowedTools
 	}
-	input := map[string]any{
-		"name": sf.Name, "description": strings.TrimSpace(sf.Description), "instructions": sf.Body, "tools": tools,
-		"category": orDefault(sf.Metadata["gem-category"], "imported"), "metadata": meta,
-	}
+	description, category := strings.TrimSpace(sf.Description), orDefault(sf.Metadata["gem-category"], "imported")
+	params := &SkillParams{Slug: &sf.Name, Name: &sf.Name, Description: &description, Instructions: &sf.Body, Tools: tools,
+		Category: &category, Metadata: meta}
 	if req := splitList(sf.Metadata["gem-requires"]); len(req) > 0 {
-		input["requires"] = req
-	}
-	raw, _ := json.Marshal(input)
-	skill, err := s.SkillSave(ctx, sf.Name, raw, "upsert")
-	if err != nil {
-		return nil, err
+		params.Requires = req
 	}
 	if notes == nil {
 		notes = []string{}
 	}
-	return &ImportResult{Skill: skill, Notes: notes}, nil
+	return params, notes, nil
 }
 
 func orDefault(s, def string) string {

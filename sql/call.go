@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -183,6 +184,9 @@ type CallListParams struct {
 	After *Cursor
 	// Limit caps the rows returned. Defaults to 50; at most 1000.
 	Limit int
+	// MaxInputBytes replaces an input larger than this many bytes (as JSON text) with a Truncated marker,
+	// in PostgreSQL, so a listing never carries a large document. Defaults to 0: inputs whole.
+	MaxInputBytes int
 }
 
 // CallList returns calls, newest first.
@@ -192,7 +196,11 @@ func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
 		limit = 50
 	}
 	limit = min(limit, 1000)
-	rows, err := db.Query(ctx, `SELECT `+callColumns+` FROM core_calls
+	columns := callColumns
+	if p.MaxInputBytes > 0 {
+		columns = strings.Replace(callColumns, "tool_name, input,", "tool_name, "+truncatedJSON("input", p.MaxInputBytes)+",", 1)
+	}
+	rows, err := db.Query(ctx, `SELECT `+columns+` FROM core_calls
 		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3::uuid IS NULL OR run_id = $3)
 		  AND ($4::timestamptz IS NULL OR created_at >= $4)
 		  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
@@ -214,6 +222,20 @@ func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
 		return nil, fmt.Errorf("error listing calls: %w", err)
 	}
 	return calls, nil
+}
+
+// Truncated is the marker a listing puts in place of a JSON document larger than its bound: {"truncated":
+// true, "bytes": N}, N the document's size as JSON text. The whole document is read by id.
+type Truncated struct {
+	Truncated bool `json:"truncated"`
+	Bytes     int  `json:"bytes"`
+}
+
+// truncatedJSON is a select expression that replaces a jsonb column over max bytes with the Truncated
+// marker. max is an int, never input, so building SQL from it is safe.
+func truncatedJSON(column string, max int) string {
+	return fmt.Sprintf(`CASE WHEN octet_length(%[1]s::text) > %[2]d THEN jsonb_build_object('truncated', true, 'bytes', octet_length(%[1]s::text)) ELSE %[1]s END`,
+		column, max)
 }
 
 func nullTime(t time.Time) *time.Time {

@@ -526,3 +526,40 @@ func TestReceiptWaiterPayloads(t *testing.T) {
 	require.Equal(t, 3.25, res.Receipts[small].DurationMS)
 	require.Equal(t, []registry.DBWrite{{Table: "t", Op: "insert", Count: 1, IDs: []string{"1"}}}, res.Receipts[small].Effects.DBWrites)
 }
+
+// TestReceiptWaiterSubscribe: a subscription made before its calls exist hears of their receipts without
+// reading the table first, so it sees only receipts committed after it was made.
+func TestReceiptWaiterSubscribe(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.NoError(t, w.Start(ctx))
+	defer w.Stop()
+
+	id := uuid.Must(uuid.NewV7())
+	sub := w.Subscribe([]uuid.UUID{id, id})
+	defer sub.Close()
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = gemsql.CallInsert(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: "a.b"})
+	require.NoError(t, err)
+	insertReceipt(t, ctx, tx, id, "succeeded")
+	require.NoError(t, tx.Commit(ctx))
+
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := sub.Wait(waitCtx)
+	require.NoError(t, err)
+	require.Contains(t, res.Receipts, id)
+	require.Empty(t, res.Pending)
+
+	// A receipt committed before the subscription is not read: the subscription only listens.
+	late := w.Subscribe([]uuid.UUID{id})
+	defer late.Close()
+	shortCtx, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	res, err = late.Wait(shortCtx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, []uuid.UUID{id}, res.Pending)
+}

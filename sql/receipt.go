@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -103,6 +104,17 @@ type ReceiptListParams struct {
 	After *Cursor
 	// Limit caps the rows returned. Defaults to 50; at most 1000.
 	Limit int
+	// MaxResultBytes replaces a result (and an error's details) larger than this many bytes (as JSON text)
+	// with a Truncated marker, in PostgreSQL. Defaults to 0: whole.
+	MaxResultBytes int
+}
+
+// truncatedError is a select expression for a receipt's error whose details are over max bytes: the
+// details become the Truncated marker, the code and message stay.
+func truncatedError(max int) string {
+	return fmt.Sprintf(`CASE WHEN octet_length((error->'details')::text) > %[1]d
+		THEN jsonb_set(error, '{details}', jsonb_build_object('truncated', true, 'bytes', octet_length((error->'details')::text)))
+		ELSE error END`, max)
 }
 
 // ReceiptList returns receipts, most recently finished first.
@@ -112,7 +124,12 @@ func ReceiptList(ctx context.Context, db DBTX, p ReceiptListParams) ([]*registry
 		limit = 50
 	}
 	limit = min(limit, 1000)
-	rows, err := db.Query(ctx, `SELECT `+receiptColumns+` FROM core_tool_receipts
+	columns := receiptColumns
+	if p.MaxResultBytes > 0 {
+		columns = strings.Replace(receiptColumns, "status, result, effects, error,", "status, "+truncatedJSON("result", p.MaxResultBytes)+
+			", effects, "+truncatedError(p.MaxResultBytes)+",", 1)
+	}
+	rows, err := db.Query(ctx, `SELECT `+columns+` FROM core_tool_receipts
 		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR error_code = $3)
 		  AND ($4::timestamptz IS NULL OR finished_at >= $4)
 		  AND ($5::timestamptz IS NULL OR (finished_at, call_id) < ($5, $6::uuid))

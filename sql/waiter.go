@@ -222,23 +222,60 @@ type WaitResult struct {
 // when ctx ends first it also returns ctx's error, and Pending lists the calls still running (they go on
 // running: a wait never cancels a call).
 func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitResult, error) {
-	res := &WaitResult{Receipts: make(map[uuid.UUID]*registry.Receipt, len(callIDs))}
-	pending := make(map[uuid.UUID]struct{}, len(callIDs))
+	sub := w.Subscribe(callIDs)
+	defer sub.Close()
+	// Subscribed before reading, so a receipt committed in between is either read or notified.
+	sub.reread = true
+	return sub.Wait(ctx)
+}
+
+// Subscription hears of the receipts of some calls. Subscribe before the calls are inserted (before the
+// transaction that inserts them commits), and the wait hears of every receipt without reading first.
+type Subscription struct {
+	w      *ReceiptWaiter
+	wt     *waiter
+	ids    []uuid.UUID
+	resync <-chan struct{}
+	// reread reads the receipts before waiting (the calls may have them already).
+	reread bool
+}
+
+// Subscribe registers to hear of the calls' receipts. Close it when done.
+func (w *ReceiptWaiter) Subscribe(callIDs []uuid.UUID) *Subscription {
+	seen := make(map[uuid.UUID]struct{}, len(callIDs))
 	ids := make([]uuid.UUID, 0, len(callIDs))
 	for _, id := range callIDs {
-		if _, dup := pending[id]; !dup {
-			pending[id] = struct{}{}
+		if _, dup := seen[id]; !dup {
+			seen[id] = struct{}{}
 			ids = append(ids, id)
 		}
 	}
+	sub := &Subscription{w: w, wt: &waiter{notify: make(chan notice, len(ids))}, ids: ids}
+	if len(ids) > 0 {
+		sub.resync = w.register(sub.wt, ids)
+	}
+	return sub
+}
+
+// Close stops hearing of the calls.
+func (sub *Subscription) Close() {
+	if len(sub.ids) > 0 {
+		sub.w.unregister(sub.wt, sub.ids)
+	}
+}
+
+// Wait waits until every call has a receipt or ctx ends, as ReceiptWaiter.Wait does. Call it once.
+func (sub *Subscription) Wait(ctx context.Context) (*WaitResult, error) {
+	w, ids, resync := sub.w, sub.ids, sub.resync
+	res := &WaitResult{Receipts: make(map[uuid.UUID]*registry.Receipt, len(ids))}
 	if len(ids) == 0 {
 		return res, nil
 	}
-
-	// Register before reading, so a receipt committed in between is either read or notified.
-	wt := &waiter{notify: make(chan notice, len(ids))}
-	resync := w.register(wt, ids)
-	defer w.unregister(wt, ids)
+	pending := make(map[uuid.UUID]struct{}, len(ids))
+	for _, id := range ids {
+		pending[id] = struct{}{}
+	}
+	wt := sub.wt
 
 	var retry <-chan time.Time
 	load := func(batch []uuid.UUID) error {
@@ -268,9 +305,11 @@ func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitRes
 		return out
 	}
 
-	if err := load(ids); err != nil {
-		res.Pending = pendingIDs()
-		return res, err
+	if sub.reread {
+		if err := load(ids); err != nil {
+			res.Pending = pendingIDs()
+			return res, err
+		}
 	}
 	for len(pending) > 0 {
 		select {
@@ -323,6 +362,11 @@ func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitRes
 // WaitOne waits for one call's receipt until ctx ends.
 func (w *ReceiptWaiter) WaitOne(ctx context.Context, callID uuid.UUID) (*registry.Receipt, error) {
 	res, err := w.Wait(ctx, []uuid.UUID{callID})
+	return receiptOf(res, err, callID)
+}
+
+// receiptOf picks one call's receipt from a wait's result.
+func receiptOf(res *WaitResult, err error, callID uuid.UUID) (*registry.Receipt, error) {
 	if r, ok := res.Receipts[callID]; ok {
 		return r, nil
 	}

@@ -3,26 +3,135 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/api"
+
 	"github.com/gemhq/gem/registry"
 )
 
-func clientFrom(fs *flag.FlagSet, getenv func(string) string) func() *brain.Client {
+func clientFrom(fs *flag.FlagSet, getenv func(string) string) func() *api.Client {
 	url := fs.String("url", "", "brain URL")
 	token := fs.String("token", "", "bearer token")
-	return func() *brain.Client {
-		return &brain.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
+	return func() *api.Client {
+		return &api.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
 	}
+}
+
+// flagExit is the exit status of a command whose flags did not parse: 0 for -h (the flag package printed
+// the command's flags), 2 otherwise.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+// approveRun runs a plan stored with -M plan: brain approve RUN_ID [-wait] [-timeout 30s].
+func approveRun(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wait := fs.Bool("wait", false, "wait for the calls' receipts and print the answer")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long -wait waits (1s..2m)")
+	asJSON := fs.Bool("json", false, "print the JSON response")
+	client := clientFrom(fs, getenv)
+	id, rest := firstArg(args)
+	if err := fs.Parse(rest); err != nil {
+		return flagExit(err)
+	}
+	if id == "" {
+		fmt.Fprintln(stderr, "usage: brain approve RUN_ID [-wait] [-timeout 30s] [-json]")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout+15*time.Second)
+	defer cancel()
+	c := client()
+	resp, status, err := c.Approve(ctx, id, *wait, *timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain approve:", err)
+		return 1
+	}
+	printRun(stdout, stderr, resp, status, *asJSON, getenv)
+	if resp.OK && status < 300 {
+		return 0
+	}
+	return 1
+}
+
+// showReceipt prints a call and its receipt: brain receipt CALL_ID [-wait 30s]. It exits 0 when the call
+// succeeded, 1 when it failed or has no receipt yet.
+func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("receipt", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wait := fs.Duration("wait", 0, "wait up to this long for the receipt (at most 60s)")
+	client := clientFrom(fs, getenv)
+	id, rest := firstArg(args)
+	if err := fs.Parse(rest); err != nil {
+		return flagExit(err)
+	}
+	if id == "" {
+		fmt.Fprintln(stderr, "usage: brain receipt CALL_ID [-wait 30s]")
+		return 2
+	}
+	path := "/calls/" + url.PathEscape(id)
+	if *wait > 0 {
+		path += "?wait=" + wait.String()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
+	defer cancel()
+	var body map[string]any
+	status, err := client().Do(ctx, http.MethodGet, path, nil, &body)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain receipt:", err)
+		return 1
+	}
+	if apiError(stdout, "brain receipt", status, body) {
+		tokenHint(stderr, status, getenv)
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(body)
+	receipt, _ := body["receipt"].(map[string]any)
+	if receipt == nil {
+		fmt.Fprintln(stderr, "brain receipt: no receipt yet; the call keeps running (try -wait 30s)")
+		return 1
+	}
+	if receipt["status"] != "succeeded" {
+		return 1
+	}
+	return 0
+}
+
+// firstArg splits a leading positional argument from the flags after it.
+func firstArg(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+// tokenHint says, after a 401, where the CLI looked for a token, so a person outside the repository knows
+// what to set.
+func tokenHint(w io.Writer, status int, getenv func(string) string) {
+	if status != http.StatusUnauthorized {
+		return
+	}
+	_, source := findToken("", getenv)
+	if source == "" {
+		source = "none found"
+	}
+	fmt.Fprintf(w, "  the token comes from -token, $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or .gem/brain-token in the working folder or a parent (used: %s)\n", source)
 }
 
 // apiError prints an error answer ({"ok": false, "errors": [...]}) and reports whether there was one.
@@ -67,7 +176,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 		input, rest = rest[0], rest[1:]
 	}
 	if err := fs.Parse(rest); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if tool == "" {
 		fmt.Fprintln(stderr, "usage: brain call TOOL [INPUT_JSON] [-wait 30s] [-key KEY]")
@@ -90,6 +199,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 		return 1
 	}
 	if apiError(stdout, "brain call", status, body) {
+		tokenHint(stderr, status, getenv)
 		return 1
 	}
 	enc := json.NewEncoder(stdout)
@@ -123,7 +233,7 @@ func importSkills(args []string, getenv func(string) string, stdout, stderr io.W
 	client := clientFrom(fs, getenv)
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "usage: brain skills import DIR...")
-		return 2
+		return flagExit(err)
 	}
 	failed := 0
 	for _, dir := range fs.Args() {
@@ -179,7 +289,7 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 	collection := flags.String("collection", "", "lore collection (default the tool's)")
 	client := clientFrom(flags, getenv)
 	if err := flags.Parse(args[1:]); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -1,16 +1,6 @@
-// Command brain is GEM's brain: an HTTP service that plans tool calls, and a CLI that talks to it.
-//
-//	brain serve [-migrate]                       serve the HTTP API until SIGINT/SIGTERM
-//	brain run -m "create a task to call John"    ask the brain; exits 0 when ok, 1 otherwise
-//	brain call TOOL '{"input": ...}' [-wait 30s]  make one call to a named tool and print its receipt
-//	brain skills import DIR...                    import skills in the Agent Skills format (SKILL.md)
-//	brain lore ingest DIR [-collection NAME]      ingest Markdown and text files with lore.ingest
-//	brain version
-//
-// `brain run` flags: -M mode (answer, plan, enqueue, enqueue_and_wait; default enqueue_and_wait), -lead-id,
-// -job-id, -quote-id, -context key=value (repeatable), -conversation, -timeout (wait for receipts, default
-// 30s), -max-calls, -json, -url (default $GEM_BRAIN_URL or http://$GEM_BRAIN_ADDR), -token (default
-// $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or .gem/brain-token).
+// Command brain is GEM's brain: an HTTP service that plans tool calls, and a CLI that talks to it. `brain
+// help` lists its commands, flags and environment variables. Main wires the service together; the CLI's
+// commands are in commands.go.
 package main
 
 import (
@@ -27,25 +17,77 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gemhq/gem/brain/api"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/rs/zerolog"
+
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/registry"
 )
 
-const usage = `usage:
-  brain serve [-migrate]
-  brain run -m MESSAGE [-M mode] [-lead-id ID] [-context k=v] [-timeout 30s] [-json]
+const usage = `brain: GEM's brain, an HTTP service that plans tool calls, and a CLI that talks to it.
+
+usage:
+  brain serve [-migrate]                  serve the HTTP API until SIGINT/SIGTERM
+  brain run -m MESSAGE [flags]            ask the brain; exits 0 when ok, 1 otherwise
+  brain approve RUN_ID [-wait] [-timeout 30s]
+                                          run a plan stored with -M plan
+  brain receipt CALL_ID [-wait 30s]       print a call and its receipt (waiting up to -wait for it)
   brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY]
-  brain skills import DIR...
+                                          make one call to a named tool and print its receipt
+  brain skills import DIR...              import skills in the Agent Skills format (SKILL.md)
   brain lore ingest DIR [-collection NAME]
-  brain version`
+                                          ingest Markdown and text files with lore.ingest
+  brain version                           print the version
+  brain help                              print this help ("brain COMMAND -h" lists a command's flags)
+
+brain run flags:
+  -m MESSAGE          the message (or give it as the remaining arguments)
+  -M MODE             answer, plan, enqueue or enqueue_and_wait (default enqueue_and_wait)
+  -lead-id, -job-id, -quote-id ID
+                      context ids merged into the planned calls' inputs
+  -context KEY=VALUE  more context (repeatable)
+  -conversation ID    conversation id
+  -timeout 30s        how long to wait for receipts (1s..2m)
+  -max-calls N        most tool calls to plan (1..50; default 10)
+  -json               print the JSON response
+
+every client command also takes:
+  -url URL            the brain (default $GEM_BRAIN_URL, else http://$GEM_BRAIN_ADDR, else http://127.0.0.1:8088)
+  -token TOKEN        bearer token (default $GEM_BRAIN_TOKEN, else the first of $GEM_BRAIN_TOKENS, else the
+                      first token in .gem/brain-token, looked up in the working folder and its parents)
+
+brain serve reads (defaults in brackets):
+  DATABASE_URL                     PostgreSQL URL (required)
+  GEM_REGISTRY                     registry file [tools.registry.json, in the working folder or a parent]
+  GEM_BRAIN_ADDR                   listen address [127.0.0.1:8088]
+  GEM_BRAIN_TOKENS                 bearer tokens, comma-separated, each name:token or token
+  GEM_BRAIN_TOKEN_FILE             a file of bearer tokens, one per line (make run writes .gem/brain-token)
+  GEM_BRAIN_AUTH                   on or off (off serves without authentication) [on]
+  GEM_BRAIN_MAX_BODY               largest request body in bytes [1048576]
+  GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [the local zone]
+  GEM_BRAIN_PLANNER                rules or llm [rules]
+  GEM_BRAIN_TOOL_SEARCH_THRESHOLD  tools above which agents get search_tools/describe_tool [40]
+  GEM_BRAIN_CHAT_WAIT_TIMEOUT      wait for one chat iteration's receipts [30s]
+  GEM_LLM_PROVIDER                 openai or anthropic [openai]
+  GEM_LLM_BASE_URL                 the LLM API's base URL [the provider's]
+  GEM_LLM_API_KEY                  the LLM API key
+  GEM_LLM_MODEL                    the default model (required for an LLM)
+  GEM_LLM_MAX_TOKENS               bound on each answer [4096 for anthropic, the server's for openai]
+  GEM_LLM_TIMEOUT                  bound on one LLM request [60s]
+  GEM_DB_CONNECT_WAIT              how long start-up waits for the database [1m]
+  GEM_LOG_LEVEL                    debug, info, warn or error [info]
+  GEM_LOG_FORMAT                   json or console [json]
+`
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(cli(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// cli runs one command line and returns its exit status.
+func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
@@ -55,6 +97,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return runMessage(args[1:], getenv, stdout, stderr)
 	case "call":
 		return callTool(args[1:], getenv, stdout, stderr)
+	case "approve":
+		return approveRun(args[1:], getenv, stdout, stderr)
+	case "receipt":
+		return showReceipt(args[1:], getenv, stdout, stderr)
 	case "skills":
 		if len(args) < 2 || args[1] != "import" {
 			fmt.Fprintln(stderr, "usage: brain skills import DIR...")
@@ -70,11 +116,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "version":
 		fmt.Fprintln(stdout, brain.Version)
 		return 0
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "unknown command %q\n%s\n", args[0], usage)
+		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
 		return 2
 	}
 }
@@ -84,21 +130,22 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	migrate := fs.Bool("migrate", false, "apply migrations before serving")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
-	log, err := brain.NewLogger(stderr, getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
+	log, err := gemsql.NewLogger(stderr, "brain", getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	cfg, err := brain.ConfigFromEnv(getenv)
+	zerolog.DefaultContextLogger = &log
+	cfg, err := ConfigFromEnv(getenv)
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := &brain.Main{Config: cfg, Log: log, Migrate: *migrate}
+	m := &Main{Config: cfg, Log: log, Migrate: *migrate}
 	if err := m.Open(ctx); err != nil {
 		log.Error().Err(err).Msg("brain did not start")
 		return 1
@@ -147,7 +194,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 	ctxVals := keyValues{}
 	fs.Var(ctxVals, "context", "context key=value (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if *message == "" {
 		*message = strings.Join(fs.Args(), " ")
@@ -161,12 +208,12 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 			ctxVals[k] = v
 		}
 	}
-	req := &brain.RunRequest{Message: *message, Mode: brain.Mode(*mode), ConversationID: *conversation,
+	req := &brain.RunParams{Message: *message, Mode: brain.Mode(*mode), ConversationID: *conversation,
 		Limits: &brain.Limits{MaxToolCalls: *maxCalls, WaitTimeoutMS: int(timeout.Milliseconds())}}
 	if len(ctxVals) > 0 {
 		req.Context = ctxVals
 	}
-	client := &brain.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
+	client := &api.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout+15*time.Second)
 	defer cancel()
 	resp, status, err := client.Run(ctx, req)
@@ -174,13 +221,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "brain run:", err)
 		return 1
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(resp)
-	} else {
-		printHuman(stdout, resp, status)
-	}
+	printRun(stdout, stderr, resp, status, *asJSON, getenv)
 	if resp.OK && status < 300 {
 		return 0
 	}
@@ -196,29 +237,47 @@ func brainURL(flagValue string, getenv func(string) string) string {
 	case getenv("GEM_BRAIN_ADDR") != "":
 		return "http://" + getenv("GEM_BRAIN_ADDR")
 	}
-	return "http://" + brain.AddrDefault
+	return "http://" + api.AddrDefault
 }
 
 // brainToken finds the token: the flag, $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or the local
-// token `make run` writes to .gem/brain-token.
+// token `make run` writes to .gem/brain-token (looked up in the working folder and its parents).
 func brainToken(flagValue string, getenv func(string) string) string {
+	token, _ := findToken(flagValue, getenv)
+	return token
+}
+
+// findToken finds the token and says where it came from ("" when nowhere).
+func findToken(flagValue string, getenv func(string) string) (token, source string) {
 	if flagValue != "" {
-		return flagValue
+		return flagValue, "-token"
 	}
 	if t := getenv("GEM_BRAIN_TOKEN"); t != "" {
-		return t
+		return t, "$GEM_BRAIN_TOKEN"
 	}
-	if ts := brain.ParseTokens(getenv("GEM_BRAIN_TOKENS"), ","); len(ts) > 0 {
-		return ts[0].Value
+	if ts := api.ParseTokens(getenv("GEM_BRAIN_TOKENS"), ","); len(ts) > 0 {
+		return ts[0].Value, "$GEM_BRAIN_TOKENS"
 	}
 	if path, err := registry.Find(filepath.Join(".gem", "brain-token")); err == nil {
 		if data, err := os.ReadFile(path); err == nil {
-			if ts := brain.ParseTokens(string(data), "\n"); len(ts) > 0 {
-				return ts[0].Value
+			if ts := api.ParseTokens(string(data), "\n"); len(ts) > 0 {
+				return ts[0].Value, path
 			}
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// printRun prints a run's answer, as JSON or for a person, with a hint after a refused token.
+func printRun(stdout, stderr io.Writer, resp *brain.RunResponse, status int, asJSON bool, getenv func(string) string) {
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(resp)
+	} else {
+		printHuman(stdout, resp, status)
+	}
+	tokenHint(stderr, status, getenv)
 }
 
 func printHuman(w io.Writer, resp *brain.RunResponse, status int) {

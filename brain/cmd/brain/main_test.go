@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/sql/sqltest"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,8 +26,8 @@ func TestCLI(t *testing.T) {
 	e, err := testenv.StartExecutor(dbURL)
 	require.NoError(t, err)
 	t.Cleanup(e.Stop)
-	m := &brain.Main{Config: brain.Config{DatabaseURL: dbURL, RegistryPath: testenv.RegistryPath(), Addr: "127.0.0.1:0",
-		Tokens: []brain.Token{{Name: "cli", Value: token}}}, Log: zerolog.Nop()}
+	m := &Main{Config: Config{DatabaseURL: dbURL, RegistryPath: testenv.RegistryPath(), Addr: "127.0.0.1:0",
+		Tokens: []api.Token{{Name: "cli", Value: token}}}, Log: zerolog.Nop()}
 	require.NoError(t, m.Open(context.Background()))
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	env := map[string]string{"GEM_BRAIN_URL": m.Server.URL(), "GEM_BRAIN_TOKEN": token}
@@ -33,7 +35,7 @@ func TestCLI(t *testing.T) {
 
 	cli := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
-		code := run(args, getenv, &out, &errOut)
+		code := cli(args, getenv, &out, &errOut)
 		return code, out.String(), errOut.String()
 	}
 
@@ -74,7 +76,7 @@ func TestCLI(t *testing.T) {
 	require.Contains(t, out, "/title")
 
 	// brain skills import: both test skills, with what was left out.
-	code, out, _ = cli("skills", "import", "../../testdata/skills")
+	code, out, _ = cli("skills", "import", "testdata/skills")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "imported quoting-helper")
 	require.Contains(t, out, "imported pdf-notes")
@@ -115,6 +117,6 @@ func TestTokenLookup(t *testing.T) {
 	require.Equal(t, "env", brainToken("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKEN": "env"}[k] }))
 	require.Equal(t, "first", brainToken("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKENS": "a:first,b:second"}[k] }))
 	require.Equal(t, "http://127.0.0.1:9999", brainURL("", func(k string) string { return map[string]string{"GEM_BRAIN_ADDR": "127.0.0.1:9999"}[k] }))
-	require.Equal(t, "http://"+brain.AddrDefault, brainURL("", none))
+	require.Equal(t, "http://"+api.AddrDefault, brainURL("", none))
 
 }

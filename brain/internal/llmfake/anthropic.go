@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
 // NewAnthropic starts a fake Anthropic Messages API (base URL is URL) that wants key.
 func NewAnthropic(t testing.TB, key string, turns ...Turn) *Server {
 	s := &Server{t: t, key: key, script: turns}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serveAnthropic))
-	t.Cleanup(s.Close)
+	s.start(t, s.serveAnthropic)
 	return s
 }
 
@@ -143,7 +141,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 
 	turn, ok := s.next(req)
 	if !ok {
-		s.t.Errorf("fake Anthropic: no scripted turn left for request %d", len(s.Requests()))
+		s.problem("fake Anthropic: no scripted turn left for request %d", len(s.Requests()))
 		anthropicError(w, http.StatusInternalServerError, "api_error", "the fake's script is exhausted")
 		return
 	}
@@ -155,7 +153,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	for _, c := range turn.Calls {
 		var input map[string]any
 		if err := json.Unmarshal([]byte(c.Arguments), &input); err != nil {
-			s.t.Errorf("fake Anthropic: scripted arguments must be a JSON object: %v", err)
+			s.problem("fake Anthropic: scripted arguments must be a JSON object: %v", err)
 		}
 		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
 		stop = "tool_use"

@@ -6,6 +6,7 @@ package llmfake
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Turn is one scripted answer.
@@ -23,8 +26,10 @@ type Turn struct {
 	Text string
 	// Calls are the tool calls the assistant asks for.
 	Calls []Call
-	// Check, when set, asserts things about the request this turn answers.
-	Check func(t testing.TB, req *Request)
+	// Check, when set, asserts things about the request this turn answers (with require or assert). It runs
+	// on the server's handler goroutine, so its t only records failures; the test fails with them when it
+	// ends (from the test's own goroutine, at cleanup).
+	Check func(t require.TestingT, req *Request)
 }
 
 // Call is a scripted tool call. Arguments is sent as given (it may be malformed on purpose); for
@@ -83,12 +88,49 @@ func (r *Request) ToolResults() map[string]Message {
 // Server is a scripted fake.
 type Server struct {
 	*httptest.Server
-	t      testing.TB
-	key    string
-	mu     sync.Mutex
-	script []Turn
-	reqs   []*Request
+	t        testing.TB
+	key      string
+	mu       sync.Mutex
+	script   []Turn
+	reqs     []*Request
+	problems []string
 }
+
+// start serves handler and reports, when the test ends, every problem its handlers recorded.
+func (s *Server) start(t testing.TB, handler http.HandlerFunc) {
+	s.t = t
+	s.Server = httptest.NewServer(handler)
+	t.Cleanup(func() {
+		s.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.problems {
+			t.Error(p)
+		}
+	})
+}
+
+// problem records a failure seen on a handler goroutine, reported when the test ends.
+func (s *Server) problem(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.problems = append(s.problems, fmt.Sprintf(format, args...))
+}
+
+// recorder is the t a Check gets: it records failures, and FailNow stops the Check (not the handler).
+type recorder struct {
+	s    *Server
+	turn int
+}
+
+// errFailNow stops a Check that called FailNow; next recovers it.
+var errFailNow = errors.New("llmfake: check failed")
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.s.problem("turn %d check: "+format, append([]any{r.turn}, args...)...)
+}
+
+func (r *recorder) FailNow() { panic(errFailNow) }
 
 // Requests returns the requests received so far.
 func (s *Server) Requests() []*Request {
@@ -120,9 +162,17 @@ func (s *Server) next(req *Request) (Turn, bool) {
 	}
 	turn := s.script[0]
 	s.script = s.script[1:]
+	n := len(s.reqs)
 	s.mu.Unlock()
 	if turn.Check != nil {
-		turn.Check(s.t, req)
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != errFailNow {
+					panic(p)
+				}
+			}()
+			turn.Check(&recorder{s: s, turn: n}, req)
+		}()
 	}
 	return turn, true
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -12,8 +11,7 @@ import (
 // NewOpenAI starts a fake OpenAI chat-completions API; its base URL is URL + "/v1" and it wants key.
 func NewOpenAI(t testing.TB, key string, turns ...Turn) *Server {
 	s := &Server{t: t, key: key, script: turns}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serveOpenAI))
-	t.Cleanup(s.Close)
+	s.start(t, s.serveOpenAI)
 	return s
 }
 
@@ -112,7 +110,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 
 	turn, ok := s.next(req)
 	if !ok {
-		s.t.Errorf("fake OpenAI: no scripted turn left for request %d", len(s.Requests()))
+		s.problem("fake OpenAI: no scripted turn left for request %d", len(s.Requests()))
 		openAIError(w, http.StatusInternalServerError, "server_error", "the fake's script is exhausted")
 		return
 	}

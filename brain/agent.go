@@ -1,0 +1,181 @@
+package brain
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+)
+
+// Agent is an agents row.
+type Agent struct {
+	ID                uuid.UUID `json:"id"`
+	Slug              string    `json:"slug"`
+	Name              string    `json:"name"`
+	Instructions      string    `json:"instructions"`
+	Model             *string   `json:"model"`
+	Temperature       *float64  `json:"temperature"`
+	MaxToolIterations int       `json:"max_tool_iterations"`
+	Enabled           bool      `json:"enabled"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+// Skill is a skills row with its dependencies and how many agents have it.
+type Skill struct {
+	ID           uuid.UUID      `json:"id"`
+	Slug         string         `json:"slug"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description"`
+	Instructions string         `json:"instructions"`
+	Tools        []string       `json:"tools"`
+	Category     string         `json:"category"`
+	IsBuiltin    bool           `json:"is_builtin"`
+	Metadata     map[string]any `json:"metadata"`
+	Requires     []string       `json:"requires"`
+	AgentCount   int            `json:"agent_count"`
+	CreatedAt    time.Time      `json:"created_at"`
+	UpdatedAt    time.Time      `json:"updated_at"`
+}
+
+// Assignment is a skill given to an agent.
+type Assignment struct {
+	Skill           string         `json:"skill"`
+	ConfigOverrides map[string]any `json:"config_overrides"`
+	Priority        int            `json:"priority"`
+	Enabled         bool           `json:"enabled"`
+	AllowedUsers    []string       `json:"allowed_users"`
+	// Available says whether the skill counts for the user asked about: enabled, the user allowed, and every
+	// skill it requires available too.
+	Available bool `json:"available"`
+}
+
+// AgentParams create or change an agent; nil fields keep their value (or take their default on create).
+type AgentParams struct {
+	Slug              *string  `json:"slug"`
+	Name              *string  `json:"name"`
+	Instructions      *string  `json:"instructions"`
+	Model             *string  `json:"model"`
+	Temperature       *float64 `json:"temperature"`
+	MaxToolIterations *int     `json:"max_tool_iterations"`
+	Enabled           *bool    `json:"enabled"`
+	// ModelSet and TemperatureSet say that the request named the field, so a nil Model or Temperature
+	// clears it (JSON null) rather than keeping it.
+	ModelSet       bool `json:"-"`
+	TemperatureSet bool `json:"-"`
+}
+
+// AssignmentParams give a skill to an agent: the body of PUT /agents/{slug}/skills/{skill}.
+type AssignmentParams struct {
+	ConfigOverrides map[string]any `json:"config_overrides"`
+	Priority        *int           `json:"priority"`
+	Enabled         *bool          `json:"enabled"`
+	AllowedUsers    []string       `json:"allowed_users"`
+}
+
+// SkillParams create, replace or change a skill; nil fields keep their value (or take their default).
+type SkillParams struct {
+	Slug         *string        `json:"slug,omitempty"`
+	Name         *string        `json:"name,omitempty"`
+	Description  *string        `json:"description,omitempty"`
+	Instructions *string        `json:"instructions,omitempty"`
+	Tools        []string       `json:"tools,omitempty"`
+	Category     *string        `json:"category,omitempty"`
+	Metadata     map[string]any `json:"metadata,omitempty"`
+	Requires     []string       `json:"requires,omitempty"`
+}
+
+// SkillSaveMode is how a skill is saved.
+type SkillSaveMode string
+
+// Skill save modes.
+const (
+	// SkillCreate creates a skill (the slug comes from the params); an existing slug is a conflict.
+	SkillCreate SkillSaveMode = "create"
+	// SkillUpsert creates or replaces the skill at a slug.
+	SkillUpsert SkillSaveMode = "upsert"
+	// SkillPatch changes the fields given.
+	SkillPatch SkillSaveMode = "patch"
+)
+
+// Check refuses params the mode cannot use, and tool names the registry does not have. slug is the path's
+// slug (for create, the params' slug is used). It returns the slug to save under.
+func (p *SkillParams) Check(reg *registry.Registry, slug string, mode SkillSaveMode) (string, error) {
+	if err := CheckTools(reg, p.Tools); err != nil {
+		return "", err
+	}
+	switch {
+	case mode == SkillCreate && p.Slug == nil:
+		return "", &Error{Code: EINVALID, Message: "a skill needs a slug"}
+	case mode == SkillCreate:
+		slug = *p.Slug
+	case mode == SkillUpsert && p.Slug != nil && *p.Slug != slug:
+		return "", Errorf(EINVALID, "the body's slug %q differs from the path's %q", *p.Slug, slug)
+	}
+	if mode != SkillPatch && p.Name == nil {
+		return "", &Error{Code: EINVALID, Message: "a skill needs a name"}
+	}
+	return slug, nil
+}
+
+// CheckTools refuses tool names the registry does not have, naming them.
+func CheckTools(reg *registry.Registry, tools []string) error {
+	var unknown []string
+	for _, t := range tools {
+		if _, ok := reg.Tool(t); !ok {
+			unknown = append(unknown, t)
+		}
+	}
+	if len(unknown) > 0 {
+		return &Error{Code: EINVALID, Message: fmt.Sprintf("not in the registry: %s", strings.Join(unknown, ", ")),
+			Details: map[string]any{"unknown_tools": unknown}}
+	}
+	return nil
+}
+
+// ChatParams are a message to an agent: the body of POST /agents/{slug}/chat.
+type ChatParams struct {
+	Message   string `json:"message"`
+	UserID    string `json:"user_id"`
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// ChatToolCall is one tool call of a chat turn.
+type ChatToolCall struct {
+	// CallID is the GEM call, when one was made (not for refused arguments or meta-tools).
+	CallID *uuid.UUID `json:"call_id"`
+	Tool   string     `json:"tool"`
+	// Status is the receipt's status, or pending, invalid_arguments, not_enabled, unknown_tool, or answered
+	// (a meta-tool).
+	Status    string `json:"status"`
+	Iteration int    `json:"iteration"`
+}
+
+// ChatResponse is the answer to POST /agents/{slug}/chat.
+type ChatResponse struct {
+	OK         bool           `json:"ok"`
+	Reply      string         `json:"reply"`
+	RunID      uuid.UUID      `json:"run_id"`
+	SessionID  string         `json:"session_id"`
+	ToolCalls  []ChatToolCall `json:"tool_calls"`
+	Iterations int            `json:"iterations"`
+	// LimitReached is true when the agent hit max_tool_iterations before answering in text.
+	LimitReached bool     `json:"limit_reached"`
+	Errors       []*Error `json:"errors"`
+}
+
+// Statuses of a chat tool call other than a receipt's.
+const (
+	// ChatCallPending: the call was made and has no receipt yet.
+	ChatCallPending = "pending"
+	// ChatCallInvalidArguments: the LLM's arguments were refused before any call was made.
+	ChatCallInvalidArguments = "invalid_arguments"
+	// ChatCallNotEnabled: the tool exists but the agent's skills do not enable it.
+	ChatCallNotEnabled = "not_enabled"
+	// ChatCallUnknownTool: no tool has that name.
+	ChatCallUnknownTool = "unknown_tool"
+	// ChatCallAnswered: a meta-tool the brain answered itself.
+	ChatCallAnswered = "answered"
+)

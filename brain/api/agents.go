@@ -1,0 +1,210 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/labstack/echo/v4"
+)
+
+func (s *Server) listAgents(c echo.Context) error {
+	agents, err := postgres.AgentList(c.Request().Context(), s.pool)
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"agents": agents})
+}
+
+// decodeAgent decodes an agent's params, noting whether model and temperature were named (null clears them).
+func decodeAgent(c echo.Context) (*brain.AgentParams, error) {
+	params, body, err := decodeBody[brain.AgentParams](c, agentSchema, "")
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(body, &raw)
+	_, params.ModelSet = raw["model"]
+	_, params.TemperatureSet = raw["temperature"]
+	return params, nil
+}
+
+func (s *Server) createAgent(c echo.Context) error {
+	params, err := decodeAgent(c)
+	if err != nil {
+		return err
+	}
+	a, err := postgres.AgentCreate(c.Request().Context(), s.pool, params)
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusCreated, map[string]any{"agent": a})
+}
+
+// getAgent returns the agent, its skills and the tools it may call (for ?user_id=, default no user).
+func (s *Server) getAgent(c echo.Context) error {
+	ctx := c.Request().Context()
+	slug, user := c.Param("slug"), c.QueryParam("user_id")
+	a, err := postgres.AgentGet(ctx, s.pool, slug)
+	if err != nil {
+		return err
+	}
+	skills, err := postgres.AssignmentList(ctx, s.pool, slug, user)
+	if err != nil {
+		return err
+	}
+	tools, err := postgres.AgentTools(ctx, s.pool, s.reg, slug, user)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return ok(c, http.StatusOK, map[string]any{"agent": a, "skills": skills, "tools": names})
+}
+
+func (s *Server) updateAgent(c echo.Context) error {
+	params, err := decodeAgent(c)
+	if err != nil {
+		return err
+	}
+	a, err := postgres.AgentUpdate(c.Request().Context(), s.pool, c.Param("slug"), params)
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"agent": a})
+}
+
+func (s *Server) deleteAgent(c echo.Context) error {
+	if err := postgres.AgentDelete(c.Request().Context(), s.pool, c.Param("slug")); err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"deleted": c.Param("slug")})
+}
+
+func (s *Server) listAssignments(c echo.Context) error {
+	ctx := c.Request().Context()
+	if _, err := postgres.AgentGet(ctx, s.pool, c.Param("slug")); err != nil {
+		return err
+	}
+	skills, err := postgres.AssignmentList(ctx, s.pool, c.Param("slug"), c.QueryParam("user_id"))
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"skills": skills})
+}
+
+func (s *Server) assignSkill(c echo.Context) error {
+	params, _, err := decodeBody[brain.AssignmentParams](c, assignmentSchema, "{}")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := postgres.Assign(ctx, s.pool, c.Param("slug"), c.Param("skill"), params); err != nil {
+		return err
+	}
+	skills, err := postgres.AssignmentList(ctx, s.pool, c.Param("slug"), c.QueryParam("user_id"))
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"skills": skills})
+}
+
+func (s *Server) unassignSkill(c echo.Context) error {
+	if err := postgres.Unassign(c.Request().Context(), s.pool, c.Param("slug"), c.Param("skill")); err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"removed": c.Param("skill")})
+}
+
+func (s *Server) chatWithAgent(c echo.Context) error {
+	params, _, err := decodeBody[brain.ChatParams](c, chatSchema, "")
+	if err != nil {
+		return err
+	}
+	resp, err := s.chat.Chat(c.Request().Context(), c.Param("slug"), params, requester(c))
+	if err != nil {
+		if resp != nil {
+			return c.JSON(HTTPStatus(brain.ErrorCode(err)), resp)
+		}
+		return err
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+func (s *Server) listSkills(c echo.Context) error {
+	skills, err := postgres.SkillList(c.Request().Context(), s.pool)
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"skills": skills})
+}
+
+func (s *Server) getSkill(c echo.Context) error {
+	sk, err := postgres.SkillGet(c.Request().Context(), s.pool, c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"skill": sk})
+}
+
+func (s *Server) saveSkill(c echo.Context, mode brain.SkillSaveMode, status int) error {
+	params, _, err := decodeBody[brain.SkillParams](c, skillSchema, "")
+	if err != nil {
+		return err
+	}
+	slug, err := params.Check(s.reg, c.Param("slug"), mode)
+	if err != nil {
+		return err
+	}
+	sk, err := postgres.SkillSave(c.Request().Context(), s.pool, slug, params, mode)
+	if err != nil {
+		return err
+	}
+	return ok(c, status, map[string]any{"skill": sk})
+}
+
+func (s *Server) createSkill(c echo.Context) error {
+	return s.saveSkill(c, brain.SkillCreate, http.StatusCreated)
+}
+func (s *Server) upsertSkill(c echo.Context) error {
+	return s.saveSkill(c, brain.SkillUpsert, http.StatusOK)
+}
+func (s *Server) patchSkill(c echo.Context) error {
+	return s.saveSkill(c, brain.SkillPatch, http.StatusOK)
+}
+
+func (s *Server) deleteSkill(c echo.Context) error {
+	if err := postgres.SkillDelete(c.Request().Context(), s.pool, c.Param("slug")); err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"deleted": c.Param("slug")})
+}
+
+// importSkill creates or replaces a skill from a SKILL.md; the skill it makes is held to the same schema as
+// one sent to POST /skills.
+func (s *Server) importSkill(c echo.Context) error {
+	in, _, err := decodeBody[brain.SkillImportParams](c, skillImportSchema, "")
+	if err != nil {
+		return err
+	}
+	params, notes, err := in.SkillParams(s.reg)
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(params)
+	if err := skillSchema.Validate(raw); err != nil {
+		return invalidRequest(err)
+	}
+	slug, err := params.Check(s.reg, *params.Slug, brain.SkillUpsert)
+	if err != nil {
+		return err
+	}
+	sk, err := postgres.SkillSave(c.Request().Context(), s.pool, slug, params, brain.SkillUpsert)
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"skill": sk, "notes": notes})
+}

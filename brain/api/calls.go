@@ -1,0 +1,254 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+)
+
+// Bounds of a listing (GET /calls, GET /receipts): whatever the documents, an answer stays small and the
+// brain's memory bounded. A call's whole input and a receipt's whole result are at GET /calls/{id}.
+const (
+	// listValueMaxBytes: an input, result or error details larger than this (as JSON text) is listed as
+	// {"truncated": true, "bytes": N}, replaced in PostgreSQL before it reaches the brain.
+	listValueMaxBytes = 8 << 10
+	// listMaxBytes: a page ends early (with a next_cursor) once its rows reach this size.
+	listMaxBytes = 4 << 20
+)
+
+// getCall returns a call and its receipt; ?wait=5s long-polls until the receipt exists (at most 60s).
+func (s *Server) getCall(c echo.Context) error {
+	id, err := parseID(c, "call")
+	if err != nil {
+		return err
+	}
+	var wait time.Duration
+	if w := c.QueryParam("wait"); w != "" {
+		if wait, err = time.ParseDuration(w); err != nil || wait < 0 || wait > LongPollMax {
+			return brain.Errorf(brain.EINVALID, "wait must be a duration between 0s and %s, like 5s", LongPollMax)
+		}
+	}
+	ctx := c.Request().Context()
+	call, err := gemsql.CallGet(ctx, s.pool, id)
+	if errors.Is(err, gemsql.ErrNotFound) {
+		return brain.Errorf(brain.ENOTFOUND, "no call %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	receipt, err := gemsql.ReceiptGet(ctx, s.pool, id)
+	if errors.Is(err, gemsql.ErrNotFound) && wait > 0 {
+		waitCtx, cancel := context.WithTimeout(ctx, wait)
+		receipt, err = s.waiter.WaitOne(waitCtx, id)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			err = gemsql.ErrNotFound
+		}
+	}
+	switch {
+	case err == nil:
+		// The receipt may have arrived after the call was read.
+		if call.Status != registry.CallStatus(receipt.Status) {
+			if fresh, err := gemsql.CallGet(ctx, s.pool, id); err == nil {
+				call = fresh
+			}
+		}
+	case errors.Is(err, gemsql.ErrNotFound):
+		receipt = nil
+	default:
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "call": call, "receipt": receipt})
+}
+
+// encodeCursor makes an opaque position in a listing.
+func encodeCursor(t time.Time, id uuid.UUID) string {
+	b, _ := json.Marshal(map[string]any{"t": t, "id": id})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (*gemsql.Cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var c struct {
+		T  time.Time `json:"t"`
+		ID uuid.UUID `json:"id"`
+	}
+	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == uuid.Nil {
+		return nil, brain.Errorf(brain.EINVALID, "cursor %q is not one this server returned", s)
+	}
+	return &gemsql.Cursor{Time: c.T, ID: c.ID}, nil
+}
+
+// listParams are the common query parameters of /calls and /receipts.
+type listParams struct {
+	tool   string
+	status string
+	since  time.Time
+	limit  int
+	after  *gemsql.Cursor
+}
+
+func parseListParams(c echo.Context, statuses []string) (*listParams, error) {
+	p := &listParams{tool: c.QueryParam("tool"), status: c.QueryParam("status"), limit: 50}
+	var problems []string
+	if p.status != "" && !slices.Contains(statuses, p.status) {
+		problems = append(problems, fmt.Sprintf("status must be one of %s", strings.Join(statuses, ", ")))
+	}
+	if s := c.QueryParam("since"); s != "" {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			p.since = t
+		} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			p.since = time.Now().Add(-d)
+		} else {
+			problems = append(problems, "since must be an RFC 3339 time or a duration back from now, like 1h")
+		}
+	}
+	if s := c.QueryParam("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			problems = append(problems, "limit must be a whole number from 1 to 1000")
+		}
+		p.limit = n
+	}
+	var err error
+	if p.after, err = decodeCursor(c.QueryParam("cursor")); err != nil {
+		problems = append(problems, err.(*brain.Error).Message)
+	}
+	if len(problems) > 0 {
+		return nil, &brain.Error{Code: brain.EINVALID, Message: strings.Join(problems, "; "), Details: map[string]any{"problems": problems}}
+	}
+	return p, nil
+}
+
+// page keeps the rows of a listing that fit listMaxBytes (at least one) and says where the next page starts:
+// after the last row kept when rows were left out, or when a full page was read.
+func page[T any](rows []T, limit int, position func(T) (time.Time, uuid.UUID)) ([]T, any) {
+	size, kept := 0, len(rows)
+	for i, r := range rows {
+		b, _ := json.Marshal(r)
+		if size += len(b); size > listMaxBytes && i > 0 {
+			kept = i
+			break
+		}
+	}
+	if kept == len(rows) && len(rows) < limit || kept == 0 {
+		return rows[:kept], nil
+	}
+	t, id := position(rows[kept-1])
+	return rows[:kept], encodeCursor(t, id)
+}
+
+func (s *Server) listCalls(c echo.Context) error {
+	p, err := parseListParams(c, []string{"queued", "running", "succeeded", "failed", "not_configured"})
+	if err != nil {
+		return err
+	}
+	calls, err := gemsql.CallList(c.Request().Context(), s.pool, gemsql.CallListParams{ToolName: p.tool,
+		Status: registry.CallStatus(p.status), Since: p.since, After: p.after, Limit: p.limit, MaxInputBytes: listValueMaxBytes})
+	if err != nil {
+		return err
+	}
+	if calls == nil {
+		calls = []*gemsql.Call{}
+	}
+	calls, next := page(calls, p.limit, func(c *gemsql.Call) (time.Time, uuid.UUID) { return c.CreatedAt, c.ID })
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "calls": calls, "next_cursor": next})
+}
+
+func (s *Server) listReceipts(c echo.Context) error {
+	p, err := parseListParams(c, []string{"succeeded", "failed", "not_configured"})
+	if err != nil {
+		return err
+	}
+	receipts, err := gemsql.ReceiptList(c.Request().Context(), s.pool, gemsql.ReceiptListParams{ToolName: p.tool,
+		Status: registry.ReceiptStatus(p.status), ErrorCode: registry.ErrorCode(c.QueryParam("error_code")), Since: p.since,
+		After: p.after, Limit: p.limit, MaxResultBytes: listValueMaxBytes})
+	if err != nil {
+		return err
+	}
+	if receipts == nil {
+		receipts = []*registry.Receipt{}
+	}
+	receipts, next := page(receipts, p.limit, func(r *registry.Receipt) (time.Time, uuid.UUID) { return r.FinishedAt, r.CallID })
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "receipts": receipts, "next_cursor": next})
+}
+
+// callParams are the body of POST /calls.
+type callParams struct {
+	Tool           string          `json:"tool"`
+	Input          json.RawMessage `json:"input"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	WaitTimeoutMS  int             `json:"wait_timeout_ms"`
+}
+
+// createCall makes one call to a named tool (validated against the registry first) and, with
+// wait_timeout_ms, waits for its receipt. A wait that ends without the receipt answers ok false with
+// wait_timeout, saying whether any executor is alive to run the call.
+func (s *Server) createCall(c echo.Context) error {
+	req, _, err := decodeBody[callParams](c, callSchema, "")
+	if err != nil {
+		return err
+	}
+	if len(req.Input) == 0 {
+		req.Input = json.RawMessage("{}")
+	}
+	if errs := brain.PrepareCalls(s.reg, []brain.PlannedCall{{Tool: req.Tool, Input: req.Input}}, nil); len(errs) > 0 {
+		return errs[0]
+	}
+	ctx := c.Request().Context()
+	id := uuid.Must(uuid.NewV7())
+	var sub *gemsql.Subscription
+	if req.WaitTimeoutMS > 0 {
+		sub = s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
+		defer sub.Close()
+	}
+	if _, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
+		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c)}); err != nil {
+		return err
+	}
+	var receipt *registry.Receipt
+	if sub != nil {
+		waitCtx, cancel := context.WithTimeout(ctx, time.Duration(req.WaitTimeoutMS)*time.Millisecond)
+		res, _ := sub.Wait(waitCtx)
+		cancel()
+		receipt = res.Receipts[id]
+	}
+	call, err := gemsql.CallGet(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	body := map[string]any{"ok": receipt == nil || receipt.Status == registry.StatusSucceeded, "call": call, "receipt": receipt}
+	if req.WaitTimeoutMS > 0 && receipt == nil {
+		body["ok"] = false
+		body["errors"] = []*brain.Error{s.waitTimeout(ctx, []uuid.UUID{id}, time.Duration(req.WaitTimeoutMS)*time.Millisecond)}
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// waitTimeout is the error of a wait that ended before the receipts came, saying whether an executor is
+// alive to run the calls (a dead executor would otherwise look like a slow call).
+func (s *Server) waitTimeout(ctx context.Context, pending []uuid.UUID, waited time.Duration) *brain.Error {
+	e := &brain.Error{Code: brain.ETIMEOUT, Message: fmt.Sprintf("no receipt after %s; the call keeps running (GET /calls/%s?wait=5s)", waited, pending[0]),
+		Details: map[string]any{"pending": pending}}
+	if _, alive, err := s.executors(ctx); err == nil && alive == 0 {
+		e.Message += "; no executor is running, so nothing will run it until one starts"
+		e.Details.(map[string]any)["executors_alive"] = 0
+	}
+	return e
+}

@@ -1,0 +1,226 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+)
+
+// readBody reads the request body (bounded by the body limit).
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, echo.ErrStatusRequestEntityTooLarge
+		}
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, he
+		}
+		return nil, brain.Errorf(brain.EINVALID, "error reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// decodeBody reads the body and decodes it into T after checking its text (see textProblem) and validating
+// it against schema, so every mistake in a request is reported at once. An empty body is emptyBody
+// ("" to require one).
+func decodeBody[T any](c echo.Context, schema *registry.Schema, emptyBody string) (*T, []byte, error) {
+	body, err := readBody(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(strings.TrimSpace(string(body))) == 0 && emptyBody != "" {
+		body = []byte(emptyBody)
+	}
+	if err := checkText(body); err != nil {
+		return nil, nil, err
+	}
+	if err := schema.Validate(body); err != nil {
+		return nil, nil, invalidRequest(err)
+	}
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, nil, brain.Errorf(brain.EINVALID, "the request body does not fit: %v", err)
+	}
+	return &v, body, nil
+}
+
+// checkText refuses a JSON document holding text PostgreSQL cannot store, naming where it is.
+func checkText(doc []byte) error {
+	pointer, problem, found := textProblem(doc)
+	if !found {
+		return nil
+	}
+	where := "the request body"
+	if pointer != "" {
+		where = pointer
+	}
+	return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("%s %s; GEM stores text exactly, so it refuses what it cannot store", where, problem),
+		Details: map[string]any{"pointer": pointer, "problem": problem}}
+}
+
+// invalidRequest lists every violation of a request's schema.
+func invalidRequest(err error) *brain.Error {
+	var ve *registry.ValidationError
+	if errors.As(err, &ve) {
+		n := len(ve.Violations)
+		return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("the request does not match its schema (%d %s)", n, brain.Plural(n, "violation", "violations")),
+			Details: map[string]any{"violations": ve.Violations}}
+	}
+	return brain.Errorf(brain.EINVALID, "%v", err)
+}
+
+// checkParams refuses query parameters and path segments that are not text PostgreSQL can store (%00,
+// %FF), naming the parameter, before any handler sees them.
+func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for name, values := range c.QueryParams() {
+			if problem := plainTextProblem(name); problem != "" {
+				return brain.Errorf(brain.EINVALID, "a query parameter name %s", problem)
+			}
+			for _, v := range values {
+				if problem := plainTextProblem(v); problem != "" {
+					return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("query parameter %s %s", name, problem),
+						Details: map[string]any{"parameter": name, "problem": problem}}
+				}
+			}
+		}
+		for i, name := range c.ParamNames() {
+			if i < len(c.ParamValues()) {
+				if problem := plainTextProblem(c.ParamValues()[i]); problem != "" {
+					return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("path parameter %s %s", name, problem),
+						Details: map[string]any{"parameter": name, "problem": problem}}
+				}
+			}
+		}
+		return next(c)
+	}
+}
+
+func parseID(c echo.Context, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, brain.Errorf(brain.EINVALID, "%q is not a %s id (a UUID)", c.Param("id"), what)
+	}
+	return id, nil
+}
+
+// Request schemas, checked before anything else.
+var (
+	runSchema = registry.MustCompileSchema("run request", []byte(fmt.Sprintf(`{
+		"type": "object",
+		"properties": {
+			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
+			"mode": {"type": "string", "enum": ["answer", "plan", "enqueue", "enqueue_and_wait"]},
+			"conversation_id": {"type": "string", "maxLength": 200},
+			"context": {
+				"type": "object",
+				"propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,63}$"},
+				"additionalProperties": {"type": ["string", "number", "boolean"]},
+				"maxProperties": 50
+			},
+			"limits": {
+				"type": "object",
+				"properties": {
+					"max_tool_calls": {"type": "integer", "minimum": 1, "maximum": %d},
+					"wait_timeout_ms": {"type": "integer", "minimum": %d, "maximum": %d}
+				},
+				"additionalProperties": false
+			}
+		},
+		"required": ["message"],
+		"additionalProperties": false
+	}`, brain.MaxToolCallsMax, brain.WaitTimeoutMin.Milliseconds(), brain.WaitTimeoutMax.Milliseconds())))
+
+	approveSchema = registry.MustCompileSchema("approve request", []byte(fmt.Sprintf(`{
+		"type": "object",
+		"properties": {
+			"wait": {"type": "boolean"},
+			"wait_timeout_ms": {"type": "integer", "minimum": %d, "maximum": %d}
+		},
+		"additionalProperties": false
+	}`, brain.WaitTimeoutMin.Milliseconds(), brain.WaitTimeoutMax.Milliseconds())))
+
+	callSchema = registry.MustCompileSchema("call request", []byte(fmt.Sprintf(`{
+		"type": "object",
+		"properties": {
+			"tool": {"type": "string", "minLength": 1, "maxLength": 200},
+			"input": {"type": "object"},
+			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
+			"wait_timeout_ms": {"type": "integer", "minimum": 0, "maximum": %d}
+		},
+		"required": ["tool"],
+		"additionalProperties": false
+	}`, brain.WaitTimeoutMax.Milliseconds())))
+
+	agentSchema = registry.MustCompileSchema("agent", []byte(`{
+		"type": "object",
+		"properties": {
+			"slug": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$"},
+			"name": {"type": "string", "minLength": 1, "maxLength": 200},
+			"instructions": {"type": "string", "maxLength": 100000},
+			"model": {"type": ["string", "null"], "maxLength": 200},
+			"temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
+			"max_tool_iterations": {"type": "integer", "minimum": 1, "maximum": 50},
+			"enabled": {"type": "boolean"}
+		},
+		"additionalProperties": false
+	}`))
+
+	assignmentSchema = registry.MustCompileSchema("assignment", []byte(`{
+		"type": "object",
+		"properties": {
+			"config_overrides": {"type": "object"},
+			"priority": {"type": "integer", "minimum": 0, "maximum": 10000},
+			"enabled": {"type": "boolean"},
+			"allowed_users": {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}, "maxItems": 1000}
+		},
+		"additionalProperties": false
+	}`))
+
+	skillSchema = registry.MustCompileSchema("skill", []byte(`{
+		"type": "object",
+		"properties": {
+			"slug": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"},
+			"name": {"type": "string", "minLength": 1, "maxLength": 200},
+			"description": {"type": "string", "maxLength": 2000},
+			"instructions": {"type": "string", "maxLength": 200000},
+			"tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 500},
+			"category": {"type": "string", "minLength": 1, "maxLength": 100},
+			"metadata": {"type": "object"},
+			"requires": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "maxItems": 100}
+		},
+		"additionalProperties": false
+	}`))
+
+	skillImportSchema = registry.MustCompileSchema("skill import", []byte(`{
+		"type": "object",
+		"properties": {
+			"source": {"type": "string", "maxLength": 1000},
+			"content": {"type": "string", "minLength": 1, "maxLength": 1000000}
+		},
+		"required": ["content"],
+		"additionalProperties": false
+	}`))
+
+	chatSchema = registry.MustCompileSchema("chat request", []byte(`{
+		"type": "object",
+		"properties": {
+			"message": {"type": "string", "minLength": 1, "maxLength": 20000},
+			"user_id": {"type": "string", "minLength": 1, "maxLength": 200},
+			"session_id": {"type": "string", "minLength": 1, "maxLength": 200}
+		},
+		"required": ["message", "user_id"],
+		"additionalProperties": false
+	}`))
+)

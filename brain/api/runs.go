@@ -1,0 +1,88 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+)
+
+func (s *Server) run(c echo.Context) error {
+	params, _, err := decodeBody[brain.RunParams](c, runSchema, "")
+	if err != nil {
+		return err
+	}
+	if params.Mode == "" {
+		params.Mode = brain.ModeEnqueueAndWait
+	}
+	resp, err := s.runs.Run(c.Request().Context(), params, requester(c))
+	if err != nil {
+		return err
+	}
+	return s.writeRun(c, runStatus(resp), resp)
+}
+
+// writeRun sends a run's response, then waits for its answer to be recorded (see RunResponse.Recorded): the
+// client has its answer one database round trip sooner, and the request still ends only when the run is
+// written, so shutdown's drain covers it.
+func (s *Server) writeRun(c echo.Context, status int, resp *brain.RunResponse) error {
+	// With its length known the client has the whole body at the flush; a body written without it is
+	// chunked, and its end goes out only when the handler returns.
+	body, err := json.Marshal(resp)
+	if err == nil {
+		body = append(body, '\n')
+		h := c.Response().Header()
+		h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+		c.Response().WriteHeader(status)
+		_, err = c.Response().Write(body)
+		c.Response().Flush()
+	}
+	if rerr := resp.Recorded(); rerr != nil {
+		zerolog.Ctx(c.Request().Context()).Warn().Err(rerr).Str("run_id", resp.RunID.String()).
+			Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
+	}
+	return err
+}
+
+func (s *Server) getRun(c echo.Context) error {
+	id, err := parseID(c, "run")
+	if err != nil {
+		return err
+	}
+	resp, err := s.runs.GetRun(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.writeRun(c, http.StatusOK, resp)
+}
+
+// approveParams are the body of POST /brain/runs/{id}/approve.
+type approveParams struct {
+	Wait          bool `json:"wait"`
+	WaitTimeoutMS int  `json:"wait_timeout_ms"`
+}
+
+func (s *Server) approve(c echo.Context) error {
+	id, err := parseID(c, "run")
+	if err != nil {
+		return err
+	}
+	params, _, err := decodeBody[approveParams](c, approveSchema, "{}")
+	if err != nil {
+		return err
+	}
+	timeout := brain.WaitTimeoutDefault
+	if params.WaitTimeoutMS > 0 {
+		timeout = time.Duration(params.WaitTimeoutMS) * time.Millisecond
+	}
+	resp, err := s.runs.Approve(c.Request().Context(), id, params.Wait, timeout, requester(c))
+	if err != nil {
+		return err
+	}
+	return s.writeRun(c, runStatus(resp), resp)
+}

@@ -1,0 +1,343 @@
+// Package api is the brain's HTTP API, and the only package that knows echo: routes, authentication,
+// decoding request bodies and parameters into typed params (refusing at the edge what the rest of GEM
+// cannot store), and the one table that turns error codes into HTTP statuses. Client is its Go client.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/brain/run"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Config.
+const (
+	// AddrDefault is where the HTTP service listens.
+	AddrDefault = "127.0.0.1:8088"
+	// MaxBodyDefault is the largest request body accepted, in bytes.
+	MaxBodyDefault = 1 << 20
+	// LongPollMax is the longest ?wait= of GET /calls/{id}.
+	LongPollMax = 60 * time.Second
+)
+
+// Token is a bearer token and the name recorded as who made the request.
+type Token struct {
+	Name  string
+	Value string
+}
+
+// ParseTokens parses "name:token" entries (or bare tokens, named token-1, token-2, ...) separated by sep.
+// Blank entries and lines starting with # are skipped.
+func ParseTokens(s, sep string) []Token {
+	var out []Token
+	for _, entry := range strings.Split(s, sep) {
+		entry = strings.TrimSpace(entry)
+		if entry == "" || strings.HasPrefix(entry, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(entry, ":")
+		if !ok {
+			name, value = fmt.Sprintf("token-%d", len(out)+1), entry
+		}
+		out = append(out, Token{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
+	}
+	return out
+}
+
+// Config configures the HTTP API. Zero values mean the defaults.
+type Config struct {
+	// Addr is the listen address; ":0" picks a free port. Defaults to 127.0.0.1:8088 (GEM_BRAIN_ADDR).
+	Addr string
+	// Tokens are the accepted bearer tokens. Required unless AuthDisabled.
+	Tokens []Token
+	// AuthDisabled serves without authentication. Defaults to false.
+	AuthDisabled bool
+	// MaxBody is the largest request body in bytes. Defaults to 1 MiB (GEM_BRAIN_MAX_BODY).
+	MaxBody int64
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = AddrDefault
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = MaxBodyDefault
+	}
+	return c
+}
+
+// LLMInfo says which LLM the brain uses, for /health.
+type LLMInfo struct {
+	Configured bool   `json:"configured"`
+	Provider   string `json:"provider,omitempty"`
+	Model      string `json:"model,omitempty"`
+}
+
+// Server is the brain's HTTP service.
+type Server struct {
+	cfg    Config
+	runs   *run.Service
+	chat   *chat.Chat
+	reg    *registry.Registry
+	pool   *pgxpool.Pool
+	waiter *gemsql.ReceiptWaiter
+	log    zerolog.Logger
+	llm    LLMInfo
+
+	echo *echo.Echo
+	http *http.Server
+	ln   net.Listener
+	done chan error
+}
+
+// Params are what the server serves.
+type Params struct {
+	Config Config
+	Runs   *run.Service
+	Chat   *chat.Chat
+	// Registry, Pool and Waiter serve the call and receipt routes.
+	Registry *registry.Registry
+	Pool     *pgxpool.Pool
+	Waiter   *gemsql.ReceiptWaiter
+	LLM      LLMInfo
+	Log      zerolog.Logger
+}
+
+// New builds the HTTP service.
+func New(p *Params) *Server {
+	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter,
+		llm: p.LLM, log: p.Log}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RequestID())
+	e.Use(s.logRequests)
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit(strconv.FormatInt(s.cfg.MaxBody, 10) + "B"))
+	e.Use(checkParams)
+
+	e.GET("/health", s.health)
+	// Authentication is per route (not a group), so an unknown route or method still answers 404 or 405.
+	auth := s.authenticate
+	e.GET("/brain/tools", s.tools, auth)
+	e.POST("/brain/run", s.run, auth)
+	e.GET("/brain/runs/:id", s.getRun, auth)
+	e.POST("/brain/runs/:id/approve", s.approve, auth)
+	e.GET("/calls", s.listCalls, auth)
+	e.POST("/calls", s.createCall, auth)
+	e.GET("/calls/:id", s.getCall, auth)
+	e.GET("/receipts", s.listReceipts, auth)
+	e.GET("/agents", s.listAgents, auth)
+	e.POST("/agents", s.createAgent, auth)
+	e.GET("/agents/:slug", s.getAgent, auth)
+	e.PATCH("/agents/:slug", s.updateAgent, auth)
+	e.DELETE("/agents/:slug", s.deleteAgent, auth)
+	e.GET("/agents/:slug/skills", s.listAssignments, auth)
+	e.PUT("/agents/:slug/skills/:skill", s.assignSkill, auth)
+	e.DELETE("/agents/:slug/skills/:skill", s.unassignSkill, auth)
+	e.POST("/agents/:slug/chat", s.chatWithAgent, auth)
+	e.GET("/skills", s.listSkills, auth)
+	e.POST("/skills", s.createSkill, auth)
+	e.POST("/skills/import", s.importSkill, auth)
+	e.GET("/skills/:slug", s.getSkill, auth)
+	e.PUT("/skills/:slug", s.upsertSkill, auth)
+	e.PATCH("/skills/:slug", s.patchSkill, auth)
+	e.DELETE("/skills/:slug", s.deleteSkill, auth)
+	s.echo = e
+	return s
+}
+
+// Open binds the listener (errors come back at once) and serves in the background.
+func (s *Server) Open() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("error listening on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.done = make(chan error, 1)
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+	return nil
+}
+
+// URL is the server's base URL (useful with Addr ":0").
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Close stops accepting requests and lets those in flight finish until ctx ends.
+func (s *Server) Close(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	err := s.http.Shutdown(ctx)
+	if serveErr := <-s.done; err == nil {
+		err = serveErr
+	}
+	return err
+}
+
+// errorStatus is the one place error codes become HTTP statuses.
+var errorStatus = map[string]int{
+	brain.EINVALID:      http.StatusBadRequest,
+	brain.EUNAUTHORIZED: http.StatusUnauthorized,
+	brain.ENOTFOUND:     http.StatusNotFound,
+	brain.EMETHOD:       http.StatusMethodNotAllowed,
+	brain.ECONFLICT:     http.StatusConflict,
+	brain.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	brain.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	brain.ENOLLM:        http.StatusServiceUnavailable,
+	brain.EINTERNAL:     http.StatusInternalServerError,
+	brain.ENOPLAN:       http.StatusOK,
+	brain.ETIMEOUT:      http.StatusOK,
+	brain.ECALLFAILED:   http.StatusOK,
+}
+
+// HTTPStatus returns the HTTP status for an error code.
+func HTTPStatus(code string) int {
+	if s, ok := errorStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// runStatus is a run response's status: that of its first error with a non-200 status, else 200.
+func runStatus(r *brain.RunResponse) int {
+	for _, e := range r.Errors {
+		if s := HTTPStatus(e.Code); s != http.StatusOK {
+			return s
+		}
+	}
+	return http.StatusOK
+}
+
+// errorBody is the JSON of an error response.
+type errorBody struct {
+	OK     bool           `json:"ok"`
+	Errors []*brain.Error `json:"errors"`
+}
+
+// handleError is the one place errors become responses: codes map to statuses in errorStatus, database
+// errors are translated once (postgres.Error), only internal errors are logged as errors, and clients always
+// get {"ok": false, "errors": [...]}.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	var e *brain.Error
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		err = postgres.Error(err) // whatever a service did not translate
+	}
+	switch {
+	case errors.As(err, &e):
+	case errors.As(err, &he):
+		e = &brain.Error{Code: brain.EINTERNAL, Message: http.StatusText(he.Code)}
+		switch he.Code {
+		case http.StatusNotFound:
+			e = brain.Errorf(brain.ENOTFOUND, "no route %s %s", c.Request().Method, c.Request().URL.Path)
+		case http.StatusMethodNotAllowed:
+			e = brain.Errorf(brain.EMETHOD, "%s is not allowed on %s", c.Request().Method, c.Request().URL.Path)
+		case http.StatusRequestEntityTooLarge:
+			e = brain.Errorf(brain.ETOOLARGE, "the request body is larger than %d bytes", s.cfg.MaxBody)
+		case http.StatusBadRequest:
+			e = brain.Errorf(brain.EINVALID, "%v", he.Message)
+		}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		e = brain.Errorf(brain.EUNAVAILABLE, "the request was cancelled or timed out")
+	default:
+		e = &brain.Error{Code: brain.EINTERNAL, Message: "internal error"}
+	}
+	if e.Code == brain.EINTERNAL {
+		zerolog.Ctx(c.Request().Context()).Error().Err(err).Msg("internal error")
+	}
+	_ = c.JSON(HTTPStatus(e.Code), errorBody{Errors: []*brain.Error{e}})
+}
+
+// logRequests gives each request a logger carrying its request id (services add the run id to it, so the
+// request's own line carries that too), and logs the request when it ends.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		log := s.log.With().Str("request_id", c.Response().Header().Get(echo.HeaderXRequestID)).Logger()
+		c.SetRequest(c.Request().WithContext(log.WithContext(c.Request().Context())))
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		ev := log.Info()
+		if status >= 500 {
+			ev = log.Error()
+		}
+		if c.Request().URL.Path == "/health" {
+			ev = log.Debug()
+		}
+		ev.Str("method", c.Request().Method).Str("route", c.Path()).Str("path", c.Request().URL.Path).Int("status", status).
+			Str("requester", requester(c)).Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
+		return nil
+	}
+}
+
+// authenticate checks the bearer token against every configured token (in constant time). The scheme is
+// case-insensitive (RFC 9110, section 11.1).
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.AuthDisabled {
+			c.Set("requester", "anonymous")
+			return next(c)
+		}
+		scheme, token, _ := strings.Cut(strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization)), " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem"`)
+			return brain.Errorf(brain.EUNAUTHORIZED, "missing bearer token (send Authorization: Bearer <token>)")
+		}
+		name := ""
+		for _, t := range s.cfg.Tokens {
+			if subtle.ConstantTimeCompare([]byte(token), []byte(t.Value)) == 1 {
+				name = t.Name
+			}
+		}
+		if name == "" {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem", error="invalid_token"`)
+			return brain.Errorf(brain.EUNAUTHORIZED, "invalid bearer token")
+		}
+		c.Set("requester", name)
+		return next(c)
+	}
+}
+
+func requester(c echo.Context) string {
+	name, _ := c.Get("requester").(string)
+	return name
+}
+
+// ok sends a successful answer: body with "ok": true.
+func ok(c echo.Context, status int, body map[string]any) error {
+	body["ok"] = true
+	return c.JSON(status, body)
+}

@@ -1,0 +1,497 @@
+// Package chat runs agents: the LLM tool loop, where every tool call the model asks for is validated,
+// enqueued as a GEM call and answered from its receipt.
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of the chat loop.
+const (
+	// ToolSearchThresholdDefault: an agent with more tools than this is offered search_tools and
+	// describe_tool instead of the full list.
+	ToolSearchThresholdDefault = llm.ToolSearchThresholdDefault
+	// ChatWaitTimeoutDefault bounds the wait for one iteration's receipts.
+	ChatWaitTimeoutDefault = 30 * time.Second
+	// historyMessages is how many stored messages of a session are sent back to the LLM.
+	historyMessages = 60
+	// toolResultMax caps the JSON of one tool result fed back to the LLM.
+	toolResultMax = 16 << 10
+)
+
+// Meta-tools offered to agents with many tools. They are answered by the brain itself (they only read the
+// registry), so they are not calls and have no receipts.
+const (
+	metaSearchTools  = "search_tools"
+	metaDescribeTool = "describe_tool"
+)
+
+// Chat runs agents: the LLM tool loop, with every tool call going through the queue.
+type Chat struct {
+	llm       llm.Client
+	reg       *registry.Registry
+	pool      *pgxpool.Pool
+	waiter    *gemsql.ReceiptWaiter
+	threshold int
+	wait      time.Duration
+}
+
+// Config tunes the loop.
+type Config struct {
+	// ToolSearchThreshold is the number of tools above which the meta-tools are offered. Defaults to 40
+	// (GEM_BRAIN_TOOL_SEARCH_THRESHOLD).
+	ToolSearchThreshold int
+	// WaitTimeout bounds the wait for one iteration's receipts. Defaults to 30s (GEM_BRAIN_CHAT_WAIT_TIMEOUT).
+	WaitTimeout time.Duration
+}
+
+// NewChat builds the loop; llm may be nil (chat then answers that no LLM is configured).
+// It logs through the logger in each request's context.
+func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter, cfg Config) *Chat {
+	if cfg.ToolSearchThreshold <= 0 {
+		cfg.ToolSearchThreshold = ToolSearchThresholdDefault
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = ChatWaitTimeoutDefault
+	}
+	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout}
+}
+
+// chatRun is the state of one chat request.
+type chatRun struct {
+	agent   *brain.Agent
+	req     *brain.ChatParams
+	runID   uuid.UUID
+	tools   *llm.ToolSet
+	meta    bool
+	offered map[string]bool // registry tools offered (all, or those described, with meta-tools)
+	system  string
+	history []llm.Message
+	resp    *brain.ChatResponse
+	calls   []brain.PlannedCall
+	log     *zerolog.Logger
+}
+
+// Chat handles one message to an agent. An error comes with a response when the run was recorded (its
+// answer says what went wrong).
+func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, requester string) (*brain.ChatResponse, error) {
+	agent, err := postgres.AgentGet(ctx, c.pool, slug)
+	if err != nil {
+		return nil, err
+	}
+	if !agent.Enabled {
+		return nil, brain.Errorf(brain.ECONFLICT, "agent %q is disabled", slug)
+	}
+	if c.llm == nil {
+		return nil, &brain.Error{Code: brain.ENOLLM, Message: "no LLM is configured, so agents cannot chat: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL for a local server), and GEM_LLM_PROVIDER=anthropic for Claude; the rules planner (POST /brain/run) works without one"}
+	}
+	if req.SessionID == "" {
+		req.SessionID = uuid.NewString()
+	}
+
+	r := &chatRun{agent: agent, req: req, runID: uuid.Must(uuid.NewV7()),
+		resp: &brain.ChatResponse{SessionID: req.SessionID, ToolCalls: []brain.ChatToolCall{}, Errors: []*brain.Error{}}}
+	r.resp.RunID = r.runID
+	r.log = brain.LogRun(ctx, r.runID)
+	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("agent", slug).Str("session_id", req.SessionID) })
+
+	if err := c.begin(ctx, r, requester); err != nil {
+		return nil, err
+	}
+
+	loopErr := c.loop(ctx, r)
+	status := brain.RunCompleted
+	if loopErr != nil {
+		status = brain.RunFailed
+		r.resp.Errors = append(r.resp.Errors, brain.AsError(loopErr))
+		if r.resp.Reply == "" {
+			r.resp.Reply = brain.AsError(loopErr).Message
+		}
+	}
+	r.resp.OK = len(r.resp.Errors) == 0
+	if err := postgres.RunFinish(context.WithoutCancel(ctx), c.pool, r.runID, status, r.calls, r.resp.Reply, r.resp.Errors); err != nil {
+		return nil, err
+	}
+	if loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE {
+		return r.resp, loopErr
+	}
+	return r.resp, nil
+}
+
+// begin claims the session, records the run and the user's message, and loads the agent's skills, tools
+// and history.
+func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
+	return postgres.Error(pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID); err != nil {
+			return err
+		}
+		run := &brain.Run{ID: r.runID, Message: r.req.Message, Mode: "chat", ConversationID: r.req.SessionID, Status: brain.RunPlanning,
+			Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
+			Agent: r.agent.Slug, RequestedBy: requester}
+		if err := postgres.RunInsert(ctx, tx, run); err != nil {
+			return err
+		}
+
+		// History first (before this message is stored).
+		var err error
+		if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
+			return err
+		}
+		// Never start in the middle of a tool exchange.
+		for len(r.history) > 0 && r.history[0].Role != "user" {
+			r.history = r.history[1:]
+		}
+		if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.req.Message}}); err != nil {
+			return err
+		}
+
+		tools, err := postgres.AgentTools(ctx, tx, c.reg, r.agent.Slug, r.req.UserID)
+		if err != nil {
+			return err
+		}
+		r.tools = llm.NewToolSet(tools)
+		r.meta = r.tools.Len() > c.threshold
+		r.offered = map[string]bool{}
+		if !r.meta {
+			for _, t := range tools {
+				r.offered[t.Name] = true
+			}
+		}
+
+		skills, err := postgres.AgentSkillTexts(ctx, tx, r.agent.Slug, r.req.UserID)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		b.WriteString(strings.TrimSpace(r.agent.Instructions))
+		if len(skills) > 0 {
+			b.WriteString("\n\n# Skills\n")
+			for _, s := range skills {
+				fmt.Fprintf(&b, "\n## %s\n\n%s\n", s.Name, strings.TrimSpace(s.Instructions))
+			}
+		}
+		b.WriteString("\n\n# Tools\n\nEach tool result is JSON: {\"status\": \"succeeded\", \"result\": ...} or {\"status\": \"failed\", \"error\": {\"code\", \"message\", \"details\"}}. " +
+			"When a call fails, correct the input if you can, or tell the user what went wrong. Never invent a result.")
+		if r.meta {
+			b.WriteString(fmt.Sprintf(" You have %d tools: find them with %s, read one's input schema with %s, and then call it by the name %s gives.",
+				r.tools.Len(), metaSearchTools, metaDescribeTool, metaDescribeTool))
+		}
+		r.system = strings.TrimSpace(b.String())
+		return nil
+	}))
+}
+
+// loop asks the LLM, runs the tool calls it wants through the queue, feeds back their receipts, and
+// repeats until the LLM answers in text or the agent's max_tool_iterations is reached.
+func (c *Chat) loop(ctx context.Context, r *chatRun) error {
+	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.req.Message})
+	model := c.llm.DefaultModel()
+	if r.agent.Model != nil && *r.agent.Model != "" {
+		model = *r.agent.Model
+	}
+	for iteration := 1; ; iteration++ {
+		req := &llm.Request{Model: model, System: r.system, Messages: conversation, Tools: c.offeredDefs(r), Temperature: r.agent.Temperature}
+		start := time.Now()
+		resp, err := c.llm.Complete(ctx, req)
+		c.recordTurn(ctx, r, iteration, model, req, resp, err, time.Since(start))
+		if err != nil {
+			return err
+		}
+		r.resp.Iterations = iteration
+		assistant := llm.Message{Role: "assistant", Content: resp.Content, ToolCalls: resp.ToolCalls}
+		if len(resp.ToolCalls) == 0 {
+			r.resp.Reply = resp.Content
+			return c.saveMessages(ctx, r, postgres.SessionMessage{Message: assistant})
+		}
+		results := c.runToolCalls(ctx, r, iteration, resp.ToolCalls)
+		if err := c.saveMessages(ctx, r, append([]postgres.SessionMessage{{Message: assistant}}, results...)...); err != nil {
+			return err
+		}
+		conversation = append(conversation, assistant)
+		for _, m := range results {
+			conversation = append(conversation, m.Message)
+		}
+		if iteration >= r.agent.MaxToolIterations {
+			r.resp.LimitReached = true
+			note := fmt.Sprintf("I stopped after %d rounds of tool calls, the limit for agent %s, before finishing.", iteration, r.agent.Slug)
+			if strings.TrimSpace(resp.Content) != "" {
+				note = strings.TrimSpace(resp.Content) + "\n\n" + note
+			}
+			r.resp.Reply = note
+			return c.saveMessages(ctx, r, postgres.SessionMessage{Message: llm.Message{Role: "assistant", Content: note}})
+		}
+	}
+}
+
+// offeredDefs are the functions offered this iteration: the agent's tools, or the meta-tools plus the tools
+// described so far.
+func (c *Chat) offeredDefs(r *chatRun) []llm.ToolDef {
+	var defs []llm.ToolDef
+	if r.meta {
+		defs = append(defs, metaToolDefs()...)
+	}
+	for _, d := range r.tools.Defs() {
+		if t, _ := r.tools.Tool(d.Name); t != nil && r.offered[t.Name] {
+			defs = append(defs, d)
+		}
+	}
+	return defs
+}
+
+func metaToolDefs() []llm.ToolDef {
+	return []llm.ToolDef{
+		{Name: metaSearchTools, Description: "Find tools by what they do. Returns the best matches with their names and descriptions.", Strict: true,
+			Parameters: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"query", "limit"}, "properties": map[string]any{
+				"query": map[string]any{"type": "string", "description": "words describing the task"},
+				"limit": map[string]any{"type": []any{"integer", "null"}, "description": "most results (default 8)"},
+			}}},
+		{Name: metaDescribeTool, Description: "Show a tool's description and input schema, and make it callable.", Strict: true,
+			Parameters: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"name"}, "properties": map[string]any{
+				"name": map[string]any{"type": "string", "description": "the tool's name, as search_tools gave it"},
+			}}},
+	}
+}
+
+// toolOutcome is one tool call's result message, with what to report about it.
+type toolOutcome struct {
+	msg    postgres.SessionMessage
+	report brain.ChatToolCall
+	call   *gemsql.CallInsertParams
+	tool   *registry.Tool
+}
+
+// runToolCalls answers meta-tools, refuses malformed or disallowed calls, enqueues the rest together (one
+// transaction), waits for their receipts and returns one tool message per call, in the LLM's order.
+func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, calls []llm.ToolCall) []postgres.SessionMessage {
+	outcomes := make([]*toolOutcome, len(calls))
+	var params []gemsql.CallInsertParams
+	var ids []uuid.UUID
+	for i, tc := range calls {
+		o := &toolOutcome{msg: postgres.SessionMessage{Message: llm.Message{Role: "tool", ToolCallID: tc.ID}}, report: brain.ChatToolCall{Tool: tc.Name, Iteration: iteration}}
+		outcomes[i] = o
+		if r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool) {
+			o.msg.Content, o.msg.IsError = c.answerMeta(r, tc)
+			o.report.Status = brain.ChatCallAnswered
+			continue
+		}
+		tool, ok := r.tools.Tool(tc.Name)
+		switch {
+		case !ok:
+			_, inRegistry := c.reg.Tool(strings.ReplaceAll(tc.Name, "__", "."))
+			code, status := registry.CodeUnknownTool, brain.ChatCallUnknownTool
+			if inRegistry {
+				code, status = registry.CodeToolNotEnabled, brain.ChatCallNotEnabled
+			}
+			o.fail(code, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
+			o.report.Status = status
+			continue
+		case !r.offered[tool.Name]:
+			o.report.Tool = tool.Name
+			o.fail(codeNotDescribed, fmt.Sprintf("call %s with the name %s after describing it with %s", metaDescribeTool, tc.Name, metaDescribeTool), nil)
+			o.report.Status = brain.ChatCallInvalidArguments
+			continue
+		}
+		o.report.Tool, o.tool = tool.Name, tool
+		input, err := llm.InputFromArguments(tool, tc.Arguments)
+		if err == nil {
+			err = tool.ValidateInput(input)
+		}
+		if err != nil {
+			var details any
+			var ve *registry.ValidationError
+			if errors.As(err, &ve) {
+				details = map[string]any{"violations": ve.Violations}
+			}
+			o.fail(registry.CodeValidation, "the arguments were not used: "+err.Error(), details)
+			o.report.Status = brain.ChatCallInvalidArguments
+			continue
+		}
+		id := uuid.Must(uuid.NewV7())
+		o.report.CallID = &id
+		params = append(params, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input, RunID: &r.runID,
+			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: "agent:" + r.agent.Slug})
+		ids = append(ids, id)
+		r.calls = append(r.calls, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: fmt.Sprintf("LLM tool call %s (iteration %d)", tc.ID, iteration), CallID: &id})
+	}
+
+	if len(params) > 0 {
+		receipts, pending, err := c.enqueueAndWait(ctx, r, params, ids)
+		for _, o := range outcomes {
+			if o.report.CallID == nil {
+				continue
+			}
+			id := *o.report.CallID
+			o.msg.Content, o.msg.IsError, o.report.Status = toolResultContent(receipts[id], id, err, slices.Contains(pending, id))
+		}
+	}
+	msgs := make([]postgres.SessionMessage, len(outcomes))
+	for i, o := range outcomes {
+		o.msg.CallID = o.report.CallID
+		msgs[i] = o.msg
+		r.resp.ToolCalls = append(r.resp.ToolCalls, o.report)
+	}
+	return msgs
+}
+
+// codeNotDescribed answers a call of a tool the agent has not described yet (with the meta-tools).
+const codeNotDescribed = "not_described"
+
+func (o *toolOutcome) fail(code registry.ErrorCode, message string, details any) {
+	body := map[string]any{"status": "failed", "error": map[string]any{"code": code, "message": message}}
+	if details != nil {
+		body["error"].(map[string]any)["details"] = details
+	}
+	o.msg.Content, o.msg.IsError = capJSON(body), true
+}
+
+// enqueueAndWait makes one iteration's calls in one transaction (with the run's new status), then waits.
+func (c *Chat) enqueueAndWait(ctx context.Context, r *chatRun, params []gemsql.CallInsertParams, ids []uuid.UUID) (map[uuid.UUID]*registry.Receipt, []uuid.UUID, error) {
+	sub := c.waiter.Subscribe(ids) // before the calls exist, so the wait need not read first
+	defer sub.Close()
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if _, err := gemsql.CallInsertMany(ctx, tx, params); err != nil {
+			return err
+		}
+		return postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls)
+	})
+	if err != nil {
+		return nil, ids, postgres.Error(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
+	res, _ := sub.Wait(waitCtx)
+	return res.Receipts, res.Pending, nil
+}
+
+// toolResultContent is what the LLM is told about a call: compact JSON of its status and result or error.
+func toolResultContent(rec *registry.Receipt, id uuid.UUID, enqueueErr error, pending bool) (string, bool, string) {
+	switch {
+	case enqueueErr != nil:
+		return capJSON(map[string]any{"status": "failed", "error": map[string]any{"code": brain.EUNAVAILABLE, "message": brain.AsError(enqueueErr).Message}}), true, string(registry.StatusFailed)
+	case rec == nil || pending:
+		return capJSON(map[string]any{"status": "pending", "call_id": id,
+			"message": "the call is still running; its receipt will be at GET /calls/" + id.String()}), false, brain.ChatCallPending
+	case rec.Status == registry.StatusSucceeded:
+		body := map[string]any{"status": "succeeded", "result": json.RawMessage(rec.Result)}
+		if rec.IdempotencyHit {
+			body["idempotency_hit"] = true
+		}
+		return capJSON(body), false, string(rec.Status)
+	default:
+		return capJSON(map[string]any{"status": rec.Status, "error": rec.Error}), true, string(rec.Status)
+	}
+}
+
+// capJSON marshals v, replacing a result too large for the LLM with a note.
+func capJSON(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) <= toolResultMax {
+		return string(b)
+	}
+	status := "succeeded"
+	if m, ok := v.(map[string]any); ok {
+		status = fmt.Sprint(m["status"])
+	}
+	b, _ = json.Marshal(map[string]any{"status": status, "truncated": true,
+		"message": fmt.Sprintf("the result was %d bytes, more than the %d that are passed back; ask for less (a smaller limit, a narrower search)", len(b), toolResultMax),
+		"start":   string(b[:toolResultMax/2])})
+	return string(b)
+}
+
+// answerMeta answers search_tools and describe_tool from the registry; describing a tool makes it callable.
+func (c *Chat) answerMeta(r *chatRun, tc llm.ToolCall) (string, bool) {
+	var args struct {
+		Query string `json:"query"`
+		Limit *int   `json:"limit"`
+		Name  string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(tc.Arguments), &args); err != nil {
+		return capJSON(map[string]any{"status": "failed", "error": map[string]any{"code": registry.CodeValidation, "message": "the arguments are not valid JSON: " + err.Error()}}), true
+	}
+	if tc.Name == metaSearchTools {
+		limit := 8
+		if args.Limit != nil && *args.Limit > 0 {
+			limit = min(*args.Limit, 25)
+		}
+		type hit struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		}
+		var hits []hit
+		for _, t := range llm.RankTools(r.tools.Tools(), args.Query, limit) {
+			fn, _ := r.tools.Function(t.Name)
+			hits = append(hits, hit{Name: fn, Description: t.Description})
+		}
+		if hits == nil {
+			hits = []hit{}
+		}
+		return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"tools": hits}}), false
+	}
+	tool, ok := r.tools.Tool(args.Name)
+	if !ok {
+		if t, found := c.reg.Tool(args.Name); found {
+			if fn, allowed := r.tools.Function(t.Name); allowed {
+				tool, ok = t, true
+				args.Name = fn
+			}
+		}
+	}
+	if !ok {
+		return capJSON(map[string]any{"status": "failed", "error": map[string]any{"code": registry.CodeUnknownTool, "message": fmt.Sprintf("no tool %q; use %s to find one", args.Name, metaSearchTools)}}), true
+	}
+	r.offered[tool.Name] = true
+	def, _ := r.tools.Def(tool.Name)
+	return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"name": def.Name, "description": tool.Description,
+		"input_schema": def.Parameters, "idempotency": tool.Idempotency.Mode, "note": "you can call this tool now"}}), false
+}
+
+func (c *Chat) saveMessages(ctx context.Context, r *chatRun, msgs ...postgres.SessionMessage) error {
+	return postgres.SessionMessageInsert(ctx, c.pool, r.req.SessionID, r.runID, msgs...)
+}
+
+// recordTurn stores one LLM turn with the run (what was asked, in summary, and what came back).
+func (c *Chat) recordTurn(ctx context.Context, r *chatRun, iteration int, model string, req *llm.Request, resp *llm.Response, err error, latency time.Duration) {
+	tools := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		tools[i] = t.Name
+	}
+	request, _ := json.Marshal(map[string]any{"messages": len(req.Messages), "tools": tools, "system_chars": len(req.System),
+		"last_message": req.Messages[len(req.Messages)-1]})
+	var response, usage, errJSON []byte
+	if resp != nil {
+		response, _ = json.Marshal(resp)
+		usage, _ = json.Marshal(resp.Usage)
+	}
+	if err != nil {
+		errJSON, _ = json.Marshal(brain.AsError(err))
+	}
+	if dbErr := postgres.TurnInsert(context.WithoutCancel(ctx), c.pool, &postgres.TurnInsertParams{RunID: r.runID, Iteration: iteration,
+		Provider: c.llm.Provider(), Model: model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: latency}); dbErr != nil {
+		r.log.Warn().Err(dbErr).Msg("error recording an LLM turn")
+	}
+	ev := r.log.Info()
+	if err != nil {
+		ev = r.log.Warn().Err(err)
+	}
+	calls := 0
+	if resp != nil {
+		calls = len(resp.ToolCalls)
+	}
+	ev.Int("iteration", iteration).Str("model", model).Int("tool_calls", calls).Float64("latency_ms", float64(latency.Microseconds())/1000).Msg("llm turn")
+}

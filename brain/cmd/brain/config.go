@@ -1,0 +1,172 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain/api"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/llm"
+	gemsql "github.com/gemhq/gem/sql"
+)
+
+// Config configures the brain. Zero values mean the defaults.
+type Config struct {
+	// DatabaseURL is the PostgreSQL URL. Required (DATABASE_URL).
+	DatabaseURL string
+
+	// RegistryPath is the registry file. Defaults to tools.registry.json, looked up in the working folder
+	// and its parents (GEM_REGISTRY).
+	RegistryPath string
+
+	// Addr is the HTTP listen address; ":0" picks a free port. Defaults to 127.0.0.1:8088 (GEM_BRAIN_ADDR).
+	Addr string
+
+	// Tokens are the accepted bearer tokens (GEM_BRAIN_TOKENS, comma-separated, each "name:token" or just
+	// "token"; or GEM_BRAIN_TOKEN_FILE, one per line). Required unless AuthDisabled.
+	Tokens []api.Token
+
+	// AuthDisabled serves without authentication (GEM_BRAIN_AUTH=off). Defaults to false.
+	AuthDisabled bool
+
+	// MaxBody is the largest request body in bytes. Defaults to 1 MiB (GEM_BRAIN_MAX_BODY).
+	MaxBody int64
+
+	// Timezone interprets dates in messages ("tomorrow", "friday"). Defaults to the local zone
+	// (GEM_BRAIN_TIMEZONE, an IANA name such as Australia/Sydney).
+	Timezone *time.Location
+
+	// Planner plans POST /brain/run: "rules" (deterministic, no LLM) or "llm" (one LLM turn with every
+	// registry tool). Defaults to rules (GEM_BRAIN_PLANNER).
+	Planner string
+
+	// LLM configures the LLM for agents and the llm planner (GEM_LLM_*). Without one the rules planner
+	// still works and chat answers llm_not_configured.
+	LLM llm.Config
+
+	// DBConnectWait is how long start-up keeps trying to reach a database that is down or starting.
+	// Defaults to 1m (GEM_DB_CONNECT_WAIT).
+	DBConnectWait time.Duration
+
+	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT).
+	Chat chat.Config
+}
+
+// Planners.
+const (
+	PlannerRules = "rules"
+	PlannerLLM   = "llm"
+)
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.RegistryPath == "" {
+		c.RegistryPath = "tools.registry.json"
+	}
+	if c.Addr == "" {
+		c.Addr = api.AddrDefault
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = api.MaxBodyDefault
+	}
+	if c.Timezone == nil {
+		c.Timezone = time.Local
+	}
+	if c.DBConnectWait == 0 {
+		c.DBConnectWait = gemsql.ConnectWaitDefault
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("DatabaseURL is required (set DATABASE_URL)"))
+	}
+	if !c.AuthDisabled && len(c.Tokens) == 0 {
+		errs = append(errs, errors.New("no bearer tokens: set GEM_BRAIN_TOKENS or GEM_BRAIN_TOKEN_FILE (or GEM_BRAIN_AUTH=off to serve without authentication)"))
+	}
+	for _, t := range c.Tokens {
+		if len(t.Value) < 16 {
+			errs = append(errs, fmt.Errorf("token %q is shorter than 16 characters", t.Name))
+		}
+	}
+	if c.Planner != "" && c.Planner != PlannerRules && c.Planner != PlannerLLM {
+		errs = append(errs, fmt.Errorf("Planner must be rules or llm, not %q", c.Planner))
+	}
+	if c.MaxBody < 1024 {
+		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
+	}
+	return errors.Join(errs...)
+}
+
+// ConfigFromEnv reads the configuration from environment variables through getenv.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:  getenv("DATABASE_URL"),
+		RegistryPath: getenv("GEM_REGISTRY"),
+		Addr:         getenv("GEM_BRAIN_ADDR"),
+	}
+	var errs []error
+	switch strings.ToLower(getenv("GEM_BRAIN_AUTH")) {
+	case "", "on", "true", "1":
+	case "off", "false", "0":
+		c.AuthDisabled = true
+	default:
+		errs = append(errs, fmt.Errorf("GEM_BRAIN_AUTH: %q is not on or off", getenv("GEM_BRAIN_AUTH")))
+	}
+	c.Tokens = api.ParseTokens(getenv("GEM_BRAIN_TOKENS"), ",")
+	if path := getenv("GEM_BRAIN_TOKEN_FILE"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_TOKEN_FILE: %w", err))
+		}
+		c.Tokens = append(c.Tokens, api.ParseTokens(string(data), "\n")...)
+	}
+	if s := getenv("GEM_BRAIN_MAX_BODY"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_MAX_BODY: %q is not a number of bytes", s))
+		}
+		c.MaxBody = n
+	}
+	if s := getenv("GEM_BRAIN_TIMEZONE"); s != "" {
+		loc, err := time.LoadLocation(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_TIMEZONE: %w", err))
+		}
+		c.Timezone = loc
+	}
+	if s := getenv("GEM_DB_CONNECT_WAIT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("GEM_DB_CONNECT_WAIT: %q is not a duration (like 30s)", s))
+		}
+		c.DBConnectWait = d
+	}
+	c.Planner = strings.ToLower(getenv("GEM_BRAIN_PLANNER"))
+	llmCfg, err := llm.ConfigFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.LLM = llmCfg
+	if s := getenv("GEM_BRAIN_TOOL_SEARCH_THRESHOLD"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_TOOL_SEARCH_THRESHOLD: %q is not a positive number", s))
+		}
+		c.Chat.ToolSearchThreshold = n
+	}
+	if s := getenv("GEM_BRAIN_CHAT_WAIT_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_CHAT_WAIT_TIMEOUT: %q is not a duration", s))
+		}
+		c.Chat.WaitTimeout = d
+	}
+	return c, errors.Join(errs...)
+}

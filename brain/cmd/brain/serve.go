@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/api"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/brain/planner"
+	"github.com/gemhq/gem/brain/run"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/rs/zerolog"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Main is the brain process: registry, database, receipt waiter, planner, service and HTTP server.
+// cmd/brain builds it from the environment; tests start the same Main on port :0.
+type Main struct {
+	// Config is the brain's configuration.
+	Config Config
+	// Log is the process logger.
+	Log zerolog.Logger
+	// Migrate applies the database migrations before starting.
+	Migrate bool
+
+	Registry *registry.Registry
+	Pool     *pgxpool.Pool
+	Waiter   *gemsql.ReceiptWaiter
+	Runs     *run.Service
+	Chat     *chat.Chat
+	Server   *api.Server
+}
+
+// Open loads, connects and starts serving; errors (a port in use, a broken registry) come back at once.
+func (m *Main) Open(ctx context.Context) (err error) {
+	cfg := m.Config.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("invalid brain config: %w", err)
+	}
+	path, err := registry.Find(cfg.RegistryPath)
+	if err != nil {
+		return err
+	}
+	if m.Registry, err = registry.Load(path); err != nil {
+		return err
+	}
+	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
+		URL: cfg.DatabaseURL, ApplicationName: "gem-brain", ConnectWait: cfg.DBConnectWait,
+		OnRetry: func(err error, wait time.Duration) {
+			m.Log.Warn().Err(err).Dur("retry_in", wait).Msg("database not reachable yet; waiting (GEM_DB_CONNECT_WAIT)")
+		},
+	}); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.closeAll()
+		}
+	}()
+	if m.Migrate {
+		if _, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log)); err != nil {
+			return err
+		}
+	}
+	m.Waiter = gemsql.NewReceiptWaiter(m.Pool, gemsql.Slog(m.Log))
+	if err := m.Waiter.Start(ctx); err != nil {
+		m.Waiter = nil
+		return err
+	}
+	var client llm.Client
+	info := api.LLMInfo{}
+	if cfg.LLM.Configured() {
+		if client, err = llm.New(cfg.LLM); err != nil {
+			return err
+		}
+		info = api.LLMInfo{Configured: true, Provider: client.Provider(), Model: client.DefaultModel()}
+	}
+	var plans brain.Planner
+	switch cfg.Planner {
+	case PlannerLLM:
+		if client == nil {
+			return fmt.Errorf("GEM_BRAIN_PLANNER=llm needs an LLM: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL)")
+		}
+		plans = planner.NewLLMPlanner(client, m.Registry)
+	default:
+		if plans, err = planner.NewRulesPlanner(m.Registry, nil, cfg.Timezone); err != nil {
+			return err
+		}
+	}
+	m.Runs = run.NewService(m.Registry, plans, m.Pool, m.Waiter)
+	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, cfg.Chat)
+	m.Server = api.New(&api.Params{
+		Config: api.Config{Addr: cfg.Addr, Tokens: cfg.Tokens, AuthDisabled: cfg.AuthDisabled, MaxBody: cfg.MaxBody},
+		Runs:   m.Runs, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
+	})
+	if err := m.Server.Open(); err != nil {
+		m.Server = nil
+		return err
+	}
+	m.Log.Info().Str("url", m.Server.URL()).Str("registry", path).Int("tools", m.Registry.Len()).
+		Str("planner", plans.Name()).Bool("llm", info.Configured).Bool("auth", !cfg.AuthDisabled).Str("version", brain.Version).Msg("brain serving")
+	return nil
+}
+
+// Close stops serving (requests in flight may finish until ctx ends) and closes the database.
+func (m *Main) Close(ctx context.Context) error {
+	var err error
+	if m.Server != nil {
+		err = m.Server.Close(ctx)
+	}
+	m.closeAll()
+	return err
+}
+
+func (m *Main) closeAll() {
+	if m.Waiter != nil {
+		m.Waiter.Stop()
+	}
+	if m.Pool != nil {
+		m.Pool.Close()
+	}
+}

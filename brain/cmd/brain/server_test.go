@@ -1,0 +1,454 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/api"
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunEnqueueAndWait(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	resp, status := a.run(map[string]any{"message": "create a task to call John about the gutters, urgent", "mode": "enqueue_and_wait"})
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Equal(t, brain.RunCompleted, resp.Status)
+	require.Equal(t, brain.ModeEnqueueAndWait, resp.Decision.Mode)
+	require.Equal(t, "rules", resp.Decision.Planner)
+	require.Equal(t, []string{"create_task"}, resp.Decision.Rules)
+	require.Len(t, resp.PlannedToolCalls, 1)
+	require.Len(t, resp.Enqueued, 1)
+	require.Len(t, resp.Receipts, 1)
+	r := resp.Receipts[0]
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.Equal(t, resp.Enqueued[0], r.CallID)
+	require.Contains(t, resp.AssistantMessage, "Created task “call John about the gutters” (urgent priority)")
+	require.NotEmpty(t, resp.NextActions)
+
+	// The run, its call and the receipt are in the database, tied together. (The answer is recorded while
+	// the response goes out, so the row may lag the response by a moment.)
+	require.Eventually(t, func() bool { return runStatus(t, shared.pool, resp.RunID) == brain.RunCompleted }, 5*time.Second, 10*time.Millisecond)
+	c, err := gemsql.CallGet(context.Background(), shared.pool, resp.Enqueued[0])
+	require.NoError(t, err)
+	require.Equal(t, &resp.RunID, c.RunID)
+	require.Equal(t, "tester", c.RequestedBy)
+	require.Equal(t, registry.CallSucceeded, c.Status)
+
+	// GET /brain/runs/{id} answers the same.
+	var got brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &got))
+	require.True(t, got.OK)
+	require.Equal(t, brain.RunCompleted, got.Status)
+	require.Len(t, got.Receipts, 1)
+}
+
+func TestRunAnswerEnqueuesNothing(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	resp, status := a.run(map[string]any{"message": "create a task to order tiles", "mode": "answer"})
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, resp.OK)
+	require.Equal(t, brain.RunCompleted, resp.Status)
+	require.Empty(t, resp.Enqueued)
+	require.Contains(t, resp.AssistantMessage, "I would run")
+	require.Contains(t, resp.AssistantMessage, "os.create_task")
+	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+}
+
+func TestRunEnqueueReturnsCallIDs(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	resp, status := a.run(map[string]any{"message": "note that the Jones job needs a second ladder", "mode": "enqueue"})
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, resp.OK)
+	require.Equal(t, brain.RunEnqueued, resp.Status)
+	require.Len(t, resp.Enqueued, 1)
+	require.Empty(t, resp.Receipts)
+	require.Contains(t, resp.NextActions[0], "/calls/"+resp.Enqueued[0].String())
+
+	// Long-poll the call until its receipt exists.
+	var body struct {
+		Call    gemsql.Call       `json:"call"`
+		Receipt *registry.Receipt `json:"receipt"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].String()+"?wait=5s", nil, &body))
+	require.NotNil(t, body.Receipt)
+	require.Equal(t, registry.StatusSucceeded, body.Receipt.Status)
+	require.Equal(t, registry.CallSucceeded, body.Call.Status)
+	require.Equal(t, "os.create_note", body.Call.ToolName)
+
+	// Reading the run brings it up to date.
+	var got brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &got))
+	require.Equal(t, brain.RunCompleted, got.Status)
+	require.Contains(t, got.AssistantMessage, "Saved a business note")
+}
+
+func TestPlanAndApprove(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	resp, status := a.run(map[string]any{"message": "new lead Priya Nair 0433 222 111 in Ashfield via facebook", "mode": "plan"})
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Equal(t, brain.RunPlanned, resp.Status)
+	require.Empty(t, resp.Enqueued)
+	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+	var input map[string]any
+	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
+	require.Equal(t, map[string]any{"name": "Priya Nair", "phone": "0433 222 111", "suburb": "Ashfield", "source": "facebook"}, input)
+
+	var approved brain.RunResponse
+	status = a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", map[string]any{"wait": true}, &approved)
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, approved.OK, "%+v", approved.Errors)
+	require.Equal(t, brain.RunCompleted, approved.Status)
+	require.Len(t, approved.Receipts, 1)
+	require.Equal(t, registry.StatusSucceeded, approved.Receipts[0].Status)
+	require.Contains(t, approved.AssistantMessage, "Recorded a new lead: Priya Nair")
+	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID))
+
+	// A plan is approved once.
+	var conflict errorResponse
+	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &conflict))
+	require.Equal(t, brain.ECONFLICT, conflict.Errors[0].Code)
+	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID))
+
+	// Approving without waiting returns the call ids.
+	resp, _ = a.run(map[string]any{"message": "create a task to measure the Nair roof", "mode": "plan"})
+	var enq brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &enq))
+	require.Equal(t, brain.RunEnqueued, enq.Status)
+	require.Len(t, enq.Enqueued, 1)
+}
+
+func TestContextIsMergedIntoInputs(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	lead, _ := a.run(map[string]any{"message": "new lead Tom Hardy 0400 999 888 in Glebe"})
+	require.True(t, lead.OK, "%+v", lead.Errors)
+	var res struct {
+		Lead struct {
+			LeadID string `json:"lead_id"`
+		} `json:"lead"`
+	}
+	require.NoError(t, json.Unmarshal(lead.Receipts[0].Result, &res))
+
+	// lead_id goes into os.create_task's input (its schema has it); job_id does not (it has not).
+	resp, _ := a.run(map[string]any{"message": "create a task to call Tom back", "context": map[string]any{"lead_id": res.Lead.LeadID, "job_id": "J-1"}})
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	var input map[string]any
+	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
+	require.Equal(t, res.Lead.LeadID, input["lead_id"])
+	require.NotContains(t, input, "job_id")
+	var task struct {
+		LeadID string `json:"lead_id"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Receipts[0].Result, &task))
+	require.Equal(t, res.Lead.LeadID, task.LeadID)
+}
+
+func TestInvalidPlanEnqueuesNothing(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	// A context id that breaks the tool's schema: every violation is reported, nothing is enqueued.
+	resp, status := a.run(map[string]any{"message": "create a task to call Ann", "context": map[string]any{"lead_id": "not-a-uuid"}})
+	require.Equal(t, http.StatusBadRequest, status)
+	require.False(t, resp.OK)
+	require.Equal(t, brain.RunFailed, resp.Status)
+	require.Equal(t, brain.EINVALID, resp.Errors[0].Code)
+	details, _ := resp.Errors[0].Details.(map[string]any)
+	violations, _ := details["violations"].([]any)
+	require.Len(t, violations, 1)
+	require.Equal(t, "/lead_id", violations[0].(map[string]any)["path"])
+	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+	require.Equal(t, brain.RunFailed, runStatus(t, shared.pool, resp.RunID))
+
+	// A rule that understood the request but lacks something says what.
+	resp, status = a.run(map[string]any{"message": "new lead Bob from Glebe"})
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Contains(t, resp.Errors[0].Message, "phone number")
+	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+
+	// More calls than limits.max_tool_calls: nothing is enqueued.
+	resp, status = a.run(map[string]any{"message": "create a task to a\ncreate a task to b\ncreate a task to c", "limits": map[string]any{"max_tool_calls": 2}})
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Contains(t, resp.Errors[0].Message, "max_tool_calls")
+	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+}
+
+func TestSeveralCallsInOneRun(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	resp, status := a.run(map[string]any{"message": "Create a task to order 40 tiles. Note that the Baker roof has asbestos sheeting\nlist urgent tasks"})
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Len(t, resp.Receipts, 3)
+	tools := []string{resp.Receipts[0].ToolName, resp.Receipts[1].ToolName, resp.Receipts[2].ToolName}
+	require.Equal(t, []string{"os.create_task", "os.create_note", "os.list_tasks"}, tools)
+}
+
+func TestNoRuleMatches(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	resp, status := a.run(map[string]any{"message": "sing me a song about gutters"})
+	require.Equal(t, http.StatusOK, status)
+	require.False(t, resp.OK)
+	require.Equal(t, brain.ENOPLAN, resp.Errors[0].Code)
+	require.Contains(t, resp.AssistantMessage, "I can:")
+	require.Contains(t, resp.AssistantMessage, "create a task")
+	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+}
+
+func TestFailedCallIsReported(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	missing := uuid.New()
+	resp, status := a.run(map[string]any{"message": "complete task " + missing.String()})
+	require.Equal(t, http.StatusOK, status)
+	require.False(t, resp.OK)
+	require.Equal(t, brain.RunCompleted, resp.Status)
+	require.Equal(t, registry.StatusFailed, resp.Receipts[0].Status)
+	require.Equal(t, registry.CodeNotFound, resp.Receipts[0].Error.Code)
+	require.Equal(t, brain.ECALLFAILED, resp.Errors[0].Code)
+	require.Contains(t, resp.AssistantMessage, "not_found")
+}
+
+// TestWaitTimeout uses a database no executor serves: the wait times out, says which calls are pending and
+// leaves them queued; once an executor starts they run, and the run is answered when it is read.
+func TestWaitTimeout(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	m, err := startBrain(dbURL, nil)
+	require.NoError(t, err)
+	defer m.Close(context.Background())
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+
+	start := time.Now()
+	resp, status := a.run(map[string]any{"message": "health check", "limits": map[string]any{"wait_timeout_ms": 1000}})
+	require.Equal(t, http.StatusOK, status)
+	require.GreaterOrEqual(t, time.Since(start), time.Second)
+	require.False(t, resp.OK)
+	require.Equal(t, brain.RunWaiting, resp.Status)
+	require.Equal(t, resp.Enqueued, resp.Pending)
+	require.Equal(t, brain.ETIMEOUT, resp.Errors[0].Code)
+	require.Contains(t, resp.AssistantMessage, "still running")
+	c, err := gemsql.CallGet(context.Background(), m.Pool, resp.Enqueued[0])
+	require.NoError(t, err)
+	require.Equal(t, registry.CallQueued, c.Status, "the call was left in the queue, not cancelled")
+
+	e, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	defer e.Stop()
+	var body struct {
+		Receipt *registry.Receipt `json:"receipt"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].String()+"?wait=10s", nil, &body))
+	require.NotNil(t, body.Receipt)
+	var got brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &got))
+	require.True(t, got.OK, "%+v", got.Errors)
+	require.Equal(t, brain.RunCompleted, got.Status)
+	require.Contains(t, got.AssistantMessage, "GEM is ok")
+}
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+
+	var e errorResponse
+	noToken := &testAPI{t: t, url: shared.url}
+	require.Equal(t, http.StatusUnauthorized, noToken.do(http.MethodPost, "/brain/run", map[string]any{"message": "health"}, &e))
+	require.Equal(t, brain.EUNAUTHORIZED, e.Errors[0].Code)
+	require.Equal(t, http.StatusUnauthorized, noToken.do(http.MethodGet, "/calls", nil, &e))
+
+	wrong := &testAPI{t: t, url: shared.url, token: "wrong-token-0123456789"}
+	require.Equal(t, http.StatusUnauthorized, wrong.do(http.MethodGet, "/brain/tools", nil, &e))
+	require.Contains(t, e.Errors[0].Message, "invalid")
+
+	req, _ := http.NewRequest(http.MethodGet, shared.url+"/brain/tools", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, `Bearer realm="gem"`, resp.Header.Get("WWW-Authenticate"))
+
+	// /health stays open.
+	var health map[string]any
+	require.Equal(t, http.StatusOK, noToken.do(http.MethodGet, "/health", nil, &health))
+	require.Equal(t, true, health["ok"])
+
+	// A brain without tokens refuses to start unless authentication is switched off explicitly.
+	_, err = startBrain(shared.dbURL, func(c *Config) { c.Tokens = nil })
+	require.ErrorContains(t, err, "GEM_BRAIN_TOKENS")
+	m, err := startBrain(shared.dbURL, func(c *Config) { c.Tokens, c.AuthDisabled = nil, true })
+	require.NoError(t, err)
+	defer m.Close(context.Background())
+	open := &testAPI{t: t, url: m.Server.URL()}
+	require.Equal(t, http.StatusOK, open.do(http.MethodGet, "/brain/tools", nil, nil))
+}
+
+func TestErrorStatuses(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   any
+		status int
+		code   string
+		check  func(t *testing.T, e *brain.Error)
+	}{
+		{"malformed JSON", http.MethodPost, "/brain/run", `{"message": "health"`, 400, brain.EINVALID, nil},
+		{"not an object", http.MethodPost, "/brain/run", `[1, 2]`, 400, brain.EINVALID, nil},
+		{"every schema violation", http.MethodPost, "/brain/run",
+			map[string]any{"mode": "yolo", "limits": map[string]any{"max_tool_calls": 99, "wait_timeout_ms": 10}, "extra": true}, 400, brain.EINVALID,
+			func(t *testing.T, e *brain.Error) {
+				vs := e.Details.(map[string]any)["violations"].([]any)
+				paths := map[string]bool{}
+				for _, v := range vs {
+					paths[v.(map[string]any)["path"].(string)] = true
+				}
+				require.Equal(t, map[string]bool{"/message": true, "/mode": true, "/limits/max_tool_calls": true, "/limits/wait_timeout_ms": true, "": true}, paths)
+			}},
+		{"empty message", http.MethodPost, "/brain/run", map[string]any{"message": ""}, 400, brain.EINVALID, nil},
+		{"context that is not ids", http.MethodPost, "/brain/run", map[string]any{"message": "health", "context": map[string]any{"Lead ID": map[string]any{}}}, 400, brain.EINVALID, nil},
+		{"unknown run", http.MethodGet, "/brain/runs/" + uuid.NewString(), nil, 404, brain.ENOTFOUND, nil},
+		{"run id not a uuid", http.MethodGet, "/brain/runs/42", nil, 400, brain.EINVALID, nil},
+		{"approve unknown run", http.MethodPost, "/brain/runs/" + uuid.NewString() + "/approve", nil, 404, brain.ENOTFOUND, nil},
+		{"approve with a bad body", http.MethodPost, "/brain/runs/" + uuid.NewString() + "/approve", map[string]any{"wait": "yes"}, 400, brain.EINVALID, nil},
+		{"unknown call", http.MethodGet, "/calls/" + uuid.NewString(), nil, 404, brain.ENOTFOUND, nil},
+		{"long poll too long", http.MethodGet, "/calls/" + uuid.NewString() + "?wait=5m", nil, 400, brain.EINVALID, nil},
+		{"bad list filter", http.MethodGet, "/calls?status=done&limit=0", nil, 400, brain.EINVALID, nil},
+		{"bad cursor", http.MethodGet, "/receipts?cursor=abc", nil, 400, brain.EINVALID, nil},
+		{"body too large", http.MethodPost, "/brain/run", `{"message": "` + strings.Repeat("x", 2<<20) + `"}`, 413, brain.ETOOLARGE, nil},
+		{"unknown route", http.MethodGet, "/brain/nothing", nil, 404, brain.ENOTFOUND, nil},
+		{"wrong method", http.MethodDelete, "/brain/run", nil, 405, brain.EMETHOD, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := &testAPI{t: t, url: a.url, token: a.token}
+			var e errorResponse
+			require.Equal(t, tt.status, a.do(tt.method, tt.path, tt.body, &e))
+			require.False(t, e.OK)
+			require.Equal(t, tt.code, e.Errors[0].Code)
+			require.NotEmpty(t, e.Errors[0].Message)
+			if tt.check != nil {
+				tt.check(t, e.Errors[0])
+			}
+		})
+	}
+
+	// Approving a run that is not a stored plan is a conflict.
+	resp, _ := a.run(map[string]any{"message": "health check", "mode": "answer"})
+	var e errorResponse
+	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &e))
+	require.Equal(t, brain.ECONFLICT, e.Errors[0].Code)
+}
+
+func TestHealthAndTools(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+
+	var health struct {
+		OK       bool           `json:"ok"`
+		Version  string         `json:"version"`
+		Database map[string]any `json:"database"`
+		Registry map[string]any `json:"registry"`
+		LLM      api.LLMInfo    `json:"llm"`
+		Planner  string         `json:"planner"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/health", nil, &health))
+	require.True(t, health.OK)
+	require.Equal(t, true, health.Database["reachable"])
+	require.Equal(t, true, health.Registry["loaded"])
+	require.Equal(t, float64(shared.brain.Registry.Len()), health.Registry["tools"])
+	require.False(t, health.LLM.Configured)
+	require.Equal(t, "rules", health.Planner)
+
+	var tools struct {
+		Tools []struct {
+			Name        string               `json:"name"`
+			Description string               `json:"description"`
+			Idempotency registry.Idempotency `json:"idempotency"`
+			Permissions []string             `json:"permissions"`
+			InputSchema json.RawMessage      `json:"input_schema"`
+		} `json:"tools"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/tools", nil, &tools))
+	require.Len(t, tools.Tools, shared.brain.Registry.Len())
+	for _, tl := range tools.Tools {
+		require.NotEmpty(t, tl.Description, tl.Name)
+		require.NotEmpty(t, tl.Idempotency.Mode, tl.Name)
+		require.True(t, json.Valid(tl.InputSchema), tl.Name)
+	}
+}
+
+func TestListCallsAndReceipts(t *testing.T) {
+	t.Parallel()
+	// A database of its own, so the listing is this test's alone.
+	a, _ := privateBrain(t, true)
+
+	var ids []uuid.UUID
+	for i := range 7 {
+		resp, _ := a.run(map[string]any{"message": fmt.Sprintf("find notes about pagination-%d", i)})
+		require.True(t, resp.OK, "%+v", resp.Errors)
+		ids = append(ids, resp.Enqueued...)
+	}
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		var page struct {
+			Calls      []gemsql.Call `json:"calls"`
+			NextCursor *string       `json:"next_cursor"`
+		}
+		path := "/calls?tool=os.search_notes&status=succeeded&since=1h&limit=3"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		require.Equal(t, http.StatusOK, a.do(http.MethodGet, path, nil, &page))
+		for _, c := range page.Calls {
+			require.False(t, seen[c.ID.String()])
+			seen[c.ID.String()] = true
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+		require.Less(t, pages, 10)
+	}
+	for _, id := range ids {
+		require.True(t, seen[id.String()], "call %s listed", id)
+	}
+
+	var receipts struct {
+		Receipts []registry.Receipt `json:"receipts"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/receipts?tool=os.search_notes&limit=1000", nil, &receipts))
+	require.GreaterOrEqual(t, len(receipts.Receipts), 7)
+	for _, r := range receipts.Receipts {
+		require.Equal(t, "os.search_notes", r.ToolName)
+	}
+}

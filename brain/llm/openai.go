@@ -1,0 +1,108 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// openaiLLM speaks the OpenAI chat completions API (and the many servers compatible with it).
+type openaiLLM struct {
+	client openai.Client
+	cfg    Config
+}
+
+func newOpenAILLM(cfg Config) *openaiLLM {
+	opts := []option.RequestOption{option.WithRequestTimeout(cfg.Timeout), option.WithMaxRetries(2)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else {
+		opts = append(opts, option.WithAPIKey("none")) // local servers ignore it; the SDK wants one
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
+	}
+	return &openaiLLM{client: openai.NewClient(opts...), cfg: cfg}
+}
+
+func (o *openaiLLM) Provider() string     { return ProviderOpenAI }
+func (o *openaiLLM) DefaultModel() string { return o.cfg.Model }
+
+func (o *openaiLLM) Complete(ctx context.Context, req *Request) (*Response, error) {
+	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	if req.System != "" {
+		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "user":
+			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+		case "tool":
+			params.Messages = append(params.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+		case "assistant":
+			am := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" {
+				am.Content.OfString = param.NewOpt(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+					},
+				})
+			}
+			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &am})
+		}
+	}
+	for _, t := range req.Tools {
+		def := shared.FunctionDefinitionParam{
+			Name:        t.Name,
+			Description: param.NewOpt(t.Description),
+			Parameters:  shared.FunctionParameters(t.Parameters),
+		}
+		if t.Strict {
+			def.Strict = param.NewOpt(true)
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(def))
+	}
+	if req.Temperature != nil {
+		params.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if o.cfg.MaxTokens > 0 {
+		params.MaxTokens = param.NewOpt(int64(o.cfg.MaxTokens))
+	}
+
+	completion, err := o.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) {
+			return nil, providerError(ProviderOpenAI, apiErr.StatusCode, err)
+		}
+		return nil, providerError(ProviderOpenAI, 0, err)
+	}
+	if len(completion.Choices) == 0 {
+		return nil, providerError(ProviderOpenAI, 0, errors.New("the answer has no choices"))
+	}
+	choice := completion.Choices[0]
+	resp := &Response{
+		Content:    choice.Message.Content,
+		StopReason: choice.FinishReason,
+		Usage:      Usage{InputTokens: completion.Usage.PromptTokens, OutputTokens: completion.Usage.CompletionTokens},
+	}
+	if resp.Content == "" && choice.Message.Refusal != "" {
+		resp.Content = choice.Message.Refusal
+	}
+	for _, tc := range choice.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return resp, nil
+}

@@ -1,0 +1,85 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/llm"
+
+	"github.com/gemhq/gem/registry"
+)
+
+// LLMPlanner plans POST /brain/run with one LLM turn: the model sees the message and the registry's tools
+// and answers with the tool calls to make (or, when it makes none, with text that becomes the answer). The
+// calls are then validated and enqueued like the rules planner's.
+type LLMPlanner struct {
+	llm llm.Client
+	reg *registry.Registry
+}
+
+// NewLLMPlanner plans with llm over the registry's tools.
+func NewLLMPlanner(client llm.Client, reg *registry.Registry) *LLMPlanner {
+	return &LLMPlanner{llm: client, reg: reg}
+}
+
+// Name is "llm".
+func (p *LLMPlanner) Name() string { return "llm" }
+
+const llmPlannerSystem = `You plan tool calls for GEM. Read the request and call the tools that do what it asks, all at once ` +
+	`(they run in parallel; you will not see their results). Use only the tools given. If nothing fits, answer in one ` +
+	`or two sentences saying what you can do instead.`
+
+// Plan asks the LLM once. With many tools, the most relevant (by name and description) are offered.
+func (p *LLMPlanner) Plan(ctx context.Context, req brain.PlanRequest) (*brain.Plan, error) {
+	tools := p.reg.Tools()
+	if len(tools) > llm.ToolSearchThresholdDefault {
+		if ranked := llm.RankTools(tools, req.Message, llm.ToolSearchThresholdDefault); len(ranked) > 0 {
+			tools = ranked
+		}
+	}
+	ts := llm.NewToolSet(tools)
+	message := req.Message
+	if len(req.Context) > 0 {
+		var ids []string
+		for _, k := range sortedContextKeys(req.Context) {
+			ids = append(ids, fmt.Sprintf("%s=%v", k, req.Context[k]))
+		}
+		message += "\n\n(Context: " + strings.Join(ids, ", ") + ")"
+	}
+	resp, err := p.llm.Complete(ctx, &llm.Request{Model: p.llm.DefaultModel(), System: llmPlannerSystem,
+		Messages: []llm.Message{{Role: "user", Content: message}}, Tools: ts.Defs()})
+	if err != nil {
+		return nil, err
+	}
+	plan := &brain.Plan{}
+	for _, tc := range resp.ToolCalls {
+		tool, ok := ts.Tool(tc.Name)
+		if !ok {
+			return nil, brain.Errorf(brain.EINVALID, "the LLM asked for a tool that does not exist: %q", tc.Name)
+		}
+		input, err := llm.InputFromArguments(tool, tc.Arguments)
+		if err != nil {
+			return nil, brain.Errorf(brain.EINVALID, "the LLM's arguments for %s are unusable: %v", tool.Name, err)
+		}
+		plan.Calls = append(plan.Calls, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: "planned by the LLM"})
+	}
+	if len(plan.Calls) == 0 {
+		plan.Reason = "the LLM planned no tool calls"
+		plan.Help = resp.Content
+		return plan, nil
+	}
+	plan.Reason = fmt.Sprintf("the LLM (%s %s) planned %d %s", p.llm.Provider(), p.llm.DefaultModel(), len(plan.Calls), brain.Plural(len(plan.Calls), "call", "calls"))
+	return plan, nil
+}
+
+func sortedContextKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,138 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/llm"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// SessionClaim creates or touches a chat session for an agent and a user. It refuses a session of another
+// agent or user, and one still answering another message (a chat run of the session planning or waiting in
+// the last 10 minutes).
+func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID string) error {
+	var owner uuid.UUID
+	var user string
+	var busy bool
+	err := db.QueryRow(ctx, `INSERT INTO agent_sessions (id, agent_id, user_id) VALUES ($1, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET updated_at = now()
+		RETURNING agent_id, user_id, EXISTS (SELECT 1 FROM brain_runs WHERE conversation_id = $1 AND mode = 'chat'
+			AND status IN ('planning', 'waiting') AND created_at > now() - interval '10 minutes')`,
+		sessionID, agentID, userID).Scan(&owner, &user, &busy)
+	if err != nil {
+		return Error(fmt.Errorf("error claiming session: %w", err))
+	}
+	if owner != agentID || user != userID {
+		return brain.Errorf(brain.ECONFLICT, "session %q belongs to another agent or user", sessionID)
+	}
+	if busy {
+		return brain.Errorf(brain.ECONFLICT, "session %q is answering another message; wait for it", sessionID)
+	}
+	return nil
+}
+
+// SessionMessage is a message of a chat session, with the GEM call a tool message reports on.
+type SessionMessage struct {
+	llm.Message
+	CallID *uuid.UUID
+}
+
+// SessionMessageList returns a session's last limit messages, oldest first.
+func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, limit int) ([]llm.Message, error) {
+	rows, err := db.Query(ctx, `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
+			SELECT * FROM agent_messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2) m ORDER BY id`, sessionID, limit)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error loading messages: %w", err))
+	}
+	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (llm.Message, error) {
+		var m llm.Message
+		var calls []byte
+		err := row.Scan(&m.Role, &m.Content, &calls, &m.ToolCallID)
+		if len(calls) > 0 {
+			_ = json.Unmarshal(calls, &m.ToolCalls)
+		}
+		return m, err
+	})
+	return msgs, Error(err)
+}
+
+// SessionMessageInsert stores messages of a session, made by a run.
+func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, msgs ...SessionMessage) error {
+	for _, m := range msgs {
+		var calls []byte
+		if len(m.ToolCalls) > 0 {
+			calls, _ = json.Marshal(m.ToolCalls)
+		}
+		if _, err := db.Exec(ctx, `INSERT INTO agent_messages (session_id, run_id, role, content, tool_calls, tool_call_id, call_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, sessionID, runID, m.Role, m.Content, calls, nullIfEmpty(m.ToolCallID), m.CallID); err != nil {
+			return Error(fmt.Errorf("error storing a message: %w", err))
+		}
+	}
+	return nil
+}
+
+// SkillText is a skill's name and instructions, as an agent's system prompt shows them.
+type SkillText struct {
+	Name         string
+	Instructions string
+}
+
+// AgentSkillTexts returns the instructions of the skills available to an agent for a user, by priority.
+func AgentSkillTexts(ctx context.Context, db gemsql.DBTX, agent, user string) ([]SkillText, error) {
+	rows, err := db.Query(ctx, `SELECT s.name, s.instructions FROM gem_agent_skills($1, $2) g JOIN skills s ON s.id = g.skill_id
+		WHERE g.available AND s.instructions <> '' ORDER BY g.priority, s.slug`, agent, user)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error loading skills: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SkillText, error) {
+		var s SkillText
+		return s, row.Scan(&s.Name, &s.Instructions)
+	})
+	return out, Error(err)
+}
+
+// TurnInsertParams describe one LLM turn of a run.
+type TurnInsertParams struct {
+	RunID     uuid.UUID
+	Iteration int
+	Provider  string
+	Model     string
+	// Request summarises what was asked; Response, Error and Usage are JSON (nil when absent).
+	Request, Response, Error, Usage []byte
+	Latency                         time.Duration
+}
+
+// TurnInsert records one LLM turn with its run.
+func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error {
+	_, err := db.Exec(ctx, `INSERT INTO brain_turns (run_id, iteration, provider, model, request, response, error, usage, latency_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, p.RunID, p.Iteration, p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage,
+		float64(p.Latency.Microseconds())/1000)
+	if err != nil {
+		return fmt.Errorf("error recording an LLM turn: %w", err)
+	}
+	return nil
+}
+
+// RunAddCalls records calls a chat run has just made (in the transaction that inserts them): the run is
+// waiting, its call ids grow and its planned calls are replaced.
+func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uuid.UUID, planned []brain.PlannedCall) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs SET status = 'waiting', call_ids = call_ids || $2::uuid[], planned_calls = $3, updated_at = now()
+		WHERE id = $1`, runID, ids, jsonOrEmpty(planned, "[]"))
+	if err != nil {
+		return fmt.Errorf("error updating run: %w", err)
+	}
+	return nil
+}
+
+// RunFinish records how a chat run ended.
+func RunFinish(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, status string, planned []brain.PlannedCall, reply string, errs []*brain.Error) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5,
+		updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"))
+	return Error(err)
+}

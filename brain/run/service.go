@@ -1,0 +1,349 @@
+// Package run handles a run: plan a message, validate the plan, record it and — by mode — enqueue its calls,
+// wait for their receipts and answer from them. It never runs a tool itself: the executor does, and the two
+// meet only in PostgreSQL.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/postgres"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Service plans, records, enqueues and waits. It never runs a tool itself.
+type Service struct {
+	reg     *registry.Registry
+	planner brain.Planner
+	pool    *pgxpool.Pool
+	waiter  *gemsql.ReceiptWaiter
+	now     func() time.Time
+}
+
+// NewService builds the service; the waiter must be started.
+// It logs through the logger in each request's context.
+func NewService(reg *registry.Registry, planner brain.Planner, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter) *Service {
+	return &Service{reg: reg, planner: planner, pool: pool, waiter: waiter, now: time.Now}
+}
+
+// Planner is the service's planner.
+func (s *Service) Planner() brain.Planner { return s.planner }
+
+// Run handles one request: plan, validate, record, and — by mode — enqueue and wait.
+func (s *Service) Run(ctx context.Context, req *brain.RunParams, requester string) (*brain.RunResponse, error) {
+	rec := &brain.Run{
+		ID:             uuid.Must(uuid.NewV7()),
+		Message:        req.Message,
+		Mode:           req.Mode,
+		ConversationID: req.ConversationID,
+		Context:        req.Context,
+		Limits:         brain.Limits{MaxToolCalls: req.MaxToolCalls(), WaitTimeoutMS: int(req.WaitTimeout().Milliseconds())},
+		Decision:       brain.Decision{Mode: req.Mode, Planner: s.planner.Name()},
+		RequestedBy:    requester,
+	}
+	log := brain.LogRun(ctx, rec.ID)
+
+	plan, err := s.planner.Plan(ctx, brain.PlanRequest{Message: req.Message, Context: req.Context, Now: s.now()})
+	if err != nil {
+		var e *brain.Error
+		if !errors.As(err, &e) {
+			log.Error().Err(err).Msg("planner failed")
+		}
+		return s.fail(ctx, rec, brain.AsError(err))
+	}
+	rec.Decision.Reason, rec.Decision.Rules, rec.PlannedCalls = plan.Reason, plan.Rules, plan.Calls
+	if rec.PlannedCalls == nil {
+		rec.PlannedCalls = []brain.PlannedCall{}
+	}
+	if len(plan.Calls) == 0 {
+		rec.Status = brain.RunCompleted
+		rec.AssistantMessage = plan.Help
+		rec.Errors = []*brain.Error{{Code: brain.ENOPLAN, Message: "nothing in the message matched what I can do", Details: map[string]any{"message": req.Message}}}
+		return s.record(ctx, rec)
+	}
+	// A plan is all or nothing: a client that retries a message it was told failed must not make the part
+	// that was understood twice.
+	if len(plan.Unmatched) > 0 {
+		rec.Status = brain.RunFailed
+		rec.Errors = []*brain.Error{{Code: brain.ENOPLAN,
+			Message: "I did not understand part of the message, so nothing was run: " + strings.Join(quoted(plan.Unmatched), "; "),
+			Details: map[string]any{"unmatched": plan.Unmatched, "understood": plan.Rules}}}
+		rec.AssistantMessage = rec.Errors[0].Message + ". I understood:\n" + brain.DescribePlan(rec.PlannedCalls) +
+			"\nSay again what you meant by the rest, or send the parts I understood on their own."
+		return s.record(ctx, rec)
+	}
+	if max := req.MaxToolCalls(); len(plan.Calls) > max {
+		return s.fail(ctx, rec, &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("the plan has %d calls, more than limits.max_tool_calls (%d); nothing was enqueued", len(plan.Calls), max)})
+	}
+	if errs := brain.PrepareCalls(s.reg, rec.PlannedCalls, req.Context); len(errs) > 0 {
+		rec.Status = brain.RunFailed
+		rec.Errors = errs
+		rec.AssistantMessage = "The plan is not valid, so nothing was enqueued: " + errs[0].Message
+		return s.record(ctx, rec)
+	}
+
+	switch req.Mode {
+	case brain.ModeAnswer:
+		rec.Status = brain.RunCompleted
+		rec.AssistantMessage = "I would run:\n" + brain.DescribePlan(rec.PlannedCalls)
+		return s.record(ctx, rec)
+	case brain.ModePlan:
+		rec.Status = brain.RunPlanned
+		rec.AssistantMessage = "I plan to run:\n" + brain.DescribePlan(rec.PlannedCalls) + "\nApprove the plan to run it."
+		rec.NextActions = []string{fmt.Sprintf("approve: POST /brain/runs/%s/approve", rec.ID)}
+		return s.record(ctx, rec)
+	}
+
+	wait := req.Mode == brain.ModeEnqueueAndWait
+	params := s.callParams(rec, wait)
+	// A waiter hears of the receipts from before the calls exist, so it never reads them first.
+	var sub *gemsql.Subscription
+	if wait {
+		sub = s.waiter.Subscribe(rec.CallIDs)
+		defer sub.Close()
+	}
+	if err := s.enqueue(ctx, rec, params); err != nil {
+		return nil, err
+	}
+	log.Info().Str("mode", string(req.Mode)).Int("calls", len(rec.CallIDs)).Msg("run enqueued")
+	if !wait {
+		return s.response(rec, nil, rec.CallIDs), nil
+	}
+	return s.waitAndAnswer(ctx, rec, sub, req.WaitTimeout())
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// enqueue records the run and makes its calls in one transaction, so a run never points at calls that do
+// not exist, nor a call at a run that does not.
+func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.CallInsertParams) error {
+	// One round trip: a batch without BEGIN is one implicit transaction.
+	b := &pgx.Batch{}
+	postgres.RunInsertQueue(b, rec)
+	if _, err := gemsql.QueueCallInsertMany(b, params); err != nil {
+		return err
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return postgres.Error(err)
+	}
+	return nil
+}
+
+// waitAndAnswer waits for the run's receipts (sub, subscribed before the calls were made) and records the
+// answer. A wait that times out leaves the calls running and says which are pending.
+func (s *Service) waitAndAnswer(ctx context.Context, rec *brain.Run, sub *gemsql.Subscription, timeout time.Duration) (*brain.RunResponse, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := sub.Wait(waitCtx)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err() // the client went away; the calls go on and GET /brain/runs/{id} will answer
+	}
+	return s.answer(ctx, rec, res.Receipts, res.Pending)
+}
+
+// answer records what the receipts say and returns the response.
+func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.UUID]*registry.Receipt, pending []uuid.UUID) (*brain.RunResponse, error) {
+	ordered := make([]*registry.Receipt, 0, len(receipts))
+	for _, id := range rec.CallIDs {
+		if r, ok := receipts[id]; ok {
+			ordered = append(ordered, r)
+		}
+	}
+	rec.Receipts = brain.Compact(ordered)
+	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, ordered, pending)
+	rec.Errors = slicesDeleteCodes(rec.Errors, brain.ECALLFAILED, brain.ETIMEOUT)
+	for _, r := range ordered {
+		if r.Status != registry.StatusSucceeded {
+			rec.Errors = append(rec.Errors, &brain.Error{Code: brain.ECALLFAILED, Message: fmt.Sprintf("%s %s: %s", r.ToolName, r.Status, r.Error.Message),
+				Details: map[string]any{"call_id": r.CallID, "tool": r.ToolName, "error": r.Error}})
+		}
+	}
+	if len(pending) > 0 {
+		rec.Errors = append(rec.Errors, &brain.Error{Code: brain.ETIMEOUT, Message: fmt.Sprintf("%d of %d calls have no receipt yet; they keep running", len(pending), len(rec.CallIDs)),
+			Details: map[string]any{"pending": pending}})
+	} else {
+		rec.Status = brain.RunCompleted
+	}
+	// The answer is recorded while the response goes out (see brain.RunResponse.recorded): the client does not wait
+	// for the database, and a lost update only leaves the run waiting until GET /brain/runs/{id}.
+	args := postgres.RunUpdateArgs(rec)
+	recorded := make(chan error, 1)
+	go func() { recorded <- postgres.RunUpdateAnswer(context.WithoutCancel(ctx), s.pool, args) }()
+	resp := s.response(rec, ordered, pending)
+	resp.SetRecording(recorded)
+	return resp, nil
+}
+
+func slicesDeleteCodes(errs []*brain.Error, codes ...string) []*brain.Error {
+	out := errs[:0:0]
+	for _, e := range errs {
+		keep := true
+		for _, c := range codes {
+			if e.Code == c {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Approve enqueues a stored plan (mode plan) and, when wait is set, waits for its receipts. The run is
+// locked, checked against the registry (which may have changed since the plan was made), updated and its
+// calls inserted in one transaction, so two approvals cannot both enqueue.
+func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout time.Duration, requester string) (*brain.RunResponse, error) {
+	var rec *brain.Run
+	var sub *gemsql.Subscription
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if rec, err = postgres.RunGet(ctx, tx, id, true); err != nil {
+			return err
+		}
+		if rec.Status != brain.RunPlanned {
+			return brain.Errorf(brain.ECONFLICT, "run %s is %s; only a planned run (mode plan) can be approved", id, rec.Status)
+		}
+		if errs := brain.PrepareCalls(s.reg, rec.PlannedCalls, nil); len(errs) > 0 {
+			return &brain.Error{Code: brain.ECONFLICT, Message: "the stored plan no longer fits the registry: " + errs[0].Message, Details: map[string]any{"errors": errs}}
+		}
+		params := s.callParams(rec, wait)
+		if wait && sub == nil {
+			sub = s.waiter.Subscribe(rec.CallIDs) // before the calls commit
+		}
+		rec.AssistantMessage = fmt.Sprintf("Approved; enqueued %d %s.", len(params), brain.Plural(len(params), "call", "calls"))
+		rec.NextActions = nil
+		if err := postgres.RunUpdate(ctx, tx, rec); err != nil {
+			return err
+		}
+		_, err = gemsql.CallInsertMany(ctx, tx, params)
+		return err
+	})
+	if err != nil {
+		return nil, postgres.Error(err)
+	}
+	brain.LogRun(ctx, id).Info().Str("approved_by", requester).Int("calls", len(rec.CallIDs)).Msg("plan approved")
+	if !wait {
+		return s.response(rec, nil, rec.CallIDs), nil
+	}
+	return s.waitAndAnswer(ctx, rec, sub, timeout)
+}
+
+// callParams gives each planned call its id and the run its status (enqueued, or waiting when the caller
+// waits), and returns the calls' inserts.
+func (s *Service) callParams(rec *brain.Run, wait bool) []gemsql.CallInsertParams {
+	params := make([]gemsql.CallInsertParams, len(rec.PlannedCalls))
+	rec.CallIDs = make([]uuid.UUID, len(rec.PlannedCalls))
+	for i, pc := range rec.PlannedCalls {
+		id := uuid.Must(uuid.NewV7())
+		rec.CallIDs[i] = id
+		rec.PlannedCalls[i].CallID = &id
+		params[i] = gemsql.CallInsertParams{ID: id, ToolName: pc.Tool, Input: pc.Input, RunID: &rec.ID, Agent: rec.Agent,
+			RequestedBy: rec.RequestedBy}
+	}
+	rec.Status = brain.RunEnqueued
+	if wait {
+		rec.Status = brain.RunWaiting
+	}
+	return params
+}
+
+// GetRun returns a run; a run still waiting is brought up to date from its calls' receipts.
+func (s *Service) GetRun(ctx context.Context, id uuid.UUID) (*brain.RunResponse, error) {
+	rec, err := postgres.RunGet(ctx, s.pool, id, false)
+	if err != nil {
+		return nil, postgres.Error(err)
+	}
+	receipts, err := gemsql.ReceiptsGet(ctx, s.pool, rec.CallIDs)
+	if err != nil {
+		return nil, postgres.Error(err)
+	}
+	var pending []uuid.UUID
+	for _, id := range rec.CallIDs {
+		if _, ok := receipts[id]; !ok {
+			pending = append(pending, id)
+		}
+	}
+	if (rec.Status == brain.RunEnqueued || rec.Status == brain.RunWaiting) && len(pending) == 0 {
+		return s.answer(ctx, rec, receipts, nil)
+	}
+	ordered := make([]*registry.Receipt, 0, len(receipts))
+	for _, id := range rec.CallIDs {
+		if r, ok := receipts[id]; ok {
+			ordered = append(ordered, r)
+		}
+	}
+	return s.response(rec, ordered, pending), nil
+}
+
+// fail records a run that failed before anything was enqueued.
+func (s *Service) fail(ctx context.Context, rec *brain.Run, e *brain.Error) (*brain.RunResponse, error) {
+	rec.Status = brain.RunFailed
+	rec.Errors = []*brain.Error{e}
+	rec.AssistantMessage = e.Message
+	if rec.PlannedCalls == nil {
+		rec.PlannedCalls = []brain.PlannedCall{}
+	}
+	return s.record(ctx, rec)
+}
+
+func (s *Service) record(ctx context.Context, rec *brain.Run) (*brain.RunResponse, error) {
+	if err := postgres.RunInsert(ctx, s.pool, rec); err != nil {
+		return nil, postgres.Error(err)
+	}
+	return s.response(rec, nil, nil), nil
+}
+
+func (s *Service) response(rec *brain.Run, receipts []*registry.Receipt, pending []uuid.UUID) *brain.RunResponse {
+	resp := &brain.RunResponse{
+		RunID:            rec.ID,
+		Status:           rec.Status,
+		Decision:         rec.Decision,
+		PlannedToolCalls: rec.PlannedCalls,
+		Enqueued:         rec.CallIDs,
+		Receipts:         receipts,
+		Pending:          pending,
+		AssistantMessage: rec.AssistantMessage,
+		NextActions:      rec.NextActions,
+		Errors:           rec.Errors,
+	}
+	if resp.Enqueued == nil {
+		resp.Enqueued = []uuid.UUID{}
+	}
+	if resp.Receipts == nil {
+		resp.Receipts = []*registry.Receipt{}
+	}
+	if resp.NextActions == nil {
+		resp.NextActions = []string{}
+	}
+	if resp.Errors == nil {
+		resp.Errors = []*brain.Error{}
+	}
+	if resp.Status == brain.RunEnqueued && len(resp.NextActions) == 0 {
+		for _, id := range resp.Enqueued {
+			resp.NextActions = append(resp.NextActions, fmt.Sprintf("receipt: GET /calls/%s?wait=5s", id))
+		}
+	}
+	resp.OK = len(resp.Errors) == 0 && resp.Status != brain.RunFailed
+	return resp
+}
