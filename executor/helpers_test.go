@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 // runHelper is an executor process with the test handlers, configured from the environment like the real
 // command, that stops on SIGTERM with its drain deadline.
 func runHelper() int {
-	log, _ := executor.NewLogger(os.Stderr, "info", "")
+	log, _ := gemsql.NewLogger(os.Stderr, "executor", "info", "")
 	cfg, err := executor.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"io"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -104,11 +103,4 @@ func (m *Main) Close(ctx context.Context) error {
 		m.Pool.Close()
 	}
 	return err
-}
-
-// NewLogger returns the executor's process logger: gemsql.NewLogger with service "executor".
-//
-// Deprecated: use gemsql.NewLogger(w, "executor", level, format); this remains for the package's tests.
-func NewLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
-	return gemsql.NewLogger(w, "executor", level, format)
 }

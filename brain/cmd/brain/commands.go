@@ -89,19 +89,10 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	var body map[string]any
-	status, err := client().Do(ctx, http.MethodGet, path, nil, &body)
-	if err != nil {
-		fmt.Fprintln(stderr, "brain receipt:", err)
+	body, ok := printJSON(ctx, client(), http.MethodGet, path, nil, "brain receipt", stdout, stderr, getenv)
+	if !ok {
 		return 1
 	}
-	if apiError(stdout, "brain receipt", status, body) {
-		tokenHint(stderr, status, getenv)
-		return 1
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(body)
 	receipt, _ := body["receipt"].(map[string]any)
 	if receipt == nil {
 		fmt.Fprintln(stderr, "brain receipt: no receipt yet; the call keeps running (try -wait 30s)")
@@ -111,6 +102,26 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 		return 1
 	}
 	return 0
+}
+
+// printJSON sends a request and prints the JSON answer indented, or the error answer (with a token hint after
+// a 401); it reports whether the request succeeded.
+func printJSON(ctx context.Context, c *api.Client, method, path string, req any, name string, stdout, stderr io.Writer,
+	getenv func(string) string) (map[string]any, bool) {
+	var body map[string]any
+	status, err := c.Do(ctx, method, path, req, &body)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return nil, false
+	}
+	if apiError(stdout, name, status, body) {
+		tokenHint(stderr, status, getenv)
+		return nil, false
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(body)
+	return body, true
 }
 
 // firstArg splits a leading positional argument from the flags after it.
@@ -192,19 +203,10 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	var body map[string]any
-	status, err := client().Do(ctx, http.MethodPost, "/calls", req, &body)
-	if err != nil {
-		fmt.Fprintln(stderr, "brain call:", err)
+	body, ok := printJSON(ctx, client(), http.MethodPost, "/calls", req, "brain call", stdout, stderr, getenv)
+	if !ok {
 		return 1
 	}
-	if apiError(stdout, "brain call", status, body) {
-		tokenHint(stderr, status, getenv)
-		return 1
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(body)
 	if ok, _ := body["ok"].(bool); !ok {
 		return 1
 	}

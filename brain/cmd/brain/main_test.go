@@ -99,10 +99,49 @@ func TestCLI(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "towns/riverton.md: unchanged")
 
+	// brain run -M plan, then brain approve: the plan runs once.
+	code, out, _ = cli("run", "-M", "plan", "-m", "create a task to approve from the CLI", "-json")
+	require.Equal(t, 0, code, out)
+	var planned brain.RunResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &planned))
+	require.Equal(t, brain.RunPlanned, planned.Status)
+	code, out, _ = cli("approve", planned.RunID.String(), "-wait", "-timeout", "20s")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "Created task “approve from the CLI”")
+	code, out, _ = cli("approve", planned.RunID.String())
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "HTTP 409")
+
+	// brain receipt CALL_ID -wait: the call and its receipt.
+	code, out, _ = cli("call", "os.create_note", `{"title": "for brain receipt", "kind": "business"}`, "-wait", "0s")
+	require.Equal(t, 0, code, out)
+	var made struct {
+		Call struct {
+			ID string `json:"id"`
+		} `json:"call"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &made))
+	code, out, _ = cli("receipt", made.Call.ID, "-wait", "20s")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `"status": "succeeded"`)
+	code, _, errOut = cli("receipt")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "usage: brain receipt")
+
+	// help: every command and variable, exit 0.
+	code, out, _ = cli("--help")
+	require.Equal(t, 0, code)
+	for _, want := range []string{"brain approve", "brain receipt", "GEM_BRAIN_TOKEN_FILE", "GEM_LLM_MODEL", "DATABASE_URL"} {
+		require.Contains(t, out, want)
+	}
+	code, _, _ = cli("run", "-h")
+	require.Equal(t, 0, code)
+
 	env["GEM_BRAIN_TOKEN"] = "wrong-token-0123456789"
-	code, out, _ = cli("run", "-m", "health check")
+	code, out, errOut = cli("run", "-m", "health check")
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "unauthorized")
+	require.Contains(t, errOut, "used: $GEM_BRAIN_TOKEN")
 
 	env["GEM_BRAIN_URL"] = "http://127.0.0.1:1"
 	code, _, errOut = cli("run", "-m", "health check")
