@@ -90,9 +90,9 @@ type updateLeadStageInput struct {
 }
 
 func updateLeadStage(ctx context.Context, c *executor.Call, in updateLeadStageInput) (*updateLeadStageOutput, error) {
-	current, err := scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads WHERE id = $1 FOR UPDATE`, in.LeadID))
+	current, err := lockLead(ctx, c, in.LeadID)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "lead", in.LeadID)
+		return nil, err
 	}
 	if current.Stage == in.Stage {
 		return &updateLeadStageOutput{Lead: current, PreviousStage: current.Stage}, nil
@@ -116,17 +116,10 @@ type listLeadsByStageInput struct {
 }
 
 func listLeadsByStage(ctx context.Context, c *executor.Call, in listLeadsByStageInput) (*listLeadsOutput, error) {
-	rows, err := c.DB.Query(ctx, `SELECT `+leadColumns+` FROM leads WHERE ($1 = '' OR stage = $1)
+	leads, err := queryList(ctx, c, scanLead, `SELECT `+leadColumns+` FROM leads WHERE ($1 = '' OR stage = $1)
 		ORDER BY created_at DESC LIMIT $2`, in.Stage, limitOr(in.Limit, 20))
 	if err != nil {
 		return nil, err
-	}
-	leads, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lead, error) { return scanLead(r) })
-	if err != nil {
-		return nil, err
-	}
-	if leads == nil {
-		leads = []lead{}
 	}
 	return &listLeadsOutput{Leads: leads, Count: len(leads)}, nil
 }

@@ -96,7 +96,13 @@ type searchNotesOutput struct {
 func searchNotes(ctx context.Context, c *executor.Call, in searchNotesInput) (*searchNotesOutput, error) {
 	// Full-text match (stemmed words, websearch syntax), or a plain substring for partial words; full-text
 	// matches rank first.
-	rows, err := c.DB.Query(ctx, `
+	notes, err := queryList(ctx, c, func(r pgx.Row) (noteHit, error) {
+		var h noteHit
+		var rank float32
+		err := r.Scan(&h.NoteID, &h.Title, &h.Kind, &h.Tags, &h.CreatedAt, &h.Snippet, &rank)
+		h.Rank = float64(rank)
+		return h, err
+	}, `
 		WITH q AS (SELECT websearch_to_tsquery('english', $1) AS tsq, $4 AS like)
 		SELECT n.id, n.title, n.kind, n.tags, n.created_at,
 			ts_headline('english', CASE WHEN n.body = '' THEN n.title ELSE n.body END, q.tsq,
@@ -110,19 +116,6 @@ func searchNotes(ctx context.Context, c *executor.Call, in searchNotesInput) (*s
 		LIMIT $3`, in.Query, in.Kind, limitOr(in.Limit, 20), likeContains(in.Query))
 	if err != nil {
 		return nil, err
-	}
-	notes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (noteHit, error) {
-		var h noteHit
-		var rank float32
-		err := r.Scan(&h.NoteID, &h.Title, &h.Kind, &h.Tags, &h.CreatedAt, &h.Snippet, &rank)
-		h.Rank = float64(rank)
-		return h, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if notes == nil {
-		notes = []noteHit{}
 	}
 	return &searchNotesOutput{Notes: notes, Count: len(notes)}, nil
 }
@@ -290,19 +283,12 @@ func listTasks(ctx context.Context, c *executor.Call, in listTasksInput) (*listT
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.DB.Query(ctx, `SELECT `+taskColumns+` FROM os_tasks
+	tasks, err := queryList(ctx, c, scanTask, `SELECT `+taskColumns+` FROM os_tasks
 		WHERE ($1 = 'any' OR status = $1) AND ($2 = '' OR priority = $2) AND ($3::uuid IS NULL OR lead_id = $3)
 		ORDER BY array_position(ARRAY['urgent', 'high', 'normal', 'low'], priority), due_at NULLS LAST, created_at
 		LIMIT $4`, in.Status, in.Priority, leadID, limitOr(in.Limit, 20))
 	if err != nil {
 		return nil, err
-	}
-	tasks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (task, error) { return scanTask(r) })
-	if err != nil {
-		return nil, err
-	}
-	if tasks == nil {
-		tasks = []task{}
 	}
 	return &listTasksOutput{Tasks: tasks, Count: len(tasks)}, nil
 }
