@@ -225,8 +225,7 @@ func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitRes
 	sub := w.Subscribe(callIDs)
 	defer sub.Close()
 	// Subscribed before reading, so a receipt committed in between is either read or notified.
-	sub.reread = true
-	return sub.Wait(ctx)
+	return sub.wait(ctx, true)
 }
 
 // Subscription hears of the receipts of some calls. Subscribe before the calls are inserted (before the
@@ -236,8 +235,6 @@ type Subscription struct {
 	wt     *waiter
 	ids    []uuid.UUID
 	resync <-chan struct{}
-	// reread reads the receipts before waiting (the calls may have them already).
-	reread bool
 }
 
 // Subscribe registers to hear of the calls' receipts. Close it when done.
@@ -266,6 +263,11 @@ func (sub *Subscription) Close() {
 
 // Wait waits until every call has a receipt or ctx ends, as ReceiptWaiter.Wait does. Call it once.
 func (sub *Subscription) Wait(ctx context.Context) (*WaitResult, error) {
+	return sub.wait(ctx, false)
+}
+
+// wait waits for the calls' receipts; reread reads them first (the calls may have them already).
+func (sub *Subscription) wait(ctx context.Context, reread bool) (*WaitResult, error) {
 	w, ids, resync := sub.w, sub.ids, sub.resync
 	res := &WaitResult{Receipts: make(map[uuid.UUID]*registry.Receipt, len(ids))}
 	if len(ids) == 0 {
@@ -305,7 +307,7 @@ func (sub *Subscription) Wait(ctx context.Context) (*WaitResult, error) {
 		return out
 	}
 
-	if sub.reread {
+	if reread {
 		if err := load(ids); err != nil {
 			res.Pending = pendingIDs()
 			return res, err
