@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,10 +19,36 @@ import (
 // one and what is wrong with it, or ok. It only reads what looks like JSON: a document that is not valid
 // JSON is left to the JSON parser to refuse.
 func textProblem(doc []byte) (pointer, problem string, found bool) {
+	if !suspect(doc) {
+		return "", "", false
+	}
 	s := &textScanner{doc: doc}
-	s.value("")
+	s.value("", 0)
 	return s.pointer, s.problem, s.problem != ""
 }
+
+// suspect reports whether doc may hold bad text: a NUL byte, invalid UTF-8, or a \u escape of a NUL or a
+// surrogate. Most bodies have none, and skip the scan (and its allocations) with two passes over bytes.
+func suspect(doc []byte) bool {
+	if !utf8.Valid(doc) || bytes.IndexByte(doc, 0) >= 0 {
+		return true
+	}
+	for i := 0; ; i++ {
+		j := bytes.Index(doc[i:], []byte(`\u`))
+		if j < 0 {
+			return false
+		}
+		i += j
+		if hex := doc[i+2 : min(i+6, len(doc))]; bytes.Equal(hex, []byte("0000")) ||
+			len(hex) >= 2 && (hex[0] == 'd' || hex[0] == 'D') && strings.IndexByte("89abcdefABCDEF", hex[1]) >= 0 {
+			return true
+		}
+	}
+}
+
+// maxDepth is where the scan stops descending; encoding/json refuses documents nested deeper, so the parser
+// that follows reports them.
+const maxDepth = 10000
 
 type textScanner struct {
 	doc     []byte
@@ -37,10 +65,14 @@ func (s *textScanner) skipSpace() {
 	}
 }
 
-// value scans one value at path; on malformed input it stops (s.pos moves to the end).
-func (s *textScanner) value(path string) {
+// value scans one value at path, depth containers deep; on malformed input it stops (s.pos moves to the end).
+func (s *textScanner) value(path string, depth int) {
 	s.skipSpace()
 	if s.done() {
+		return
+	}
+	if depth > maxDepth {
+		s.pos = len(s.doc)
 		return
 	}
 	switch s.doc[s.pos] {
@@ -52,7 +84,7 @@ func (s *textScanner) value(path string) {
 				s.pos++
 				return
 			}
-			key, ok := s.str(path)
+			key, ok := s.str(path, true)
 			if !ok {
 				if s.problem != "" {
 					s.problem = "has a property name that " + s.problem
@@ -65,7 +97,7 @@ func (s *textScanner) value(path string) {
 				return
 			}
 			s.pos++
-			s.value(path + "/" + escapePointer(key))
+			s.value(path+"/"+escapePointer(key), depth+1)
 			s.skipSpace()
 			if s.pos < len(s.doc) && s.doc[s.pos] == ',' {
 				s.pos++
@@ -79,7 +111,7 @@ func (s *textScanner) value(path string) {
 				s.pos++
 				return
 			}
-			s.value(path + "/" + strconv.Itoa(i))
+			s.value(path+"/"+strconv.Itoa(i), depth+1)
 			s.skipSpace()
 			if s.pos < len(s.doc) && s.doc[s.pos] == ',' {
 				s.pos++
@@ -88,7 +120,7 @@ func (s *textScanner) value(path string) {
 			}
 		}
 	case '"':
-		s.str(path)
+		s.str(path, false)
 	default:
 		// A number, true, false or null: skip to the next delimiter.
 		for s.pos < len(s.doc) && strings.IndexByte(",]} \t\r\n", s.doc[s.pos]) < 0 {
@@ -98,14 +130,14 @@ func (s *textScanner) value(path string) {
 }
 
 // str reads a string at s.pos, checking its text; where is the pointer reported for a problem (for a key,
-// the object's). It returns the decoded string, for keys.
-func (s *textScanner) str(where string) (string, bool) {
+// the object's). With decode (keys, which a pointer names) it returns the string, decoded by encoding/json.
+func (s *textScanner) str(where string, decode bool) (string, bool) {
 	if s.pos >= len(s.doc) || s.doc[s.pos] != '"' {
 		s.pos = len(s.doc)
 		return "", false
 	}
+	start := s.pos
 	s.pos++
-	var b strings.Builder
 	fail := func(problem string) (string, bool) {
 		s.pointer, s.problem = where, problem
 		return "", false
@@ -115,19 +147,15 @@ func (s *textScanner) str(where string) (string, bool) {
 		switch {
 		case c == '"':
 			s.pos++
-			return b.String(), true
-		case c == 0:
-			return fail("contains a NUL character")
-		case c == '\\':
-			if s.pos+1 >= len(s.doc) {
+			var text string
+			if decode && json.Unmarshal(s.doc[start:s.pos], &text) != nil {
 				s.pos = len(s.doc)
 				return "", false
 			}
-			if s.doc[s.pos+1] != 'u' {
-				b.WriteByte(s.doc[s.pos+1])
-				s.pos += 2
-				continue
-			}
+			return text, true
+		case c == 0:
+			return fail("contains a NUL character")
+		case c == '\\' && s.pos+1 < len(s.doc) && s.doc[s.pos+1] == 'u':
 			r, ok := s.hex4(s.pos + 2)
 			if !ok {
 				s.pos = len(s.doc)
@@ -148,19 +176,16 @@ func (s *textScanner) str(where string) (string, bool) {
 					return fail(fmt.Sprintf(`contains a lone UTF-16 surrogate (\u%04x)`, r))
 				}
 				s.pos += 6
-				b.WriteRune(0x10000 + (r-0xD800)<<10 + (low - 0xDC00))
-			default:
-				b.WriteRune(r)
 			}
+		case c == '\\':
+			s.pos += 2 // a one-character escape
 		case c < utf8.RuneSelf:
-			b.WriteByte(c)
 			s.pos++
 		default:
 			r, size := utf8.DecodeRune(s.doc[s.pos:])
 			if r == utf8.RuneError && size <= 1 {
 				return fail("is not valid UTF-8")
 			}
-			b.WriteRune(r)
 			s.pos += size
 		}
 	}
