@@ -136,22 +136,26 @@ func parseListParams(c echo.Context, statuses []string) (*listParams, error) {
 	return p, nil
 }
 
-// page keeps the rows of a listing that fit listMaxBytes (at least one) and says where the next page starts:
-// after the last row kept when rows were left out, or when a full page was read.
-func page[T any](rows []T, limit int, position func(T) (time.Time, uuid.UUID)) ([]T, any) {
-	size, kept := 0, len(rows)
-	for i, r := range rows {
-		b, _ := json.Marshal(r)
-		if size += len(b); size > listMaxBytes && i > 0 {
-			kept = i
+// page encodes a listing's rows once, keeping those that fit listMaxBytes (always the first), and says
+// where the next page starts: after the last row kept, when rows were left out or a full page was read.
+func page[T any](rows []T, limit int, position func(T) (time.Time, uuid.UUID)) ([]json.RawMessage, any, error) {
+	kept := make([]json.RawMessage, 0, len(rows))
+	size := 0
+	for _, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("error encoding a listed row: %w", err)
+		}
+		if size += len(b); size > listMaxBytes && len(kept) > 0 {
 			break
 		}
+		kept = append(kept, b)
 	}
-	if kept == len(rows) && len(rows) < limit || kept == 0 {
-		return rows[:kept], nil
+	if len(kept) == 0 || len(kept) == len(rows) && len(rows) < limit {
+		return kept, nil, nil
 	}
-	t, id := position(rows[kept-1])
-	return rows[:kept], encodeCursor(t, id)
+	t, id := position(rows[len(kept)-1])
+	return kept, encodeCursor(t, id), nil
 }
 
 func (s *Server) listCalls(c echo.Context) error {
@@ -164,11 +168,11 @@ func (s *Server) listCalls(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if calls == nil {
-		calls = []*gemsql.Call{}
+	rows, next, err := page(calls, p.limit, func(c *gemsql.Call) (time.Time, uuid.UUID) { return c.CreatedAt, c.ID })
+	if err != nil {
+		return err
 	}
-	calls, next := page(calls, p.limit, func(c *gemsql.Call) (time.Time, uuid.UUID) { return c.CreatedAt, c.ID })
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "calls": calls, "next_cursor": next})
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "calls": rows, "next_cursor": next})
 }
 
 func (s *Server) listReceipts(c echo.Context) error {
@@ -182,11 +186,11 @@ func (s *Server) listReceipts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if receipts == nil {
-		receipts = []*registry.Receipt{}
+	rows, next, err := page(receipts, p.limit, func(r *registry.Receipt) (time.Time, uuid.UUID) { return r.FinishedAt, r.CallID })
+	if err != nil {
+		return err
 	}
-	receipts, next := page(receipts, p.limit, func(r *registry.Receipt) (time.Time, uuid.UUID) { return r.FinishedAt, r.CallID })
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "receipts": receipts, "next_cursor": next})
+	return c.JSON(http.StatusOK, map[string]any{"ok": true, "receipts": rows, "next_cursor": next})
 }
 
 // callParams are the body of POST /calls.

@@ -2,7 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -135,51 +137,103 @@ func TestDeadExecutorIsVisible(t *testing.T) {
 	require.GreaterOrEqual(t, ok.Executors.Alive, 1)
 }
 
-// TestListsAreBounded: a listing carries large documents as a marker (the whole one is at GET /calls/{id})
-// and a page ends early, with a cursor, before it grows large.
+// TestListsAreBounded: a listing carries large inputs as a marker (the whole one is at GET /calls/{id}),
+// and a page ends early, with a cursor, before it grows past 4 MiB.
 func TestListsAreBounded(t *testing.T) {
 	t.Parallel()
-	a, pool := privateBrain(t, true)
+	a, pool := privateBrain(t, false) // no executor: the calls stay queued, the listing is all this test's
 	ctx := context.Background()
 	big := strings.Repeat("x", 200<<10)
-	var ids []string
-	for i := range 30 {
-		var id string
-		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input) VALUES ('os.create_note', $1) RETURNING id`,
-			fmt.Sprintf(`{"title": "big %d", "content": %q}`, i, big)).Scan(&id))
-		ids = append(ids, id)
+	var bigIDs []string
+	require.NoError(t, pool.QueryRow(ctx, `WITH c AS (INSERT INTO core_tool_calls (tool_name, input)
+		SELECT 'os.create_note', jsonb_build_object('title', 'big ' || i, 'body', $1::text) FROM generate_series(1, 30) i RETURNING id)
+		SELECT array_agg(id::text) FROM c`,
+		big).Scan(&bigIDs))
+	// 600 inputs just under the marker's bound: about 4.8 MB listed whole, more than one page holds.
+	medium := strings.Repeat("y", 7<<10)
+	_, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input)
+		SELECT 'os.create_note', jsonb_build_object('title', 'medium ' || i, 'body', $1::text) FROM generate_series(1, 600) i`, medium)
+	require.NoError(t, err)
+
+	type listed struct {
+		ID    string         `json:"id"`
+		Input map[string]any `json:"input"`
 	}
-	var page struct {
-		Calls []struct {
-			ID    string         `json:"id"`
-			Input map[string]any `json:"input"`
-		} `json:"calls"`
-		NextCursor *string `json:"next_cursor"`
+	seen := map[string]listed{}
+	pages, cursor := 0, ""
+	for {
+		req, err := http.NewRequest(http.MethodGet, a.url+"/calls?limit=1000"+cursor, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+a.token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%.300s", body)
+		require.LessOrEqual(t, len(body), 4<<20+16<<10, "page %d", pages)
+		var page struct {
+			Calls      []listed `json:"calls"`
+			NextCursor *string  `json:"next_cursor"`
+		}
+		require.NoError(t, json.Unmarshal(body, &page))
+		for _, c := range page.Calls {
+			seen[c.ID] = c
+		}
+		pages++
+		if page.NextCursor == nil {
+			break
+		}
+		require.Less(t, pages, 5)
+		cursor = "&cursor=" + *page.NextCursor
 	}
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls?limit=1000", nil, &page))
-	require.Len(t, page.Calls, 30)
-	require.Nil(t, page.NextCursor)
-	for _, c := range page.Calls {
-		require.Equal(t, true, c.Input["truncated"], "input of %s", c.ID)
-		require.Greater(t, c.Input["bytes"], float64(200<<10))
+	require.Len(t, seen, 630)
+	require.GreaterOrEqual(t, pages, 2, "630 calls of 7 KiB do not fit one page")
+	for _, id := range bigIDs {
+		require.Equal(t, true, seen[id].Input["truncated"], "input of %s: %.200v", id, seen[id])
+		require.Greater(t, seen[id].Input["bytes"], float64(200<<10))
 	}
 	var one struct {
 		Call gemsql.Call `json:"call"`
 	}
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+ids[0], nil, &one))
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+bigIDs[0], nil, &one))
 	require.Contains(t, string(one.Call.Input), big)
+}
 
-	// Receipts: results over the bound are markers too (a failed receipt's details here).
+// TestListedReceiptsAreBounded: a receipt whose result is over the bound is listed with a marker in its
+// place, and served whole with its call.
+func TestListedReceiptsAreBounded(t *testing.T) {
+	t.Parallel()
+	a, pool := privateBrain(t, true)
+	ctx := context.Background()
+	// 60 notes with long titles: a search for them returns about 20 KB.
+	_, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input)
+		SELECT 'os.create_note', jsonb_build_object('title', 'boundedlisting ' || i || ' ' || repeat('z', 170)) FROM generate_series(1, 60) i`)
+	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		var n int
-		_ = pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_receipts`).Scan(&n)
-		return n == 30
+		_ = pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_receipts WHERE status = 'succeeded'`).Scan(&n)
+		return n == 60
 	}, 30*time.Second, 50*time.Millisecond)
-	var receipts struct {
-		Receipts []map[string]any `json:"receipts"`
+	var made struct {
+		Receipt *registry.Receipt `json:"receipt"`
 	}
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/receipts?limit=1000", nil, &receipts))
-	require.Len(t, receipts.Receipts, 30)
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls", map[string]any{"tool": "os.search_notes",
+		"input": map[string]any{"query": "boundedlisting", "limit": 200}, "wait_timeout_ms": 20000}, &made))
+	require.NotNil(t, made.Receipt)
+	require.Equal(t, registry.StatusSucceeded, made.Receipt.Status)
+	require.Greater(t, len(made.Receipt.Result), 8<<10, "the search's result is over the bound")
+
+	var receipts struct {
+		Receipts []struct {
+			CallID string         `json:"call_id"`
+			Result map[string]any `json:"result"`
+		} `json:"receipts"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/receipts?tool=os.search_notes", nil, &receipts))
+	require.Len(t, receipts.Receipts, 1)
+	require.Equal(t, true, receipts.Receipts[0].Result["truncated"])
+	require.Greater(t, receipts.Receipts[0].Result["bytes"], float64(8<<10))
 }
 
 // TestBearerSchemeIsCaseInsensitive: the Authorization scheme matches in any case (RFC 9110).
