@@ -84,6 +84,23 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Validate reports what is wrong with the configuration (after WithDefaults), naming the variables to set.
+func (c Config) Validate() error {
+	var errs []error
+	if !c.AuthDisabled && len(c.Tokens) == 0 {
+		errs = append(errs, errors.New("no bearer tokens: set GEM_BRAIN_TOKENS or GEM_BRAIN_TOKEN_FILE (or GEM_BRAIN_AUTH=off to serve without authentication)"))
+	}
+	for _, t := range c.Tokens {
+		if len(t.Value) < 16 {
+			errs = append(errs, fmt.Errorf("token %q is shorter than 16 characters", t.Name))
+		}
+	}
+	if c.MaxBody < 1024 {
+		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
+	}
+	return errors.Join(errs...)
+}
+
 // LLMInfo says which LLM the brain uses, for /health.
 type LLMInfo struct {
 	Configured bool   `json:"configured"`

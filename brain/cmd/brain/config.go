@@ -67,12 +67,6 @@ func (c Config) WithDefaults() Config {
 	if c.RegistryPath == "" {
 		c.RegistryPath = "tools.registry.json"
 	}
-	if c.Addr == "" {
-		c.Addr = api.AddrDefault
-	}
-	if c.MaxBody == 0 {
-		c.MaxBody = api.MaxBodyDefault
-	}
 	if c.Timezone == nil {
 		c.Timezone = time.Local
 	}
@@ -87,21 +81,18 @@ func (c Config) validate() error {
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("DatabaseURL is required (set DATABASE_URL)"))
 	}
-	if !c.AuthDisabled && len(c.Tokens) == 0 {
-		errs = append(errs, errors.New("no bearer tokens: set GEM_BRAIN_TOKENS or GEM_BRAIN_TOKEN_FILE (or GEM_BRAIN_AUTH=off to serve without authentication)"))
-	}
-	for _, t := range c.Tokens {
-		if len(t.Value) < 16 {
-			errs = append(errs, fmt.Errorf("token %q is shorter than 16 characters", t.Name))
-		}
+	if err := c.api().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Planner != "" && c.Planner != PlannerRules && c.Planner != PlannerLLM {
 		errs = append(errs, fmt.Errorf("Planner must be rules or llm, not %q", c.Planner))
 	}
-	if c.MaxBody < 1024 {
-		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
-	}
 	return errors.Join(errs...)
+}
+
+// api is the HTTP API's part of the configuration, with its defaults.
+func (c Config) api() api.Config {
+	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.

@@ -11,11 +11,10 @@ import (
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/run"
-	gemsql "github.com/gemhq/gem/sql"
-	"github.com/rs/zerolog"
-
 	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
 )
 
 // Main is the brain process: registry, database, receipt waiter, planner, service and HTTP server.
@@ -95,7 +94,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.Runs = run.NewService(m.Registry, plans, m.Pool, m.Waiter)
 	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, cfg.Chat)
 	m.Server = api.New(&api.Params{
-		Config: api.Config{Addr: cfg.Addr, Tokens: cfg.Tokens, AuthDisabled: cfg.AuthDisabled, MaxBody: cfg.MaxBody},
+		Config: cfg.api(),
 		Runs:   m.Runs, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
 	})
 	if err := m.Server.Open(); err != nil {
