@@ -1,13 +1,8 @@
 package brain
 
 import (
-	"context"
-
 	"errors"
 	"fmt"
-
-	"github.com/google/uuid"
-	"github.com/rs/zerolog"
 )
 
 // Error codes. Each maps to one HTTP status in the API's status table (brain/api); clients match on the code.
@@ -57,17 +52,4 @@ func AsError(err error) *Error {
 		return e
 	}
 	return &Error{Code: EINTERNAL, Message: "internal error"}
-}
-
-// LogRun adds a run's id to the logger in ctx, and returns it: every later line of the request (its own
-// "request" line too, when brain/api made the logger) carries run_id. A context without a logger of its
-// own gets a new one, so the process's default logger is never changed.
-func LogRun(ctx context.Context, runID uuid.UUID) *zerolog.Logger {
-	l := zerolog.Ctx(ctx)
-	if l == zerolog.DefaultContextLogger || l.GetLevel() == zerolog.Disabled {
-		child := l.With().Str("run_id", runID.String()).Logger()
-		return &child
-	}
-	l.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("run_id", runID.String()) })
-	return l
 }

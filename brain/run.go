@@ -11,6 +11,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 )
 
 // Mode is what a run does with its plan.
@@ -283,4 +284,17 @@ func Plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// LogRun adds a run's id to the logger in ctx, and returns it: every later line of the request (its own
+// "request" line too, when brain/api made the logger) carries run_id. A context without a logger of its
+// own gets a new one, so the process's default logger is never changed.
+func LogRun(ctx context.Context, runID uuid.UUID) *zerolog.Logger {
+	l := zerolog.Ctx(ctx)
+	if l == zerolog.DefaultContextLogger || l.GetLevel() == zerolog.Disabled {
+		child := l.With().Str("run_id", runID.String()).Logger()
+		return &child
+	}
+	l.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("run_id", runID.String()) })
+	return l
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/labstack/echo/v4"

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/llm"
-
 	"github.com/gemhq/gem/registry"
 )
 

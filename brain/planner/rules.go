@@ -14,7 +14,6 @@ import (
 	"unicode"
 
 	"github.com/gemhq/gem/brain"
-
 	"github.com/gemhq/gem/registry"
 )
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 )

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
-
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -228,7 +227,7 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 			return &brain.Error{Code: brain.ECONFLICT, Message: "the stored plan no longer fits the registry: " + errs[0].Message, Details: map[string]any{"errors": errs}}
 		}
 		params := s.callParams(rec, wait)
-		if wait && sub == nil {
+		if wait {
 			sub = s.waiter.Subscribe(rec.CallIDs) // before the calls commit
 		}
 		rec.AssistantMessage = fmt.Sprintf("Approved; enqueued %d %s.", len(params), brain.Plural(len(params), "call", "calls"))

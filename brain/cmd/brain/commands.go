@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain/api"
-
 	"github.com/gemhq/gem/registry"
 )
 

@@ -17,12 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
+	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
-
-	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/registry"
 )
 
 const usage = `brain: GEM's brain, an HTTP service that plans tool calls, and a CLI that talks to it.

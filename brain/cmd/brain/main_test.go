@@ -8,12 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
