@@ -2,6 +2,7 @@ package gemsql_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -51,4 +53,34 @@ func TestReceiptWaiterLogsALostListener(t *testing.T) {
 	require.Contains(t, out, `level=WARN msg="receipt listener lost its connection"`)
 	require.Contains(t, out, "error=")
 	require.Contains(t, out, `level=INFO msg="receipt listener reconnected"`)
+}
+
+// TestSubscriptionRereadsAfterAReconnect: a subscription does not read before waiting, so a receipt whose
+// notification was lost with the listener's connection must be read when the listener reconnects.
+func TestSubscriptionRereadsAfterAReconnect(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.NoError(t, w.Start(ctx))
+	defer w.Stop()
+
+	id := uuid.Must(uuid.NewV7())
+	sub := w.Subscribe([]uuid.UUID{id})
+	defer sub.Close()
+	_, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ID: id, ToolName: "a.b"})
+	require.NoError(t, err)
+
+	// Kill the listener's connection, then write the receipt while it is (likely) down.
+	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name LIKE '%receipt-listener'`)
+	require.NoError(t, err)
+	insertReceipt(t, ctx, b.pool, id, "succeeded")
+
+	waitCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	res, err := sub.Wait(waitCtx)
+	require.NoError(t, err)
+	require.Contains(t, res.Receipts, id)
+	require.Empty(t, res.Pending)
 }
