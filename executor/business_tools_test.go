@@ -272,7 +272,8 @@ func TestBusinessLeadSourcesPhotosAndLoss(t *testing.T) {
 }
 
 // TestBusinessSearchIsLiteral checks that % and _ in a search match only themselves: they are LIKE's
-// wildcards, and a search for either matched every note, entity or receipt.
+// wildcards, and a search for either matched every note, entity or receipt. A backslash, LIKE's escape
+// character, matches only itself too.
 func TestBusinessSearchIsLiteral(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
@@ -281,6 +282,7 @@ func TestBusinessSearchIsLiteral(t *testing.T) {
 	b.ok(t, ctx, "os.create_note", J{"title": "100% done"})
 	b.ok(t, ctx, "os.create_note", J{"title": "snake_case names"})
 	b.ok(t, ctx, "os.create_note", J{"title": "other", "body": "nothing special"})
+	b.ok(t, ctx, "os.create_note", J{"title": `back\slash`})
 	titles := func(query string) []string {
 		r, _ := b.ok(t, ctx, "os.search_notes", J{"query": query})
 		var out []string
@@ -292,6 +294,7 @@ func TestBusinessSearchIsLiteral(t *testing.T) {
 	require.Equal(t, []string{"100% done"}, titles("%"))
 	require.Equal(t, []string{"snake_case names"}, titles("_"))
 	require.Equal(t, []string{"100% done"}, titles("0%"))
+	require.Equal(t, []string{`back\slash`}, titles(`k\s`), "a backslash is LIKE's escape character: it matches itself too")
 	require.Len(t, titles("o"), 2, "a plain substring still matches")
 
 	b.ok(t, ctx, "entity.create", J{"kind": "customer", "name": "50% Off Roofing"})
