@@ -27,8 +27,8 @@ const (
 	// ToolSearchThresholdDefault: an agent with more tools than this is offered search_tools and
 	// describe_tool instead of the full list.
 	ToolSearchThresholdDefault = llm.ToolSearchThresholdDefault
-	// ChatWaitTimeoutDefault bounds the wait for one iteration's receipts.
-	ChatWaitTimeoutDefault = 30 * time.Second
+	// WaitTimeoutDefault bounds the wait for one iteration's receipts.
+	WaitTimeoutDefault = 30 * time.Second
 	// historyMessages is how many stored messages of a session are sent back to the LLM.
 	historyMessages = 60
 	// toolResultMax caps the JSON of one tool result fed back to the LLM.
@@ -61,14 +61,14 @@ type Config struct {
 	WaitTimeout time.Duration
 }
 
-// NewChat builds the loop; llm may be nil (chat then answers that no LLM is configured).
+// New builds the loop; client may be nil (chat then answers that no LLM is configured).
 // It logs through the logger in each request's context.
 func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter, cfg Config) *Chat {
 	if cfg.ToolSearchThreshold <= 0 {
 		cfg.ToolSearchThreshold = ToolSearchThresholdDefault
 	}
 	if cfg.WaitTimeout <= 0 {
-		cfg.WaitTimeout = ChatWaitTimeoutDefault
+		cfg.WaitTimeout = WaitTimeoutDefault
 	}
 	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout}
 }

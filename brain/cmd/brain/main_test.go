@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/gemhq/gem/brain"
@@ -157,4 +158,22 @@ func TestTokenLookup(t *testing.T) {
 	require.Equal(t, "http://127.0.0.1:9999", brainURL("", func(k string) string { return map[string]string{"GEM_BRAIN_ADDR": "127.0.0.1:9999"}[k] }))
 	require.Equal(t, "http://"+api.AddrDefault, brainURL("", none))
 
+}
+
+// TestHelpNamesEveryVariable: `brain help` lists every environment variable the brain reads.
+func TestHelpNamesEveryVariable(t *testing.T) {
+	t.Parallel()
+	getenvRe := regexp.MustCompile(`getenv\("([A-Z_]+)"\)`)
+	var names []string
+	for _, file := range []string{"config.go", "main.go", "../../llm/llm.go"} {
+		src, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, m := range getenvRe.FindAllStringSubmatch(string(src), -1) {
+			names = append(names, m[1])
+		}
+	}
+	require.Greater(t, len(names), 15)
+	for _, name := range names {
+		require.Contains(t, usage, name, "brain help names %s", name)
+	}
 }
