@@ -142,6 +142,15 @@ func scanTask(row pgx.Row) (task, error) {
 	return t, err
 }
 
+// lockTask locks a task for the rest of the call and returns it.
+func lockTask(ctx context.Context, c *executor.Call, id uuid.UUID) (task, error) {
+	t, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return task{}, notFoundIfNoRows(err, "task", id)
+	}
+	return t, nil
+}
+
 type createTaskInput struct {
 	Title       string  `json:"title"`
 	Description *string `json:"description"`
@@ -188,9 +197,9 @@ func updateTask(ctx context.Context, c *executor.Call, in updateTaskInput) (*upd
 	if err != nil {
 		return nil, err
 	}
-	current, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, in.TaskID))
+	current, err := lockTask(ctx, c, in.TaskID)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "task", in.TaskID)
+		return nil, err
 	}
 	// Only fields that change are written, so a repeated update writes nothing.
 	updated := []string{}
@@ -248,9 +257,9 @@ type completeTaskOutput struct {
 }
 
 func completeTask(ctx context.Context, c *executor.Call, in completeTaskInput) (*completeTaskOutput, error) {
-	t, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, in.TaskID))
+	t, err := lockTask(ctx, c, in.TaskID)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "task", in.TaskID)
+		return nil, err
 	}
 	if t.Status == "done" {
 		return &completeTaskOutput{Task: t, AlreadyCompleted: true}, nil
@@ -310,9 +319,9 @@ func deferTask(ctx context.Context, c *executor.Call, in deferTaskInput) (*defer
 	if in.Until.Before(time.Now()) {
 		return nil, executor.Invalid("until (%s) is in the past: a task is deferred to a later time", in.Until.Format(time.RFC3339))
 	}
-	t, err := scanTask(c.DB.QueryRow(ctx, `SELECT `+taskColumns+` FROM os_tasks WHERE id = $1 FOR UPDATE`, in.TaskID))
+	t, err := lockTask(ctx, c, in.TaskID)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "task", in.TaskID)
+		return nil, err
 	}
 	previous := t.Status
 	switch {
