@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/gemhq/gem/llmconfig"
+
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
@@ -17,10 +19,10 @@ const anthropicMaxTokensDefault = 4096
 // anthropicLLM speaks Anthropic's Messages API.
 type anthropicLLM struct {
 	client anthropic.Client
-	cfg    Config
+	cfg    llmconfig.Config
 }
 
-func newAnthropicLLM(cfg Config) *anthropicLLM {
+func newAnthropicLLM(cfg llmconfig.Config) *anthropicLLM {
 	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithRequestTimeout(cfg.Timeout), option.WithMaxRetries(2)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
@@ -28,7 +30,7 @@ func newAnthropicLLM(cfg Config) *anthropicLLM {
 	return &anthropicLLM{client: anthropic.NewClient(opts...), cfg: cfg}
 }
 
-func (a *anthropicLLM) Provider() string     { return ProviderAnthropic }
+func (a *anthropicLLM) Provider() string     { return llmconfig.ProviderAnthropic }
 func (a *anthropicLLM) DefaultModel() string { return a.cfg.Model }
 
 func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, error) {
@@ -66,9 +68,9 @@ func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, e
 	if err != nil {
 		var apiErr *anthropic.Error
 		if errors.As(err, &apiErr) {
-			return nil, providerError(ProviderAnthropic, apiErr.StatusCode, err)
+			return nil, providerError(llmconfig.ProviderAnthropic, apiErr.StatusCode, err)
 		}
-		return nil, providerError(ProviderAnthropic, 0, err)
+		return nil, providerError(llmconfig.ProviderAnthropic, 0, err)
 	}
 	resp := &Response{StopReason: string(msg.StopReason), Usage: Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens}}
 	var text []string

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/llmconfig"
+
 	"github.com/anthropics/anthropic-sdk-go"
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/gemhq/gem/brain/internal/llmfake"
@@ -55,7 +57,7 @@ func BenchmarkToolExport(b *testing.B) {
 	})
 
 	defs := NewToolSet(tools).Defs()
-	for _, provider := range []string{ProviderOpenAI, ProviderAnthropic} {
+	for _, provider := range []string{llmconfig.ProviderOpenAI, llmconfig.ProviderAnthropic} {
 		b.Run(provider+"_request", func(b *testing.B) {
 			checkProviderAccepts(b, provider, defs)
 			for _, variant := range []struct {
@@ -92,8 +94,8 @@ func checkProviderAccepts(b *testing.B, provider string, defs []ToolDef) {
 	b.Helper()
 	const key = "bench-key"
 	var srv *llmfake.Server
-	cfg := Config{Provider: provider, APIKey: key, Model: "bench-model", Timeout: time.Minute}
-	if provider == ProviderOpenAI {
+	cfg := llmconfig.Config{Provider: provider, APIKey: key, Model: "bench-model", Timeout: time.Minute}
+	if provider == llmconfig.ProviderOpenAI {
 		srv = llmfake.NewOpenAI(b, key, llmfake.Turn{Text: "ok"})
 		cfg.BaseURL = srv.URL + "/v1"
 	} else {
@@ -117,12 +119,12 @@ func checkProviderAccepts(b *testing.B, provider string, defs []ToolDef) {
 func benchLLM(b *testing.B, provider string, client *benchLLMClient) Client {
 	b.Helper()
 	hc := &http.Client{Transport: client}
-	cfg := Config{Provider: provider, APIKey: "bench-key", Model: "bench-model", Timeout: time.Minute}
+	cfg := llmconfig.Config{Provider: provider, APIKey: "bench-key", Model: "bench-model", Timeout: time.Minute}
 	switch provider {
-	case ProviderOpenAI:
+	case llmconfig.ProviderOpenAI:
 		return &openaiLLM{cfg: cfg, client: openai.NewClient(openaioption.WithAPIKey(cfg.APIKey), openaioption.WithRequestTimeout(cfg.Timeout),
 			openaioption.WithMaxRetries(0), openaioption.WithBaseURL("http://llm.invalid/v1/"), openaioption.WithHTTPClient(hc))}
-	case ProviderAnthropic:
+	case llmconfig.ProviderAnthropic:
 		return &anthropicLLM{cfg: cfg, client: anthropic.NewClient(anthropicoption.WithAPIKey(cfg.APIKey), anthropicoption.WithRequestTimeout(cfg.Timeout),
 			anthropicoption.WithMaxRetries(0), anthropicoption.WithBaseURL("http://llm.invalid/"), anthropicoption.WithHTTPClient(hc))}
 	}
@@ -156,7 +158,7 @@ func (c *benchLLMClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.lastBody = buf.Bytes()
 	answer := benchOpenAIAnswer
-	if c.provider == ProviderAnthropic {
+	if c.provider == llmconfig.ProviderAnthropic {
 		answer = benchAnthropicAnswer
 	}
 	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -179,7 +181,7 @@ func requestToolNames(b *testing.B, provider string, body []byte) []string {
 	names := make([]string, len(req.Tools))
 	for i, t := range req.Tools {
 		names[i] = t.Name
-		if provider == ProviderOpenAI {
+		if provider == llmconfig.ProviderOpenAI {
 			names[i] = t.Function.Name
 		}
 		require.NotEmpty(b, names[i])

@@ -5,76 +5,13 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/gemhq/gem/llmconfig"
 
 	"github.com/gemhq/gem/brain"
 )
-
-// LLM providers.
-const (
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
-)
-
-// Config configures the LLM the brain uses for agents (and, with GEM_BRAIN_PLANNER=llm, for runs).
-type Config struct {
-	// Provider is "openai" (any OpenAI-compatible chat completions API: OpenAI, OpenRouter, Google's
-	// OpenAI-compatible endpoint, AI gateways, Ollama, vLLM) or "anthropic" (the Messages API). Defaults to
-	// openai (GEM_LLM_PROVIDER).
-	Provider string
-	// BaseURL is the API's base URL. Defaults to the provider's (GEM_LLM_BASE_URL).
-	BaseURL string
-	// APIKey is the API key (GEM_LLM_API_KEY); local servers such as Ollama need none.
-	APIKey string
-	// Model is the default model; agents may name their own (GEM_LLM_MODEL). Required to configure an LLM.
-	Model string
-	// MaxTokens bounds each answer. Defaults to 4096 for anthropic (which requires it) and to the server's
-	// default for openai (GEM_LLM_MAX_TOKENS).
-	MaxTokens int
-	// Timeout bounds one LLM request. Defaults to 60s (GEM_LLM_TIMEOUT).
-	Timeout time.Duration
-}
-
-// Configured reports whether an LLM is set up: a model, and a key or a base URL of a server needing none.
-func (c Config) Configured() bool {
-	return c.Model != "" && (c.APIKey != "" || c.BaseURL != "")
-}
-
-// ConfigFromEnv reads GEM_LLM_* through getenv.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{
-		Provider: strings.ToLower(getenv("GEM_LLM_PROVIDER")),
-		BaseURL:  getenv("GEM_LLM_BASE_URL"),
-		APIKey:   getenv("GEM_LLM_API_KEY"),
-		Model:    getenv("GEM_LLM_MODEL"),
-	}
-	var errs []error
-	if c.Provider == "" {
-		c.Provider = ProviderOpenAI
-	}
-	if c.Provider != ProviderOpenAI && c.Provider != ProviderAnthropic {
-		errs = append(errs, fmt.Errorf("GEM_LLM_PROVIDER: %q is not openai or anthropic", c.Provider))
-	}
-	if s := getenv("GEM_LLM_MAX_TOKENS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("GEM_LLM_MAX_TOKENS: %q is not a positive number", s))
-		}
-		c.MaxTokens = n
-	}
-	if s := getenv("GEM_LLM_TIMEOUT"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("GEM_LLM_TIMEOUT: %q is not a duration", s))
-		}
-		c.Timeout = d
-	}
-	return c, errors.Join(errs...)
-}
 
 // Client is a chat model with tool calling.
 type Client interface {
@@ -86,21 +23,16 @@ type Client interface {
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }
 
-// New builds the configured provider's client.
-func New(cfg Config) (Client, error) {
-	if !cfg.Configured() {
-		return nil, errors.New("no LLM is configured: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL for a local server)")
+// New builds the configured provider's client (cfg's defaults filled in).
+func New(cfg llmconfig.Config) (Client, error) {
+	if missing := cfg.Missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("no LLM is configured: set %s (GEM_LLM_BASE_URL names a local server, which needs no key)", strings.Join(missing, " and "))
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 60 * time.Second
-	}
-	switch cfg.Provider {
-	case ProviderAnthropic:
+	cfg = cfg.WithDefaults()
+	if cfg.Provider == llmconfig.ProviderAnthropic {
 		return newAnthropicLLM(cfg), nil
-	case ProviderOpenAI, "":
-		return newOpenAILLM(cfg), nil
 	}
-	return nil, fmt.Errorf("unknown LLM provider %q", cfg.Provider)
+	return newOpenAILLM(cfg), nil
 }
 
 // Request is one request for the next assistant message.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/gemhq/gem/llmconfig"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -14,10 +16,10 @@ import (
 // openaiLLM speaks the OpenAI chat completions API (and the many servers compatible with it).
 type openaiLLM struct {
 	client openai.Client
-	cfg    Config
+	cfg    llmconfig.Config
 }
 
-func newOpenAILLM(cfg Config) *openaiLLM {
+func newOpenAILLM(cfg llmconfig.Config) *openaiLLM {
 	opts := []option.RequestOption{option.WithRequestTimeout(cfg.Timeout), option.WithMaxRetries(2)}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -30,7 +32,7 @@ func newOpenAILLM(cfg Config) *openaiLLM {
 	return &openaiLLM{client: openai.NewClient(opts...), cfg: cfg}
 }
 
-func (o *openaiLLM) Provider() string     { return ProviderOpenAI }
+func (o *openaiLLM) Provider() string     { return llmconfig.ProviderOpenAI }
 func (o *openaiLLM) DefaultModel() string { return o.cfg.Model }
 
 func (o *openaiLLM) Complete(ctx context.Context, req *Request) (*Response, error) {
@@ -82,12 +84,12 @@ func (o *openaiLLM) Complete(ctx context.Context, req *Request) (*Response, erro
 	if err != nil {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
-			return nil, providerError(ProviderOpenAI, apiErr.StatusCode, err)
+			return nil, providerError(llmconfig.ProviderOpenAI, apiErr.StatusCode, err)
 		}
-		return nil, providerError(ProviderOpenAI, 0, err)
+		return nil, providerError(llmconfig.ProviderOpenAI, 0, err)
 	}
 	if len(completion.Choices) == 0 {
-		return nil, providerError(ProviderOpenAI, 0, errors.New("the answer has no choices"))
+		return nil, providerError(llmconfig.ProviderOpenAI, 0, errors.New("the answer has no choices"))
 	}
 	choice := completion.Choices[0]
 	resp := &Response{

@@ -17,29 +17,19 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gemhq/gem/llmconfig"
+
 	"github.com/gemhq/gem/executor"
 )
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvLLMProvider       = "GEM_LLM_PROVIDER"
-	EnvLLMBaseURL        = "GEM_LLM_BASE_URL"
-	EnvLLMAPIKey         = "GEM_LLM_API_KEY"
-	EnvLLMModel          = "GEM_LLM_MODEL"
 	EnvWebSearchProvider = "GEM_WEB_SEARCH_PROVIDER"
 	EnvWebSearchURL      = "GEM_WEB_SEARCH_URL"
 	EnvWebSearchAPIKey   = "GEM_WEB_SEARCH_API_KEY"
 	EnvImageURL          = "GEM_IMAGE_URL"
 	EnvImageAPIKey       = "GEM_IMAGE_API_KEY"
 	EnvImageModel        = "GEM_IMAGE_MODEL"
-)
-
-// LLM providers.
-const (
-	// ProviderOpenAI is the OpenAI chat completions API, or any server compatible with it.
-	ProviderOpenAI = "openai"
-	// ProviderAnthropic is the Anthropic Messages API.
-	ProviderAnthropic = "anthropic"
 )
 
 // Web search providers.
@@ -52,12 +42,6 @@ const (
 
 // Defaults.
 const (
-	// DefaultLLMProvider is the LLM provider when GEM_LLM_PROVIDER is unset.
-	DefaultLLMProvider = ProviderOpenAI
-	// DefaultOpenAIBaseURL is the OpenAI API's base URL.
-	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
-	// DefaultAnthropicBaseURL is the Anthropic API's base URL.
-	DefaultAnthropicBaseURL = "https://api.anthropic.com"
 	// DefaultWebSearchProvider is the web search provider when GEM_WEB_SEARCH_PROVIDER is unset.
 	DefaultWebSearchProvider = WebSearchTavily
 	// DefaultTavilyURL is Tavily's search endpoint.
@@ -71,8 +55,11 @@ const (
 // Config says which outside providers the pack's tools use. Memory and lore need nothing but the database.
 // A tool whose provider lacks a required field answers not_configured.
 type Config struct {
-	// LLM is the language model sentiment.analyze uses.
-	LLM LLMConfig
+	// LLM is the language model sentiment.analyze uses (GEM_LLM_*, read and checked as the brain does).
+	LLM llmconfig.Config
+	// LLMError is what was wrong with GEM_LLM_* when read from the environment; the LLM tools then answer
+	// not_configured with it.
+	LLMError error
 	// WebSearch is the provider web.search uses.
 	WebSearch WebSearchConfig
 	// Image is the provider image.generate uses.
@@ -80,20 +67,6 @@ type Config struct {
 	// HTTPClient makes the requests to every provider. Each request is bounded by its call's deadline (the
 	// tool's timeout_ms). Defaults to http.DefaultClient.
 	HTTPClient *http.Client
-}
-
-// LLMConfig is the language model configuration shared by GEM's LLM-backed tools.
-type LLMConfig struct {
-	// Provider is "openai" (the chat completions API, also used by compatible servers) or "anthropic" (the
-	// Messages API). From GEM_LLM_PROVIDER. Defaults to "openai".
-	Provider string
-	// BaseURL is the API's base URL. From GEM_LLM_BASE_URL. Defaults to https://api.openai.com/v1 for
-	// openai and https://api.anthropic.com for anthropic.
-	BaseURL string
-	// APIKey is the API key. From GEM_LLM_API_KEY. Required; there is no default.
-	APIKey string
-	// Model is the model name sent with every request. From GEM_LLM_MODEL. Required; there is no default.
-	Model string
 }
 
 // WebSearchConfig is the web search provider.
@@ -123,13 +96,10 @@ type ImageConfig struct {
 // production). Values are trimmed; defaults are not filled in (see WithDefaults).
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	llm, llmErr := llmconfig.FromEnv(getenv)
 	return Config{
-		LLM: LLMConfig{
-			Provider: strings.ToLower(get(EnvLLMProvider)),
-			BaseURL:  get(EnvLLMBaseURL),
-			APIKey:   get(EnvLLMAPIKey),
-			Model:    get(EnvLLMModel),
-		},
+		LLM:      llm,
+		LLMError: llmErr,
 		WebSearch: WebSearchConfig{
 			Provider: strings.ToLower(get(EnvWebSearchProvider)),
 			URL:      get(EnvWebSearchURL),
@@ -145,17 +115,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 
 // WithDefaults returns the config with every unset field that has a default filled in.
 func (c Config) WithDefaults() Config {
-	if c.LLM.Provider == "" {
-		c.LLM.Provider = DefaultLLMProvider
-	}
-	if c.LLM.BaseURL == "" {
-		switch c.LLM.Provider {
-		case ProviderOpenAI:
-			c.LLM.BaseURL = DefaultOpenAIBaseURL
-		case ProviderAnthropic:
-			c.LLM.BaseURL = DefaultAnthropicBaseURL
-		}
-	}
+	c.LLM = c.LLM.WithDefaults()
 	if c.WebSearch.Provider == "" {
 		c.WebSearch.Provider = DefaultWebSearchProvider
 	}
@@ -184,7 +144,7 @@ func Register(h executor.Handlers) {
 // RegisterWithConfig adds the pack's handlers with the given provider configuration (defaults are filled in).
 func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
-	if p.cfg.LLM.notConfigured("") == nil {
+	if p.cfg.llmNotConfigured("") == nil {
 		p.llm = p.newLLM()
 	}
 	h.Func("memory.store", executor.Typed(p.storeMemory))
@@ -192,7 +152,7 @@ func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	h.Func("lore.ingest", executor.Typed(p.ingestLore))
 	h.Func("lore.query", executor.Typed(p.queryLore))
 	h.Add("sentiment.analyze", executor.Handler{
-		Run: executor.Typed(p.analyzeSentiment), Isolated: true, RequiredEnv: []string{EnvLLMAPIKey, EnvLLMModel},
+		Run: executor.Typed(p.analyzeSentiment), Isolated: true, RequiredEnv: []string{llmconfig.EnvAPIKey, llmconfig.EnvModel},
 	})
 	h.Add("web.search", executor.Handler{
 		Run: executor.Typed(p.searchWeb), Isolated: true, RequiredEnv: []string{EnvWebSearchAPIKey},

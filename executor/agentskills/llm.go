@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/gemhq/gem/llmconfig"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -16,6 +19,7 @@ import (
 
 // anthropicMaxTokens bounds an Anthropic answer (the Messages API requires a bound); the pack's prompts ask
 // for short JSON answers.
+// GEM_LLM_MAX_TOKENS, when set, bounds it instead.
 const anthropicMaxTokens = 1024
 
 // llmAnswer is a model's text answer.
@@ -32,30 +36,27 @@ type llm interface {
 	completeJSON(ctx context.Context, system, user string) (llmAnswer, error)
 }
 
-// notConfigured returns the not_configured error for a missing or invalid LLM configuration, or nil.
-func (c LLMConfig) notConfigured(tool string) error {
-	required := []string{EnvLLMAPIKey, EnvLLMModel}
+// llmNotConfigured returns the not_configured error for a missing or invalid LLM configuration (llmconfig's
+// rules, shared with the brain), or nil.
+func (c Config) llmNotConfigured(tool string) error {
+	required := []string{llmconfig.EnvAPIKey, llmconfig.EnvModel}
 	steps := []string{
-		fmt.Sprintf("Set %s to %q (the default) or %q.", EnvLLMProvider, ProviderOpenAI, ProviderAnthropic),
-		fmt.Sprintf("Set %s to the provider's API key and %s to a model name (for example gpt-4o-mini or claude-haiku-4-5); a local server such as Ollama needs only %s and the model.", EnvLLMAPIKey, EnvLLMModel, EnvLLMBaseURL),
-		fmt.Sprintf("For an OpenAI-compatible server, set %s to its base URL (default %s; %s for anthropic).", EnvLLMBaseURL, DefaultOpenAIBaseURL, DefaultAnthropicBaseURL),
+		fmt.Sprintf("Set %s to %q (the default) or %q.", llmconfig.EnvProvider, llmconfig.ProviderOpenAI, llmconfig.ProviderAnthropic),
+		fmt.Sprintf("Set %s to the provider's API key and %s to a model name (for example gpt-4o-mini or claude-haiku-4-5); a local server such as Ollama needs only %s and the model.", llmconfig.EnvAPIKey, llmconfig.EnvModel, llmconfig.EnvBaseURL),
+		fmt.Sprintf("For an OpenAI-compatible server, set %s to its base URL (default %s; %s for anthropic).", llmconfig.EnvBaseURL, llmconfig.OpenAIBaseURLDefault, llmconfig.AnthropicBaseURLDefault),
 		"Restart the executor: it reads the configuration once, at start.",
 	}
-	if c.Provider != ProviderOpenAI && c.Provider != ProviderAnthropic {
+	llm := c.LLM
+	switch {
+	case c.LLMError != nil:
+		return executor.NotConfigured(fmt.Sprintf("%s needs an LLM, but its configuration cannot be read: %v", tool, c.LLMError),
+			append([]string{llmconfig.EnvProvider, llmconfig.EnvMaxTokens, llmconfig.EnvTimeout}, required...),
+			append(steps, fmt.Sprintf("%s must be a positive number and %s a duration such as 30s.", llmconfig.EnvMaxTokens, llmconfig.EnvTimeout))...)
+	case slices.Contains(llm.Missing(), llmconfig.EnvProvider):
 		return executor.NotConfigured(fmt.Sprintf("%s needs an LLM, but %s is %q, which is neither %q nor %q",
-			tool, EnvLLMProvider, c.Provider, ProviderOpenAI, ProviderAnthropic), append([]string{EnvLLMProvider}, required...), steps...)
-	}
-	var missing []string
-	// A local OpenAI-compatible server (Ollama, vLLM) needs no key: a base URL of one's own will do, as in
-	// the brain.
-	if c.APIKey == "" && (c.BaseURL == "" || c.BaseURL == DefaultOpenAIBaseURL || c.BaseURL == DefaultAnthropicBaseURL) {
-		missing = append(missing, EnvLLMAPIKey)
-	}
-	if c.Model == "" {
-		missing = append(missing, EnvLLMModel)
-	}
-	if len(missing) > 0 {
-		return executor.NotConfigured(fmt.Sprintf("%s needs an LLM, and no LLM is configured: %s not set", tool, strings.Join(missing, " and ")), required, steps...)
+			tool, llmconfig.EnvProvider, llm.Provider, llmconfig.ProviderOpenAI, llmconfig.ProviderAnthropic), append([]string{llmconfig.EnvProvider}, required...), steps...)
+	case !llm.Configured():
+		return executor.NotConfigured(fmt.Sprintf("%s needs an LLM, and no LLM is configured: %s not set", tool, strings.Join(llm.Missing(), " and ")), required, steps...)
 	}
 	return nil
 }
@@ -63,12 +64,17 @@ func (c LLMConfig) notConfigured(tool string) error {
 // newLLM builds the configured provider's client; cfg must be configured (notConfigured returned nil).
 func (p *pack) newLLM() llm {
 	c := p.cfg.LLM
-	if c.Provider == ProviderAnthropic {
-		return &anthropicLLM{model: c.Model, client: anthropic.NewClient(
+	if c.Provider == llmconfig.ProviderAnthropic {
+		maxTokens := int64(anthropicMaxTokens)
+		if c.MaxTokens > 0 {
+			maxTokens = int64(c.MaxTokens)
+		}
+		return &anthropicLLM{model: c.Model, maxTokens: maxTokens, client: anthropic.NewClient(
 			anthropicoption.WithoutEnvironmentDefaults(),
 			anthropicoption.WithBaseURL(c.BaseURL),
 			anthropicoption.WithAPIKey(c.APIKey),
 			anthropicoption.WithHTTPClient(p.cfg.HTTPClient),
+			anthropicoption.WithRequestTimeout(c.Timeout),
 		)}
 	}
 	key := c.APIKey
@@ -79,6 +85,7 @@ func (p *pack) newLLM() llm {
 		openaioption.WithBaseURL(c.BaseURL),
 		openaioption.WithAPIKey(key),
 		openaioption.WithHTTPClient(p.cfg.HTTPClient),
+		openaioption.WithRequestTimeout(c.Timeout),
 	)}
 }
 
@@ -100,7 +107,7 @@ func (l *openAILLM) completeJSON(ctx context.Context, system, user string) (llmA
 	if err != nil {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
-			return llmAnswer{}, &providerHTTPError{Provider: ProviderOpenAI, Status: apiErr.StatusCode, Body: apiErr.RawJSON()}
+			return llmAnswer{}, &providerHTTPError{Provider: llmconfig.ProviderOpenAI, Status: apiErr.StatusCode, Body: apiErr.RawJSON()}
 		}
 		return llmAnswer{}, err
 	}
@@ -113,21 +120,22 @@ func (l *openAILLM) completeJSON(ctx context.Context, system, user string) (llmA
 
 // anthropicLLM speaks the Anthropic Messages API (POST {base}/v1/messages).
 type anthropicLLM struct {
-	model  string
-	client anthropic.Client
+	model     string
+	maxTokens int64
+	client    anthropic.Client
 }
 
 func (l *anthropicLLM) completeJSON(ctx context.Context, system, user string) (llmAnswer, error) {
 	res, err := l.client.Messages.New(ctx, anthropic.MessageNewParams{
 		Model:     anthropic.Model(l.model),
-		MaxTokens: anthropicMaxTokens,
+		MaxTokens: l.maxTokens,
 		System:    []anthropic.TextBlockParam{{Text: system}},
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(user))},
 	})
 	if err != nil {
 		var apiErr *anthropic.Error
 		if errors.As(err, &apiErr) {
-			return llmAnswer{}, &providerHTTPError{Provider: ProviderAnthropic, Status: apiErr.StatusCode, Body: apiErr.RawJSON()}
+			return llmAnswer{}, &providerHTTPError{Provider: llmconfig.ProviderAnthropic, Status: apiErr.StatusCode, Body: apiErr.RawJSON()}
 		}
 		return llmAnswer{}, err
 	}

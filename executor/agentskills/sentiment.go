@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gemhq/gem/llmconfig"
+
 	"github.com/gemhq/gem/executor"
 )
 
@@ -43,7 +45,7 @@ type analyzeSentimentInput struct {
 
 // analyzeSentiment asks the configured LLM for the sentiment of a text and checks its answer.
 func (p *pack) analyzeSentiment(ctx context.Context, c *executor.Call, in analyzeSentimentInput) (any, error) {
-	if err := p.cfg.LLM.notConfigured(c.Tool.Name); err != nil {
+	if err := p.cfg.llmNotConfigured(c.Tool.Name); err != nil {
 		return nil, err
 	}
 	var user strings.Builder
@@ -55,7 +57,7 @@ func (p *pack) analyzeSentiment(ctx context.Context, c *executor.Call, in analyz
 	provider, model := p.cfg.LLM.Provider, p.cfg.LLM.Model
 	answer, err := p.llm.completeJSON(ctx, sentimentSystem, user.String())
 	if err != nil {
-		return nil, providerFailure(ctx, provider, EnvLLMAPIKey, err, true)
+		return nil, providerFailure(ctx, provider, llmconfig.EnvAPIKey, err, true)
 	}
 	s, problems := parseSentiment(answer)
 	if len(problems) > 0 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemhq/gem/llmconfig"
+
 	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
@@ -99,7 +101,7 @@ func fakeAnthropic(t *testing.T, text func() string) *fakeProvider {
 }
 
 func openAIConfig(url string) agentskills.Config {
-	return agentskills.Config{LLM: agentskills.LLMConfig{BaseURL: url + "/v1", APIKey: "sk-test", Model: "gpt-test"}}
+	return agentskills.Config{LLM: llmconfig.Config{BaseURL: url + "/v1", APIKey: "sk-test", Model: "gpt-test"}}
 }
 
 func TestSentimentOpenAI(t *testing.T) {
@@ -126,7 +128,7 @@ func TestSentimentAnthropic(t *testing.T) {
 		// Claude has no JSON mode and sometimes fences its answer; a complete object inside is accepted.
 		return "```json\n{\"label\": \"Negative\", \"score\": -0.6, \"rationale\": \"The customer is upset.\"}\n```"
 	})
-	ctx, b := setup(t, agentskills.Config{LLM: agentskills.LLMConfig{
+	ctx, b := setup(t, agentskills.Config{LLM: llmconfig.Config{
 		Provider: "anthropic", BaseURL: fake.URL, APIKey: "sk-ant-test", Model: "claude-test",
 	}})
 
@@ -198,7 +200,7 @@ func TestSentimentProviderErrors(t *testing.T) {
 
 func TestSentimentNotConfigured(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{LLM: agentskills.LLMConfig{Model: "gpt-test"}})
+	ctx, b := setup(t, agentskills.Config{LLM: llmconfig.Config{Model: "gpt-test"}})
 	r := b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`)
 	d := requireNotConfigured(t, r, "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, "GEM_LLM_API_KEY not set")
@@ -208,7 +210,13 @@ func TestSentimentNotConfigured(t *testing.T) {
 	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, "GEM_LLM_API_KEY and GEM_LLM_MODEL not set")
 
-	ctx, b = setup(t, agentskills.Config{LLM: agentskills.LLMConfig{Provider: "gemini", APIKey: "k", Model: "m"}})
+	ctx, b = setup(t, agentskills.Config{LLM: llmconfig.Config{Provider: "gemini", APIKey: "k", Model: "m"}})
 	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_PROVIDER", "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, `GEM_LLM_PROVIDER is "gemini"`)
+
+	// A malformed variable read from the environment is the tool's not_configured, not a failed start.
+	env := map[string]string{"GEM_LLM_API_KEY": "k", "GEM_LLM_MODEL": "m", "GEM_LLM_TIMEOUT": "soon"}
+	ctx, b = setup(t, agentskills.ConfigFromEnv(func(k string) string { return env[k] }))
+	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT", "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
+	require.Contains(t, d.Reason, `GEM_LLM_TIMEOUT: "soon" is not a duration`)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -26,11 +27,11 @@ const fakeKey = "sk-fake-0123456789"
 func llmBrain(t *testing.T, provider string, fake *llmfake.Server, chatCfg chat.Config) *testAPI {
 	t.Helper()
 	base := fake.URL + "/v1"
-	if provider == llm.ProviderAnthropic {
+	if provider == llmconfig.ProviderAnthropic {
 		base = fake.URL
 	}
 	m, err := startBrain(shared.dbURL, func(c *Config) {
-		c.LLM = llm.Config{Provider: provider, BaseURL: base, APIKey: fakeKey, Model: "fake-model"}
+		c.LLM = llmconfig.Config{Provider: provider, BaseURL: base, APIKey: fakeKey, Model: "fake-model"}
 		c.Chat = chatCfg
 	})
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func testTwoIterations(t *testing.T, provider string) {
 	crm, tasks := uniq("crm"), uniq("tasks")
 	fake := func() *llmfake.Server {
 		newFake := llmfake.NewOpenAI
-		if provider == llm.ProviderAnthropic {
+		if provider == llmconfig.ProviderAnthropic {
 			newFake = llmfake.NewAnthropic
 		}
 		return newFake(t, fakeKey,
@@ -147,12 +148,12 @@ func testTwoIterations(t *testing.T, provider string) {
 
 func TestChatOpenAITwoIterations(t *testing.T) {
 	t.Parallel()
-	testTwoIterations(t, llm.ProviderOpenAI)
+	testTwoIterations(t, llmconfig.ProviderOpenAI)
 }
 
 func TestChatAnthropicTwoIterations(t *testing.T) {
 	t.Parallel()
-	testTwoIterations(t, llm.ProviderAnthropic)
+	testTwoIterations(t, llmconfig.ProviderAnthropic)
 }
 
 func TestChatIterationLimit(t *testing.T) {
@@ -162,7 +163,7 @@ func TestChatIterationLimit(t *testing.T) {
 	first.Calls = []llmfake.Call{{ID: "c1", Name: "os__list_tasks", Arguments: first.Calls[0].Arguments}}
 	second.Calls = []llmfake.Call{{ID: "c2", Name: "os__list_tasks", Arguments: second.Calls[0].Arguments}}
 	fake := llmfake.NewOpenAI(t, fakeKey, first, second)
-	a := llmBrain(t, llm.ProviderOpenAI, fake, chat.Config{})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	agent := agentWithSkills(t, a, 2, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
 
 	resp, status := chatWith(t, a, agent, "keep checking my tasks", "")
@@ -201,7 +202,7 @@ func TestChatRefusalsGoBackToTheLLM(t *testing.T) {
 			require.Equal(t, "succeeded", resultOf(t, results["good"])["status"])
 		}},
 	)
-	a := llmBrain(t, llm.ProviderOpenAI, fake, chat.Config{})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
 
 	resp, status := chatWith(t, a, agent, "do several things", "")
@@ -242,7 +243,7 @@ func TestChatHistoryIsReused(t *testing.T) {
 			require.Equal(t, "what did I ask you?", req.Messages[4].Content)
 		}},
 	)
-	a := llmBrain(t, llm.ProviderOpenAI, fake, chat.Config{})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
 
 	first, _ := chatWith(t, a, agent, "add a task to ring Ann", "")
@@ -281,7 +282,7 @@ func TestChatMetaTools(t *testing.T) {
 			}},
 		llmfake.Turn{Text: "Created."},
 	)
-	a := llmBrain(t, llm.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 3})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 3})
 	agent := agentWithSkills(t, a, 5, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes", "leads.create"}})
 
 	resp, status := chatWith(t, a, agent, "make a task", "")

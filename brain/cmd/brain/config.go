@@ -10,7 +10,7 @@ import (
 
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
-	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/llmconfig"
 	gemsql "github.com/gemhq/gem/sql"
 )
 
@@ -46,7 +46,7 @@ type Config struct {
 
 	// LLM configures the LLM for agents and the llm planner (GEM_LLM_*). Without one the rules planner
 	// still works and chat answers llm_not_configured.
-	LLM llm.Config
+	LLM llmconfig.Config
 
 	// DBConnectWait is how long start-up keeps trying to reach a database that is down or starting.
 	// Defaults to 1m (GEM_DB_CONNECT_WAIT).
@@ -140,7 +140,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.DBConnectWait = d
 	}
 	c.Planner = strings.ToLower(getenv("GEM_BRAIN_PLANNER"))
-	llmCfg, err := llm.ConfigFromEnv(getenv)
+	llmCfg, err := llmconfig.FromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -164,11 +164,15 @@ func TestTokenLookup(t *testing.T) {
 func TestHelpNamesEveryVariable(t *testing.T) {
 	t.Parallel()
 	getenvRe := regexp.MustCompile(`getenv\("([A-Z_]+)"\)`)
+	envConstRe := regexp.MustCompile(`Env\w+\s*=\s*"([A-Z_]+)"`)
 	var names []string
-	for _, file := range []string{"config.go", "main.go", "../../llm/llm.go"} {
+	for _, file := range []string{"config.go", "main.go", "../../../llmconfig/llmconfig.go"} {
 		src, err := os.ReadFile(file)
 		require.NoError(t, err)
 		for _, m := range getenvRe.FindAllStringSubmatch(string(src), -1) {
+			names = append(names, m[1])
+		}
+		for _, m := range envConstRe.FindAllStringSubmatch(string(src), -1) {
 			names = append(names, m[1])
 		}
 	}

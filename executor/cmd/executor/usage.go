@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemhq/gem/llmconfig"
+
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
@@ -116,10 +118,12 @@ var providerEnvVars = []envVar{
 	{business.EnvSMSCountryCode, business.CountryCodeDefault, "calling code given to local phone numbers"},
 	{business.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
 	{business.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
-	{agentskills.EnvLLMProvider, agentskills.DefaultLLMProvider, "openai or anthropic"},
-	{agentskills.EnvLLMBaseURL, "the provider's API", "LLM API base URL"},
-	{agentskills.EnvLLMAPIKey, "unset", "LLM API key, for ai.* tools"},
-	{agentskills.EnvLLMModel, "unset", "LLM model, for ai.* tools"},
+	{llmconfig.EnvProvider, llmconfig.ProviderDefault, "openai or anthropic (the brain reads the same GEM_LLM_*)"},
+	{llmconfig.EnvBaseURL, "the provider's API", "LLM API base URL"},
+	{llmconfig.EnvAPIKey, "unset", "LLM API key, for sentiment.analyze"},
+	{llmconfig.EnvModel, "unset", "LLM model, for sentiment.analyze"},
+	{llmconfig.EnvMaxTokens, "1024 for anthropic", "bound on an LLM answer"},
+	{llmconfig.EnvTimeout, "60s", "bound on one LLM request (a call is also bounded by its timeout_ms)"},
 	{agentskills.EnvWebSearchProvider, agentskills.DefaultWebSearchProvider, "tavily or brave"},
 	{agentskills.EnvWebSearchURL, "the provider's endpoint", "web search endpoint"},
 	{agentskills.EnvWebSearchAPIKey, "unset", "web search API key"},
