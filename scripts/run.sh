@@ -6,7 +6,8 @@
 #     starts, so a second `make run` fails at once instead of starting a second executor.
 #   - If the executor exits, the brain is stopped and run.sh exits 1: a brain with no executor would take
 #     calls that nothing runs. If the brain exits, the executor is stopped the same way.
-#   - Ctrl-C (or SIGTERM) stops both: the executor drains its running calls (GEM_EXECUTOR_DRAIN_TIMEOUT).
+#   - Ctrl-C (or SIGTERM, or closing the terminal) stops both: the executor drains its running calls
+#     (GEM_EXECUTOR_DRAIN_TIMEOUT); another Ctrl-C meanwhile does not cut the drain short.
 #   - Logs use GEM_LOG_FORMAT=console unless it is set; colour only reaches a terminal.
 #
 # Environment: BIN (folder of the binaries, default bin), DATABASE_URL, GEM_BRAIN_ADDR, GEM_BRAIN_TOKEN_FILE
@@ -65,17 +66,22 @@ cat >&2 <<EOF
 EOF
 
 exec_pid= brain_pid= stopping=
-# stop sends SIGTERM once to what runs and waits for it (the executor drains its running calls).
+# stop sends SIGTERM once to what runs and waits for it: the executor drains its running calls, and a second
+# SIGTERM would make it quit without draining, so a second signal to run.sh (bash runs its trap again) only
+# waits again.
 stop() {
-	stopping=1
 	local pids
 	pids=$(echo $exec_pid $brain_pid)
-	if [ -n "$pids" ]; then
+	[ -n "$pids" ] || return 0
+	if [ -z "$stopping" ]; then
+		stopping=1
 		kill -TERM $pids 2>/dev/null || true
-		wait $pids 2>/dev/null || true
 	fi
+	wait $pids 2>/dev/null || true
 }
-trap 'say "stopping the executor and the brain"; stop; exit 130' INT TERM
+# A hang-up (the terminal closed) and Ctrl-\ stop both too: in process groups of their own, they get neither.
+# set +e: say fails once the terminal is gone, and stopping must go on.
+trap 'set +e; say "stopping the executor and the brain"; stop; exit 130' INT TERM HUP QUIT
 
 # Job control puts each process in a process group of its own: Ctrl-C reaches only this script, which stops
 # both once (a second signal would make the executor quit without draining).
@@ -95,8 +101,6 @@ else
 	status=
 fi
 set -e
-[ -n "$stopping" ] && exit 130
-trap - INT TERM
 if ! kill -0 "$exec_pid" 2>/dev/null; then
 	if [ -z "$status" ]; then status=0 && wait "$exec_pid" || status=$?; fi
 	say "the executor exited (status $status): stopping the brain, which would take calls that nothing runs"
