@@ -58,10 +58,10 @@ bench: build ## measure GEM against bare River: latency, throughput, memory (doc
 chaos: build ## 10,000 calls while executors are SIGKILLed and PostgreSQL restarts; exits 1 on any lost or doubled call
 	@$(BIN)/proof chaos -bin $(BIN) $(CHAOS_FLAGS)
 
-# lint also keeps binaries out of git: a tracked file git sees as binary (a NUL byte in its first 8 KB, as in
-# every compiled program) fails it. Build output goes to bin/ (ignored); see .gitignore.
+# lint also keeps binaries out of git: a tracked (or staged) file git diffs as binary (a NUL byte in its first
+# 8000 bytes, as in every compiled program) fails it. Build output goes to bin/ (ignored); see .gitignore.
 lint: ## gofmt, go vet, and no binary files tracked by git
-	@out=$$(git ls-files --eol | awk -F'\t' '$$1 ~ /^i\/-text/ {print "  " $$2}'); \
+	@out=$$(git diff --cached --numstat $$(git hash-object -t tree /dev/null) | awk -F'\t' '$$1 == "-" {print "  " $$3}'); \
 	if [ -n "$$out" ]; then echo "git tracks binary files (build output belongs in bin/, which is ignored):"; echo "$$out"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet work
