@@ -55,11 +55,7 @@ var commandUsage = map[string]command{
 		synopsis: "executor [run] [-migrate] [-registry FILE]",
 		summary:  "work calls until SIGINT or SIGTERM, then drain running calls (the default command)",
 		flags:    func() *flag.FlagSet { fs, _ := runFlagSet(); return fs },
-		env: []string{"DATABASE_URL", "GEM_REGISTRY", "GEM_LOG_LEVEL", "GEM_LOG_FORMAT", "GEM_EXECUTOR_ID",
-			"GEM_EXECUTOR_MAX_WORKERS", "GEM_EXECUTOR_FETCH_COOLDOWN", "GEM_EXECUTOR_FETCH_POLL_INTERVAL",
-			"GEM_EXECUTOR_COMMITTERS", "GEM_EXECUTOR_BATCH_MAX", "GEM_EXECUTOR_BATCH_MAX_DURATION",
-			"GEM_EXECUTOR_RESCUE_INTERVAL", "GEM_EXECUTOR_RESCUE_AFTER", "GEM_EXECUTOR_DRAIN_TIMEOUT",
-			"GEM_EXECUTOR_MAX_CONNS", "GEM_DB_CONNECT_WAIT", "GEM_PPROF_ADDR"},
+		env:      envNames(envVars), // every one of the executor's own variables
 		provider: true,
 	},
 	"migrate": {
@@ -105,6 +101,15 @@ var envVars = []envVar{
 	{"GEM_EXECUTOR_MAX_CONNS", "committers + 16", "the call pool's connections"},
 	{"GEM_DB_CONNECT_WAIT", duration(gemsql.ConnectWaitDefault), "at start-up, how long to wait for a database that is down or starting"},
 	{"GEM_PPROF_ADDR", "off", "serve Go's profiler on this address (keep it on loopback)"},
+}
+
+// envNames returns the variables' names.
+func envNames(vars []envVar) []string {
+	names := make([]string, len(vars))
+	for i, v := range vars {
+		names[i] = v.name
+	}
+	return names
 }
 
 // providerEnvVars are the tool packs' variables: a tool whose required variables are unset answers
