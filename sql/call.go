@@ -184,8 +184,9 @@ type CallListParams struct {
 	After *Cursor
 	// Limit caps the rows returned. Defaults to 50; at most 1000.
 	Limit int
-	// MaxInputBytes replaces an input larger than this many bytes (as JSON text) with a Truncated marker,
-	// in PostgreSQL, so a listing never carries a large document. Defaults to 0: inputs whole.
+	// MaxInputBytes replaces an input larger than this many bytes (as JSON text) with a Truncated marker and
+	// cuts an error message to this many characters, in PostgreSQL, so a listing never carries a large
+	// document. Defaults to 0: whole.
 	MaxInputBytes int
 }
 
@@ -199,6 +200,7 @@ func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
 	columns := callColumns
 	if p.MaxInputBytes > 0 {
 		columns = strings.Replace(callColumns, "tool_name, input,", "tool_name, "+truncatedJSON("input", p.MaxInputBytes)+",", 1)
+		columns = strings.Replace(columns, "coalesce(error, '')", fmt.Sprintf("coalesce(left(error, %d), '')", p.MaxInputBytes), 1)
 	}
 	rows, err := db.Query(ctx, `SELECT `+columns+` FROM core_calls
 		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3::uuid IS NULL OR run_id = $3)

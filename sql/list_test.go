@@ -117,3 +117,39 @@ func TestReceiptListTruncatesLargeResultsAndErrorDetails(t *testing.T) {
 	require.JSONEq(t, string(big), string(got[bigDetails].Error.Details))
 	require.Equal(t, "null", string(got[nullResult].Result))
 }
+
+// TestListsCutLongMessagesAndSummaries: an error message is cut to the bound (in the receipt and in its call's
+// row), and a large summary becomes the marker, so no column of a listing carries a large document.
+func TestListsCutLongMessagesAndSummaries(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+
+	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+	require.NoError(t, err)
+	long := strings.Repeat("é", 50_000) // 100,000 bytes
+	errJSON, err := json.Marshal(registry.CallError{Code: "validation_error", Message: long})
+	require.NoError(t, err)
+	summary := bigDocument(100_000)
+	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, error, error_code, summary)
+		VALUES ($1, 'a.b', 'failed', $2::jsonb, 'validation_error', $3::jsonb)`, id, string(errJSON), string(summary))
+	require.NoError(t, err)
+
+	list, err := gemsql.ReceiptList(ctx, b.pool, gemsql.ReceiptListParams{MaxResultBytes: 8192})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, registry.ErrorCode("validation_error"), list[0].Error.Code)
+	require.Equal(t, strings.Repeat("é", 8192), list[0].Error.Message, "the message keeps its first 8192 characters")
+	require.Equal(t, map[string]any{"truncated": true, "bytes": float64(b.jsonBytes(t, summary))}, list[0].Summary)
+
+	calls, err := gemsql.CallList(ctx, b.pool, gemsql.CallListParams{MaxInputBytes: 8192})
+	require.NoError(t, err)
+	require.Len(t, calls, 1)
+	require.Equal(t, strings.Repeat("é", 8192), calls[0].Error, "the call's error is cut too")
+
+	whole, err := gemsql.ReceiptList(ctx, b.pool, gemsql.ReceiptListParams{})
+	require.NoError(t, err)
+	require.Equal(t, long, whole[0].Error.Message)
+	c, err := gemsql.CallGet(ctx, b.pool, id)
+	require.NoError(t, err)
+	require.Equal(t, long, c.Error)
+}

@@ -104,17 +104,21 @@ type ReceiptListParams struct {
 	After *Cursor
 	// Limit caps the rows returned. Defaults to 50; at most 1000.
 	Limit int
-	// MaxResultBytes replaces a result (and an error's details) larger than this many bytes (as JSON text)
-	// with a Truncated marker, in PostgreSQL. Defaults to 0: whole.
+	// MaxResultBytes replaces a result, an error's details and a summary larger than this many bytes (as
+	// JSON text) with a Truncated marker, and cuts an error's message to this many characters, in PostgreSQL,
+	// so a listing never carries a large document. Defaults to 0: whole.
 	MaxResultBytes int
 }
 
-// truncatedError is a select expression for a receipt's error whose details are over max bytes: the
-// details become the Truncated marker, the code and message stay.
+// truncatedError is a select expression for a receipt's error over max bytes: details over max become the
+// Truncated marker and the message keeps its first max characters; the code stays. A NULL error stays NULL.
 func truncatedError(max int) string {
-	return fmt.Sprintf(`CASE WHEN octet_length((error->'details')::text) > %[1]d
-		THEN jsonb_set(error, '{details}', jsonb_build_object('truncated', true, 'bytes', octet_length((error->'details')::text)))
-		ELSE error END`, max)
+	return fmt.Sprintf(`CASE WHEN octet_length(error::text) <= %[1]d THEN error ELSE
+		error || jsonb_build_object('message', left(error->>'message', %[1]d))
+		|| CASE WHEN octet_length((error->'details')::text) > %[1]d
+			THEN jsonb_build_object('details', jsonb_build_object('truncated', true, 'bytes', octet_length((error->'details')::text)))
+			ELSE '{}'::jsonb END
+		END`, max)
 }
 
 // ReceiptList returns receipts, most recently finished first.
@@ -126,8 +130,8 @@ func ReceiptList(ctx context.Context, db DBTX, p ReceiptListParams) ([]*registry
 	limit = min(limit, 1000)
 	columns := receiptColumns
 	if p.MaxResultBytes > 0 {
-		columns = strings.Replace(receiptColumns, "status, result, effects, error,", "status, "+truncatedJSON("result", p.MaxResultBytes)+
-			", effects, "+truncatedError(p.MaxResultBytes)+",", 1)
+		columns = strings.Replace(receiptColumns, "status, result, effects, error, summary,", "status, "+truncatedJSON("result", p.MaxResultBytes)+
+			", effects, "+truncatedError(p.MaxResultBytes)+", "+truncatedJSON("summary", p.MaxResultBytes)+",", 1)
 	}
 	rows, err := db.Query(ctx, `SELECT `+columns+` FROM core_tool_receipts
 		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR error_code = $3)
