@@ -18,20 +18,11 @@ func registerMedia(h executor.Handlers) {
 }
 
 type asset struct {
-	AssetID      uuid.UUID  `json:"asset_id"`
-	FileRef      string     `json:"file_ref"`
-	Kind         string     `json:"kind"`
-	ContentType  *string    `json:"content_type"`
-	SizeBytes    *int64     `json:"size_bytes"`
-	SHA256       *string    `json:"sha256"`
-	Caption      *string    `json:"caption"`
-	Tags         []string   `json:"tags"`
-	LeadID       *uuid.UUID `json:"lead_id"`
-	InspectionID *uuid.UUID `json:"inspection_id"`
-	EntityID     *uuid.UUID `json:"entity_id"`
-	TakenAt      *time.Time `json:"taken_at"`
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
+	AssetID uuid.UUID `json:"asset_id"`
+	// The fields media.register_asset takes, encoded inline.
+	registerAssetInput
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 const assetColumns = `id, file_ref, kind, content_type, size_bytes, sha256, caption, tags, lead_id, inspection_id, entity_id,
