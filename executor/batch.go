@@ -442,8 +442,9 @@ type receiptJSON struct {
 
 // effectsJSON is registry.Effects with db_writes as read from the database.
 type effectsJSON struct {
-	DBWrites json.RawMessage          `json:"db_writes"`
-	Outside  []registry.OutsideEffect `json:"outside,omitempty"`
+	DBWrites     json.RawMessage          `json:"db_writes"`
+	Outside      []registry.OutsideEffect `json:"outside,omitempty"`
+	FilesWritten []registry.FileWritten   `json:"files_written,omitempty"`
 }
 
 var emptyWrites = json.RawMessage(`[]`)
@@ -477,7 +478,7 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 		a, d := r.a, r.d
 		row := receiptJSON{
 			CallID: a.args.CallID, ToolName: a.toolName, Status: string(d.status), Result: d.result, Error: d.err,
-			Effects:        effectsJSON{DBWrites: d.dbWrites, Outside: d.outside},
+			Effects:        effectsJSON{DBWrites: d.dbWrites, Outside: d.outside, FilesWritten: d.files},
 			Fields:         []string{},
 			IdempotencyKey: a.key, IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
 			Attempt: a.job.Attempt, DurationMS: d.durationMS, StartedAt: a.started, Collect: d == uncollected,

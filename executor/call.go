@@ -41,6 +41,7 @@ type receiptDraft struct {
 	status  registry.ReceiptStatus
 	result  json.RawMessage
 	outside []registry.OutsideEffect
+	files   []registry.FileWritten
 	err     *registry.CallError
 	hit     bool
 	hitOf   *uuid.UUID
@@ -178,7 +179,7 @@ func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UU
 		}
 	}
 
-	result, outside, err := a.callHandler(conn)
+	result, c, err := a.callHandler(conn)
 	if err != nil {
 		return a.classify(err)
 	}
@@ -190,7 +191,7 @@ func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UU
 		}
 		return failed(registry.CodeOutputContract, "the handler's result does not match the output schema, so its effects were rolled back: "+verr.Error(), details), nil
 	}
-	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: outside}, nil
+	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: c.outside, files: c.files}, nil
 }
 
 // claimKey takes the call's idempotency key, or finds the succeeded call that holds it. A concurrent call
@@ -238,12 +239,12 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.U
 
 // callHandler runs the handler under the tool's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
-func (a *attempt) callHandler(conn dbConn) (json.RawMessage, []registry.OutsideEffect, error) {
+func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.tool.Timeout())
 	defer cancel()
 	g := newGuardedDB(conn)
 	c := &Call{
-		ID: a.args.CallID, Tool: a.tool, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
+		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
 		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log,
 	}
 	type ret struct {
@@ -297,7 +298,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, []registry.OutsideE
 	if err != nil {
 		return nil, nil, &Error{Code: registry.CodeOutputContract, Message: "the handler's result cannot be encoded as JSON: " + err.Error()}
 	}
-	return result, c.outside, nil
+	return result, c, nil
 }
 
 // txBrokenError marks a failure after which the transaction must not be used.

@@ -247,10 +247,8 @@ func (a *attempt) Run(ev *zerolog.Event, _ zerolog.Level, _ string) {
 }
 
 // needsOutsideMarker reports whether a tool's calls must never run twice because of effects a rollback
-// cannot undo. Safe-retry tools declare themselves safe to run again.
-func (e *Executor) needsOutsideMarker(t *registry.Tool) bool {
-	return t.HasOutsideEffects() && t.Idempotency.Mode != registry.ModeSafeRetry
-}
+// cannot undo (registry.Tool.RunsAtMostOnce).
+func (e *Executor) needsOutsideMarker(t *registry.Tool) bool { return t.RunsAtMostOnce() }
 
 // similarTools suggests registry names close to an unknown one.
 func (e *Executor) similarTools(name string) []string {

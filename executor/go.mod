@@ -17,6 +17,8 @@ require (
 	github.com/stretchr/testify v1.12.1
 )
 
+require codeberg.org/go-pdf/fpdf v0.12.0 // indirect
+
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect

@@ -108,6 +108,8 @@ type Call struct {
 	ID uuid.UUID
 	// Tool is the registry entry of the tool called.
 	Tool *registry.Tool
+	// Registry is the registry the executor runs, for handlers that reason about other tools' calls.
+	Registry *registry.Registry
 	// Input is the call's input, already valid against the tool's input schema.
 	Input json.RawMessage
 	// Attempt is River's attempt number, from 1.
@@ -126,6 +128,7 @@ type Call struct {
 	Log zerolog.Logger
 
 	outside []registry.OutsideEffect
+	files   []registry.FileWritten
 }
 
 // Bind decodes the input into v (a pointer to a struct with json tags). An input that does not fit v is a
@@ -146,6 +149,11 @@ func (c *Call) Bind(v any) error {
 // RecordOutside adds an effect outside the database (a message sent, a file written) to the receipt.
 func (c *Call) RecordOutside(e registry.OutsideEffect) {
 	c.outside = append(c.outside, e)
+}
+
+// RecordFile adds a file the handler put in GEM's file store to the receipt's effects.files_written.
+func (c *Call) RecordFile(f registry.FileWritten) {
+	c.files = append(c.files, f)
 }
 
 // Error is how a handler ends a call with a specific receipt.

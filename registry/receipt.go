@@ -148,6 +148,23 @@ type Effects struct {
 	DBWrites []DBWrite `json:"db_writes"`
 	// Outside lists effects outside the database, as reported by the handler.
 	Outside []OutsideEffect `json:"outside,omitempty"`
+	// FilesWritten lists the files the handler put in GEM's file store.
+	FilesWritten []FileWritten `json:"files_written,omitempty"`
+}
+
+// FileWritten is one file a call put in GEM's file store. Files are named by their content, so writing the
+// same bytes again (a retried call) gives the same ref and changes nothing.
+type FileWritten struct {
+	// Ref is the file's reference in the store ("gemfs://<sha256>.pdf"), the value tools return.
+	Ref string `json:"ref"`
+	// Name is the file's suggested name for people ("quote-Q-0001.pdf").
+	Name string `json:"name,omitempty"`
+	// ContentType is the file's media type.
+	ContentType string `json:"content_type"`
+	// Bytes is the file's size.
+	Bytes int64 `json:"bytes"`
+	// SHA256 is the hex digest of the file's content.
+	SHA256 string `json:"sha256"`
 }
 
 // Receipt is the one record of how a call ended. Exactly one exists per call; it is written in the same

@@ -124,7 +124,37 @@ var OutsideEffectPermissions = []string{
 
 // PermissionHasOutsideEffects reports whether one permission matches OutsideEffectPermissions.
 func PermissionHasOutsideEffects(permission string) bool {
-	for _, pattern := range OutsideEffectPermissions {
+	return permissionMatches(OutsideEffectPermissions, permission)
+}
+
+// UnrepeatablePermissions are the outside effects that a second run repeats where people see it (a second
+// SMS, a second payment), whatever the tool's idempotency mode says: GEM's registry marks its sends
+// safe-retry, meaning a caller may retry with the same idempotency key and get the first receipt, not that
+// the message may go out twice.
+var UnrepeatablePermissions = []string{"send:*", "publish:*", "pay:*", "call:*"}
+
+// RunsAtMostOnce reports whether the handler of a call must never start twice, even after a crash: it has
+// outside effects and either its mode is not safe-retry or an effect is in UnrepeatablePermissions. Such a
+// call whose earlier attempt died mid-run ends outcome_unknown instead of running again.
+func (t *Tool) RunsAtMostOnce() bool {
+	if !t.HasOutsideEffects() {
+		return false
+	}
+	if t.Idempotency.Mode != ModeSafeRetry {
+		return true
+	}
+	for _, p := range t.Permissions {
+		if permissionMatches(UnrepeatablePermissions, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// permissionMatches reports whether permission matches one of patterns; a pattern ending in ":*" matches
+// every permission with that verb.
+func permissionMatches(patterns []string, permission string) bool {
+	for _, pattern := range patterns {
 		if verb, ok := strings.CutSuffix(pattern, ":*"); ok {
 			if strings.HasPrefix(permission, verb+":") {
 				return true
