@@ -104,14 +104,14 @@ func TestBatchWritesAroundStatementlessCalls(t *testing.T) {
 	)
 	for i := range 330 {
 		kind := pattern[i%len(pattern)]
-		p := gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "note %d"}`, i))}
+		p := gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"domain": "business", "title": "note %d", "content": "batched"}`, i))}
 		switch kind {
 		case "no_db":
 			p = gemsql.CallInsertParams{ToolName: "test.no_db"}
 		case "no_db_fail":
 			p = gemsql.CallInsertParams{ToolName: "test.no_db", Input: json.RawMessage(`{"fail": true}`)}
 		case "invalid":
-			p = gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(`{"body": "no title"}`)}
+			p = gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(`{"domain": "business", "content": "no title"}`)}
 		case "no_handler":
 			p = gemsql.CallInsertParams{ToolName: "test.no_handler"}
 		}
@@ -187,7 +187,7 @@ func TestBatchKeyedDuplicatesInOneTransaction(t *testing.T) {
 	const pairs = 20
 	var params []gemsql.CallInsertParams
 	for i := range pairs {
-		input := json.RawMessage(fmt.Sprintf(`{"name": "Lead %d", "phone": "0413 %03d %03d"}`, i, i, i))
+		input := json.RawMessage(fmt.Sprintf(`{"name": "Lead %d", "phone": "0413 %03d %03d", "suburb": "Newtown"}`, i, i, i))
 		params = append(params, gemsql.CallInsertParams{ToolName: "leads.create", Input: input}, gemsql.CallInsertParams{ToolName: "leads.create", Input: input})
 	}
 	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
@@ -264,7 +264,7 @@ func TestBatchTwoJobsForOneCall(t *testing.T) {
 
 	var params []gemsql.CallInsertParams
 	for i := range 30 {
-		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "twin %d"}`, i))})
+		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"domain": "business", "title": "twin %d", "content": "twice queued"}`, i))})
 	}
 	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
 	require.NoError(t, err)
@@ -298,7 +298,7 @@ func TestTwoJobsForOneCallInConcurrentTransactions(t *testing.T) {
 	_, err = tx.Exec(ctx, `LOCK TABLE os_notes IN SHARE MODE`)
 	require.NoError(t, err)
 
-	id := b.call(t, ctx, "os.create_note", `{"title": "twin"}`)
+	id := b.call(t, ctx, "os.create_note", `{"domain": "business", "title": "twin", "content": "twice queued"}`)
 	waitForLockWait := func(query string) {
 		t.Helper()
 		require.Eventually(t, func() bool {
@@ -385,7 +385,7 @@ func TestBatchHandlerStatementFails(t *testing.T) {
 		want   []failing // how each call fails; the zero value for a writing call
 	)
 	for i := range 10 * len(fails) {
-		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "note %d"}`, i))})
+		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"domain": "business", "title": "note %d", "content": "between failures"}`, i))})
 		want = append(want, failing{})
 		f := fails[i%len(fails)]
 		params = append(params, gemsql.CallInsertParams{ToolName: "test.sql_error", Input: json.RawMessage(f.input)})
@@ -439,10 +439,10 @@ func TestBatchHandlerFirstStatementFailsToPrepare(t *testing.T) {
 	ctx, b := setup(t)
 
 	params := []gemsql.CallInsertParams{
-		{ToolName: "os.create_note", Input: json.RawMessage(`{"title": "before"}`)},
+		{ToolName: "os.create_note", Input: json.RawMessage(`{"domain": "business", "title": "before", "content": "first"}`)},
 		// One attempt: a call that broke its transaction is not retried for long.
 		{ToolName: "test.sql_error", Input: json.RawMessage(`{"kind": "undefined_column", "first": true}`), MaxAttempts: 1},
-		{ToolName: "os.create_note", Input: json.RawMessage(`{"title": "after"}`)},
+		{ToolName: "os.create_note", Input: json.RawMessage(`{"domain": "business", "title": "after", "content": "last"}`)},
 	}
 	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
 	require.NoError(t, err)
@@ -471,7 +471,7 @@ func TestBatchOddJSON(t *testing.T) {
 	for i := range 30 {
 		switch i % 3 {
 		case 0:
-			params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "odd %d"}`, i))})
+			params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"domain": "business", "title": "odd %d", "content": "plain"}`, i))})
 		case 1:
 			params = append(params, gemsql.CallInsertParams{ToolName: "test.odd_json"})
 		case 2:

@@ -72,7 +72,7 @@ func TestAddingAToolDoc(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO os_tasks (title) VALUES ('Order flashing') RETURNING id`).Scan(&task))
 	until := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Second)
 	input := func(id uuid.UUID, until time.Time) string {
-		b, err := json.Marshal(map[string]any{"task_id": id, "until": until})
+		b, err := json.Marshal(map[string]any{"task_id": id, "due_at": until})
 		require.NoError(t, err)
 		return string(b)
 	}

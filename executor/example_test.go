@@ -20,7 +20,7 @@ import (
 // deferTaskInput is the tool's input: the properties of its input_schema.
 type deferTaskInput struct {
 	TaskID uuid.UUID `json:"task_id"`
-	Until  time.Time `json:"until"`
+	DueAt  time.Time `json:"due_at"`
 }
 
 // deferTaskOutput is its result: the properties of its output_schema.
@@ -31,12 +31,12 @@ type deferTaskOutput struct {
 
 // deferTask pushes a task back until a later date.
 func deferTask(ctx context.Context, c *executor.Call, in deferTaskInput) (*deferTaskOutput, error) {
-	if in.Until.Before(time.Now()) {
-		return nil, executor.Invalid("until (%s) is in the past", in.Until.Format(time.RFC3339))
+	if in.DueAt.Before(time.Now()) {
+		return nil, executor.Invalid("due_at (%s) is in the past", in.DueAt.Format(time.RFC3339))
 	}
 	var out deferTaskOutput
 	err := c.DB.QueryRow(ctx, `UPDATE os_tasks SET status = 'deferred', due_at = $2, updated_at = now()
-		WHERE id = $1 RETURNING id, due_at`, in.TaskID, in.Until).Scan(&out.TaskID, &out.DeferredUntil)
+		WHERE id = $1 RETURNING id, due_at`, in.TaskID, in.DueAt).Scan(&out.TaskID, &out.DeferredUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, executor.NotFound("task %s does not exist", in.TaskID)
 	}
@@ -57,7 +57,7 @@ func ExampleTyped() {
 	// doc:end register
 	fmt.Println(h.Names())
 
-	call := &executor.Call{Tool: &registry.Tool{Name: "os.defer_task"}, Input: json.RawMessage(`{"task_id": 7, "until": "2031-01-01T09:00:00Z"}`)}
+	call := &executor.Call{Tool: &registry.Tool{Name: "os.defer_task"}, Input: json.RawMessage(`{"task_id": 7, "due_at": "2031-01-01T09:00:00Z"}`)}
 	_, err := h["os.defer_task"].Run(context.Background(), call)
 	fmt.Println(err)
 	// Output:

@@ -23,7 +23,7 @@ func TestCallInsertedWithSQL(t *testing.T) {
 	e := b.startExecutor(t, nil)
 
 	start := time.Now()
-	id := b.call(t, ctx, "os.create_task", `{"title": "call John", "priority": "urgent"}`)
+	id := b.call(t, ctx, "os.create_task", `{"title": "call John", "domain": "business", "priority": "high"}`)
 	r := b.waitOne(t, ctx, id)
 	require.Less(t, time.Since(start), time.Second, "picked up at once, not at a poll")
 
@@ -32,16 +32,25 @@ func TestCallInsertedWithSQL(t *testing.T) {
 	var task struct {
 		TaskID   uuid.UUID `json:"task_id"`
 		Title    string    `json:"title"`
+		Domain   string    `json:"domain"`
 		Priority string    `json:"priority"`
 		Status   string    `json:"status"`
 	}
 	require.NoError(t, json.Unmarshal(r.Result, &task))
 	require.Equal(t, "call John", task.Title)
-	require.Equal(t, "urgent", task.Priority)
+	require.Equal(t, "business", task.Domain)
+	require.Equal(t, "high", task.Priority)
 	require.Equal(t, "open", task.Status)
-	require.Equal(t, []registry.DBWrite{{Table: "os_tasks", Op: "insert", Count: 1, IDs: []string{task.TaskID.String()}}}, r.Effects.DBWrites)
+	writes := []registry.DBWrite{{Table: "os_tasks", Op: "insert", Count: 1, IDs: []string{task.TaskID.String()}}}
+	require.Equal(t, writes, r.Effects.DBWrites)
+	// The summary holds the tool's receipt fields: its writes and the task's id.
+	require.Len(t, r.Summary, 2, "%v", r.Summary)
 	require.Equal(t, task.TaskID.String(), r.Summary["result.task_id"])
-	require.Equal(t, "urgent", r.Summary["result.priority"])
+	wantWrites, err := json.Marshal(writes)
+	require.NoError(t, err)
+	gotWrites, err := json.Marshal(r.Summary["effects.db_writes"])
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantWrites), string(gotWrites))
 	require.Equal(t, 1, r.Attempt)
 	require.Equal(t, e.Config().ID, r.Worker)
 	require.False(t, r.IdempotencyHit)
@@ -85,7 +94,9 @@ func TestValidationErrorListsEveryViolation(t *testing.T) {
 	ctx, b := setup(t)
 	b.startExecutor(t, nil)
 
-	r := b.waitOne(t, ctx, b.call(t, ctx, "leads.create", `{"phone": "abc", "email": "nope", "source": "billboard", "colour": "red"}`))
+	// Every kind of mistake at once; colour is not a violation, since GEM's tools accept unknown properties.
+	r := b.waitOne(t, ctx, b.call(t, ctx, "os.create_task",
+		`{"domain": "work", "due_at": "tomorrow", "priority": "urgent", "context_ref": "lead 1", "colour": "red"}`))
 	require.Equal(t, registry.StatusFailed, r.Status)
 	require.Equal(t, registry.CodeValidation, r.Error.Code)
 	var d struct {
@@ -99,13 +110,13 @@ func TestValidationErrorListsEveryViolation(t *testing.T) {
 		got[v.Path] = v.Keyword
 	}
 	require.Equal(t, map[string]string{
-		"/name":   "required",
-		"/phone":  "pattern",
-		"/email":  "format",
-		"/source": "enum",
-		"":        "additionalProperties",
+		"/title":       "required",
+		"/domain":      "enum",
+		"/due_at":      "format",
+		"/priority":    "enum",
+		"/context_ref": "type",
 	}, got)
-	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM leads`))
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_tasks`))
 	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM core_idempotency_keys`))
 }
 
@@ -115,8 +126,8 @@ func TestIdempotencyNoneRunsEveryCall(t *testing.T) {
 	b.startExecutor(t, nil)
 
 	ids := []uuid.UUID{
-		b.call(t, ctx, "os.create_note", `{"title": "same"}`),
-		b.call(t, ctx, "os.create_note", `{"title": "same"}`),
+		b.call(t, ctx, "os.create_note", `{"domain": "business", "title": "same", "content": "same text"}`),
+		b.call(t, ctx, "os.create_note", `{"domain": "business", "title": "same", "content": "same text"}`),
 	}
 	rs := b.wait(t, ctx, ids...)
 	for _, id := range ids {
@@ -163,9 +174,9 @@ func TestIdempotencyKeyed(t *testing.T) {
 	first := b.call(t, ctx, "leads.create", `{"name": "Ann Lee", "phone": "0412 345 678", "suburb": "Newtown", "source": "referral"}`)
 	r1 := b.waitOne(t, ctx, first)
 	require.Equal(t, registry.StatusSucceeded, r1.Status, "%+v", r1.Error)
-	require.Equal(t, true, r1.Summary["result.created"])
+	require.Equal(t, true, decodeResult(t, r1).get(t, "created"))
 
-	second := b.call(t, ctx, "leads.create", `{"name": "Ann", "phone": "0412 345 678"}`)
+	second := b.call(t, ctx, "leads.create", `{"name": "Ann", "phone": "0412 345 678", "suburb": "Newtown"}`)
 	r2 := b.waitOne(t, ctx, second)
 	require.Equal(t, registry.StatusSucceeded, r2.Status)
 	require.True(t, r2.IdempotencyHit)
@@ -174,10 +185,10 @@ func TestIdempotencyKeyed(t *testing.T) {
 	require.Equal(t, "0412 345 678", r2.IdempotencyKey)
 
 	// The same number typed differently is another key, but still one lead: the handler finds it.
-	third := b.call(t, ctx, "leads.create", `{"name": "Ann", "phone": "0412345678"}`)
+	third := b.call(t, ctx, "leads.create", `{"name": "Ann", "phone": "0412345678", "suburb": "Newtown"}`)
 	r3 := b.waitOne(t, ctx, third)
 	require.False(t, r3.IdempotencyHit)
-	require.Equal(t, false, r3.Summary["result.created"])
+	require.Equal(t, false, decodeResult(t, r3).get(t, "created"))
 	require.Empty(t, r3.Effects.DBWrites)
 
 	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM leads`))
@@ -435,7 +446,7 @@ func TestBatchKeepsEachCallApart(t *testing.T) {
 	for i := range 150 {
 		switch i % 3 {
 		case 0:
-			params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"title": "ok %d"}`, i))})
+			params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"domain": "business", "title": "ok %d", "content": "batched"}`, i))})
 		case 1:
 			params = append(params, gemsql.CallInsertParams{ToolName: "test.bad_output"})
 		case 2:
@@ -479,10 +490,10 @@ func TestBusinessToolsNotFound(t *testing.T) {
 
 	missing := uuid.New()
 	inputs := map[string]string{
-		"os.update_task":     fmt.Sprintf(`{"task_id": %q, "title": "x"}`, missing),
+		"os.update_task":     fmt.Sprintf(`{"task_id": %q, "patch": {"title": "x"}}`, missing),
 		"os.complete_task":   fmt.Sprintf(`{"task_id": %q}`, missing),
 		"leads.update_stage": fmt.Sprintf(`{"lead_id": %q, "stage": "contacted"}`, missing),
-		"os.create_task":     fmt.Sprintf(`{"title": "for a lead", "lead_id": %q}`, missing),
+		"os.create_task":     fmt.Sprintf(`{"title": "for a lead", "domain": "business", "context_ref": {"type": "lead", "id": %q}}`, missing),
 	}
 	for tool, input := range inputs {
 		r := b.waitOne(t, ctx, b.call(t, ctx, tool, input))
@@ -513,9 +524,9 @@ func TestToolNotEnabledForAgent(t *testing.T) {
 		require.NoError(t, err)
 		return b.waitOne(t, ctx, id)
 	}
-	require.Equal(t, registry.StatusSucceeded, call("os.create_note", `{"title": "ok"}`, "bob").Status)
+	require.Equal(t, registry.StatusSucceeded, call("os.create_note", `{"domain": "business", "title": "ok", "content": "from sales"}`, "bob").Status)
 
-	r := call("os.create_task", `{"title": "disabled skill"}`, "bob")
+	r := call("os.create_task", `{"title": "disabled skill", "domain": "business"}`, "bob")
 	require.Equal(t, registry.StatusFailed, r.Status)
 	require.Equal(t, registry.CodeToolNotEnabled, r.Error.Code)
 
@@ -526,7 +537,7 @@ func TestToolNotEnabledForAgent(t *testing.T) {
 	require.Equal(t, registry.StatusSucceeded, call("os.list_tasks", `{}`, "ann").Status)
 
 	// Without an agent the same call runs.
-	r = b.waitOne(t, ctx, b.call(t, ctx, "os.create_task", `{"title": "no agent"}`))
+	r = b.waitOne(t, ctx, b.call(t, ctx, "os.create_task", `{"title": "no agent", "domain": "business"}`))
 	require.Equal(t, registry.StatusSucceeded, r.Status)
 	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_tasks WHERE title = 'disabled skill'`))
 }

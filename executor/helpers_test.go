@@ -16,6 +16,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -67,6 +68,7 @@ func runHelper() int {
 func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 	h := executor.Handlers{}
 	business.RegisterWithConfig(h, biz)
+	integrations.RegisterWithConfig(h, integrations.Config{})
 
 	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {
 		var id string
@@ -400,7 +402,11 @@ func (b *testBundle) startExecutor(t *testing.T, edit func(*executor.Config)) *e
 	if testing.Verbose() {
 		log = log.Level(zerolog.InfoLevel)
 	}
-	return b.startExecutorWith(t, cfg, b.reg, testHandlers(b.outsideLog, b.business), log)
+	biz := b.business
+	if biz.FileStore == "" {
+		biz.FileStore = t.TempDir() // never the default .gem/files in the package's folder
+	}
+	return b.startExecutorWith(t, cfg, b.reg, testHandlers(b.outsideLog, biz), log)
 }
 
 // startExecutorWith starts an in-process executor on the test database with the registry, handlers and
@@ -436,6 +442,9 @@ func (b *testBundle) wait(t *testing.T, ctx context.Context, ids ...uuid.UUID) m
 	defer cancel()
 	res, err := b.waiter.Wait(waitCtx, ids)
 	require.NoError(t, err, "calls still without a receipt: %v", res.Pending)
+	for _, r := range res.Receipts {
+		requireGEMOutput(t, r) // every result of a GEM tool in these tests also keeps GEM's contract
+	}
 	return res.Receipts
 }
 

@@ -22,8 +22,8 @@ func benchReceipts(tb testing.TB, n int) []receiptRow {
 	receipts := make([]receiptRow, n)
 	for i := range receipts {
 		id := uuid.New()
-		result, _ := json.Marshal(map[string]any{"note_id": id, "title": fmt.Sprintf("note %d", i), "kind": "business",
-			"tags": []string{"bench"}, "created_at": time.Now()})
+		result, _ := json.Marshal(map[string]any{"note_id": id, "domain": "business", "title": fmt.Sprintf("note %d", i),
+			"entity_refs": []any{}, "tags": []string{"bench"}, "created_at": time.Now()})
 		writes, _ := json.Marshal([]registry.DBWrite{{Table: "os_notes", Op: "insert", Count: 1, IDs: []string{id.String()}}})
 		receipts[i] = receiptRow{
 			a: &attempt{args: registry.CallArgs{CallID: uuid.New(), ToolName: tool.Name}, job: &rivertype.JobRow{Attempt: 1},

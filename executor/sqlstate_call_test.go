@@ -53,9 +53,24 @@ func TestStatementErrorCodes(t *testing.T) {
 	require.Contains(t, rs[ids[1]].Error.Message, "is not present in table \"leads\"", "a foreign key violation names the key")
 	require.Equal(t, "inspection x is locked", rs[ids[4]].Error.Message)
 
-	// Through a real tool: a task for a lead that does not exist.
-	r := b.waitOne(t, ctx, b.call(t, ctx, "os.create_task", `{"title": "Call back", "lead_id": "`+ids[0].String()+`"}`))
+	// Through real tools: a task about a lead that does not exist (the handler looks for the lead), and an
+	// asset of a lead that does not exist (left to the foreign key, whose violation becomes not_found).
+	missing := ids[0].String()
+	r := b.waitOne(t, ctx, b.call(t, ctx, "os.create_task",
+		`{"title": "Call back", "domain": "business", "context_ref": {"type": "lead", "id": "`+missing+`"}}`))
+	require.Equal(t, registry.StatusFailed, r.Status)
 	require.Equal(t, registry.CodeNotFound, r.Error.Code, r.Error.Message)
+	require.Contains(t, r.Error.Message, missing)
+
+	r = b.waitOne(t, ctx, b.call(t, ctx, "media.register_asset",
+		`{"file_ref": "photos/roof-1.jpg", "asset_type": "photo", "suburb": "Newtown", "lead_id": "`+missing+`"}`))
+	require.Equal(t, registry.StatusFailed, r.Status)
+	require.Equal(t, registry.CodeNotFound, r.Error.Code, r.Error.Message)
+	d := decodeDetails(t, r)
+	require.Equal(t, "23503", d["sqlstate"])
+	require.Equal(t, "media_assets_lead_id_fkey", d["constraint"])
+	require.Contains(t, r.Error.Message, missing)
+	require.Empty(t, r.Effects.DBWrites)
 }
 
 // TestTypedHandler runs a handler made with executor.Typed: its input is decoded for it, an input that does

@@ -18,28 +18,30 @@ import (
 //	go test -run '^$' -bench . -benchmem ./registry/
 
 // benchInputs are valid inputs for representative tools of the repository's registry, by tool name: small
-// and large schemas, formats (uuid, date-time, date, email), patterns, enums, arrays and numbers.
+// and large schemas, formats (uuid, date-time), patterns, enums, nested objects, arrays and numbers.
 var benchInputs = []struct {
 	tool  string
 	input string
 }{
-	{"os.create_note", `{"title": "Gutter quote for Ann", "body": "Ann wants a quote for 24 m of quad gutter at the back; the valley leaks when it rains hard.",
-		"kind": "business", "tags": ["gutters", "quote"], "lead_id": "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"}`},
-	{"os.create_task", `{"title": "Call John about the roof", "description": "He asked for a call back before Friday.", "priority": "urgent",
-		"due_at": "2026-11-23T09:00:00+10:00", "lead_id": null}`},
+	{"os.create_note", `{"domain": "business", "title": "Gutter quote for Ann",
+		"content": "Ann wants a quote for 24 m of quad gutter at the back; the valley leaks when it rains hard.",
+		"tags": ["gutters", "quote"], "entity_refs": [{"type": "lead", "id": "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"}]}`},
+	{"os.create_task", `{"title": "Call John about the roof", "domain": "business", "description": "He asked for a call back before Friday.",
+		"priority": "high", "due_at": "2026-11-23T09:00:00+10:00", "context_ref": {"type": "lead", "id": "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"}}`},
 	{"leads.create", `{"name": "Ann Lee", "phone": "0412 345 678", "email": "ann@example.com", "suburb": "Newtown",
 		"address": "12 King St, Newtown NSW 2042", "source": "referral", "notes": "Leaking valley gutter at the back."}`},
 	{"quote.add_line_item", `{"quote_id": "0d6b6f1e-5a36-4f0e-9f83-4b8f2f5d7c21", "description": "Replace quad gutter, 0.42 BMT Colorbond",
 		"quantity": 24.5, "unit": "m", "unit_price_cents": 4850}`},
 	{"invoice.add_payment", `{"invoice_id": "9a4c2d7e-1b3f-4e5a-8c6d-2f7e9b1a3c5d", "amount_cents": 250000, "method": "bank_transfer",
-		"reference": "INV-1042 ANN LEE", "received_on": "2026-11-22", "notes": null}`},
+		"reference": "INV-1042 ANN LEE", "paid_at": "2026-11-22T10:00:00+10:00", "notes": "Paid in full."}`},
 	{"memory.store", `{"agent": "office", "user_id": "u-42", "content": "Ann prefers calls after 3 pm on weekdays.", "kind": "preference",
 		"tags": ["ann", "contact"], "importance": 0.8}`},
 }
 
-// benchInvalidInput breaks leads.create's input schema five ways: minLength, pattern, format, enum and
+// benchInvalidInput breaks memory.store's input schema five ways: minLength, pattern, maximum, type and
 // additionalProperties.
-const benchInvalidInput = `{"name": "", "phone": "call me", "email": "not an email", "source": "billboard", "extra": true}`
+const benchInvalidInput = `{"user_id": "", "content": "Ann prefers calls after 3 pm.", "kind": "Not A Kind", "importance": 2,
+	"tags": "ann", "extra": true}`
 
 func loadBenchRegistry(b *testing.B) *Registry {
 	b.Helper()
@@ -67,8 +69,8 @@ func BenchmarkValidateInput(b *testing.B) {
 		})
 	}
 
-	b.Run("invalid_leads.create", func(b *testing.B) {
-		tl, ok := r.Tool("leads.create")
+	b.Run("invalid_memory.store", func(b *testing.B) {
+		tl, ok := r.Tool("memory.store")
 		require.True(b, ok)
 		input := []byte(benchInvalidInput)
 		var ve *ValidationError
@@ -77,7 +79,7 @@ func BenchmarkValidateInput(b *testing.B) {
 		for i, v := range ve.Violations {
 			keywords[i] = v.Keyword
 		}
-		require.ElementsMatch(b, []string{"minLength", "pattern", "format", "enum", "additionalProperties"}, keywords)
+		require.ElementsMatch(b, []string{"minLength", "pattern", "maximum", "type", "additionalProperties"}, keywords)
 
 		b.ReportAllocs()
 		for b.Loop() {
@@ -88,18 +90,27 @@ func BenchmarkValidateInput(b *testing.B) {
 	})
 }
 
-// benchTask is shaped like the os.create_task handler's result: the ten columns of an os_tasks row.
+// benchRef is a task's context_ref: the record it is about.
+type benchRef struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// benchTask is shaped like the os.create_task handler's result: a task as GEM returns it.
 type benchTask struct {
-	TaskID      uuid.UUID  `json:"task_id"`
-	Title       string     `json:"title"`
-	Description *string    `json:"description"`
-	Priority    string     `json:"priority"`
-	Status      string     `json:"status"`
-	DueAt       *time.Time `json:"due_at"`
-	LeadID      *uuid.UUID `json:"lead_id"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	CompletedAt *time.Time `json:"completed_at"`
+	TaskID         uuid.UUID  `json:"task_id"`
+	Title          string     `json:"title"`
+	Description    *string    `json:"description"`
+	Domain         string     `json:"domain"`
+	Priority       string     `json:"priority"`
+	Status         string     `json:"status"`
+	DueAt          *time.Time `json:"due_at"`
+	ContextRef     *benchRef  `json:"context_ref"`
+	CompletionNote *string    `json:"completion_note"`
+	DeferReason    *string    `json:"defer_reason"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	CompletedAt    *time.Time `json:"completed_at"`
 }
 
 // benchReceipt returns the succeeded receipt of an os.create_task call.
@@ -111,11 +122,11 @@ func benchReceipt(b *testing.B, r *Registry) *Receipt {
 	started := time.Date(2026, 11, 22, 10, 0, 0, 123456000, time.UTC)
 	due := started.Add(23 * time.Hour)
 	desc := "He asked for a call back before Friday."
-	leadID := uuid.MustParse("5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10")
 	task := &benchTask{
 		TaskID: uuid.MustParse("2f1e6c1a-7d4b-4c8e-9a0f-3b5d7e9f1a2c"), Title: "Call John about the roof", Description: &desc,
-		Priority: "urgent", Status: "open", DueAt: &due, LeadID: &leadID,
-		CreatedAt: started.Add(2 * time.Millisecond), UpdatedAt: started.Add(2 * time.Millisecond),
+		Domain: "business", Priority: "high", Status: "open", DueAt: &due,
+		ContextRef: &benchRef{Type: "lead", ID: "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"},
+		CreatedAt:  started.Add(2 * time.Millisecond), UpdatedAt: started.Add(2 * time.Millisecond),
 	}
 	result, err := json.Marshal(task)
 	require.NoError(b, err)
@@ -150,7 +161,7 @@ func BenchmarkReceiptEncode(b *testing.B) {
 		require.NoError(b, json.Unmarshal(data, &back))
 		require.Equal(b, rcpt.CallID, back.CallID)
 		require.Equal(b, rcpt.Effects, back.Effects)
-		require.Len(b, back.Summary, 2, "summary holds result.task_id and result.priority")
+		require.Len(b, back.Summary, 2, "summary holds effects.db_writes and result.task_id")
 		require.JSONEq(b, string(rcpt.Result), string(back.Result))
 		require.True(b, rcpt.FinishedAt.Equal(back.FinishedAt))
 

@@ -406,8 +406,10 @@ func TestValidateOutput(t *testing.T) {
 	r, err := Load(repoRegistry)
 	require.NoError(t, err)
 	tl, _ := r.Tool("os.create_note")
-	require.NoError(t, tl.ValidateOutput([]byte(`{"note_id":"5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10","title":"x","kind":"business","created_at":"2026-11-22T10:00:00Z"}`)))
-	err = tl.ValidateOutput([]byte(`{"note_id":"nope","title":"x","kind":"work"}`))
+	require.NoError(t, tl.ValidateOutput([]byte(`{"note_id":"5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10","domain":"business","title":"x",
+		"entity_refs":[{"type":"lead","id":"7c1d2e3f-0a4b-4c5d-8e6f-9a0b1c2d3e4f"}],"tags":["roof"],"created_at":"2026-11-22T10:00:00Z"}`)))
+	// A bad id format, a domain outside its enum and a missing created_at.
+	err = tl.ValidateOutput([]byte(`{"note_id":"nope","domain":"work","title":"x","entity_refs":[],"tags":[]}`))
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "output", ve.Schema)

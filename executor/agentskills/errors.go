@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/llmtext"
 	"github.com/gemhq/gem/registry"
 )
 
@@ -29,16 +30,8 @@ func truncate(s string, n int) string {
 	return head + "…"
 }
 
-// providerHTTPError is a provider's answer with an HTTP error status.
-type providerHTTPError struct {
-	Provider string
-	Status   int
-	Body     string
-}
-
-func (e *providerHTTPError) Error() string {
-	return fmt.Sprintf("%s answered HTTP %d %s: %s", e.Provider, e.Status, http.StatusText(e.Status), truncate(e.Body, 300))
-}
+// providerHTTPError is a provider's answer with an HTTP error status (llmtext's, which the LLM client returns).
+type providerHTTPError = llmtext.HTTPError
 
 // transientStatus reports whether an HTTP status is worth retrying: rate limited, timed out or a server error.
 func transientStatus(status int) bool {

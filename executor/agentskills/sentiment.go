@@ -10,6 +10,7 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/llmtext"
 )
 
 // sentimentSystem is the system prompt of sentiment.analyze.
@@ -154,18 +155,5 @@ func parseSentiment(a llmAnswer) (sentiment, []string) {
 	return s, problems
 }
 
-// extractJSONObject returns the JSON object in a model's answer: the answer itself, the inside of a Markdown
-// code fence, or the span from the first "{" to the last "}". It returns "" when there is no such span.
-func extractJSONObject(text string) string {
-	text = strings.TrimSpace(text)
-	if strings.HasPrefix(text, "```") {
-		if nl := strings.IndexByte(text, '\n'); nl >= 0 {
-			text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text[nl+1:]), "```"))
-		}
-	}
-	start, end := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}')
-	if start < 0 || end < start {
-		return ""
-	}
-	return text[start : end+1]
-}
+// extractJSONObject returns the JSON object in a model's answer (see llmtext.ExtractJSONObject).
+var extractJSONObject = llmtext.ExtractJSONObject

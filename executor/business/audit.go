@@ -3,6 +3,7 @@ package business
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/executor"
@@ -14,7 +15,14 @@ func registerAudit(h executor.Handlers) {
 	h.Func("os.audit_log_search", executor.Typed(searchAuditLog))
 }
 
-type auditEntry struct {
+// auditWrite is one line of a receipt's effects.db_writes, without the row ids.
+type auditWrite struct {
+	Table string `json:"table"`
+	Op    string `json:"op"`
+	Count int    `json:"count"`
+}
+
+type auditItem struct {
 	ReceiptID      int64           `json:"receipt_id"`
 	CallID         uuid.UUID       `json:"call_id"`
 	Tool           string          `json:"tool"`
@@ -27,54 +35,104 @@ type auditEntry struct {
 	FinishedAt     time.Time       `json:"finished_at"`
 	RequestedBy    *string         `json:"requested_by"`
 	Agent          *string         `json:"agent"`
+	RunID          *uuid.UUID      `json:"run_id"`
 	Summary        json.RawMessage `json:"summary"`
+	DBWrites       []auditWrite    `json:"db_writes"`
+	OutsideEffects bool            `json:"outside_effects"`
+	RolledBackBy   *uuid.UUID      `json:"rolled_back_by"`
+	Undoable       bool            `json:"undoable"`
 }
 
 type searchAuditLogInput struct {
-	Tool      string     `json:"tool"`
-	Domain    string     `json:"domain"`
-	Status    string     `json:"status"`
-	ErrorCode string     `json:"error_code"`
-	CallID    *uuid.UUID `json:"call_id"`
+	Query     string     `json:"query"`
+	EventType string     `json:"event_type"`
+	CallID    string     `json:"call_id"`
 	Since     *time.Time `json:"since"`
+	Limit     int        `json:"limit"`
+	Tool      string     `json:"tool"`
 	Until     *time.Time `json:"until"`
 	BeforeID  *int64     `json:"before_id"`
-	Limit     int        `json:"limit"`
 }
 
-// searchAuditLog reads receipts, newest first, filtered by tool (or domain), status, error code, call and
-// time range. Pages are cut by receipt id: pass a page's next_before_id as before_id to get the next one.
-func searchAuditLog(ctx context.Context, c *executor.Call, in searchAuditLogInput) (any, error) {
+type searchAuditLogOutput struct {
+	Items        []auditItem `json:"items"`
+	Count        int         `json:"count"`
+	NextBeforeID *int64      `json:"next_before_id"`
+}
+
+// searchAuditLog reads receipts, newest first. query matches tool names, call inputs and errors (any part,
+// ignoring case); event_type is a receipt status (succeeded, failed, not_configured), an error code
+// (not_found, conflict, ...), a tool domain (os, leads, integrations.highlevel, ...), idempotency_hit or
+// rolled_back. Pages are cut by receipt id: pass a page's next_before_id as before_id to get the next one.
+func searchAuditLog(ctx context.Context, c *executor.Call, in searchAuditLogInput) (*searchAuditLogOutput, error) {
 	if in.Since != nil && in.Until != nil && in.Until.Before(*in.Since) {
-		return nil, executor.Invalid("until is before since")
+		return nil, invalidField("until", "is before since")
+	}
+	var callID *uuid.UUID
+	if s := strings.TrimSpace(in.CallID); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return nil, invalidField("call_id", "%q is not a call id (a UUID)", in.CallID)
+		}
+		callID = &id
 	}
 	limit := limitOr(in.Limit, 50)
+	eventType := strings.TrimSpace(in.EventType)
 	// One row more than the page tells whether another page follows.
-	entries, err := queryList(ctx, c, func(r pgx.Row) (auditEntry, error) {
-		var e auditEntry
+	items, err := queryList(ctx, c, func(r pgx.Row) (auditItem, error) {
+		var e auditItem
+		var writes []byte
 		err := r.Scan(&e.ReceiptID, &e.CallID, &e.Tool, &e.Status, &e.ErrorCode, &e.ErrorMessage, &e.IdempotencyHit,
-			&e.Attempt, &e.DurationMS, &e.FinishedAt, &e.RequestedBy, &e.Agent, &e.Summary)
+			&e.Attempt, &e.DurationMS, &e.FinishedAt, &e.RequestedBy, &e.Agent, &e.RunID, &e.Summary, &writes,
+			&e.OutsideEffects, &e.RolledBackBy)
+		if err == nil {
+			err = json.Unmarshal(writes, &e.DBWrites)
+		}
 		return e, err
 	}, `SELECT r.id, r.call_id, r.tool_name, r.status, r.error_code, r.error ->> 'message',
-			r.idempotency_hit, r.attempt, r.duration_ms, r.finished_at, c.requested_by, c.agent, coalesce(r.summary, '{}')
-		FROM core_tool_receipts r JOIN core_tool_calls c ON c.id = r.call_id
-		WHERE ($1 = '' OR r.tool_name = $1)
-		  AND ($2 = '' OR r.tool_name LIKE $10)
-		  AND ($3 = '' OR r.status = $3)
-		  AND ($4 = '' OR r.error_code = $4)
-		  AND ($5::uuid IS NULL OR r.call_id = $5)
-		  AND ($6::timestamptz IS NULL OR r.finished_at >= $6)
-		  AND ($7::timestamptz IS NULL OR r.finished_at < $7)
-		  AND ($8::bigint IS NULL OR r.id < $8)
-		ORDER BY r.id DESC LIMIT $9`,
-		in.Tool, in.Domain, in.Status, in.ErrorCode, in.CallID, in.Since, in.Until, in.BeforeID, limit+1, likeEscape(in.Domain)+".%")
+			r.idempotency_hit, r.attempt, r.duration_ms, r.finished_at, c.requested_by, c.agent, c.run_id,
+			coalesce(r.summary, '{}'),
+			(SELECT coalesce(jsonb_agg(jsonb_build_object('table', w ->> 'table', 'op', w ->> 'op', 'count', (w ->> 'count')::int)), '[]')
+			 FROM jsonb_array_elements(coalesce(r.effects -> 'db_writes', '[]')) w),
+			jsonb_array_length(coalesce(r.effects -> 'outside', '[]')) + jsonb_array_length(coalesce(r.effects -> 'files_written', '[]')) > 0,
+			rb.created_by_call
+		FROM core_tool_receipts r
+		JOIN core_tool_calls c ON c.id = r.call_id
+		LEFT JOIN core_rollbacks rb ON rb.call_id = r.call_id
+		WHERE ($1 = '' OR r.tool_name ILIKE $8 OR c.input::text ILIKE $8 OR coalesce(r.error::text, '') ILIKE $8)
+		  AND ($2 = '' OR r.status = $2 OR r.error_code = $2 OR r.tool_name LIKE $9
+		       OR ($2 = 'idempotency_hit' AND r.idempotency_hit) OR ($2 = 'rolled_back' AND rb.id IS NOT NULL))
+		  AND ($3::uuid IS NULL OR r.call_id = $3)
+		  AND ($4::timestamptz IS NULL OR r.finished_at >= $4)
+		  AND ($5::timestamptz IS NULL OR r.finished_at < $5)
+		  AND ($6::bigint IS NULL OR r.id < $6)
+		  AND ($10 = '' OR r.tool_name = $10)
+		ORDER BY r.id DESC LIMIT $7`,
+		in.Query, eventType, callID, in.Since, in.Until, in.BeforeID, limit+1, likeContains(in.Query),
+		likeEscape(eventType)+".%", strings.TrimSpace(in.Tool))
 	if err != nil {
 		return nil, err
 	}
-	var next *int64
-	if len(entries) > limit {
-		entries = entries[:limit]
-		next = &entries[limit-1].ReceiptID
+	out := &searchAuditLogOutput{Items: items}
+	if len(items) > limit {
+		out.Items = items[:limit]
+		out.NextBeforeID = &out.Items[limit-1].ReceiptID
 	}
-	return map[string]any{"receipts": entries, "count": len(entries), "next_before_id": next}, nil
+	for i := range out.Items {
+		e := &out.Items[i]
+		e.Undoable = e.Status == "succeeded" && !e.IdempotencyHit && len(e.DBWrites) > 0 && !e.OutsideEffects &&
+			e.RolledBackBy == nil && !toolHasOutsideEffects(c, e.Tool)
+	}
+	out.Count = len(out.Items)
+	return out, nil
+}
+
+// toolHasOutsideEffects reports whether the registry says a tool's calls reach outside the database (a
+// tool no longer in the registry is judged by its receipts alone).
+func toolHasOutsideEffects(c *executor.Call, name string) bool {
+	if c.Registry == nil {
+		return false
+	}
+	t, ok := c.Registry.Tool(name)
+	return ok && t.HasOutsideEffects()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/filestore"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -28,17 +29,25 @@ func Register(h executor.Handlers) {
 func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	p.loc, p.locErr = p.cfg.location()
-	registerOS(h)
+	p.files = filestore.New(p.cfg.FileStore)
+	registerOS(h, p)
 	registerReminders(h)
 	registerAudit(h)
-	registerLeads(h)
+	registerSnapshots(h, p)
+	registerRollback(h)
+	registerIdentity(h)
+	registerPersonal(h)
+	registerLeads(h, p)
 	registerEntity(h)
 	registerInspection(h)
 	registerQuote(h, p)
-	registerJob(h)
+	registerJob(h, p)
 	registerInvoice(h, p)
+	registerFinance(h, p)
 	registerComms(h, p)
-	registerMedia(h)
+	registerCalendar(h, p)
+	registerMedia(h, p)
+	registerMarketing(h, p)
 }
 
 // pack holds what the handlers that depend on configuration need.
@@ -46,6 +55,7 @@ type pack struct {
 	cfg    Config
 	loc    *time.Location
 	locErr error
+	files  *filestore.Store
 }
 
 // today is the business's current date, in its time zone.

@@ -2,12 +2,16 @@ package business
 
 import (
 	"fmt"
+
 	"net/http"
 	"net/mail"
 	"net/url"
 	"strings"
 	"time"
 	_ "time/tzdata" // the business time zone must resolve on hosts without a zoneinfo database
+
+	"github.com/gemhq/gem/executor/filestore"
+	"github.com/gemhq/gem/llmconfig"
 )
 
 // Defaults of Config.
@@ -45,11 +49,31 @@ type Config struct {
 	// invoice's issue and due dates, and whether an invoice is overdue. Defaults to TimeZoneDefault.
 	TimeZone string
 
+	// BusinessHours are the working hours calendar.find_slots offers and leads.schedule_inspection books
+	// parts of the day in, like "Mon-Fri 07:00-17:00; Sat 08:00-12:00" (GEM_BUSINESS_HOURS). Defaults to
+	// BusinessHoursDefault.
+	BusinessHours string
+
 	// SMS configures comms.send_sms (Twilio).
 	SMS TwilioConfig
 
 	// Email configures comms.send_email (SMTP).
 	Email SMTPConfig
+
+	// FileStore is the directory of GEM's file store, where quote PDFs, job cards, warranty certificates and
+	// website packs are written (filestore.EnvDir). Defaults to filestore.DefaultDir.
+	FileStore string
+
+	// LLM configures the tools that write text (marketing.generate_*, media.generate_alt_text and
+	// generate_caption); without a provider they answer not_configured. Read from the GEM_LLM_* variables.
+	LLM llmconfig.Config
+	// LLMError is what was wrong with GEM_LLM_* when read from the environment; the LLM tools then answer
+	// not_configured with it.
+	LLMError error
+
+	// Business is how documents and customer messages name the business (letterhead.go). Read from the
+	// GEM_BUSINESS_* variables; the name defaults to BusinessNameDefault.
+	Business Letterhead
 }
 
 // TwilioConfig configures sending SMS through Twilio's Messages API. AccountSID, AuthToken and From are
@@ -86,8 +110,10 @@ type SMTPConfig struct {
 // when a tool needs them, so a mistake shows in that tool's receipt, naming the variable.
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	llm, llmErr := llmconfig.FromEnv(getenv)
 	return Config{
-		TimeZone: get(EnvTimeZone),
+		TimeZone:      get(EnvTimeZone),
+		BusinessHours: get(EnvBusinessHours),
 		SMS: TwilioConfig{
 			AccountSID:  get(EnvTwilioAccountSID),
 			AuthToken:   get(EnvTwilioAuthToken),
@@ -99,6 +125,10 @@ func ConfigFromEnv(getenv func(string) string) Config {
 			URL:  get(EnvSMTPURL),
 			From: get(EnvEmailFrom),
 		},
+		FileStore: get(filestore.EnvDir),
+		LLM:       llm,
+		LLMError:  llmErr,
+		Business:  letterheadFromEnv(get),
 	}
 }
 
@@ -117,6 +147,9 @@ func (c Config) WithDefaults() Config {
 	c.SMS.CountryCode = strings.TrimPrefix(c.SMS.CountryCode, "+")
 	if c.SMS.HTTPClient == nil {
 		c.SMS.HTTPClient = &http.Client{}
+	}
+	if c.FileStore == "" {
+		c.FileStore = filestore.DefaultDir
 	}
 	return c
 }

@@ -2,7 +2,10 @@ package business
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/big"
+	"strconv"
+	"strings"
 
 	"github.com/gemhq/gem/executor"
 )
@@ -56,4 +59,21 @@ func thousandths(quantity json.Number) (int64, error) {
 		return 0, executor.Invalid("quantity %s is outside the allowed range (more than 0, at most 100000)", quantity)
 	}
 	return n.Int64(), nil
+}
+
+// formatAUD writes cents as dollars the way paperwork shows them: 170555 → "$1,705.55".
+func formatAUD(cents int64) string {
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	dollars := strconv.FormatInt(cents/100, 10)
+	var b strings.Builder
+	for i, r := range dollars {
+		if i > 0 && (len(dollars)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, b.String(), cents%100)
 }

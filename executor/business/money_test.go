@@ -60,3 +60,30 @@ func TestGSTCents(t *testing.T) {
 		require.Equal(t, tt.want, gstCents(tt.subtotal), "GST on %d", tt.subtotal)
 	}
 }
+
+func TestFormatAUD(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cents int64
+		want  string
+	}{
+		{0, "$0.00"},
+		{5, "$0.05"},
+		{100, "$1.00"},
+		{35_050, "$350.50"},
+		{170_555, "$1,705.55"},
+		{100_000_000, "$1,000,000.00"},
+		{-2_503, "-$25.03"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, formatAUD(tt.cents))
+	}
+}
+
+func TestScalePercent(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, int64(23_125), scalePercent(18_500, 125))
+	require.Equal(t, int64(7_680), scalePercent(4_800, 160))
+	require.Equal(t, int64(2), scalePercent(1, 150), "1.5 cents rounds half up")
+	require.Equal(t, int64(1), scalePercent(1, 149))
+}

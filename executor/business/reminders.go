@@ -2,6 +2,7 @@ package business
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/executor"
@@ -21,34 +22,83 @@ type reminder struct {
 	Title      string     `json:"title"`
 	Notes      *string    `json:"notes"`
 	RemindAt   time.Time  `json:"remind_at"`
+	Domain     string     `json:"domain"`
+	ContextRef *recordRef `json:"context_ref"`
 	Status     string     `json:"status"`
-	LeadID     *uuid.UUID `json:"lead_id"`
-	TaskID     *uuid.UUID `json:"task_id"`
 	ResolvedAt *time.Time `json:"resolved_at"`
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 }
 
-const reminderColumns = `id, title, notes, remind_at, status, lead_id, task_id, resolved_at, created_at, updated_at`
+// reminderColumns are the columns scanReminder reads. A reminder written with only a lead_id or task_id is
+// about that record.
+const reminderColumns = `id, title, notes, remind_at, domain,
+	coalesce(context_type, CASE WHEN task_id IS NOT NULL THEN 'task' WHEN lead_id IS NOT NULL THEN 'lead' END),
+	coalesce(context_id, task_id::text, lead_id::text), status, resolved_at, created_at, updated_at`
 
 func scanReminder(row pgx.Row) (reminder, error) {
 	var r reminder
-	err := row.Scan(&r.ReminderID, &r.Title, &r.Notes, &r.RemindAt, &r.Status, &r.LeadID, &r.TaskID, &r.ResolvedAt,
+	var refType, refID *string
+	err := row.Scan(&r.ReminderID, &r.Title, &r.Notes, &r.RemindAt, &r.Domain, &refType, &refID, &r.Status, &r.ResolvedAt,
 		&r.CreatedAt, &r.UpdatedAt)
+	r.ContextRef = refFromColumns(refType, refID)
 	return r, err
 }
 
+// newReminder is a reminder to insert (os.create_reminder, and tools that schedule one, such as
+// personal.boundary_set).
+type newReminder struct {
+	Title      string
+	RemindAt   time.Time
+	Domain     string
+	Notes      *string
+	ContextRef *recordRef
+}
+
+// insertReminder checks a new reminder's context_ref and inserts it; a reference to a lead or task also
+// fills lead_id or task_id, so deleting that record clears the link.
+func insertReminder(ctx context.Context, db executor.DB, in newReminder) (reminder, error) {
+	title := strings.TrimSpace(in.Title)
+	if title == "" {
+		return reminder{}, invalidField("title", "is blank")
+	}
+	ref, err := in.ContextRef.normalize("context_ref")
+	if err != nil {
+		return reminder{}, err
+	}
+	var leadID, taskID *uuid.UUID
+	if ref != nil {
+		id, err := ref.check(ctx, db)
+		if err != nil {
+			return reminder{}, err
+		}
+		switch ref.Type {
+		case "lead":
+			leadID = id
+		case "task":
+			taskID = id
+		}
+	}
+	if in.Domain == "" {
+		in.Domain = domainBusiness
+	}
+	refType, refID := refColumns(ref)
+	return scanReminder(db.QueryRow(ctx, `INSERT INTO os_reminders (title, remind_at, domain, notes, context_type, context_id, lead_id, task_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+reminderColumns,
+		title, in.RemindAt, in.Domain, in.Notes, refType, refID, leadID, taskID))
+}
+
 type createReminderInput struct {
-	Title    string     `json:"title"`
-	RemindAt time.Time  `json:"remind_at"`
-	Notes    *string    `json:"notes"`
-	LeadID   *uuid.UUID `json:"lead_id"`
-	TaskID   *uuid.UUID `json:"task_id"`
+	Title      string     `json:"title"`
+	RemindAt   time.Time  `json:"remind_at"`
+	Domain     string     `json:"domain"`
+	ContextRef *recordRef `json:"context_ref"`
+	Notes      *string    `json:"notes"`
 }
 
 func createReminder(ctx context.Context, c *executor.Call, in createReminderInput) (*reminder, error) {
-	r, err := scanReminder(c.DB.QueryRow(ctx, `INSERT INTO os_reminders (title, remind_at, notes, lead_id, task_id)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+reminderColumns, in.Title, in.RemindAt, in.Notes, in.LeadID, in.TaskID))
+	r, err := insertReminder(ctx, c.DB, newReminder{Title: in.Title, RemindAt: in.RemindAt, Domain: in.Domain,
+		Notes: in.Notes, ContextRef: in.ContextRef})
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +114,7 @@ type listRemindersOutput struct {
 type listRemindersInput struct {
 	When        string `json:"when"`
 	WithinHours int    `json:"within_hours"`
+	Domain      string `json:"domain"`
 	Limit       int    `json:"limit"`
 }
 
@@ -83,7 +134,8 @@ func listReminders(ctx context.Context, c *executor.Call, in listRemindersInput)
 		      WHEN 'due' THEN remind_at <= $2
 		      WHEN 'upcoming' THEN remind_at > $2 AND remind_at <= $2 + make_interval(hours => $3)
 		      ELSE true END
-		ORDER BY remind_at, created_at LIMIT $4`, in.When, asOf, limitOr(in.WithinHours, 24*7), limitOr(in.Limit, 50))
+		  AND `+domainFilterSQL("domain", 5)+`
+		ORDER BY remind_at, created_at LIMIT $4`, in.When, asOf, limitOr(in.WithinHours, 24*7), limitOr(in.Limit, 50), in.Domain)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
@@ -43,6 +44,7 @@ func handlers() executor.Handlers {
 	h := executor.Handlers{}
 	business.Register(h)
 	agentskills.Register(h)
+	integrations.Register(h)
 	return h
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/executor/filestore"
+	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 )
@@ -114,8 +116,15 @@ func envNames(vars []envVar) []string {
 
 // providerEnvVars are the tool packs' variables: a tool whose required variables are unset answers
 // not_configured (docs/business-pack.md, docs/agent-skills-pack.md).
-var providerEnvVars = []envVar{
+var providerEnvVars = withIntegrations([]envVar{
 	{business.EnvTimeZone, business.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
+	{business.EnvBusinessHours, business.BusinessHoursDefault, "working hours, for calendar.find_slots"},
+	{business.EnvBusinessName, business.BusinessNameDefault, "the business's name on documents and messages"},
+	{business.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
+	{business.EnvBusinessPhone, "unset", "phone number on documents and messages"},
+	{business.EnvBusinessEmail, "unset", "email address on documents and messages"},
+	{business.EnvBusinessAddress, "unset", "address on documents"},
+	{business.EnvBusinessHours, business.BusinessHoursDefault, "working hours, for calendar.find_slots and inspection windows"},
 	{business.EnvTwilioAccountSID, "unset", "Twilio account, for comms.send_sms"},
 	{business.EnvTwilioAuthToken, "unset", "Twilio auth token, for comms.send_sms"},
 	{business.EnvSMSFrom, "unset", "SMS sender, for comms.send_sms"},
@@ -123,10 +132,11 @@ var providerEnvVars = []envVar{
 	{business.EnvSMSCountryCode, business.CountryCodeDefault, "calling code given to local phone numbers"},
 	{business.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
 	{business.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
+	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "file store for the PDFs and packs tools write"},
 	{llmconfig.EnvProvider, llmconfig.ProviderDefault, "openai or anthropic (the brain reads the same GEM_LLM_*)"},
 	{llmconfig.EnvBaseURL, "the provider's API", "LLM API base URL"},
-	{llmconfig.EnvAPIKey, "unset", "LLM API key, for sentiment.analyze"},
-	{llmconfig.EnvModel, "unset", "LLM model, for sentiment.analyze"},
+	{llmconfig.EnvAPIKey, "unset", "LLM API key, for sentiment.analyze and the tools that write text"},
+	{llmconfig.EnvModel, "unset", "LLM model, for sentiment.analyze and the tools that write text"},
 	{llmconfig.EnvMaxTokens, "1024 for anthropic", "bound on an LLM answer"},
 	{llmconfig.EnvTimeout, "60s", "bound on one LLM request (a call is also bounded by its timeout_ms)"},
 	{agentskills.EnvWebSearchProvider, agentskills.DefaultWebSearchProvider, "tavily or brave"},
@@ -135,6 +145,14 @@ var providerEnvVars = []envVar{
 	{agentskills.EnvImageURL, agentskills.DefaultImageURL, "OpenAI Images API compatible base URL"},
 	{agentskills.EnvImageAPIKey, "unset", "image API key"},
 	{agentskills.EnvImageModel, "unset", "image model"},
+})
+
+// withIntegrations appends the integrations pack's variables (integrations.Variables) to vars.
+func withIntegrations(vars []envVar) []envVar {
+	for _, v := range integrations.Variables() {
+		vars = append(vars, envVar{v.Name, v.Default, v.Meaning})
+	}
+	return vars
 }
 
 // duration prints a default like the docs do: 1m, not 1m0s.

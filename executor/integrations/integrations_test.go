@@ -1,0 +1,101 @@
+package integrations_test
+
+import (
+	"testing"
+
+	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/executor/integrations"
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNothingConfigured: with no provider configured, every tool that needs one answers not_configured
+// naming the variables to set, and import_links, which needs only the database, works.
+func TestNothingConfigured(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t, integrations.Config{})
+	id := uuid.NewString()
+	for _, tt := range []struct {
+		tool  string
+		input map[string]any
+		env   []string
+	}{
+		{"integrations.google_drive.search", map[string]any{"query": "roof"}, []string{integrations.EnvGoogleOAuthRefreshToken, integrations.EnvGoogleAccessToken}},
+		{"integrations.analytics.pull_summary", map[string]any{"from": "2024-07-01", "to": "2024-07-31"}, []string{integrations.EnvGA4PropertyID}},
+		{"integrations.ads.pull_summary", map[string]any{"channel": "google_ads", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrations.EnvGoogleAdsDeveloperToken, integrations.EnvGoogleAdsCustomerID}},
+		{"integrations.ads.pull_summary", map[string]any{"channel": "meta", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrations.EnvMetaAccessToken, integrations.EnvMetaAdAccountID}},
+		{"integrations.sms_provider.health", map[string]any{}, []string{business.EnvTwilioAccountSID, business.EnvTwilioAuthToken}},
+		{"integrations.email_provider.health", map[string]any{}, []string{business.EnvSMTPURL}},
+		{"integrations.highlevel.health_check", map[string]any{}, []string{integrations.EnvHighLevelToken, integrations.EnvHighLevelLocationID}},
+		{"integrations.highlevel.sync_contacts", map[string]any{"limit": 10}, []string{integrations.EnvHighLevelToken}},
+		{"integrations.highlevel.sync_inspection", map[string]any{"inspection_id": id, "highlevel_contact_id": "c1"}, []string{integrations.EnvHighLevelToken}},
+		{"integrations.highlevel.sync_quote", map[string]any{"quote_id": id, "highlevel_contact_id": "c1"}, []string{integrations.EnvHighLevelToken}},
+		{"integrations.highlevel.update_lead_stage", map[string]any{"highlevel_contact_id": "c1", "stage": "quoted"}, []string{integrations.EnvHighLevelLocationID}},
+		{"integrations.highlevel.process_sync_queue", map[string]any{}, []string{integrations.EnvHighLevelToken}},
+	} {
+		notConfigured(t, b.run(t, ctx, tt.tool, tt.input), tt.env...)
+	}
+
+	r := b.run(t, ctx, "integrations.google_photos.import_links", map[string]any{"links": []string{"https://photos.app.goo.gl/AbC123"}})
+	out := ok[struct {
+		SourceIDs []string `json:"source_ids"`
+	}](t, r)
+	require.Len(t, out.SourceIDs, 1)
+}
+
+// TestGooglePhotosImportLinks: share links become media sources, once per link, in the order given;
+// anything that is not a Google Photos share link refuses the call.
+func TestGooglePhotosImportLinks(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t, integrations.Config{})
+	type source struct {
+		SourceID string `json:"source_id"`
+		URL      string `json:"url"`
+		Created  bool   `json:"created"`
+	}
+	type result struct {
+		SourceIDs []string `json:"source_ids"`
+		Sources   []source `json:"sources"`
+		Created   int      `json:"created"`
+		Existing  int      `json:"existing"`
+	}
+	album := "https://photos.app.goo.gl/Qx7Rk2mWz9"
+	share := "https://photos.google.com/share/AF1QipN?key=abc123"
+	r := b.run(t, ctx, "integrations.google_photos.import_links", map[string]any{
+		"links": []string{album, "HTTPS://WWW.Photos.Google.com/share/AF1QipN?key=abc123#top", share, album}, "notes": "Smith job, before photos"})
+	first := ok[result](t, r)
+	require.Equal(t, 2, first.Created)
+	require.Equal(t, 0, first.Existing)
+	require.Len(t, first.SourceIDs, 2, "a repeated link is one source")
+	require.Equal(t, album, first.Sources[0].URL)
+	require.Equal(t, share, first.Sources[1].URL, "the host's case, www. and the fragment are dropped; the key stays")
+	require.Equal(t, map[string]int{"integration_media_sources insert": 2}, writes(r))
+	require.Equal(t, "Smith job, before photos", func() string {
+		var n string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT notes FROM integration_media_sources WHERE id = $1`, first.SourceIDs[0]).Scan(&n))
+		return n
+	}())
+
+	// Again, with one new link: the known ones keep their ids and nothing is rewritten.
+	photo := "https://photos.google.com/photo/AF1QipM"
+	r = b.run(t, ctx, "integrations.google_photos.import_links", map[string]any{"links": []string{share, photo}})
+	second := ok[result](t, r)
+	require.Equal(t, first.SourceIDs[1], second.SourceIDs[0])
+	require.Equal(t, 1, second.Created)
+	require.Equal(t, 1, second.Existing)
+	require.False(t, second.Sources[0].Created)
+	require.Equal(t, map[string]int{"integration_media_sources insert": 1}, writes(r))
+
+	for _, bad := range [][]string{
+		{},
+		{"https://drive.google.com/drive/folders/1abc"},
+		{album, "not a link"},
+		{"https://photos.app.goo.gl/"},
+		{"ftp://photos.google.com/share/x"},
+	} {
+		msg := refused(t, b.run(t, ctx, "integrations.google_photos.import_links", map[string]any{"links": bad}), registry.CodeValidation)
+		require.NotEmpty(t, msg)
+	}
+	require.Equal(t, 3, b.count(t, ctx, `SELECT count(*) FROM integration_media_sources`), "a refused call records nothing")
+}
