@@ -179,3 +179,49 @@ const (
 	// ChatCallAnswered: a meta-tool the brain answered itself.
 	ChatCallAnswered = "answered"
 )
+
+// OperatorChatParams are a message to the default agent: the body of POST /operator/chat (GEM's).
+type OperatorChatParams struct {
+	Message string `json:"message"`
+	// SessionID continues a conversation; a new one is started when it is empty (or null).
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// Operator chat modes: how POST /operator/chat answered.
+const (
+	// OperatorModeAgent: the default agent (the LLM tool loop) answered.
+	OperatorModeAgent = "agent"
+	// OperatorModeRules: the rules planner ran the message in mode enqueue_and_wait (no LLM is configured,
+	// or the default agent is missing or disabled).
+	OperatorModeRules = "rules"
+)
+
+// OperatorToolResults sum up the calls a chat turn made: GEM's executed and succeeded counts, and the calls.
+type OperatorToolResults struct {
+	Executed  int                  `json:"executed"`
+	Succeeded int                  `json:"succeeded"`
+	Calls     []OperatorToolResult `json:"calls"`
+}
+
+// OperatorToolResult is one call a chat turn made, with its receipt's status (or pending).
+type OperatorToolResult struct {
+	CallID   uuid.UUID `json:"call_id"`
+	ToolName string    `json:"tool_name"`
+	Status   string    `json:"status"`
+}
+
+// OperatorChatResponse is the answer to POST /operator/chat: GEM's fields (ok, response, session_id, mode,
+// tool_results — null when no call was made) and ours beside them.
+type OperatorChatResponse struct {
+	OK          bool                 `json:"ok"`
+	Response    string               `json:"response"`
+	SessionID   string               `json:"session_id"`
+	Mode        string               `json:"mode"`
+	ToolResults *OperatorToolResults `json:"tool_results"`
+	RunID       uuid.UUID            `json:"run_id"`
+	// Agent is the agent that answered (mode agent).
+	Agent string `json:"agent,omitempty"`
+	// FallbackReason says why the rules planner answered rather than the agent (mode rules).
+	FallbackReason string   `json:"fallback_reason,omitempty"`
+	Errors         []*Error `json:"errors"`
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 // Mode is what a run does with its plan.
 type Mode string
 
-// Run modes.
+// Run modes, as GEM has them.
 const (
-	// ModeAnswer plans and says what would run; nothing is enqueued.
+	// ModeAnswer answers without running anything: help and explanations, or what would run. The default,
+	// as in GEM.
 	ModeAnswer Mode = "answer"
 	// ModePlan stores the plan for approval (POST /brain/runs/{id}/approve).
 	ModePlan Mode = "plan"
@@ -33,16 +35,35 @@ const (
 type RunParams struct {
 	// Message is what the person asked, in their words.
 	Message string `json:"message"`
-	// Mode is what to do with the plan. Defaults to enqueue_and_wait.
+	// Mode is what to do with the plan. Defaults to answer, as in GEM (ModeDefault).
 	Mode Mode `json:"mode,omitempty"`
-	// ConversationID groups runs of one conversation.
+	// ConversationID groups runs of one conversation (GEM sends a UUID or null).
 	ConversationID string `json:"conversation_id,omitempty"`
 	// Context carries ids (lead_id, job_id, quote_id, ...) merged into planned inputs whose schema has
-	// that property and that do not set it themselves.
+	// that property and that do not set it themselves (see PrepareCalls).
 	Context map[string]any `json:"context,omitempty"`
 	// Limits bound the run.
 	Limits *Limits `json:"limits,omitempty"`
 }
+
+// ModeHelp describes a mode for people.
+type ModeHelp struct {
+	Mode    Mode   `json:"mode"`
+	Default bool   `json:"default"`
+	Does    string `json:"does"`
+}
+
+// Modes describes every mode, as GET /brain/help lists them.
+var Modes = []ModeHelp{
+	{Mode: ModeAnswer, Default: true, Does: "plan and say what would run, or answer a question (help, what a tool does); nothing runs"},
+	{Mode: ModePlan, Does: "store the plan; POST /brain/runs/{run_id}/approve runs it, once"},
+	{Mode: ModeEnqueue, Does: "enqueue the calls and return their ids at once; each receipt is at GET /calls/{call_id}"},
+	{Mode: ModeEnqueueAndWait, Does: "enqueue the calls, wait for their receipts (limits.wait_timeout_ms) and answer from them"},
+}
+
+// ModeDefault is the mode of a request that names none: answer, as in GEM, so a request never runs
+// anything unless it says so.
+const ModeDefault = ModeAnswer
 
 // Defaults and bounds of a run's limits.
 const (
@@ -79,18 +100,38 @@ func (r *RunParams) WaitTimeout() time.Duration {
 	return WaitTimeoutDefault
 }
 
-// PlannedCall is one tool call a planner proposes.
+// PlannedCall is one tool call a planner proposes. Its JSON has GEM's names (tool_name, input,
+// idempotency_key) and ours beside them.
 type PlannedCall struct {
 	// Tool is the registry tool.
-	Tool string `json:"tool"`
+	Tool string `json:"tool_name"`
 	// Input is the tool's input.
 	Input json.RawMessage `json:"input"`
+	// IdempotencyKey is an explicit idempotency key for the call; null when the tool's own mode decides.
+	IdempotencyKey *string `json:"idempotency_key"`
 	// Reason says why, for the person reading the plan.
 	Reason string `json:"reason,omitempty"`
 	// Rule is the rule that planned it (rules planner).
 	Rule string `json:"rule,omitempty"`
 	// CallID is set once the call is enqueued.
 	CallID *uuid.UUID `json:"call_id,omitempty"`
+}
+
+// UnmarshalJSON reads a planned call, also as runs recorded before GEM's names stored it ("tool").
+func (pc *PlannedCall) UnmarshalJSON(data []byte) error {
+	type plain PlannedCall
+	var v struct {
+		plain
+		OldTool string `json:"tool"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*pc = PlannedCall(v.plain)
+	if pc.Tool == "" {
+		pc.Tool = v.OldTool
+	}
+	return nil
 }
 
 // Plan is a planner's answer to a message.
@@ -105,6 +146,9 @@ type Plan struct {
 	Unmatched []string
 	// Help is the answer for a message nothing matched: what the planner can do.
 	Help string
+	// Answer, with no calls, says the message asked for help or an explanation and is the reply: the run
+	// answers it and runs nothing, whatever its mode.
+	Answer string
 }
 
 // PlanRequest is what a planner gets.
@@ -121,12 +165,30 @@ type Planner interface {
 	Plan(ctx context.Context, req PlanRequest) (*Plan, error)
 }
 
-// Decision says how a run was handled.
+// Decision says how a run was handled: GEM's mode_used and reason, and which planner and rules.
 type Decision struct {
-	Mode    Mode     `json:"mode"`
+	// Mode is the mode used: the one asked for, or answer when there was nothing to run.
+	Mode    Mode     `json:"mode_used"`
 	Reason  string   `json:"reason"`
 	Planner string   `json:"planner"`
 	Rules   []string `json:"rules,omitempty"`
+}
+
+// UnmarshalJSON reads a decision, also as runs recorded before GEM's names stored it ("mode").
+func (d *Decision) UnmarshalJSON(data []byte) error {
+	type plain Decision
+	var v struct {
+		plain
+		OldMode Mode `json:"mode"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*d = Decision(v.plain)
+	if d.Mode == "" {
+		d.Mode = v.OldMode
+	}
+	return nil
 }
 
 // PrepareCalls merges the context into each planned input and validates it against the registry. It
@@ -155,6 +217,11 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 				input[k] = v
 			}
 		}
+		if _, set := input["context_ref"]; !set && tool.HasInputProperty("context_ref") {
+			if ref := contextRef(tool, ctxIDs); ref != nil {
+				input["context_ref"] = ref
+			}
+		}
 		pc.Input, _ = json.Marshal(input)
 		if err := tool.ValidateInput(pc.Input); err != nil {
 			var ve *registry.ValidationError
@@ -166,6 +233,38 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 		}
 	}
 	return errs
+}
+
+// contextRefKeys are the context ids that can say what a call is about (a tool's context_ref), the most
+// specific first: a message about an invoice is about its job, quote and lead too.
+var contextRefKeys = []struct{ key, refType string }{
+	{"invoice_id", "invoice"}, {"job_id", "job"}, {"quote_id", "quote"}, {"inspection_id", "inspection"}, {"lead_id", "lead"},
+}
+
+// contextRef is the context_ref ({type, id}) the context gives a tool: its most specific id of a type the
+// tool's schema allows, or nil.
+func contextRef(tool *registry.Tool, ctxIDs map[string]any) map[string]any {
+	var schema struct {
+		Properties struct {
+			ContextRef struct {
+				Properties struct {
+					Type struct {
+						Enum []string `json:"enum"`
+					} `json:"type"`
+				} `json:"properties"`
+			} `json:"context_ref"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(tool.InputSchema, &schema)
+	allowed := schema.Properties.ContextRef.Properties.Type.Enum
+	for _, k := range contextRefKeys {
+		id, ok := ctxIDs[k.key].(string)
+		if !ok || id == "" || len(allowed) > 0 && !slices.Contains(allowed, k.refType) {
+			continue
+		}
+		return map[string]any{"type": k.refType, "id": id}
+	}
+	return nil
 }
 
 // Run statuses (brain_runs.status).
@@ -223,7 +322,32 @@ func Compact(rs []*registry.Receipt) []CompactReceipt {
 	return out
 }
 
-// RunResponse is the answer to POST /brain/run, POST /brain/runs/{id}/approve and GET /brain/runs/{id}.
+// EnqueuedCall is a call a run made, as GEM lists it.
+type EnqueuedCall struct {
+	CallID   uuid.UUID `json:"call_id"`
+	ToolName string    `json:"tool_name"`
+}
+
+// RunReceipt is a receipt as a run's answer shows it: the receipt, with its tool's name also under GEM's key
+// tool_name.
+type RunReceipt struct {
+	*registry.Receipt
+	// GEMToolName repeats Receipt.ToolName ("tool") as GEM's clients read it.
+	GEMToolName string `json:"tool_name"`
+}
+
+// RunReceipts wraps receipts for a run's answer.
+func RunReceipts(rs []*registry.Receipt) []RunReceipt {
+	out := make([]RunReceipt, len(rs))
+	for i, r := range rs {
+		out[i] = RunReceipt{Receipt: r, GEMToolName: r.ToolName}
+	}
+	return out
+}
+
+// RunResponse is the answer to POST /brain/run, POST /brain/runs/{id}/approve and GET /brain/runs/{id}. Its
+// fields are GEM's (ok, run_id, decision, planned_tool_calls, enqueued, receipts, assistant_message,
+// next_actions, errors) with ours beside them (status, pending).
 type RunResponse struct {
 	// OK is true when the run did what was asked: its plan was valid and every call it waited for succeeded.
 	OK    bool      `json:"ok"`
@@ -233,9 +357,9 @@ type RunResponse struct {
 	Decision         Decision      `json:"decision"`
 	PlannedToolCalls []PlannedCall `json:"planned_tool_calls"`
 	// Enqueued lists the calls made, in plan order.
-	Enqueued []uuid.UUID `json:"enqueued"`
+	Enqueued []EnqueuedCall `json:"enqueued"`
 	// Receipts are the receipts of the calls that have one.
-	Receipts []*registry.Receipt `json:"receipts"`
+	Receipts []RunReceipt `json:"receipts"`
 	// Pending lists calls still without a receipt (they keep running).
 	Pending          []uuid.UUID `json:"pending,omitempty"`
 	AssistantMessage string      `json:"assistant_message"`

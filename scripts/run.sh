@@ -60,7 +60,7 @@ export GEM_LOG_FORMAT=${GEM_LOG_FORMAT:-console}
 say "database $DATABASE_URL"
 say "brain on http://$addr — try, from another terminal:"
 cat >&2 <<EOF
-  curl -s -H 'Authorization: Bearer $token' -d '{"message": "create a task to call John tomorrow, urgent"}' http://$addr/brain/run
+  curl -s -H 'Authorization: Bearer $token' -d '{"message": "create a task to call John tomorrow, urgent", "mode": "enqueue_and_wait"}' http://$addr/brain/run
   bin/brain run -m 'new lead Ann Lee 0412 345 678 in Newtown, referral'
   psql "$DATABASE_URL" -c 'SELECT tool_name, status, summary FROM core_tool_receipts ORDER BY id DESC LIMIT 5'
 EOF

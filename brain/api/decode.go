@@ -122,9 +122,16 @@ var (
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
 			"mode": {"type": "string", "enum": ["answer", "plan", "enqueue", "enqueue_and_wait"]},
-			"conversation_id": {"type": "string", "maxLength": 200},
+			"conversation_id": {"type": ["string", "null"], "maxLength": 200},
 			"context": {
 				"type": "object",
+				"properties": {
+					"lead_id": {"type": "string", "format": "uuid"},
+					"job_id": {"type": "string", "format": "uuid"},
+					"quote_id": {"type": "string", "format": "uuid"},
+					"inspection_id": {"type": "string", "format": "uuid"},
+					"invoice_id": {"type": "string", "format": "uuid"}
+				},
 				"propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,63}$"},
 				"additionalProperties": {"type": ["string", "number", "boolean"]},
 				"maxProperties": 50
@@ -210,6 +217,16 @@ var (
 			"content": {"type": "string", "minLength": 1, "maxLength": 1000000}
 		},
 		"required": ["content"],
+		"additionalProperties": false
+	}`))
+
+	operatorChatSchema = registry.MustCompileSchema("operator chat request", []byte(`{
+		"type": "object",
+		"properties": {
+			"message": {"type": "string", "minLength": 1, "maxLength": 20000},
+			"session_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200}
+		},
+		"required": ["message"],
 		"additionalProperties": false
 	}`))
 

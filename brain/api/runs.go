@@ -17,7 +17,7 @@ func (s *Server) run(c echo.Context) error {
 		return err
 	}
 	if params.Mode == "" {
-		params.Mode = brain.ModeEnqueueAndWait
+		params.Mode = brain.ModeDefault
 	}
 	resp, err := s.runs.Run(c.Request().Context(), params, requester(c))
 	if err != nil {

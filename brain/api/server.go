@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
@@ -35,6 +37,8 @@ const (
 	MaxBodyDefault = 1 << 20
 	// LongPollMax is the longest ?wait= of GET /calls/{id}.
 	LongPollMax = 60 * time.Second
+	// DefaultAgentDefault is the agent POST /operator/chat talks to (installed by the migrations).
+	DefaultAgentDefault = "office-assistant"
 )
 
 // Token is a bearer token and the name recorded as who made the request.
@@ -71,6 +75,9 @@ type Config struct {
 	AuthDisabled bool
 	// MaxBody is the largest request body in bytes. Defaults to 1 MiB (GEM_BRAIN_MAX_BODY).
 	MaxBody int64
+	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
+	// (GEM_BRAIN_DEFAULT_AGENT).
+	DefaultAgent string
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -80,6 +87,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxBody == 0 {
 		c.MaxBody = MaxBodyDefault
+	}
+	if c.DefaultAgent == "" {
+		c.DefaultAgent = DefaultAgentDefault
 	}
 	return c
 }
@@ -98,8 +108,13 @@ func (c Config) Validate() error {
 	if c.MaxBody < 1024 {
 		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
 	}
+	if !agentSlugRe.MatchString(c.DefaultAgent) {
+		errs = append(errs, fmt.Errorf("DefaultAgent %q is not an agent slug (GEM_BRAIN_DEFAULT_AGENT)", c.DefaultAgent))
+	}
 	return errors.Join(errs...)
 }
+
+var agentSlugRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 // LLMInfo says which LLM the brain uses, for /health.
 type LLMInfo struct {
@@ -112,6 +127,7 @@ type LLMInfo struct {
 type Server struct {
 	cfg    Config
 	runs   *run.Service
+	rules  *planner.RulesPlanner
 	chat   *chat.Chat
 	reg    *registry.Registry
 	pool   *pgxpool.Pool
@@ -129,7 +145,9 @@ type Server struct {
 type Params struct {
 	Config Config
 	Runs   *run.Service
-	Chat   *chat.Chat
+	// Rules is the rules planner, whose knowledge GET /brain/help shows (whichever planner runs plan).
+	Rules *planner.RulesPlanner
+	Chat  *chat.Chat
 	// Registry, Pool and Waiter serve the call and receipt routes.
 	Registry *registry.Registry
 	Pool     *pgxpool.Pool
@@ -140,7 +158,7 @@ type Params struct {
 
 // New builds the HTTP service.
 func New(p *Params) *Server {
-	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter,
+	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, rules: p.Rules, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter,
 		llm: p.LLM, log: p.Log}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -152,10 +170,13 @@ func New(p *Params) *Server {
 	e.Use(checkParams)
 
 	e.GET("/health", s.health)
+	e.POST(HighLevelWebhookPath, s.highLevelWebhookFromEnv()) // signed by HighLevel, not by a bearer token
 	// Authentication is per route (not a group), so an unknown route or method still answers 404 or 405.
 	auth := s.authenticate
 	e.GET("/brain/tools", s.tools, auth)
 	e.POST("/brain/run", s.run, auth)
+	e.GET("/brain/help", s.help, auth)
+	e.POST("/operator/chat", s.operatorChat, auth)
 	e.GET("/brain/runs/:id", s.getRun, auth)
 	e.POST("/brain/runs/:id/approve", s.approve, auth)
 	e.GET("/calls", s.listCalls, auth)

@@ -28,8 +28,8 @@ func NewLLMPlanner(client llm.Client, reg *registry.Registry) *LLMPlanner {
 func (p *LLMPlanner) Name() string { return "llm" }
 
 const llmPlannerSystem = `You plan tool calls for GEM. Read the request and call the tools that do what it asks, all at once ` +
-	`(they run in parallel; you will not see their results). Use only the tools given. If nothing fits, answer in one ` +
-	`or two sentences saying what you can do instead.`
+	`(they run in parallel; you will not see their results). Use only the tools given. If the request is a question, ` +
+	`answer it in a few sentences without calling tools; if nothing fits, say in one or two sentences what you can do instead.`
 
 // Plan asks the LLM once. With many tools, the most relevant (by name and description) are offered.
 func (p *LLMPlanner) Plan(ctx context.Context, req brain.PlanRequest) (*brain.Plan, error) {
@@ -66,8 +66,11 @@ func (p *LLMPlanner) Plan(ctx context.Context, req brain.PlanRequest) (*brain.Pl
 		plan.Calls = append(plan.Calls, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: "planned by the LLM"})
 	}
 	if len(plan.Calls) == 0 {
-		plan.Reason = "the LLM planned no tool calls"
-		plan.Help = resp.Content
+		// Text without calls answers the message (a question, or what it can do instead).
+		plan.Reason = "the LLM answered without tool calls"
+		if plan.Answer = strings.TrimSpace(resp.Content); plan.Answer == "" {
+			plan.Help = "The LLM planned nothing for that message; say what you want done."
+		}
 		return plan, nil
 	}
 	plan.Reason = fmt.Sprintf("the LLM (%s %s) planned %d %s", p.llm.Provider(), p.llm.DefaultModel(), len(plan.Calls), brain.Plural(len(plan.Calls), "call", "calls"))

@@ -1,5 +1,5 @@
 // Package planner turns a message into tool calls: the rules planner (deterministic, no LLM; rules are
-// data, in rules.go and rules_business.go) and the LLM planner (one LLM turn over the registry's tools).
+// data, in the rules_*.go files) and the LLM planner (one LLM turn over the registry's tools).
 package planner
 
 import (
@@ -18,19 +18,22 @@ import (
 )
 
 // Rule is one thing the rules planner understands. Rules are data: to teach the planner something new,
-// add a Rule to Rules. A rule whose tool is not in the registry is switched off, so rules for tools that
-// are not deployed yet are harmless.
+// add a Rule to one of the tables. A rule whose tool is not in the registry is switched off, so rules for
+// tools that are not deployed yet are harmless. Inputs follow the tool's contract (GEM's, for GEM's tools).
 type Rule struct {
 	// Name identifies the rule in a run's decision.
 	Name string
 	// Tool is the registry tool the rule calls.
 	Tool string
-	// Help says what the rule does, with an example message.
+	// Help says what the rule does, for people.
 	Help string
+	// Examples are messages the rule understands; GET /brain/help shows them, and a test plans each one.
+	Examples []string
 	// Patterns match one clause of a message, case-insensitively; the first that matches wins and its named
 	// groups are passed to Build.
 	Patterns []string
-	// Build makes the tool's input from the match. An error is shown to the person (say what is missing).
+	// Build makes the tool's input from the match. An error is shown to the person: say what is missing
+	// (Missing) rather than invent it. ErrNoMatch lets the next rule try the clause.
 	Build func(m *Match) (map[string]any, error)
 
 	compiled []*regexp.Regexp
@@ -52,157 +55,28 @@ type Match struct {
 // Group returns a named group, trimmed.
 func (m *Match) Group(name string) string { return strings.TrimSpace(m.Groups[name]) }
 
+// ErrNoMatch returned by a rule's Build lets the next rule try the clause.
+var ErrNoMatch = errors.New("rule does not apply")
+
+// MissingError says what a request the planner understood lacks, as a question to the person. The run
+// answers 400 with it and runs nothing: the brain asks rather than invents.
+type MissingError struct {
+	// Field is the input property that is missing.
+	Field string
+	// Question asks for it, with an example.
+	Question string
+}
+
+func (e *MissingError) Error() string { return e.Question }
+
+// Missing returns a MissingError for field.
+func Missing(field, question string) error { return &MissingError{Field: field, Question: question} }
+
 const uuidPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 
-// Rules is the rules planner's knowledge, tried in order for every clause of a message: the business
-// workflow's rules (rules_business.go), then the core ones.
-var Rules = append(append([]Rule{}, businessRules...), coreRules...)
-
-var coreRules = []Rule{
-	{
-		Name: "health_check", Tool: "os.health_check",
-		Help:     `check that GEM is working — "health check"`,
-		Patterns: []string{`^(?:(?:run\s+a\s+)?health(?:\s*check)?|status|system\s+(?:status|check)|ping|are\s+you\s+(?:up|ok|okay|alive|there)|check\s+(?:the\s+)?(?:system|health))\s*[.!?]*$`},
-		Build:    func(m *Match) (map[string]any, error) { return map[string]any{}, nil },
-	},
-	{
-		Name: "complete_task", Tool: "os.complete_task",
-		Help: `complete a task by its id — "complete task <task id>"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:complete|finish|close|tick\s+off|mark)\s+(?:the\s+)?task\s+(?P<id>` + uuidPattern + `)(?:\s+(?:as\s+)?(?:done|complete|completed|finished))?\s*[.!]*$`,
-			`^task\s+(?P<id>` + uuidPattern + `)\s+is\s+(?:done|complete|completed|finished)\s*[.!]*$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			return map[string]any{"task_id": strings.ToLower(m.Group("id"))}, nil
-		},
-	},
-	{
-		Name: "list_tasks", Tool: "os.list_tasks",
-		Help: `list tasks, most urgent first — "list my urgent tasks", "show done tasks"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|what's|whats|which\s+are)\b(?P<filters>.*?)\b(?:tasks|to-?dos)\b(?P<more>.*)$`,
-			`^(?:my\s+)?(?P<filters>(?:\w+\s+)?)tasks\s*\??$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			words := strings.ToLower(m.Group("filters") + " " + m.Group("more"))
-			in := map[string]any{}
-			switch {
-			case hasWord(words, "done", "completed", "finished"):
-				in["status"] = "done"
-			case hasWord(words, "deferred", "postponed"):
-				in["status"] = "deferred"
-			case hasWord(words, "all", "every"):
-				in["status"] = "any"
-			}
-			if p := priorityOf(words); p != "" && p != "normal" {
-				in["priority"] = p
-			}
-			return in, nil
-		},
-	},
-	{
-		Name: "create_task", Tool: "os.create_task",
-		Help: `create a task, with its priority and due date — "create a task to call John tomorrow, urgent"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:create|add|make|new|set\s+up)\s+(?:an?\s+)?(?P<pre>(?:(?:new|urgent|important|high|low|priority|asap)\s+)*)(?:task|todo|to-do)\b\s*(?:to\b|for\b|:|-)?\s*(?P<title>.+)$`,
-			`^(?:todo|to-do|task)\s*[:\-]\s*(?P<title>.+)$`,
-			`^remind\s+me\s+to\s+(?P<title>.+)$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			title := m.Group("title")
-			priority := priorityOf(m.Group("pre") + " " + title)
-			title = stripPriorityWords(title)
-			due, title := extractWhen(title, m.Now, m.Location)
-			title = cleanTitle(title)
-			if title == "" {
-				return nil, fmt.Errorf("what is the task? Say it after \"create a task to\"")
-			}
-			in := map[string]any{"title": title, "priority": priority}
-			if !due.IsZero() {
-				in["due_at"] = due.Format(time.RFC3339)
-			}
-			return in, nil
-		},
-	},
-	{
-		Name: "search_notes", Tool: "os.search_notes",
-		Help: `search notes — "find notes about gutters"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:search|find|look\s*up|look\s+for)\s+(?:my\s+|the\s+)?(?:(?P<kind>personal|business)\s+)?notes?\s*(?:for|about|on|with|mentioning|that\s+mention|containing)?\s*(?P<query>.+)$`,
-			`^(?:what|which)\s+notes?\s+(?:do\s+i\s+have\s+)?(?:about|on|mention(?:ing)?)\s+(?P<query>.+?)\??$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			q := strings.Trim(m.Group("query"), " .?!\"'")
-			if q == "" {
-				return nil, fmt.Errorf("what should I search the notes for?")
-			}
-			in := map[string]any{"query": q}
-			if k := strings.ToLower(m.Group("kind")); k != "" {
-				in["kind"] = k
-			}
-			return in, nil
-		},
-	},
-	{
-		Name: "create_note", Tool: "os.create_note",
-		Help: `save a note, business or personal (from its words) — "note that the Smiths' gutters need replacing"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:create|add|make|save|write|take|jot\s+down)\s+(?:an?\s+)?(?:new\s+)?(?:(?P<kind>personal|private|business|work)\s+)?note\b\s*(?:that\b|about\b|saying\b|:|-)?\s*(?P<body>.+)$`,
-			`^note(?:\s+that)?\s*[:\-]?\s+(?P<body>.+)$`,
-			`^(?:remember|jot\s+down)\s+that\s+(?P<body>.+)$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			body := strings.TrimSpace(m.Group("body"))
-			if body == "" {
-				return nil, fmt.Errorf("what should the note say?")
-			}
-			kind := noteKind(m.Group("kind"), body)
-			return map[string]any{"title": noteTitle(body), "body": body, "kind": kind}, nil
-		},
-	},
-	{
-		Name: "update_lead_stage", Tool: "leads.update_stage",
-		Help: `move a lead along the pipeline — "move lead <lead id> to quoted"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:move|set|change|mark|update)\s+(?:the\s+)?lead\s+(?P<id>` + uuidPattern + `)\s+(?:to|as|into)\s+(?:stage\s+)?(?P<stage>[\w\s-]+?)\s*[.!]*$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			stage, err := enumValue(m.Tool, "stage", m.Group("stage"))
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"lead_id": strings.ToLower(m.Group("id")), "stage": stage}, nil
-		},
-	},
-	{
-		Name: "list_leads", Tool: "leads.list_by_stage",
-		Help: `list leads, optionally in one stage — "list new leads", "show leads in quoted"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|which\s+are)\b(?P<filters>.*?)\bleads\b(?P<more>.*)$`,
-			`^(?P<filters>(?:\w+\s+)?)leads\s*\??$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			words := strings.ToLower(m.Group("filters") + " " + m.Group("more"))
-			in := map[string]any{}
-			for _, stage := range enumOf(m.Tool, "stage") {
-				if hasWord(words, stage, strings.ReplaceAll(stage, "_", " ")) {
-					in["stage"] = stage
-					break
-				}
-			}
-			return in, nil
-		},
-	},
-	{
-		Name: "create_lead", Tool: "leads.create",
-		Help: `record a new lead with name, phone, suburb and source — "new lead Ann Lee 0412 345 678 in Newtown, referral"`,
-		Patterns: []string{
-			`^(?:please\s+)?(?:new|add|create|record|log)\s+(?:an?\s+)?(?:new\s+)?lead\b\s*(?:for\b|:|-|,)?\s*(?P<rest>.+)$`,
-			`^lead\s*[:\-]\s*(?P<rest>.+)$`,
-		},
-		Build: func(m *Match) (map[string]any, error) { return parseLead(m) },
-	},
-}
+// Rules is the rules planner's knowledge, tried in order for every clause of a message: the trades
+// workflow's rules first (they are the most specific), then the office's, then the rest of GEM's domains.
+var Rules = slices.Concat(businessRules, coreRules, officeRules, moreRules)
 
 // RulesPlanner plans with Rules. It needs no LLM and always answers the same way.
 type RulesPlanner struct {
@@ -240,23 +114,39 @@ func NewRulesPlanner(reg *registry.Registry, rules []Rule, loc *time.Location) (
 // Name is "rules".
 func (p *RulesPlanner) Name() string { return "rules" }
 
+// EnabledRules are the rules whose tools the registry has, in the order they are tried.
+func (p *RulesPlanner) EnabledRules() []Rule { return p.rules }
+
 // Capabilities lists what the planner can do, one line per enabled rule.
 func (p *RulesPlanner) Capabilities() []string {
 	out := make([]string, len(p.rules))
 	for i, r := range p.rules {
-		out[i] = r.Help
+		out[i] = r.line()
 	}
 	return out
 }
 
-// Plan matches each clause of the message against the rules.
+// line is a rule for people: what it does and its first example.
+func (r *Rule) line() string {
+	if len(r.Examples) == 0 {
+		return r.Help
+	}
+	return fmt.Sprintf("%s — %q", r.Help, r.Examples[0])
+}
+
+// Plan answers a request for help or an explanation (Plan.Answer), or matches each clause of the message
+// against the rules.
 func (p *RulesPlanner) Plan(_ context.Context, req brain.PlanRequest) (*brain.Plan, error) {
+	if answer, ok := p.Explain(req.Message); ok {
+		return &brain.Plan{Answer: answer, Reason: "the message asked for help or an explanation; nothing to run"}, nil
+	}
 	now := req.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	plan := &brain.Plan{}
-	var buildErrs []string
+	var problems []string
+	var missing []map[string]string
 	for _, clause := range splitClauses(req.Message) {
 		matched := false
 		for _, r := range p.rules {
@@ -272,7 +162,11 @@ func (p *RulesPlanner) Plan(_ context.Context, req brain.PlanRequest) (*brain.Pl
 				continue
 			}
 			if err != nil {
-				buildErrs = append(buildErrs, fmt.Sprintf("%s (%q): %v", r.Name, clause, err))
+				problems = append(problems, fmt.Sprintf("%s (%q): %v", r.Name, clause, err))
+				var me *MissingError
+				if errors.As(err, &me) {
+					missing = append(missing, map[string]string{"rule": r.Name, "tool": r.Tool, "field": me.Field, "question": me.Question})
+				}
 				break
 			}
 			raw, _ := json.Marshal(in)
@@ -287,12 +181,16 @@ func (p *RulesPlanner) Plan(_ context.Context, req brain.PlanRequest) (*brain.Pl
 		}
 	}
 	switch {
-	case len(buildErrs) > 0:
-		return nil, &brain.Error{Code: brain.EINVALID, Message: "I understood the request but cannot plan it: " + strings.Join(buildErrs, "; "),
-			Details: map[string]any{"problems": buildErrs}}
+	case len(problems) > 0:
+		details := map[string]any{"problems": problems}
+		if len(missing) > 0 {
+			details["missing"] = missing
+		}
+		return nil, &brain.Error{Code: brain.EINVALID, Message: "I understood the request but cannot plan it: " + strings.Join(problems, "; "),
+			Details: details}
 	case len(plan.Calls) == 0:
 		plan.Reason = "no rule matched the message"
-		plan.Help = "I did not understand that. I can:\n- " + strings.Join(p.Capabilities(), "\n- ")
+		plan.Help = p.shortHelp()
 	default:
 		plan.Reason = fmt.Sprintf("matched %s", strings.Join(plan.Rules, ", "))
 	}
@@ -307,7 +205,7 @@ func matchRule(r *Rule, clause string) (map[string]string, bool) {
 		}
 		groups := map[string]string{}
 		for i, name := range re.SubexpNames() {
-			if name != "" {
+			if name != "" && sub[i] != "" {
 				groups[name] = sub[i]
 			}
 		}
@@ -365,12 +263,13 @@ func isWordByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
 }
 
+// Priority levels people say; priorityInput maps them onto a tool's priority enum.
 var priorityWords = []struct {
 	priority string
 	words    []string
 }{
 	{"urgent", []string{"urgent", "urgently", "asap", "a.s.a.p", "immediately", "right away", "right now", "critical", "emergency"}},
-	{"low", []string{"low priority", "low-priority", "whenever", "no rush", "no hurry", "someday", "when you can", "not urgent"}},
+	{"low", []string{"low priority", "low-priority", "whenever", "no rush", "no hurry", "someday", "eventually", "when you can", "not urgent"}},
 	{"high", []string{"high priority", "high-priority", "important", "soon", "priority"}},
 }
 
@@ -382,6 +281,19 @@ func priorityOf(text string) string {
 		}
 	}
 	return "normal"
+}
+
+// priorityInput maps a priority onto the values the tool's priority enum has: urgent is high where there
+// is no urgent (GEM's tasks have low, normal and high).
+func priorityInput(t *registry.Tool, priority string) string {
+	allowed := enumOf(t, "priority")
+	if len(allowed) == 0 || slices.Contains(allowed, priority) {
+		return priority
+	}
+	if priority == "urgent" && slices.Contains(allowed, "high") {
+		return "high"
+	}
+	return ""
 }
 
 // priorityStripRe matches the priority words (and "it's ...") so they can be cut from a task's title.
@@ -402,7 +314,7 @@ var weekdays = map[string]time.Weekday{
 	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
 }
 
-var whenRe = regexp.MustCompile(`(?i)[,]?\s*\b(?:(?:by|on|due|before|for)\s+)?(today|tonight|tomorrow|next\s+week|(?:next\s+|this\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|in\s+(\d{1,3})\s+days?|\d{4}-\d{2}-\d{2})\b`)
+var whenRe = regexp.MustCompile(`(?i)[,]?\s*\b(?:(?:by|on|due|before|for|until|till|to)\s+)?(today|tonight|tomorrow|next\s+week|(?:next\s+|this\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|in\s+(\d{1,3})\s+days?|\d{4}-\d{2}-\d{2})\b`)
 
 // extractWhen finds a due date in text and returns it (at 17:00 that day) and the text without it.
 func extractWhen(text string, now time.Time, loc *time.Location) (time.Time, string) {
@@ -445,7 +357,7 @@ var (
 	trailingPleaseRe = regexp.MustCompile(`(?i)\s+(?:please|pls)$`)
 )
 
-// cleanTitle trims filler and punctuation from a task title.
+// cleanTitle trims filler and punctuation from a title.
 func cleanTitle(s string) string {
 	s = strings.TrimSpace(s)
 	s = strings.Trim(s, " ,.;:-!")
@@ -454,18 +366,42 @@ func cleanTitle(s string) string {
 	return strings.TrimSpace(s)
 }
 
-var personalWords = []string{"personal", "private", "my wife", "my husband", "my partner", "my kids", "kids", "family",
+// cut shortens s to at most n characters, at a word when one ends late enough, with an ellipsis.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	head := string(r[:n-1])
+	if i := strings.LastIndexByte(head, ' '); i > n/3 {
+		head = head[:i]
+	}
+	return strings.TrimRight(head, " ,.;:-") + "…"
+}
+
+// capitalize upper-cases the first letter.
+func capitalize(s string) string {
+	if r := []rune(s); len(r) > 0 {
+		r[0] = unicode.ToUpper(r[0])
+		return string(r)
+	}
+	return s
+}
+
+// personalWords make a note or a task personal (GEM's domain personal) rather than business.
+var personalWords = []string{"personal", "private", "home", "my wife", "my husband", "my partner", "my kids", "kids", "family",
 	"birthday", "anniversary", "gym", "doctor", "dentist", "groceries", "shopping list", "holiday", "vacation", "mum", "mom", "dad"}
 
-// noteKind is the explicit kind, else personal when the words say so, else business.
-func noteKind(explicit, body string) string {
-	switch strings.ToLower(explicit) {
-	case "personal", "private":
+// domainOf is a note's or task's domain: the explicit one, else personal when the words say so, else
+// business.
+func domainOf(explicit, text string) string {
+	switch strings.ToLower(strings.TrimSpace(explicit)) {
+	case "personal", "private", "home":
 		return "personal"
 	case "business", "work":
 		return "business"
 	}
-	if hasWord(body, personalWords...) {
+	if hasWord(text, personalWords...) {
 		return "personal"
 	}
 	return "business"
@@ -477,35 +413,38 @@ func noteTitle(body string) string {
 	if i := strings.IndexAny(title, ".!?\n"); i > 0 {
 		title = title[:i]
 	}
-	if len(title) > 60 {
-		cut := strings.LastIndexByte(title[:60], ' ')
-		if cut < 20 {
-			cut = 60
-		}
-		title = title[:cut] + "…"
+	return capitalize(cut(title, 60))
+}
+
+// schemaProperty returns a top-level input property's schema, from the registry.
+func schemaProperty(t *registry.Tool, prop string) map[string]any {
+	var s struct {
+		Properties map[string]map[string]any `json:"properties"`
 	}
-	if r := []rune(title); len(r) > 0 {
-		r[0] = unicode.ToUpper(r[0])
-		title = string(r)
-	}
-	return title
+	_ = json.Unmarshal(t.InputSchema, &s)
+	return s.Properties[prop]
 }
 
 // enumOf returns the enum of a top-level input property, from the registry.
 func enumOf(t *registry.Tool, prop string) []string {
-	var s struct {
-		Properties map[string]struct {
-			Enum []string `json:"enum"`
-		} `json:"properties"`
+	var out []string
+	values, _ := schemaProperty(t, prop)["enum"].([]any)
+	for _, v := range values {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
 	}
-	_ = json.Unmarshal(t.InputSchema, &s)
-	return s.Properties[prop].Enum
+	return out
 }
 
-// enumValue matches free text ("inspection scheduled") to a registry enum value ("inspection_scheduled").
-func enumValue(t *registry.Tool, prop, text string) (string, error) {
-	want := strings.ToLower(strings.Join(strings.Fields(strings.NewReplacer("-", " ", "_", " ").Replace(text)), "_"))
-	values := enumOf(t, prop)
+// normalize turns free text into an enum-like value: "inspection scheduled" → inspection_scheduled.
+func normalize(text string) string {
+	return strings.ToLower(strings.Join(strings.Fields(strings.NewReplacer("-", " ", "_", " ").Replace(text)), "_"))
+}
+
+// enumValue matches free text ("inspection scheduled") to one of values ("inspection_scheduled").
+func enumValue(values []string, prop, text string) (string, error) {
+	want := normalize(text)
 	for _, v := range values {
 		if v == want {
 			return v, nil
@@ -514,98 +453,51 @@ func enumValue(t *registry.Tool, prop, text string) (string, error) {
 	return "", fmt.Errorf("%q is not a %s; use one of %s", text, prop, strings.Join(values, ", "))
 }
 
-var (
-	phoneAURe    = regexp.MustCompile(`(?:\+?61[\s-]?|\b0)[2-478](?:[\s-]?\d){8}\b`)
-	phoneOtherRe = regexp.MustCompile(`\+?\d(?:[\s()-]?\d){6,14}\b`)
-	emailRe      = regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`)
-	suburbRe     = regexp.MustCompile(`\b(?:in|at|from|suburb:?)\s+([A-Z][a-zA-Z'-]+(?:\s+[A-Z][a-zA-Z'-]+){0,2})`)
-	namedRe      = regexp.MustCompile(`(?i)\b(?:named|called|name:?)\s+([A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})`)
-)
-
-// sourceSynonyms maps the words people use to lead sources; only values the registry accepts are used.
-var sourceSynonyms = []struct {
-	source string
-	words  []string
-}{
-	{"referral", []string{"referral", "referred", "word of mouth", "recommendation", "recommended", "ref"}},
-	{"facebook", []string{"facebook", "fb", "instagram", "social media"}},
-	{"google", []string{"google", "google ads", "search", "adwords"}},
-	{"website", []string{"website", "web site", "web form", "online form", "our site", "web"}},
-	{"walk_in", []string{"walk in", "walk-in", "walked in", "walkin"}},
-	{"phone", []string{"phone call", "called in", "rang", "phoned", "cold call"}},
-}
-
-// sourceStripRe matches source phrases ("from a referral", "via facebook") so they are not read as a name.
-var sourceStripRe = func() *regexp.Regexp {
-	var alts []string
-	for _, s := range sourceSynonyms {
-		for _, w := range s.words {
-			alts = append(alts, regexp.QuoteMeta(w))
-		}
-	}
-	return regexp.MustCompile(`(?i)(?:\b(?:from|via|through|source:?)\s+)?(?:an?\s+|the\s+)?\b(?:` + strings.Join(alts, "|") + `)\b`)
-}()
-
-// parseLead reads a lead's name, phone, email, suburb and source from free text.
-func parseLead(m *Match) (map[string]any, error) {
-	rest := m.Group("rest")
-	in := map[string]any{}
-
-	phoneLoc := phoneAURe.FindStringIndex(rest)
-	if phoneLoc == nil {
-		phoneLoc = phoneOtherRe.FindStringIndex(rest)
-	}
-	if phoneLoc == nil {
-		return nil, fmt.Errorf("a lead needs a phone number, for example \"new lead Ann Lee 0412 345 678\"")
-	}
-	in["phone"] = strings.TrimSpace(rest[phoneLoc[0]:phoneLoc[1]])
-	before := rest[:phoneLoc[0]]
-	rest = rest[:phoneLoc[0]] + " " + rest[phoneLoc[1]:]
-
-	if e := emailRe.FindString(rest); e != "" {
-		in["email"] = e
-		rest = strings.Replace(rest, e, " ", 1)
-		before = strings.Replace(before, e, " ", 1)
-	}
-
-	allowed := enumOf(m.Tool, "source")
-	lower := strings.ToLower(rest)
-	for _, s := range sourceSynonyms {
-		if slices.Contains(allowed, s.source) && hasWord(lower, s.words...) {
-			in["source"] = s.source
-			rest = sourceStripRe.ReplaceAllString(rest, " ")
+// withID adds the id the message names (groups id, id2 or id3) to an input; without one the run's context
+// supplies it (or the run reports it missing).
+func withID(m *Match, field string, in map[string]any) map[string]any {
+	for _, g := range []string{"id", "id2", "id3", "id4"} {
+		if id := m.Group(g); id != "" {
+			in[field] = strings.ToLower(id)
 			break
 		}
 	}
-	if _, ok := in["source"]; !ok && slices.Contains(allowed, "other") {
-		in["source"] = "other"
-	}
+	return in
+}
 
-	if sm := suburbRe.FindStringSubmatch(rest); sm != nil {
-		in["suburb"] = sm[1]
-		before = strings.Replace(before, sm[0], " ", 1)
+// idRule is a rule whose only input is one id, from the message or the run's context.
+func idRule(name, tool, idField, help string, examples []string, pattern string) Rule {
+	return Rule{
+		Name: name, Tool: tool, Help: help, Examples: examples,
+		Patterns: []string{pattern + `(?:\s+(?P<id3>` + uuidPattern + `))?\s*[.!]*$`},
+		Build:    func(m *Match) (map[string]any, error) { return withID(m, idField, map[string]any{}), nil },
 	}
+}
 
-	if nm := namedRe.FindStringSubmatch(rest); nm != nil {
-		in["name"] = strings.TrimSpace(nm[1])
-	} else {
-		// The name is what comes before the phone number, up to a comma: "Ann Lee, 0412 ...".
-		words := strings.Fields(strings.Split(before, ",")[0])
-		name := strings.Trim(strings.Join(words[:min(len(words), 4)], " "), " ,.:-")
-		if name == "" {
-			return nil, fmt.Errorf("a lead needs a name, for example \"new lead Ann Lee 0412 345 678\"")
-		}
-		in["name"] = name
-	}
-	if _, ok := in["suburb"]; !ok {
-		// "Ann Lee, 0412 345 678, Newtown": a capitalised part after the name and phone.
-		for _, part := range strings.Split(rest, ",")[1:] {
-			part = strings.Trim(part, " .")
-			if part != "" && unicode.IsUpper([]rune(part)[0]) && len(strings.Fields(part)) <= 3 && !strings.ContainsAny(part, "0123456789@") {
-				in["suburb"] = part
-				break
-			}
+// noInputRule is a rule whose tool takes no input.
+func noInputRule(name, tool, help string, examples []string, patterns ...string) Rule {
+	return Rule{Name: name, Tool: tool, Help: help, Examples: examples, Patterns: patterns,
+		Build: func(*Match) (map[string]any, error) { return map[string]any{}, nil }}
+}
+
+// splitList splits "a, b and c" into its items.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`).Split(s, -1) {
+		if part = strings.Trim(part, " .\"'"); part != "" {
+			out = append(out, part)
 		}
 	}
-	return in, nil
+	return out
+}
+
+var uuidRe = regexp.MustCompile(uuidPattern)
+
+// uuidsIn lists the UUIDs in text, lower-cased.
+func uuidsIn(s string) []string {
+	var out []string
+	for _, id := range uuidRe.FindAllString(s, -1) {
+		out = append(out, strings.ToLower(id))
+	}
+	return out
 }

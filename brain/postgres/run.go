@@ -152,3 +152,21 @@ func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (
 	}
 	return &r, nil
 }
+
+// ConversationLast returns the context and calls of a conversation's latest planned run (chat runs of
+// agents keep their own history), or found false when the conversation has none.
+func ConversationLast(ctx context.Context, db gemsql.DBTX, conversationID string) (ctxIDs map[string]any, callIDs []uuid.UUID, found bool, err error) {
+	var ctxJSON []byte
+	err = db.QueryRow(ctx, `SELECT context, call_ids FROM brain_runs WHERE conversation_id = $1 AND mode <> 'chat'
+		ORDER BY created_at DESC LIMIT 1`, conversationID).Scan(&ctxJSON, &callIDs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, false, Error(fmt.Errorf("error loading the conversation: %w", err))
+	}
+	if err := json.Unmarshal(ctxJSON, &ctxIDs); err != nil {
+		return nil, nil, false, fmt.Errorf("error decoding the conversation's context: %w", err)
+	}
+	return ctxIDs, callIDs, true, nil
+}

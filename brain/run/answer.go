@@ -12,97 +12,145 @@ import (
 	"github.com/google/uuid"
 )
 
-// receiptSentences turns a succeeded receipt's result into a sentence, per tool. Tools without an entry get
-// a generic sentence from the receipt's summary. Add an entry here when a tool deserves better words.
-var receiptSentences = map[string]func(res map[string]any) string{
-	"os.health_check": func(res map[string]any) string {
-		db, _ := res["database"].(map[string]any)
-		return fmt.Sprintf("GEM is %s: the database answered in %v ms.", str(res["status"]), db["latency_ms"])
+// receiptSentences turns a succeeded receipt into a sentence, per tool, from the call's input and its
+// result. They rely on GEM's contract: the input's properties, and the result's required ones (a richer
+// result adds detail when it has it). Tools without an entry get a generic sentence from the receipt's
+// summary. Add an entry here when a tool deserves better words.
+var receiptSentences = map[string]func(in, res map[string]any) string{
+	"os.health_check": func(in, res map[string]any) string {
+		return fmt.Sprintf("GEM is %s.", str(res["status"]))
 	},
-	"os.create_task": func(res map[string]any) string {
-		s := fmt.Sprintf("Created task “%s” (%s priority", str(res["title"]), str(res["priority"]))
-		if due := str(res["due_at"]); due != "" {
-			s += ", due " + humanTime(due)
+	"os.create_task": func(in, res map[string]any) string {
+		s := fmt.Sprintf("Created task “%s”", str(in["title"]))
+		var details []string
+		if p := str(in["priority"]); p != "" {
+			details = append(details, p+" priority")
 		}
-		return s + ")."
-	},
-	"os.create_note": func(res map[string]any) string {
-		return fmt.Sprintf("Saved a %s note: “%s”.", str(res["kind"]), str(res["title"]))
-	},
-	"os.complete_task": func(res map[string]any) string {
-		task, _ := res["task"].(map[string]any)
-		if b, _ := res["already_completed"].(bool); b {
-			return fmt.Sprintf("Task “%s” was already done.", str(task["title"]))
+		if d := str(in["domain"]); d == "personal" {
+			details = append(details, "personal")
 		}
-		return fmt.Sprintf("Marked task “%s” done.", str(task["title"]))
+		if due := str(in["due_at"]); due != "" {
+			details = append(details, "due "+humanTime(due))
+		}
+		if len(details) > 0 {
+			s += " (" + strings.Join(details, ", ") + ")"
+		}
+		return s + "."
 	},
-	"os.list_tasks": func(res map[string]any) string {
+	"os.create_note": func(in, res map[string]any) string {
+		return fmt.Sprintf("Saved a %s note: “%s”.", str(in["domain"]), str(in["title"]))
+	},
+	"os.complete_task": func(in, res map[string]any) string {
+		if task := obj(res, "task"); str(task["title"]) != "" {
+			return fmt.Sprintf("Marked task “%s” done.", str(task["title"]))
+		}
+		return fmt.Sprintf("Marked task %s done.", str(res["task_id"]))
+	},
+	"os.list_tasks": func(in, res map[string]any) string {
 		return listSentence(res["tasks"], "task", "tasks", func(t map[string]any) string {
-			s := fmt.Sprintf("%s (%s", str(t["title"]), str(t["priority"]))
-			if due := str(t["due_at"]); due != "" {
-				s += ", due " + humanTime(due)
+			s := str(t["title"])
+			var details []string
+			if p := str(t["priority"]); p != "" {
+				details = append(details, p)
 			}
-			return s + ")"
+			if due := str(t["due_at"]); due != "" {
+				details = append(details, "due "+humanTime(due))
+			}
+			if len(details) > 0 {
+				s += " (" + strings.Join(details, ", ") + ")"
+			}
+			return s
 		})
 	},
-	"os.search_notes": func(res map[string]any) string {
-		return listSentence(res["notes"], "note", "notes", func(n map[string]any) string { return str(n["title"]) })
+	"os.search_notes": func(in, res map[string]any) string {
+		return listSentence(res["results"], "note", "notes", func(n map[string]any) string { return str(n["title"]) })
 	},
-	"leads.create": func(res map[string]any) string {
-		lead, _ := res["lead"].(map[string]any)
-		if created, _ := res["created"].(bool); !created {
-			return fmt.Sprintf("%s (%s) is already a lead, in stage %s.", str(lead["name"]), str(lead["phone"]), str(lead["stage"]))
+	"os.create_reminder": func(in, res map[string]any) string {
+		return fmt.Sprintf("I will remind you to %s on %s.", str(in["title"]), humanTime(str(in["remind_at"])))
+	},
+	"leads.create": func(in, res map[string]any) string {
+		if created, ok := res["created"].(bool); ok && !created {
+			return fmt.Sprintf("%s (%s) is already a lead (%s).", str(in["name"]), str(in["phone"]), str(res["lead_id"]))
 		}
-		s := fmt.Sprintf("Recorded a new lead: %s, %s", str(lead["name"]), str(lead["phone"]))
-		if suburb := str(lead["suburb"]); suburb != "" {
-			s += ", " + suburb
+		s := fmt.Sprintf("Recorded a new lead: %s, %s, %s", str(in["name"]), str(in["phone"]), str(in["suburb"]))
+		if src := str(in["source"]); src != "" {
+			s += " (source: " + src + ")"
 		}
-		return s + fmt.Sprintf(" (source: %s).", str(lead["source"]))
+		return s + "."
 	},
-	"leads.update_stage": func(res map[string]any) string {
-		lead, _ := res["lead"].(map[string]any)
-		return fmt.Sprintf("Moved %s from %s to %s.", str(lead["name"]), str(res["previous_stage"]), str(lead["stage"]))
+	"leads.update_stage": func(in, res map[string]any) string {
+		return fmt.Sprintf("Moved lead %s to %s.", str(in["lead_id"]), strings.ReplaceAll(str(in["stage"]), "_", " "))
 	},
-	"os.create_reminder": func(res map[string]any) string {
-		return fmt.Sprintf("I will remind you to %s on %s.", str(res["title"]), humanTime(str(res["remind_at"])))
+	"leads.list_by_stage": func(in, res map[string]any) string {
+		return listSentence(res["leads"], "lead", "leads", func(l map[string]any) string {
+			s := str(l["name"])
+			if p := str(l["phone"]); p != "" {
+				s += ", " + p
+			}
+			if st := firstStr(l, "stage", "status"); st != "" {
+				s += " (" + st + ")"
+			}
+			return s
+		})
 	},
-	"leads.schedule_inspection": func(res map[string]any) string {
-		a := obj(res, "appointment")
-		return fmt.Sprintf("Inspection booked for %s (%v minutes).", humanTime(str(a["scheduled_for"])), a["duration_minutes"])
+	"leads.schedule_inspection": func(in, res map[string]any) string {
+		w := obj(in, "preferred_window")
+		return fmt.Sprintf("Inspection %s booked for %s.", str(res["inspection_id"]), humanTime(str(w["start"])))
 	},
-	"inspection.create": func(res map[string]any) string {
+	"inspection.create": func(in, res map[string]any) string {
 		return fmt.Sprintf("Started inspection %s.", str(res["inspection_id"]))
 	},
-	"quote.create_from_inspection": func(res map[string]any) string {
-		q := obj(res, "quote")
-		return fmt.Sprintf("Drafted quote %s (%s).", str(q["number"]), str(q["quote_id"]))
+	"quote.create_from_inspection": func(in, res map[string]any) string {
+		return fmt.Sprintf("Drafted quote %s.", str(res["quote_id"]))
 	},
-	"quote.calculate_totals": func(res map[string]any) string {
-		return fmt.Sprintf("Quote total %s: %s plus %s GST.", money(res["total_cents"]), money(res["subtotal_cents"]), money(res["gst_cents"]))
+	"quote.calculate_totals": func(in, res map[string]any) string {
+		t := obj(res, "totals")
+		gst := t["gst_cents"]
+		if gst == nil {
+			gst = t["tax_cents"]
+		}
+		return fmt.Sprintf("Quote total %s: %s plus %s GST.", money(t["total_cents"]), money(t["subtotal_cents"]), money(gst))
 	},
-	"job.create_from_accepted_quote": func(res map[string]any) string {
-		j := obj(res, "job")
-		return fmt.Sprintf("Job %s created (%s).", str(j["number"]), str(j["job_id"]))
+	"job.create_from_accepted_quote": func(in, res map[string]any) string {
+		return fmt.Sprintf("Job %s created.", str(res["job_id"]))
 	},
-	"invoice.create_from_job": func(res map[string]any) string {
-		i := obj(res, "invoice")
-		return fmt.Sprintf("Invoice %s for %s, due %s.", str(i["number"]), money(i["total_cents"]), str(i["due_on"]))
+	"invoice.create_from_job": func(in, res map[string]any) string {
+		s := fmt.Sprintf("Invoice %s created", str(res["invoice_id"]))
+		if total := firstNum(res, "total_cents"); total != nil {
+			s += " for " + money(total)
+		}
+		return s + "."
 	},
-	"invoice.add_payment": func(res map[string]any) string {
-		i, p := obj(res, "invoice"), obj(res, "payment")
-		return fmt.Sprintf("Recorded %s on invoice %s; it is %s with %s left to pay.", money(p["amount_cents"]), str(i["number"]),
-			strings.ReplaceAll(str(i["status"]), "_", " "), money(i["balance_cents"]))
+	"invoice.add_payment": func(in, res map[string]any) string {
+		s := fmt.Sprintf("Recorded %s on invoice %s", money(in["amount_cents"]), str(in["invoice_id"]))
+		if inv := obj(res, "invoice"); inv != nil {
+			s += fmt.Sprintf("; it is %s with %s left to pay", strings.ReplaceAll(str(inv["status"]), "_", " "), money(inv["balance_cents"]))
+		}
+		return s + "."
 	},
-	"invoice.list_overdue": func(res map[string]any) string {
+	"invoice.list_overdue": func(in, res map[string]any) string {
 		return listSentence(res["invoices"], "overdue invoice", "overdue invoices", func(i map[string]any) string {
-			return fmt.Sprintf("%s: %s owing, due %s", str(i["number"]), money(i["balance_cents"]), str(i["due_on"]))
+			return fmt.Sprintf("%s: %s owing, due %s", firstStr(i, "number", "invoice_id"), money(i["balance_cents"]), str(i["due_on"]))
 		})
 	},
-	"leads.list_by_stage": func(res map[string]any) string {
-		return listSentence(res["leads"], "lead", "leads", func(l map[string]any) string {
-			return fmt.Sprintf("%s, %s (%s)", str(l["name"]), str(l["phone"]), str(l["stage"]))
-		})
-	},
+}
+
+func firstStr(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s := str(m[k]); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func firstNum(m map[string]any, keys ...string) any {
+	for _, k := range keys {
+		if v, ok := m[k].(float64); ok {
+			return v
+		}
+	}
+	return nil
 }
 
 func obj(m map[string]any, key string) map[string]any {
@@ -160,11 +208,12 @@ func listSentence(items any, one, many string, line func(map[string]any) string)
 	return strings.Join(lines, "\n")
 }
 
-// describeReceipts writes the assistant's answer from receipts, and suggests what to do next.
-func describeReceipts(reg *registry.Registry, receipts []*registry.Receipt, pending []uuid.UUID) (string, []string) {
+// describeReceipts writes the assistant's answer from receipts (and the inputs of their calls), and
+// suggests what to do next.
+func describeReceipts(reg *registry.Registry, inputs map[uuid.UUID]json.RawMessage, receipts []*registry.Receipt, pending []uuid.UUID) (string, []string) {
 	var lines, next []string
 	for _, r := range receipts {
-		lines = append(lines, describeReceipt(r))
+		lines = append(lines, describeReceipt(r, inputs[r.CallID]))
 		next = append(next, nextActions(reg, r)...)
 	}
 	if len(pending) > 0 {
@@ -176,14 +225,18 @@ func describeReceipts(reg *registry.Registry, receipts []*registry.Receipt, pend
 	return strings.Join(lines, "\n"), next
 }
 
-func describeReceipt(r *registry.Receipt) string {
+func describeReceipt(r *registry.Receipt, input json.RawMessage) string {
 	switch r.Status {
 	case registry.StatusSucceeded:
-		var res map[string]any
+		var res, in map[string]any
 		_ = json.Unmarshal(r.Result, &res)
+		_ = json.Unmarshal(input, &in)
+		if in == nil {
+			in = map[string]any{}
+		}
 		var s string
 		if f, ok := receiptSentences[r.ToolName]; ok && res != nil {
-			s = f(res)
+			s = f(in, res)
 		} else {
 			s = fmt.Sprintf("%s succeeded%s.", r.ToolName, summaryText(r.Summary))
 		}
@@ -246,11 +299,9 @@ func nextActions(reg *registry.Registry, r *registry.Receipt) []string {
 	case r.ToolName == "os.create_task" && has("os.complete_task"):
 		return []string{fmt.Sprintf("when it is done: \"complete task %s\"", str(res["task_id"]))}
 	case r.ToolName == "leads.create" && has("leads.schedule_inspection"):
-		lead, _ := res["lead"].(map[string]any)
-		return []string{fmt.Sprintf("book an inspection: \"schedule an inspection for lead %s on friday\"", str(lead["lead_id"]))}
+		return []string{fmt.Sprintf("book an inspection: \"schedule an inspection for lead %s on friday\"", str(res["lead_id"]))}
 	case r.ToolName == "leads.create" && has("leads.update_stage"):
-		lead, _ := res["lead"].(map[string]any)
-		return []string{fmt.Sprintf("after contacting them: \"move lead %s to contacted\"", str(lead["lead_id"]))}
+		return []string{fmt.Sprintf("after contacting them: \"move lead %s to contacted\"", str(res["lead_id"]))}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,6 +24,7 @@ import (
 type Service struct {
 	reg     *registry.Registry
 	planner brain.Planner
+	rules   brain.Planner
 	pool    *pgxpool.Pool
 	waiter  *gemsql.ReceiptWaiter
 	now     func() time.Time
@@ -39,6 +41,13 @@ func (s *Service) Planner() brain.Planner { return s.planner }
 
 // Run handles one request: plan, validate, record, and — by mode — enqueue and wait.
 func (s *Service) Run(ctx context.Context, req *brain.RunParams, requester string) (*brain.RunResponse, error) {
+	return s.run(ctx, s.planner, req, requester)
+}
+
+func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.RunParams, requester string) (*brain.RunResponse, error) {
+	if req.Mode == "" {
+		req.Mode = brain.ModeDefault
+	}
 	rec := &brain.Run{
 		ID:             uuid.Must(uuid.NewV7()),
 		Message:        req.Message,
@@ -46,12 +55,12 @@ func (s *Service) Run(ctx context.Context, req *brain.RunParams, requester strin
 		ConversationID: req.ConversationID,
 		Context:        req.Context,
 		Limits:         brain.Limits{MaxToolCalls: req.MaxToolCalls(), WaitTimeoutMS: int(req.WaitTimeout().Milliseconds())},
-		Decision:       brain.Decision{Mode: req.Mode, Planner: s.planner.Name()},
+		Decision:       brain.Decision{Mode: req.Mode, Planner: planner.Name()},
 		RequestedBy:    requester,
 	}
 	log := brain.LogRun(ctx, rec.ID)
 
-	plan, err := s.planner.Plan(ctx, brain.PlanRequest{Message: req.Message, Context: req.Context, Now: s.now()})
+	plan, err := planner.Plan(ctx, brain.PlanRequest{Message: req.Message, Context: req.Context, Now: s.now()})
 	if err != nil {
 		var e *brain.Error
 		if !errors.As(err, &e) {
@@ -64,7 +73,14 @@ func (s *Service) Run(ctx context.Context, req *brain.RunParams, requester strin
 		rec.PlannedCalls = []brain.PlannedCall{}
 	}
 	if len(plan.Calls) == 0 {
+		// Nothing to run: the run answers (GEM's brain switches to answer too), with the explanation asked
+		// for, or with what it can do when it did not understand.
 		rec.Status = brain.RunCompleted
+		rec.Decision.Mode = brain.ModeAnswer
+		if plan.Answer != "" {
+			rec.AssistantMessage = plan.Answer
+			return s.record(ctx, rec)
+		}
 		rec.AssistantMessage = plan.Help
 		rec.Errors = []*brain.Error{{Code: brain.ENOPLAN, Message: "nothing in the message matched what I can do", Details: map[string]any{"message": req.Message}}}
 		return s.record(ctx, rec)
@@ -104,6 +120,9 @@ func (s *Service) Run(ctx context.Context, req *brain.RunParams, requester strin
 
 	wait := req.Mode == brain.ModeEnqueueAndWait
 	params := s.callParams(rec, wait)
+	if !wait {
+		rec.AssistantMessage = describeEnqueued(rec.PlannedCalls)
+	}
 	// A waiter hears of the receipts from before the calls exist, so it never reads them first.
 	var sub *gemsql.Subscription
 	if wait {
@@ -164,7 +183,7 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 		}
 	}
 	rec.Receipts = brain.Compact(ordered)
-	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, ordered, pending)
+	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, inputsByCall(rec.PlannedCalls), ordered, pending)
 	rec.Errors = slicesDeleteCodes(rec.Errors, brain.ECALLFAILED, brain.ETIMEOUT)
 	for _, r := range ordered {
 		if r.Status != registry.StatusSucceeded {
@@ -230,7 +249,7 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 		if wait {
 			sub = s.waiter.Subscribe(rec.CallIDs) // before the calls commit
 		}
-		rec.AssistantMessage = fmt.Sprintf("Approved; enqueued %d %s.", len(params), brain.Plural(len(params), "call", "calls"))
+		rec.AssistantMessage = "Approved. " + describeEnqueued(rec.PlannedCalls)
 		rec.NextActions = nil
 		if err := postgres.RunUpdate(ctx, tx, rec); err != nil {
 			return err
@@ -259,6 +278,9 @@ func (s *Service) callParams(rec *brain.Run, wait bool) []gemsql.CallInsertParam
 		rec.PlannedCalls[i].CallID = &id
 		params[i] = gemsql.CallInsertParams{ID: id, ToolName: pc.Tool, Input: pc.Input, RunID: &rec.ID, Agent: rec.Agent,
 			RequestedBy: rec.RequestedBy}
+		if pc.IdempotencyKey != nil {
+			params[i].IdempotencyKey = *pc.IdempotencyKey
+		}
 	}
 	rec.Status = brain.RunEnqueued
 	if wait {
@@ -319,18 +341,12 @@ func (s *Service) response(rec *brain.Run, receipts []*registry.Receipt, pending
 		Status:           rec.Status,
 		Decision:         rec.Decision,
 		PlannedToolCalls: rec.PlannedCalls,
-		Enqueued:         rec.CallIDs,
-		Receipts:         receipts,
+		Enqueued:         enqueued(rec),
+		Receipts:         brain.RunReceipts(receipts),
 		Pending:          pending,
 		AssistantMessage: rec.AssistantMessage,
 		NextActions:      rec.NextActions,
 		Errors:           rec.Errors,
-	}
-	if resp.Enqueued == nil {
-		resp.Enqueued = []uuid.UUID{}
-	}
-	if resp.Receipts == nil {
-		resp.Receipts = []*registry.Receipt{}
 	}
 	if resp.NextActions == nil {
 		resp.NextActions = []string{}
@@ -339,10 +355,46 @@ func (s *Service) response(rec *brain.Run, receipts []*registry.Receipt, pending
 		resp.Errors = []*brain.Error{}
 	}
 	if resp.Status == brain.RunEnqueued && len(resp.NextActions) == 0 {
-		for _, id := range resp.Enqueued {
-			resp.NextActions = append(resp.NextActions, fmt.Sprintf("receipt: GET /calls/%s?wait=5s", id))
+		for _, e := range resp.Enqueued {
+			resp.NextActions = append(resp.NextActions, fmt.Sprintf("receipt: GET /calls/%s?wait=5s", e.CallID))
 		}
 	}
 	resp.OK = len(resp.Errors) == 0 && resp.Status != brain.RunFailed
 	return resp
+}
+
+// enqueued lists a run's calls with their tools, in plan order (GEM's enqueued).
+func enqueued(rec *brain.Run) []brain.EnqueuedCall {
+	out := make([]brain.EnqueuedCall, 0, len(rec.CallIDs))
+	tools := map[uuid.UUID]string{}
+	for _, pc := range rec.PlannedCalls {
+		if pc.CallID != nil {
+			tools[*pc.CallID] = pc.Tool
+		}
+	}
+	for _, id := range rec.CallIDs {
+		out = append(out, brain.EnqueuedCall{CallID: id, ToolName: tools[id]})
+	}
+	return out
+}
+
+// inputsByCall maps each enqueued call to its planned input, for the sentences that describe receipts.
+func inputsByCall(calls []brain.PlannedCall) map[uuid.UUID]json.RawMessage {
+	out := make(map[uuid.UUID]json.RawMessage, len(calls))
+	for _, pc := range calls {
+		if pc.CallID != nil {
+			out[*pc.CallID] = pc.Input
+		}
+	}
+	return out
+}
+
+// describeEnqueued says what was enqueued, for a run that does not wait.
+func describeEnqueued(calls []brain.PlannedCall) string {
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Tool
+	}
+	return fmt.Sprintf("Enqueued %d %s: %s. They run in the background; each call's receipt is at GET /calls/{call_id}.",
+		len(calls), brain.Plural(len(calls), "call", "calls"), strings.Join(names, ", "))
 }

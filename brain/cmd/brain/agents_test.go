@@ -91,8 +91,8 @@ func testTwoIterations(t *testing.T, provider string) {
 		return newFake(t, fakeKey,
 			llmfake.Turn{
 				Calls: []llmfake.Call{
-					{ID: "call_lead", Name: "leads__create", Arguments: `{"name": "Dana Fox", "phone": "0455 123 987", "email": null, "suburb": "Leichhardt", "address": null, "source": "referral", "notes": null}`},
-					{ID: "call_task", Name: "os__create_task", Arguments: `{"title": "Book an inspection for Dana", "description": null, "priority": "high", "due_at": null, "lead_id": null}`},
+					{ID: "call_lead", Name: "leads__create", Arguments: `{"name": "Dana Fox", "phone": "0455 123 987", "email": null, "suburb": "Leichhardt", "source": "referral", "notes": null}`},
+					{ID: "call_task", Name: "os__create_task", Arguments: `{"title": "Book an inspection for Dana", "domain": "business", "description": null, "priority": "high", "due_at": null, "context_ref": null}`},
 				},
 				Check: func(t require.TestingT, req *llmfake.Request) {
 					require.Contains(t, req.System, "You help a roofing business.")
@@ -108,10 +108,10 @@ func testTwoIterations(t *testing.T, provider string) {
 					require.Len(t, results, 2, "both calls answered")
 					lead := resultOf(t, results["call_lead"])
 					require.Equal(t, "succeeded", lead["status"])
-					require.Equal(t, "Dana Fox", lead["result"].(map[string]any)["lead"].(map[string]any)["name"])
+					require.NotEmpty(t, lead["result"].(map[string]any)["lead_id"])
 					task := resultOf(t, results["call_task"])
 					require.Equal(t, "succeeded", task["status"])
-					require.Equal(t, "high", task["result"].(map[string]any)["priority"])
+					require.NotEmpty(t, task["result"].(map[string]any)["task_id"])
 					require.False(t, results["call_task"].IsError)
 				},
 			},
@@ -158,7 +158,7 @@ func TestChatAnthropicTwoIterations(t *testing.T) {
 
 func TestChatIterationLimit(t *testing.T) {
 	t.Parallel()
-	listing := llmfake.Turn{Text: "Let me look again.", Calls: []llmfake.Call{{ID: "c", Name: "os__list_tasks", Arguments: `{"status": null, "priority": null, "lead_id": null, "limit": null}`}}}
+	listing := llmfake.Turn{Text: "Let me look again.", Calls: []llmfake.Call{{ID: "c", Name: "os__list_tasks", Arguments: `{"status": null, "domain": null, "limit": null}`}}}
 	first, second := listing, listing
 	first.Calls = []llmfake.Call{{ID: "c1", Name: "os__list_tasks", Arguments: first.Calls[0].Arguments}}
 	second.Calls = []llmfake.Call{{ID: "c2", Name: "os__list_tasks", Arguments: second.Calls[0].Arguments}}
@@ -183,10 +183,10 @@ func TestChatRefusalsGoBackToTheLLM(t *testing.T) {
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{
 			{ID: "bad_json", Name: "os__create_task", Arguments: `{"title": "unterminated`},
-			{ID: "bad_input", Name: "os__create_task", Arguments: `{"title": "", "priority": "whenever", "description": null, "due_at": null, "lead_id": null}`},
-			{ID: "not_enabled", Name: "os__create_note", Arguments: `{"title": "secret"}`},
+			{ID: "bad_input", Name: "os__create_task", Arguments: `{"title": "", "domain": null, "priority": "whenever", "description": null, "due_at": null, "context_ref": null}`},
+			{ID: "not_enabled", Name: "os__create_note", Arguments: `{"domain": "business", "title": "secret", "content": "x"}`},
 			{ID: "unknown", Name: "rockets__launch", Arguments: `{}`},
-			{ID: "good", Name: "os__create_task", Arguments: `{"title": "call the supplier", "priority": null, "description": null, "due_at": null, "lead_id": null}`},
+			{ID: "good", Name: "os__create_task", Arguments: `{"title": "call the supplier", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`},
 		}},
 		llmfake.Turn{Text: "One task created; the others failed.", Check: func(t require.TestingT, req *llmfake.Request) {
 			results := req.ToolResults()
@@ -218,7 +218,7 @@ func TestChatRefusalsGoBackToTheLLM(t *testing.T) {
 
 	// The executor refuses the disabled tool too, whoever makes the call for the agent.
 	id, err := gemsql.CallInsert(context.Background(), shared.pool, gemsql.CallInsertParams{ToolName: "os.create_note",
-		Input: json.RawMessage(`{"title": "sneaky"}`), Agent: agent, UserID: "user-1"})
+		Input: json.RawMessage(`{"domain": "business", "title": "sneaky", "content": "x"}`), Agent: agent, UserID: "user-1"})
 	require.NoError(t, err)
 	var body struct {
 		Receipt *registry.Receipt `json:"receipt"`
@@ -230,7 +230,7 @@ func TestChatRefusalsGoBackToTheLLM(t *testing.T) {
 func TestChatHistoryIsReused(t *testing.T) {
 	t.Parallel()
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task", Arguments: `{"title": "ring Ann", "priority": null, "description": null, "due_at": null, "lead_id": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task", Arguments: `{"title": "ring Ann", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}}},
 		llmfake.Turn{Text: "Done, Ann is on your list."},
 		llmfake.Turn{Text: "You asked me to add a task to ring Ann.", Check: func(t require.TestingT, req *llmfake.Request) {
 			roles := []string{}
@@ -274,7 +274,7 @@ func TestChatMetaTools(t *testing.T) {
 				found := resultOf(t, req.ToolResults()["s"])["result"].(map[string]any)["tools"].([]any)
 				require.Equal(t, "os__create_task", found[0].(map[string]any)["name"], "the best match comes first")
 			}},
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "c", Name: "os__create_task", Arguments: `{"title": "found by search", "priority": null, "description": null, "due_at": null, "lead_id": null}`}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "c", Name: "os__create_task", Arguments: `{"title": "found by search", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}},
 			Check: func(t require.TestingT, req *llmfake.Request) {
 				require.Equal(t, []string{"search_tools", "describe_tool", "os__create_task"}, req.ToolNames())
 				described := resultOf(t, req.ToolResults()["d"])["result"].(map[string]any)

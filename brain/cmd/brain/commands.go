@@ -41,7 +41,8 @@ func approveRun(args []string, getenv func(string) string, stdout, stderr io.Wri
 	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	wait := fs.Bool("wait", false, "wait for the calls' receipts and print the answer")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long -wait waits (1s..2m)")
+	timeout := waitFlag(30 * time.Second)
+	fs.Var(&timeout, "timeout", "how long -wait waits: milliseconds or a duration (1s..2m)")
 	asJSON := fs.Bool("json", false, "print the JSON response")
 	client := clientFrom(fs, getenv)
 	id, rest := firstArg(args)
@@ -49,13 +50,13 @@ func approveRun(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return flagExit(err)
 	}
 	if id == "" {
-		fmt.Fprintln(stderr, "usage: brain approve RUN_ID [-wait] [-timeout 30s] [-json]")
+		fmt.Fprintln(stderr, "usage: brain approve RUN_ID [-wait] [-timeout 30s|30000] [-json]")
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout+15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)+15*time.Second)
 	defer cancel()
 	c := client()
-	resp, status, err := c.Approve(ctx, id, *wait, *timeout)
+	resp, status, err := c.Approve(ctx, id, *wait, time.Duration(timeout))
 	if err != nil {
 		fmt.Fprintln(stderr, "brain approve:", err)
 		return 1

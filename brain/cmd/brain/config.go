@@ -54,6 +54,10 @@ type Config struct {
 
 	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT).
 	Chat chat.Config
+
+	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
+	// (GEM_BRAIN_DEFAULT_AGENT).
+	DefaultAgent string
 }
 
 // Planners.
@@ -92,7 +96,7 @@ func (c Config) validate() error {
 
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
-	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody}.WithDefaults()
+	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -101,6 +105,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		DatabaseURL:  getenv("DATABASE_URL"),
 		RegistryPath: getenv("GEM_REGISTRY"),
 		Addr:         getenv("GEM_BRAIN_ADDR"),
+		DefaultAgent: getenv("GEM_BRAIN_DEFAULT_AGENT"),
 	}
 	var errs []error
 	switch strings.ToLower(getenv("GEM_BRAIN_AUTH")) {

@@ -82,7 +82,7 @@ func TestPlanIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 	title := "all-or-nothing " + uniq("t")
-	resp, status := a.run(map[string]any{"message": "create a task to " + title + "; frobnicate the wibble"})
+	resp, status := a.run(map[string]any{"message": "create a task to " + title + "; frobnicate the wibble", "mode": "enqueue_and_wait"})
 	require.Equal(t, http.StatusOK, status)
 	require.False(t, resp.OK)
 	require.Equal(t, brain.RunFailed, resp.Status)
@@ -91,9 +91,9 @@ func TestPlanIsAllOrNothing(t *testing.T) {
 	require.Equal(t, brain.ENOPLAN, resp.Errors[0].Code)
 	require.Contains(t, resp.Errors[0].Message, `"frobnicate the wibble"`)
 	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-	var tasks int
-	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT count(*) FROM os_tasks WHERE title LIKE $1`, "%"+title+"%").Scan(&tasks))
-	require.Zero(t, tasks)
+	var calls int
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE input->>'title' LIKE $1`, "%"+title+"%").Scan(&calls))
+	require.Zero(t, calls)
 }
 
 // TestDeadExecutorIsVisible: with no executor alive, /health is 503 and says so, and a call's wait ends
@@ -206,9 +206,10 @@ func TestListedReceiptsAreBounded(t *testing.T) {
 	t.Parallel()
 	a, pool := privateBrain(t, true)
 	ctx := context.Background()
-	// 60 notes with long titles: a search for them returns about 20 KB.
+	// 60 notes with long titles and contents: a search for 50 of them returns more than 8 KiB.
 	_, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input)
-		SELECT 'os.create_note', jsonb_build_object('title', 'boundedlisting ' || i || ' ' || repeat('z', 170)) FROM generate_series(1, 60) i`)
+		SELECT 'os.create_note', jsonb_build_object('domain', 'business', 'title', 'boundedlisting ' || i || ' ' || repeat('z', 120),
+			'content', 'boundedlisting ' || repeat('y', 120)) FROM generate_series(1, 60) i`)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		var n int
@@ -219,7 +220,7 @@ func TestListedReceiptsAreBounded(t *testing.T) {
 		Receipt *registry.Receipt `json:"receipt"`
 	}
 	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls", map[string]any{"tool": "os.search_notes",
-		"input": map[string]any{"query": "boundedlisting", "limit": 200}, "wait_timeout_ms": 20000}, &made))
+		"input": map[string]any{"query": "boundedlisting", "limit": 50}, "wait_timeout_ms": 20000}, &made))
 	require.NotNil(t, made.Receipt)
 	require.Equal(t, registry.StatusSucceeded, made.Receipt.Status)
 	require.Greater(t, len(made.Receipt.Result), 8<<10, "the search's result is over the bound")

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,7 +30,7 @@ const usage = `brain: GEM's brain, an HTTP service that plans tool calls, and a 
 usage:
   brain serve [-migrate]                  serve the HTTP API until SIGINT/SIGTERM
   brain run -m MESSAGE [flags]            ask the brain; exits 0 when ok, 1 otherwise
-  brain approve RUN_ID [-wait] [-timeout 30s]
+  brain approve RUN_ID [-wait] [-timeout 30s|30000]
                                           run a plan stored with -M plan
   brain receipt CALL_ID [-wait 30s]       print a call and its receipt (waiting up to -wait for it)
   brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY]
@@ -40,16 +41,18 @@ usage:
   brain version                           print the version
   brain help                              print this help ("brain COMMAND -h" lists a command's flags)
 
-brain run flags:
-  -m MESSAGE          the message (or give it as the remaining arguments)
-  -M MODE             answer, plan, enqueue or enqueue_and_wait (default enqueue_and_wait)
-  -lead-id, -job-id, -quote-id ID
+brain run flags (GEM's CLI flags work as they are; -x and --x are the same):
+  -m, --message MESSAGE
+                      the message (or give it as the remaining arguments)
+  -M, --mode MODE     answer, plan, enqueue or enqueue_and_wait (default enqueue_and_wait)
+  --lead-id, --job-id, --quote-id ID
                       context ids merged into the planned calls' inputs
-  -context KEY=VALUE  more context (repeatable)
-  -conversation ID    conversation id
-  -timeout 30s        how long to wait for receipts (1s..2m)
-  -max-calls N        most tool calls to plan (1..50; default 10)
-  -json               print the JSON response
+  --context KEY=VALUE more context (repeatable)
+  --conversation ID   conversation id
+  -t, --timeout T     how long to wait for receipts: milliseconds (30000, as GEM's CLI has it) or a
+                      duration (30s); 1s..2m, default 30s
+  --max-calls N       most tool calls to plan (1..50; default 10)
+  --json              print the JSON response
 
 every client command also takes:
   -url URL            the brain (default $GEM_BRAIN_URL, else http://$GEM_BRAIN_ADDR, else http://127.0.0.1:8088)
@@ -66,6 +69,7 @@ brain serve reads (defaults in brackets):
   GEM_BRAIN_MAX_BODY               largest request body in bytes [1048576]
   GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [the local zone]
   GEM_BRAIN_PLANNER                rules or llm [rules]
+  GEM_BRAIN_DEFAULT_AGENT          the agent POST /operator/chat talks to [office-assistant]
   GEM_BRAIN_TOOL_SEARCH_THRESHOLD  tools above which agents get search_tools/describe_tool [40]
   GEM_BRAIN_CHAT_WAIT_TIMEOUT      wait for one chat iteration's receipts [30s]
   GEM_LLM_PROVIDER                 openai or anthropic [openai]
@@ -178,27 +182,37 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		message      = fs.String("m", "", "the message (required)")
-		mode         = fs.String("M", "enqueue_and_wait", "mode: answer, plan, enqueue or enqueue_and_wait")
+		message      string
+		mode         string
+		timeout      = waitFlag(30 * time.Second)
 		leadID       = fs.String("lead-id", "", "context: lead id")
 		jobID        = fs.String("job-id", "", "context: job id")
 		quoteID      = fs.String("quote-id", "", "context: quote id")
 		conversation = fs.String("conversation", "", "conversation id")
-		timeout      = fs.Duration("timeout", 30*time.Second, "how long to wait for receipts (1s..2m)")
 		maxCalls     = fs.Int("max-calls", 0, "most tool calls to plan (1..50; default 10)")
 		asJSON       = fs.Bool("json", false, "print the JSON response")
 		url          = fs.String("url", "", "brain URL")
 		token        = fs.String("token", "", "bearer token")
 	)
+	// GEM's CLI names, long and short, for the same settings.
+	for _, name := range []string{"m", "message"} {
+		fs.StringVar(&message, name, "", "the message (required)")
+	}
+	for _, name := range []string{"M", "mode"} {
+		fs.StringVar(&mode, name, string(brain.ModeEnqueueAndWait), "mode: answer, plan, enqueue or enqueue_and_wait")
+	}
+	for _, name := range []string{"t", "timeout"} {
+		fs.Var(&timeout, name, "how long to wait for receipts: milliseconds (30000) or a duration (30s); 1s..2m")
+	}
 	ctxVals := keyValues{}
 	fs.Var(ctxVals, "context", "context key=value (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	if *message == "" {
-		*message = strings.Join(fs.Args(), " ")
+	if message == "" {
+		message = strings.Join(fs.Args(), " ")
 	}
-	if strings.TrimSpace(*message) == "" {
+	if strings.TrimSpace(message) == "" {
 		fmt.Fprintln(stderr, `brain run: give a message with -m "..."`)
 		return 2
 	}
@@ -207,13 +221,13 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 			ctxVals[k] = v
 		}
 	}
-	req := &brain.RunParams{Message: *message, Mode: brain.Mode(*mode), ConversationID: *conversation,
-		Limits: &brain.Limits{MaxToolCalls: *maxCalls, WaitTimeoutMS: int(timeout.Milliseconds())}}
+	req := &brain.RunParams{Message: message, Mode: brain.Mode(mode), ConversationID: *conversation,
+		Limits: &brain.Limits{MaxToolCalls: *maxCalls, WaitTimeoutMS: int(time.Duration(timeout).Milliseconds())}}
 	if len(ctxVals) > 0 {
 		req.Context = ctxVals
 	}
 	client := &api.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout+15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)+15*time.Second)
 	defer cancel()
 	resp, status, err := client.Run(ctx, req)
 	if err != nil {
@@ -225,6 +239,24 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return 0
 	}
 	return 1
+}
+
+// waitFlag is a wait given in milliseconds (GEM's CLI: -t 30000) or as a duration (30s).
+type waitFlag time.Duration
+
+func (w *waitFlag) String() string { return time.Duration(*w).String() }
+
+func (w *waitFlag) Set(s string) error {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*w = waitFlag(time.Duration(ms) * time.Millisecond)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither milliseconds (30000) nor a duration (30s)", s)
+	}
+	*w = waitFlag(d)
+	return nil
 }
 
 func brainURL(flagValue string, getenv func(string) string) string {

@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +46,7 @@ func TestCLI(t *testing.T) {
 	code, out, errOut := cli("run", "-m", "create a task to call John tomorrow, urgent")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "ok (HTTP 200)")
-	require.Contains(t, out, "Created task “call John” (urgent priority, due")
+	require.Contains(t, out, "Created task “call John” (high priority, due")
 	require.Contains(t, out, "os.create_task")
 	require.Contains(t, out, "succeeded")
 
@@ -60,20 +64,31 @@ func TestCLI(t *testing.T) {
 	code, out, _ = cli("run", "-m", "create a task to call Ann", "-lead-id", "not-a-uuid")
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "HTTP 400")
-	require.Contains(t, out, "/lead_id")
+	require.Contains(t, out, "/context/lead_id")
+
+	// GEM's flags: --message, --mode, --lead-id, -t in milliseconds, --max-calls.
+	lead := "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
+	code, out, _ = cli("run", "--message", "create a task to call Ann back", "--mode", "answer", "--lead-id", lead, "-t", "5000", "--json")
+	require.Equal(t, 0, code, out)
+	require.NoError(t, json.Unmarshal([]byte(out), &resp))
+	require.Equal(t, brain.ModeAnswer, resp.Decision.Mode)
+	require.JSONEq(t, `{"title": "call Ann back", "domain": "business", "priority": "normal", "context_ref": {"type": "lead", "id": "`+lead+`"}}`, string(resp.PlannedToolCalls[0].Input))
+	code, out, _ = cli("run", "-m", "create a task to a\ncreate a task to b", "--max-calls", "1")
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "max_tool_calls (1)")
 
 	code, _, errOut = cli("run")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "give a message")
 
 	// brain call: one call to a named tool, validated by the brain first.
-	code, out, _ = cli("call", "os.create_note", `{"title": "from the CLI", "kind": "personal"}`)
+	code, out, _ = cli("call", "os.create_note", `{"domain": "personal", "title": "from the CLI", "content": "written by brain call"}`)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"status": "succeeded"`)
-	code, out, _ = cli("call", "os.create_note", `{"kind": "diary"}`)
+	code, out, _ = cli("call", "os.create_note", `{"domain": "diary"}`)
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "HTTP 400")
-	require.Contains(t, out, "/title")
+	require.Contains(t, out, "/domain")
 
 	// brain skills import: both test skills, with what was left out.
 	code, out, _ = cli("skills", "import", "testdata/skills")
@@ -105,7 +120,7 @@ func TestCLI(t *testing.T) {
 	var planned brain.RunResponse
 	require.NoError(t, json.Unmarshal([]byte(out), &planned))
 	require.Equal(t, brain.RunPlanned, planned.Status)
-	code, out, _ = cli("approve", planned.RunID.String(), "-wait", "-timeout", "20s")
+	code, out, _ = cli("approve", planned.RunID.String(), "-wait", "-timeout", "20000")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "Created task “approve from the CLI”")
 	code, out, _ = cli("approve", planned.RunID.String())
@@ -113,7 +128,7 @@ func TestCLI(t *testing.T) {
 	require.Contains(t, out, "HTTP 409")
 
 	// brain receipt CALL_ID -wait: the call and its receipt.
-	code, out, _ = cli("call", "os.create_note", `{"title": "for brain receipt", "kind": "business"}`, "-wait", "0s")
+	code, out, _ = cli("call", "os.create_note", `{"domain": "business", "title": "for brain receipt", "content": "x"}`, "-wait", "0s")
 	require.Equal(t, 0, code, out)
 	var made struct {
 		Call struct {
@@ -131,7 +146,8 @@ func TestCLI(t *testing.T) {
 	// help: every command and variable, exit 0.
 	code, out, _ = cli("--help")
 	require.Equal(t, 0, code)
-	for _, want := range []string{"brain approve", "brain receipt", "GEM_BRAIN_TOKEN_FILE", "GEM_LLM_MODEL", "DATABASE_URL"} {
+	for _, want := range []string{"brain approve", "brain receipt", "GEM_BRAIN_TOKEN_FILE", "GEM_LLM_MODEL", "DATABASE_URL",
+		"-m, --message", "-M, --mode", "--lead-id, --job-id, --quote-id", "-t, --timeout", "--max-calls"} {
 		require.Contains(t, out, want)
 	}
 	code, _, _ = cli("run", "-h")
@@ -180,4 +196,71 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 	for _, name := range names {
 		require.Contains(t, usage, name, "brain help names %s", name)
 	}
+}
+
+// TestCLIGEMFlags checks, against a brain that records what it is sent, that each of GEM's CLI flags (and
+// ours) sets its part of the request.
+func TestCLIGEMFlags(t *testing.T) {
+	t.Parallel()
+	var got []map[string]any
+	var mu sync.Mutex
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		got = append(got, body)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok": true, "run_id": "` + uuid.NewString() + `", "status": "completed", "decision": {"mode_used": "answer", "reason": "r"},
+			"planned_tool_calls": [], "enqueued": [], "receipts": [], "assistant_message": "fine", "next_actions": [], "errors": []}`))
+	}))
+	t.Cleanup(fake.Close)
+	getenv := func(k string) string {
+		return map[string]string{"GEM_BRAIN_URL": fake.URL, "GEM_BRAIN_TOKEN": token}[k]
+	}
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		require.Equal(t, 0, cli(append([]string{"run"}, args...), getenv, &out, &errOut), out.String()+errOut.String())
+		mu.Lock()
+		defer mu.Unlock()
+		return got[len(got)-1]
+	}
+	const lead, job, quote = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10", "0e6b1f1b-7f3a-4a35-9d0e-5b0f1c398c8f", "9d0e5b0f-1c39-4a35-8c8f-6b1f1b7f3a10"
+	for _, tt := range []struct {
+		name string
+		args []string
+		want map[string]any
+	}{
+		{"-m", []string{"-m", "health check"}, map[string]any{"message": "health check", "mode": "enqueue_and_wait", "limits": map[string]any{"wait_timeout_ms": 30000.0}}},
+		{"--message", []string{"--message", "health check"}, map[string]any{"message": "health check"}},
+		{"words after the flags", []string{"-M", "answer", "list", "my", "tasks"}, map[string]any{"message": "list my tasks", "mode": "answer"}},
+		{"-M", []string{"-m", "x", "-M", "plan"}, map[string]any{"mode": "plan"}},
+		{"--mode", []string{"-m", "x", "--mode", "enqueue"}, map[string]any{"mode": "enqueue"}},
+		{"--lead-id", []string{"-m", "x", "--lead-id", lead}, map[string]any{"context": map[string]any{"lead_id": lead}}},
+		{"--job-id", []string{"-m", "x", "--job-id", job}, map[string]any{"context": map[string]any{"job_id": job}}},
+		{"--quote-id", []string{"-m", "x", "--quote-id", quote}, map[string]any{"context": map[string]any{"quote_id": quote}}},
+		{"all three ids and --context", []string{"-m", "x", "--lead-id", lead, "--job-id", job, "--quote-id", quote, "--context", "invoice_id=abc"},
+			map[string]any{"context": map[string]any{"lead_id": lead, "job_id": job, "quote_id": quote, "invoice_id": "abc"}}},
+		{"-t in milliseconds", []string{"-m", "x", "-t", "5000"}, map[string]any{"limits": map[string]any{"wait_timeout_ms": 5000.0}}},
+		{"--timeout in milliseconds", []string{"-m", "x", "--timeout", "90000"}, map[string]any{"limits": map[string]any{"wait_timeout_ms": 90000.0}}},
+		{"--timeout as a duration", []string{"-m", "x", "--timeout", "10s"}, map[string]any{"limits": map[string]any{"wait_timeout_ms": 10000.0}}},
+		{"--max-calls", []string{"-m", "x", "--max-calls", "3"}, map[string]any{"limits": map[string]any{"max_tool_calls": 3.0, "wait_timeout_ms": 30000.0}}},
+		{"--conversation", []string{"-m", "x", "--conversation", "c-1"}, map[string]any{"conversation_id": "c-1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := run(tt.args...)
+			for k, v := range tt.want {
+				require.Equal(t, v, body[k], "%s in %v", k, body)
+			}
+			if _, ok := tt.want["context"]; !ok {
+				require.NotContains(t, body, "context")
+			}
+		})
+	}
+
+	var out, errOut bytes.Buffer
+	require.Equal(t, 2, cli([]string{"run", "-m", "x", "-t", "soon"}, getenv, &out, &errOut))
+	require.Contains(t, errOut.String(), `"soon" is neither milliseconds (30000) nor a duration (30s)`)
+	require.Equal(t, 2, cli([]string{"run", "--max-calls", "many", "-m", "x"}, getenv, &out, &errOut))
 }

@@ -79,23 +79,25 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 		info = api.LLMInfo{Configured: true, Provider: client.Provider(), Model: client.DefaultModel()}
 	}
-	var plans brain.Planner
-	switch cfg.Planner {
-	case PlannerLLM:
+	// The rules planner always exists: it plans runs (unless the LLM does), answers GET /brain/help and
+	// POST /operator/chat when no agent can.
+	rules, err := planner.NewRulesPlanner(m.Registry, nil, cfg.Timezone)
+	if err != nil {
+		return err
+	}
+	var plans brain.Planner = rules
+	if cfg.Planner == PlannerLLM {
 		if client == nil {
 			return fmt.Errorf("GEM_BRAIN_PLANNER=llm needs an LLM: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL)")
 		}
 		plans = planner.NewLLMPlanner(client, m.Registry)
-	default:
-		if plans, err = planner.NewRulesPlanner(m.Registry, nil, cfg.Timezone); err != nil {
-			return err
-		}
 	}
 	m.Runs = run.NewService(m.Registry, plans, m.Pool, m.Waiter)
+	m.Runs.UseRules(rules)
 	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, cfg.Chat)
 	m.Server = api.New(&api.Params{
 		Config: cfg.api(),
-		Runs:   m.Runs, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
+		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
 	})
 	if err := m.Server.Open(); err != nil {
 		m.Server = nil

@@ -32,17 +32,18 @@ func TestRunEnqueueAndWait(t *testing.T) {
 	require.Equal(t, []string{"create_task"}, resp.Decision.Rules)
 	require.Len(t, resp.PlannedToolCalls, 1)
 	require.Len(t, resp.Enqueued, 1)
+	require.Equal(t, "os.create_task", resp.Enqueued[0].ToolName)
 	require.Len(t, resp.Receipts, 1)
 	r := resp.Receipts[0]
-	require.Equal(t, registry.StatusSucceeded, r.Status)
-	require.Equal(t, resp.Enqueued[0], r.CallID)
-	require.Contains(t, resp.AssistantMessage, "Created task “call John about the gutters” (urgent priority)")
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	require.Equal(t, resp.Enqueued[0].CallID, r.CallID)
+	require.Contains(t, resp.AssistantMessage, "Created task “call John about the gutters” (high priority)")
 	require.NotEmpty(t, resp.NextActions)
 
 	// The run, its call and the receipt are in the database, tied together. (The answer is recorded while
 	// the response goes out, so the row may lag the response by a moment.)
 	require.Eventually(t, func() bool { return runStatus(t, shared.pool, resp.RunID) == brain.RunCompleted }, 5*time.Second, 10*time.Millisecond)
-	c, err := gemsql.CallGet(context.Background(), shared.pool, resp.Enqueued[0])
+	c, err := gemsql.CallGet(context.Background(), shared.pool, resp.Enqueued[0].CallID)
 	require.NoError(t, err)
 	require.Equal(t, &resp.RunID, c.RunID)
 	require.Equal(t, "tester", c.RequestedBy)
@@ -80,14 +81,15 @@ func TestRunEnqueueReturnsCallIDs(t *testing.T) {
 	require.Equal(t, brain.RunEnqueued, resp.Status)
 	require.Len(t, resp.Enqueued, 1)
 	require.Empty(t, resp.Receipts)
-	require.Contains(t, resp.NextActions[0], "/calls/"+resp.Enqueued[0].String())
+	require.Contains(t, resp.AssistantMessage, "Enqueued 1 call: os.create_note")
+	require.Contains(t, resp.NextActions[0], "/calls/"+resp.Enqueued[0].CallID.String())
 
 	// Long-poll the call until its receipt exists.
 	var body struct {
 		Call    gemsql.Call       `json:"call"`
 		Receipt *registry.Receipt `json:"receipt"`
 	}
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].String()+"?wait=5s", nil, &body))
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].CallID.String()+"?wait=5s", nil, &body))
 	require.NotNil(t, body.Receipt)
 	require.Equal(t, registry.StatusSucceeded, body.Receipt.Status)
 	require.Equal(t, registry.CallSucceeded, body.Call.Status)
@@ -112,7 +114,7 @@ func TestPlanAndApprove(t *testing.T) {
 	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
 	var input map[string]any
 	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
-	require.Equal(t, map[string]any{"name": "Priya Nair", "phone": "0433 222 111", "suburb": "Ashfield", "source": "facebook"}, input)
+	require.Equal(t, map[string]any{"name": "Priya Nair", "phone": "0433 222 111", "suburb": "Ashfield", "source": "meta"}, input)
 
 	var approved brain.RunResponse
 	status = a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", map[string]any{"wait": true}, &approved)
@@ -142,27 +144,40 @@ func TestContextIsMergedIntoInputs(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	lead, _ := a.run(map[string]any{"message": "new lead Tom Hardy 0400 999 888 in Glebe"})
-	require.True(t, lead.OK, "%+v", lead.Errors)
-	var res struct {
-		Lead struct {
-			LeadID string `json:"lead_id"`
-		} `json:"lead"`
-	}
-	require.NoError(t, json.Unmarshal(lead.Receipts[0].Result, &res))
-
-	// lead_id goes into os.create_task's input (its schema has it); job_id does not (it has not).
-	resp, _ := a.run(map[string]any{"message": "create a task to call Tom back", "context": map[string]any{"lead_id": res.Lead.LeadID, "job_id": "J-1"}})
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	leadID := uuid.NewString()
+	// An id the tool's schema has goes into its input; GEM's tasks have none, but a context_ref: the most
+	// specific id the context gives (here the lead). Keys no tool has are left out.
+	resp, status := a.run(map[string]any{"message": "create a task to call Tom back", "mode": "answer",
+		"context": map[string]any{"lead_id": leadID, "channel": "web"}})
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
 	var input map[string]any
 	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
-	require.Equal(t, res.Lead.LeadID, input["lead_id"])
-	require.NotContains(t, input, "job_id")
-	var task struct {
+	require.Equal(t, map[string]any{"type": "lead", "id": leadID}, input["context_ref"])
+	require.NotContains(t, input, "channel")
+
+	jobID := uuid.NewString()
+	resp, _ = a.run(map[string]any{"message": "create a task to order the sheets\ncomplete the job", "mode": "answer",
+		"context": map[string]any{"lead_id": leadID, "job_id": jobID}})
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
+	require.Equal(t, map[string]any{"type": "job", "id": jobID}, input["context_ref"], "the job is more specific than its lead")
+	var second map[string]any
+	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[1].Input, &second))
+	require.Equal(t, map[string]any{"job_id": jobID}, second)
+
+	// The call runs with the merged input (about a lead that exists).
+	lead, _ := a.run(map[string]any{"message": "new lead Tom Hardy 0400 999 888 in Glebe", "mode": "enqueue_and_wait"})
+	require.True(t, lead.OK, "%+v", lead.Errors)
+	var made struct {
 		LeadID string `json:"lead_id"`
 	}
-	require.NoError(t, json.Unmarshal(resp.Receipts[0].Result, &task))
-	require.Equal(t, res.Lead.LeadID, task.LeadID)
+	require.NoError(t, json.Unmarshal(lead.Receipts[0].Result, &made))
+	leadID = made.LeadID
+	resp, _ = a.run(map[string]any{"message": "create a task to call Tom back", "mode": "enqueue_and_wait", "context": map[string]any{"lead_id": leadID}})
+	require.True(t, resp.OK, "%+v %+v", resp.Errors, resp.Receipts)
+	c, err := gemsql.CallGet(context.Background(), shared.pool, resp.Enqueued[0].CallID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"title": "call Tom back", "domain": "business", "priority": "normal", "context_ref": {"type": "lead", "id": "`+leadID+`"}}`, string(c.Input))
 }
 
 func TestInvalidPlanEnqueuesNothing(t *testing.T) {
@@ -170,7 +185,7 @@ func TestInvalidPlanEnqueuesNothing(t *testing.T) {
 	a := newAPI(t)
 
 	// A context id that breaks the tool's schema: every violation is reported, nothing is enqueued.
-	resp, status := a.run(map[string]any{"message": "create a task to call Ann", "context": map[string]any{"lead_id": "not-a-uuid"}})
+	resp, status := a.run(map[string]any{"message": "log call: no answer", "mode": "enqueue_and_wait", "context": map[string]any{"entity_id": 42}})
 	require.Equal(t, http.StatusBadRequest, status)
 	require.False(t, resp.OK)
 	require.Equal(t, brain.RunFailed, resp.Status)
@@ -178,14 +193,21 @@ func TestInvalidPlanEnqueuesNothing(t *testing.T) {
 	details, _ := resp.Errors[0].Details.(map[string]any)
 	violations, _ := details["violations"].([]any)
 	require.Len(t, violations, 1)
-	require.Equal(t, "/lead_id", violations[0].(map[string]any)["path"])
+	require.Equal(t, "/entity_id", violations[0].(map[string]any)["path"])
 	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
 	require.Equal(t, brain.RunFailed, runStatus(t, shared.pool, resp.RunID))
 
+	// GEM's context ids are UUIDs: anything else is refused at the edge, naming where.
+	var e errorResponse
+	require.Equal(t, http.StatusBadRequest, a.do(http.MethodPost, "/brain/run", map[string]any{"message": "create a task to call Ann", "context": map[string]any{"lead_id": "not-a-uuid"}}, &e))
+	require.Equal(t, "/context/lead_id", e.Errors[0].Details.(map[string]any)["violations"].([]any)[0].(map[string]any)["path"])
+
 	// A rule that understood the request but lacks something says what.
-	resp, status = a.run(map[string]any{"message": "new lead Bob from Glebe"})
+	resp, status = a.run(map[string]any{"message": "new lead Bob Lee 0412 345 678", "mode": "enqueue_and_wait"})
 	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, resp.Errors[0].Message, "phone number")
+	require.Contains(t, resp.Errors[0].Message, "which suburb is Bob Lee in?")
+	missing := resp.Errors[0].Details.(map[string]any)["missing"].([]any)
+	require.Equal(t, "suburb", missing[0].(map[string]any)["field"])
 	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
 
 	// More calls than limits.max_tool_calls: nothing is enqueued.
@@ -199,7 +221,7 @@ func TestSeveralCallsInOneRun(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "Create a task to order 40 tiles. Note that the Baker roof has asbestos sheeting\nlist urgent tasks"})
+	resp, status := a.run(map[string]any{"message": "Create a task to order 40 tiles. Note that the Baker roof has asbestos sheeting\nlist urgent tasks", "mode": "enqueue_and_wait"})
 	require.Equal(t, http.StatusOK, status)
 	require.True(t, resp.OK, "%+v", resp.Errors)
 	require.Len(t, resp.Receipts, 3)
@@ -211,11 +233,12 @@ func TestNoRuleMatches(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "sing me a song about gutters"})
+	resp, status := a.run(map[string]any{"message": "sing me a song about gutters", "mode": "enqueue_and_wait"})
 	require.Equal(t, http.StatusOK, status)
 	require.False(t, resp.OK)
 	require.Equal(t, brain.ENOPLAN, resp.Errors[0].Code)
-	require.Contains(t, resp.AssistantMessage, "I can:")
+	require.Equal(t, brain.ModeAnswer, resp.Decision.Mode, "nothing to run: the run answers, as GEM's does")
+	require.Contains(t, resp.AssistantMessage, "I can, for example")
 	require.Contains(t, resp.AssistantMessage, "create a task")
 	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
 }
@@ -225,7 +248,7 @@ func TestFailedCallIsReported(t *testing.T) {
 	a := newAPI(t)
 
 	missing := uuid.New()
-	resp, status := a.run(map[string]any{"message": "complete task " + missing.String()})
+	resp, status := a.run(map[string]any{"message": "complete task " + missing.String(), "mode": "enqueue_and_wait"})
 	require.Equal(t, http.StatusOK, status)
 	require.False(t, resp.OK)
 	require.Equal(t, brain.RunCompleted, resp.Status)
@@ -246,15 +269,15 @@ func TestWaitTimeout(t *testing.T) {
 	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
 
 	start := time.Now()
-	resp, status := a.run(map[string]any{"message": "health check", "limits": map[string]any{"wait_timeout_ms": 1000}})
+	resp, status := a.run(map[string]any{"message": "health check", "mode": "enqueue_and_wait", "limits": map[string]any{"wait_timeout_ms": 1000}})
 	require.Equal(t, http.StatusOK, status)
 	require.GreaterOrEqual(t, time.Since(start), time.Second)
 	require.False(t, resp.OK)
 	require.Equal(t, brain.RunWaiting, resp.Status)
-	require.Equal(t, resp.Enqueued, resp.Pending)
+	require.Equal(t, []uuid.UUID{resp.Enqueued[0].CallID}, resp.Pending)
 	require.Equal(t, brain.ETIMEOUT, resp.Errors[0].Code)
 	require.Contains(t, resp.AssistantMessage, "still running")
-	c, err := gemsql.CallGet(context.Background(), m.Pool, resp.Enqueued[0])
+	c, err := gemsql.CallGet(context.Background(), m.Pool, resp.Enqueued[0].CallID)
 	require.NoError(t, err)
 	require.Equal(t, registry.CallQueued, c.Status, "the call was left in the queue, not cancelled")
 
@@ -264,13 +287,13 @@ func TestWaitTimeout(t *testing.T) {
 	var body struct {
 		Receipt *registry.Receipt `json:"receipt"`
 	}
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].String()+"?wait=10s", nil, &body))
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].CallID.String()+"?wait=10s", nil, &body))
 	require.NotNil(t, body.Receipt)
 	var got brain.RunResponse
 	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &got))
 	require.True(t, got.OK, "%+v", got.Errors)
 	require.Equal(t, brain.RunCompleted, got.Status)
-	require.Contains(t, got.AssistantMessage, "GEM is ok")
+	require.Contains(t, got.AssistantMessage, "GEM is ")
 }
 
 func TestAuthentication(t *testing.T) {
@@ -413,9 +436,9 @@ func TestListCallsAndReceipts(t *testing.T) {
 
 	var ids []uuid.UUID
 	for i := range 7 {
-		resp, _ := a.run(map[string]any{"message": fmt.Sprintf("find notes about pagination-%d", i)})
+		resp, _ := a.run(map[string]any{"message": fmt.Sprintf("find notes about pagination-%d", i), "mode": "enqueue_and_wait"})
 		require.True(t, resp.OK, "%+v", resp.Errors)
-		ids = append(ids, resp.Enqueued...)
+		ids = append(ids, resp.Enqueued[0].CallID)
 	}
 	seen := map[string]bool{}
 	cursor := ""

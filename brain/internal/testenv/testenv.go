@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gemhq/gem/registry"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -30,6 +32,49 @@ func RepoRoot() string {
 
 // RegistryPath is the repository's registry.
 func RegistryPath() string { return filepath.Join(RepoRoot(), "tools.registry.json") }
+
+// GEMRegistryPath is the original GEM's registry, the contract GEM's users call (../shared beside the
+// repository).
+func GEMRegistryPath() string {
+	return filepath.Join(RepoRoot(), "..", "shared", "gem", "tools.registry.json")
+}
+
+// GEMContractRegistry is GEM's registry with the repository's own tools added (those GEM has not): every
+// GEM tool with exactly GEM's contract, whatever state the repository's registry is in.
+func GEMContractRegistry() (*registry.Registry, error) {
+	var gem, ours struct {
+		Version string            `json:"version"`
+		Tools   []json.RawMessage `json:"tools"`
+	}
+	for path, doc := range map[string]any{GEMRegistryPath(): &gem, RegistryPath(): &ours} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, doc); err != nil {
+			return nil, fmt.Errorf("error reading %s: %w", path, err)
+		}
+	}
+	names := map[string]bool{}
+	for _, raw := range gem.Tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(raw, &t)
+		names[t.Name] = true
+	}
+	for _, raw := range ours.Tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(raw, &t)
+		if !names[t.Name] {
+			gem.Tools = append(gem.Tools, raw)
+		}
+	}
+	data, _ := json.Marshal(gem)
+	return registry.Parse(data)
+}
 
 // ExecutorBinary builds the executor once per test binary and returns its path.
 func ExecutorBinary() (string, error) {
@@ -53,6 +98,8 @@ func ExecutorBinary() (string, error) {
 type Executor struct {
 	ID  string
 	cmd *exec.Cmd
+	// files is the executor's own file store (GEM_FILE_STORE), removed when it stops.
+	files string
 }
 
 // StartExecutor runs an executor on the database and waits until it has registered. Extra environment
@@ -63,14 +110,20 @@ func StartExecutor(dbURL string, env ...string) (*Executor, error) {
 		return nil, err
 	}
 	id := fmt.Sprintf("test-executor-%d-%d", os.Getpid(), time.Now().UnixNano())
+	files, err := os.MkdirTemp("", "gem-test-files-")
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(bin, "run")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+RegistryPath(), "GEM_EXECUTOR_ID="+id, "GEM_LOG_LEVEL=warn")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+RegistryPath(), "GEM_EXECUTOR_ID="+id, "GEM_LOG_LEVEL=warn",
+		"GEM_FILE_STORE="+files)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(files)
 		return nil, err
 	}
-	e := &Executor{ID: id, cmd: cmd}
+	e := &Executor{ID: id, cmd: cmd, files: files}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -103,4 +156,5 @@ func (e *Executor) Stop() {
 		_ = e.cmd.Process.Kill()
 		<-done
 	}
+	os.RemoveAll(e.files)
 }

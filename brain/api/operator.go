@@ -1,0 +1,118 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+)
+
+// operatorChat answers POST /operator/chat (GEM's): a message to the default agent, in a session that goes
+// on with session_id. With no LLM configured — or the default agent missing or disabled — the rules
+// planner runs the message in mode enqueue_and_wait instead (mode "rules"), so the endpoint still does what
+// it understands and says what it can do otherwise.
+func (s *Server) operatorChat(c echo.Context) error {
+	params, _, err := decodeBody[brain.OperatorChatParams](c, operatorChatSchema, "")
+	if err != nil {
+		return err
+	}
+	if params.SessionID == "" {
+		params.SessionID = uuid.NewString()
+	}
+	ctx := c.Request().Context()
+	fallback := "no LLM is configured (GEM_LLM_MODEL), so the rules planner answered"
+	if s.llm.Configured {
+		agent, err := postgres.AgentGet(ctx, s.pool, s.cfg.DefaultAgent)
+		switch {
+		case brain.ErrorCode(err) == brain.ENOTFOUND:
+			fallback = "the default agent " + s.cfg.DefaultAgent + " does not exist (GEM_BRAIN_DEFAULT_AGENT), so the rules planner answered"
+		case err != nil:
+			return err
+		case !agent.Enabled:
+			fallback = "the default agent " + s.cfg.DefaultAgent + " is disabled, so the rules planner answered"
+		default:
+			resp, err := s.chat.Chat(ctx, agent.Slug, &brain.ChatParams{Message: params.Message, UserID: requester(c), SessionID: params.SessionID}, requester(c))
+			if resp == nil {
+				return err
+			}
+			status := http.StatusOK
+			if err != nil {
+				status = HTTPStatus(brain.ErrorCode(err))
+			}
+			return c.JSON(status, operatorFromChat(resp, agent.Slug))
+		}
+	}
+	run, err := s.runs.Converse(ctx, params.SessionID, params.Message, requester(c))
+	if err != nil {
+		return err
+	}
+	if rerr := run.Recorded(); rerr != nil {
+		zerolog.Ctx(ctx).Warn().Err(rerr).Str("run_id", run.RunID.String()).Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
+	}
+	// A question back (a lead without a suburb) or a failed call is still a reply: 200, ok false.
+	out := operatorFromRun(run, params.SessionID)
+	out.FallbackReason = fallback
+	return c.JSON(http.StatusOK, out)
+}
+
+// operatorFromChat maps an agent's answer to GEM's operator response.
+func operatorFromChat(resp *brain.ChatResponse, agent string) *brain.OperatorChatResponse {
+	out := &brain.OperatorChatResponse{OK: resp.OK, Response: resp.Reply, SessionID: resp.SessionID, Mode: brain.OperatorModeAgent,
+		RunID: resp.RunID, Agent: agent, Errors: resp.Errors}
+	var results []brain.OperatorToolResult
+	for _, tc := range resp.ToolCalls {
+		if tc.CallID != nil {
+			results = append(results, brain.OperatorToolResult{CallID: *tc.CallID, ToolName: tc.Tool, Status: tc.Status})
+		}
+	}
+	out.ToolResults = toolResults(results)
+	if out.Errors == nil {
+		out.Errors = []*brain.Error{}
+	}
+	return out
+}
+
+// operatorFromRun maps a rules run to GEM's operator response. Not being understood is not a failure of a
+// chat: the reply says what the brain can do.
+func operatorFromRun(run *brain.RunResponse, sessionID string) *brain.OperatorChatResponse {
+	out := &brain.OperatorChatResponse{Response: run.AssistantMessage, SessionID: sessionID, Mode: brain.OperatorModeRules,
+		RunID: run.RunID, Errors: run.Errors}
+	status := map[uuid.UUID]string{}
+	for _, r := range run.Receipts {
+		status[r.CallID] = string(r.Status)
+	}
+	var results []brain.OperatorToolResult
+	for _, e := range run.Enqueued {
+		st, ok := status[e.CallID]
+		if !ok {
+			st = brain.ChatCallPending
+		}
+		results = append(results, brain.OperatorToolResult{CallID: e.CallID, ToolName: e.ToolName, Status: st})
+	}
+	out.ToolResults = toolResults(results)
+	out.OK = run.Status != brain.RunFailed
+	for _, e := range run.Errors {
+		if e.Code != brain.ENOPLAN {
+			out.OK = false
+		}
+	}
+	return out
+}
+
+// toolResults sums up a turn's calls; nil (JSON null, as GEM has it) when there were none.
+func toolResults(calls []brain.OperatorToolResult) *brain.OperatorToolResults {
+	if len(calls) == 0 {
+		return nil
+	}
+	tr := &brain.OperatorToolResults{Executed: len(calls), Calls: calls}
+	for _, c := range calls {
+		if c.Status == string(registry.StatusSucceeded) {
+			tr.Succeeded++
+		}
+	}
+	return tr
+}

@@ -1,0 +1,111 @@
+package planner
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Reports that need a period (analytics, ads) get the last 30 days when the message names none.
+const defaultReportDays = 30
+
+var (
+	periodRangeRe = regexp.MustCompile(`(?i)^(?:from|between)\s+(\d{4}-\d{2}-\d{2})\s+(?:to|and|until|-)\s+(\d{4}-\d{2}-\d{2})$`)
+	periodLastRe  = regexp.MustCompile(`(?i)^(?:for\s+|over\s+|in\s+)?(?:the\s+)?(?:last|past)\s+(\d{1,3})\s+(days?|weeks?|months?)$`)
+	periodNamedRe = regexp.MustCompile(`(?i)^(?:for\s+|in\s+|of\s+|over\s+)?(?:the\s+)?(this|last|previous)\s+(week|month|quarter|year|financial\s+year|fy)$`)
+	periodToDate  = regexp.MustCompile(`(?i)^(?:for\s+)?(?:the\s+)?(year|month)\s+to\s+date$|^(ytd|mtd)$`)
+	periodMonthRe = regexp.MustCompile(`(?i)^(?:for\s+|in\s+|of\s+)?(january|february|march|april|may|june|july|august|september|october|november|december)(?:\s+(\d{4}))?$`)
+)
+
+// periodOf reads a period from text ("this month", "last quarter", "from 2026-07-01 to 2026-09-30", "the last
+// 30 days", "march 2026", "year to date"): its first and last days. Empty text is no period (ok, zero).
+func periodOf(text string, now time.Time) (from, to time.Time, ok bool) {
+	text = strings.Trim(strings.TrimSpace(text), ".?!,")
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	if text == "" {
+		return time.Time{}, time.Time{}, true
+	}
+	if m := periodRangeRe.FindStringSubmatch(text); m != nil {
+		f, err1 := time.ParseInLocation(time.DateOnly, m[1], now.Location())
+		t, err2 := time.ParseInLocation(time.DateOnly, m[2], now.Location())
+		return f, t, err1 == nil && err2 == nil && !t.Before(f)
+	}
+	if m := periodLastRe.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		switch strings.ToLower(m[2][:1]) {
+		case "w":
+			return day.AddDate(0, 0, -7*n), day, n > 0
+		case "m":
+			return day.AddDate(0, -n, 0), day, n > 0
+		}
+		return day.AddDate(0, 0, -n), day, n > 0
+	}
+	if m := periodToDate.FindStringSubmatch(text); m != nil {
+		if strings.HasPrefix(strings.ToLower(m[1]+m[2]), "y") {
+			return time.Date(now.Year(), 1, 1, 0, 0, 0, 0, now.Location()), day, true
+		}
+		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, now.Location()), day, true
+	}
+	if m := periodMonthRe.FindStringSubmatch(text); m != nil {
+		month, _ := time.Parse("January", capitalize(strings.ToLower(m[1])))
+		year := now.Year()
+		if m[2] != "" {
+			year, _ = strconv.Atoi(m[2])
+		} else if month.Month() > now.Month() {
+			year-- // "march" in November is the March just gone
+		}
+		f := time.Date(year, month.Month(), 1, 0, 0, 0, 0, now.Location())
+		return f, f.AddDate(0, 1, -1), true
+	}
+	m := periodNamedRe.FindStringSubmatch(text)
+	if m == nil {
+		return time.Time{}, time.Time{}, false
+	}
+	back := 0
+	if !strings.EqualFold(m[1], "this") {
+		back = 1
+	}
+	switch unit := strings.ToLower(m[2]); {
+	case unit == "week":
+		monday := day.AddDate(0, 0, -((int(day.Weekday())+6)%7)-7*back)
+		return monday, monday.AddDate(0, 0, 6), true
+	case unit == "month":
+		f := time.Date(now.Year(), now.Month()-time.Month(back), 1, 0, 0, 0, 0, now.Location())
+		return f, f.AddDate(0, 1, -1), true
+	case unit == "quarter":
+		q := (int(now.Month())-1)/3 - back
+		f := time.Date(now.Year(), time.Month(q*3+1), 1, 0, 0, 0, 0, now.Location())
+		return f, f.AddDate(0, 3, -1), true
+	case unit == "year":
+		f := time.Date(now.Year()-back, 1, 1, 0, 0, 0, 0, now.Location())
+		return f, f.AddDate(1, 0, -1), true
+	default: // the Australian financial year, 1 July to 30 June
+		start := now.Year()
+		if now.Month() < time.July {
+			start--
+		}
+		f := time.Date(start-back, time.July, 1, 0, 0, 0, 0, now.Location())
+		return f, f.AddDate(1, 0, -1), true
+	}
+}
+
+// periodInput is a report's {from, to} (dates) from the match's period group. With required, a message
+// naming no period gets the last 30 days; without, it gets none (the tool's own default). Words that are
+// not a period leave the clause to other rules.
+func periodInput(m *Match, required bool) (map[string]any, error) {
+	from, to, ok := periodOf(m.Group("period"), m.Now)
+	if !ok {
+		return nil, ErrNoMatch
+	}
+	in := map[string]any{}
+	if from.IsZero() {
+		if !required {
+			return in, nil
+		}
+		to = time.Date(m.Now.Year(), m.Now.Month(), m.Now.Day(), 0, 0, 0, 0, m.Now.Location())
+		from = to.AddDate(0, 0, -defaultReportDays)
+	}
+	in["from"], in["to"] = from.Format(time.DateOnly), to.Format(time.DateOnly)
+	return in, nil
+}

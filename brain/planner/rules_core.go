@@ -1,0 +1,383 @@
+package planner
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// coreRules plan GEM's everyday office work: health, tasks, notes and leads. Among them are every phrasing
+// GEM's own rules planner understood ("system status", "create task: ...", "todo ...", "new lead: ...",
+// "lead from ...", "notes about ...", "list leads in contacted", ...).
+var coreRules = []Rule{
+	{
+		Name: "health_check", Tool: "os.health_check",
+		Help:     "check that GEM is working",
+		Examples: []string{"health check", "system status", "are you up?"},
+		Patterns: []string{`^(?:(?:run\s+a\s+)?health(?:\s*check)?|(?:system\s+)?status|system\s+check|ping|are\s+you\s+(?:up|ok|okay|alive|there)|check\s+(?:the\s+)?(?:system\s+)?(?:health|status)|check\s+(?:the\s+)?system|how(?:'s|\s+is)\s+the\s+system(?:\s+doing)?)\s*[.!?]*$`},
+		Build:    func(m *Match) (map[string]any, error) { return map[string]any{}, nil },
+	},
+	{
+		Name: "complete_task", Tool: "os.complete_task",
+		Help:     "complete a task by its id",
+		Examples: []string{"complete task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:complete|finish|close|tick\s+off|mark)\s+(?:the\s+)?task\s+(?P<id>` + uuidPattern + `)(?:\s+(?:as\s+)?(?:done|complete|completed|finished))?\s*(?:[:,-]\s*(?P<note>.+?))?\s*[.!]*$`,
+			`^task\s+(?P<id>` + uuidPattern + `)\s+is\s+(?:done|complete|completed|finished)\s*[.!]*$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			in := withID(m, "task_id", map[string]any{})
+			if note := m.Group("note"); note != "" {
+				in["note"] = note
+			}
+			return in, nil
+		},
+	},
+	{
+		Name: "list_tasks", Tool: "os.list_tasks",
+		Help:     "list tasks (open unless you say done or all; personal or business)",
+		Examples: []string{"list my tasks", "show done tasks", "list all personal tasks"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|what's|whats|which\s+are)\b(?P<filters>.*?)\b(?:tasks|to-?dos)\b(?P<more>.*)$`,
+			`^(?:my\s+)?(?P<filters>(?:\w+\s+)?)(?:tasks|to-?dos)\s*\??$`,
+			`^(?:my\s+)?(?:todo|to-do)\s+list\s*\??$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			words := strings.ToLower(m.Group("filters") + " " + m.Group("more"))
+			status := "open"
+			switch {
+			case hasWord(words, "done", "completed", "finished", "closed"):
+				status = "done"
+			case hasWord(words, "all", "every"):
+				status = "all"
+			}
+			in := map[string]any{}
+			if slices.Contains(enumOf(m.Tool, "status"), status) {
+				in["status"] = status
+			}
+			if hasWord(words, "personal", "private", "home") {
+				in["domain"] = "personal"
+			} else if hasWord(words, "business", "work") {
+				in["domain"] = "business"
+			}
+			// A priority filter, where the tool has one (GEM's has none).
+			if p := priorityOf(words); p != "normal" && m.Tool.HasInputProperty("priority") {
+				if v := priorityInput(m.Tool, p); v != "" {
+					in["priority"] = v
+				}
+			}
+			return in, nil
+		},
+	},
+	{
+		Name: "create_task", Tool: "os.create_task",
+		Help:     "create a task, with its priority (low, normal, high), due date and domain (business or personal)",
+		Examples: []string{"create a task to call John tomorrow, urgent", "todo: measure the Baker roof by friday", "create task: book the dentist, personal"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:create|add|make|new|set\s+up)\s+(?:an?\s+)?(?P<pre>(?:(?:new|urgent|important|high|low|priority|asap|personal|private|home|business|work)\s+)*)(?:task|todo|to-do)\b\s*(?:to\b|for\b|:|-)?\s*(?P<title>.+)$`,
+			`^(?:todo|to-do|task)\s*[:\-]?\s+(?P<title>.+)$`,
+			`^remind\s+me\s+to\s+(?P<title>.+)$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			pre, title := m.Group("pre"), m.Group("title")
+			priority := priorityOf(pre + " " + title)
+			domain := domainOf(domainWord(pre+" "+title), title)
+			title = stripPriorityWords(title)
+			title = domainTagRe.ReplaceAllString(title, "")
+			due, title := extractWhen(title, m.Now, m.Location)
+			title = cleanTitle(title)
+			if title == "" {
+				return nil, Missing("title", `what is the task? Say it after "create a task to"`)
+			}
+			in := map[string]any{"title": cut(title, 200), "domain": domain}
+			if p := priorityInput(m.Tool, priority); p != "" {
+				in["priority"] = p
+			}
+			if !due.IsZero() {
+				in["due_at"] = due.Format(time.RFC3339)
+			}
+			return in, nil
+		},
+	},
+	{
+		Name: "search_notes", Tool: "os.search_notes",
+		Help:     "search notes",
+		Examples: []string{"find notes about gutters", "notes about asbestos", "search personal notes for gym"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:search|find|look\s*up|look\s+for)\s+(?:my\s+|the\s+)?(?:(?P<kind>personal|private|business|work)\s+)?notes?\s*(?:for|about|on|with|mentioning|that\s+mention|containing)?\s*(?P<query>.+)$`,
+			`^(?:what|which)\s+notes?\s+(?:do\s+i\s+have\s+)?(?:about|on|mention(?:ing)?)\s+(?P<query>.+?)\??$`,
+			`^(?:my\s+)?(?:(?P<kind>personal|private|business|work)\s+)?notes\s+(?:about|for|on|mentioning|containing)\s+(?P<query>.+?)\??$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			q := strings.Trim(m.Group("query"), " .?!\"'")
+			if q == "" {
+				return nil, Missing("query", "what should I search the notes for?")
+			}
+			in := map[string]any{"query": cut(q, 240)}
+			if k := m.Group("kind"); k != "" {
+				in["domain"] = domainOf(k, "")
+			}
+			return in, nil
+		},
+	},
+	{
+		Name: "add_memory", Tool: "identity.add_memory",
+		Help:     "remember a preference or a fact about you",
+		Examples: []string{"remember that I prefer inspections in the morning", "remember fact: the ute is due for a service in March"},
+		Patterns: []string{
+			`^(?:please\s+)?remember\s+(?:my\s+|this\s+|a\s+)?(?P<type>preference|fact|boundary|commitment|pattern)\s*[:\-]\s*(?P<text>.+)$`,
+			`^(?:please\s+)?remember\s+(?:that\s+)?(?P<text>i\s+(?:prefer|like|love|hate|dislike|don't\s+like|do\s+not\s+like|always|never)\b.+)$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			text := cleanTitle(m.Group("text"))
+			kind := strings.ToLower(m.Group("type"))
+			if kind == "" {
+				kind = "preference"
+			}
+			if !slices.Contains(enumOf(m.Tool, "memory_type"), kind) {
+				return nil, ErrNoMatch
+			}
+			return map[string]any{"memory_type": kind, "key": cut(slug(text), 120), "value": map[string]any{"text": text}, "source": "user"}, nil
+		},
+	},
+	{
+		Name: "create_note", Tool: "os.create_note",
+		Help:     "save a note, business or personal (from its words)",
+		Examples: []string{"note that the Smiths' gutters need replacing", "create note: Monument or Surfmist for the Baker job", "add a personal note: renew gym membership"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:create|add|make|new|save|write|take|jot\s+down)\s+(?:an?\s+)?(?:new\s+)?(?:(?P<kind>personal|private|home|business|work)\s+)?note\b\s*(?:that\b|about\b|saying\b|:|-)?\s*(?P<body>.+)$`,
+			`^note(?:\s+that)?\s*[:\-]?\s+(?P<body>.+)$`,
+			`^(?:remember|jot\s+down)\s+that\s+(?P<body>.+)$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			body := strings.TrimSpace(m.Group("body"))
+			if body == "" {
+				return nil, Missing("content", "what should the note say?")
+			}
+			return map[string]any{"domain": domainOf(m.Group("kind"), body), "title": noteTitle(body), "content": body}, nil
+		},
+	},
+	{
+		Name: "update_lead_stage", Tool: "leads.update_stage",
+		Help:     "move a lead along the pipeline (new, contacted, inspection scheduled, quoted, won, lost)",
+		Examples: []string{"move the lead to contacted", "move lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to quoted"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:move|set|change|mark|update)\s+(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?(?:'s\s+stage|\s+stage)?\s+(?:to|as|into)\s+(?:stage\s+)?(?P<stage>[\w\s-]+?)\s*[.!]*$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			stage, err := enumValue(enumOf(m.Tool, "stage"), "stage", m.Group("stage"))
+			if err != nil {
+				return nil, err
+			}
+			return withID(m, "lead_id", map[string]any{"stage": stage}), nil
+		},
+	},
+	{
+		Name: "list_leads", Tool: "leads.list_by_stage",
+		Help:     "list leads, optionally in one stage, suburb or source",
+		Examples: []string{"list leads", "list new leads", "show leads in contacted", "leads in Newtown"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|which\s+are)\b(?P<filters>.*?)\bleads\b(?P<more>.*)$`,
+			`^(?P<filters>(?:\w+\s+)?)leads\b(?P<more>.*)$`,
+			`^(?:please\s+)?(?:list|show)\s+lead\s+(?:in\s+)?(?P<filters>new|contacted|quoted|won|lost|inspection[\s_]scheduled)(?:\s+stage)?\s*[.!?]*$`,
+		},
+		Build: func(m *Match) (map[string]any, error) {
+			words := m.Group("filters") + " " + m.Group("more")
+			in := map[string]any{}
+			for _, stage := range leadStages {
+				if hasWord(words, stage, strings.ReplaceAll(stage, "_", " ")) {
+					in["stage"] = stage
+					break
+				}
+			}
+			if src, _ := leadSource(enumOf(m.Tool, "source"), words); src != "" {
+				in["source"] = src
+			}
+			if sm := listSuburbRe.FindStringSubmatch(words); sm != nil && in["stage"] != normalize(sm[1]) {
+				in["suburb"] = sm[1]
+			}
+			return in, nil
+		},
+	},
+	{
+		Name: "create_lead", Tool: "leads.create",
+		Help:     "record a new lead with name, phone and suburb (and email and source: referral, gmb, google ads, meta, repeat)",
+		Examples: []string{"new lead Ann Lee 0412 345 678 in Newtown, referral", "lead from John Smith 0400 123 456 in Penrith", "add lead: Jane Doe, 0400 111 222, Marrickville, facebook"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:new|add|create|record|log)\s+(?:an?\s+)?(?:new\s+)?lead\b\s*(?:for\b|:|-|,)?\s*(?P<rest>.+)$`,
+			`^lead\s*[:\-]\s*(?P<rest>.+)$`,
+			`^(?:new\s+)?lead\s+from\s+(?P<rest>.+)$`,
+		},
+		Build: func(m *Match) (map[string]any, error) { return parseLead(m) },
+	},
+}
+
+// leadStages are the pipeline's stages, GEM's.
+var leadStages = []string{"new", "contacted", "inspection_scheduled", "quoted", "won", "lost"}
+
+var listSuburbRe = regexp.MustCompile(`\bin\s+([A-Z][a-zA-Z'-]+(?:\s+[A-Z][a-zA-Z'-]+){0,2})`)
+
+// domainTagRe matches a domain said as a tag on a task ("..., personal"), so it is not part of the title.
+var domainTagRe = regexp.MustCompile(`(?i)[,(]?\s*\b(?:it'?s\s+)?(?:personal|private|business|work)\b\)?\s*$`)
+
+// domainWord is the explicit domain word in text (personal, private, home, business, work), or "".
+func domainWord(text string) string {
+	for _, w := range []string{"personal", "private", "home", "business", "work"} {
+		if hasWord(text, w) {
+			return w
+		}
+	}
+	return ""
+}
+
+var slugRe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slug makes a key from text: "I prefer mornings" → i-prefer-mornings.
+func slug(text string) string {
+	return strings.Trim(slugRe.ReplaceAllString(strings.ToLower(text), "-"), "-")
+}
+
+var (
+	phoneAURe    = regexp.MustCompile(`(?:\+?61[\s-]?|\b0)[2-478](?:[\s-]?\d){8}\b`)
+	phoneOtherRe = regexp.MustCompile(`\+?\d(?:[\s()-]?\d){6,14}\b`)
+	emailRe      = regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`)
+	suburbRe     = regexp.MustCompile(`(?i)\b(?:in|at|from|suburb:?)\s+([a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2})`)
+	namedRe      = regexp.MustCompile(`(?i)\b(?:named|called|name:?)\s+([A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})`)
+)
+
+// sourceSynonyms map the words people use to GEM's lead sources; only values the tool's enum has are used.
+// "other" sources keep the words in the lead's notes. Google Ads comes before the business profile, as
+// "google" alone means the listing.
+var sourceSynonyms = []struct {
+	source string
+	words  []string
+}{
+	{"google_ads", []string{"google ads", "google ad", "adwords", "ppc", "paid search"}},
+	{"gmb", []string{"gmb", "google my business", "google business profile", "google business", "google maps", "google"}},
+	{"meta", []string{"facebook", "fb", "instagram", "insta", "meta", "social media"}},
+	{"referral", []string{"referral", "referrals", "referred", "word of mouth", "recommendation", "recommended"}},
+	{"repeat", []string{"repeat customer", "repeat", "returning customer", "existing customer", "past customer", "previous customer"}},
+	{"other", []string{"website", "web site", "web form", "online form", "walk in", "walk-in", "walked in", "phone call", "called in", "rang", "phoned", "cold call", "flyer", "letterbox"}},
+}
+
+// leadSource finds a lead source in text: the enum value and the words that said it.
+func leadSource(allowed []string, text string) (string, string) {
+	for _, s := range sourceSynonyms {
+		if len(allowed) > 0 && !slices.Contains(allowed, s.source) {
+			continue
+		}
+		for _, w := range s.words {
+			if hasWord(text, w) {
+				return s.source, w
+			}
+		}
+	}
+	return "", ""
+}
+
+// sourceStripRe matches source phrases ("from a referral", "via facebook", "found us on google") so they are
+// not read as a name or a suburb.
+var sourceStripRe = func() *regexp.Regexp {
+	var alts []string
+	for _, s := range sourceSynonyms {
+		for _, w := range s.words {
+			alts = append(alts, regexp.QuoteMeta(w))
+		}
+	}
+	return regexp.MustCompile(`(?i)(?:\b(?:found\s+us\s+)?(?:from|via|through|on|source:?)\s+)?(?:an?\s+|the\s+|our\s+)?\b(?:` + strings.Join(alts, "|") + `)\b`)
+}()
+
+// suburbStop are words a suburb does not go on into.
+var suburbStop = map[string]bool{"via": true, "from": true, "on": true, "and": true, "with": true, "source": true, "found": true,
+	"email": true, "phone": true, "ref": true, "referral": true, "the": true, "a": true}
+
+// parseLead reads a lead's name, phone, email, suburb and source from free text. Name, phone and suburb
+// are required (GEM's contract): what is missing is asked for, never made up.
+func parseLead(m *Match) (map[string]any, error) {
+	rest := m.Group("rest")
+	in := map[string]any{}
+
+	phoneLoc := phoneAURe.FindStringIndex(rest)
+	if phoneLoc == nil {
+		phoneLoc = phoneOtherRe.FindStringIndex(rest)
+	}
+	if phoneLoc == nil {
+		return nil, Missing("phone", `what is the lead's phone number? For example "new lead Ann Lee 0412 345 678 in Newtown"`)
+	}
+	in["phone"] = strings.TrimSpace(rest[phoneLoc[0]:phoneLoc[1]])
+	before := rest[:phoneLoc[0]]
+	rest = rest[:phoneLoc[0]] + " , " + rest[phoneLoc[1]:]
+
+	if e := emailRe.FindString(rest); e != "" {
+		in["email"] = e
+		rest = strings.Replace(rest, e, " ", 1)
+		before = strings.Replace(before, e, " ", 1)
+	}
+
+	if src, words := leadSource(enumOf(m.Tool, "source"), rest); src != "" {
+		in["source"] = src
+		if src == "other" && m.Tool.HasInputProperty("notes") {
+			in["notes"] = "Source: " + words
+		}
+		rest = sourceStripRe.ReplaceAllString(rest, " ")
+		before = sourceStripRe.ReplaceAllString(before, " ")
+	}
+
+	if loc := suburbRe.FindStringSubmatchIndex(rest); loc != nil {
+		if suburb := suburbWords(rest[loc[2]:loc[3]]); suburb != "" {
+			in["suburb"] = suburb
+			if i := strings.Index(before, rest[loc[0]:loc[1]]); i >= 0 {
+				before = before[:i]
+			}
+		}
+	}
+
+	if nm := namedRe.FindStringSubmatch(rest); nm != nil {
+		in["name"] = strings.TrimSpace(nm[1])
+	} else {
+		// The name is what comes before the phone number, up to a comma: "Ann Lee, 0412 ...".
+		words := strings.Fields(strings.Split(before, ",")[0])
+		name := strings.Trim(strings.Join(words[:min(len(words), 4)], " "), " ,.:-")
+		if name == "" {
+			return nil, Missing("name", `what is the lead's name? For example "new lead Ann Lee 0412 345 678 in Newtown"`)
+		}
+		in["name"] = name
+	}
+	if _, ok := in["suburb"]; !ok {
+		// "Ann Lee, 0412 345 678, Newtown": a capitalised part after the name and phone.
+		for _, part := range strings.Split(rest, ",")[1:] {
+			part = strings.Trim(part, " .")
+			if part != "" && unicode.IsUpper([]rune(part)[0]) && len(strings.Fields(part)) <= 3 && !strings.ContainsAny(part, "0123456789@") {
+				in["suburb"] = part
+				break
+			}
+		}
+	}
+	if _, ok := in["suburb"]; !ok {
+		return nil, Missing("suburb", fmt.Sprintf(`which suburb is %s in? Say it like "new lead %s %s in Newtown"`, in["name"], in["name"], in["phone"]))
+	}
+	return in, nil
+}
+
+// suburbWords keeps the words of a suburb: capitalised ones, up to three ("Surry Hills"), or a single
+// lower-case word ("newtown" → Newtown); it stops at words that start something else ("via", "from").
+func suburbWords(s string) string {
+	fields := strings.Fields(s)
+	if len(fields) == 0 || suburbStop[strings.ToLower(fields[0])] {
+		return ""
+	}
+	if !unicode.IsUpper([]rune(fields[0])[0]) {
+		return capitalize(fields[0])
+	}
+	var out []string
+	for _, f := range fields {
+		if !unicode.IsUpper([]rune(f)[0]) || suburbStop[strings.ToLower(f)] {
+			break
+		}
+		out = append(out, f)
+	}
+	return strings.Join(out, " ")
+}
