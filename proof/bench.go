@@ -53,7 +53,7 @@ const (
 // receipt job; os.create_note also writes a note row (with its full-text index).
 var drainTools = map[string]struct{ tool, input string }{
 	drGEM:     {"os.health_check", `'{}'::jsonb`},
-	drGEMNote: {"os.create_note", `jsonb_build_object('title', 'drain note ' || g, 'body', 'measured by make bench')`},
+	drGEMNote: {"os.create_note", `jsonb_build_object('domain', 'business', 'title', 'drain note ' || g, 'content', 'measured by make bench')`},
 }
 
 // latencyResult is one scenario under one load, repeated.
@@ -291,7 +291,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 		err = measureLatency(ctx, cfg, res, scGEM, gemCall("os.health_check", func(int) map[string]any { return map[string]any{} }), settle, progress)
 		if err == nil {
 			err = measureLatency(ctx, cfg, res, scGEMNote, gemCall("os.create_note", func(i int) map[string]any {
-				return map[string]any{"title": fmt.Sprintf("bench note %d", i), "body": "measured by make bench"}
+				return map[string]any{"domain": "business", "title": fmt.Sprintf("bench note %d", i), "content": "measured by make bench"}
 			}), settle, progress)
 		}
 	}

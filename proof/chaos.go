@@ -77,8 +77,8 @@ type chaosCall struct {
 	input map[string]any
 }
 
-// planChaos draws the calls: every idempotency mode, keyed calls sharing keys, a none-mode tool with an
-// outside effect (SMS) and one with database effects (notes).
+// planChaos draws the calls: every idempotency mode, keyed calls sharing keys, a send (SMS: safe to retry
+// by key, but never sent twice) and a none-mode tool with database effects (notes).
 func planChaos(n int, seed uint64) []chaosCall {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	keys := max(1, n/10) // about 2.5 keyed calls per key
@@ -87,12 +87,13 @@ func planChaos(n int, seed uint64) []chaosCall {
 		c := chaosCall{id: uuid.New()}
 		switch p := rng.IntN(100); {
 		case p < 35: // none, database effects
-			c.tool, c.input = "os.create_note", map[string]any{"title": fmt.Sprintf("chaos note %d", i), "body": c.id.String()}
-		case p < 45: // none, an outside effect
-			c.tool, c.input = "comms.send_sms", map[string]any{"to": fmt.Sprintf("+6141%07d", i), "body": "chaos " + c.id.String()}
+			c.tool, c.input = "os.create_note", map[string]any{"domain": "business", "title": fmt.Sprintf("chaos note %d", i), "content": c.id.String()}
+		case p < 45: // an outside effect that must never happen twice
+			c.tool, c.input = "comms.send_sms", map[string]any{"to": fmt.Sprintf("+6141%07d", i), "message": "chaos " + c.id.String(),
+				"context_ref": map[string]any{"type": "personal", "id": c.id.String()}}
 		case p < 70: // keyed, keys repeated across calls
 			k := rng.IntN(keys)
-			c.tool, c.input = "leads.create", map[string]any{"name": fmt.Sprintf("Chaos Lead %d", k), "phone": fmt.Sprintf("0499%06d", k), "source": "other"}
+			c.tool, c.input = "leads.create", map[string]any{"name": fmt.Sprintf("Chaos Lead %d", k), "phone": fmt.Sprintf("0499%06d", k), "suburb": "Newtown", "source": "other"}
 		case p < 85: // safe-retry
 			c.tool, c.input = "os.health_check", map[string]any{}
 		default:
@@ -444,7 +445,7 @@ func checkChaos(ctx context.Context, pool *pgxpool.Pool, calls []chaosCall, sms 
 		{"keys with more than one lead", `SELECT count(*) FROM (SELECT phone_digits FROM leads GROUP BY phone_digits HAVING count(*) > 1) x`,
 			nil, zero, "a keyed call's effect happened twice"},
 		{"keys whose succeeded calls name different leads", `SELECT count(*) FROM (SELECT c.input->>'phone' FROM core_tool_calls c JOIN core_tool_receipts r ON r.call_id = c.id
-			WHERE c.tool_name = 'leads.create' AND r.status = 'succeeded' GROUP BY 1 HAVING count(DISTINCT r.result->'lead'->>'lead_id') > 1) x`,
+			WHERE c.tool_name = 'leads.create' AND r.status = 'succeeded' GROUP BY 1 HAVING count(DISTINCT r.result->>'lead_id') > 1) x`,
 			nil, zero, "calls with one key answered with different leads"},
 		{"notes written more than once for a call", `SELECT count(*) FROM (SELECT created_by_call FROM os_notes WHERE created_by_call IS NOT NULL GROUP BY 1 HAVING count(*) > 1) x`,
 			nil, zero, "a none-mode call wrote its note twice"},
@@ -464,9 +465,9 @@ func checkChaos(ctx context.Context, pool *pgxpool.Pool, calls []chaosCall, sms 
 		}
 	}
 
-	// SMS: each none-mode call's message went out at most once; a succeeded call's exactly once; a call
+	// SMS: each call's message went out at most once; a succeeded call's exactly once; a call
 	// that failed with a definite error (not outcome_unknown) sent nothing.
-	rows, err := pool.Query(ctx, `SELECT c.input->>'body', r.status, coalesce(r.error_code, '') FROM core_tool_calls c
+	rows, err := pool.Query(ctx, `SELECT c.input->>'message', r.status, coalesce(r.error_code, '') FROM core_tool_calls c
 		JOIN core_tool_receipts r ON r.call_id = c.id WHERE c.tool_name = 'comms.send_sms'`)
 	if err != nil {
 		return err
