@@ -138,10 +138,13 @@ func realisticInput(tool, name string, s *realSchema) any {
 	tomorrow := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Hour)
 	switch s.Format {
 	case "date-time":
-		if name == "to" {
+		switch name {
+		case "to", "end_at":
 			return tomorrow.Add(48 * time.Hour).Format(time.RFC3339)
+		case "due_at", "remind_at", "review_at", "start_at", "from":
+			return tomorrow.Format(time.RFC3339) // times to come
 		}
-		return tomorrow.Format(time.RFC3339)
+		return tomorrow.Add(-72 * time.Hour).Format(time.RFC3339) // times that have passed: when something happened
 	case "date":
 		if name == "to" || name == "end_date" {
 			return tomorrow.AddDate(0, 0, 30).Format(time.DateOnly)
