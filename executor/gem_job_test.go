@@ -112,10 +112,6 @@ func TestGEMJobLifecycle(t *testing.T) {
 	require.Equal(t, job, decodeDetails(t, again)["job_id"])
 	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM jobs WHERE quote_id = $1`, f.quote))
 
-	// Completing before dates: refused.
-	r2 := b.refused(t, ctx, registry.CodeConflict, "job.complete", J{"job_id": job})
-	require.Contains(t, r2.Error.Message, "no dates")
-
 	// Dates: end defaults to start; the same again writes nothing; an end before the start is refused.
 	start := time.Now().AddDate(0, 0, -2).Format(time.DateOnly)
 	end := time.Now().AddDate(0, 0, -1).Format(time.DateOnly)
@@ -190,13 +186,31 @@ func TestGEMJobLifecycle(t *testing.T) {
 	require.Equal(t, false, r.get(t, "changed"))
 	require.Empty(t, rc.Effects.DBWrites)
 	b.refused(t, ctx, registry.CodeConflict, "job.complete", J{"job_id": job, "completed_at": rfc3339(done.Add(-time.Hour))})
-	r2 = b.refused(t, ctx, registry.CodeConflict, "job.assign_dates", J{"job_id": job, "start_date": "2031-01-01"})
+	r2 := b.refused(t, ctx, registry.CodeConflict, "job.assign_dates", J{"job_id": job, "start_date": "2031-01-01"})
 	require.Contains(t, r2.Error.Message, "completed")
 
 	// Notes, progress and photos are welcome after completion too.
 	b.ok(t, ctx, "job.add_site_notes", J{"job_id": job, "notes": "Customer asked about gutter guards"})
 	r, _ = b.ok(t, ctx, "job.add_progress_update", J{"job_id": job, "summary": "Final clean-up photos"})
 	require.Equal(t, "completed", r.str(t, "job_status"))
+}
+
+// TestGEMJobCompletedWithoutDates completes a job that was never scheduled, as GEM's callers do: it is
+// dated on the day of its completion, in the business's time zone (Australia/Sydney by default).
+func TestGEMJobCompletedWithoutDates(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+	f := b.acceptedQuote(t, ctx)
+	r, _ := b.ok(t, ctx, "job.create_from_accepted_quote", J{"quote_id": f.quote})
+	job := r.str(t, "job_id")
+
+	// 20:30 UTC on 2 March is 07:30 on 3 March in Sydney.
+	r, rc := b.ok(t, ctx, "job.complete", J{"job_id": job, "completed_at": "2026-03-02T20:30:00Z", "notes": "done in a day"})
+	require.Equal(t, "completed", r.str(t, "status"))
+	require.Equal(t, map[string]int{"jobs update": 1}, writes(rc))
+	require.Equal(t, "2026-03-03 2026-03-03", b.str(t, ctx, `SELECT start_date || ' ' || end_date FROM jobs WHERE id = $1`, job))
+	b.refused(t, ctx, registry.CodeConflict, "job.assign_dates", J{"job_id": job, "start_date": "2026-03-04"})
 }
 
 func TestGEMJobRefusals(t *testing.T) {

@@ -21,7 +21,7 @@ func registerJob(h executor.Handlers, p *pack) {
 	h.Func("job.add_site_notes", executor.Typed(addSiteNotes))
 	h.Func("job.add_progress_update", executor.Typed(p.addProgressUpdate))
 	h.Func("job.add_before_after_refs", executor.Typed(p.addBeforeAfterRefs))
-	h.Func("job.complete", executor.Typed(completeJob))
+	h.Func("job.complete", executor.Typed(p.completeJob))
 	h.Func("job.create_job_card", executor.Typed(p.createJobCard))
 	h.Func("job.generate_warranty_certificate", executor.Typed(p.generateWarrantyCertificate))
 	h.Add("job.request_review", executor.Handler{Run: executor.Typed(p.requestReview), Isolated: true,
@@ -345,10 +345,11 @@ type completeJobInput struct {
 	Notes       *string    `json:"notes"`
 }
 
-// completeJob marks a scheduled job done, at completed_at (now by default; never in the future). A job
-// without dates is refused. Completing it again changes nothing; doing so with another time or notes is a
+// completeJob marks a job done, at completed_at (now by default; never in the future). A job that never got
+// dates (GEM's callers complete jobs without scheduling them) is dated on the day it was completed, in the
+// business's time zone. Completing it again changes nothing; doing so with another time or notes is a
 // conflict, since the first completion stands.
-func completeJob(ctx context.Context, c *executor.Call, in completeJobInput) (*jobChanged, error) {
+func (p *pack) completeJob(ctx context.Context, c *executor.Call, in completeJobInput) (*jobChanged, error) {
 	if in.CompletedAt != nil && in.CompletedAt.After(time.Now().Add(time.Minute)) {
 		return nil, executor.Invalid("completed_at %s is in the future", in.CompletedAt.Format(time.RFC3339))
 	}
@@ -365,11 +366,23 @@ func completeJob(ctx context.Context, c *executor.Call, in completeJobInput) (*j
 			return nil, executor.Conflict("job %s is already completed, with other completion notes", in.JobID)
 		}
 		return &jobChanged{job: j}, nil
-	case "unscheduled":
-		return nil, executor.Conflict("job %s has no dates: assign them with job.assign_dates before completing it", in.JobID)
 	}
-	j, err = updateJob(ctx, c, `UPDATE jobs SET status = 'completed', completed_at = coalesce($2, now()), completion_notes = $3,
-		updated_at = now() WHERE id = $1`, in.JobID, in.CompletedAt, in.Notes)
+	completedAt := time.Now()
+	if in.CompletedAt != nil {
+		completedAt = *in.CompletedAt
+	}
+	var day *civilDate
+	if j.Status == "unscheduled" {
+		if p.locErr != nil {
+			_, err := p.today() // the not_configured receipt naming the time zone variable
+			return nil, err
+		}
+		d := dateOf(completedAt.In(p.loc))
+		day = &d
+	}
+	j, err = updateJob(ctx, c, `UPDATE jobs SET status = 'completed', completed_at = $2, completion_notes = $3,
+		start_date = coalesce(start_date, $4), end_date = coalesce(end_date, $4), updated_at = now() WHERE id = $1`,
+		in.JobID, completedAt, in.Notes, day)
 	if err != nil {
 		return nil, err
 	}
