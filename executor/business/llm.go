@@ -47,6 +47,43 @@ func askJSON(ctx context.Context, m llmtext.Model, req llmtext.Request, out any)
 	return nil
 }
 
+// writeCopy asks the model to do task in the business's voice (brandVoice) from the facts, for JSON of
+// schema decoded into out.
+func writeCopy(ctx context.Context, m llmtext.Model, task string, facts *promptFacts, schema *llmtext.Schema, maxTokens int, out any) error {
+	req := llmtext.Request{System: brandVoice + "\n\n" + task, User: facts.String(), Schema: schema, MaxTokens: maxTokens}
+	return askJSON(ctx, m, req, out)
+}
+
+// textSchema is the schema of an answer that is one text, {"<field>": "..."}, named after the field.
+func textSchema(field string) *llmtext.Schema {
+	return &llmtext.Schema{Name: field, Doc: map[string]any{
+		"type":                 "object",
+		"properties":           map[string]any{field: map[string]any{"type": "string"}},
+		"required":             []string{field},
+		"additionalProperties": false,
+	}}
+}
+
+// emptyAnswer is the error of an answer whose text is empty once cleaned; raw is what the model said, shown
+// in the receipt.
+func emptyAnswer(m llmtext.Model, what, raw string) error {
+	return llmtext.Malformed(m, llmtext.Answer{Text: raw}, []string{"the " + what + " is empty"})
+}
+
+// zoneAndModel is what a writing tool needs configured: the business's time zone (dates in facts are local)
+// and the LLM; either missing is the call's not_configured error.
+func (p *pack) zoneAndModel(tool string) (*time.Location, llmtext.Model, error) {
+	loc, err := p.zone()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := p.model(tool)
+	if err != nil {
+		return nil, nil, err
+	}
+	return loc, m, nil
+}
+
 // writtenBy names the model that wrote a text, as stored beside it ("openai/gpt-4o-mini").
 func writtenBy(m llmtext.Model) string { return m.Provider() + "/" + m.Name() }
 

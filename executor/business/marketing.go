@@ -117,11 +117,37 @@ func (a areaProof) addTo(fs *promptFacts) {
 	fs.add("examples of that work (quote lines)", strings.Join(a.ExampleLineItems, "; "))
 }
 
-// addAssets writes the facts of the photos copy may use, each under its ref.
-func addAssets(fs *promptFacts, refs []string, assets []assetFacts, loc *time.Location) {
-	for i, a := range assets {
-		fs.section(fmt.Sprintf("Photo %q", refs[i]))
-		a.addTo(fs, loc)
+// localCopy is what copy for people in an area is written from: the photos given (refs[i] names
+// assets[i]), the business's completed work there, and the model.
+type localCopy struct {
+	refs   []string
+	assets []assetFacts
+	proof  areaProof
+	loc    *time.Location
+	m      llmtext.Model
+}
+
+// prepareLocalCopy resolves the photos that refsField names, loads the proof of work in the area, then gets
+// the time zone and the model (so a bad ref is reported before a missing configuration).
+func (p *pack) prepareLocalCopy(ctx context.Context, c *executor.Call, refsField string, refs []string, area string, service *string) (localCopy, error) {
+	var lc localCopy
+	var err error
+	if lc.refs, lc.assets, err = resolveAssetRefs(ctx, c.DB, refsField, refs); err != nil {
+		return lc, err
+	}
+	if lc.proof, err = loadAreaProof(ctx, c.DB, area, service); err != nil {
+		return lc, err
+	}
+	lc.loc, lc.m, err = p.zoneAndModel(c.Tool.Name)
+	return lc, err
+}
+
+// addTo writes the proof of work, then the facts of each photo under its ref.
+func (lc localCopy) addTo(fs *promptFacts) {
+	lc.proof.addTo(fs)
+	for i, a := range lc.assets {
+		fs.section(fmt.Sprintf("Photo %q", lc.refs[i]))
+		a.addTo(fs, lc.loc)
 		fs.add("alt text", a.AltText)
 	}
 }
@@ -201,19 +227,7 @@ func (p *pack) generateMetaAdPack(ctx context.Context, c *executor.Call, in meta
 		return nil, err
 	}
 	service := blankToNil(in.Service)
-	refs, assets, err := resolveAssetRefs(ctx, c.DB, "assets_refs", in.AssetsRefs)
-	if err != nil {
-		return nil, err
-	}
-	proof, err := loadAreaProof(ctx, c.DB, area, service)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := p.zone()
-	if err != nil {
-		return nil, err
-	}
-	m, err := p.model(c.Tool.Name)
+	lc, err := p.prepareLocalCopy(ctx, c, "assets_refs", in.AssetsRefs, area, service)
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +235,8 @@ func (p *pack) generateMetaAdPack(ctx context.Context, c *executor.Call, in meta
 	fs.add("offer", offer)
 	fs.add("service", service)
 	fs.add("area", area)
-	proof.addTo(&fs)
-	addAssets(&fs, refs, assets, loc)
-	system := brandVoice + fmt.Sprintf(`
-
-Task: draft %d variants of a Meta (Facebook and Instagram) ad for the offer, aimed at home owners in the area.
+	lc.addTo(&fs)
+	task := fmt.Sprintf(`Task: draft %d variants of a Meta (Facebook and Instagram) ad for the offer, aimed at home owners in the area.
 Each variant takes a different angle (the problem, the proof of past work nearby, the offer). Limits, in
 characters: primary_text %d (the first 125 matter most), headline %d, description %d. call_to_action is one
 of %s. asset_ref is the quoted name of the photo that suits the variant best, or "" when no photo is given.
@@ -240,11 +251,11 @@ Answer with JSON: {"ads": [{"primary_text", "headline", "description", "call_to_
 			AssetRef     string `json:"asset_ref"`
 		} `json:"ads"`
 	}
-	req := llmtext.Request{System: system, User: fs.String(), Schema: metaAdSchema, MaxTokens: 1500}
-	if err := askJSON(ctx, m, req, &answer); err != nil {
+	m := lc.m
+	if err := writeCopy(ctx, m, task, &fs, metaAdSchema, 1500, &answer); err != nil {
 		return nil, err
 	}
-	out := metaAdPackOutput{Ads: []metaAd{}, Offer: offer, SuburbOrRegion: area, Proof: proof, Dropped: []string{}, WrittenBy: writtenBy(m)}
+	out := metaAdPackOutput{Ads: []metaAd{}, Offer: offer, SuburbOrRegion: area, Proof: lc.proof, Dropped: []string{}, WrittenBy: writtenBy(m)}
 	for i, a := range answer.Ads {
 		ad := metaAd{PrimaryText: strings.TrimSpace(a.PrimaryText), Headline: foldSpace(a.Headline), Description: foldSpace(a.Description),
 			CallToAction: a.CallToAction}
@@ -263,7 +274,7 @@ Answer with JSON: {"ads": [{"primary_text", "headline", "description", "call_to_
 			out.Dropped = append(out.Dropped, fmt.Sprintf("ad %d: %s", i+1, strings.Join(problems, "; ")))
 			continue
 		}
-		if ref := strings.TrimSpace(a.AssetRef); slices.Contains(refs, ref) {
+		if ref := strings.TrimSpace(a.AssetRef); slices.Contains(lc.refs, ref) {
 			ad.AssetRef = &ref
 		}
 		ad.Variant = len(out.Ads) + 1
@@ -327,14 +338,20 @@ type googleKeyword struct {
 	MatchType string `json:"match_type"`
 }
 
-type googleAdsPack struct {
+// googleAdsAnswer is what the model writes of a Google Ads pack (googleAdsSchema).
+type googleAdsAnswer struct {
 	Headlines        []string        `json:"headlines"`
 	Descriptions     []string        `json:"descriptions"`
 	Keywords         []googleKeyword `json:"keywords"`
 	NegativeKeywords []string        `json:"negative_keywords"`
 	Path1            string          `json:"path1"`
 	Path2            string          `json:"path2"`
-	FinalURL         *string         `json:"final_url"`
+}
+
+// googleAdsPack is the model's answer cleaned to Google's limits, with the landing page.
+type googleAdsPack struct {
+	googleAdsAnswer
+	FinalURL *string `json:"final_url"`
 }
 
 type googleAdsPackOutput struct {
@@ -379,9 +396,7 @@ func (p *pack) generateGoogleAdsPack(ctx context.Context, c *executor.Call, in g
 	fs.add("region", region)
 	fs.add("landing page", finalURL)
 	proof.addTo(&fs)
-	system := brandVoice + fmt.Sprintf(`
-
-Task: draft a Google Ads responsive search ad and its keywords for the service in the region.
+	task := fmt.Sprintf(`Task: draft a Google Ads responsive search ad and its keywords for the service in the region.
 - headlines: %d to %d, each at most %d characters, each able to stand alone; include the region in some.
 - descriptions: %d to %d, each at most %d characters.
 - keywords: up to %d searches a home owner needing the service would type, with match_type phrase, exact or broad.
@@ -390,15 +405,8 @@ Task: draft a Google Ads responsive search ad and its keywords for the service i
 Answer with JSON: {"headlines", "descriptions", "keywords": [{"text", "match_type"}], "negative_keywords", "path1", "path2"}.`,
 		googleHeadlinesMin, googleHeadlinesMax, googleHeadlineMax, googleDescriptionsMin, googleDescriptionsMax, googleDescriptionMax,
 		googleKeywordsMax, googlePathMax)
-	var answer struct {
-		Headlines        []string        `json:"headlines"`
-		Descriptions     []string        `json:"descriptions"`
-		Keywords         []googleKeyword `json:"keywords"`
-		NegativeKeywords []string        `json:"negative_keywords"`
-		Path1            string          `json:"path1"`
-		Path2            string          `json:"path2"`
-	}
-	if err := askJSON(ctx, m, llmtext.Request{System: system, User: fs.String(), Schema: googleAdsSchema, MaxTokens: 1500}, &answer); err != nil {
+	var answer googleAdsAnswer
+	if err := writeCopy(ctx, m, task, &fs, googleAdsSchema, 1500, &answer); err != nil {
 		return nil, err
 	}
 	out := googleAdsPackOutput{Service: service, Region: region, Proof: proof, Dropped: []string{}, WrittenBy: writtenBy(m)}
@@ -509,7 +517,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 	if jf.Status != "completed" {
 		return nil, executor.Conflict("job %s is %s: a case study is written from a completed job", jobLabel(jf.Number), jf.Status)
 	}
-	loc, err := p.zone()
+	loc, m, err := p.zoneAndModel(c.Tool.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -588,13 +596,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 	if before+after > 0 {
 		fs.add("before and after photos on file", fmt.Sprintf("%d before, %d after", before, after))
 	}
-	m, err := p.model(c.Tool.Name)
-	if err != nil {
-		return nil, err
-	}
-	system := brandVoice + fmt.Sprintf(`
-
-Task: write a case study of this completed job as %s, at most %d characters, and a plain title (at most 80
+	task := fmt.Sprintf(`Task: write a case study of this completed job as %s, at most %d characters, and a plain title (at most 80
 characters) naming the work and the suburb. Tell it in the business's voice ("we"): the problem, what was
 found, what was done, the result. Leave prices out.
 Answer with JSON: {"title": "...", "draft": "..."}.`, spec.guide, spec.maxLength)
@@ -602,12 +604,12 @@ Answer with JSON: {"title": "...", "draft": "..."}.`, spec.guide, spec.maxLength
 		Title string `json:"title"`
 		Draft string `json:"draft"`
 	}
-	if err := askJSON(ctx, m, llmtext.Request{System: system, User: fs.String(), Schema: caseStudySchema, MaxTokens: spec.maxTokens}, &answer); err != nil {
+	if err := writeCopy(ctx, m, task, &fs, caseStudySchema, spec.maxTokens, &answer); err != nil {
 		return nil, err
 	}
 	draft := strings.TrimSpace(answer.Draft)
 	if draft == "" {
-		return nil, llmtext.Malformed(m, llmtext.Answer{Text: mustJSON(answer)}, []string{"the draft is empty"})
+		return nil, emptyAnswer(m, "draft", mustJSON(answer))
 	}
 	draft, trimmed := fitProse(draft, spec.maxLength)
 	title, _ := fitText(foldSpace(answer.Title), 120)
@@ -698,19 +700,7 @@ func (p *pack) generateGMBPost(ctx context.Context, c *executor.Call, in gmbPost
 			ctaWords = *cta
 		}
 	}
-	refs, assets, err := resolveAssetRefs(ctx, c.DB, "asset_refs", in.AssetRefs)
-	if err != nil {
-		return nil, err
-	}
-	proof, err := loadAreaProof(ctx, c.DB, area, nil)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := p.zone()
-	if err != nil {
-		return nil, err
-	}
-	m, err := p.model(c.Tool.Name)
+	lc, err := p.prepareLocalCopy(ctx, c, "asset_refs", in.AssetRefs, area, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -720,11 +710,8 @@ func (p *pack) generateGMBPost(ctx context.Context, c *executor.Call, in gmbPost
 	fs.add("call to action wanted", ctaWords)
 	fs.add("call to action type required", forcedAction)
 	fs.add("link the button opens", link)
-	proof.addTo(&fs)
-	addAssets(&fs, refs, assets, loc)
-	system := brandVoice + fmt.Sprintf(`
-
-Task: draft a Google Business Profile update (a "what's new" post) about the topic for people in the area.
+	lc.addTo(&fs)
+	task := fmt.Sprintf(`Task: draft a Google Business Profile update (a "what's new" post) about the topic for people in the area.
 summary: at most %d characters (the first 100 show in search), plain text, no hashtags, no phone numbers, no
 links. action_type: the post's button, one of %s (CALL rings the business; the others open a link).
 Answer with JSON: {"summary": "...", "action_type": "..."}.`, gmbSummaryMax, strings.Join(gmbActionTypes, ", "))
@@ -732,12 +719,13 @@ Answer with JSON: {"summary": "...", "action_type": "..."}.`, gmbSummaryMax, str
 		Summary    string `json:"summary"`
 		ActionType string `json:"action_type"`
 	}
-	if err := askJSON(ctx, m, llmtext.Request{System: system, User: fs.String(), Schema: gmbPostSchema, MaxTokens: 900}, &answer); err != nil {
+	m := lc.m
+	if err := writeCopy(ctx, m, task, &fs, gmbPostSchema, 900, &answer); err != nil {
 		return nil, err
 	}
 	summary := strings.TrimSpace(answer.Summary)
 	if summary == "" {
-		return nil, llmtext.Malformed(m, llmtext.Answer{Text: mustJSON(answer)}, []string{"the summary is empty"})
+		return nil, emptyAnswer(m, "summary", mustJSON(answer))
 	}
 	summary, trimmed := fitProse(summary, gmbSummaryMax)
 	cta := gmbCallToAction{ActionType: answer.ActionType}
@@ -751,14 +739,14 @@ Answer with JSON: {"summary": "...", "action_type": "..."}.`, gmbSummaryMax, str
 		cta.URL = &link
 	}
 	post := gmbPost{Summary: summary, TopicType: "STANDARD", CallToAction: cta, Media: []gmbMedia{}}
-	for i, a := range assets {
+	for i, a := range lc.assets {
 		format := "PHOTO"
 		if a.AssetType == "video" {
 			format = "VIDEO"
 		}
-		post.Media = append(post.Media, gmbMedia{SourceRef: refs[i], MediaFormat: format})
+		post.Media = append(post.Media, gmbMedia{SourceRef: lc.refs[i], MediaFormat: format})
 	}
-	return &gmbPostOutput{Post: post, Topic: topic, SuburbOrRegion: area, Length: runeLen(summary), Trimmed: trimmed, Proof: proof,
+	return &gmbPostOutput{Post: post, Topic: topic, SuburbOrRegion: area, Length: runeLen(summary), Trimmed: trimmed, Proof: lc.proof,
 		WrittenBy: writtenBy(m)}, nil
 }
 

@@ -389,12 +389,23 @@ func (f assetFacts) addTo(fs *promptFacts, loc *time.Location) {
 	fs.add("job notes", strings.Join(f.JobNotes, "; "))
 }
 
-// requireDescribable refuses an asset the records say nothing about: the model would have to invent.
-func (f assetFacts) requireDescribable() error {
-	if !f.hasContent() {
-		return executor.Conflict("media asset %s has no notes, tags, job or inspection to write from: tag it or add notes first", f.AssetID)
+// prepareAssetCopy loads what copy about one asset is written from: its facts (also as prompt facts) and the
+// model. An asset the records say nothing about is refused: the model would have to invent.
+func (p *pack) prepareAssetCopy(ctx context.Context, c *executor.Call, id uuid.UUID) (assetFacts, *promptFacts, llmtext.Model, error) {
+	f, err := loadAssetFacts(ctx, c.DB, id)
+	if err != nil {
+		return f, nil, nil, err
 	}
-	return nil
+	if !f.hasContent() {
+		return f, nil, nil, executor.Conflict("media asset %s has no notes, tags, job or inspection to write from: tag it or add notes first", f.AssetID)
+	}
+	loc, m, err := p.zoneAndModel(c.Tool.Name)
+	if err != nil {
+		return f, nil, nil, err
+	}
+	fs := &promptFacts{}
+	f.addTo(fs, loc)
+	return f, fs, m, nil
 }
 
 // zone is the business's time zone, or the call's not_configured error.
@@ -426,12 +437,7 @@ type generateAltTextOutput struct {
 	WrittenBy string    `json:"written_by"`
 }
 
-var altTextSchema = &llmtext.Schema{Name: "alt_text", Doc: map[string]any{
-	"type":                 "object",
-	"properties":           map[string]any{"alt_text": map[string]any{"type": "string"}},
-	"required":             []string{"alt_text"},
-	"additionalProperties": false,
-}}
+var altTextSchema = textSchema("alt_text")
 
 // generateAltText asks the LLM for alt text written from the asset's records and stores it on the asset.
 func (p *pack) generateAltText(ctx context.Context, c *executor.Call, in generateAltTextInput) (*generateAltTextOutput, error) {
@@ -442,38 +448,23 @@ func (p *pack) generateAltText(ctx context.Context, c *executor.Call, in generat
 	if maxLen < altTextMinLength || maxLen > altTextMaxLength {
 		return nil, executor.Invalid("max_length %d is outside %d..%d", maxLen, altTextMinLength, altTextMaxLength)
 	}
-	f, err := loadAssetFacts(ctx, c.DB, in.AssetID)
+	f, fs, m, err := p.prepareAssetCopy(ctx, c, in.AssetID)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.requireDescribable(); err != nil {
-		return nil, err
-	}
-	loc, err := p.zone()
-	if err != nil {
-		return nil, err
-	}
-	m, err := p.model(c.Tool.Name)
-	if err != nil {
-		return nil, err
-	}
-	var fs promptFacts
-	f.addTo(&fs, loc)
-	system := brandVoice + fmt.Sprintf(`
-
-Task: write the alt text of this %s for the business's website, for people using screen readers and for
+	task := fmt.Sprintf(`Task: write the alt text of this %s for the business's website, for people using screen readers and for
 search engines. Describe what it shows, concretely, as one phrase or sentence of at most %d characters. Do not
 start with "image of", "photo of" or "picture of". Mention the suburb when it is known. No marketing language.
 Answer with JSON: {"alt_text": "..."}.`, f.AssetType, maxLen)
 	var answer struct {
 		AltText string `json:"alt_text"`
 	}
-	if err := askJSON(ctx, m, llmtext.Request{System: system, User: fs.String(), Schema: altTextSchema, MaxTokens: 300}, &answer); err != nil {
+	if err := writeCopy(ctx, m, task, fs, altTextSchema, 300, &answer); err != nil {
 		return nil, err
 	}
 	text := cleanAltText(answer.AltText)
 	if text == "" {
-		return nil, llmtext.Malformed(m, llmtext.Answer{Text: answer.AltText}, []string{"the alt text is empty"})
+		return nil, emptyAnswer(m, "alt text", answer.AltText)
 	}
 	text, trimmed := fitText(text, maxLen)
 	if _, err := c.DB.Exec(ctx, `UPDATE media_assets SET alt_text = $2, updated_at = now() WHERE id = $1 AND alt_text IS DISTINCT FROM $2`,
@@ -525,12 +516,7 @@ type generateCaptionOutput struct {
 	WrittenBy string    `json:"written_by"`
 }
 
-var captionSchema = &llmtext.Schema{Name: "caption", Doc: map[string]any{
-	"type":                 "object",
-	"properties":           map[string]any{"caption": map[string]any{"type": "string"}},
-	"required":             []string{"caption"},
-	"additionalProperties": false,
-}}
+var captionSchema = textSchema("caption")
 
 // generateCaption asks the LLM for a caption of the asset for a platform and stores it (one per platform).
 func (p *pack) generateCaption(ctx context.Context, c *executor.Call, in generateCaptionInput) (*generateCaptionOutput, error) {
@@ -542,37 +528,22 @@ func (p *pack) generateCaption(ctx context.Context, c *executor.Call, in generat
 	if !ok {
 		return nil, executor.Invalid("platform %q is not website, gmb, meta or other", platform)
 	}
-	f, err := loadAssetFacts(ctx, c.DB, in.AssetID)
+	f, fs, m, err := p.prepareAssetCopy(ctx, c, in.AssetID)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.requireDescribable(); err != nil {
-		return nil, err
-	}
-	loc, err := p.zone()
-	if err != nil {
-		return nil, err
-	}
-	m, err := p.model(c.Tool.Name)
-	if err != nil {
-		return nil, err
-	}
-	var fs promptFacts
-	f.addTo(&fs, loc)
 	fs.add("alt text", f.AltText)
-	system := brandVoice + fmt.Sprintf(`
-
-Task: write the caption of this %s for %s. Let the work speak: what the problem was, what was done, where.
+	task := fmt.Sprintf(`Task: write the caption of this %s for %s. Let the work speak: what the problem was, what was done, where.
 At most %d characters. Answer with JSON: {"caption": "..."}.`, f.AssetType, spec.guide, spec.maxLength)
 	var answer struct {
 		Caption string `json:"caption"`
 	}
-	if err := askJSON(ctx, m, llmtext.Request{System: system, User: fs.String(), Schema: captionSchema, MaxTokens: 600}, &answer); err != nil {
+	if err := writeCopy(ctx, m, task, fs, captionSchema, 600, &answer); err != nil {
 		return nil, err
 	}
 	text := strings.TrimSpace(strings.Trim(strings.TrimSpace(answer.Caption), `"“”`))
 	if text == "" {
-		return nil, llmtext.Malformed(m, llmtext.Answer{Text: answer.Caption}, []string{"the caption is empty"})
+		return nil, emptyAnswer(m, "caption", answer.Caption)
 	}
 	text, trimmed := fitProse(text, spec.maxLength)
 	by := writtenBy(m)

@@ -45,6 +45,9 @@ const steepPitchDeg = 30
 // defaultPricingProfile is the profile used when none is named.
 const defaultPricingProfile = "standard"
 
+// severityScale is how every profile scales a repair by the defect's severity, in percent.
+var severityScale = map[string]int64{"low": 100, "medium": 125, "high": 160}
+
 // pricingProfiles are the named price books.
 var pricingProfiles = map[string]pricingProfile{
 	"standard": {
@@ -58,7 +61,7 @@ var pricingProfiles = map[string]pricingProfile{
 			"leak":     {work: "Trace and repair roof leak", eachCents: 42_000},
 			"other":    {work: "Roof repair as described", eachCents: 26_000},
 		},
-		severityPercent: map[string]int64{"low": 100, "medium": 125, "high": 160},
+		severityPercent: severityScale,
 		setupCents:      35_000,
 		steepCents:      28_000,
 	},
@@ -73,7 +76,7 @@ var pricingProfiles = map[string]pricingProfile{
 			"leak":     {work: "Trace and repair roof leak, with a water test", eachCents: 55_000},
 			"other":    {work: "Roof repair as described", eachCents: 34_000},
 		},
-		severityPercent:     map[string]int64{"low": 100, "medium": 125, "high": 160},
+		severityPercent:     severityScale,
 		setupCents:          45_000,
 		steepCents:          35_000,
 		treatmentPerM2Cents: 2_200,
@@ -90,7 +93,7 @@ var pricingProfiles = map[string]pricingProfile{
 			"leak":     {work: "Trace and repair roof leak; make good water damage to roof space", eachCents: 48_000},
 			"other":    {work: "Roof repair as described", eachCents: 29_000},
 		},
-		severityPercent: map[string]int64{"low": 100, "medium": 125, "high": 160},
+		severityPercent: severityScale,
 		setupCents:      38_000,
 		steepCents:      30_000,
 		reportCents:     29_500,
@@ -130,11 +133,8 @@ func (p pricingProfile) priceInspection(d inspectionData) []lineSpec {
 	}
 	metric := func(kind string) *big.Rat {
 		sum := new(big.Rat)
-		for _, m := range d.Measurements {
-			if m.Kind == kind && m.MetricValue != nil {
-				v, _ := new(big.Rat).SetString(m.MetricValue.String())
-				sum.Add(sum, v)
-			}
+		for _, v := range d.metricValues(kind) {
+			sum.Add(sum, v)
 		}
 		return sum
 	}
@@ -173,12 +173,9 @@ func (p pricingProfile) priceInspection(d inspectionData) []lineSpec {
 		add("Site setup, safety equipment and edge protection", "1", "each", p.setupCents)
 	}
 	var steepest *big.Rat
-	for _, m := range d.Measurements {
-		if m.Kind == "roof_pitch" && m.MetricValue != nil {
-			v, _ := new(big.Rat).SetString(m.MetricValue.String())
-			if steepest == nil || v.Cmp(steepest) > 0 {
-				steepest = v
-			}
+	for _, v := range d.metricValues("roof_pitch") {
+		if steepest == nil || v.Cmp(steepest) > 0 {
+			steepest = v
 		}
 	}
 	if steepest != nil && steepest.Cmp(big.NewRat(steepPitchDeg, 1)) > 0 && p.steepCents > 0 {
@@ -206,10 +203,19 @@ func repairDescription(work, severity string, defects []defect) string {
 	if len(notes) > 0 {
 		s += ": " + strings.Join(notes, "; ")
 	}
-	if r := []rune(s); len(r) > maxLineDescription {
-		s = string(r[:maxLineDescription-1]) + "…"
+	return truncateRunes(s, maxLineDescription)
+}
+
+// metricValues are the metric values of the inspection's measurements of a kind, exact.
+func (d inspectionData) metricValues(kind string) []*big.Rat {
+	var values []*big.Rat
+	for _, m := range d.Measurements {
+		if m.Kind == kind && m.MetricValue != nil {
+			v, _ := new(big.Rat).SetString(m.MetricValue.String())
+			values = append(values, v)
+		}
 	}
-	return s
+	return values
 }
 
 // scalePercent returns cents × percent / 100, rounded half up to a whole cent.
@@ -217,7 +223,7 @@ func scalePercent(cents, percent int64) int64 {
 	return (cents*percent + 50) / 100
 }
 
-// trimDecimal drops trailing zeros after a decimal point: 32.500 → 32.5, 40.000 → 40.
+// trimZeros drops trailing zeros after a decimal point: 32.500 → 32.5, 40.000 → 40.
 func trimZeros(s string) string {
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
