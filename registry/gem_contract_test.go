@@ -187,7 +187,9 @@ func TestGEMDescriptionsInOurWords(t *testing.T) {
 
 var spaceRe = regexp.MustCompile(`[^a-z0-9]+`)
 
-func normalize(s string) string { return strings.Trim(spaceRe.ReplaceAllString(strings.ToLower(s), " "), " ") }
+func normalize(s string) string {
+	return strings.Trim(spaceRe.ReplaceAllString(strings.ToLower(s), " "), " ")
+}
 
 func assert(t *testing.T, ok bool, format string, args ...any) bool {
 	t.Helper()
