@@ -67,7 +67,7 @@ func TestGEMEntityCreateUpdateGet(t *testing.T) {
 	r = b.refused(t, ctx, registry.CodeNotFound, "entity.update", J{"entity_id": missing, "patch": J{"name": "x"}})
 	require.Contains(t, r.Error.Message, missing)
 	b.refused(t, ctx, registry.CodeNotFound, "entity.get", J{"entity_id": missing})
-	b.refused(t, ctx, registry.CodeValidation, "entity.get", J{"entity_id": "E-12"})
+	b.refused(t, ctx, registry.CodeNotFound, "entity.get", J{"entity_id": "E-12"})
 
 	// A site recorded under its client before GEM's types (plain SQL): listed with the client; its type stays.
 	site := b.str(t, ctx, `INSERT INTO entities (kind, name, address, parent_id) VALUES ('site', 'Rossi rental', '7 Wardell Rd', $1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
@@ -347,6 +348,38 @@ func TestGEMInspectionForBookedVisit(t *testing.T) {
 	b.refused(t, ctx, registry.CodeValidation, "inspection.create", J{"lead_id": other, "site_id": customer})
 }
 
+// TestGEMInspectionAfterSchedule walks GEM's flow: leads.schedule_inspection books the visit and opens its
+// inspection; inspection.create without naming the visit takes that one over rather than making a second.
+func TestGEMInspectionAfterSchedule(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+
+	lead := b.sqlLead(t, ctx, "Ann Lee", "")
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Hour)
+	r, _ := b.ok(t, ctx, "leads.schedule_inspection", J{"lead_id": lead,
+		"preferred_window": J{"start": rfc3339(start), "end": rfc3339(start.Add(time.Hour))}})
+	booked := r.str(t, "inspection_id")
+	r, _ = b.ok(t, ctx, "inspection.create", J{"lead_id": lead, "site_address": "3 Hill Rd, Ryde"})
+	require.Equal(t, booked, r.str(t, "inspection_id"))
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM inspections WHERE lead_id = $1`, lead))
+
+	// A reference into GEM's file store must name a stored file; other references are the caller's.
+	missing := "gemfs://" + strings.Repeat("3f", 32) + ".jpg"
+	r2 := b.refused(t, ctx, registry.CodeNotFound, "inspection.add_photo_ref", J{"inspection_id": booked, "file_ref": missing})
+	require.Contains(t, r2.Error.Message, "file_ref")
+	b.refused(t, ctx, registry.CodeNotFound, "inspection.add_defect", J{"inspection_id": booked, "category": "tile", "photo_refs": []string{missing}})
+	b.ok(t, ctx, "inspection.add_photo_ref", J{"inspection_id": booked, "file_ref": "https://photos.example.com/ridge.jpg"})
+
+	// With two visits booked, nothing is guessed: a new inspection.
+	other := b.sqlLead(t, ctx, "Bob Tran", "")
+	for _, d := range []time.Duration{48, 96} {
+		b.str(t, ctx, `INSERT INTO inspection_appointments (lead_id, scheduled_for) VALUES ($1, now() + make_interval(hours => $2)) RETURNING id::text`, other, int(d))
+	}
+	r, _ = b.ok(t, ctx, "inspection.create", J{"lead_id": other})
+	require.Empty(t, r.get(t, "appointment_id"))
+}
+
 // missingID names no row.
 const missingID = "00000000-0000-4000-8000-000000000000"
 
@@ -376,6 +409,7 @@ func TestGEMInspectionNotFound(t *testing.T) {
 		r := b.refused(t, ctx, registry.CodeNotFound, tt.tool, tt.input)
 		require.Contains(t, r.Error.Message, missingID, tt.tool)
 	}
-	// GEM's ids are plain strings: one that is not a UUID names nothing the handler can read.
-	b.refused(t, ctx, registry.CodeValidation, "inspection.lock", J{"inspection_id": "insp-1"})
+	// GEM's ids are plain strings: one that is not a UUID names no record GEM can hold.
+	r := b.refused(t, ctx, registry.CodeNotFound, "inspection.lock", J{"inspection_id": "insp-1"})
+	require.Contains(t, r.Error.Message, "inspection_id")
 }

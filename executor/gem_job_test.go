@@ -250,7 +250,7 @@ func TestGEMJobRefusals(t *testing.T) {
 		})
 	}
 	// GEM's ids are any string; one that is not a UUID can name no record here.
-	b.refused(t, ctx, registry.CodeValidation, "job.complete", J{"job_id": "job-42"})
+	b.refused(t, ctx, registry.CodeNotFound, "job.complete", J{"job_id": "job-42"})
 
 	// Warranty and review before completion: conflicts.
 	f := b.jobTo(t, ctx, "scheduled")

@@ -424,7 +424,7 @@ func TestGEMMarketingCaseStudy(t *testing.T) {
 	cr := b.refused(t, ctx, registry.CodeConflict, "marketing.generate_case_study_from_job", J{"job_id": open.job})
 	require.Contains(t, cr.Error.Message, "is scheduled")
 	b.refused(t, ctx, registry.CodeNotFound, "marketing.generate_case_study_from_job", J{"job_id": uuid.NewString()})
-	b.refused(t, ctx, registry.CodeValidation, "marketing.generate_case_study_from_job", J{"job_id": "J-0001"})
+	b.refused(t, ctx, registry.CodeNotFound, "marketing.generate_case_study_from_job", J{"job_id": "J-0001"})
 	require.Equal(t, 2, fake.count(), "refused calls never reach the model")
 }
 

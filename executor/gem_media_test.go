@@ -53,7 +53,7 @@ func TestGEMMediaRegisterAndTag(t *testing.T) {
 	b.refused(t, ctx, registry.CodeNotFound, "media.register_asset", J{"file_ref": "gemfs://" + strings.Repeat("ab", 32) + ".jpg", "asset_type": "photo"})
 	nf := b.refused(t, ctx, registry.CodeNotFound, "media.register_asset", J{"file_ref": "s3://x/1.jpg", "asset_type": "photo", "job_id": missing})
 	require.Contains(t, nf.Error.Message, missing)
-	b.refused(t, ctx, registry.CodeValidation, "media.register_asset", J{"file_ref": "s3://x/2.jpg", "asset_type": "photo", "job_id": "J-0001"})
+	b.refused(t, ctx, registry.CodeNotFound, "media.register_asset", J{"file_ref": "s3://x/2.jpg", "asset_type": "photo", "job_id": "J-0001"})
 	// A blank reference cannot key the call: the executor refuses it before the handler runs.
 	b.refused(t, ctx, registry.CodeInvalidCall, "media.register_asset", J{"file_ref": "  ", "asset_type": "photo"})
 

@@ -293,3 +293,22 @@ func sampleOf(schema map[string]any) any {
 	}
 	return text
 }
+
+// TestGEMIdsThatAreNotUUIDs: GEM's schemas take ids as any string; one that is not a UUID names no record
+// GEM can hold, so the call ends not_found naming the field, not with a decoder's message.
+func TestGEMIdsThatAreNotUUIDs(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+	for tool, input := range map[string]J{
+		"leads.schedule_inspection": {"lead_id": "lead-42", "preferred_window": J{"date": "2026-12-01", "part_of_day": "morning"}},
+		"quote.calculate_totals":    {"quote_id": "Q-0042"},
+		"job.complete":              {"job_id": "", "notes": "done"},
+	} {
+		r := b.refused(t, ctx, registry.CodeNotFound, tool, input)
+		field := strings.TrimSuffix(strings.SplitN(tool, ".", 2)[0], "s") + "_id"
+		require.Contains(t, r.Error.Message, field+" ", tool)
+		require.Contains(t, r.Error.Message, "UUID", tool)
+		require.Equal(t, field, decodeDetails(t, r)["field"], tool)
+	}
+}

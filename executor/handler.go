@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -143,7 +146,46 @@ func (c *Call) Bind(v any) error {
 		return &Error{Code: registry.CodeValidation, Details: map[string]any{"field": te.Field},
 			Message: fmt.Sprintf("input does not fit %s: %s is a JSON %s, which the handler cannot read as %s", c.Tool.Name, te.Field, te.Value, te.Type)}
 	}
+	if ferr := fieldError(c.Input, v); ferr != nil {
+		return ferr
+	}
 	return Invalid("input does not fit %s: %v", c.Tool.Name, err)
+}
+
+var uuidTypes = []reflect.Type{reflect.TypeFor[uuid.UUID](), reflect.TypeFor[*uuid.UUID](), reflect.TypeFor[[]uuid.UUID]()}
+
+// fieldError finds the top-level field of an input that v (a pointer to a struct) cannot read, once decoding
+// failed with an error that names none (a value's UnmarshalText failing, as uuid's does). An id that is not
+// a UUID names no record GEM can have: not_found, naming the field. Other fields: validation_error.
+func fieldError(input json.RawMessage, v any) error {
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(input, &fields) != nil {
+		return nil
+	}
+	st := t.Elem()
+	for i := range st.NumField() {
+		f := st.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		raw, ok := fields[name]
+		if !f.IsExported() || name == "" || name == "-" || !ok {
+			continue
+		}
+		err := json.Unmarshal(raw, reflect.New(f.Type).Interface())
+		if err == nil {
+			continue
+		}
+		details := map[string]any{"field": name}
+		if slices.Contains(uuidTypes, f.Type) {
+			return &Error{Code: registry.CodeNotFound, Details: details,
+				Message: fmt.Sprintf("%s %s names no record: GEM's ids are UUIDs (%v)", name, raw, err)}
+		}
+		return &Error{Code: registry.CodeValidation, Details: details, Message: fmt.Sprintf("%s %s cannot be read: %v", name, raw, err)}
+	}
+	return nil
 }
 
 // RecordOutside adds an effect outside the database (a message sent, a file written) to the receipt.

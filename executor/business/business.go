@@ -39,7 +39,7 @@ func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	registerPersonal(h)
 	registerLeads(h, p)
 	registerEntity(h)
-	registerInspection(h)
+	registerInspection(h, p)
 	registerQuote(h, p)
 	registerJob(h, p)
 	registerInvoice(h, p)
@@ -169,4 +169,17 @@ func queryList[T any](ctx context.Context, c *executor.Call, scan func(pgx.Row) 
 		list = []T{}
 	}
 	return list, nil
+}
+
+// checkStoredRef refuses a reference into GEM's file store (gemfs://...) that names no stored file, with
+// not_found naming field; other references (URLs, bucket paths) are the caller's to keep.
+func (p *pack) checkStoredRef(field, ref string) error {
+	ref = strings.TrimSpace(ref)
+	if !isFileStoreRef(ref) {
+		return nil
+	}
+	if _, err := p.files.Path(ref); err != nil {
+		return executor.NotFound("%s: %s is not in GEM's file store", field, ref)
+	}
+	return nil
 }

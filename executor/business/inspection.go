@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"slices"
 	"strings"
@@ -14,13 +15,25 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func registerInspection(h executor.Handlers) {
+func registerInspection(h executor.Handlers, p *pack) {
 	h.Func("inspection.create", executor.Typed(createInspection))
 	h.Func("inspection.get", executor.Typed(getInspection))
 	h.Func("inspection.add_checklist_item", executor.Typed(addChecklistItem))
 	h.Func("inspection.add_measurement", executor.Typed(addMeasurement))
-	h.Func("inspection.add_photo_ref", executor.Typed(addPhotoRef))
-	h.Func("inspection.add_defect", executor.Typed(addDefect))
+	h.Func("inspection.add_photo_ref", executor.Typed(func(ctx context.Context, c *executor.Call, in addPhotoRefInput) (*addPhotoRefOutput, error) {
+		if err := p.checkStoredRef("file_ref", in.FileRef); err != nil {
+			return nil, err
+		}
+		return addPhotoRef(ctx, c, in)
+	}))
+	h.Func("inspection.add_defect", executor.Typed(func(ctx context.Context, c *executor.Call, in addDefectInput) (*addDefectOutput, error) {
+		for i, ref := range in.PhotoRefs {
+			if err := p.checkStoredRef(fmt.Sprintf("photo_refs[%d]", i), ref); err != nil {
+				return nil, err
+			}
+		}
+		return addDefect(ctx, c, in)
+	}))
 	h.Func("inspection.generate_scope_summary", executor.Typed(generateScopeSummary))
 	h.Func("inspection.submit", executor.Typed(submitInspection))
 	h.Func("inspection.reopen", executor.Typed(reopenInspection))
@@ -127,6 +140,21 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 		}
 		if address == nil {
 			address = trimmedOrNil(siteAddress)
+		}
+	}
+	if in.AppointmentID == nil {
+		// GEM's callers book the visit (leads.schedule_inspection, which opens its inspection) and then create
+		// the inspection without naming the visit: the lead's one booked visit is the one meant. With several,
+		// nothing is guessed.
+		booked, err := queryList(ctx, c, func(r pgx.Row) (uuid.UUID, error) {
+			var id uuid.UUID
+			return id, r.Scan(&id)
+		}, `SELECT id FROM inspection_appointments WHERE lead_id = $1 AND status = 'scheduled' LIMIT 2`, in.LeadID)
+		if err != nil {
+			return nil, err
+		}
+		if len(booked) == 1 {
+			in.AppointmentID = &booked[0]
 		}
 	}
 	if in.AppointmentID != nil {
