@@ -115,16 +115,17 @@ func parseID(c echo.Context, what string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// Request schemas, checked before anything else.
+// Request schemas, checked before anything else. GEM's brain read a null mode, context or limits as
+// absent (its clients send null for what they leave out), so these do too.
 var (
 	runSchema = registry.MustCompileSchema("run request", []byte(fmt.Sprintf(`{
 		"type": "object",
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
-			"mode": {"type": "string", "enum": ["answer", "plan", "enqueue", "enqueue_and_wait"]},
+			"mode": {"type": ["string", "null"], "enum": ["answer", "plan", "enqueue", "enqueue_and_wait", null]},
 			"conversation_id": {"type": ["string", "null"], "maxLength": 200},
 			"context": {
-				"type": "object",
+				"type": ["object", "null"],
 				"properties": {
 					"lead_id": {"type": "string", "format": "uuid"},
 					"job_id": {"type": "string", "format": "uuid"},
@@ -137,7 +138,7 @@ var (
 				"maxProperties": 50
 			},
 			"limits": {
-				"type": "object",
+				"type": ["object", "null"],
 				"properties": {
 					"max_tool_calls": {"type": "integer", "minimum": 1, "maximum": %d},
 					"wait_timeout_ms": {"type": "integer", "minimum": %d, "maximum": %d}

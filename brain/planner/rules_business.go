@@ -141,7 +141,7 @@ var businessRules = []Rule{
 	{
 		Name: "add_inspection_photo", Tool: "inspection.add_photo_ref",
 		Help:     "attach a photo to an inspection",
-		Examples: []string{"add photo gemfs://3f2a9c.jpg to the inspection labelled north face"},
+		Examples: []string{"add photo https://photos.example.com/baker/north-face.jpg to the inspection labelled north face"},
 		Patterns: []string{`^(?:please\s+)?(?:add|attach|record)\s+(?:a\s+)?(?:photo|picture|image)(?:\s+ref(?:erence)?)?\s+(?P<ref>` + fileRefPattern + `)\s+(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + uuidPattern + `))?\s*(?:(?:labell?ed|as|:|-)\s*(?P<label>.+?))?\s*[.!]*$`},
 		Build: func(m *Match) (map[string]any, error) {
 			in := map[string]any{"file_ref": m.Group("ref")}
@@ -333,8 +333,16 @@ var businessRules = []Rule{
 			return withID(m, "job_id", map[string]any{"channel": channel}), nil
 		},
 	},
-	idRule("complete_job", "job.complete", "job_id", "complete a job", []string{"complete the job"},
-		`^(?:please\s+)?(?:complete|finish|close|sign\s+off)\s+(?:the\s+)?job`),
+	{
+		Name: "complete_job", Tool: "job.complete",
+		Help:     "complete a job",
+		Examples: []string{"complete the job", "mark the job complete"},
+		Patterns: []string{
+			`^(?:please\s+)?(?:complete|finish|close|sign\s+off)\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?\s*[.!]*$`,
+			`^(?:please\s+)?mark\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:as\s+)?(?:complete|completed|done|finished)\s*[.!]*$`,
+		},
+		Build: func(m *Match) (map[string]any, error) { return withID(m, "job_id", map[string]any{}), nil },
+	},
 	{
 		Name: "invoice_job", Tool: "invoice.create_from_job",
 		Help:     "invoice a finished job (with payment terms in days)",
@@ -680,7 +688,15 @@ func paymentMethod(allowed []string, s string) string {
 }
 
 // parseLineItem reads "12 x colorbond sheets at $85.50" or "labour, 16 hours at $95" or "skip bin $450".
+// negativeRe finds a minus sign on a leading quantity ("-12 x") or on a price ("-$5", "$-5"); a dash
+// between words ("gutter guard - $400") is a separator, not a sign.
+var negativeRe = regexp.MustCompile(`^\s*[-−]\s*\d|(?:^|\s)[-−]\$\d|\$[-−]\d`)
+
 func parseLineItem(what string) (map[string]any, error) {
+	// "-12 x sheets" would otherwise lose its sign as a bullet and become 12 sheets.
+	if negativeRe.MatchString(what) {
+		return nil, fmt.Errorf("%q: a line item's quantity and price cannot be negative", strings.TrimSpace(what))
+	}
 	price := priceRe.FindStringSubmatchIndex(what)
 	if price == nil {
 		return nil, Missing("unit_price_cents", "what does the item cost? Give a price like $85.50")

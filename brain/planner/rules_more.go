@@ -14,7 +14,7 @@ var moreRules = []Rule{
 	{
 		Name: "register_asset", Tool: "media.register_asset",
 		Help:     "register a photo, video or document (for a job, in a suburb)",
-		Examples: []string{"register photo gemfs://3f2a9c.jpg for the job in Newtown"},
+		Examples: []string{"register photo https://photos.example.com/baker/north-face.jpg for the job in Newtown"},
 		Patterns: []string{`^(?:please\s+)?(?:register|add|upload|save)\s+(?:an?\s+|the\s+)?(?P<type>photo|picture|image|video|document|doc|file)\s+(?P<ref>` + fileRefPattern + `)(?P<rest>.*)$`},
 		Build: func(m *Match) (map[string]any, error) {
 			in := map[string]any{"file_ref": m.Group("ref"), "asset_type": assetType(m.Group("type"))}

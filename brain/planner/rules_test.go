@@ -277,6 +277,8 @@ func TestRulesJob(t *testing.T) {
 		{"issue the warranty for job " + id + ", 7-year", "job.generate_warranty_certificate", map[string]any{"job_id": id, "warranty_term": "7 years"}},
 		{"request a review by sms", "job.request_review", map[string]any{"channel": "sms"}},
 		{"complete job " + id, "job.complete", map[string]any{"job_id": id}},
+		{"mark job " + id + " as done", "job.complete", map[string]any{"job_id": id}},
+		{"please mark the job completed.", "job.complete", map[string]any{}},
 	})
 }
 
@@ -480,6 +482,15 @@ func TestRulesPlannerRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, plan.Calls, 2)
 	require.Equal(t, []string{"Dance a jig"}, plan.Unmatched)
+
+	// A minus sign is never dropped from a line item: "-12 x" is refused, not read as 12.
+	for _, msg := range []string{"add line item: -12 x colorbond sheets at $85.50", "add line item: discount at -$50", "add line item: credit at $-50"} {
+		_, err = p.Plan(ctx, brain.PlanRequest{Message: msg})
+		require.ErrorContains(t, err, "cannot be negative", msg)
+	}
+	plan, err = p.Plan(ctx, brain.PlanRequest{Message: "add line item: gutter guard - $400"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"description": "gutter guard", "quantity": 1, "unit_price_cents": 40000}`, string(plan.Calls[0].Input))
 
 	// "which tasks are overdue" is about tasks, not invoices.
 	plan, err = p.Plan(ctx, brain.PlanRequest{Message: "which tasks are overdue"})

@@ -16,11 +16,11 @@ import (
 // result. They rely on GEM's contract: the input's properties, and the result's required ones (a richer
 // result adds detail when it has it). Tools without an entry get a generic sentence from the receipt's
 // summary. Add an entry here when a tool deserves better words.
-var receiptSentences = map[string]func(in, res map[string]any) string{
-	"os.health_check": func(in, res map[string]any) string {
+var receiptSentences = map[string]func(in, res map[string]any, when func(string) string) string{
+	"os.health_check": func(in, res map[string]any, when func(string) string) string {
 		return fmt.Sprintf("GEM is %s.", str(res["status"]))
 	},
-	"os.create_task": func(in, res map[string]any) string {
+	"os.create_task": func(in, res map[string]any, when func(string) string) string {
 		s := fmt.Sprintf("Created task “%s”", str(in["title"]))
 		var details []string
 		if p := str(in["priority"]); p != "" {
@@ -30,23 +30,23 @@ var receiptSentences = map[string]func(in, res map[string]any) string{
 			details = append(details, "personal")
 		}
 		if due := str(in["due_at"]); due != "" {
-			details = append(details, "due "+humanTime(due))
+			details = append(details, "due "+when(due))
 		}
 		if len(details) > 0 {
 			s += " (" + strings.Join(details, ", ") + ")"
 		}
 		return s + "."
 	},
-	"os.create_note": func(in, res map[string]any) string {
+	"os.create_note": func(in, res map[string]any, when func(string) string) string {
 		return fmt.Sprintf("Saved a %s note: “%s”.", str(in["domain"]), str(in["title"]))
 	},
-	"os.complete_task": func(in, res map[string]any) string {
+	"os.complete_task": func(in, res map[string]any, when func(string) string) string {
 		if task := obj(res, "task"); str(task["title"]) != "" {
 			return fmt.Sprintf("Marked task “%s” done.", str(task["title"]))
 		}
 		return fmt.Sprintf("Marked task %s done.", str(res["task_id"]))
 	},
-	"os.list_tasks": func(in, res map[string]any) string {
+	"os.list_tasks": func(in, res map[string]any, when func(string) string) string {
 		return listSentence(res["tasks"], "task", "tasks", func(t map[string]any) string {
 			s := str(t["title"])
 			var details []string
@@ -54,7 +54,7 @@ var receiptSentences = map[string]func(in, res map[string]any) string{
 				details = append(details, p)
 			}
 			if due := str(t["due_at"]); due != "" {
-				details = append(details, "due "+humanTime(due))
+				details = append(details, "due "+when(due))
 			}
 			if len(details) > 0 {
 				s += " (" + strings.Join(details, ", ") + ")"
@@ -62,13 +62,13 @@ var receiptSentences = map[string]func(in, res map[string]any) string{
 			return s
 		})
 	},
-	"os.search_notes": func(in, res map[string]any) string {
+	"os.search_notes": func(in, res map[string]any, when func(string) string) string {
 		return listSentence(res["results"], "note", "notes", func(n map[string]any) string { return str(n["title"]) })
 	},
-	"os.create_reminder": func(in, res map[string]any) string {
-		return fmt.Sprintf("I will remind you to %s on %s.", str(in["title"]), humanTime(str(in["remind_at"])))
+	"os.create_reminder": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("I will remind you to %s on %s.", str(in["title"]), when(str(in["remind_at"])))
 	},
-	"leads.create": func(in, res map[string]any) string {
+	"leads.create": func(in, res map[string]any, when func(string) string) string {
 		if created, ok := res["created"].(bool); ok && !created {
 			return fmt.Sprintf("%s (%s) is already a lead (%s).", str(in["name"]), str(in["phone"]), str(res["lead_id"]))
 		}
@@ -78,10 +78,10 @@ var receiptSentences = map[string]func(in, res map[string]any) string{
 		}
 		return s + "."
 	},
-	"leads.update_stage": func(in, res map[string]any) string {
+	"leads.update_stage": func(in, res map[string]any, when func(string) string) string {
 		return fmt.Sprintf("Moved lead %s to %s.", str(in["lead_id"]), strings.ReplaceAll(str(in["stage"]), "_", " "))
 	},
-	"leads.list_by_stage": func(in, res map[string]any) string {
+	"leads.list_by_stage": func(in, res map[string]any, when func(string) string) string {
 		return listSentence(res["leads"], "lead", "leads", func(l map[string]any) string {
 			s := str(l["name"])
 			if p := str(l["phone"]); p != "" {
@@ -93,17 +93,17 @@ var receiptSentences = map[string]func(in, res map[string]any) string{
 			return s
 		})
 	},
-	"leads.schedule_inspection": func(in, res map[string]any) string {
+	"leads.schedule_inspection": func(in, res map[string]any, when func(string) string) string {
 		w := obj(in, "preferred_window")
-		return fmt.Sprintf("Inspection %s booked for %s.", str(res["inspection_id"]), humanTime(str(w["start"])))
+		return fmt.Sprintf("Inspection %s booked for %s.", str(res["inspection_id"]), when(str(w["start"])))
 	},
-	"inspection.create": func(in, res map[string]any) string {
+	"inspection.create": func(in, res map[string]any, when func(string) string) string {
 		return fmt.Sprintf("Started inspection %s.", str(res["inspection_id"]))
 	},
-	"quote.create_from_inspection": func(in, res map[string]any) string {
+	"quote.create_from_inspection": func(in, res map[string]any, when func(string) string) string {
 		return fmt.Sprintf("Drafted quote %s.", str(res["quote_id"]))
 	},
-	"quote.calculate_totals": func(in, res map[string]any) string {
+	"quote.calculate_totals": func(in, res map[string]any, when func(string) string) string {
 		t := obj(res, "totals")
 		gst := t["gst_cents"]
 		if gst == nil {
@@ -111,24 +111,92 @@ var receiptSentences = map[string]func(in, res map[string]any) string{
 		}
 		return fmt.Sprintf("Quote total %s: %s plus %s GST.", money(t["total_cents"]), money(t["subtotal_cents"]), money(gst))
 	},
-	"job.create_from_accepted_quote": func(in, res map[string]any) string {
+	"job.create_from_accepted_quote": func(in, res map[string]any, when func(string) string) string {
 		return fmt.Sprintf("Job %s created.", str(res["job_id"]))
 	},
-	"invoice.create_from_job": func(in, res map[string]any) string {
+	"invoice.create_from_job": func(in, res map[string]any, when func(string) string) string {
 		s := fmt.Sprintf("Invoice %s created", str(res["invoice_id"]))
 		if total := firstNum(res, "total_cents"); total != nil {
 			s += " for " + money(total)
 		}
 		return s + "."
 	},
-	"invoice.add_payment": func(in, res map[string]any) string {
+	"invoice.add_payment": func(in, res map[string]any, when func(string) string) string {
 		s := fmt.Sprintf("Recorded %s on invoice %s", money(in["amount_cents"]), str(in["invoice_id"]))
 		if inv := obj(res, "invoice"); inv != nil {
 			s += fmt.Sprintf("; it is %s with %s left to pay", strings.ReplaceAll(str(inv["status"]), "_", " "), money(inv["balance_cents"]))
 		}
 		return s + "."
 	},
-	"invoice.list_overdue": func(in, res map[string]any) string {
+	"inspection.add_measurement": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Recorded %s: %s %s.", str(in["label"]), str(in["value"]), str(in["unit"]))
+	},
+	"inspection.add_defect": func(in, res map[string]any, when func(string) string) string {
+		s := fmt.Sprintf("Recorded a %s defect", str(in["category"]))
+		if sev := str(in["severity"]); sev != "" {
+			s = fmt.Sprintf("Recorded a %s-severity %s defect", sev, str(in["category"]))
+		}
+		if n := str(in["notes"]); n != "" {
+			s += ": " + n
+		}
+		return s + "."
+	},
+	"inspection.add_checklist_item": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Checklist: %s is %s.", str(in["item_key"]), strings.ReplaceAll(str(in["status"]), "_", " "))
+	},
+	"inspection.lock": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Inspection %s is locked.", str(in["inspection_id"]))
+	},
+	"inspection.generate_scope_summary": func(in, res map[string]any, when func(string) string) string {
+		return str(res["scope_text"])
+	},
+	"quote.mark_accepted": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Quote %s is accepted.", str(in["quote_id"]))
+	},
+	"quote.mark_declined": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Quote %s is declined: %s.", str(in["quote_id"]), strings.TrimSuffix(str(in["reason"]), "."))
+	},
+	"job.assign_dates": func(in, res map[string]any, when func(string) string) string {
+		s := fmt.Sprintf("Job %s is scheduled from %s", str(in["job_id"]), str(in["start_date"]))
+		if end := firstStr(res, "end_date"); end != "" && end != str(in["start_date"]) {
+			s += " to " + end
+		}
+		return s + "."
+	},
+	"job.add_progress_update": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Recorded progress on job %s: %s.", str(in["job_id"]), strings.TrimSuffix(str(in["summary"]), "."))
+	},
+	"job.complete": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Job %s is completed.", str(in["job_id"]))
+	},
+	"personal.check_in": func(in, res map[string]any, when func(string) string) string {
+		var parts []string
+		for _, k := range []string{"energy", "stress", "focus"} {
+			if v := str(in[k]); v != "" {
+				parts = append(parts, k+" "+strings.ReplaceAll(v, "_", " "))
+			}
+		}
+		return "Checked in: " + strings.Join(parts, ", ") + "."
+	},
+	"calendar.create_event": func(in, res map[string]any, when func(string) string) string {
+		return fmt.Sprintf("Booked “%s” for %s.", str(in["title"]), when(str(in["start_at"])))
+	},
+	"calendar.find_slots": func(in, res map[string]any, when func(string) string) string {
+		return listSentence(res["slots"], "free slot", "free slots", func(sl map[string]any) string {
+			return when(str(sl["start_at"])) + " to " + when(str(sl["end_at"]))
+		})
+	},
+	"finance.generate_cashflow_snapshot": func(in, res map[string]any, when func(string) string) string {
+		sum := obj(res, "summary")
+		return fmt.Sprintf("Cash flow %s to %s: %s in, %s out, %s net.", str(sum["from"]), str(sum["to"]),
+			money(obj(sum, "cash_in")["total_cents"]), money(obj(sum, "cash_out")["total_cents"]), money(sum["net_cents"]))
+	},
+	"finance.generate_pnl_snapshot": func(in, res map[string]any, when func(string) string) string {
+		sum := obj(res, "summary")
+		return fmt.Sprintf("Profit and loss %s to %s: %s revenue, %s gross profit, %s net profit.", str(sum["from"]), str(sum["to"]),
+			money(sum["revenue_cents"]), money(sum["gross_profit_cents"]), money(sum["net_profit_cents"]))
+	},
+	"invoice.list_overdue": func(in, res map[string]any, when func(string) string) string {
 		return listSentence(res["invoices"], "overdue invoice", "overdue invoices", func(i map[string]any) string {
 			return fmt.Sprintf("%s: %s owing, due %s", firstStr(i, "number", "invoice_id"), money(i["balance_cents"]), str(i["due_on"]))
 		})
@@ -187,12 +255,13 @@ func str(v any) string {
 	}
 }
 
-func humanTime(s string) string {
+// humanTime is a time for people, in the brain's zone (results come back from PostgreSQL in UTC).
+func humanTime(s string, loc *time.Location) string {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return s
 	}
-	return t.Format("Mon 2 Jan 15:04")
+	return t.In(loc).Format("Mon 2 Jan 15:04")
 }
 
 func listSentence(items any, one, many string, line func(map[string]any) string) string {
@@ -210,10 +279,10 @@ func listSentence(items any, one, many string, line func(map[string]any) string)
 
 // describeReceipts writes the assistant's answer from receipts (and the inputs of their calls), and
 // suggests what to do next.
-func describeReceipts(reg *registry.Registry, inputs map[uuid.UUID]json.RawMessage, receipts []*registry.Receipt, pending []uuid.UUID) (string, []string) {
+func describeReceipts(reg *registry.Registry, inputs map[uuid.UUID]json.RawMessage, receipts []*registry.Receipt, pending []uuid.UUID, loc *time.Location) (string, []string) {
 	var lines, next []string
 	for _, r := range receipts {
-		lines = append(lines, describeReceipt(r, inputs[r.CallID]))
+		lines = append(lines, describeReceipt(r, inputs[r.CallID], loc))
 		next = append(next, nextActions(reg, r)...)
 	}
 	if len(pending) > 0 {
@@ -225,7 +294,7 @@ func describeReceipts(reg *registry.Registry, inputs map[uuid.UUID]json.RawMessa
 	return strings.Join(lines, "\n"), next
 }
 
-func describeReceipt(r *registry.Receipt, input json.RawMessage) string {
+func describeReceipt(r *registry.Receipt, input json.RawMessage, loc *time.Location) string {
 	switch r.Status {
 	case registry.StatusSucceeded:
 		var res, in map[string]any
@@ -236,7 +305,9 @@ func describeReceipt(r *registry.Receipt, input json.RawMessage) string {
 		}
 		var s string
 		if f, ok := receiptSentences[r.ToolName]; ok && res != nil {
-			s = f(in, res)
+			s = f(in, res, func(t string) string { return humanTime(t, loc) })
+		} else if files := r.Effects.FilesWritten; len(files) > 0 {
+			s = filesSentence(r.ToolName, files)
 		} else {
 			s = fmt.Sprintf("%s succeeded%s.", r.ToolName, summaryText(r.Summary))
 		}
@@ -254,6 +325,33 @@ func describeReceipt(r *registry.Receipt, input json.RawMessage) string {
 		return s
 	default:
 		return fmt.Sprintf("%s failed (%s): %s", r.ToolName, r.Error.Code, r.Error.Message)
+	}
+}
+
+// filesSentence names the files a call wrote and where a person finds them: a ref "gemfs://<file>" is the
+// file <file> in the executor's file store directory (GEM_FILE_STORE).
+func filesSentence(tool string, files []registry.FileWritten) string {
+	parts := make([]string, len(files))
+	for i, f := range files {
+		name := f.Name
+		if name == "" {
+			name = "a file"
+		}
+		parts[i] = fmt.Sprintf("%s (%s) as %s", name, byteSize(f.Bytes), f.Ref)
+	}
+	return fmt.Sprintf("%s wrote %s. A gemfs://<file> ref is the file <file> in the executor's file store "+
+		"(GEM_FILE_STORE, default .gem/files in the executor's working folder).", tool, strings.Join(parts, ", "))
+}
+
+// byteSize is a size for people: 950 bytes, 2.2 KB, 1.4 MB.
+func byteSize(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f KB", float64(n)/1000)
+	default:
+		return fmt.Sprintf("%.1f MB", float64(n)/1000/1000)
 	}
 }
 

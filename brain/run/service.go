@@ -28,12 +28,21 @@ type Service struct {
 	pool    *pgxpool.Pool
 	waiter  *gemsql.ReceiptWaiter
 	now     func() time.Time
+	zone    *time.Location // answers say times in it
 }
 
 // NewService builds the service; the waiter must be started.
 // It logs through the logger in each request's context.
 func NewService(reg *registry.Registry, planner brain.Planner, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter) *Service {
-	return &Service{reg: reg, planner: planner, pool: pool, waiter: waiter, now: time.Now}
+	return &Service{reg: reg, planner: planner, pool: pool, waiter: waiter, now: time.Now, zone: time.Local}
+}
+
+// UseTimezone sets the zone answers say times in: the one the planner reads them in. It defaults to the
+// local zone.
+func (s *Service) UseTimezone(loc *time.Location) {
+	if loc != nil {
+		s.zone = loc
+	}
 }
 
 // Planner is the service's planner.
@@ -183,7 +192,7 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 		}
 	}
 	rec.Receipts = brain.Compact(ordered)
-	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, inputsByCall(rec.PlannedCalls), ordered, pending)
+	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, inputsByCall(rec.PlannedCalls), ordered, pending, s.zone)
 	rec.Errors = slicesDeleteCodes(rec.Errors, brain.ECALLFAILED, brain.ETIMEOUT)
 	for _, r := range ordered {
 		if r.Status != registry.StatusSucceeded {

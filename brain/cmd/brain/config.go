@@ -36,8 +36,9 @@ type Config struct {
 	// MaxBody is the largest request body in bytes. Defaults to 1 MiB (GEM_BRAIN_MAX_BODY).
 	MaxBody int64
 
-	// Timezone interprets dates in messages ("tomorrow", "friday"). Defaults to the local zone
-	// (GEM_BRAIN_TIMEZONE, an IANA name such as Australia/Sydney).
+	// Timezone interprets dates in messages ("tomorrow", "friday at 10am"). Defaults to the business's
+	// time zone, the one the executor's tools read dates in: GEM_BRAIN_TIMEZONE, else
+	// GEM_BUSINESS_TIMEZONE, else Australia/Sydney (IANA names).
 	Timezone *time.Location
 
 	// Planner plans POST /brain/run: "rules" (deterministic, no LLM) or "llm" (one LLM turn with every
@@ -60,6 +61,10 @@ type Config struct {
 	DefaultAgent string
 }
 
+// BusinessTimezoneDefault is the executor's business time zone when GEM_BUSINESS_TIMEZONE is unset
+// (executor/business.TimeZoneDefault; the brain does not import the executor).
+const BusinessTimezoneDefault = "Australia/Sydney"
+
 // Planners.
 const (
 	PlannerRules = "rules"
@@ -72,7 +77,12 @@ func (c Config) WithDefaults() Config {
 		c.RegistryPath = "tools.registry.json"
 	}
 	if c.Timezone == nil {
-		c.Timezone = time.Local
+		// The business pack's default zone: a time the brain writes means what the tools read it as.
+		if loc, err := time.LoadLocation(BusinessTimezoneDefault); err == nil {
+			c.Timezone = loc
+		} else {
+			c.Timezone = time.Local
+		}
 	}
 	if c.DBConnectWait == 0 {
 		c.DBConnectWait = gemsql.ConnectWaitDefault
@@ -130,12 +140,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.MaxBody = n
 	}
-	if s := getenv("GEM_BRAIN_TIMEZONE"); s != "" {
-		loc, err := time.LoadLocation(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("GEM_BRAIN_TIMEZONE: %w", err))
+	// Dates in messages are read in the business's zone unless the brain is given its own.
+	for _, name := range []string{"GEM_BRAIN_TIMEZONE", "GEM_BUSINESS_TIMEZONE"} {
+		if s := getenv(name); s != "" {
+			loc, err := time.LoadLocation(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			c.Timezone = loc
+			break
 		}
-		c.Timezone = loc
 	}
 	if s := getenv("GEM_DB_CONNECT_WAIT"); s != "" {
 		d, err := time.ParseDuration(s)

@@ -67,7 +67,8 @@ brain serve reads (defaults in brackets):
   GEM_BRAIN_TOKEN_FILE             a file of bearer tokens, one per line (make run writes .gem/brain-token)
   GEM_BRAIN_AUTH                   on or off (off serves without authentication) [on]
   GEM_BRAIN_MAX_BODY               largest request body in bytes [1048576]
-  GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [the local zone]
+  GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [GEM_BUSINESS_TIMEZONE, else Australia/Sydney]
+  GEM_BUSINESS_TIMEZONE            the business's zone, which the executor's tools read dates in [Australia/Sydney]
   GEM_BRAIN_PLANNER                rules or llm [rules]
   GEM_BRAIN_DEFAULT_AGENT          the agent POST /operator/chat talks to [office-assistant]
   GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS  keys HighLevel webhook signatures are checked with [HighLevel's Ed25519 key]

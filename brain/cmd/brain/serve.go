@@ -94,6 +94,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.Runs = run.NewService(m.Registry, plans, m.Pool, m.Waiter)
 	m.Runs.UseRules(rules)
+	m.Runs.UseTimezone(cfg.Timezone)
 	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, cfg.Chat)
 	m.Server = api.New(&api.Params{
 		Config: cfg.api(),

@@ -51,9 +51,12 @@ func TestWorkflowThroughTheBrain(t *testing.T) {
 	ctx["inspection_id"] = id(res[0], "inspection_id")
 
 	step("add measurement: roof area 180 m2\nadd measurement: pitch 22 degrees\nadd a high defect: cracked ridge capping\nchecklist: gutters fail: rusted through", 4)
+	require.Contains(t, answer, "Checklist: gutters is fail.")
 	step("lock the inspection", 1)
+	require.Equal(t, "Inspection "+ctx["inspection_id"].(string)+" is locked.", answer)
 	res = step("generate the scope summary", 1)
 	require.NotEmpty(t, res[0]["scope_text"])
+	require.Equal(t, res[0]["scope_text"], answer)
 
 	res = step("create a quote from the inspection", 1)
 	ctx["quote_id"] = id(res[0], "quote_id")
@@ -69,6 +72,12 @@ func TestWorkflowThroughTheBrain(t *testing.T) {
 	require.GreaterOrEqual(t, subtotal, float64(254600))
 	require.InDelta(t, subtotal*1.1, total, 1)
 	require.Regexp(t, `^Quote total \$[\d,]+\.\d\d: \$[\d,]+\.\d\d plus \$[\d,]+\.\d\d GST\.$`, answer)
+	// The answer says which file the PDF is and where to find it, not a dump of the receipt.
+	res = step("generate the quote pdf", 1)
+	require.Contains(t, answer, "quote-Q-")
+	require.Contains(t, answer, res[0]["file_ref"].(string))
+	require.Contains(t, answer, "GEM_FILE_STORE")
+	require.NotContains(t, answer, "effects.files_written")
 	step("the quote was accepted", 1)
 
 	res = step("create a job from the quote", 1)
@@ -76,6 +85,7 @@ func TestWorkflowThroughTheBrain(t *testing.T) {
 	step("schedule the job for monday", 1)
 	step("progress update: old roof stripped, sarking down", 1)
 	step("complete the job", 1)
+	require.Equal(t, "Job "+ctx["job_id"].(string)+" is completed.", answer)
 	res = step("generate a 10 year warranty certificate for the job", 1)
 	require.NotEmpty(t, res[0]["file_ref"])
 
@@ -86,6 +96,8 @@ func TestWorkflowThroughTheBrain(t *testing.T) {
 	restText := fmt.Sprintf("$%d.%02d", rest/100, rest%100)
 	step("record a payment of "+restText+" on the invoice by bank transfer", 1)
 	require.Contains(t, answer, "on invoice")
+	step("cash flow this month", 1)
+	require.Regexp(t, `^Cash flow \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d: \$[\d,]+\.\d\d in, \$[\d,]+\.\d\d out, -?\$[\d,]+\.\d\d net\.$`, answer)
 
 	// Paying again is refused, and the brain says why.
 	resp, _ := a.run(map[string]any{"message": "record a payment of $5 on the invoice", "mode": "enqueue_and_wait", "context": ctx})
