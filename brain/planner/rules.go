@@ -465,6 +465,14 @@ func withID(m *Match, field string, in map[string]any) map[string]any {
 	return in
 }
 
+// withGroup adds a named group of the message to an input as field, when the message has it.
+func withGroup(m *Match, group, field string, in map[string]any) map[string]any {
+	if v := m.Group(group); v != "" {
+		in[field] = v
+	}
+	return in
+}
+
 // idRule is a rule whose only input is one id, from the message or the run's context.
 func idRule(name, tool, idField, help string, examples []string, pattern string) Rule {
 	return Rule{
@@ -480,10 +488,12 @@ func noInputRule(name, tool, help string, examples []string, patterns ...string)
 		Build: func(*Match) (map[string]any, error) { return map[string]any{}, nil }}
 }
 
+var listSepRe = regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`)
+
 // splitList splits "a, b and c" into its items.
 func splitList(s string) []string {
 	var out []string
-	for _, part := range regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`).Split(s, -1) {
+	for _, part := range listSepRe.Split(s, -1) {
 		if part = strings.Trim(part, " .\"'"); part != "" {
 			out = append(out, part)
 		}

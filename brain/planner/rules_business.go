@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gemhq/gem/brain"
 )
 
 // businessRules plan the trades workflow in GEM's contracts: leads, inspections, quotes, jobs, invoices,
@@ -86,11 +88,7 @@ var businessRules = []Rule{
 		Examples: []string{"start an inspection", "start an inspection for lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 at 12 Smith St, Newtown"},
 		Patterns: []string{`^(?:please\s+)?(?:start|create|begin|open|new)\s+(?:an?\s+|the\s+)?inspection(?:\s+for\s+(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?)?(?:\s+at\s+(?P<address>.+?))?\s*[.!]*$`},
 		Build: func(m *Match) (map[string]any, error) {
-			in := withID(m, "lead_id", map[string]any{})
-			if a := m.Group("address"); a != "" {
-				in["site_address"] = a
-			}
-			return in, nil
+			return withGroup(m, "address", "site_address", withID(m, "lead_id", map[string]any{})), nil
 		},
 	},
 	{
@@ -132,10 +130,7 @@ var businessRules = []Rule{
 				status = "na"
 			}
 			in := map[string]any{"item_key": strings.ReplaceAll(item, "-", "_"), "status": status}
-			if n := m.Group("notes"); n != "" {
-				in["notes"] = n
-			}
-			return withID(m, "inspection_id", in), nil
+			return withID(m, "inspection_id", withGroup(m, "notes", "notes", in)), nil
 		},
 	},
 	{
@@ -145,10 +140,7 @@ var businessRules = []Rule{
 		Patterns: []string{`^(?:please\s+)?(?:add|attach|record)\s+(?:a\s+)?(?:photo|picture|image)(?:\s+ref(?:erence)?)?\s+(?P<ref>` + fileRefPattern + `)\s+(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + uuidPattern + `))?\s*(?:(?:labell?ed|as|:|-)\s*(?P<label>.+?))?\s*[.!]*$`},
 		Build: func(m *Match) (map[string]any, error) {
 			in := map[string]any{"file_ref": m.Group("ref")}
-			if l := m.Group("label"); l != "" {
-				in["label"] = l
-			}
-			return withID(m, "inspection_id", in), nil
+			return withID(m, "inspection_id", withGroup(m, "label", "label", in)), nil
 		},
 	},
 	{
@@ -194,7 +186,7 @@ var businessRules = []Rule{
 		Patterns: []string{`^(?:please\s+)?(?:set|replace|update)\s+(?:the\s+)?(?:quote'?s?\s+)?line\s+items(?:\s+(?:of|on|for)\s+(?:the\s+)?quote(?:\s+(?P<id>` + uuidPattern + `))?)?\s*(?:to|with)?\s*[:\-]?\s*(?P<items>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
 			var items []any
-			for _, text := range regexp.MustCompile(`(?i)\s+(?:and|\+|&)\s+`).Split(m.Group("items"), -1) {
+			for _, text := range lineItemSepRe.Split(m.Group("items"), -1) {
 				item, err := parseLineItem(text)
 				if err != nil {
 					return nil, err
@@ -402,10 +394,7 @@ var businessRules = []Rule{
 			if method := paymentMethod(enumOf(m.Tool, "method"), m.Group("method")); method != "" {
 				in["method"] = method
 			}
-			if ref := m.Group("ref"); ref != "" {
-				in["reference"] = ref
-			}
-			return withID(m, "invoice_id", in), nil
+			return withID(m, "invoice_id", withGroup(m, "ref", "reference", in)), nil
 		},
 	},
 	{
@@ -739,6 +728,7 @@ var (
 	innerPriceWordRe    = regexp.MustCompile(`(?i)\s+(at|@|each)\s*($|,)`)
 	termRe              = regexp.MustCompile(`(?i)(\d+)[\s-]*(years?|yrs?|months?)`)
 	linkRe              = regexp.MustCompile(`https?://[^\s,]+`)
+	lineItemSepRe       = regexp.MustCompile(`(?i)\s+(?:and|\+|&)\s+`)
 )
 
 // warrantyTerm writes a term as people read it: "10-year" → "10 years".
@@ -752,14 +742,7 @@ func warrantyTerm(s string) string {
 	if strings.HasPrefix(strings.ToLower(m[2]), "m") {
 		unit = "month"
 	}
-	return fmt.Sprintf("%d %s", n, plural(n, unit))
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
+	return fmt.Sprintf("%d %s", n, brain.Plural(n, unit, unit+"s"))
 }
 
 func linksIn(s string) []string { return linkRe.FindAllString(s, -1) }

@@ -29,11 +29,7 @@ var coreRules = []Rule{
 			`^task\s+(?P<id>` + uuidPattern + `)\s+is\s+(?:done|complete|completed|finished)\s*[.!]*$`,
 		},
 		Build: func(m *Match) (map[string]any, error) {
-			in := withID(m, "task_id", map[string]any{})
-			if note := m.Group("note"); note != "" {
-				in["note"] = note
-			}
-			return in, nil
+			return withGroup(m, "note", "note", withID(m, "task_id", map[string]any{})), nil
 		},
 	},
 	{

@@ -23,10 +23,7 @@ var officeRules = []Rule{
 		},
 		Build: func(m *Match) (map[string]any, error) {
 			in := map[string]any{"outcome": callOutcome(m.Group("outcome"))}
-			if n := m.Group("notes"); n != "" {
-				in["notes"] = n
-			}
-			return withID(m, "entity_id", in), nil
+			return withID(m, "entity_id", withGroup(m, "notes", "notes", in)), nil
 		},
 	},
 	{
@@ -164,11 +161,7 @@ var officeRules = []Rule{
 		Examples: []string{"cancel event 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10: client is away"},
 		Patterns: []string{`^(?:please\s+)?cancel\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + uuidPattern + `))?\s*(?:(?:[:,-]|because|as|reason:?)\s*(?P<reason>.+?))?\s*[.!]*$`},
 		Build: func(m *Match) (map[string]any, error) {
-			in := withID(m, "event_id", map[string]any{})
-			if r := m.Group("reason"); r != "" {
-				in["reason"] = r
-			}
-			return in, nil
+			return withGroup(m, "reason", "reason", withID(m, "event_id", map[string]any{})), nil
 		},
 	},
 	{
@@ -329,7 +322,7 @@ var officeRules = []Rule{
 			}
 			in := map[string]any{"decision": decision}
 			var options []string
-			for _, o := range regexp.MustCompile(`(?i)\s*(?:,|\bor\b|\band\b|\bvs\.?\b|\bversus\b)\s*`).Split(rest, -1) {
+			for _, o := range optionSepRe.Split(rest, -1) {
 				if o = strings.TrimSpace(o); o != "" {
 					options = append(options, o)
 				}
@@ -384,11 +377,7 @@ var officeRules = []Rule{
 			if !ok {
 				return nil, Missing("due_at", `until when? For example "defer task <id> to friday"`)
 			}
-			in := withID(m, "task_id", map[string]any{"due_at": due.Format(time.RFC3339)})
-			if r := m.Group("reason"); r != "" {
-				in["reason"] = r
-			}
-			return in, nil
+			return withGroup(m, "reason", "reason", withID(m, "task_id", map[string]any{"due_at": due.Format(time.RFC3339)})), nil
 		},
 	},
 	{
@@ -444,14 +433,7 @@ var officeRules = []Rule{
 					in["query"] = q
 				}
 			}
-			if s := m.Group("since"); s != "" {
-				since, ok := sinceOf(s, m.Now, m.Location)
-				if !ok {
-					return nil, ErrNoMatch
-				}
-				in["since"] = since.Format(time.RFC3339)
-			}
-			return in, nil
+			return withSince(m, in)
 		},
 	},
 	{
@@ -473,14 +455,7 @@ var officeRules = []Rule{
 		Patterns: []string{`^(?:please\s+)?(?:refresh|rebuild|update|recompute)\s+(?:the\s+|my\s+)?(?:(?P<domain>business|personal|overall|full|whole)\s+)?(?:state(?:\s+snapshot)?|snapshot)(?:\s+since\s+(?P<since>.+?))?\s*[.!]*$`},
 		Build: func(m *Match) (map[string]any, error) {
 			in := map[string]any{"domain": snapshotDomain(m.Group("domain"))}
-			if s := m.Group("since"); s != "" {
-				since, ok := sinceOf(s, m.Now, m.Location)
-				if !ok {
-					return nil, ErrNoMatch
-				}
-				in["since"] = since.Format(time.RFC3339)
-			}
-			return in, nil
+			return withSince(m, in)
 		},
 	},
 	{
@@ -504,10 +479,12 @@ const (
 )
 
 var (
-	locationRe = regexp.MustCompile(`(?i)\s+(?:at|in)\s+(.+?)\s*$`)
-	notesRe    = regexp.MustCompile(`(?i)[,;]?\s*notes?\s*[:\-]\s*(.+)$`)
-	reviewRe   = regexp.MustCompile(`(?i)[,;]?\s*(?:review(?:\s+it)?|check\s+in)\s+(?:on\s+|by\s+)?(.+)$`)
-	durationRe = regexp.MustCompile(`(?i)\s*\b(?:for|of|lasting)?\s*(an?|\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|m)\b`)
+	locationRe  = regexp.MustCompile(`(?i)\s+(?:at|in)\s+(.+?)\s*$`)
+	notesRe     = regexp.MustCompile(`(?i)[,;]?\s*notes?\s*[:\-]\s*(.+)$`)
+	reviewRe    = regexp.MustCompile(`(?i)[,;]?\s*(?:review(?:\s+it)?|check\s+in)\s+(?:on\s+|by\s+)?(.+)$`)
+	durationRe  = regexp.MustCompile(`(?i)\s*\b(?:for|of|lasting)?\s*(an?|\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|m)\b`)
+	optionSepRe = regexp.MustCompile(`(?i)\s*(?:,|\bor\b|\band\b|\bvs\.?\b|\bversus\b)\s*`)
+	sinceAgoRe  = regexp.MustCompile(`^(?:in\s+)?(?:the\s+)?(?:last|past)\s+(\d+)\s+(hours?|days?)$|^(\d+)\s+(hours?|days?)\s+ago$`)
 )
 
 func callOutcome(said string) string {
@@ -570,6 +547,21 @@ func slotRange(text string, now time.Time, loc *time.Location) (time.Time, time.
 	return now, today.AddDate(0, 0, 8)
 }
 
+// withSince adds the time the since group names (see sinceOf) to an input; words that are not a time
+// leave the clause to other rules.
+func withSince(m *Match, in map[string]any) (map[string]any, error) {
+	s := m.Group("since")
+	if s == "" {
+		return in, nil
+	}
+	since, ok := sinceOf(s, m.Now, m.Location)
+	if !ok {
+		return nil, ErrNoMatch
+	}
+	in["since"] = since.Format(time.RFC3339)
+	return in, nil
+}
+
 // sinceOf reads "today", "yesterday", "this week", "the last 3 hours", "2 days ago" or a date.
 func sinceOf(text string, now time.Time, loc *time.Location) (time.Time, bool) {
 	text = strings.ToLower(strings.Trim(text, " ?.!"))
@@ -582,7 +574,7 @@ func sinceOf(text string, now time.Time, loc *time.Location) (time.Time, bool) {
 	case "this week":
 		return today.AddDate(0, 0, -((int(today.Weekday()) + 6) % 7)), true
 	}
-	if m := regexp.MustCompile(`^(?:in\s+)?(?:the\s+)?(?:last|past)\s+(\d+)\s+(hours?|days?)$|^(\d+)\s+(hours?|days?)\s+ago$`).FindStringSubmatch(text); m != nil {
+	if m := sinceAgoRe.FindStringSubmatch(text); m != nil {
 		n, _ := strconv.Atoi(m[1] + m[3])
 		if strings.HasPrefix(m[2]+m[4], "h") {
 			return now.Add(-time.Duration(n) * time.Hour), true
