@@ -8,7 +8,6 @@ import (
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"github.com/rs/zerolog"
 )
 
 // operatorChat answers POST /operator/chat (GEM's): a message to the default agent, in a session that goes
@@ -50,9 +49,7 @@ func (s *Server) operatorChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if rerr := run.Recorded(); rerr != nil {
-		zerolog.Ctx(ctx).Warn().Err(rerr).Str("run_id", run.RunID.String()).Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
-	}
+	awaitRecorded(ctx, run)
 	// A question back (a lead without a suburb) or a failed call is still a reply: 200, ok false.
 	out := operatorFromRun(run, params.SessionID)
 	out.FallbackReason = fallback

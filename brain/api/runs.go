@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -42,11 +43,16 @@ func (s *Server) writeRun(c echo.Context, status int, resp *brain.RunResponse) e
 		_, err = c.Response().Write(body)
 		c.Response().Flush()
 	}
-	if rerr := resp.Recorded(); rerr != nil {
-		zerolog.Ctx(c.Request().Context()).Warn().Err(rerr).Str("run_id", resp.RunID.String()).
+	awaitRecorded(c.Request().Context(), resp)
+	return err
+}
+
+// awaitRecorded waits for a run's answer to be recorded (see RunResponse.Recorded), logging when it was not.
+func awaitRecorded(ctx context.Context, resp *brain.RunResponse) {
+	if err := resp.Recorded(); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("run_id", resp.RunID.String()).
 			Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
 	}
-	return err
 }
 
 func (s *Server) getRun(c echo.Context) error {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -193,7 +194,7 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 	}
 	rec.Receipts = brain.Compact(ordered)
 	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, inputsByCall(rec.PlannedCalls), ordered, pending, s.zone)
-	rec.Errors = slicesDeleteCodes(rec.Errors, brain.ECALLFAILED, brain.ETIMEOUT)
+	rec.Errors = slices.DeleteFunc(slices.Clone(rec.Errors), func(e *brain.Error) bool { return e.Code == brain.ECALLFAILED || e.Code == brain.ETIMEOUT })
 	for _, r := range ordered {
 		if r.Status != registry.StatusSucceeded {
 			rec.Errors = append(rec.Errors, &brain.Error{Code: brain.ECALLFAILED, Message: fmt.Sprintf("%s %s: %s", r.ToolName, r.Status, r.Error.Message),
@@ -214,22 +215,6 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 	resp := s.response(rec, ordered, pending)
 	resp.SetRecording(recorded)
 	return resp, nil
-}
-
-func slicesDeleteCodes(errs []*brain.Error, codes ...string) []*brain.Error {
-	out := errs[:0:0]
-	for _, e := range errs {
-		keep := true
-		for _, c := range codes {
-			if e.Code == c {
-				keep = false
-			}
-		}
-		if keep {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // Approve enqueues a stored plan (mode plan) and, when wait is set, waits for its receipts. The run is
