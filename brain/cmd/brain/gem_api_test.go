@@ -84,9 +84,7 @@ func TestModesBehaveLikeGEMs(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "list my tasks", "mode": "answer"})
-	require.Equal(t, http.StatusOK, status)
-	require.True(t, resp.OK)
+	resp := a.runOK(map[string]any{"message": "list my tasks", "mode": "answer"})
 	require.Equal(t, brain.ModeAnswer, resp.Decision.Mode)
 	require.Contains(t, resp.AssistantMessage, "I would run:\n1. os.list_tasks")
 	require.Empty(t, resp.Enqueued)
@@ -100,7 +98,7 @@ func TestModesBehaveLikeGEMs(t *testing.T) {
 
 	// Questions are answered in any mode, and nothing runs.
 	for _, mode := range []string{"answer", "plan", "enqueue", "enqueue_and_wait"} {
-		resp, status = a.run(map[string]any{"message": "what is leads.create?", "mode": mode})
+		resp, status := a.run(map[string]any{"message": "what is leads.create?", "mode": mode})
 		require.Equal(t, http.StatusOK, status, mode)
 		require.True(t, resp.OK, "%s: %+v", mode, resp.Errors)
 		require.Equal(t, brain.ModeAnswer, resp.Decision.Mode, mode)
@@ -304,8 +302,7 @@ func TestOperatorChatWithoutLLM(t *testing.T) {
 	status, resp, _ = operatorChat(t, a, map[string]any{"message": "defer the task to friday", "session_id": session})
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, session, resp.SessionID)
-	var run brain.RunResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &run))
+	run := a.getRun(resp.RunID)
 	require.Equal(t, "os.defer_task", run.PlannedToolCalls[0].Tool)
 	var input map[string]any
 	require.NoError(t, json.Unmarshal(run.PlannedToolCalls[0].Input, &input))
@@ -410,9 +407,7 @@ func TestLLMPlannerSpeaksGEM(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
 
-	resp, status := a.run(map[string]any{"message": "how much is GST?", "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusOK, status)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	resp := a.runOK(map[string]any{"message": "how much is GST?", "mode": "enqueue_and_wait"})
 	require.Equal(t, brain.ModeAnswer, resp.Decision.Mode)
 	require.Equal(t, "llm", resp.Decision.Planner)
 	require.Equal(t, "GST in Australia is 10%; quotes add it to the subtotal.", resp.AssistantMessage)

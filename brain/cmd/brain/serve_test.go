@@ -15,6 +15,7 @@ import (
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -132,6 +133,23 @@ func (a *testAPI) run(req map[string]any) (*brain.RunResponse, int) {
 	var resp brain.RunResponse
 	status := a.do(http.MethodPost, "/brain/run", req, &resp)
 	return &resp, status
+}
+
+// runOK posts /brain/run and requires 200 and ok.
+func (a *testAPI) runOK(req map[string]any) *brain.RunResponse {
+	a.t.Helper()
+	resp, status := a.run(req)
+	require.Equal(a.t, http.StatusOK, status, "%+v", resp.Errors)
+	require.True(a.t, resp.OK, "%+v", resp.Errors)
+	return resp
+}
+
+// getRun reads GET /brain/runs/{id} and requires 200.
+func (a *testAPI) getRun(id uuid.UUID) *brain.RunResponse {
+	a.t.Helper()
+	var resp brain.RunResponse
+	require.Equal(a.t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+id.String(), nil, &resp))
+	return &resp
 }
 
 // errorResponse is an error body.

@@ -23,9 +23,7 @@ func TestRunEnqueueAndWait(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "create a task to call John about the gutters, urgent", "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusOK, status)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	resp := a.runOK(map[string]any{"message": "create a task to call John about the gutters, urgent", "mode": "enqueue_and_wait"})
 	require.Equal(t, brain.RunCompleted, resp.Status)
 	require.Equal(t, brain.ModeEnqueueAndWait, resp.Decision.Mode)
 	require.Equal(t, "rules", resp.Decision.Planner)
@@ -50,8 +48,7 @@ func TestRunEnqueueAndWait(t *testing.T) {
 	require.Equal(t, registry.CallSucceeded, c.Status)
 
 	// GET /brain/runs/{id} answers the same.
-	var got brain.RunResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &got))
+	got := a.getRun(resp.RunID)
 	require.True(t, got.OK)
 	require.Equal(t, brain.RunCompleted, got.Status)
 	require.Len(t, got.Receipts, 1)
@@ -61,9 +58,7 @@ func TestRunAnswerEnqueuesNothing(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "create a task to order tiles", "mode": "answer"})
-	require.Equal(t, http.StatusOK, status)
-	require.True(t, resp.OK)
+	resp := a.runOK(map[string]any{"message": "create a task to order tiles", "mode": "answer"})
 	require.Equal(t, brain.RunCompleted, resp.Status)
 	require.Empty(t, resp.Enqueued)
 	require.Contains(t, resp.AssistantMessage, "I would run")
@@ -75,9 +70,7 @@ func TestRunEnqueueReturnsCallIDs(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "note that the Jones job needs a second ladder", "mode": "enqueue"})
-	require.Equal(t, http.StatusOK, status)
-	require.True(t, resp.OK)
+	resp := a.runOK(map[string]any{"message": "note that the Jones job needs a second ladder", "mode": "enqueue"})
 	require.Equal(t, brain.RunEnqueued, resp.Status)
 	require.Len(t, resp.Enqueued, 1)
 	require.Empty(t, resp.Receipts)
@@ -96,8 +89,7 @@ func TestRunEnqueueReturnsCallIDs(t *testing.T) {
 	require.Equal(t, "os.create_note", body.Call.ToolName)
 
 	// Reading the run brings it up to date.
-	var got brain.RunResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &got))
+	got := a.getRun(resp.RunID)
 	require.Equal(t, brain.RunCompleted, got.Status)
 	require.Contains(t, got.AssistantMessage, "Saved a business note")
 }
@@ -106,9 +98,7 @@ func TestPlanAndApprove(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "new lead Priya Nair 0433 222 111 in Ashfield via facebook", "mode": "plan"})
-	require.Equal(t, http.StatusOK, status)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	resp := a.runOK(map[string]any{"message": "new lead Priya Nair 0433 222 111 in Ashfield via facebook", "mode": "plan"})
 	require.Equal(t, brain.RunPlanned, resp.Status)
 	require.Empty(t, resp.Enqueued)
 	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
@@ -117,8 +107,7 @@ func TestPlanAndApprove(t *testing.T) {
 	require.Equal(t, map[string]any{"name": "Priya Nair", "phone": "0433 222 111", "suburb": "Ashfield", "source": "meta"}, input)
 
 	var approved brain.RunResponse
-	status = a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", map[string]any{"wait": true}, &approved)
-	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", map[string]any{"wait": true}, &approved))
 	require.True(t, approved.OK, "%+v", approved.Errors)
 	require.Equal(t, brain.RunCompleted, approved.Status)
 	require.Len(t, approved.Receipts, 1)
@@ -221,9 +210,7 @@ func TestSeveralCallsInOneRun(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
-	resp, status := a.run(map[string]any{"message": "Create a task to order 40 tiles. Note that the Baker roof has asbestos sheeting\nlist urgent tasks", "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusOK, status)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	resp := a.runOK(map[string]any{"message": "Create a task to order 40 tiles. Note that the Baker roof has asbestos sheeting\nlist urgent tasks", "mode": "enqueue_and_wait"})
 	require.Len(t, resp.Receipts, 3)
 	tools := []string{resp.Receipts[0].ToolName, resp.Receipts[1].ToolName, resp.Receipts[2].ToolName}
 	require.Equal(t, []string{"os.create_task", "os.create_note", "os.list_tasks"}, tools)
@@ -289,8 +276,7 @@ func TestWaitTimeout(t *testing.T) {
 	}
 	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].CallID.String()+"?wait=10s", nil, &body))
 	require.NotNil(t, body.Receipt)
-	var got brain.RunResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+resp.RunID.String(), nil, &got))
+	got := a.getRun(resp.RunID)
 	require.True(t, got.OK, "%+v", got.Errors)
 	require.Equal(t, brain.RunCompleted, got.Status)
 	require.Contains(t, got.AssistantMessage, "GEM is ")
