@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -50,7 +49,7 @@ const (
 
 // HighLevelWebhookConfig configures the webhook.
 type HighLevelWebhookConfig struct {
-	// Ed25519Keys verify X-GHL-Signature. Defaults to HighLevel's published key.
+	// Ed25519Keys verify X-GHL-Signature. Defaults (with no RSAKeys either) to HighLevel's published key.
 	Ed25519Keys []ed25519.PublicKey
 	// RSAKeys verify the legacy X-WH-Signature. No default: add HighLevel's RSA key to accept it.
 	RSAKeys []*rsa.PublicKey
@@ -65,17 +64,23 @@ type HighLevelWebhookConfig struct {
 // HighLevelWebhookConfigFromEnv reads the webhook's configuration through getenv.
 func HighLevelWebhookConfigFromEnv(getenv func(string) string) HighLevelWebhookConfig {
 	var cfg HighLevelWebhookConfig
-	keys := strings.TrimSpace(getenv(EnvHighLevelWebhookPublicKeys))
-	if keys == "" {
-		keys = HighLevelWebhookPublicKeyDefault
+	if keys := strings.TrimSpace(getenv(EnvHighLevelWebhookPublicKeys)); keys != "" {
+		cfg.Ed25519Keys, cfg.RSAKeys, cfg.Err = parsePublicKeys(keys)
 	}
-	cfg.Ed25519Keys, cfg.RSAKeys, cfg.Err = parsePublicKeys(keys)
 	cfg.PipelineID = strings.TrimSpace(getenv(envHighLevelPipelineID))
 	cfg.StageByID = map[string]string{}
 	for _, pair := range strings.Split(getenv(envHighLevelStageIDs), ",") {
 		if stage, id, ok := strings.Cut(strings.TrimSpace(pair), "="); ok && strings.TrimSpace(id) != "" {
 			cfg.StageByID[strings.TrimSpace(id)] = strings.TrimSpace(stage)
 		}
+	}
+	return cfg
+}
+
+// withDefaults gives a configuration without keys HighLevel's published key.
+func (cfg HighLevelWebhookConfig) withDefaults() HighLevelWebhookConfig {
+	if cfg.Err == nil && len(cfg.Ed25519Keys)+len(cfg.RSAKeys) == 0 {
+		cfg.Ed25519Keys, cfg.RSAKeys, cfg.Err = parsePublicKeys(HighLevelWebhookPublicKeyDefault)
 	}
 	return cfg
 }
@@ -415,13 +420,9 @@ func (cfg HighLevelWebhookConfig) planHighLevelCall(ctx context.Context, tx pgx.
 	return ignore("GEM does not act on %s events", ev.Type), nil
 }
 
-// highLevelWebhookFromEnv is the webhook's handler, configured from the environment.
-func (s *Server) highLevelWebhookFromEnv() echo.HandlerFunc {
-	return s.highLevelWebhook(HighLevelWebhookConfigFromEnv(os.Getenv))
-}
-
 // highLevelWebhook verifies a delivery, records it once and makes its call, in one transaction.
 func (s *Server) highLevelWebhook(cfg HighLevelWebhookConfig) echo.HandlerFunc {
+	cfg = cfg.withDefaults()
 	return func(c echo.Context) error {
 		c.Set("requester", highLevelRequester)
 		if cfg.Err != nil {

@@ -78,6 +78,10 @@ type Config struct {
 	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
 	// (GEM_BRAIN_DEFAULT_AGENT).
 	DefaultAgent string
+	// HighLevel configures POST HighLevelWebhookPath (GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS,
+	// GEM_HIGHLEVEL_PIPELINE_ID, GEM_HIGHLEVEL_STAGE_IDS). The zero value checks signatures with
+	// HighLevel's published key.
+	HighLevel HighLevelWebhookConfig
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -170,7 +174,7 @@ func New(p *Params) *Server {
 	e.Use(checkParams)
 
 	e.GET("/health", s.health)
-	e.POST(HighLevelWebhookPath, s.highLevelWebhookFromEnv()) // signed by HighLevel, not by a bearer token
+	e.POST(HighLevelWebhookPath, s.highLevelWebhook(s.cfg.HighLevel)) // signed by HighLevel, not by a bearer token
 	// Authentication is per route (not a group), so an unknown route or method still answers 404 or 405.
 	auth := s.authenticate
 	e.GET("/brain/tools", s.tools, auth)

@@ -59,6 +59,11 @@ type Config struct {
 	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
 	// (GEM_BRAIN_DEFAULT_AGENT).
 	DefaultAgent string
+
+	// HighLevel configures the inbound HighLevel webhook (GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS,
+	// GEM_HIGHLEVEL_PIPELINE_ID, GEM_HIGHLEVEL_STAGE_IDS). Defaults to HighLevel's published key; a key
+	// that cannot be read makes the webhook answer 503, not the brain fail to start.
+	HighLevel api.HighLevelWebhookConfig
 }
 
 // BusinessTimezoneDefault is the executor's business time zone when GEM_BUSINESS_TIMEZONE is unset
@@ -106,7 +111,8 @@ func (c Config) validate() error {
 
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
-	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent}.WithDefaults()
+	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent,
+		HighLevel: c.HighLevel}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -158,6 +164,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.DBConnectWait = d
 	}
+	c.HighLevel = api.HighLevelWebhookConfigFromEnv(getenv)
 	c.Planner = strings.ToLower(getenv("GEM_BRAIN_PLANNER"))
 	llmCfg, err := llmconfig.FromEnv(getenv)
 	if err != nil {

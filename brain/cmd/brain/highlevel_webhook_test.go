@@ -76,11 +76,14 @@ type webhookAnswer struct {
 // delivered twice makes one call, and unsigned, wrongly signed or malformed deliveries are refused.
 func TestHighLevelWebhook(t *testing.T) {
 	signer, keys := newWebhookSigner(t)
-	// The webhook reads its keys and the pipeline's stages from the environment (as the executor does).
-	t.Setenv(api.EnvHighLevelWebhookPublicKeys, keys)
-	t.Setenv("GEM_HIGHLEVEL_PIPELINE_ID", "pipe1")
-	t.Setenv("GEM_HIGHLEVEL_STAGE_IDS", "quoted=stage-q,inspected=stage-i")
-	m, err := startBrain(shared.dbURL, nil)
+	// The webhook's keys and the pipeline's stages, read from the brain's environment.
+	env := map[string]string{api.EnvHighLevelWebhookPublicKeys: keys, "GEM_HIGHLEVEL_PIPELINE_ID": "pipe1",
+		"GEM_HIGHLEVEL_STAGE_IDS": "quoted=stage-q,inspected=stage-i"}
+	m, err := startBrain(shared.dbURL, func(c *Config) {
+		fromEnv, err := ConfigFromEnv(func(k string) string { return env[k] })
+		require.NoError(t, err)
+		c.HighLevel = fromEnv.HighLevel
+	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
