@@ -20,6 +20,7 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/llmtext"
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -145,7 +146,7 @@ func Register(h executor.Handlers) {
 func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	if p.cfg.llmNotConfigured("") == nil {
-		p.llm = p.newLLM()
+		p.llm = llmtext.New(p.cfg.LLM, p.cfg.HTTPClient)
 	}
 	h.Func("memory.store", executor.Typed(p.storeMemory))
 	h.Func("memory.recall", executor.Typed(p.recallMemories))
@@ -166,5 +167,5 @@ func RegisterWithConfig(h executor.Handlers, cfg Config) {
 type pack struct {
 	cfg Config
 	// llm is the configured language model, or nil.
-	llm llm
+	llm llmtext.Model
 }

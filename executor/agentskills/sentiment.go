@@ -56,7 +56,7 @@ func (p *pack) analyzeSentiment(ctx context.Context, c *executor.Call, in analyz
 	fmt.Fprintf(&user, "<text>\n%s\n</text>", in.Text)
 
 	provider, model := p.cfg.LLM.Provider, p.cfg.LLM.Model
-	answer, err := p.llm.completeJSON(ctx, sentimentSystem, user.String())
+	answer, err := p.llm.Complete(ctx, llmtext.Request{System: sentimentSystem, User: user.String(), JSON: true})
 	if err != nil {
 		return nil, providerFailure(ctx, provider, llmconfig.EnvAPIKey, err, true)
 	}
@@ -77,11 +77,11 @@ func (p *pack) analyzeSentiment(ctx context.Context, c *executor.Call, in analyz
 // parseSentiment checks a model's answer and returns the sentiment, or every problem found. It accepts the
 // JSON object wrapped in a Markdown code fence or surrounded by prose, but nothing less than a complete,
 // well-typed object.
-func parseSentiment(a llmAnswer) (sentiment, []string) {
+func parseSentiment(a llmtext.Answer) (sentiment, []string) {
 	if a.Refusal != "" {
 		return sentiment{}, []string{"the model refused: " + truncate(a.Refusal, 300)}
 	}
-	text := extractJSONObject(a.Text)
+	text := llmtext.ExtractJSONObject(a.Text)
 	if text == "" {
 		p := "the answer is empty"
 		if strings.TrimSpace(a.Text) != "" {
@@ -154,6 +154,3 @@ func parseSentiment(a llmAnswer) (sentiment, []string) {
 	}
 	return s, problems
 }
-
-// extractJSONObject returns the JSON object in a model's answer (see llmtext.ExtractJSONObject).
-var extractJSONObject = llmtext.ExtractJSONObject
