@@ -157,7 +157,7 @@ func (a *attempt) precheck() *receiptDraft {
 	}
 	a.handler = handler
 
-	if a.outsideToken != nil && *a.outsideToken != a.p.outsideToken && a.e.needsOutsideMarker(tool) {
+	if a.outsideToken != nil && *a.outsideToken != a.p.outsideToken && tool.RunsAtMostOnce() {
 		started := 0
 		if a.outsideAttempt != nil {
 			started = *a.outsideAttempt

@@ -246,10 +246,6 @@ func (a *attempt) Run(ev *zerolog.Event, _ zerolog.Level, _ string) {
 	}
 }
 
-// needsOutsideMarker reports whether a tool's calls must never run twice because of effects a rollback
-// cannot undo (registry.Tool.RunsAtMostOnce).
-func (e *Executor) needsOutsideMarker(t *registry.Tool) bool { return t.RunsAtMostOnce() }
-
 // similarTools suggests registry names close to an unknown one.
 func (e *Executor) similarTools(name string) []string {
 	type cand struct {
@@ -315,7 +311,7 @@ func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]
 	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
 	tool, known := e.reg.Tool(job.Args.ToolName)
 	switch {
-	case known && e.needsOutsideMarker(tool):
+	case known && tool.RunsAtMostOnce():
 		return e.runOutside(p)
 	case known && (e.handlers[tool.Name].Isolated || tool.HasOutsideEffects()), e.cfg.BatchMax == 1:
 		e.runBatch([]*pending{p})

@@ -118,7 +118,6 @@ func envNames(vars []envVar) []string {
 // not_configured (docs/business-pack.md, docs/agent-skills-pack.md).
 var providerEnvVars = withIntegrations([]envVar{
 	{business.EnvTimeZone, business.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
-	{business.EnvBusinessHours, business.BusinessHoursDefault, "working hours, for calendar.find_slots"},
 	{business.EnvBusinessName, business.BusinessNameDefault, "the business's name on documents and messages"},
 	{business.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
 	{business.EnvBusinessPhone, "unset", "phone number on documents and messages"},
