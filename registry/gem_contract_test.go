@@ -11,12 +11,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gemhq/gem/registry"
@@ -26,12 +26,18 @@ import (
 // gemRegistryPath is GEM's registry, beside the repository (CI clones ../shared next to it).
 const gemRegistryPath = "../../shared/gem/tools.registry.json"
 
+// The two registries, loaded once for every test (a registry is read-only).
+var (
+	loadGEM  = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(gemRegistryPath) })
+	loadOurs = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(filepath.Join("..", registry.DefaultPath)) })
+)
+
 func loadGEMRegistries(t *testing.T) (gem, ours *registry.Registry) {
 	t.Helper()
-	gem, err := registry.Load(gemRegistryPath)
+	gem, err := loadGEM()
 	require.NoError(t, err, "GEM's registry must be at %s (../shared beside the repository)", gemRegistryPath)
 	require.Equal(t, 105, gem.Len())
-	ours, err = registry.Load(filepath.Join("..", registry.DefaultPath))
+	ours, err = loadOurs()
 	require.NoError(t, err)
 	return gem, ours
 }
@@ -433,12 +439,4 @@ func invalidInputs(s jsonSchema) []genInput {
 		}
 	}
 	return ins
-}
-
-func TestMain(m *testing.M) {
-	// GEM's registry must exist for these tests; say where it is looked for when it does not.
-	if _, err := os.Stat(gemRegistryPath); err != nil {
-		fmt.Fprintf(os.Stderr, "GEM's registry is missing at %s: clone ../shared beside the repository\n", gemRegistryPath)
-	}
-	os.Exit(m.Run())
 }
