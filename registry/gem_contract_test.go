@@ -141,8 +141,10 @@ func narrowerProblems(path string, gem, ours *jsonSchema) []string {
 	for name, gp := range gem.Properties {
 		op, ok := ours.Properties[name]
 		if !ok {
-			if ours.AdditionalProperties != nil && string(ours.AdditionalProperties) == "false" {
-				probs = append(probs, fmt.Sprintf("%s: GEM's has property %q, ours refuses it", path, name))
+			// Ours never gives the property if it refuses properties it does not name; otherwise it could give
+			// one of a shape GEM's refuses.
+			if string(ours.AdditionalProperties) != "false" {
+				probs = append(probs, fmt.Sprintf("%s: GEM's has property %q, ours does not describe it but allows it", path, name))
 			}
 			continue
 		}
