@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -174,9 +172,7 @@ func scanEvent(row pgx.Row) (calendarEvent, error) {
 	var ctxType, ctxID *string
 	err := row.Scan(&e.EventID, &e.Title, &e.StartAt, &e.EndAt, &e.Location, &e.Status, &e.CancelReason, &e.CancelledAt,
 		&e.LeadID, &e.JobID, &ctxType, &ctxID, &e.CreatedAt, &e.UpdatedAt)
-	if ctxType != nil && ctxID != nil {
-		e.ContextRef = &contextRef{Type: *ctxType, ID: *ctxID}
-	}
+	e.ContextRef = refFromColumns(ctxType, ctxID)
 	return e, err
 }
 
@@ -219,10 +215,7 @@ func insertEvent(ctx context.Context, c *executor.Call, d eventDraft) (uuid.UUID
 	if !d.EndAt.After(d.StartAt) {
 		return uuid.Nil, nil, executor.Invalid("end_at (%s) must be after start_at (%s)", d.EndAt.Format(time.RFC3339), d.StartAt.Format(time.RFC3339))
 	}
-	var ctxType, ctxID *string
-	if d.Ref != nil {
-		ctxType, ctxID = &d.Ref.Type, &d.Ref.ID
-	}
+	ctxType, ctxID := refColumns(d.Ref)
 	var id uuid.UUID
 	err := c.DB.QueryRow(ctx, `INSERT INTO calendar_events (title, start_at, end_at, location, lead_id, job_id, context_type, context_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, d.Title, d.StartAt, d.EndAt, d.Location, d.LeadID, d.JobID, ctxType, ctxID).Scan(&id)
@@ -291,13 +284,8 @@ type eventUpdated struct {
 // updateEvent changes an event's title, times or location (null clears the location). A cancelled event
 // is a conflict. Moving an inspection visit's event moves the visit. Only what changes is written.
 func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*eventUpdated, error) {
-	if len(in.Patch) == 0 {
-		return nil, executor.Invalid("patch is empty: give one or more of %s", strings.Join(eventPatchKeys, ", "))
-	}
-	for _, k := range slices.Sorted(maps.Keys(in.Patch)) {
-		if !slices.Contains(eventPatchKeys, k) {
-			return nil, executor.Invalid("patch.%s cannot be changed; the patch keys are %s", k, strings.Join(eventPatchKeys, ", "))
-		}
+	if err := checkPatchKeys(in.Patch, eventPatchKeys); err != nil {
+		return nil, err
 	}
 	e, err := lockEvent(ctx, c, in.EventID)
 	if err != nil {
@@ -308,11 +296,7 @@ func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*e
 	}
 	next := e
 	if raw, ok := in.Patch["title"]; ok {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, executor.Invalid("patch.title must be text")
-		}
-		if next.Title, err = checkEntityName("patch.title", s); err != nil {
+		if next.Title, err = readPatchName("patch.title", raw); err != nil {
 			return nil, err
 		}
 	}

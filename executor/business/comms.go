@@ -26,7 +26,9 @@ func registerComms(h executor.Handlers, p *pack) {
 }
 
 // contextRef is GEM's reference to the record something is about: {"type": "lead", "id": "<uuid>"}. A
-// "personal" reference names no record: its id is the caller's own.
+// "personal" reference names no record: its id is the caller's own. It is also each item of a note's
+// entity_refs. The os tools read it with normalize and check (any type, known ones checked); the others
+// with resolve (a fixed list of types, and the records the one named belongs to).
 type contextRef struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`

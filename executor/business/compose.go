@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/mail"
 	"slices"
-	"sort"
 	"strings"
 	"text/template"
 	"time"
@@ -116,14 +116,7 @@ var composeTemplates = map[string]composeTemplate{
 var composeTones = []string{"friendly", "formal", "brief"}
 
 // composePurposes lists the known purposes, sorted.
-func composePurposes() []string {
-	list := make([]string, 0, len(composeTemplates))
-	for k := range composeTemplates {
-		list = append(list, k)
-	}
-	sort.Strings(list)
-	return list
-}
+func composePurposes() []string { return slices.Sorted(maps.Keys(composeTemplates)) }
 
 // composeView is what the templates read: text ready to print (names, numbers, dollars, dates in the
 // business's time zone), empty when unknown.
@@ -281,7 +274,6 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 	if v.Business != "" {
 		v.We = v.Business
 	}
-	noRows := func(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 	var suburb, address *string
 
 	if ref.LeadID != nil {
@@ -306,7 +298,7 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 		v.Phone, v.Email = composeNonEmpty(phone, v.Phone), composeNonEmpty(email, v.Email)
 		suburb, address = composeNonEmpty(eSuburb, suburb), composeNonEmpty(eAddress, address)
 	}
-	v.Suburb, v.Address = composeText(suburb), composeText(address)
+	v.Suburb, v.Address = strOr(suburb, ""), strOr(address, "")
 	if v.Address != "" && v.Suburb != "" && !strings.Contains(strings.ToLower(v.Address), strings.ToLower(v.Suburb)) {
 		v.Address += ", " + v.Suburb
 	}
@@ -314,14 +306,10 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 	// The quote: the one named, or the one a job or invoice came from, or the lead's latest (sent ones first).
 	quoteID := ref.QuoteID
 	if quoteID == nil && ref.Type == "lead" {
-		var id uuid.UUID
-		err := c.DB.QueryRow(ctx, `SELECT id FROM quotes WHERE lead_id = $1
-			ORDER BY status = 'draft', coalesce(sent_at, created_at) DESC LIMIT 1`, ref.RecordID).Scan(&id)
-		if err != nil && !noRows(err) {
+		var err error
+		if quoteID, err = optionalID(ctx, c.DB, `SELECT id FROM quotes WHERE lead_id = $1
+			ORDER BY status = 'draft', coalesce(sent_at, created_at) DESC LIMIT 1`, ref.RecordID); err != nil {
 			return nil, err
-		}
-		if err == nil {
-			quoteID = &id
 		}
 	}
 	if quoteID != nil {
@@ -343,13 +331,9 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 	// The job: the one named, or the quote's.
 	jobID := ref.JobID
 	if jobID == nil && quoteID != nil {
-		var id uuid.UUID
-		err := c.DB.QueryRow(ctx, `SELECT id FROM jobs WHERE quote_id = $1`, *quoteID).Scan(&id)
-		if err != nil && !noRows(err) {
+		var err error
+		if jobID, err = optionalID(ctx, c.DB, `SELECT id FROM jobs WHERE quote_id = $1`, *quoteID); err != nil {
 			return nil, err
-		}
-		if err == nil {
-			jobID = &id
 		}
 	}
 	if jobID != nil {
@@ -374,13 +358,9 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 	// The invoice: the one named, or the job's.
 	invoiceID := ref.InvoiceID
 	if invoiceID == nil && jobID != nil {
-		var id uuid.UUID
-		err := c.DB.QueryRow(ctx, `SELECT id FROM invoices WHERE job_id = $1`, *jobID).Scan(&id)
-		if err != nil && !noRows(err) {
+		var err error
+		if invoiceID, err = optionalID(ctx, c.DB, `SELECT id FROM invoices WHERE job_id = $1`, *jobID); err != nil {
 			return nil, err
-		}
-		if err == nil {
-			invoiceID = &id
 		}
 	}
 	if invoiceID != nil {
@@ -406,7 +386,7 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 			WHERE lead_id = $1 AND status = 'scheduled'
 			ORDER BY scheduled_for < date_trunc('day', now()), abs(extract(epoch FROM scheduled_for - now())) LIMIT 1`, *ref.LeadID).
 			Scan(&start, &end, &part)
-		if err != nil && !noRows(err) {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, err
 		}
 		if err == nil {
@@ -432,6 +412,19 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 		v.About = "your roof"
 	}
 	return v, nil
+}
+
+// optionalID is the id a query finds, or nil when it finds no row.
+func optionalID(ctx context.Context, db executor.DB, sql string, args ...any) (*uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.QueryRow(ctx, sql, args...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &id, nil
 }
 
 // visitWords says when an inspection visit is: its time range, or the part of the day on its date.
@@ -507,13 +500,6 @@ func composeNonEmpty(a, b *string) *string {
 		return a
 	}
 	return b
-}
-
-func composeText(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // smsSegments estimates how many segments an SMS takes: 160 septets in one (153 each when split) in the

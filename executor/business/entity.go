@@ -141,7 +141,30 @@ func readContact(field string, raw json.RawMessage) (map[string]*string, error) 
 	return out, nil
 }
 
-// readText reads a JSON string (trimmed; blank is nil) or null.
+// checkPatchKeys refuses an empty patch and a key that is not one of keys (entity.update,
+// calendar.update_event).
+func checkPatchKeys(patch map[string]json.RawMessage, keys []string) error {
+	if len(patch) == 0 {
+		return executor.Invalid("patch is empty: give one or more of %s", strings.Join(keys, ", "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(patch)) {
+		if !slices.Contains(keys, k) {
+			return executor.Invalid("patch.%s cannot be changed; the patch keys are %s", k, strings.Join(keys, ", "))
+		}
+	}
+	return nil
+}
+
+// readPatchName reads a patch's name or title: text, checked by checkEntityName.
+func readPatchName(field string, raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", executor.Invalid("%s must be text", field)
+	}
+	return checkEntityName(field, s)
+}
+
+// readPatchText reads a JSON string (trimmed; blank is nil) or null.
 func readPatchText(field string, raw json.RawMessage) (*string, error) {
 	var s *string
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -165,14 +188,16 @@ func samePtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-func digitCount(s string) int {
-	n := 0
-	for _, r := range s {
+func digitCount(s string) int { return len(digitsOf(s)) }
+
+// digitsOf is s with everything but its ASCII digits dropped.
+func digitsOf(s string) string {
+	return strings.Map(func(r rune) rune {
 		if r >= '0' && r <= '9' {
-			n++
+			return r
 		}
-	}
-	return n
+		return -1
+	}, s)
 }
 
 // checkName refuses a blank name or one longer than 200 characters.
@@ -247,13 +272,8 @@ type updateEntityOutput struct {
 // updateEntity applies a patch: the keys given change (null clears notes, lead_id and contact fields; the
 // contact object is merged key by key). Only what changes is written, so repeating an update writes nothing.
 func updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (*updateEntityOutput, error) {
-	if len(in.Patch) == 0 {
-		return nil, executor.Invalid("patch is empty: give one or more of %s", strings.Join(entityPatchKeys, ", "))
-	}
-	for _, k := range slices.Sorted(maps.Keys(in.Patch)) {
-		if !slices.Contains(entityPatchKeys, k) {
-			return nil, executor.Invalid("patch.%s cannot be changed; the patch keys are %s", k, strings.Join(entityPatchKeys, ", "))
-		}
+	if err := checkPatchKeys(in.Patch, entityPatchKeys); err != nil {
+		return nil, err
 	}
 	current, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1 FOR UPDATE`, in.EntityID))
 	if err != nil {
@@ -270,11 +290,8 @@ func updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (
 	}
 
 	if raw, ok := in.Patch["name"]; ok {
-		var name string
-		if err := json.Unmarshal(raw, &name); err != nil {
-			return nil, executor.Invalid("patch.name must be text")
-		}
-		if name, err = checkEntityName("patch.name", name); err != nil {
+		name, err := readPatchName("patch.name", raw)
+		if err != nil {
 			return nil, err
 		}
 		if name != current.Name {
@@ -366,9 +383,7 @@ func scanInteraction(row pgx.Row) (interaction, error) {
 	var ctxType, ctxID *string
 	err := row.Scan(&i.InteractionID, &i.EntityID, &i.InteractionType, &i.Summary, &i.Details, &i.CallOutcome, &ctxType, &ctxID,
 		&i.OccurredAt, &i.CreatedAt)
-	if ctxType != nil && ctxID != nil {
-		i.ContextRef = &contextRef{Type: *ctxType, ID: *ctxID}
-	}
+	i.ContextRef = refFromColumns(ctxType, ctxID)
 	return i, err
 }
 
@@ -452,12 +467,7 @@ func searchEntities(ctx context.Context, c *executor.Call, in searchEntitiesInpu
 		return nil, executor.Invalid("entity_type %q is not one of %s, site", in.EntityType, strings.Join(entityTypes, ", "))
 	}
 	q := strings.TrimSpace(in.Query)
-	digits := strings.TrimLeft(strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, q), "0")
+	digits := strings.TrimLeft(digitsOf(q), "0")
 	if len(digits) < 4 {
 		digits = "" // too short to mean a phone number
 	}

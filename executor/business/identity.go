@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -100,7 +101,7 @@ func updateSelfModel(ctx context.Context, c *executor.Call, in updateSelfModelIn
 	if len(in.Patch) == 0 {
 		return nil, invalidField("patch", "is empty: give one or more of %s, each an object", strings.Join(selfModelSections, ", "))
 	}
-	for _, k := range sortedKeys(in.Patch) {
+	for _, k := range slices.Sorted(maps.Keys(in.Patch)) {
 		if !slices.Contains(selfModelSections, k) {
 			return nil, invalidField("patch."+k, "is not a section of the self-model (%s)", strings.Join(selfModelSections, ", "))
 		}
@@ -172,15 +173,6 @@ func changeSelfModel(ctx context.Context, c *executor.Call, patch map[string]jso
 		return nil, fmt.Errorf("error recording the self-model change: %w", err)
 	}
 	return &selfModelChange{UpdatedAt: updated, Changed: len(changed) > 0, ChangedSections: changed, SelfModel: next}, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func isJSONObject(raw json.RawMessage) bool {
@@ -386,7 +378,7 @@ func parseMemorySelector(raw map[string]json.RawMessage) (memorySelector, error)
 	if len(raw) == 0 {
 		return s, invalidField("selector", "is empty: give one or more of %s", strings.Join(memorySelectorFields, ", "))
 	}
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		field := "selector." + k
 		var v string
 		if string(raw[k]) == "null" || json.Unmarshal(raw[k], &v) != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -46,12 +47,6 @@ func invalidField(field, format string, args ...any) error {
 		Details: map[string]any{"field": field}}
 }
 
-// recordRef names a record something is about: GEM's context_ref and the items of entity_refs.
-type recordRef struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
-
 // refTables are the record types whose references are checked: a reference to a missing lead is not_found.
 // References of other types (records kept elsewhere) are stored as given.
 var refTables = map[string]string{
@@ -63,11 +58,11 @@ var refTables = map[string]string{
 
 // normalize trims the reference and lower-cases its type. An empty reference ({}) is nil; half of one is a
 // validation_error naming field.
-func (r *recordRef) normalize(field string) (*recordRef, error) {
+func (r *contextRef) normalize(field string) (*contextRef, error) {
 	if r == nil {
 		return nil, nil
 	}
-	n := recordRef{Type: strings.ToLower(strings.TrimSpace(r.Type)), ID: strings.TrimSpace(r.ID)}
+	n := contextRef{Type: strings.ToLower(strings.TrimSpace(r.Type)), ID: strings.TrimSpace(r.ID)}
 	switch {
 	case n.Type == "" && n.ID == "":
 		return nil, nil
@@ -79,7 +74,7 @@ func (r *recordRef) normalize(field string) (*recordRef, error) {
 
 // check confirms that a reference of a known type names an existing row and returns that row's id (nil for
 // types that are not checked).
-func (r *recordRef) check(ctx context.Context, db executor.DB) (*uuid.UUID, error) {
+func (r *contextRef) check(ctx context.Context, db executor.DB) (*uuid.UUID, error) {
 	table, known := refTables[r.Type]
 	if !known {
 		return nil, nil
@@ -99,7 +94,7 @@ func (r *recordRef) check(ctx context.Context, db executor.DB) (*uuid.UUID, erro
 }
 
 // resolveRef normalizes and checks a context_ref; leadID is set when it names a lead.
-func resolveRef(ctx context.Context, db executor.DB, field string, in *recordRef) (ref *recordRef, leadID *uuid.UUID, err error) {
+func resolveRef(ctx context.Context, db executor.DB, field string, in *contextRef) (ref *contextRef, leadID *uuid.UUID, err error) {
 	if ref, err = in.normalize(field); err != nil || ref == nil {
 		return nil, nil, err
 	}
@@ -114,14 +109,14 @@ func resolveRef(ctx context.Context, db executor.DB, field string, in *recordRef
 }
 
 // refFromColumns is the reference kept in a row's context_type and context_id columns, or nil.
-func refFromColumns(typ, id *string) *recordRef {
+func refFromColumns(typ, id *string) *contextRef {
 	if typ == nil || id == nil {
 		return nil
 	}
-	return &recordRef{Type: *typ, ID: *id}
+	return &contextRef{Type: *typ, ID: *id}
 }
 
-func refColumns(r *recordRef) (typ, id *string) {
+func refColumns(r *contextRef) (typ, id *string) {
 	if r == nil {
 		return nil, nil
 	}
@@ -140,20 +135,20 @@ func parseRecordID(what, s string) (uuid.UUID, error) {
 // Notes.
 
 type note struct {
-	NoteID     uuid.UUID   `json:"note_id"`
-	Domain     string      `json:"domain"`
-	Title      string      `json:"title"`
-	EntityRefs []recordRef `json:"entity_refs"`
-	Tags       []string    `json:"tags"`
-	CreatedAt  time.Time   `json:"created_at"`
+	NoteID     uuid.UUID    `json:"note_id"`
+	Domain     string       `json:"domain"`
+	Title      string       `json:"title"`
+	EntityRefs []contextRef `json:"entity_refs"`
+	Tags       []string     `json:"tags"`
+	CreatedAt  time.Time    `json:"created_at"`
 }
 
 type createNoteInput struct {
-	Domain     string       `json:"domain"`
-	Title      string       `json:"title"`
-	Content    string       `json:"content"`
-	EntityRefs []*recordRef `json:"entity_refs"`
-	Tags       []string     `json:"tags"`
+	Domain     string        `json:"domain"`
+	Title      string        `json:"title"`
+	Content    string        `json:"content"`
+	EntityRefs []*contextRef `json:"entity_refs"`
+	Tags       []string      `json:"tags"`
 }
 
 // createNote saves a note. Its entity_refs are checked (a missing lead is not_found) and kept; the first
@@ -162,7 +157,7 @@ func createNote(ctx context.Context, c *executor.Call, in createNoteInput) (*not
 	if strings.TrimSpace(in.Title) == "" && strings.TrimSpace(in.Content) == "" {
 		return nil, invalidField("title", "and content are both blank: a note needs one of them")
 	}
-	refs := []recordRef{}
+	refs := []contextRef{}
 	var leadID *uuid.UUID
 	for i, r := range in.EntityRefs {
 		ref, lead, err := resolveRef(ctx, c.DB, fmt.Sprintf("entity_refs[%d]", i), r)
@@ -204,10 +199,10 @@ func normalizeNoteTags(tags []string) []string {
 }
 
 type searchNotesInput struct {
-	Query     string     `json:"query"`
-	Domain    string     `json:"domain"`
-	Limit     int        `json:"limit"`
-	EntityRef *recordRef `json:"entity_ref"`
+	Query     string      `json:"query"`
+	Domain    string      `json:"domain"`
+	Limit     int         `json:"limit"`
+	EntityRef *contextRef `json:"entity_ref"`
 }
 
 type noteHit struct {
@@ -230,7 +225,7 @@ func searchNotes(ctx context.Context, c *executor.Call, in searchNotesInput) (*s
 	}
 	var refFilter []byte
 	if ref != nil {
-		if refFilter, err = json.Marshal([]recordRef{*ref}); err != nil {
+		if refFilter, err = json.Marshal([]contextRef{*ref}); err != nil {
 			return nil, err
 		}
 	}
@@ -266,19 +261,19 @@ func searchNotes(ctx context.Context, c *executor.Call, in searchNotesInput) (*s
 // Tasks.
 
 type task struct {
-	TaskID         uuid.UUID  `json:"task_id"`
-	Title          string     `json:"title"`
-	Description    *string    `json:"description"`
-	Domain         string     `json:"domain"`
-	Priority       string     `json:"priority"`
-	Status         string     `json:"status"`
-	DueAt          *time.Time `json:"due_at"`
-	ContextRef     *recordRef `json:"context_ref"`
-	CompletionNote *string    `json:"completion_note"`
-	DeferReason    *string    `json:"defer_reason"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	CompletedAt    *time.Time `json:"completed_at"`
+	TaskID         uuid.UUID   `json:"task_id"`
+	Title          string      `json:"title"`
+	Description    *string     `json:"description"`
+	Domain         string      `json:"domain"`
+	Priority       string      `json:"priority"`
+	Status         string      `json:"status"`
+	DueAt          *time.Time  `json:"due_at"`
+	ContextRef     *contextRef `json:"context_ref"`
+	CompletionNote *string     `json:"completion_note"`
+	DeferReason    *string     `json:"defer_reason"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+	CompletedAt    *time.Time  `json:"completed_at"`
 }
 
 // taskColumns are the columns scanTask reads. A task made with only a lead_id is about that lead.
@@ -315,7 +310,7 @@ type newTask struct {
 	Description *string
 	Priority    string
 	DueAt       *time.Time
-	ContextRef  *recordRef
+	ContextRef  *contextRef
 }
 
 // insertTask checks a new task's context_ref and inserts the task.
@@ -341,12 +336,12 @@ func insertTask(ctx context.Context, db executor.DB, t newTask) (task, error) {
 }
 
 type createTaskInput struct {
-	Title       string     `json:"title"`
-	Domain      string     `json:"domain"`
-	Description *string    `json:"description"`
-	DueAt       *time.Time `json:"due_at"`
-	ContextRef  *recordRef `json:"context_ref"`
-	Priority    string     `json:"priority"`
+	Title       string      `json:"title"`
+	Domain      string      `json:"domain"`
+	Description *string     `json:"description"`
+	DueAt       *time.Time  `json:"due_at"`
+	ContextRef  *contextRef `json:"context_ref"`
+	Priority    string      `json:"priority"`
 }
 
 func createTask(ctx context.Context, c *executor.Call, in createTaskInput) (*task, error) {
@@ -379,19 +374,14 @@ type taskPatch struct {
 	priority    *string
 	dueAt       optional[time.Time]
 	domain      *string
-	contextRef  optional[recordRef]
+	contextRef  optional[contextRef]
 }
 
 // parseTaskPatch checks every key and value of a patch; a key that is not a task field, or a value of the
 // wrong type, is a validation_error naming it.
 func parseTaskPatch(patch map[string]json.RawMessage) (taskPatch, error) {
 	var p taskPatch
-	keys := make([]string, 0, len(patch))
-	for k := range patch {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(patch)) {
 		raw := patch[k]
 		field := "patch." + k
 		isNull := string(raw) == "null"
@@ -442,7 +432,7 @@ func parseTaskPatch(patch map[string]json.RawMessage) (taskPatch, error) {
 		case "context_ref":
 			p.contextRef.Set = true
 			if !isNull {
-				var r recordRef
+				var r contextRef
 				dec := json.NewDecoder(strings.NewReader(string(raw)))
 				dec.DisallowUnknownFields()
 				if err := dec.Decode(&r); err != nil {
@@ -480,12 +470,12 @@ func updateTask(ctx context.Context, c *executor.Call, in updateTaskInput) (*upd
 				return nil, err
 			}
 		}
-		if !equalRef(patch.contextRef.Value, current.ContextRef) {
+		if !samePtr(patch.contextRef.Value, current.ContextRef) {
 			next.ContextRef = patch.contextRef.Value
 			updated = append(updated, "context_ref")
 		}
 	}
-	if patch.description.Set && !equalPtr(patch.description.Value, current.Description) {
+	if patch.description.Set && !samePtr(patch.description.Value, current.Description) {
 		next.Description = patch.description.Value
 		updated = append(updated, "description")
 	}
@@ -520,7 +510,7 @@ func updateTask(ctx context.Context, c *executor.Call, in updateTaskInput) (*upd
 }
 
 // leadOf is the lead a (checked) reference names, or nil.
-func leadOf(r *recordRef) *uuid.UUID {
+func leadOf(r *contextRef) *uuid.UUID {
 	if r == nil || r.Type != "lead" {
 		return nil
 	}
@@ -529,20 +519,6 @@ func leadOf(r *recordRef) *uuid.UUID {
 		return nil
 	}
 	return &id
-}
-
-func equalRef(a, b *recordRef) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func equalPtr(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 func equalTime(a, b *time.Time) bool {
@@ -637,7 +613,7 @@ func deferTask(ctx context.Context, c *executor.Call, in deferTaskInput) (*defer
 	switch {
 	case t.Status == "done":
 		return nil, executor.Conflict("task %s is done; it cannot be deferred", t.TaskID)
-	case t.Status == "deferred" && t.DueAt != nil && t.DueAt.Equal(in.DueAt) && (in.Reason == nil || equalPtr(in.Reason, t.DeferReason)):
+	case t.Status == "deferred" && t.DueAt != nil && t.DueAt.Equal(in.DueAt) && (in.Reason == nil || samePtr(in.Reason, t.DeferReason)):
 		return &deferTaskOutput{TaskID: t.TaskID, Task: t, PreviousStatus: previous, DeferredUntil: in.DueAt}, nil
 	}
 	t, err = scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET status = 'deferred', due_at = $2, defer_reason = coalesce($3, defer_reason),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -139,7 +140,7 @@ func createCommitment(ctx context.Context, c *executor.Call, in createCommitment
 	out := &createCommitmentOutput{CommitmentID: m.CommitmentID, Commitment: m}
 	if in.ReviewAt != nil {
 		r, err := insertReminder(ctx, c.DB, newReminder{Title: "Review commitment: " + title, RemindAt: *in.ReviewAt,
-			Domain: domainPersonal, ContextRef: &recordRef{Type: "commitment", ID: m.CommitmentID.String()}})
+			Domain: domainPersonal, ContextRef: &contextRef{Type: "commitment", ID: m.CommitmentID.String()}})
 		if err != nil {
 			return nil, err
 		}
@@ -258,7 +259,7 @@ func boundarySet(ctx context.Context, c *executor.Call, in boundarySetInput) (*b
 	out := &boundarySetOutput{MemoryID: w.MemoryID, Memory: w.Memory, SupersededMemoryID: w.SupersededMemoryID, Changed: w.Changed}
 	if in.RemindAt != nil {
 		r, err := insertReminder(ctx, c.DB, newReminder{Title: "Check boundary: " + w.Memory.Key, RemindAt: *in.RemindAt,
-			Domain: domainPersonal, ContextRef: &recordRef{Type: "memory", ID: w.MemoryID.String()}})
+			Domain: domainPersonal, ContextRef: &contextRef{Type: "memory", ID: w.MemoryID.String()}})
 		if err != nil {
 			return nil, err
 		}
@@ -349,15 +350,15 @@ func decisionSupport(ctx context.Context, c *executor.Call, in decisionSupportIn
 		}
 		options = append(options, o)
 	}
-	for _, name := range sortedKeys(in.Constraints) {
+	for _, name := range slices.Sorted(maps.Keys(in.Constraints)) {
 		a.Constraints = append(a.Constraints, decisionConstraint{Name: name, Kind: constraintKind(in.Constraints[name]), Value: in.Constraints[name]})
 	}
 
 	var err error
-	if a.Boundaries, err = boundariesInForce(ctx, c.DB); err != nil {
+	if a.Boundaries, err = boundariesInForce(ctx, c); err != nil {
 		return nil, err
 	}
-	if a.Commitments, err = activeCommitments(ctx, c.DB); err != nil {
+	if a.Commitments, err = activeCommitments(ctx, c); err != nil {
 		return nil, err
 	}
 	if a.LatestCheckIn, err = latestCheckIn(ctx, c.DB); err != nil {
@@ -522,8 +523,11 @@ func significantWords(s string) []string {
 }
 
 // boundariesInForce are the current boundary memories and the self-model's boundaries, by key.
-func boundariesInForce(ctx context.Context, db executor.DB) ([]decisionBoundary, error) {
-	rows, err := db.Query(ctx, `
+func boundariesInForce(ctx context.Context, c *executor.Call) ([]decisionBoundary, error) {
+	list, err := queryList(ctx, c, func(r pgx.Row) (decisionBoundary, error) {
+		var b decisionBoundary
+		return b, r.Scan(&b.Source, &b.Key, &b.Value, &b.MemoryID)
+	}, `
 		SELECT 'memory', key, value, id FROM identity_memories WHERE memory_type = 'boundary' AND valid_to IS NULL
 		UNION ALL
 		SELECT 'self_model', b.key, b.value, NULL FROM identity_self_model, jsonb_each(boundaries) b
@@ -531,31 +535,18 @@ func boundariesInForce(ctx context.Context, db executor.DB) ([]decisionBoundary,
 	if err != nil {
 		return nil, fmt.Errorf("error reading boundaries: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (decisionBoundary, error) {
-		var b decisionBoundary
-		err := r.Scan(&b.Source, &b.Key, &b.Value, &b.MemoryID)
-		return b, err
-	})
-	if list == nil {
-		list = []decisionBoundary{}
-	}
-	return list, err
+	return list, nil
 }
 
 // activeCommitments are the active commitments, those due for review first.
-func activeCommitments(ctx context.Context, db executor.DB) ([]decisionCommitment, error) {
-	rows, err := db.Query(ctx, `SELECT id, title, review_at, coalesce(review_at <= now(), false) FROM personal_commitments
+func activeCommitments(ctx context.Context, c *executor.Call) ([]decisionCommitment, error) {
+	list, err := queryList(ctx, c, func(r pgx.Row) (decisionCommitment, error) {
+		var m decisionCommitment
+		return m, r.Scan(&m.CommitmentID, &m.Title, &m.ReviewAt, &m.OverdueForReview)
+	}, `SELECT id, title, review_at, coalesce(review_at <= now(), false) FROM personal_commitments
 		WHERE status = 'active' ORDER BY review_at NULLS LAST, created_at LIMIT 20`)
 	if err != nil {
 		return nil, fmt.Errorf("error reading commitments: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (decisionCommitment, error) {
-		var m decisionCommitment
-		err := r.Scan(&m.CommitmentID, &m.Title, &m.ReviewAt, &m.OverdueForReview)
-		return m, err
-	})
-	if list == nil {
-		list = []decisionCommitment{}
-	}
-	return list, err
+	return list, nil
 }

@@ -18,16 +18,16 @@ func registerReminders(h executor.Handlers) {
 }
 
 type reminder struct {
-	ReminderID uuid.UUID  `json:"reminder_id"`
-	Title      string     `json:"title"`
-	Notes      *string    `json:"notes"`
-	RemindAt   time.Time  `json:"remind_at"`
-	Domain     string     `json:"domain"`
-	ContextRef *recordRef `json:"context_ref"`
-	Status     string     `json:"status"`
-	ResolvedAt *time.Time `json:"resolved_at"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
+	ReminderID uuid.UUID   `json:"reminder_id"`
+	Title      string      `json:"title"`
+	Notes      *string     `json:"notes"`
+	RemindAt   time.Time   `json:"remind_at"`
+	Domain     string      `json:"domain"`
+	ContextRef *contextRef `json:"context_ref"`
+	Status     string      `json:"status"`
+	ResolvedAt *time.Time  `json:"resolved_at"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
 }
 
 // reminderColumns are the columns scanReminder reads. A reminder written with only a lead_id or task_id is
@@ -52,7 +52,7 @@ type newReminder struct {
 	RemindAt   time.Time
 	Domain     string
 	Notes      *string
-	ContextRef *recordRef
+	ContextRef *contextRef
 }
 
 // insertReminder checks a new reminder's context_ref and inserts it; a reference to a lead or task also
@@ -89,11 +89,11 @@ func insertReminder(ctx context.Context, db executor.DB, in newReminder) (remind
 }
 
 type createReminderInput struct {
-	Title      string     `json:"title"`
-	RemindAt   time.Time  `json:"remind_at"`
-	Domain     string     `json:"domain"`
-	ContextRef *recordRef `json:"context_ref"`
-	Notes      *string    `json:"notes"`
+	Title      string      `json:"title"`
+	RemindAt   time.Time   `json:"remind_at"`
+	Domain     string      `json:"domain"`
+	ContextRef *contextRef `json:"context_ref"`
+	Notes      *string     `json:"notes"`
 }
 
 func createReminder(ctx context.Context, c *executor.Call, in createReminderInput) (*reminder, error) {
@@ -155,26 +155,22 @@ type resolveReminderOutput struct {
 // reminder already resolved the other way is a conflict.
 func resolveReminder(status string) func(ctx context.Context, c *executor.Call, in resolveReminderInput) (*resolveReminderOutput, error) {
 	return func(ctx context.Context, c *executor.Call, in resolveReminderInput) (*resolveReminderOutput, error) {
-		return resolveReminderTo(ctx, c, in, status)
+		r, err := scanReminder(c.DB.QueryRow(ctx, `SELECT `+reminderColumns+` FROM os_reminders WHERE id = $1 FOR UPDATE`, in.ReminderID))
+		if err != nil {
+			return nil, notFoundIfNoRows(err, "reminder", in.ReminderID)
+		}
+		switch r.Status {
+		case status:
+			return &resolveReminderOutput{Reminder: r, AlreadyResolved: true}, nil
+		case "pending":
+		default:
+			return nil, executor.Conflict("reminder %s is already %s", in.ReminderID, r.Status)
+		}
+		r, err = scanReminder(c.DB.QueryRow(ctx, `UPDATE os_reminders SET status = $2, resolved_at = now(), updated_at = now()
+			WHERE id = $1 RETURNING `+reminderColumns, in.ReminderID, status))
+		if err != nil {
+			return nil, err
+		}
+		return &resolveReminderOutput{Reminder: r}, nil
 	}
-}
-
-func resolveReminderTo(ctx context.Context, c *executor.Call, in resolveReminderInput, status string) (*resolveReminderOutput, error) {
-	r, err := scanReminder(c.DB.QueryRow(ctx, `SELECT `+reminderColumns+` FROM os_reminders WHERE id = $1 FOR UPDATE`, in.ReminderID))
-	if err != nil {
-		return nil, notFoundIfNoRows(err, "reminder", in.ReminderID)
-	}
-	switch r.Status {
-	case status:
-		return &resolveReminderOutput{Reminder: r, AlreadyResolved: true}, nil
-	case "pending":
-	default:
-		return nil, executor.Conflict("reminder %s is already %s", in.ReminderID, r.Status)
-	}
-	r, err = scanReminder(c.DB.QueryRow(ctx, `UPDATE os_reminders SET status = $2, resolved_at = now(), updated_at = now()
-		WHERE id = $1 RETURNING `+reminderColumns, in.ReminderID, status))
-	if err != nil {
-		return nil, err
-	}
-	return &resolveReminderOutput{Reminder: r}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -214,7 +215,7 @@ func (p *rollbackPlan) lockRows(ctx context.Context, db executor.DB) error {
 	for row := range p.touched() {
 		byTable[row.table] = append(byTable[row.table], row.id)
 	}
-	for _, table := range sortedKeys(byTable) {
+	for _, table := range slices.Sorted(maps.Keys(byTable)) {
 		tc, err := p.columnsOf(ctx, db, table)
 		if err != nil {
 			return err

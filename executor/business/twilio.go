@@ -115,12 +115,7 @@ func twilioFailure(status int, raw []byte) error {
 // e164 turns a phone number as people type it into E.164, which Twilio needs: "+61 412 345 678" stays,
 // "0412 345 678" gets the default country code (+61412345678), "0061..." becomes "+61...".
 func e164(phone, countryCode string) (string, error) {
-	digits := strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, phone)
+	digits := digitsOf(phone)
 	trimmed := strings.TrimSpace(phone)
 	switch {
 	case strings.HasPrefix(trimmed, "+"):
