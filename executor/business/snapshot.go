@@ -129,7 +129,8 @@ func (p *pack) computeState(ctx context.Context, db executor.DB, domain string, 
 	return asOf, from, state, err
 }
 
-// businessState is the business side: leads by stage, open work, money owed, and what is coming up.
+// businessState is the business side: leads by stage, open work, money owed, and what is coming up (the
+// calendar).
 func businessState(ctx context.Context, db executor.DB, since time.Time, today string) (json.RawMessage, error) {
 	var state json.RawMessage
 	err := db.QueryRow(ctx, `
@@ -168,44 +169,18 @@ func businessState(ctx context.Context, db executor.DB, since time.Time, today s
 					'overdue_count', count(*) FILTER (WHERE overdue_at IS NOT NULL OR due_on < $2::date),
 					'overdue_cents', coalesce(sum(total_cents - amount_paid_cents) FILTER (WHERE overdue_at IS NOT NULL OR due_on < $2::date), 0))
 				FROM invoices WHERE amount_paid_cents < total_cents),
-			'payments_since_cents', (SELECT coalesce(sum(amount_cents), 0) FROM invoice_payments WHERE created_at >= $1))`,
+			'payments_since_cents', (SELECT coalesce(sum(amount_cents), 0) FROM invoice_payments WHERE created_at >= $1),
+			-- The calendar's next seven days: the first ten events and their count.
+			'calendar', (SELECT jsonb_build_object('next_7_days', count(*),
+					'upcoming', coalesce(jsonb_agg(jsonb_build_object('event_id', id, 'title', title, 'start_at', start_at, 'end_at', end_at)
+						ORDER BY start_at) FILTER (WHERE rn <= 10), '[]'))
+				FROM (SELECT id, title, start_at, end_at, row_number() OVER (ORDER BY start_at) AS rn
+				      FROM calendar_events WHERE status <> 'cancelled' AND end_at >= now() AND start_at < now() + interval '7 days') e))`,
 		since, today).Scan(&state)
 	if err != nil {
 		return nil, fmt.Errorf("error reading the business state: %w", err)
 	}
-	calendar, err := upcomingEvents(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	var withCalendar map[string]json.RawMessage
-	if err := json.Unmarshal(state, &withCalendar); err != nil {
-		return nil, err
-	}
-	withCalendar["calendar"] = calendar
-	return json.Marshal(withCalendar)
-}
-
-// upcomingEvents is the calendar's next seven days (the first ten events and their count), or null while the
-// calendar table does not exist.
-func upcomingEvents(ctx context.Context, db executor.DB) (json.RawMessage, error) {
-	var exists bool
-	if err := db.QueryRow(ctx, `SELECT to_regclass('calendar_events') IS NOT NULL`).Scan(&exists); err != nil {
-		return nil, err
-	}
-	if !exists {
-		return json.RawMessage("null"), nil
-	}
-	var events json.RawMessage
-	err := db.QueryRow(ctx, `
-		SELECT jsonb_build_object('next_7_days', count(*),
-			'upcoming', coalesce(jsonb_agg(jsonb_build_object('event_id', id, 'title', title, 'start_at', start_at, 'end_at', end_at)
-				ORDER BY start_at) FILTER (WHERE rn <= 10), '[]'))
-		FROM (SELECT id, title, start_at, end_at, row_number() OVER (ORDER BY start_at) AS rn
-		      FROM calendar_events WHERE status <> 'cancelled' AND end_at >= now() AND start_at < now() + interval '7 days') e`).Scan(&events)
-	if err != nil {
-		return nil, fmt.Errorf("error reading the calendar: %w", err)
-	}
-	return events, nil
+	return state, nil
 }
 
 // personalState is the personal side: open tasks and reminders, the latest check-in, active commitments and
