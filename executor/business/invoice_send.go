@@ -49,9 +49,9 @@ type customerMessageResult struct {
 }
 
 // sendToCustomer sends the message. Every provider the channel needs must be configured (else
-// not_configured, and nothing is sent). A channel without an address on record is skipped when both were
-// asked for, and refused when it was the only one. If the SMS went out and the email then fails, the call
-// still succeeds, so the SMS stays on record, and the email's failure is in not_sent.
+// not_configured, and nothing is sent). A channel without a usable address on record is skipped when both
+// were asked for, and refused when it was the only one. If the SMS went out and the email then fails, the
+// call still succeeds, so the SMS stays on record, and the email's failure is in not_sent.
 func (p *pack) sendToCustomer(ctx context.Context, c *executor.Call, m customerMessage) (*customerMessageResult, error) {
 	wantSMS, wantEmail := m.channel != "email", m.channel != "sms"
 	if wantSMS {
@@ -65,69 +65,122 @@ func (p *pack) sendToCustomer(ctx context.Context, c *executor.Call, m customerM
 		}
 	}
 	out := &customerMessageResult{Messages: []messageSent{}, NotSent: []messageNotSent{}}
-	// skip gives up one channel: with both asked for, the other may still go; alone, the call fails.
-	skip := func(channel, reason string) error {
-		out.NotSent = append(out.NotSent, messageNotSent{channel, reason})
-		if m.channel != "both" {
-			return executor.Invalid("nothing was sent: %s", reason)
-		}
-		return nil
-	}
-	var err error
+	var messages []outgoing
+	// A channel without a usable address is given up; with both asked for, the other may still go.
 	if wantSMS {
-		if m.phone == nil {
-			err = skip("sms", "the customer has no phone number on record")
-		} else if _, perr := p.smsRecipient(*m.phone); perr != nil {
-			err = skip("sms", fmt.Sprintf("the customer's phone %q cannot receive SMS", *m.phone))
+		switch {
+		case m.phone == nil:
+			out.NotSent = append(out.NotSent, messageNotSent{"sms", "the customer has no phone number on record"})
+		case !p.canText(*m.phone):
+			out.NotSent = append(out.NotSent, messageNotSent{"sms", fmt.Sprintf("the customer's phone %q cannot receive SMS", *m.phone)})
+		default:
+			messages = append(messages, outgoing{sms: &smsDelivery{To: *m.phone, Body: m.smsBody, Ref: m.about}})
 		}
-		if err != nil {
-			return nil, err
-		}
-		wantSMS = len(out.NotSent) == 0
 	}
 	if wantEmail {
-		skipped := len(out.NotSent)
-		if m.email == nil {
-			err = skip("email", "the customer has no email address on record")
-		} else if _, perr := emailRecipient(*m.email); perr != nil {
-			err = skip("email", fmt.Sprintf("the customer's email %q is not an email address", *m.email))
+		switch {
+		case m.email == nil:
+			out.NotSent = append(out.NotSent, messageNotSent{"email", "the customer has no email address on record"})
+		case !canEmail(*m.email):
+			out.NotSent = append(out.NotSent, messageNotSent{"email", fmt.Sprintf("the customer's email %q is not an email address", *m.email)})
+		default:
+			messages = append(messages, outgoing{email: &emailDelivery{To: *m.email, Subject: m.subject, Body: m.mailBody, Ref: m.about}})
 		}
-		if err != nil {
-			return nil, err
-		}
-		wantEmail = len(out.NotSent) == skipped
 	}
-	if !wantSMS && !wantEmail {
+	if len(messages) == 0 {
 		reasons := make([]string, len(out.NotSent))
 		for i, n := range out.NotSent {
 			reasons[i] = n.Reason
 		}
 		return nil, executor.Invalid("nothing can be sent: %s", strings.Join(reasons, "; "))
 	}
-	if wantSMS {
-		d, err := p.deliverSMS(ctx, c, smsDelivery{To: *m.phone, Body: m.smsBody, Ref: m.about})
-		if err != nil {
-			return nil, err
-		}
-		out.Messages = append(out.Messages, messageSent{Channel: "sms", To: d.To, MessageID: d.SMSID, ProviderRef: d.SID})
+	sent, failed, err := p.deliverInTurn(ctx, c, messages)
+	if err != nil {
+		return nil, err
 	}
-	if wantEmail {
-		d, err := p.deliverEmail(ctx, c, emailDelivery{To: *m.email, Subject: m.subject, Body: m.mailBody, Ref: m.about})
-		switch {
-		case err != nil && len(out.Messages) > 0:
-			out.NotSent = append(out.NotSent, messageNotSent{"email", err.Error()})
-		case err != nil:
-			return nil, err
-		default:
-			out.Messages = append(out.Messages, messageSent{Channel: "email", To: d.To, MessageID: d.EmailID, ProviderRef: d.MessageID})
-		}
+	for _, d := range sent {
+		out.Messages = append(out.Messages, messageSent{Channel: d.Channel, To: d.To, MessageID: d.ID, ProviderRef: d.ProviderRef})
 	}
-	out.Sent = len(out.Messages) > 0
+	out.NotSent = append(out.NotSent, failed...)
+	out.Sent = true
 	return out, nil
 }
 
-// greetingName is the first word of a name, for greetings.
-func greetingName(name string) string { return orText(firstName(name), "there") }
+// outgoing is one message to a customer: an SMS or an email.
+type outgoing struct {
+	sms   *smsDelivery
+	email *emailDelivery
+}
+
+// delivered is one outgoing message that went out, as comms_log and the provider know it.
+type delivered struct {
+	Channel     string
+	To          string
+	ID          uuid.UUID
+	Provider    string
+	ProviderRef string
+}
+
+// deliverInTurn sends the messages in order: the one mechanism of every send to a customer on several
+// channels. A failure before anything went out fails the call; after, the call goes on (failing would roll
+// back the record of a message the customer has) and the failure is listed in failed.
+func (p *pack) deliverInTurn(ctx context.Context, c *executor.Call, messages []outgoing) (sent []delivered, failed []messageNotSent, err error) {
+	failed = []messageNotSent{}
+	for _, m := range messages {
+		d, err := p.deliverOne(ctx, c, m)
+		switch {
+		case err == nil:
+			sent = append(sent, d)
+		case len(sent) == 0:
+			return nil, nil, err
+		default:
+			failed = append(failed, messageNotSent{Channel: m.channel(), Reason: errorMessage(err)})
+		}
+	}
+	return sent, failed, nil
+}
+
+func (m outgoing) channel() string {
+	if m.sms != nil {
+		return "sms"
+	}
+	return "email"
+}
+
+func (p *pack) deliverOne(ctx context.Context, c *executor.Call, m outgoing) (delivered, error) {
+	if m.sms != nil {
+		d, err := p.deliverSMS(ctx, c, *m.sms)
+		if err != nil {
+			return delivered{}, err
+		}
+		return delivered{Channel: "sms", To: d.To, ID: d.SMSID, Provider: "twilio", ProviderRef: d.SID}, nil
+	}
+	d, err := p.deliverEmail(ctx, c, *m.email)
+	if err != nil {
+		return delivered{}, err
+	}
+	return delivered{Channel: "email", To: d.To, ID: d.EmailID, Provider: "smtp", ProviderRef: d.MessageID}, nil
+}
+
+// canText reports whether a phone number can receive SMS.
+func (p *pack) canText(phone string) bool {
+	_, err := p.smsRecipient(phone)
+	return err == nil
+}
+
+// canEmail reports whether an address is an email address.
+func canEmail(address string) bool {
+	_, err := emailRecipient(address)
+	return err == nil
+}
+
+// greetingName is the first word of a customer's name, for "Hi Maria".
+func greetingName(name string) string {
+	if f := strings.Fields(name); len(f) > 0 {
+		return f[0]
+	}
+	return "there"
+}
 
 type sendInvoiceInput struct {
 	InvoiceID       uuid.UUID `json:"invoice_id"`
@@ -156,17 +209,14 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 	biz := p.cfg.Business.withDefaults()
 	greeting := fmt.Sprintf("Hi %s, here is invoice %s from %s for the work at %s (job %s).", greetingName(f.Customer), label,
 		biz.Name, orText(f.Site, "your property"), jobLabel(f.Number))
-	if in.MessageOverride != nil && !isBlankText(*in.MessageOverride) {
-		greeting = strings.TrimSpace(*in.MessageOverride)
-	}
 	smsBody := fmt.Sprintf("Hi %s, invoice %s from %s for job %s: %s incl. GST, due %s. Balance owing %s; please quote %s when you pay. Thank you!",
 		greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(v.TotalCents), docDate(v.DueOn), formatAUD(v.BalanceCents), label)
 	if v.Status == "paid" {
 		smsBody = fmt.Sprintf("Hi %s, invoice %s from %s for job %s (%s incl. GST) is paid in full. Thank you!",
 			greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(v.TotalCents))
 	}
-	if in.MessageOverride != nil && !isBlankText(*in.MessageOverride) {
-		smsBody = greeting
+	if o := trimmedOrNil(in.MessageOverride); o != nil {
+		greeting, smsBody = *o, *o
 	}
 
 	var b strings.Builder
@@ -325,13 +375,13 @@ func (p *pack) requestReview(ctx context.Context, c *executor.Call, in requestRe
 	}
 	text := fmt.Sprintf("Hi %s, thank you for choosing %s for the work at %s. If you are happy with the job, a short review "+
 		"would help us a lot", greetingName(f.Customer), p.cfg.Business.withDefaults().Name, orText(f.Site, "your place"))
-	if in.ReviewURL != nil && !isBlankText(*in.ReviewURL) {
-		text += ": " + strings.TrimSpace(*in.ReviewURL) + "\nThank you!"
+	if url := trimmedOrNil(in.ReviewURL); url != nil {
+		text += ": " + *url + "\nThank you!"
 	} else {
 		text += ". Thank you!"
 	}
-	if in.MessageOverride != nil && !isBlankText(*in.MessageOverride) {
-		text = strings.TrimSpace(*in.MessageOverride)
+	if o := trimmedOrNil(in.MessageOverride); o != nil {
+		text = *o
 	}
 	res, err := p.sendToCustomer(ctx, c, customerMessage{channel: in.Channel, about: contextRef{Type: "job", ID: f.JobID.String()},
 		phone: f.Phone, email: f.Email, smsBody: text, subject: "How did we do? Job " + jobLabel(f.Number), mailBody: text + "\n"})

@@ -26,20 +26,14 @@ type quoteDelivery struct {
 	ProviderRef string    `json:"provider_ref"`
 }
 
-// quoteNotDelivered is a channel whose message did not go out, after another one had.
-type quoteNotDelivered struct {
-	Channel string `json:"channel"`
-	Reason  string `json:"reason"`
-}
-
 type sendQuoteOutput struct {
-	Sent           bool                `json:"sent"`
-	QuoteID        uuid.UUID           `json:"quote_id"`
-	Status         string              `json:"status"`
-	PreviousStatus string              `json:"previous_status"`
-	LeadStage      string              `json:"lead_stage"`
-	Deliveries     []quoteDelivery     `json:"deliveries"`
-	NotDelivered   []quoteNotDelivered `json:"not_delivered"`
+	Sent           bool             `json:"sent"`
+	QuoteID        uuid.UUID        `json:"quote_id"`
+	Status         string           `json:"status"`
+	PreviousStatus string           `json:"previous_status"`
+	LeadStage      string           `json:"lead_stage"`
+	Deliveries     []quoteDelivery  `json:"deliveries"`
+	NotDelivered   []messageNotSent `json:"not_delivered"`
 }
 
 // sendQuoteToClient sends a quote to its customer by email, SMS or both, through the providers of comms,
@@ -101,34 +95,22 @@ func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in sendQ
 		d.SubtotalCents, d.GSTCents, d.TotalCents = q.SubtotalCents, q.GSTCents, q.TotalCents
 	}
 
-	out := &sendQuoteOutput{QuoteID: q.QuoteID, PreviousStatus: previous, Deliveries: []quoteDelivery{}, NotDelivered: []quoteNotDelivered{}}
 	about := contextRef{Type: "quote", ID: q.QuoteID.String()}
-	// failedAfterSending keeps the call alive when an earlier message already went out: failing would roll
-	// back the record of a message the customer has.
-	failedAfterSending := func(channel string, err error) error {
-		if len(out.Deliveries) == 0 {
-			return err
-		}
-		out.NotDelivered = append(out.NotDelivered, quoteNotDelivered{Channel: channel, Reason: errorMessage(err)})
-		return nil
-	}
+	var messages []outgoing
 	if wantEmail {
 		subject, body := p.quoteEmail(d, in.MessageOverride)
-		sent, err := p.deliverEmail(ctx, c, emailDelivery{To: *email, Subject: subject, Body: body, Ref: about})
-		if err != nil {
-			return nil, err
-		}
-		out.Deliveries = append(out.Deliveries, quoteDelivery{Channel: "email", To: sent.To, CommID: sent.EmailID, Provider: "smtp", ProviderRef: sent.MessageID})
+		messages = append(messages, outgoing{email: &emailDelivery{To: *email, Subject: subject, Body: body, Ref: about}})
 	}
 	if wantSMS {
-		sent, err := p.deliverSMS(ctx, c, smsDelivery{To: *phone, Body: p.quoteSMS(d, in.MessageOverride), Ref: about})
-		if err != nil {
-			if err := failedAfterSending("sms", err); err != nil {
-				return nil, err
-			}
-		} else {
-			out.Deliveries = append(out.Deliveries, quoteDelivery{Channel: "sms", To: sent.To, CommID: sent.SMSID, Provider: "twilio", ProviderRef: sent.SID})
-		}
+		messages = append(messages, outgoing{sms: &smsDelivery{To: *phone, Body: p.quoteSMS(d, in.MessageOverride), Ref: about}})
+	}
+	sent, failed, err := p.deliverInTurn(ctx, c, messages)
+	if err != nil {
+		return nil, err
+	}
+	out := &sendQuoteOutput{QuoteID: q.QuoteID, PreviousStatus: previous, Deliveries: []quoteDelivery{}, NotDelivered: failed}
+	for _, s := range sent {
+		out.Deliveries = append(out.Deliveries, quoteDelivery{Channel: s.Channel, To: s.To, CommID: s.ID, Provider: s.Provider, ProviderRef: s.ProviderRef})
 	}
 
 	via := out.Deliveries[0].Channel
@@ -157,21 +139,13 @@ func firstOf(texts ...*string) *string {
 	return nil
 }
 
-// quoteGreeting is the first word of a customer's name, for "Hi Maria".
-func quoteGreeting(name string) string {
-	if f := strings.Fields(name); len(f) > 0 {
-		return f[0]
-	}
-	return "there"
-}
-
 // quoteSMS is the text of a quote by SMS: the override, or who, what, how much and until when.
 func (p *pack) quoteSMS(d quoteDocument, override *string) string {
 	if o := trimmedOrNil(override); o != nil {
 		return *o
 	}
 	biz := p.cfg.Business.withDefaults()
-	s := fmt.Sprintf("Hi %s, your quote %s from %s", quoteGreeting(d.Customer), quoteLabel(d.Quote.Number), biz.Name)
+	s := fmt.Sprintf("Hi %s, your quote %s from %s", greetingName(d.Customer), quoteLabel(d.Quote.Number), biz.Name)
 	if d.Site != "" {
 		s += " for " + d.Site
 	}
@@ -192,7 +166,7 @@ func (p *pack) quoteEmail(d quoteDocument, override *string) (subject, body stri
 	if o := trimmedOrNil(override); o != nil {
 		line("%s", *o)
 	} else {
-		line("Hi %s,", quoteGreeting(d.Customer))
+		line("Hi %s,", greetingName(d.Customer))
 		line("")
 		if d.Site != "" {
 			line("Thank you for having us inspect the roof at %s. Here is our quote %s.", d.Site, label)
