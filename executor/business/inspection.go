@@ -20,20 +20,8 @@ func registerInspection(h executor.Handlers, p *pack) {
 	h.Func("inspection.get", executor.Typed(getInspection))
 	h.Func("inspection.add_checklist_item", executor.Typed(addChecklistItem))
 	h.Func("inspection.add_measurement", executor.Typed(addMeasurement))
-	h.Func("inspection.add_photo_ref", executor.Typed(func(ctx context.Context, c *executor.Call, in addPhotoRefInput) (*addPhotoRefOutput, error) {
-		if err := p.checkStoredRef("file_ref", in.FileRef); err != nil {
-			return nil, err
-		}
-		return addPhotoRef(ctx, c, in)
-	}))
-	h.Func("inspection.add_defect", executor.Typed(func(ctx context.Context, c *executor.Call, in addDefectInput) (*addDefectOutput, error) {
-		for i, ref := range in.PhotoRefs {
-			if err := p.checkStoredRef(fmt.Sprintf("photo_refs[%d]", i), ref); err != nil {
-				return nil, err
-			}
-		}
-		return addDefect(ctx, c, in)
-	}))
+	h.Func("inspection.add_photo_ref", executor.Typed(p.addPhotoRef))
+	h.Func("inspection.add_defect", executor.Typed(p.addDefect))
 	h.Func("inspection.generate_scope_summary", executor.Typed(generateScopeSummary))
 	h.Func("inspection.submit", executor.Typed(submitInspection))
 	h.Func("inspection.reopen", executor.Typed(reopenInspection))
@@ -498,11 +486,15 @@ type addPhotoRefOutput struct {
 
 // addPhotoRef attaches a photo to an inspection by a reference to its file. A media asset registered with
 // the same file_ref is linked to it (or the asset_id given). The same reference again is attached once;
-// a label, tags or asset given replace the old ones.
-func addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRefInput) (*addPhotoRefOutput, error) {
+// a label, tags or asset given replace the old ones. A reference into GEM's file store must name a stored
+// file.
+func (p *pack) addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRefInput) (*addPhotoRefOutput, error) {
 	ref := strings.TrimSpace(in.FileRef)
 	if ref == "" {
 		return nil, executor.Invalid("file_ref is empty: give the photo's URL or file store reference")
+	}
+	if err := p.checkStoredRef("file_ref", ref); err != nil {
+		return nil, err
 	}
 	if _, err := lockDraftInspection(ctx, c, in.InspectionID); err != nil {
 		return nil, err
@@ -528,7 +520,7 @@ func addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRefInput) (*a
 		tags = uniqueTags(*in.Tags)
 	}
 	label := trimmedOrNil(in.Label)
-	p, err := scanPhoto(c.DB.QueryRow(ctx, `SELECT `+photoColumns+` FROM inspection_photos WHERE inspection_id = $1 AND file_ref = $2`,
+	photo, err := scanPhoto(c.DB.QueryRow(ctx, `SELECT `+photoColumns+` FROM inspection_photos WHERE inspection_id = $1 AND file_ref = $2`,
 		in.InspectionID, ref))
 	created := errors.Is(err, pgx.ErrNoRows)
 	switch {
@@ -536,18 +528,18 @@ func addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRefInput) (*a
 		if tags == nil {
 			tags = []string{}
 		}
-		p, err = scanPhoto(c.DB.QueryRow(ctx, `INSERT INTO inspection_photos (inspection_id, file_ref, label, tags, asset_id, created_at)
+		photo, err = scanPhoto(c.DB.QueryRow(ctx, `INSERT INTO inspection_photos (inspection_id, file_ref, label, tags, asset_id, created_at)
 			VALUES ($1, $2, $3, $4, $5, clock_timestamp()) RETURNING `+photoColumns, in.InspectionID, ref, label, tags, asset))
-	case err == nil && ((label != nil && !sameOptText(label, p.Label)) || (tags != nil && !slices.Equal(tags, p.Tags)) ||
-		(asset != nil && (p.AssetID == nil || *p.AssetID != *asset))):
-		p, err = scanPhoto(c.DB.QueryRow(ctx, `UPDATE inspection_photos SET label = coalesce($2, label), tags = coalesce($3, tags),
+	case err == nil && ((label != nil && !sameOptText(label, photo.Label)) || (tags != nil && !slices.Equal(tags, photo.Tags)) ||
+		(asset != nil && (photo.AssetID == nil || *photo.AssetID != *asset))):
+		photo, err = scanPhoto(c.DB.QueryRow(ctx, `UPDATE inspection_photos SET label = coalesce($2, label), tags = coalesce($3, tags),
 				asset_id = coalesce($4, asset_id)
-			WHERE id = $1 RETURNING `+photoColumns, p.PhotoRefID, label, tags, asset))
+			WHERE id = $1 RETURNING `+photoColumns, photo.PhotoRefID, label, tags, asset))
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &addPhotoRefOutput{photoRef: p, Created: created}, nil
+	return &addPhotoRefOutput{photoRef: photo, Created: created}, nil
 }
 
 type defect struct {
@@ -587,11 +579,17 @@ type addDefectOutput struct {
 
 // addDefect records a defect (severity medium unless given). Each of its photo_refs is a photo_ref_id or a
 // file_ref of a photo of this inspection; a file_ref not yet attached is attached to the inspection as a
-// photo of the defect. The defect keeps its photos' file_refs.
-func addDefect(ctx context.Context, c *executor.Call, in addDefectInput) (*addDefectOutput, error) {
+// photo of the defect (a reference into GEM's file store must name a stored file). The defect keeps its
+// photos' file_refs.
+func (p *pack) addDefect(ctx context.Context, c *executor.Call, in addDefectInput) (*addDefectOutput, error) {
 	severity := defaultSeverity
 	if in.Severity != nil {
 		severity = *in.Severity
+	}
+	for i, ref := range in.PhotoRefs {
+		if err := p.checkStoredRef(fmt.Sprintf("photo_refs[%d]", i), ref); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := lockDraftInspection(ctx, c, in.InspectionID); err != nil {
 		return nil, err

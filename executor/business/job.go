@@ -326,10 +326,8 @@ func (p *pack) cleanRefs(field string, refs []string) ([]string, error) {
 		if isBlankText(r) {
 			return nil, executor.Invalid("%s has an empty reference", field)
 		}
-		if isFileStoreRef(r) {
-			if _, err := p.files.Path(r); err != nil {
-				return nil, executor.NotFound("%s: %s is not in GEM's file store", field, r)
-			}
+		if err := p.checkStoredRef(field, r); err != nil {
+			return nil, err
 		}
 		if !seen[r] {
 			seen[r] = true
