@@ -145,11 +145,21 @@ func (j job) dateRange() string {
 	}
 }
 
+// textOrEmpty is the text s points to, or "".
 func textOrEmpty(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
+}
+
+// workTable adds the job's work (the accepted quote's lines, without prices) as a numbered table.
+func workTable(d *pdfDoc, lines []jobLine) {
+	rows := make([][]string, len(lines))
+	for i, l := range lines {
+		rows[i] = []string{strconv.Itoa(i + 1), l.Description, l.Quantity, l.Unit}
+	}
+	d.table([]string{"#", "Work", "Qty", "Unit"}, []float64{10, 120, 25, 25}, []string{"R", "L", "R", "L"}, rows)
 }
 
 type createJobCardInput struct {
@@ -217,11 +227,7 @@ func (p *pack) createJobCard(ctx context.Context, c *executor.Call, in createJob
 		d := newPDFDoc("Job card "+label, today.t)
 		d.fields(details...)
 		d.heading("Scope of work")
-		rows := make([][]string, len(f.Lines))
-		for i, l := range f.Lines {
-			rows[i] = []string{strconv.Itoa(i + 1), l.Description, l.Quantity, l.Unit}
-		}
-		d.table([]string{"#", "Work", "Qty", "Unit"}, []float64{10, 120, 25, 25}, []string{"R", "L", "R", "L"}, rows)
+		workTable(d, f.Lines)
 		d.heading("Site notes")
 		if len(notes) == 0 {
 			d.para("None recorded.")
@@ -338,9 +344,7 @@ func (p *pack) generateWarrantyCertificate(ctx context.Context, c *executor.Call
 	expires := warrantyExpiry(completed, term)
 	label := jobLabel(f.Number)
 
-	biz := p.cfg.Business.withDefaults()
-	d := newPDFDoc(biz.Name, today.t)
-	d.fields([2]string{"ABN", biz.ABN}, [2]string{"Phone", biz.Phone}, [2]string{"Email", biz.Email}, [2]string{"Address", biz.Address})
+	d := p.letterheadPDF(today.t)
 	d.heading("Warranty certificate")
 	validUntil := ""
 	if expires != nil {
@@ -357,11 +361,7 @@ func (p *pack) generateWarrantyCertificate(ctx context.Context, c *executor.Call
 		[2]string{"Issued", docDate(today)},
 	)
 	d.heading("Work covered")
-	rows := make([][]string, len(f.Lines))
-	for i, l := range f.Lines {
-		rows[i] = []string{strconv.Itoa(i + 1), l.Description, l.Quantity, l.Unit}
-	}
-	d.table([]string{"#", "Work", "Qty", "Unit"}, []float64{10, 120, 25, 25}, []string{"R", "L", "R", "L"}, rows)
+	workTable(d, f.Lines)
 	d.heading("Terms")
 	d.para(warrantyTerms)
 	written, err := p.storePDF(c, d, "warranty-"+label+".pdf")

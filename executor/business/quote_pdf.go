@@ -121,15 +121,14 @@ func (p *pack) quotePDF(d quoteDocument) *pdfDoc {
 	q := d.Quote
 	// The quote's last change dates the document, so its bytes depend only on the quote.
 	issued := q.UpdatedAt.In(p.loc)
-	doc := newPDFDoc(biz.Name, issued)
-	doc.fields([2]string{"ABN", biz.ABN}, [2]string{"Phone", biz.Phone}, [2]string{"Email", biz.Email}, [2]string{"Address", biz.Address})
+	doc := p.letterheadPDF(issued)
 
 	doc.heading("Quote " + quoteLabel(q.Number))
 	doc.fields(
 		[2]string{"Customer", d.Customer},
 		[2]string{"Site", d.Site},
-		[2]string{"Phone", textOrNothing(d.Phone)},
-		[2]string{"Email", textOrNothing(d.Email)},
+		[2]string{"Phone", textOrEmpty(d.Phone)},
+		[2]string{"Email", textOrEmpty(d.Email)},
 	)
 	doc.fields(
 		[2]string{"Quote", quoteLabel(q.Number)},
@@ -175,11 +174,4 @@ func (p *pack) quotePDF(d quoteDocument) *pdfDoc {
 	}
 	doc.para(strings.Join(terms, " "))
 	return doc
-}
-
-func textOrNothing(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -497,8 +497,8 @@ func (p *pack) exportWebsitePack(ctx context.Context, c *executor.Call, in expor
 		w := csv.NewWriter(&b)
 		records := [][]string{packCSVHeader}
 		for _, pa := range manifest.Assets {
-			records = append(records, []string{pa.FileName, strOrEmpty(pa.PathInPack), strOrEmpty(pa.AltText), pa.Captions["website"], pa.Captions["gmb"],
-				pa.Captions["meta"], pa.Captions["other"], strings.Join(pa.Tags, ", "), strOrEmpty(pa.Suburb), strOrEmpty(pa.TakenOn), pa.AssetType,
+			records = append(records, []string{pa.FileName, textOrEmpty(pa.PathInPack), textOrEmpty(pa.AltText), pa.Captions["website"], pa.Captions["gmb"],
+				pa.Captions["meta"], pa.Captions["other"], strings.Join(pa.Tags, ", "), textOrEmpty(pa.Suburb), textOrEmpty(pa.TakenOn), pa.AssetType,
 				pa.AssetID.String(), pa.SourceRef})
 		}
 		if err := w.WriteAll(records); err != nil {
@@ -518,12 +518,4 @@ func (p *pack) exportWebsitePack(ctx context.Context, c *executor.Call, in expor
 	c.RecordFile(f)
 	out.PackRef, out.FileName, out.Bytes, out.SHA256 = f.Ref, f.Name, f.Bytes, f.SHA256
 	return &out, nil
-}
-
-// strOrEmpty is the text s points to, or "".
-func strOrEmpty(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
