@@ -138,12 +138,18 @@ func requireDecimal(t *testing.T, want string, got any, msg string) {
 	require.Equal(t, a, b, "%s: %s", msg, n)
 }
 
+// sqlValue returns a single value from SQL.
+func sqlValue[T any](t *testing.T, ctx context.Context, b *testBundle, sql string, args ...any) T {
+	t.Helper()
+	var v T
+	require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&v))
+	return v
+}
+
 // str returns a single text value from SQL.
 func (b *testBundle) str(t *testing.T, ctx context.Context, sql string, args ...any) string {
 	t.Helper()
-	var s string
-	require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&s))
-	return s
+	return sqlValue[string](t, ctx, b, sql, args...)
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

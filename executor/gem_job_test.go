@@ -36,24 +36,18 @@ const (
 func (b *testBundle) acceptedQuote(t *testing.T, ctx context.Context) jobFixture {
 	t.Helper()
 	f := jobFixture{phone: newPhone(), totalCents: fixtureTotalCents}
-	q := func(sql string, args ...any) string {
-		t.Helper()
-		var id string
-		require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&id))
-		return id
-	}
-	f.lead = q(`INSERT INTO leads (name, phone, email, address, suburb) VALUES ('Maria Rossi', $1, 'maria@example.com',
+	f.lead = b.str(t, ctx, `INSERT INTO leads (name, phone, email, address, suburb) VALUES ('Maria Rossi', $1, 'maria@example.com',
 		'1 Lead St', 'Petersham') RETURNING id`, f.phone)
-	f.customer = q(`INSERT INTO entities (kind, name, phone, email, lead_id) VALUES ('client', 'Maria Rossi', $1,
+	f.customer = b.str(t, ctx, `INSERT INTO entities (kind, name, phone, email, lead_id) VALUES ('client', 'Maria Rossi', $1,
 		'maria.rossi@example.com', $2) RETURNING id`, f.phone, f.lead)
-	site := q(`INSERT INTO entities (kind, name, address, suburb, postcode, parent_id) VALUES ('site', 'Rossi house',
+	site := b.str(t, ctx, `INSERT INTO entities (kind, name, address, suburb, postcode, parent_id) VALUES ('site', 'Rossi house',
 		'12 Station St', 'Marrickville NSW', '2204', $1) RETURNING id`, f.customer)
-	inspection := q(`INSERT INTO inspections (lead_id, site_id, status, submitted_at, locked_at) VALUES ($1, $2, 'locked', now(), now())
+	inspection := b.str(t, ctx, `INSERT INTO inspections (lead_id, site_id, status, submitted_at, locked_at) VALUES ($1, $2, 'locked', now(), now())
 		RETURNING id`, f.lead, site)
-	f.quote = q(`INSERT INTO quotes (lead_id, inspection_id, customer_id, subtotal_cents, gst_cents, total_cents, valid_until)
+	f.quote = b.str(t, ctx, `INSERT INTO quotes (lead_id, inspection_id, customer_id, subtotal_cents, gst_cents, total_cents, valid_until)
 		VALUES ($1, $2, $3, $4, $5, $6, current_date + 30) RETURNING id`, f.lead, inspection, f.customer,
 		fixtureSubtotalCents, fixtureGSTCents, fixtureTotalCents)
-	q(`INSERT INTO quote_line_items (quote_id, position, description, quantity, unit, unit_price_cents, line_total_cents)
+	b.str(t, ctx, `INSERT INTO quote_line_items (quote_id, position, description, quantity, unit, unit_price_cents, line_total_cents)
 		VALUES ($1, 1, 'Colorbond roof sheeting, supply and install', 152.5, 'm2', 4550, 693875),
 		       ($1, 2, 'Ridge capping, replace and rebed', 18.3, 'm', 2999, 54882) RETURNING quote_id`, f.quote)
 	_, err := b.pool.Exec(ctx, `UPDATE quotes SET status = 'accepted', sent_at = now(), accepted_at = now() WHERE id = $1`, f.quote)

@@ -329,26 +329,12 @@ func TestGEMQuoteTotalsRounding(t *testing.T) {
 		} else {
 			require.Empty(t, rc.Effects.DBWrites, "an empty quote's totals were right from the start")
 		}
-		require.Equal(t, tt.total, b.sqlInt(t, ctx, `SELECT total_cents FROM quotes WHERE id = $1`, quote), tt.name)
-		require.Equal(t, false, b.sqlBool(t, ctx, `SELECT totals_stale FROM quotes WHERE id = $1`, quote), tt.name)
+		require.Equal(t, tt.total, sqlValue[int64](t, ctx, b, `SELECT total_cents FROM quotes WHERE id = $1`, quote), tt.name)
+		require.Equal(t, false, sqlValue[bool](t, ctx, b, `SELECT totals_stale FROM quotes WHERE id = $1`, quote), tt.name)
 		r, rc = b.ok(t, ctx, "quote.calculate_totals", J{"quote_id": quote})
 		require.Equal(t, false, r.get(t, "changed"))
 		require.Empty(t, rc.Effects.DBWrites, "totals already current: nothing written")
 	}
-}
-
-func (b *testBundle) sqlInt(t *testing.T, ctx context.Context, sql string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&n))
-	return n
-}
-
-func (b *testBundle) sqlBool(t *testing.T, ctx context.Context, sql string, args ...any) bool {
-	t.Helper()
-	var v bool
-	require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&v))
-	return v
 }
 
 // TestGEMQuotePDF makes a quote's PDF and reads it back with pdftotext.
@@ -429,7 +415,7 @@ func TestGEMQuoteSendToClient(t *testing.T) {
 	lead := b.sqlLead(t, ctx, "Maria Rossi", "")
 	phone := b.str(t, ctx, `SELECT phone FROM leads WHERE id = $1`, lead)
 	quote := b.draftQuote(t, ctx, lead)
-	number := b.sqlInt(t, ctx, `SELECT number FROM quotes WHERE id = $1`, quote)
+	number := sqlValue[int64](t, ctx, b, `SELECT number FROM quotes WHERE id = $1`, quote)
 	b.refused(t, ctx, registry.CodeConflict, "quote.send_to_client", J{"quote_id": quote, "channel": "email"}) // no lines
 	b.ok(t, ctx, "quote.update_line_items", J{"quote_id": quote, "line_items": []J{
 		{"description": "Replace and repoint ridge capping", "quantity": 8, "unit": "m", "unit_price_cents": 15000},
