@@ -38,18 +38,18 @@ func TestSMTPConfigParse(t *testing.T) {
 	t.Parallel()
 	s, err := SMTPConfig{URL: "smtp://user%40acme:p%40ss@smtp.example.com", From: "Acme <office@acme.example>"}.parse()
 	require.NoError(t, err)
-	require.Equal(t, "smtp.example.com:587", s.addr)
-	require.False(t, s.implicitTLS)
-	require.Equal(t, "user@acme", s.user.Username())
-	password, _ := s.user.Password()
+	require.Equal(t, "smtp.example.com:587", s.Addr)
+	require.False(t, s.ImplicitTLS)
+	require.Equal(t, "user@acme", s.User.Username())
+	password, _ := s.User.Password()
 	require.Equal(t, "p@ss", password)
 	require.Equal(t, "office@acme.example", s.from.Address)
 
 	s, err = SMTPConfig{URL: "smtps://mail.example.com", From: "office@acme.example"}.parse()
 	require.NoError(t, err)
-	require.Equal(t, "mail.example.com:465", s.addr)
-	require.True(t, s.implicitTLS)
-	require.Nil(t, s.user)
+	require.Equal(t, "mail.example.com:465", s.Addr)
+	require.True(t, s.ImplicitTLS)
+	require.Nil(t, s.User)
 
 	for _, c := range []SMTPConfig{
 		{URL: "http://mail.example.com", From: "a@b.example"},

@@ -1,7 +1,9 @@
 package business
 
 import (
+	"cmp"
 	"fmt"
+	"net"
 
 	"net/http"
 	"net/mail"
@@ -197,40 +199,50 @@ func (c SMTPConfig) missing() []string {
 	return m
 }
 
-// smtpServer is a parsed SMTPConfig.
-type smtpServer struct {
-	host        string
-	addr        string
-	implicitTLS bool
-	user        *url.Userinfo
-	from        *mail.Address
+// SMTPServer is GEM_SMTP_URL parsed: smtp://user:password@host:587 (STARTTLS whenever offered) or
+// smtps://user:password@host:465 (TLS from the start). The integrations pack's health check reads it too.
+type SMTPServer struct {
+	Host        string
+	Addr        string // host:port, the port defaulting to 587 (smtp) or 465 (smtps)
+	ImplicitTLS bool
+	User        *url.Userinfo // nil without credentials
 }
 
-func (c SMTPConfig) parse() (*smtpServer, error) {
-	u, err := url.Parse(c.URL)
+// ParseSMTPURL reads an SMTP server URL. Its errors never repeat the URL (it may hold a password).
+func ParseSMTPURL(raw string) (SMTPServer, error) {
+	u, err := url.Parse(raw)
 	if err != nil {
-		// url.Parse's error repeats the URL, password included.
-		return nil, fmt.Errorf("%s is not a URL like smtp://user:password@host:587", EnvSMTPURL)
+		return SMTPServer{}, fmt.Errorf("%s is not a URL like smtp://user:password@host:587", EnvSMTPURL)
 	}
-	s := &smtpServer{host: u.Hostname(), user: u.User}
+	s := SMTPServer{Host: u.Hostname(), User: u.User}
 	port := u.Port()
 	switch u.Scheme {
 	case "smtp":
-		if port == "" {
-			port = "587"
-		}
+		port = cmp.Or(port, "587")
 	case "smtps":
-		s.implicitTLS = true
-		if port == "" {
-			port = "465"
-		}
+		s.ImplicitTLS, port = true, cmp.Or(port, "465")
 	default:
-		return nil, fmt.Errorf("%s must start with smtp:// or smtps://", EnvSMTPURL)
+		return SMTPServer{}, fmt.Errorf("%s must start with smtp:// or smtps://", EnvSMTPURL)
 	}
-	if s.host == "" {
-		return nil, fmt.Errorf("%s has no host", EnvSMTPURL)
+	if s.Host == "" {
+		return SMTPServer{}, fmt.Errorf("%s has no host", EnvSMTPURL)
 	}
-	s.addr = s.host + ":" + port
+	s.Addr = net.JoinHostPort(s.Host, port)
+	return s, nil
+}
+
+// smtpServer is a parsed SMTPConfig: the server and the sender.
+type smtpServer struct {
+	SMTPServer
+	from *mail.Address
+}
+
+func (c SMTPConfig) parse() (*smtpServer, error) {
+	server, err := ParseSMTPURL(c.URL)
+	if err != nil {
+		return nil, err
+	}
+	s := &smtpServer{SMTPServer: server}
 	if s.from, err = mail.ParseAddress(c.From); err != nil {
 		return nil, fmt.Errorf("%s=%q is not an email address: %w", EnvEmailFrom, c.From, err)
 	}

@@ -58,12 +58,12 @@ func (m outgoingEmail) message(from *mail.Address, now time.Time) []byte {
 // conversation.
 func sendSMTP(ctx context.Context, srv *smtpServer, m outgoingEmail) error {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", srv.addr)
+	conn, err := d.DialContext(ctx, "tcp", srv.Addr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return smtpFailure(fmt.Sprintf("error connecting to the SMTP server %s: %v; the email was not sent", srv.addr, err))
+		return smtpFailure(fmt.Sprintf("error connecting to the SMTP server %s: %v; the email was not sent", srv.Addr, err))
 	}
 	defer conn.Close()
 	// A cancelled call interrupts the conversation wherever it is.
@@ -72,10 +72,10 @@ func sendSMTP(ctx context.Context, srv *smtpServer, m outgoingEmail) error {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
-	if srv.implicitTLS {
-		tlsConn := tls.Client(conn, &tls.Config{ServerName: srv.host})
+	if srv.ImplicitTLS {
+		tlsConn := tls.Client(conn, &tls.Config{ServerName: srv.Host})
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
-			return smtpFailure(fmt.Sprintf("error in the TLS handshake with %s: %v; the email was not sent", srv.addr, err))
+			return smtpFailure(fmt.Sprintf("error in the TLS handshake with %s: %v; the email was not sent", srv.Addr, err))
 		}
 		conn = tlsConn
 	}
@@ -90,7 +90,7 @@ func sendSMTP(ctx context.Context, srv *smtpServer, m outgoingEmail) error {
 		}
 		return smtpFailure(fmt.Sprintf("error at %s with the SMTP server: %v; the email was not sent", step, err))
 	}
-	c, err := smtp.NewClient(conn, srv.host)
+	c, err := smtp.NewClient(conn, srv.Host)
 	if err != nil {
 		return notSent("the greeting", err)
 	}
@@ -102,15 +102,15 @@ func sendSMTP(ctx context.Context, srv *smtpServer, m outgoingEmail) error {
 	if err := c.Hello(hello); err != nil {
 		return notSent("EHLO", err)
 	}
-	if ok, _ := c.Extension("STARTTLS"); ok && !srv.implicitTLS {
-		if err := c.StartTLS(&tls.Config{ServerName: srv.host}); err != nil {
+	if ok, _ := c.Extension("STARTTLS"); ok && !srv.ImplicitTLS {
+		if err := c.StartTLS(&tls.Config{ServerName: srv.Host}); err != nil {
 			return notSent("STARTTLS", err)
 		}
 	}
-	if srv.user != nil {
-		password, _ := srv.user.Password()
+	if srv.User != nil {
+		password, _ := srv.User.Password()
 		// PlainAuth refuses to send credentials unencrypted, except to localhost.
-		if err := c.Auth(smtp.PlainAuth("", srv.user.Username(), password, srv.host)); err != nil {
+		if err := c.Auth(smtp.PlainAuth("", srv.User.Username(), password, srv.Host)); err != nil {
 			var te *textproto.Error
 			if ctx.Err() == nil && (!errors.As(err, &te) || te.Code/100 == 5) {
 				return executor.NotConfigured(fmt.Sprintf("the SMTP server did not accept the login in %s: %v", EnvSMTPURL, err), emailRequiredEnv,

@@ -119,37 +119,6 @@ type emailHealthOutput struct {
 	CheckedAt     time.Time `json:"checked_at"`
 }
 
-// smtpTarget is the business pack's SMTP URL, parsed.
-type smtpTarget struct {
-	host, addr  string
-	implicitTLS bool
-	user        *url.Userinfo
-}
-
-// parseSMTPURL reads GEM_SMTP_URL the way the business pack sends with it: smtp://user:pass@host:587
-// (STARTTLS when offered) or smtps://user:pass@host:465 (TLS from the start).
-func parseSMTPURL(raw string) (*smtpTarget, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a URL like smtp://user:password@host:587", business.EnvSMTPURL)
-	}
-	t := &smtpTarget{host: u.Hostname(), user: u.User}
-	port := u.Port()
-	switch u.Scheme {
-	case "smtp":
-		port = or(port, "587")
-	case "smtps":
-		t.implicitTLS, port = true, or(port, "465")
-	default:
-		return nil, fmt.Errorf("%s must start with smtp:// or smtps://", business.EnvSMTPURL)
-	}
-	if t.host == "" {
-		return nil, fmt.Errorf("%s has no host", business.EnvSMTPURL)
-	}
-	t.addr = net.JoinHostPort(t.host, port)
-	return t, nil
-}
-
 // emailHealth checks the business pack's SMTP server without sending: connect (TLS for smtps), EHLO,
 // STARTTLS when offered, AUTH when the URL has credentials, QUIT.
 func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput) (*emailHealthOutput, error) {
@@ -158,12 +127,12 @@ func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput)
 			[]string{business.EnvSMTPURL, business.EnvEmailFrom},
 			"Set "+business.EnvSMTPURL+" (smtp://user:password@host:587 or smtps://...:465) and "+business.EnvEmailFrom+".")
 	}
-	target, err := parseSMTPURL(p.cfg.Email.URL)
+	target, err := business.ParseSMTPURL(p.cfg.Email.URL)
 	if err != nil {
 		return nil, executor.NotConfigured(err.Error(), []string{business.EnvSMTPURL},
 			"Set "+business.EnvSMTPURL+" to smtp://user:password@host:587 or smtps://user:password@host:465.")
 	}
-	out := &emailHealthOutput{Provider: "smtp", Server: target.addr, CheckedAt: time.Now().UTC()}
+	out := &emailHealthOutput{Provider: "smtp", Server: target.Addr, CheckedAt: time.Now().UTC()}
 	start := time.Now()
 	status, detail := probeSMTP(ctx, target, out)
 	out.LatencyMS = time.Since(start).Milliseconds()
@@ -182,11 +151,11 @@ func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput)
 }
 
 // probeSMTP talks to the server as far as a send would before MAIL FROM, then says goodbye.
-func probeSMTP(ctx context.Context, t *smtpTarget, out *emailHealthOutput) (status, detail string) {
+func probeSMTP(ctx context.Context, t business.SMTPServer, out *emailHealthOutput) (status, detail string) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", t.addr)
+	conn, err := d.DialContext(ctx, "tcp", t.Addr)
 	if err != nil {
-		return statusDown, fmt.Sprintf("cannot connect to %s: %v", t.addr, err)
+		return statusDown, fmt.Sprintf("cannot connect to %s: %v", t.Addr, err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
@@ -194,45 +163,45 @@ func probeSMTP(ctx context.Context, t *smtpTarget, out *emailHealthOutput) (stat
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
-	if t.implicitTLS {
-		tc := tls.Client(conn, &tls.Config{ServerName: t.host})
+	if t.ImplicitTLS {
+		tc := tls.Client(conn, &tls.Config{ServerName: t.Host})
 		if err := tc.HandshakeContext(ctx); err != nil {
-			return statusDown, fmt.Sprintf("the TLS handshake with %s failed: %v", t.addr, err)
+			return statusDown, fmt.Sprintf("the TLS handshake with %s failed: %v", t.Addr, err)
 		}
 		conn, out.TLS = tc, true
 	}
-	c, err := smtp.NewClient(conn, t.host)
+	c, err := smtp.NewClient(conn, t.Host)
 	if err != nil {
-		return smtpReplyStatus(err), fmt.Sprintf("%s did not greet as an SMTP server: %v", t.addr, err)
+		return smtpReplyStatus(err), fmt.Sprintf("%s did not greet as an SMTP server: %v", t.Addr, err)
 	}
 	defer c.Close()
 	hello, _ := os.Hostname()
 	if err := c.Hello(or(hello, "localhost")); err != nil {
-		return smtpReplyStatus(err), fmt.Sprintf("%s refused EHLO: %v", t.addr, err)
+		return smtpReplyStatus(err), fmt.Sprintf("%s refused EHLO: %v", t.Addr, err)
 	}
-	if ok, _ := c.Extension("STARTTLS"); ok && !t.implicitTLS {
-		if err := c.StartTLS(&tls.Config{ServerName: t.host}); err != nil {
-			return statusDown, fmt.Sprintf("STARTTLS with %s failed: %v", t.addr, err)
+	if ok, _ := c.Extension("STARTTLS"); ok && !t.ImplicitTLS {
+		if err := c.StartTLS(&tls.Config{ServerName: t.Host}); err != nil {
+			return statusDown, fmt.Sprintf("STARTTLS with %s failed: %v", t.Addr, err)
 		}
 		out.TLS = true
 	}
-	if t.user != nil {
+	if t.User != nil {
 		if ok, _ := c.Extension("AUTH"); !ok {
-			return statusDegraded, fmt.Sprintf("%s offers no AUTH, so the credentials in %s cannot be used", t.addr, business.EnvSMTPURL)
+			return statusDegraded, fmt.Sprintf("%s offers no AUTH, so the credentials in %s cannot be used", t.Addr, business.EnvSMTPURL)
 		}
-		password, _ := t.user.Password()
+		password, _ := t.User.Password()
 		// PlainAuth sends credentials only over TLS or to localhost, as sending mail does.
-		if err := c.Auth(smtp.PlainAuth("", t.user.Username(), password, t.host)); err != nil {
+		if err := c.Auth(smtp.PlainAuth("", t.User.Username(), password, t.Host)); err != nil {
 			var te *textproto.Error
 			if errors.As(err, &te) && te.Code/100 == 4 {
-				return statusDegraded, fmt.Sprintf("%s refused the login for now: %v", t.addr, err)
+				return statusDegraded, fmt.Sprintf("%s refused the login for now: %v", t.Addr, err)
 			}
-			return statusDown, fmt.Sprintf("%s did not accept the login in %s: %v", t.addr, business.EnvSMTPURL, err)
+			return statusDown, fmt.Sprintf("%s did not accept the login in %s: %v", t.Addr, business.EnvSMTPURL, err)
 		}
 		out.Authenticated = true
 	}
 	_ = c.Quit()
-	detail = fmt.Sprintf("%s answered", t.addr)
+	detail = fmt.Sprintf("%s answered", t.Addr)
 	if out.TLS {
 		detail += " over TLS"
 	}
