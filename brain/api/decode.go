@@ -224,7 +224,7 @@ var (
 	operatorChatSchema = registry.MustCompileSchema("operator chat request", []byte(`{
 		"type": "object",
 		"properties": {
-			"message": {"type": "string", "minLength": 1, "maxLength": 20000},
+			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
 			"session_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200}
 		},
 		"required": ["message"],

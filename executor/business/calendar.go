@@ -209,11 +209,27 @@ type eventDraft struct {
 	Ref            *contextRef
 }
 
+// eventLongest bounds an event's length: a longer one is a typo (a wrong year), and would cover every free
+// slot find_slots could offer for as long as it lasts.
+const eventLongest = 31 * 24 * time.Hour
+
+// checkEventTimes refuses an event that does not end after it starts or lasts longer than eventLongest.
+func checkEventTimes(start, end time.Time) error {
+	if !end.After(start) {
+		return executor.Invalid("end_at (%s) must be after start_at (%s)", end.Format(time.RFC3339), start.Format(time.RFC3339))
+	}
+	if end.Sub(start) > eventLongest {
+		return executor.Invalid("the event lasts %s, longer than %d days: check start_at (%s) and end_at (%s)",
+			end.Sub(start).Round(time.Hour), int(eventLongest.Hours()/24), start.Format(time.RFC3339), end.Format(time.RFC3339))
+	}
+	return nil
+}
+
 // insertEvent books an event and returns the scheduled events it overlaps (booked anyway: overlaps are
 // reported, not refused).
 func insertEvent(ctx context.Context, c *executor.Call, d eventDraft) (uuid.UUID, []eventOverlap, error) {
-	if !d.EndAt.After(d.StartAt) {
-		return uuid.Nil, nil, executor.Invalid("end_at (%s) must be after start_at (%s)", d.EndAt.Format(time.RFC3339), d.StartAt.Format(time.RFC3339))
+	if err := checkEventTimes(d.StartAt, d.EndAt); err != nil {
+		return uuid.Nil, nil, err
 	}
 	ctxType, ctxID := refColumns(d.Ref)
 	var id uuid.UUID
@@ -326,6 +342,9 @@ func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*e
 	}
 	if !next.EndAt.After(next.StartAt) {
 		return nil, executor.Invalid("the event would end (%s) before it starts (%s)", next.EndAt.Format(time.RFC3339), next.StartAt.Format(time.RFC3339))
+	}
+	if err := checkEventTimes(next.StartAt, next.EndAt); err != nil {
+		return nil, err
 	}
 	out := &eventUpdated{EventID: in.EventID, UpdatedFields: []string{}, Event: e}
 	if next.Title != e.Title {

@@ -765,7 +765,7 @@ func lockInspection(ctx context.Context, c *executor.Call, in lockInspectionInpu
 		}
 	}
 	if changed {
-		i, err = scanInspection(c.DB.QueryRow(ctx, `UPDATE inspections SET status = 'locked', locked_at = now(),
+		i, err = scanInspection(c.DB.QueryRow(ctx, `UPDATE inspections SET status = 'locked', locked_at = clock_timestamp(),
 				submitted_at = coalesce(submitted_at, now()), updated_at = now()
 			WHERE id = $1 RETURNING `+inspectionColumns, in.InspectionID))
 		if err != nil {

@@ -90,8 +90,8 @@ func createLead(ctx context.Context, c *executor.Call, in createLeadInput) (*lea
 	if suburb == "" {
 		return nil, executor.Invalid("suburb is empty")
 	}
-	if digitCount(in.Phone) < 6 {
-		return nil, executor.Invalid("phone %q is not a phone number (it has fewer than 6 digits)", in.Phone)
+	if n := digitCount(in.Phone); n < 6 || n > 20 || len(in.Phone) > 40 {
+		return nil, executor.Invalid("phone %q is not a phone number (6 to 20 digits, at most 40 characters)", truncateRunes(in.Phone, 40))
 	}
 	email := trimmedText(in.Email)
 	if email != nil {

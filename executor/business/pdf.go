@@ -11,8 +11,9 @@ import (
 
 // pdfDoc builds the business's documents (quotes, job cards, warranty certificates) as A4 PDFs with the
 // standard Helvetica font. Text is translated to the font's Windows-1252 encoding; a character it lacks
-// prints as "?". The output is deterministic for the same content (fixed creation date, sorted catalog), so
-// a retried call writes the same bytes and the file store keeps one file.
+// (Chinese, emoji) prints as "." (fpdf's translator). The output is deterministic for the same content
+// (fixed creation date, sorted catalog), so a retried call writes the same bytes and the file store keeps
+// one file.
 type pdfDoc struct {
 	pdf *fpdf.Fpdf
 	tr  func(string) string

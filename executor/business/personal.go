@@ -333,11 +333,22 @@ type decisionCommitment struct {
 // constraint, general questions, the boundaries and commitments in force (marked where the decision or an
 // option mentions them), the latest check-in with the cautions it suggests, and a suggested next step. The
 // same input and records give the same analysis.
+// Bounds of personal.decision_support's input.
+const (
+	decisionOptionsMax     = 50
+	decisionConstraintsMax = 50
+)
+
 func decisionSupport(ctx context.Context, c *executor.Call, in decisionSupportInput) (*decisionSupportOutput, error) {
 	a := decisionAnalysis{Decision: strings.TrimSpace(in.Decision), Options: []decisionOption{}, Constraints: []decisionConstraint{},
 		Questions: []string{}, Cautions: []string{}}
 	if a.Decision == "" {
 		return nil, invalidField("decision", "is blank")
+	}
+	// Every option is weighed against every constraint: bounded, so one call cannot grow without end.
+	if len(in.Options) > decisionOptionsMax || len(in.Constraints) > decisionConstraintsMax {
+		return nil, invalidField("options", "%d options and %d constraints: at most %d and %d can be weighed in one call",
+			len(in.Options), len(in.Constraints), decisionOptionsMax, decisionConstraintsMax)
 	}
 	var options []string
 	for i, o := range in.Options {
