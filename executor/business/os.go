@@ -717,7 +717,7 @@ func (p *pack) providers() []providerHealth {
 
 // healthCheck reports on the database, the call queue, the executors, the business time zone and the
 // outside providers. Degraded: calls wait longer than healthQueueLagDegraded, or a configuration value
-// cannot be used. It reads only cheap things (the queue view reads River's index of open jobs).
+// cannot be used. It reads only cheap things, in one statement (the queue through River's fetch index).
 func (p *pack) healthCheck(ctx context.Context, c *executor.Call, _ struct{}) (*healthOutput, error) {
 	out := healthOutput{Status: "ok", ExecutorVersion: executor.Version}
 	// One round trip: the health check runs often (monitors, make bench's floor), and each statement is one.
