@@ -12,7 +12,7 @@ BIN := $(CURDIR)/bin
 # db exports DATABASE_URL for the rest of a recipe line.
 db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 
-.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean
+.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean mcp-peers
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,11 +31,20 @@ run: build ## start PostgreSQL if needed, migrate, and run the executor and the 
 
 # The proof package (the small chaos run and bench) loads both cores on purpose, so it runs after the other
 # packages rather than beside their timing-sensitive tests.
-test: lint ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
+test: lint mcp-peers ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
 	@$(db) \
 	$(GO) test -count=1 -timeout 15m $$($(GO) list work | grep -v '/proof$$') && \
 	$(GO) test -count=1 -timeout 10m ./proof/ && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=150000x
+
+# mcp-peers: the real MCP peers the tests talk to (the official Inspector CLI and the reference
+# server-everything), pinned by scripts/mcp-peers/package-lock.json. Node and npm are all it needs.
+MCP_PEERS := scripts/mcp-peers
+mcp-peers: ## install the MCP Inspector and server-everything the tests run against (npm)
+	@if [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-inspector ] || [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-server-everything ]; then \
+		echo "installing the MCP test peers into $(MCP_PEERS)/node_modules (npm ci)"; \
+		npm ci --no-audit --no-fund --loglevel=error --prefix $(MCP_PEERS); \
+	fi
 
 # make test gives the fuzzers a count of inputs rather than a duration: a duration's deadline races Go 1.26's
 # fuzzing coordinator (go.dev/issue/75804) and can fail a run that found nothing.

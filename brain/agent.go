@@ -225,3 +225,18 @@ type OperatorChatResponse struct {
 	FallbackReason string   `json:"fallback_reason,omitempty"`
 	Errors         []*Error `json:"errors"`
 }
+
+// SkillResource is one file of a skill folder besides SKILL.md (a reference, an asset or a script). Scripts
+// are stored and served, never executed.
+type SkillResource struct {
+	// Path is the file's path inside the skill folder ("references/forms.md").
+	Path string `json:"path"`
+	// MediaType is the file's MIME type ("text/markdown").
+	MediaType string `json:"media_type"`
+	// SHA256 is the hex SHA-256 of Content.
+	SHA256 string `json:"sha256"`
+	// Size is Content's length in bytes.
+	Size int `json:"size"`
+	// Content is the file's bytes (left empty by listings).
+	Content []byte `json:"-"`
+}

@@ -25,6 +25,10 @@ type Main struct {
 	Log zerolog.Logger
 	// Migrate applies the database migrations before starting.
 	Migrate bool
+	// Extend, when set, is called with the loaded registry before the executor starts. It may add handlers
+	// the registry itself describes (rest and mcp tools, see package remote) and returns what to call once
+	// the executor has stopped (closing MCP connections).
+	Extend func(ctx context.Context, reg *registry.Registry, h Handlers) (closeFn func(), err error)
 
 	// Registry is the loaded registry (set by Open).
 	Registry *registry.Registry
@@ -32,10 +36,18 @@ type Main struct {
 	Pool *pgxpool.Pool
 	// Executor is the running executor (set by Open).
 	Executor *Executor
+
+	closeExtension func()
 }
 
 // Open loads, connects and starts. Errors come back at once.
-func (m *Main) Open(ctx context.Context) error {
+func (m *Main) Open(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil && m.closeExtension != nil {
+			m.closeExtension()
+			m.closeExtension = nil
+		}
+	}()
 	cfg := m.Config.WithDefaults()
 	path, err := registry.Find(cfg.RegistryPath)
 	if err != nil {
@@ -45,6 +57,14 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.Log.Info().Str("registry", path).Int("tools", m.Registry.Len()).Str("version", Version).Msg("registry loaded")
+	if m.Extend != nil {
+		if m.Handlers == nil {
+			m.Handlers = Handlers{}
+		}
+		if m.closeExtension, err = m.Extend(ctx, m.Registry, m.Handlers); err != nil {
+			return err
+		}
+	}
 	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
 		URL: cfg.DatabaseURL, ApplicationName: "gem-executor", MaxConns: mainPoolSize,
 		ConnectWait: cfg.DBConnectWait, OnRetry: connectRetryLogger(m.Log),
@@ -101,6 +121,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Pool != nil {
 		m.Pool.Close()
+	}
+	if m.closeExtension != nil {
+		m.closeExtension()
 	}
 	return err
 }

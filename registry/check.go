@@ -27,7 +27,7 @@ func (c *checker) add(tool, field, msg string) {
 }
 
 // checkTool decodes and checks tools[i]. It reports ok=false when the tool could not be used at all.
-func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler) (*Tool, bool) {
+func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler, servers map[string]*MCPServer) (*Tool, bool) {
 	label := fmt.Sprintf("tools[%d]", i)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
@@ -79,6 +79,7 @@ func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler) (*
 			c.checkKeyField(label, t)
 		}
 	}
+	c.checkImplementation(label, fields["implementation"], t, servers)
 	if t.OutputSchema != nil {
 		var err error
 		if t.output, err = comp.compile(fmt.Sprintf("tools/%d/output", i), t.OutputSchema); err != nil {

@@ -81,6 +81,10 @@ const (
 	CodeNotConfigured ErrorCode = "not_configured"
 	// CodeToolNotEnabled: the call was made for an agent whose skills do not enable the tool.
 	CodeToolNotEnabled ErrorCode = "tool_not_enabled"
+	// CodeRemoteError: a rest or mcp tool's remote answered with an error (an HTTP status outside the tool's
+	// success statuses, an MCP result with isError, a server that could not be reached and may not be
+	// retried); details carry the remote's status and message.
+	CodeRemoteError ErrorCode = "remote_error"
 	// CodeRetriesExhausted: every attempt failed with a transient error (database or provider unavailable).
 	CodeRetriesExhausted ErrorCode = "retries_exhausted"
 	// CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted: the call's River job ended outside the executor
@@ -96,7 +100,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodeRemoteError, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.

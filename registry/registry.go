@@ -9,6 +9,9 @@
 //	    "idempotency": {"mode": "keyed", "key_field": "phone"}, "timeout_ms": 5000,
 //	    "receipt_fields": ["result.note_id"] } ] }
 //
+// A tool that is not a Go handler carries an "implementation" (rest or mcp, see Implementation); MCP servers
+// are declared once in the document's "mcp_servers" (see MCPServer).
+//
 // Load and Parse reject a broken registry with a *CheckError that lists every problem, each naming the tool
 // and the field.
 package registry
@@ -74,6 +77,9 @@ type Tool struct {
 	// OutsideEffects overrides what the permissions say about effects outside the database (an optional GEM
 	// extension; registries without it load unchanged).
 	OutsideEffects *bool `json:"outside_effects,omitempty"`
+
+	// Implementation says how a tool that is not a Go handler runs (rest or mcp); nil for a Go handler.
+	Implementation *Implementation `json:"implementation,omitempty"`
 
 	input  *schema
 	output *schema
@@ -173,8 +179,9 @@ type Registry struct {
 	// Path is the file the registry was loaded from, if any.
 	Path string
 
-	tools  []*Tool
-	byName map[string]*Tool
+	tools      []*Tool
+	byName     map[string]*Tool
+	mcpServers map[string]*MCPServer
 }
 
 // Tool returns the tool with the given name.
@@ -251,8 +258,9 @@ func Find(path string) (string, error) {
 
 // document is the registry file's shape. Tools are decoded one by one so an error names the tool.
 type document struct {
-	Version *string           `json:"version"`
-	Tools   []json.RawMessage `json:"tools"`
+	Version    *string           `json:"version"`
+	Tools      []json.RawMessage `json:"tools"`
+	MCPServers json.RawMessage   `json:"mcp_servers"`
 }
 
 // Parse parses and checks a registry document. On failure it returns a *CheckError listing every problem.
@@ -274,13 +282,13 @@ func Parse(data []byte) (*Registry, error) {
 		c.add("", "tools", "is required (an array of tools)")
 	}
 
-	r := &Registry{byName: make(map[string]*Tool, len(doc.Tools))}
+	r := &Registry{byName: make(map[string]*Tool, len(doc.Tools)), mcpServers: c.checkMCPServers(doc.MCPServers)}
 	if doc.Version != nil {
 		r.Version = *doc.Version
 	}
 	comp := newSchemaCompiler()
 	for i, raw := range doc.Tools {
-		t, ok := c.checkTool(i, raw, comp)
+		t, ok := c.checkTool(i, raw, comp, r.mcpServers)
 		if !ok {
 			continue
 		}
