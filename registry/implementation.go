@@ -208,6 +208,16 @@ func (c *checker) checkMCPServers(raw json.RawMessage) map[string]*MCPServer {
 			if len(s.Headers) > 0 {
 				c.add("", field+".headers", `apply only to an HTTP server ("url")`)
 			}
+			// A command line is passed as written: a ${NAME} there would reach the server literally.
+			for i, arg := range append([]string{s.Command}, s.Args...) {
+				at := field + ".command"
+				if i > 0 {
+					at = fmt.Sprintf("%s.args[%d]", field, i-1)
+				}
+				if refs := EnvRefs(arg); len(refs) > 0 {
+					c.add("", at, fmt.Sprintf(`names ${%s}, but a command line is not expanded: give the server its settings and secrets in "env"`, refs[0]))
+				}
+			}
 		}
 		for k, v := range s.Env {
 			if !envNameRe.MatchString(k) {
@@ -285,6 +295,7 @@ func (c *checker) checkREST(label string, im *Implementation, t *Tool) {
 			c.checkURL(label, "implementation.url", placeholderRe.ReplaceAllString(envRefRe.ReplaceAllString(im.URL, "x"), "x"))
 		}
 		c.checkTemplateFields(label, "implementation.url", TemplateFields(im.URL), t)
+		c.checkURLAuthority(label, im.URL)
 	}
 	c.checkHeaders(label, "implementation.headers", im.Headers)
 	switch im.BodyMode() {
@@ -298,7 +309,12 @@ func (c *checker) checkREST(label string, im *Implementation, t *Tool) {
 			c.add(label, "implementation.body", fmt.Sprintf(`%q is not "input" or "none", and names no {field}`, s))
 		}
 		var fields []string
-		walkStrings(tmpl, func(s string) { fields = append(fields, TemplateFields(s)...) })
+		walkStrings(tmpl, func(s string) {
+			fields = append(fields, TemplateFields(s)...)
+			for _, name := range EnvRefs(s) {
+				c.add(label, "implementation.body", fmt.Sprintf("${%s}: a body template does not read the environment; a secret goes in a header or the URL", name))
+			}
+		})
 		c.checkTemplateFields(label, "implementation.body", fields, t)
 	case "input", "none":
 		if im.BodyMode() == "input" && slices.Contains(bodyDefaultNone, im.Method) && len(im.Body) > 0 {
@@ -317,6 +333,29 @@ func (c *checker) checkREST(label string, im *Implementation, t *Tool) {
 				break
 			}
 		}
+	}
+}
+
+// checkURLAuthority refuses a {field} where the input could choose the request's host: in the scheme or
+// host, or right after a leading ${NAME} (the base URL) with no "/" between.
+func (c *checker) checkURLAuthority(label, raw string) {
+	var authority string
+	if base := envRefRe.FindStringIndex(raw); base != nil && base[0] == 0 {
+		rest := raw[base[1]:]
+		if m := placeholderRe.FindStringIndex(rest); m != nil && m[0] == 0 {
+			c.add(label, "implementation.url", fmt.Sprintf(`%s follows the base URL %s directly; put a "/" between so the input fills the path, not the host`,
+				rest[m[0]:m[1]], raw[:base[1]]))
+		}
+		return
+	}
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		authority = rest
+		if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+			authority = rest[:end]
+		}
+	}
+	for _, name := range TemplateFields(authority) {
+		c.add(label, "implementation.url", fmt.Sprintf("{%s} stands in the URL's host; input fields may fill only the path and the query", name))
 	}
 }
 

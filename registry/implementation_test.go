@@ -88,6 +88,13 @@ func TestImplementationProblemsNameToolAndField(t *testing.T) {
 			"ext.get_item", "implementation.headers.Authorization", "${not a name} is not an environment variable name"},
 		{"bad status", okServers, map[string]any{"type": "rest", "method": "GET", "url": "https://x.test/", "success_status": []any{42}}, okMCP,
 			"ext.get_item", "implementation.success_status[0]", "42 is not an HTTP status"},
+		{"field in the host", okServers, map[string]any{"type": "rest", "method": "GET", "url": "https://{id}.x.test/items"}, okMCP,
+			"ext.get_item", "implementation.url", "{id} stands in the URL's host"},
+		{"field right after the base URL", okServers, map[string]any{"type": "rest", "method": "GET", "url": "${ITEMS_API}{id}"}, okMCP,
+			"ext.get_item", "implementation.url", `{id} follows the base URL ${ITEMS_API} directly`},
+		{"environment in a body", okServers, map[string]any{"type": "rest", "method": "POST", "url": "https://x.test/",
+			"body": map[string]any{"id": "{id}", "key": "${ITEMS_TOKEN}"}}, okMCP,
+			"ext.get_item", "implementation.body", "${ITEMS_TOKEN}: a body template does not read the environment"},
 		{"unknown type", okServers, map[string]any{"type": "grpc"}, okMCP,
 			"ext.get_item", "implementation.type", `"grpc" is not a known implementation type`},
 		{"unknown field", okServers, map[string]any{"type": "rest", "method": "GET", "url": "https://x.test/", "verb": "GET"}, okMCP,
@@ -137,4 +144,26 @@ func TestAnnotations(t *testing.T) {
 		require.Equal(t, want.OpenWorld, got.OpenWorld, name)
 		require.Equal(t, ImplGo, tool.ImplementationType(), name)
 	}
+}
+
+// TestMCPCommandLineNotExpanded: ${NAME} in a stdio server's command line would reach the server literally
+// (only env, url and headers are expanded), so the check refuses it, naming the argument.
+func TestMCPCommandLineNotExpanded(t *testing.T) {
+	t.Parallel()
+	okMCP := map[string]any{"type": "mcp", "server": "everything", "tool": "echo"}
+	okREST := map[string]any{"type": "rest", "method": "GET", "url": "https://api.example.com/items/{id}"}
+	for field, server := range map[string]map[string]any{
+		"mcp_servers.everything.command": {"command": "${HOME}/bin/server"},
+		"mcp_servers.everything.args[1]": {"command": "server", "args": []any{"--key", "${EVERYTHING_TOKEN}"}},
+	} {
+		_, err := Parse(implDoc(t, map[string]any{"everything": server}, okREST, okMCP))
+		ce, ok := AsCheckError(err)
+		require.True(t, ok, "%v", err)
+		require.Len(t, ce.Problems, 1, "%v", ce.Problems)
+		require.Equal(t, field, ce.Problems[0].Field)
+		require.Contains(t, ce.Problems[0].Message, `is not expanded: give the server its settings and secrets in "env"`)
+	}
+	_, err := Parse(implDoc(t, map[string]any{"everything": map[string]any{"command": "server", "args": []any{"--port", "3001"},
+		"env": map[string]any{"TOKEN": "${EVERYTHING_TOKEN}"}}}, okREST, okMCP))
+	require.NoError(t, err)
 }

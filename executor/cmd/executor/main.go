@@ -3,6 +3,7 @@
 //	executor [run] [-migrate] [-registry FILE]  work calls until SIGINT/SIGTERM (the default command)
 //	executor migrate                            apply River's and GEM's migrations, then exit
 //	executor registry check [-json] [FILE]      check a registry file and summarise it (exit 1 if it is broken)
+//	executor mcp import [flags] SERVER          write registry entries for an MCP server's tools, for review
 //	executor version                            print the version
 //	executor help [COMMAND]                     the usage: commands, flags, environment (also -h, --help)
 //
@@ -30,6 +31,7 @@ import (
 	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/integrations"
+	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
@@ -74,6 +76,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return registryCheck(args[1:], stdout, stderr)
+	case "mcp":
+		if len(args) > 0 && isHelpFlag(args[0]) {
+			printCommandUsage(stdout, "mcp import")
+			return 0
+		}
+		if len(args) == 0 || args[0] != "import" {
+			fmt.Fprintln(stderr, "executor mcp: the only mcp command is import")
+			printShortUsage(stderr, "mcp import")
+			return 2
+		}
+		return mcpImport(args[1:], stdout, stderr)
 	case "version":
 		if len(args) > 0 && isHelpFlag(args[0]) {
 			printCommandUsage(stdout, "version")
@@ -84,8 +97,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help":
 		if len(args) > 0 {
 			name := args[0]
-			if name == "registry" {
+			switch name {
+			case "registry":
 				name = "registry check"
+			case "mcp":
+				name = "mcp import"
 			}
 			if _, ok := commandUsage[name]; !ok {
 				fmt.Fprintf(stderr, "executor help: unknown command %q (%s)\n", args[0], commandList)
@@ -158,7 +174,7 @@ func runExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := &executor.Main{Config: cfg, Handlers: handlers(), Log: log, Migrate: *flags.migrate}
+	m := &executor.Main{Config: cfg, Handlers: handlers(), Log: log, Migrate: *flags.migrate, Extend: remote.Extend(log)}
 	if err := m.Open(ctx); err != nil {
 		log.Error().Err(err).Msg("executor did not start")
 		return 1
@@ -228,13 +244,29 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 
 // toolSummary is one line of the registry summary.
 type toolSummary struct {
-	Name           string   `json:"name"`
-	Mode           string   `json:"mode"`
-	TimeoutMS      int64    `json:"timeout_ms"`
-	OutsideEffects bool     `json:"outside_effects"`
-	Handler        bool     `json:"handler"`
-	RequiredEnv    []string `json:"required_env,omitempty"`
-	MissingEnv     []string `json:"missing_env,omitempty"`
+	Name           string `json:"name"`
+	Mode           string `json:"mode"`
+	TimeoutMS      int64  `json:"timeout_ms"`
+	OutsideEffects bool   `json:"outside_effects"`
+	// Implementation is go, rest or mcp.
+	Implementation string `json:"implementation"`
+	// Target is what a rest or mcp tool calls: "METHOD URL", or "server/tool".
+	Target      string   `json:"target,omitempty"`
+	Handler     bool     `json:"handler"`
+	RequiredEnv []string `json:"required_env,omitempty"`
+	MissingEnv  []string `json:"missing_env,omitempty"`
+}
+
+// mcpServerSummary is one MCP server of the registry summary.
+type mcpServerSummary struct {
+	Name string `json:"name"`
+	// Transport is stdio or http.
+	Transport string `json:"transport"`
+	// Target is the stdio command line, or the URL (${ENV} references as written).
+	Target      string   `json:"target"`
+	Tools       int      `json:"tools"`
+	RequiredEnv []string `json:"required_env,omitempty"`
+	MissingEnv  []string `json:"missing_env,omitempty"`
 }
 
 // registryCheckResult is what registry check -json prints.
@@ -244,6 +276,8 @@ type registryCheckResult struct {
 	Version  string             `json:"version,omitempty"`
 	Problems []registry.Problem `json:"problems,omitempty"`
 	Tools    []toolSummary      `json:"tools,omitempty"`
+	// MCPServers are the registry's mcp_servers.
+	MCPServers []mcpServerSummary `json:"mcp_servers,omitempty"`
 }
 
 func registryCheck(args []string, stdout, stderr io.Writer) int {
@@ -302,33 +336,69 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		return fail(path, err)
 	}
 
+	// The rest and mcp tools get their handlers as in run; nothing connects until a call.
 	h := handlers()
+	closeRemote, err := remote.Register(context.Background(), reg, h, remote.Options{})
+	if err != nil {
+		return fail(path, err)
+	}
+	defer closeRemote()
+	missingEnv := func(names []string) []string {
+		var missing []string
+		for _, env := range names {
+			if os.Getenv(env) == "" {
+				missing = append(missing, env)
+			}
+		}
+		return missing
+	}
 	var tools []toolSummary
+	mcpTools := map[string]int{}
 	for _, t := range reg.Tools() {
-		s := toolSummary{Name: t.Name, Mode: string(t.Idempotency.Mode), TimeoutMS: t.TimeoutMS, OutsideEffects: t.HasOutsideEffects()}
+		s := toolSummary{Name: t.Name, Mode: string(t.Idempotency.Mode), TimeoutMS: t.TimeoutMS, OutsideEffects: t.HasOutsideEffects(),
+			Implementation: t.ImplementationType()}
+		switch im := t.Implementation; t.ImplementationType() {
+		case registry.ImplREST:
+			s.Target = im.Method + " " + im.URL
+		case registry.ImplMCP:
+			s.Target = im.Server + "/" + im.RemoteTool
+			mcpTools[im.Server]++
+		}
 		if handler, ok := h[t.Name]; ok {
 			s.Handler = true
 			s.RequiredEnv = handler.RequiredEnv
-			for _, env := range handler.RequiredEnv {
-				if os.Getenv(env) == "" {
-					s.MissingEnv = append(s.MissingEnv, env)
-				}
-			}
+			s.MissingEnv = missingEnv(handler.RequiredEnv)
 		}
 		tools = append(tools, s)
 	}
+	var servers []mcpServerSummary
+	for _, srv := range reg.MCPServers() {
+		target := srv.URL
+		if srv.Transport() == "stdio" {
+			target = strings.Join(append([]string{srv.Command}, srv.Args...), " ")
+		}
+		required := remote.ServerEnvRefs(srv)
+		servers = append(servers, mcpServerSummary{Name: srv.Name, Transport: srv.Transport(), Target: target, Tools: mcpTools[srv.Name],
+			RequiredEnv: required, MissingEnv: missingEnv(required)})
+	}
 	if *asJSON {
-		printJSON(registryCheckResult{Path: path, OK: true, Version: reg.Version, Tools: tools})
+		printJSON(registryCheckResult{Path: path, OK: true, Version: reg.Version, Tools: tools, MCPServers: servers})
 		return 0
 	}
 
 	domains, byDomain := reg.Domains()
 	fmt.Fprintf(stdout, "%s: version %s, %d tools in %d domains: OK\n\n", path, reg.Version, reg.Len(), len(domains))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "domain\ttools\tnone\tsafe-retry\tkeyed\toutside effects\twith handler\t")
+	fmt.Fprintln(tw, "domain\ttools\tnone\tsafe-retry\tkeyed\trest\tmcp\toutside effects\twith handler\t")
 	for _, d := range domains {
-		var none, safe, keyed, outside, handled int
+		var none, safe, keyed, rest, mcp, outside, handled int
 		for _, t := range byDomain[d] {
+			switch t.ImplementationType() {
+			case registry.ImplREST:
+				rest++
+			case registry.ImplMCP:
+				mcp++
+			}
 			switch t.Idempotency.Mode {
 			case registry.ModeNone:
 				none++
@@ -344,9 +414,10 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 				handled++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", d, len(byDomain[d]), none, safe, keyed, outside, handled)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", d, len(byDomain[d]), none, safe, keyed, rest, mcp, outside, handled)
 	}
 	_ = tw.Flush()
+	printRemote(stdout, tools, servers)
 
 	var missing, needsEnv []string
 	for _, s := range tools {
@@ -375,6 +446,37 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "Handlers for tools this registry lacks (never run): %s\n", strings.Join(unknown, ", "))
 	}
 	return 0
+}
+
+// printRemote lists the registry's MCP servers and its rest and mcp tools, with the variables still unset.
+func printRemote(w io.Writer, tools []toolSummary, servers []mcpServerSummary) {
+	if len(servers) > 0 {
+		fmt.Fprint(w, "\nMCP servers (connected on a tool's first call):\n")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, s := range servers {
+			unset := ""
+			if len(s.MissingEnv) > 0 {
+				unset = "set " + strings.Join(s.MissingEnv, ", ")
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d %s\t%s\n", s.Name, s.Transport, s.Target, s.Tools, plural(s.Tools, "tool", "tools"), unset)
+		}
+		_ = tw.Flush()
+	}
+	var remoteTools []toolSummary
+	for _, t := range tools {
+		if t.Implementation != registry.ImplGo {
+			remoteTools = append(remoteTools, t)
+		}
+	}
+	if len(remoteTools) == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nTools that are not Go handlers:\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, t := range remoteTools {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name, t.Implementation, t.Target)
+	}
+	_ = tw.Flush()
 }
 
 func plural(n int, one, many string) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/integrations"
+	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 )
@@ -37,6 +38,43 @@ func registryCheckFlagSet() (*flag.FlagSet, *bool) {
 	return fs, fs.Bool("json", false, `print the result as JSON on stdout: {"path", "ok", "version", "tools"}, or {"path", "ok": false, "problems"} for a broken registry`)
 }
 
+// mcpImportFlags are mcp import's flags.
+type mcpImportFlags struct {
+	registry  *string
+	prefix    *string
+	timeoutMS *int64
+	out       *string
+	url       *string
+	headers   *stringList
+	env       *stringList
+}
+
+func mcpImportFlagSet() (*flag.FlagSet, mcpImportFlags) {
+	fs := flag.NewFlagSet("mcp import", flag.ContinueOnError)
+	f := mcpImportFlags{
+		registry:  fs.String("registry", "", "registry `FILE` whose mcp_servers names SERVER (default $GEM_REGISTRY, else "+registry.DefaultPath+" in the working folder or its parents)"),
+		prefix:    fs.String("prefix", "", "the tools' `DOMAIN`: their names are DOMAIN.<remote tool name> (default SERVER, made a valid name segment)"),
+		timeoutMS: fs.Int64("timeout-ms", remote.DefaultImportTimeoutMS, fmt.Sprintf("timeout_ms of every imported tool: `N` milliseconds (default %d)", remote.DefaultImportTimeoutMS)),
+		out:       fs.String("o", "", "write the document to `FILE` (default stdout)"),
+		url:       fs.String("url", "", "import from a streamable-HTTP server at `URL` not in the registry; SERVER names it in the document"),
+		headers:   &stringList{},
+		env:       &stringList{},
+	}
+	fs.Var(f.headers, "header", "`Name: value` header sent to the -url server (repeatable); write secrets as ${ENV}")
+	fs.Var(f.env, "env", "`NAME=value` environment of the stdio server given after -- (repeatable); write secrets as ${ENV}")
+	return fs, f
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ", ") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
 // command describes one command for the usage.
 type command struct {
 	synopsis string
@@ -47,10 +85,10 @@ type command struct {
 }
 
 // commandList names the commands, for error messages.
-const commandList = "run, migrate, registry check, version, help"
+const commandList = "run, migrate, registry check, mcp import, version, help"
 
 // commandOrder is the order of commands in the usage.
-var commandOrder = []string{"run", "migrate", "registry check", "version"}
+var commandOrder = []string{"run", "migrate", "registry check", "mcp import", "version"}
 
 var commandUsage = map[string]command{
 	"run": {
@@ -72,6 +110,13 @@ var commandUsage = map[string]command{
 		flags:    func() *flag.FlagSet { fs, _ := registryCheckFlagSet(); return fs },
 		env:      []string{"GEM_REGISTRY"},
 		provider: true,
+	},
+	"mcp import": {
+		synopsis: "executor mcp import [-registry FILE] [-prefix DOMAIN] [-timeout-ms N] [-o FILE] [-url URL [-header H]... | -env NAME=value...] SERVER [-- COMMAND [ARG...]]",
+		summary: "connect to MCP server SERVER of the registry's mcp_servers (or to -url URL, or to the stdio COMMAND after --), list its tools " +
+			"and write registry entries for them (schemas, permissions and idempotency from its hints) for a person to review and merge; see docs/mcp-tools.md",
+		flags: func() *flag.FlagSet { fs, _ := mcpImportFlagSet(); return fs },
+		env:   []string{"GEM_REGISTRY", "GEM_LOG_LEVEL"},
 	},
 	"version": {
 		synopsis: "executor version",

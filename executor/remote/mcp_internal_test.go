@@ -1,0 +1,89 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/registry"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMCPProtocolErrors calls a server built with the official Go SDK (server-everything reports every
+// failure as isError; this one answers an unknown tool with a JSON-RPC error, as the SDK does): a JSON-RPC
+// error is a failed remote_error carrying its code, and the session stays usable.
+func TestMCPProtocolErrors(t *testing.T) {
+	t.Parallel()
+	server := mcp.NewServer(&mcp.Implementation{Name: "adder", Version: "v1"}, nil)
+	type addInput struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	type addOutput struct {
+		Sum int `json:"sum"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "add", Description: "adds"}, func(_ context.Context, _ *mcp.CallToolRequest, in addInput) (*mcp.CallToolResult, addOutput, error) {
+		if in.A < 0 {
+			return nil, addOutput{}, errors.New("a must not be negative")
+		}
+		return nil, addOutput{Sum: in.A + in.B}, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+
+	tool := func(name, remote string) string {
+		return fmt.Sprintf(`{"name": %q, "description": "d", "input_schema": {"type": "object"}, "output_schema": {},
+			"permissions": ["read:external"], "idempotency": {"mode": "safe-retry"}, "timeout_ms": 5000,
+			"implementation": {"type": "mcp", "server": "adder", "tool": %q}}`, name, remote)
+	}
+	reg, err := registry.Parse(fmt.Appendf(nil, `{"version": "1", "mcp_servers": {"adder": {"url": %q}}, "tools": [%s, %s]}`,
+		srv.URL, tool("adder.add", "add"), tool("adder.nope", "nope")))
+	require.NoError(t, err)
+	pool := newMCPPool(reg, Options{Getenv: func(string) string { return "" }})
+	t.Cleanup(pool.close)
+	run := func(name, input string) (any, error) {
+		tl, _ := reg.Tool(name)
+		return pool.handler(tl).Run(context.Background(), &executor.Call{Tool: tl, Input: json.RawMessage(input)})
+	}
+
+	_, err = run("adder.nope", `{}`)
+	var ee *executor.Error
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, registry.CodeRemoteError, ee.Code)
+	require.Contains(t, ee.Message, `unknown tool "nope"`)
+	require.EqualValues(t, -32602, ee.Details.(map[string]any)["rpc_code"])
+
+	_, err = run("adder.add", `{"a": -1, "b": 2}`)
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, registry.CodeRemoteError, ee.Code)
+	require.Contains(t, ee.Message, "a must not be negative")
+
+	out, err := run("adder.add", `{"a": 2, "b": 3}`)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"sum": 5.0}, out)
+}
+
+func TestContentResultAndClip(t *testing.T) {
+	t.Parallel()
+	out := contentResult([]mcp.Content{
+		&mcp.TextContent{Text: "one"},
+		&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, 300)},
+		&mcp.TextContent{Text: "two"},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "demo://b", MIMEType: "application/gzip", Blob: make([]byte, 10)}},
+	})
+	require.Equal(t, map[string]any{"text": "one\ntwo", "content": []map[string]any{
+		{"type": "image", "mimeType": "image/png", "bytes": 300},
+		{"type": "resource", "uri": "demo://b", "mimeType": "application/gzip", "bytes": 10},
+	}}, out)
+	require.Equal(t, map[string]any{"text": ""}, contentResult(nil))
+
+	require.Equal(t, "abc", clip("abc", 3))
+	require.Equal(t, "ab… (truncated)", clip("abcd", 2))
+	require.Equal(t, "a… (truncated)", clip("aé", 2), "never cuts a rune in two")
+}
