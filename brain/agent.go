@@ -106,6 +106,9 @@ func (p *SkillParams) Check(reg *registry.Registry, slug string, mode SkillSaveM
 	if err := CheckTools(reg, p.Tools); err != nil {
 		return "", err
 	}
+	if err := CheckDisclosure(p.Metadata); err != nil {
+		return "", err
+	}
 	switch {
 	case mode == SkillCreate && p.Slug == nil:
 		return "", &Error{Code: EINVALID, Message: "a skill needs a slug"}
@@ -147,8 +150,8 @@ type ChatToolCall struct {
 	// CallID is the GEM call, when one was made (not for refused arguments or meta-tools).
 	CallID *uuid.UUID `json:"call_id"`
 	Tool   string     `json:"tool"`
-	// Status is the receipt's status, or pending, invalid_arguments, not_enabled, unknown_tool, or answered
-	// (a meta-tool).
+	// Status is the receipt's status, or pending, invalid_arguments, not_enabled, unknown_tool,
+	// skill_not_loaded, or answered (a meta-tool).
 	Status    string `json:"status"`
 	Iteration int    `json:"iteration"`
 }
@@ -178,6 +181,8 @@ const (
 	ChatCallUnknownTool = "unknown_tool"
 	// ChatCallAnswered: a meta-tool the brain answered itself.
 	ChatCallAnswered = "answered"
+	// ChatCallSkillNotLoaded: the tool comes with a skill the LLM has not loaded (load_skill) yet.
+	ChatCallSkillNotLoaded = "skill_not_loaded"
 )
 
 // OperatorChatParams are a message to the default agent: the body of POST /operator/chat (GEM's).
@@ -239,4 +244,59 @@ type SkillResource struct {
 	Size int `json:"size"`
 	// Content is the file's bytes (left empty by listings).
 	Content []byte `json:"-"`
+}
+
+// How an agent's skill is shown to the LLM, set by a skill's metadata "gem-disclosure".
+const (
+	// SkillDisclosureAlways puts the skill's instructions in every system prompt and offers its tools from
+	// the first turn.
+	SkillDisclosureAlways = "always"
+	// SkillDisclosureOnDemand lists the skill by name and description; the LLM loads it (load_skill) to read
+	// its instructions and be offered its tools.
+	SkillDisclosureOnDemand = "on-demand"
+	// SkillDisclosureKey is the metadata key that chooses; without it, SkillInlineMax decides.
+	SkillDisclosureKey = "gem-disclosure"
+	// SkillInlineMax is the longest instructions, in bytes, a skill without other files keeps in every
+	// system prompt when its metadata does not choose: about 250 tokens, the size of a few catalog lines and
+	// less than a load_skill round trip costs (one more LLM turn, which sends the whole conversation again).
+	SkillInlineMax = 1024
+)
+
+// AgentSkill is a skill available to an agent for a user, as the chat loop discloses it.
+type AgentSkill struct {
+	Slug         string
+	Name         string
+	Description  string
+	Instructions string
+	// Tools are the registry tools the skill enables.
+	Tools []string
+	// Disclosure is the skill's metadata "gem-disclosure" ("" when absent).
+	Disclosure string
+	// Files is how many files the skill has besides SKILL.md.
+	Files int
+}
+
+// AlwaysOn says whether the skill's instructions go in every system prompt and its tools are offered from
+// the first turn: when its metadata says "always", or, unless it says "on-demand", when it has no other
+// files and its instructions are at most SkillInlineMax bytes (GEM's built-in skills are all such).
+func (s *AgentSkill) AlwaysOn() bool {
+	switch s.Disclosure {
+	case SkillDisclosureAlways:
+		return true
+	case SkillDisclosureOnDemand:
+		return false
+	}
+	return s.Files == 0 && len(strings.TrimSpace(s.Instructions)) <= SkillInlineMax
+}
+
+// CheckDisclosure refuses a metadata "gem-disclosure" other than "always" or "on-demand".
+func CheckDisclosure(metadata map[string]any) error {
+	v, ok := metadata[SkillDisclosureKey]
+	if !ok {
+		return nil
+	}
+	if s, _ := v.(string); s != SkillDisclosureAlways && s != SkillDisclosureOnDemand {
+		return Errorf(EINVALID, "metadata %s is %v; it is %q or %q", SkillDisclosureKey, v, SkillDisclosureAlways, SkillDisclosureOnDemand)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ type benchConfig struct {
 	Warmup    int             // unmeasured calls before each latency scenario
 	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
 	Timeout   time.Duration   // the whole run
-	Only      map[string]bool // scenarios to run (river, gem, brain, drain); empty: all
+	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, rest, drain); empty: all
 	dbPrefix  string          // names of the databases made for the run (default gem_bench)
 }
 
@@ -189,13 +189,20 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 	// 2. GEM's executor on os.create_note: validation, idempotency (mode none), a handler that writes a
 	// row, and the receipt.
 	var executorPeak int64
-	if cfg.runs("gem") || cfg.runs("brain") {
+	if cfg.runs("gem") || cfg.runs("brain") || cfg.runs("mcp") {
 		if executorPeak, err = benchGEM(ctx, cfg, res, bins, gemURL, gemPool, progress); err != nil {
 			return nil, err
 		}
 	}
 
-	// 3. Throughput: queue Drain calls with no worker running, start one, time the drain.
+	// 3. A rest tool against a local HTTP server, next to a Go handler whose work is one statement too.
+	if cfg.runs("rest") {
+		if err := benchREST(ctx, cfg, res, bins, gemURL, gemPool, vacuum(gemPool, gemTables...), progress); err != nil {
+			return nil, err
+		}
+	}
+
+	// 4. Throughput: queue Drain calls with no worker running, start one, time the drain.
 	for _, sc := range []string{drNoop, drReceipt, drGEM, drGEMNote} {
 		if !cfg.runs("drain") {
 			break
@@ -296,7 +303,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 		}
 	}
 	gemListener.close()
-	if err != nil || !cfg.runs("brain") {
+	if err != nil || !(cfg.runs("brain") || cfg.runs("mcp")) {
 		return 0, err
 	}
 
@@ -310,7 +317,12 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	brainCall := func(ctx context.Context, i int) (time.Time, error) {
 		return brainRun(ctx, httpClient, brain, fmt.Sprintf("note that bench call %d went through the brain", i))
 	}
-	err = measureLatency(ctx, cfg, res, scBrain, brainCall, settle, progress)
+	if cfg.runs("brain") {
+		err = measureLatency(ctx, cfg, res, scBrain, brainCall, settle, progress)
+	}
+	if err == nil && cfg.runs("mcp") {
+		err = benchMCP(ctx, cfg, res, brain, settle, progress)
+	}
 	if stopErr := brain.stop(15 * time.Second); err == nil {
 		err = stopErr
 	}
@@ -588,6 +600,8 @@ func targets(r *benchResult) []targetResult {
 	ratio50, ratio99 := float64(gem.P50)/float64(river.P50), float64(gem.P99)/float64(river.P99)
 	perTx, gemRate := r.drainRate(drReceipt), r.drainRate(drGEM)
 	haveRiver, haveGEM, haveNote, haveBrain := river.N > 0, gem.N > 0, note.N > 0, brain.N > 0
+	mcpCall, brainHealth := r.latency(scMCP, loadSeq), r.latency(scBrainHealth, loadSeq)
+	mcpRatio := float64(mcpCall.P50) / float64(brainHealth.P50)
 	return []targetResult{
 		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
 		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
@@ -596,6 +610,8 @@ func targets(r *benchResult) []targetResult {
 		{"GEM os.create_note p50 (a tool that writes)", fmt.Sprintf("%.2f ms (%.2f× River)", ms(note.P50), float64(note.P50)/float64(river.P50)),
 			"≤ 3 ms", note.P50 <= 3*time.Millisecond, haveNote && haveRiver},
 		{"brain one-call run p50", fmt.Sprintf("%.2f ms", ms(brain.P50)), "≤ 5 ms", brain.P50 <= 5*time.Millisecond, haveBrain},
+		{"MCP tools/call / POST /brain/run p50 (os.health_check)", fmt.Sprintf("%.2f× (%.2f vs %.2f ms)", mcpRatio, ms(mcpCall.P50), ms(brainHealth.P50)),
+			"≤ 1.2×", mcpRatio <= 1.2, mcpCall.N > 0 && brainHealth.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
 	}

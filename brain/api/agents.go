@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 
 	"github.com/gemhq/gem/brain"
@@ -183,10 +184,15 @@ func (s *Server) deleteSkill(c echo.Context) error {
 	return ok(c, http.StatusOK, map[string]any{"deleted": c.Param("slug")})
 }
 
-// importSkill creates or replaces a skill from a SKILL.md; the skill it makes is held to the same schema as
-// one sent to POST /skills.
+// importSkill creates or replaces a skill from a skill folder: a JSON body (SKILL.md as content, the other
+// files in files) or a zip archive (Content-Type application/zip, ?source= naming it). The skill it makes
+// is held to the same schema as one sent to POST /skills; its files replace the skill's stored files.
 func (s *Server) importSkill(c echo.Context) error {
-	in, _, err := decodeBody[brain.SkillImportParams](c, skillImportSchema, "")
+	in, err := decodeSkillImport(c)
+	if err != nil {
+		return err
+	}
+	files, err := in.Folder()
 	if err != nil {
 		return err
 	}
@@ -202,9 +208,39 @@ func (s *Server) importSkill(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sk, err := postgres.SkillSave(c.Request().Context(), s.pool, slug, params, brain.SkillUpsert)
+	ctx := c.Request().Context()
+	sk, err := postgres.SkillImport(ctx, s.pool, slug, params, files)
 	if err != nil {
 		return err
 	}
-	return ok(c, http.StatusOK, map[string]any{"skill": sk, "notes": notes})
+	stored, err := postgres.SkillResources(ctx, s.pool, slug)
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"skill": sk, "notes": notes, "files": stored})
+}
+
+// decodeSkillImport reads an import request: a zip archive of the folder, or the JSON body.
+func decodeSkillImport(c echo.Context) (*brain.SkillImportParams, error) {
+	mediaType, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if mediaType != "application/zip" {
+		in, _, err := decodeBody[brain.SkillImportParams](c, skillImportSchema, "")
+		return in, err
+	}
+	source := c.QueryParam("source")
+	if len(source) > 1000 {
+		return nil, brain.Errorf(brain.EINVALID, "source is longer than 1000 characters")
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	in, err := brain.SkillImportFromZip(body, source)
+	if err != nil {
+		return nil, err
+	}
+	if !brain.IsText([]byte(in.Content)) {
+		return nil, brain.Errorf(brain.EINVALID, "SKILL.md is not UTF-8 text (or holds a NUL byte)")
+	}
+	return in, nil
 }

@@ -215,7 +215,17 @@ var (
 		"type": "object",
 		"properties": {
 			"source": {"type": "string", "maxLength": 1000},
-			"content": {"type": "string", "minLength": 1, "maxLength": 1000000}
+			"content": {"type": "string", "minLength": 1, "maxLength": 1000000},
+			"files": {"type": ["array", "null"], "maxItems": 500, "items": {
+				"type": "object",
+				"properties": {
+					"path": {"type": "string", "minLength": 1, "maxLength": 400},
+					"content": {"type": "string"},
+					"content_base64": {"type": "string", "contentEncoding": "base64"}
+				},
+				"required": ["path"],
+				"additionalProperties": false
+			}}
 		},
 		"required": ["content"],
 		"additionalProperties": false

@@ -3,10 +3,16 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/labstack/echo/v4"
@@ -69,7 +75,7 @@ func (s *Server) executors(ctx context.Context) ([]*gemsql.Executor, int, error)
 	return list, alive, nil
 }
 
-// toolView is a tool as GET /brain/tools shows it.
+// toolView is a tool as GET /brain/tools shows it (format gem).
 type toolView struct {
 	Name         string               `json:"name"`
 	Description  string               `json:"description"`
@@ -80,11 +86,114 @@ type toolView struct {
 	OutputSchema json.RawMessage      `json:"output_schema"`
 }
 
-func (s *Server) tools(c echo.Context) error {
-	out := make([]toolView, 0, s.reg.Len())
-	for _, t := range s.reg.Tools() {
-		out = append(out, toolView{Name: t.Name, Description: t.Description, Idempotency: t.Idempotency, Permissions: t.Permissions,
-			TimeoutMS: t.TimeoutMS, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+// toolMatch is one tool a query found: its registry name, the function name an LLM calls it by, and its score.
+type toolMatch struct {
+	Name     string  `json:"name"`
+	Function string  `json:"function"`
+	Score    float64 `json:"score"`
+}
+
+// toolsParams are GET /brain/tools' query parameters.
+type toolsParams struct {
+	format, agent, user, query string
+	limit                      int
+}
+
+// toolsQueryMax bounds ?q= (a query is a request in words, not a document).
+const toolsQueryMax = 1000
+
+func parseToolsParams(c echo.Context) (*toolsParams, error) {
+	p := &toolsParams{format: c.QueryParam("format"), agent: c.QueryParam("agent"), user: c.QueryParam("user_id"),
+		query: c.QueryParam("q"), limit: llm.ToolSearchLimitDefault}
+	var problems []string
+	details := map[string]any{}
+	if p.format == "" {
+		p.format = llm.FormatGEM
+	} else if !slices.Contains(llm.ExportFormats, p.format) {
+		problems = append(problems, fmt.Sprintf("format must be one of %s, not %q", strings.Join(llm.ExportFormats, ", "), p.format))
+		details["allowed_formats"] = llm.ExportFormats
 	}
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "version": s.reg.Version, "tools": out})
+	_, hasQuery := c.QueryParams()["q"]
+	switch {
+	case hasQuery && strings.TrimSpace(p.query) == "":
+		problems = append(problems, "q must say what the tool should do, in words")
+	case len(p.query) > toolsQueryMax:
+		problems = append(problems, fmt.Sprintf("q must be at most %d bytes, not %d", toolsQueryMax, len(p.query)))
+	}
+	if s, set := c.QueryParams()["limit"]; set {
+		n, err := strconv.Atoi(s[0])
+		switch {
+		case !hasQuery:
+			problems = append(problems, "limit bounds the results of a query: give q too")
+		case err != nil || n < 1 || n > llm.ToolSearchLimitMax:
+			problems = append(problems, fmt.Sprintf("limit must be a whole number from 1 to %d, not %q", llm.ToolSearchLimitMax, s[0]))
+		default:
+			p.limit = n
+		}
+	}
+	if p.user != "" && p.agent == "" {
+		problems = append(problems, "user_id scopes an agent's tools: give agent too")
+	}
+	if len(problems) > 0 {
+		details["problems"] = problems
+		return nil, &brain.Error{Code: brain.EINVALID, Message: strings.Join(problems, "; "), Details: details}
+	}
+	return p, nil
+}
+
+// tools answers GET /brain/tools: the registry's tools, or an agent's (?agent=, for ?user_id=), exported in a
+// format (?format=gem, the default, or openai, anthropic, mcp: exactly what the LLM loop sends), or the best of
+// them for a query (?q=, ?limit=, default 5, at most 50) by the tool search the LLM's search_tools uses.
+func (s *Server) tools(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := parseToolsParams(c)
+	if err != nil {
+		return err
+	}
+	tools := s.reg.Tools()
+	body := map[string]any{"version": s.reg.Version, "format": p.format}
+	if p.agent != "" {
+		if _, err := postgres.AgentGet(ctx, s.pool, p.agent); err != nil {
+			return err
+		}
+		if tools, err = postgres.AgentTools(ctx, s.pool, s.reg, p.agent, p.user); err != nil {
+			return err
+		}
+		body["agent"] = p.agent
+	}
+	// Function names are those of the whole set, as the LLM loop exports it, whatever a query keeps.
+	set := llm.NewToolSet(tools)
+	if p.query != "" {
+		hits, err := postgres.ToolSearch(ctx, s.pool, tools, p.query, p.limit)
+		if err != nil {
+			return err
+		}
+		matches := make([]toolMatch, len(hits))
+		tools = make([]*registry.Tool, len(hits))
+		for i, h := range hits {
+			fn, _ := set.Function(h.Tool.Name)
+			matches[i] = toolMatch{Name: h.Tool.Name, Function: fn, Score: h.Score}
+			tools[i] = h.Tool
+		}
+		body["query"], body["limit"], body["matches"] = p.query, p.limit, matches
+	}
+	if p.format == llm.FormatGEM {
+		out := make([]toolView, 0, len(tools))
+		for _, t := range tools {
+			out = append(out, toolView{Name: t.Name, Description: t.Description, Idempotency: t.Idempotency, Permissions: t.Permissions,
+				TimeoutMS: t.TimeoutMS, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+		}
+		body["tools"] = out
+		return ok(c, http.StatusOK, body)
+	}
+	out := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		def, err := set.Export(p.format, t.Name)
+		if err != nil {
+			return fmt.Errorf("error exporting %s: %w", t.Name, err)
+		}
+		out = append(out, def)
+	}
+	body["tools"] = out
+	return ok(c, http.StatusOK, body)
 }

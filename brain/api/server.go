@@ -158,6 +158,13 @@ type Params struct {
 	Waiter   *gemsql.ReceiptWaiter
 	LLM      LLMInfo
 	Log      zerolog.Logger
+	// MCP serves the Model Context Protocol at /mcp (brain/mcpserver); nil serves no /mcp.
+	MCP MCPHandler
+}
+
+// MCPHandler serves one request to /mcp for the caller its bearer token names.
+type MCPHandler interface {
+	ServeMCP(w http.ResponseWriter, r *http.Request, caller string)
 }
 
 // New builds the HTTP service.
@@ -203,6 +210,12 @@ func New(p *Params) *Server {
 	e.PUT("/skills/:slug", s.upsertSkill, auth)
 	e.PATCH("/skills/:slug", s.patchSkill, auth)
 	e.DELETE("/skills/:slug", s.deleteSkill, auth)
+	if p.MCP != nil {
+		e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", func(c echo.Context) error {
+			p.MCP.ServeMCP(c.Response(), c.Request(), requester(c))
+			return nil
+		}, auth)
+	}
 	s.echo = e
 	return s
 }

@@ -80,7 +80,10 @@ type chatRun struct {
 	runID   uuid.UUID
 	tools   *llm.ToolSet
 	meta    bool
-	offered map[string]bool // registry tools offered (all, or those described, with meta-tools)
+	offered map[string]bool // registry tools offered (the visible ones, or those described, with meta-tools)
+	skills  []brain.AgentSkill
+	loaded  map[string]bool // skills loaded with load_skill, in this run or earlier in the session
+	visible map[string]bool // registry tools of always-on and loaded skills: what the LLM may be offered
 	system  string
 	history []llm.Message
 	resp    *brain.ChatResponse
@@ -168,24 +171,14 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		r.tools = llm.NewToolSet(tools)
 		r.meta = r.tools.Len() > c.threshold
 		r.offered = map[string]bool{}
-		if !r.meta {
-			for _, t := range tools {
-				r.offered[t.Name] = true
-			}
-		}
-
-		skills, err := postgres.AgentSkillTexts(ctx, tx, r.agent.Slug, r.req.UserID)
-		if err != nil {
+		if r.skills, err = postgres.AgentSkills(ctx, tx, r.agent.Slug, r.req.UserID); err != nil {
 			return err
 		}
+		r.discloseSkills()
+
 		var b strings.Builder
 		b.WriteString(strings.TrimSpace(r.agent.Instructions))
-		if len(skills) > 0 {
-			b.WriteString("\n\n# Skills\n")
-			for _, s := range skills {
-				fmt.Fprintf(&b, "\n## %s\n\n%s\n", s.Name, strings.TrimSpace(s.Instructions))
-			}
-		}
+		writeSkills(&b, r.skills)
 		b.WriteString("\n\n# Tools\n\nEach tool result is JSON: {\"status\": \"succeeded\", \"result\": ...} or {\"status\": \"failed\", \"error\": {\"code\", \"message\", \"details\"}}. " +
 			"When a call fails, correct the input if you can, or tell the user what went wrong. Never invent a result.")
 		if r.meta {
@@ -246,6 +239,9 @@ func (c *Chat) offeredDefs(r *chatRun) []llm.ToolDef {
 	if r.meta {
 		defs = append(defs, metaToolDefs()...)
 	}
+	if r.skillMetaOffered() {
+		defs = append(defs, skillMetaToolDefs()...)
+	}
 	for _, d := range r.tools.Defs() {
 		if t, _ := r.tools.Tool(d.Name); t != nil && r.offered[t.Name] {
 			defs = append(defs, d)
@@ -285,8 +281,13 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 	for i, tc := range calls {
 		o := &toolOutcome{msg: postgres.SessionMessage{Message: llm.Message{Role: "tool", ToolCallID: tc.ID}}, report: brain.ChatToolCall{Tool: tc.Name, Iteration: iteration}}
 		outcomes[i] = o
+		if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
+			o.msg.Content, o.msg.IsError = c.answerSkillMeta(ctx, r, tc)
+			o.report.Status = brain.ChatCallAnswered
+			continue
+		}
 		if r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool) {
-			o.msg.Content, o.msg.IsError = c.answerMeta(r, tc)
+			o.msg.Content, o.msg.IsError = c.answerMeta(ctx, r, tc)
 			o.report.Status = brain.ChatCallAnswered
 			continue
 		}
@@ -300,6 +301,11 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 			}
 			o.fail(code, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
 			o.report.Status = status
+			continue
+		case !r.visible[tool.Name]:
+			o.report.Tool = tool.Name
+			o.fail(codeSkillNotLoaded, r.notLoaded(tool.Name), nil)
+			o.report.Status = brain.ChatCallSkillNotLoaded
 			continue
 		case !r.offered[tool.Name]:
 			o.report.Tool = tool.Name
@@ -415,7 +421,7 @@ func capJSON(v any) string {
 }
 
 // answerMeta answers search_tools and describe_tool from the registry; describing a tool makes it callable.
-func (c *Chat) answerMeta(r *chatRun, tc llm.ToolCall) (string, bool) {
+func (c *Chat) answerMeta(ctx context.Context, r *chatRun, tc llm.ToolCall) (string, bool) {
 	var args struct {
 		Query string `json:"query"`
 		Limit *int   `json:"limit"`
@@ -434,9 +440,13 @@ func (c *Chat) answerMeta(r *chatRun, tc llm.ToolCall) (string, bool) {
 			Description string `json:"description"`
 		}
 		var hits []hit
-		for _, t := range llm.RankTools(r.tools.Tools(), args.Query, limit) {
-			fn, _ := r.tools.Function(t.Name)
-			hits = append(hits, hit{Name: fn, Description: t.Description})
+		found, err := postgres.ToolSearch(ctx, c.pool, r.tools.Tools(), args.Query, limit)
+		if err != nil {
+			return capJSON(map[string]any{"status": "failed", "error": brain.AsError(err)}), true
+		}
+		for _, f := range found {
+			fn, _ := r.tools.Function(f.Tool.Name)
+			hits = append(hits, hit{Name: fn, Description: f.Tool.Description})
 		}
 		if hits == nil {
 			hits = []hit{}
@@ -455,9 +465,12 @@ func (c *Chat) answerMeta(r *chatRun, tc llm.ToolCall) (string, bool) {
 	if !ok {
 		return capJSON(map[string]any{"status": "failed", "error": map[string]any{"code": registry.CodeUnknownTool, "message": fmt.Sprintf("no tool %q; use %s to find one", args.Name, metaSearchTools)}}), true
 	}
+	if !r.visible[tool.Name] {
+		return skillFailure(codeSkillNotLoaded, r.notLoaded(tool.Name))
+	}
 	r.offered[tool.Name] = true
 	def, _ := r.tools.Def(tool.Name)
-	return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"name": def.Name, "description": tool.Description,
+	return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"name": def.Name, "description": def.Description,
 		"input_schema": def.Parameters, "idempotency": tool.Idempotency.Mode, "note": "you can call this tool now"}}), false
 }
 

@@ -44,21 +44,7 @@ func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, e
 	}
 	params.Messages = anthropicMessages(req.Messages)
 	for _, t := range req.Tools {
-		schema := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
-		for k, v := range t.Parameters {
-			switch k {
-			case "type":
-			case "properties":
-				schema.Properties = v
-			case "required":
-				schema.Required = toStrings(v)
-			default:
-				schema.ExtraFields[k] = v
-			}
-		}
-		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
-			Name: t.Name, Description: param.NewOpt(t.Description), InputSchema: schema,
-		}})
+		params.Tools = append(params.Tools, anthropicTool(t))
 	}
 	if req.Temperature != nil {
 		params.Temperature = param.NewOpt(*req.Temperature)
@@ -88,6 +74,24 @@ func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, e
 	}
 	resp.Content = strings.Join(text, "\n")
 	return resp, nil
+}
+
+// anthropicTool is a tool definition as the Messages API takes it (GET /brain/tools?format=anthropic shows the
+// same).
+func anthropicTool(t ToolDef) anthropic.ToolUnionParam {
+	schema := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
+	for k, v := range t.Parameters {
+		switch k {
+		case "type":
+		case "properties":
+			schema.Properties = v
+		case "required":
+			schema.Required = toStrings(v)
+		default:
+			schema.ExtraFields[k] = v
+		}
+	}
+	return anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: t.Name, Description: param.NewOpt(t.Description), InputSchema: schema}}
 }
 
 // anthropicMessages converts a conversation: tool results become tool_result blocks of a user message

@@ -63,15 +63,7 @@ func (o *openaiLLM) Complete(ctx context.Context, req *Request) (*Response, erro
 		}
 	}
 	for _, t := range req.Tools {
-		def := shared.FunctionDefinitionParam{
-			Name:        t.Name,
-			Description: param.NewOpt(t.Description),
-			Parameters:  shared.FunctionParameters(t.Parameters),
-		}
-		if t.Strict {
-			def.Strict = param.NewOpt(true)
-		}
-		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(def))
+		params.Tools = append(params.Tools, openaiTool(t))
 	}
 	if req.Temperature != nil {
 		params.Temperature = param.NewOpt(*req.Temperature)
@@ -107,4 +99,18 @@ func (o *openaiLLM) Complete(ctx context.Context, req *Request) (*Response, erro
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return resp, nil
+}
+
+// openaiTool is a function definition as the chat completions API takes it (GET /brain/tools?format=openai
+// shows the same).
+func openaiTool(t ToolDef) openai.ChatCompletionToolUnionParam {
+	def := shared.FunctionDefinitionParam{
+		Name:        t.Name,
+		Description: param.NewOpt(t.Description),
+		Parameters:  shared.FunctionParameters(t.Parameters),
+	}
+	if t.Strict {
+		def.Strict = param.NewOpt(true)
+	}
+	return openai.ChatCompletionFunctionTool(def)
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
 )
 
 // LLMPlanner plans POST /brain/run with one LLM turn: the model sees the message and the registry's tools
@@ -17,11 +19,13 @@ import (
 type LLMPlanner struct {
 	llm llm.Client
 	reg *registry.Registry
+	db  gemsql.DBTX
 }
 
-// NewLLMPlanner plans with llm over the registry's tools.
-func NewLLMPlanner(client llm.Client, reg *registry.Registry) *LLMPlanner {
-	return &LLMPlanner{llm: client, reg: reg}
+// NewLLMPlanner plans with llm over the registry's tools; with many tools, the tool search on db picks those
+// offered.
+func NewLLMPlanner(client llm.Client, reg *registry.Registry, db gemsql.DBTX) *LLMPlanner {
+	return &LLMPlanner{llm: client, reg: reg, db: db}
 }
 
 // Name is "llm".
@@ -31,12 +35,19 @@ const llmPlannerSystem = `You plan tool calls for GEM. Read the request and call
 	`(they run in parallel; you will not see their results). Use only the tools given. If the request is a question, ` +
 	`answer it in a few sentences without calling tools; if nothing fits, say in one or two sentences what you can do instead.`
 
-// Plan asks the LLM once. With many tools, the most relevant (by name and description) are offered.
+// Plan asks the LLM once. With many tools, the most relevant (by the tool search) are offered.
 func (p *LLMPlanner) Plan(ctx context.Context, req brain.PlanRequest) (*brain.Plan, error) {
 	tools := p.reg.Tools()
 	if len(tools) > llm.ToolSearchThresholdDefault {
-		if ranked := llm.RankTools(tools, req.Message, llm.ToolSearchThresholdDefault); len(ranked) > 0 {
-			tools = ranked
+		hits, err := postgres.ToolSearch(ctx, p.db, tools, req.Message, llm.ToolSearchThresholdDefault)
+		if err != nil {
+			return nil, err
+		}
+		if len(hits) > 0 {
+			tools = make([]*registry.Tool, len(hits))
+			for i, h := range hits {
+				tools[i] = h.Tool
+			}
 		}
 	}
 	ts := llm.NewToolSet(tools)

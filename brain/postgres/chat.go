@@ -77,26 +77,6 @@ func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string,
 	return nil
 }
 
-// SkillText is a skill's name and instructions, as an agent's system prompt shows them.
-type SkillText struct {
-	Name         string
-	Instructions string
-}
-
-// AgentSkillTexts returns the instructions of the skills available to an agent for a user, by priority.
-func AgentSkillTexts(ctx context.Context, db gemsql.DBTX, agent, user string) ([]SkillText, error) {
-	rows, err := db.Query(ctx, `SELECT s.name, s.instructions FROM gem_agent_skills($1, $2) g JOIN skills s ON s.id = g.skill_id
-		WHERE g.available AND s.instructions <> '' ORDER BY g.priority, s.slug`, agent, user)
-	if err != nil {
-		return nil, Error(fmt.Errorf("error loading skills: %w", err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SkillText, error) {
-		var s SkillText
-		return s, row.Scan(&s.Name, &s.Instructions)
-	})
-	return out, Error(err)
-}
-
 // TurnInsertParams describe one LLM turn of a run.
 type TurnInsertParams struct {
 	RunID     uuid.UUID

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/registry"
 )
@@ -228,6 +230,53 @@ func skillFiles(dir string) ([]string, error) {
 	return matches, nil
 }
 
+// readSkillFolder reads the folder of a SKILL.md as an import request: SKILL.md as content, every other
+// regular file (but __MACOSX, .DS_Store and .git) by its path in the folder, as text when it is UTF-8 text
+// and as base64 otherwise.
+func readSkillFolder(skillFile string) (*brain.SkillImportParams, error) {
+	content, err := os.ReadFile(skillFile)
+	if err != nil {
+		return nil, err
+	}
+	req := &brain.SkillImportParams{Source: skillFile, Content: string(content)}
+	dir := filepath.Dir(skillFile)
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case rel == "." || rel == brain.SkillFileName:
+			return nil
+		case brain.SkippedSkillEntry(rel):
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file (a link?); copy the file into the skill folder", path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		file := brain.SkillImportFile{Path: rel}
+		if brain.IsText(data) {
+			text := string(data)
+			file.Content = &text
+		} else {
+			encoded := base64.StdEncoding.EncodeToString(data)
+			file.ContentBase64 = &encoded
+		}
+		req.Files = append(req.Files, file)
+		return nil
+	})
+	return req, err
+}
+
 // importSkills imports Agent Skills folders through the brain (which checks their tools against the registry).
 func importSkills(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("skills import", flag.ContinueOnError)
@@ -246,15 +295,15 @@ func importSkills(args []string, getenv func(string) string, stdout, stderr io.W
 			continue
 		}
 		for _, f := range files {
-			content, err := os.ReadFile(f)
+			req, err := readSkillFolder(f)
 			if err != nil {
 				fmt.Fprintln(stderr, "brain skills import:", err)
 				failed++
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			var body map[string]any
-			status, err := client().Do(ctx, http.MethodPost, "/skills/import", map[string]any{"source": f, "content": string(content)}, &body)
+			status, err := client().Do(ctx, http.MethodPost, "/skills/import", req, &body)
 			cancel()
 			if err != nil {
 				fmt.Fprintln(stderr, "brain skills import:", err)
@@ -265,7 +314,8 @@ func importSkills(args []string, getenv func(string) string, stdout, stderr io.W
 				continue
 			}
 			skill, _ := body["skill"].(map[string]any)
-			fmt.Fprintf(stdout, "imported %v from %s: tools %v\n", skill["slug"], f, skill["tools"])
+			stored, _ := body["files"].([]any)
+			fmt.Fprintf(stdout, "imported %v from %s: tools %v, %d more files\n", skill["slug"], f, skill["tools"], len(stored))
 			if notes, _ := body["notes"].([]any); len(notes) > 0 {
 				for _, n := range notes {
 					fmt.Fprintf(stdout, "  note: %v\n", n)

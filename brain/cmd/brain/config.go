@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
 	gemsql "github.com/gemhq/gem/sql"
 )
@@ -64,6 +65,10 @@ type Config struct {
 	// GEM_HIGHLEVEL_PIPELINE_ID, GEM_HIGHLEVEL_STAGE_IDS). Defaults to HighLevel's published key; a key
 	// that cannot be read makes the webhook answer 503, not the brain fail to start.
 	HighLevel api.HighLevelWebhookConfig
+
+	// MCP configures the MCP server at /mcp and `brain mcp` (GEM_MCP_CALL_WAIT: how long tools/call waits for
+	// a receipt before answering pending; defaults to 25s).
+	MCP mcpserver.Config
 }
 
 // BusinessTimezoneDefault is the executor's business time zone when GEM_BUSINESS_TIMEZONE is unset
@@ -101,6 +106,9 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("DatabaseURL is required (set DATABASE_URL)"))
 	}
 	if err := c.api().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.MCP.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Planner != "" && c.Planner != PlannerRules && c.Planner != PlannerLLM {
@@ -184,6 +192,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("GEM_BRAIN_CHAT_WAIT_TIMEOUT: %q is not a duration", s))
 		}
 		c.Chat.WaitTimeout = d
+	}
+	if s := getenv("GEM_MCP_CALL_WAIT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("GEM_MCP_CALL_WAIT: %q is not a duration (like 25s)", s))
+		}
+		c.MCP.CallWait = d
 	}
 	return c, errors.Join(errs...)
 }

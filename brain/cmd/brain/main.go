@@ -35,9 +35,11 @@ usage:
   brain receipt CALL_ID [-wait 30s]       print a call and its receipt (waiting up to -wait for it)
   brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY]
                                           make one call to a named tool and print its receipt
-  brain skills import DIR...              import skills in the Agent Skills format (SKILL.md)
+  brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
                                           ingest Markdown and text files with lore.ingest
+  brain mcp [-agent SLUG] [-as NAME]      serve MCP over stdio (the brain's /mcp for a local host; reads
+                                          the database settings below, logs to stderr)
   brain version                           print the version
   brain help                              print this help ("brain COMMAND -h" lists a command's flags)
 
@@ -76,6 +78,7 @@ brain serve reads (defaults in brackets):
   GEM_HIGHLEVEL_STAGE_IDS          stage=pipeline_stage_id pairs, comma-separated [none: stage moves ignored]
   GEM_BRAIN_TOOL_SEARCH_THRESHOLD  tools above which agents get search_tools/describe_tool [40]
   GEM_BRAIN_CHAT_WAIT_TIMEOUT      wait for one chat iteration's receipts [30s]
+  GEM_MCP_CALL_WAIT                how long an MCP tools/call waits for its receipt before answering pending [25s]
   GEM_LLM_PROVIDER                 openai or anthropic [openai]
   GEM_LLM_BASE_URL                 the LLM API's base URL [the provider's]
   GEM_LLM_API_KEY                  the LLM API key
@@ -114,6 +117,8 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return 2
 		}
 		return importSkills(args[2:], getenv, stdout, stderr)
+	case "mcp":
+		return serveMCP(args[1:], getenv, os.Stdin, stdout, stderr)
 	case "lore":
 		if len(args) < 2 || args[1] != "ingest" {
 			fmt.Fprintln(stderr, "usage: brain lore ingest DIR [-collection NAME]")

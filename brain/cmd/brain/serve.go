@@ -9,7 +9,9 @@ import (
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/brain/planner"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
@@ -32,6 +34,7 @@ type Main struct {
 	Waiter   *gemsql.ReceiptWaiter
 	Runs     *run.Service
 	Chat     *chat.Chat
+	MCP      *mcpserver.Server
 	Server   *api.Server
 }
 
@@ -66,6 +69,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Tool search ranks from a catalog in PostgreSQL. A search adds what the catalog lacks, so a failure here
+	// only makes the first search slower.
+	if err := postgres.ToolCatalogLoad(ctx, m.Pool, m.Registry.Tools()); err != nil {
+		m.Log.Warn().Err(err).Msg("error loading the tool search catalog; the first search will load it")
+	}
 	m.Waiter = gemsql.NewReceiptWaiter(m.Pool, gemsql.Slog(m.Log))
 	if err := m.Waiter.Start(ctx); err != nil {
 		m.Waiter = nil
@@ -90,15 +98,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if client == nil {
 			return fmt.Errorf("GEM_BRAIN_PLANNER=llm needs an LLM: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL)")
 		}
-		plans = planner.NewLLMPlanner(client, m.Registry)
+		plans = planner.NewLLMPlanner(client, m.Registry, m.Pool)
 	}
 	m.Runs = run.NewService(m.Registry, plans, m.Pool, m.Waiter)
 	m.Runs.UseRules(rules)
 	m.Runs.UseTimezone(cfg.Timezone)
 	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, cfg.Chat)
+	if m.MCP, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, Log: m.Log}); err != nil {
+		return err
+	}
 	m.Server = api.New(&api.Params{
 		Config: cfg.api(),
 		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
+		MCP: m.MCP,
 	})
 	if err := m.Server.Open(); err != nil {
 		m.Server = nil

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/mcpserver"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+)
+
+// MCPCallerDefault is the name `brain mcp` records as who made its calls when -as is not given. Over stdio
+// there is no bearer token: the host that starts the process is trusted as the brain's configuration is.
+const MCPCallerDefault = "stdio"
+
+// serveMCP serves MCP over stdio until the client closes stdin or a signal comes: brain mcp [-agent SLUG]
+// [-as NAME]. It needs the database and the registry, not the HTTP service; stdout carries only the
+// protocol, logs go to stderr.
+func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	agent := fs.String("agent", "", "serve this agent's tools and skills, and make the calls for it")
+	as := fs.String("as", MCPCallerDefault, "the name recorded as who made the calls (and the user an agent's skills are resolved for)")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 || *as == "" {
+		fmt.Fprintln(stderr, "usage: brain mcp [-agent SLUG] [-as NAME]")
+		return 2
+	}
+	log, err := gemsql.NewLogger(stderr, "brain-mcp", getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	zerolog.DefaultContextLogger = &log
+	cfg, err := ConfigFromEnv(getenv)
+	if err == nil {
+		cfg = cfg.WithDefaults()
+		if cfg.DatabaseURL == "" {
+			err = errors.New("DatabaseURL is required (set DATABASE_URL)")
+		}
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("invalid configuration")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, closeAll, err := openMCP(ctx, cfg, log)
+	if err != nil {
+		log.Error().Err(err).Msg("brain mcp did not start")
+		return 1
+	}
+	defer closeAll()
+	log.Info().Str("caller", *as).Str("agent", *agent).Msg("serving MCP on stdio")
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, mcpserver.Caller{Name: *as, Agent: *agent})
+	var unknown *brain.Error
+	if errors.As(err, &unknown) {
+		log.Error().Err(err).Msg("brain mcp did not start")
+		return 2
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		log.Error().Err(err).Msg("MCP session ended with an error")
+		return 1
+	}
+	return 0
+}
+
+// openMCP loads the registry and connects to the database: what the MCP server needs, and nothing of the
+// HTTP service (no tokens, no planner, no LLM).
+func openMCP(ctx context.Context, cfg Config, log zerolog.Logger) (srv *mcpserver.Server, closeAll func(), err error) {
+	path, err := registry.Find(cfg.RegistryPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := registry.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-brain-mcp", ConnectWait: cfg.DBConnectWait})
+	if err != nil {
+		return nil, nil, err
+	}
+	waiter := gemsql.NewReceiptWaiter(pool, gemsql.Slog(log))
+	if err := waiter.Start(ctx); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	closeAll = func() {
+		waiter.Stop()
+		pool.Close()
+	}
+	srv, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: reg, Pool: pool, Waiter: waiter, Log: log})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return srv, closeAll, nil
+}
+
+// nopWriteCloser keeps the caller's stdout open when the session ends.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

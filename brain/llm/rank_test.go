@@ -1,0 +1,69 @@
+package llm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/registry"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSynonymsFile: every line of synonyms.txt reads, and every word on a left side is a word the
+// repository's tools use (in a name or description), so a synonym always leads somewhere.
+func TestSynonymsFile(t *testing.T) {
+	t.Parallel()
+	_, longest, problems := parseSynonyms(synonymsText)
+	require.Empty(t, problems)
+	require.GreaterOrEqual(t, longest, 3)
+	_, _, problems = parseSynonyms("defer: postpone\nno colon here\n: alias\n")
+	require.Len(t, problems, 2)
+
+	reg, err := registry.Load(testenv.RegistryPath())
+	require.NoError(t, err)
+	vocabulary := map[string]bool{}
+	for _, tool := range reg.Tools() {
+		for _, w := range queryWords(nameWords(tool.Name) + " " + tool.Description) {
+			vocabulary[normalizeWord(w)] = true
+		}
+	}
+	for _, line := range strings.Split(synonymsText, "\n") {
+		targets, _, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, w := range queryWords(targets) {
+			require.True(t, vocabulary[normalizeWord(w)], "%q (line %q) is in no tool's name or description", w, line)
+		}
+	}
+}
+
+// TestExpandQuery: words become concepts, the longest known phrase first, forms folded; "or" and symbols are
+// never operators; the query is bounded.
+func TestExpandQuery(t *testing.T) {
+	t.Parallel()
+	q := ExpandQuery("Push this To-Do back, POSTPONED!")
+	require.Equal(t, []string{"push", "this", "to", "do", "back", "postponed"}, q.Words)
+	require.Equal(t, "push this to do back postponed", q.Text())
+	require.Contains(t, q.Concepts, `"to do" or task`)
+	require.Contains(t, q.Literals, `"to do"`)
+	require.Contains(t, q.Concepts, "postponed or defer")
+	require.Len(t, q.Literals, len(q.Concepts))
+
+	q = ExpandQuery(`put off the "call" or -email & (sms)`)
+	require.Equal(t, `"put off" or defer`, q.Concepts[0], "the longer phrase wins over put → create")
+	for _, c := range q.Concepts {
+		require.NotContains(t, c, "-")
+		require.NotContains(t, c, "&")
+	}
+	require.NotContains(t, q.Words, "or")
+
+	require.Len(t, ExpandQuery(strings.Repeat("task ", 500)).Words, queryMaxWords)
+	require.Empty(t, ExpandQuery("  ,;  ").Concepts)
+	for _, forms := range [][]string{{"postpone", "postponed", "postpones", "postponing"}, {"bill", "billed", "bills"},
+		{"cancel", "cancelled", "cancelling", "cancels"}, {"reply", "replies"}} {
+		for _, f := range forms[1:] {
+			require.Equal(t, normalizeWord(forms[0]), normalizeWord(f), f)
+		}
+	}
+}

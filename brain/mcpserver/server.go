@@ -1,0 +1,273 @@
+// Package mcpserver serves GEM over the Model Context Protocol: every registry tool (or an agent's) as an MCP
+// tool whose calls are enqueued, executed and receipted like any other GEM call, gem.get_receipt for calls
+// that outlast a client's patience, and the skills catalog through the MCP Skills extension (SEP-2640). The
+// brain mounts it at /mcp (streamable HTTP, stateless) and `brain mcp` serves it over stdio.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Config, and the names a client uses.
+const (
+	// CallWaitDefault is how long tools/call waits for a receipt before answering pending: well under the
+	// minute many MCP clients wait for an answer.
+	CallWaitDefault = 25 * time.Second
+	// CallWaitMax bounds CallWait.
+	CallWaitMax = 10 * time.Minute
+	// ProgressIntervalDefault is how often a waiting tools/call sends a progress notification.
+	ProgressIntervalDefault = time.Second
+
+	// SkillsExtension is the MCP Skills extension's id (SEP-2640), declared in the server's capabilities.
+	SkillsExtension = "io.modelcontextprotocol/skills"
+	// GetReceiptTool is GEM's own tool: a call's receipt, by call id.
+	GetReceiptTool = "gem.get_receipt"
+	// AgentHeader and AgentQuery name the agent an HTTP client speaks for (either; both must agree).
+	AgentHeader = "X-GEM-Agent"
+	AgentQuery  = "agent"
+)
+
+// Config configures the MCP server. Zero values mean the defaults.
+type Config struct {
+	// CallWait is how long tools/call (and gem.get_receipt) waits for a receipt; a call still running then is
+	// answered {call_id, status: "pending"} and keeps running. Defaults to 25s (GEM_MCP_CALL_WAIT).
+	CallWait time.Duration
+	// ProgressInterval is how often a waiting call sends a progress notification to a client that asked for
+	// them (a progressToken). Defaults to 1s.
+	ProgressInterval time.Duration
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.CallWait == 0 {
+		c.CallWait = CallWaitDefault
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = ProgressIntervalDefault
+	}
+	return c
+}
+
+// Validate reports what is wrong with the configuration (after WithDefaults).
+func (c Config) Validate() error {
+	var errs []error
+	if c.CallWait < 0 || c.CallWait > CallWaitMax {
+		errs = append(errs, fmt.Errorf("CallWait must be between 0s and %s, not %s (GEM_MCP_CALL_WAIT)", CallWaitMax, c.CallWait))
+	}
+	if c.ProgressInterval < 0 {
+		errs = append(errs, fmt.Errorf("ProgressInterval must not be negative, not %s", c.ProgressInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// Params are what the MCP server serves.
+type Params struct {
+	Config   Config
+	Registry *registry.Registry
+	Pool     *pgxpool.Pool
+	Waiter   *gemsql.ReceiptWaiter
+	Log      zerolog.Logger
+}
+
+// Caller is who makes MCP requests: the name recorded on its calls (the bearer token's name over HTTP), and the
+// agent it speaks for, if any. With an agent, tools/list and the skills catalog are the agent's (its available
+// skills for the user Name), and its calls are made for the agent, so the executor refuses a tool the agent's
+// skills do not enable.
+type Caller struct {
+	Name  string
+	Agent string
+}
+
+// Server is GEM's MCP server: one mcp.Server for every client, HTTP or stdio, which learns who calls from the
+// request's context.
+type Server struct {
+	cfg    Config
+	reg    *registry.Registry
+	pool   *pgxpool.Pool
+	waiter *gemsql.ReceiptWaiter
+	log    zerolog.Logger
+
+	mcp  *mcp.Server
+	http http.Handler
+}
+
+// New builds the MCP server with every registry tool, gem.get_receipt and the skills catalog.
+func New(p *Params) (*Server, error) {
+	cfg := p.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, reg: p.Registry, pool: p.Pool, waiter: p.Waiter, log: p.Log}
+	caps := &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{},
+		Resources: &mcp.ResourceCapabilities{},
+	}
+	caps.AddExtension(SkillsExtension, nil)
+	// The SDK logs every stateless request's session at info; the brain's request log already has one line
+	// per request, so the SDK says only what went wrong.
+	sdkLog := gemsql.Slog(p.Log.Level(max(p.Log.GetLevel(), zerolog.WarnLevel)))
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "gem", Title: "GEM", Version: brain.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       sdkLog,
+		Capabilities: caps,
+		// What a client sees depends on who it is (its agent), so no cache may share it.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+	})
+	for _, t := range p.Registry.Tools() {
+		s.mcp.AddTool(Tool(t), s.callTool(t))
+	}
+	s.mcp.AddTool(getReceiptDefinition, s.getReceipt)
+	s.mcp.AddReceivingMiddleware(s.scopeToolList)
+	if err := s.addSkills(); err != nil {
+		return nil, err
+	}
+	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog})
+	return s, nil
+}
+
+const instructions = `GEM runs tools for a business and records a receipt for every call.
+A tool answers with its result. A call still running after a while answers {"call_id", "status": "pending"} and keeps running: call gem.get_receipt with that call_id for its receipt.
+A failed call answers isError with the receipt's error code and message.
+Skills (io.modelcontextprotocol/skills: skills/list, skills/get) say how to use the tools together.`
+
+// callerKey keys the Caller in a request's context.
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the caller, which every handler reads.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+func callerOf(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// userOf is the user an agent's skills are resolved for: the caller's name, when it speaks for an agent.
+func (c Caller) userOf() string {
+	if c.Agent == "" {
+		return ""
+	}
+	return c.Name
+}
+
+var agentSlugRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// ServeMCP serves one HTTP request to /mcp for an authenticated caller (the bearer token's name). The agent,
+// if any, comes from the X-GEM-Agent header or the ?agent= parameter; an unknown agent is a 404 before any
+// MCP message is read.
+func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string) {
+	header, query := r.Header.Get(AgentHeader), r.URL.Query().Get(AgentQuery)
+	agent := header
+	switch {
+	case header != "" && query != "" && header != query:
+		writeError(w, http.StatusBadRequest, brain.Errorf(brain.EINVALID, "the %s header (%q) and ?%s= (%q) name different agents",
+			AgentHeader, header, AgentQuery, query))
+		return
+	case agent == "":
+		agent = query
+	}
+	if agent != "" {
+		if !agentSlugRe.MatchString(agent) {
+			writeError(w, http.StatusBadRequest, brain.Errorf(brain.EINVALID, "%q is not an agent slug", agent))
+			return
+		}
+		if _, err := postgres.AgentGet(r.Context(), s.pool, agent); err != nil {
+			e := brain.AsError(err)
+			status := http.StatusInternalServerError
+			switch e.Code {
+			case brain.ENOTFOUND:
+				status = http.StatusNotFound
+			case brain.EUNAVAILABLE:
+				status = http.StatusServiceUnavailable
+			default:
+				zerolog.Ctx(r.Context()).Error().Err(err).Msg("error reading the agent")
+			}
+			writeError(w, status, e)
+			return
+		}
+	}
+	s.http.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), Caller{Name: caller, Agent: agent})))
+}
+
+// writeError answers as the brain's API does: {"ok": false, "errors": [...]}.
+func writeError(w http.ResponseWriter, status int, e *brain.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "errors": []*brain.Error{e}})
+}
+
+// Run serves one client over a transport (stdio) until it disconnects or ctx ends. An agent that does not exist
+// is a *brain.Error before anything is served.
+func (s *Server) Run(ctx context.Context, t mcp.Transport, c Caller) error {
+	if c.Agent != "" {
+		if _, err := postgres.AgentGet(ctx, s.pool, c.Agent); err != nil {
+			return postgres.Error(err)
+		}
+	}
+	return s.mcp.Run(WithCaller(ctx, c), t)
+}
+
+// scopeToolList narrows tools/list to the caller's agent's tools (and gem.get_receipt).
+func (s *Server) scopeToolList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		c := callerOf(ctx)
+		if err != nil || method != "tools/list" || c.Agent == "" {
+			return res, err
+		}
+		list, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return res, nil
+		}
+		tools, err := postgres.AgentTools(ctx, s.pool, s.reg, c.Agent, c.userOf())
+		if err != nil {
+			return nil, s.internal(ctx, err, "error reading the agent's tools")
+		}
+		allowed := map[string]bool{GetReceiptTool: true}
+		for _, t := range tools {
+			allowed[t.Name] = true
+		}
+		kept := list.Tools[:0:0]
+		for _, t := range list.Tools {
+			if allowed[t.Name] {
+				kept = append(kept, t)
+			}
+		}
+		list.Tools = kept
+		return list, nil
+	}
+}
+
+// internal logs an unexpected error and returns what the client is told: the brain's message for errors it
+// knows (a database that cannot be reached), "internal error" otherwise.
+func (s *Server) internal(ctx context.Context, err error, msg string) error {
+	e := brain.AsError(postgres.Error(err))
+	if e.Code == brain.EINTERNAL {
+		s.logger(ctx).Error().Err(err).Msg(msg)
+	}
+	return fmt.Errorf("%s: %s", msg, e.Message)
+}
+
+// logger is the request's logger (with its request id) when there is one, else the server's.
+func (s *Server) logger(ctx context.Context) *zerolog.Logger {
+	if l := zerolog.Ctx(ctx); l.GetLevel() != zerolog.Disabled {
+		return l
+	}
+	return &s.log
+}

@@ -1,0 +1,300 @@
+package mcpserver
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// StatusPending is the status of a call answered before its receipt: it keeps running.
+const StatusPending = "pending"
+
+// statusInvalidArguments is the status of a tools/call refused before any call was made.
+const statusInvalidArguments = brain.ChatCallInvalidArguments
+
+// metaCallID is the _meta key carrying the GEM call a tools/call made.
+const metaCallID = "gem/call_id"
+
+// Tool is a registry tool's MCP definition, llm.MCPToolDef (so GET /brain/tools?format=mcp shows exactly
+// what tools/list does), in the SDK's type.
+func Tool(t *registry.Tool) *mcp.Tool {
+	def := llm.MCPToolDef(t)
+	a := def.Annotations
+	return &mcp.Tool{
+		Name:         def.Name,
+		Title:        def.Title,
+		Description:  def.Description,
+		InputSchema:  def.InputSchema,
+		OutputSchema: def.OutputSchema,
+		Annotations: &mcp.ToolAnnotations{
+			Title:           a.Title,
+			ReadOnlyHint:    a.ReadOnlyHint,
+			DestructiveHint: &a.DestructiveHint,
+			IdempotentHint:  a.IdempotentHint,
+			OpenWorldHint:   &a.OpenWorldHint,
+		},
+	}
+}
+
+// callTool runs a registry tool as POST /calls does: validate, insert the call (recording the caller), wait
+// for its receipt, and answer from it.
+func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := callerOf(ctx)
+		input := []byte(req.Params.Arguments)
+		if len(input) == 0 || string(input) == "null" {
+			input = []byte("{}")
+		}
+		if err := tool.ValidateInput(input); err != nil {
+			return invalidArguments(tool.Name, err), nil
+		}
+		id := uuid.Must(uuid.NewV7())
+		sub := s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
+		defer sub.Close()
+		if _, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
+			Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name}); err != nil {
+			if e := brain.AsError(postgres.Error(err)); e.Code == brain.EINVALID {
+				return invalidArguments(tool.Name, e), nil // text PostgreSQL cannot store
+			}
+			return nil, s.internal(ctx, err, "error enqueueing the call")
+		}
+		s.logger(ctx).Debug().Str("call_id", id.String()).Str("tool", tool.Name).Str("agent", c.Agent).Msg("mcp call enqueued")
+		receipt, err := s.await(ctx, req, id, fmt.Sprintf("call %s enqueued", id), sub.Wait)
+		if err != nil {
+			return nil, err
+		}
+		return answer(tool.Name, id, receipt, false), nil
+	}
+}
+
+// await waits for one call's receipt until CallWait passes (nil: still running), sending progress
+// notifications meanwhile when the client gave a progress token: first, then one per ProgressInterval with
+// the call's status.
+func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, id uuid.UUID, first string,
+	wait func(context.Context) (*gemsql.WaitResult, error)) (*registry.Receipt, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.CallWait)
+	defer cancel()
+	type outcome struct {
+		res *gemsql.WaitResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := wait(waitCtx)
+		done <- outcome{res, err}
+	}()
+	token := req.Params.GetProgressToken()
+	start := time.Now()
+	notify := func(message string) {
+		if token == nil {
+			return
+		}
+		// A lost notification is not worth failing the call for.
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: message,
+			Progress: time.Since(start).Seconds(), Total: s.cfg.CallWait.Seconds()})
+	}
+	notify(first)
+	var tick <-chan time.Time
+	if token != nil {
+		t := time.NewTicker(s.cfg.ProgressInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case o := <-done:
+			if r := o.res.Receipts[id]; r != nil {
+				return r, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // the client went away
+			}
+			if o.err != nil && !errors.Is(o.err, context.DeadlineExceeded) {
+				return nil, s.internal(ctx, o.err, "error waiting for the receipt")
+			}
+			return nil, nil
+		case <-tick:
+			status := "waiting for its receipt"
+			if call, err := gemsql.CallGet(ctx, s.pool, id); err == nil {
+				status = string(call.Status)
+				if call.Attempt > 0 {
+					status += fmt.Sprintf(" (attempt %d)", call.Attempt)
+				}
+			}
+			notify(fmt.Sprintf("call %s: %s", id, status))
+		}
+	}
+}
+
+// answer renders a call's outcome: the result as structured content (with its JSON as text) when it
+// succeeded; isError with the receipt's code, message and details when it did not; {call_id, status:
+// "pending"} when there is no receipt yet. asReceipt answers with the whole receipt (gem.get_receipt).
+func answer(tool string, id uuid.UUID, r *registry.Receipt, asReceipt bool) *mcp.CallToolResult {
+	meta := mcp.Meta{metaCallID: id.String()}
+	if r == nil {
+		pending := map[string]any{"call_id": id, "status": StatusPending, "tool": tool}
+		return &mcp.CallToolResult{Meta: meta, StructuredContent: pending, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("%s is still running (call %s). Call %s with {\"call_id\": %q} for its receipt.", tool, id, GetReceiptTool, id)}}}
+	}
+	if r.Status == registry.StatusSucceeded {
+		var structured any = json.RawMessage(r.Result)
+		if trimmed := bytes.TrimSpace(r.Result); len(trimmed) == 0 || trimmed[0] != '{' {
+			// structuredContent is an object (see llm.MCPToolDef): another result is answered as {"result": value}.
+			structured = map[string]any{"result": json.RawMessage(cmp.Or(string(trimmed), "null"))}
+		}
+		if asReceipt {
+			structured = r
+		}
+		text, _ := json.Marshal(structured)
+		return &mcp.CallToolResult{Meta: meta, StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
+	}
+	structured := any(map[string]any{"call_id": id, "tool": r.ToolName, "status": r.Status, "error": errorOf(r.Error)})
+	if asReceipt {
+		structured = r
+	}
+	text := fmt.Sprintf("%s %s (call %s)", r.ToolName, r.Status, id)
+	if e := r.Error; e != nil {
+		text += fmt.Sprintf(": %s: %s", e.Code, e.Message)
+		if len(e.Details) > 0 && string(e.Details) != "null" {
+			text += "\ndetails: " + string(e.Details)
+		}
+	}
+	return &mcp.CallToolResult{Meta: meta, IsError: true, StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// errorOf is a receipt's error as the output schema's error branch has it: details, when there are any, are
+// an object (anything else is kept under "value").
+func errorOf(e *registry.CallError) map[string]any {
+	if e == nil {
+		return map[string]any{"code": string(registry.CodeHandlerError), "message": "the receipt records no error"}
+	}
+	out := map[string]any{"code": e.Code, "message": e.Message}
+	if len(e.Details) > 0 && string(e.Details) != "null" {
+		var details map[string]any
+		if json.Unmarshal(e.Details, &details) == nil {
+			out["details"] = json.RawMessage(e.Details)
+		} else {
+			out["details"] = map[string]any{"value": json.RawMessage(e.Details)}
+		}
+	}
+	return out
+}
+
+// invalidArguments refuses arguments before any call is made, listing every violation with its path.
+func invalidArguments(tool string, err error) *mcp.CallToolResult {
+	e := &registry.CallError{Code: registry.CodeValidation, Message: err.Error()}
+	text := fmt.Sprintf("%s was not called: %v", tool, err)
+	var ve *registry.ValidationError
+	var be *brain.Error
+	switch {
+	case errors.As(err, &ve):
+		n := len(ve.Violations)
+		e.Message = fmt.Sprintf("the arguments do not match %s's input schema (%d %s)", tool, n, brain.Plural(n, "violation", "violations"))
+		e.Details, _ = json.Marshal(map[string]any{"violations": ve.Violations})
+		lines := []string{fmt.Sprintf("%s was not called: %s:", tool, e.Message)}
+		for _, v := range ve.Violations {
+			path := v.Path
+			if path == "" {
+				path = "(the arguments)"
+			}
+			lines = append(lines, fmt.Sprintf("  %s: %s", path, v.Message))
+		}
+		text = strings.Join(lines, "\n")
+	case errors.As(err, &be):
+		e.Message = be.Message
+		text = fmt.Sprintf("%s was not called: %s", tool, be.Message)
+	}
+	return &mcp.CallToolResult{IsError: true,
+		StructuredContent: map[string]any{"tool": tool, "status": statusInvalidArguments, "error": e},
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// getReceiptDefinition is gem.get_receipt's MCP definition.
+var getReceiptDefinition = &mcp.Tool{
+	Name:  GetReceiptTool,
+	Title: "Get a call's receipt (gem)",
+	Description: "The receipt of a GEM call, by its call_id: what a tool call answered {\"call_id\", \"status\": \"pending\"} " +
+		"for. Waits a while for a call still running; answers pending again if it still is. A failed call is an error " +
+		"with the receipt's code and message.",
+	InputSchema: json.RawMessage(getReceiptInput),
+	OutputSchema: json.RawMessage(`{
+		"type": "object",
+		"description": "The receipt (status succeeded, failed or not_configured), {call_id, status: pending}, or an error (invalid_arguments, not_found).",
+		"properties": {
+			"call_id": {"type": "string", "format": "uuid"},
+			"tool": {"type": "string"},
+			"status": {"type": "string", "enum": ["pending", "succeeded", "failed", "not_configured", "invalid_arguments", "not_found"]},
+			"result": {"type": "object", "additionalProperties": true},
+			"error": {"type": "object", "additionalProperties": true}
+		},
+		"required": ["status"],
+		"additionalProperties": true
+	}`),
+	Annotations: &mcp.ToolAnnotations{Title: "Get a call's receipt (gem)", ReadOnlyHint: true, IdempotentHint: true,
+		DestructiveHint: new(bool), OpenWorldHint: new(bool)},
+}
+
+const getReceiptInput = `{
+	"type": "object",
+	"properties": {
+		"call_id": {"type": "string", "format": "uuid", "description": "The call_id a pending tool call answered with."}
+	},
+	"required": ["call_id"],
+	"additionalProperties": false
+}`
+
+var getReceiptSchema = registry.MustCompileSchema(GetReceiptTool+" input", []byte(getReceiptInput))
+
+// getReceipt answers gem.get_receipt: the call's receipt, waiting up to CallWait for it. A client that speaks
+// for an agent sees only that agent's calls.
+func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	input := []byte(req.Params.Arguments)
+	if len(input) == 0 || string(input) == "null" {
+		input = []byte("{}")
+	}
+	if err := getReceiptSchema.Validate(input); err != nil {
+		var ve *registry.ValidationError
+		if errors.As(err, &ve) {
+			ve.Tool, ve.Schema = GetReceiptTool, "input"
+		}
+		return invalidArguments(GetReceiptTool, err), nil
+	}
+	var in struct {
+		CallID uuid.UUID `json:"call_id"`
+	}
+	if err := json.Unmarshal(input, &in); err != nil {
+		return invalidArguments(GetReceiptTool, brain.Errorf(brain.EINVALID, "call_id is not a UUID")), nil
+	}
+	call, err := gemsql.CallGet(ctx, s.pool, in.CallID)
+	agent := callerOf(ctx).Agent
+	if errors.Is(err, gemsql.ErrNotFound) || err == nil && agent != "" && call.Agent != agent {
+		return &mcp.CallToolResult{IsError: true,
+			StructuredContent: map[string]any{"call_id": in.CallID, "status": "not_found",
+				"error": &registry.CallError{Code: registry.CodeNotFound, Message: fmt.Sprintf("no call %s", in.CallID)}},
+			Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("no call %s", in.CallID)}}}, nil
+	}
+	if err != nil {
+		return nil, s.internal(ctx, err, "error reading the call")
+	}
+	readOrWait := func(ctx context.Context) (*gemsql.WaitResult, error) {
+		return s.waiter.Wait(ctx, []uuid.UUID{in.CallID}) // reads first: the receipt may exist
+	}
+	receipt, err := s.await(ctx, req, in.CallID, fmt.Sprintf("waiting for the receipt of call %s", in.CallID), readOrWait)
+	if err != nil {
+		return nil, err
+	}
+	return answer(call.ToolName, in.CallID, receipt, true), nil
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	gemsql "github.com/gemhq/gem/sql"
+)
+
+// Scenarios of the ways in past the plain insert: the brain's MCP endpoint next to its HTTP API on the same
+// tool, and a rest tool next to a Go handler doing the same work.
+const (
+	scBrainHealth = "brain /brain/run, os.health_check"
+	scMCP         = "brain MCP tools/call, os.health_check"
+	scREST        = "GEM, rest tool (local HTTP server)"
+	scRESTGo      = "GEM, the same work as a Go handler"
+)
+
+// benchMCP measures one os.health_check through the brain's two doors in the same run: POST /brain/run
+// (the rules planner plans the health check) and an MCP tools/call over streamable HTTP, made by the
+// official Go SDK's client as any MCP host would.
+func benchMCP(ctx context.Context, cfg benchConfig, res *benchResult, brain *brainProc, settle func(context.Context) error,
+	progress func(string, ...any)) error {
+	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	progress("brain: POST /brain/run planning os.health_check")
+	err := measureLatency(ctx, cfg, res, scBrainHealth, func(ctx context.Context, i int) (time.Time, error) {
+		return brainRun(ctx, httpClient, brain, "health check")
+	}, settle, progress)
+	if err != nil {
+		return err
+	}
+
+	progress("brain: MCP tools/call os.health_check over streamable HTTP")
+	mcpHTTP := &http.Client{Transport: bearer{token: brain.token, base: &http.Transport{MaxIdleConnsPerHost: 64}}, Timeout: 30 * time.Second}
+	client := mcp.NewClient(&mcp.Implementation{Name: "gem-proof", Version: "1"}, nil)
+	// The SDK's client sends a session's requests one after another (each POST under the connection's write
+	// lock until the server answers), as a host making one call at a time does; the open loop needs calls
+	// in flight together, so it spreads them over several sessions, as several hosts would.
+	sessions := make([]*mcp.ClientSession, mcpSessions)
+	for i := range sessions {
+		s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: brain.url + "/mcp", HTTPClient: mcpHTTP, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			return fmt.Errorf("MCP connect: %w", err)
+		}
+		defer s.Close()
+		sessions[i] = s
+	}
+	return measureLatency(ctx, cfg, res, scMCP, func(ctx context.Context, i int) (time.Time, error) {
+		out, err := sessions[i%len(sessions)].CallTool(ctx, &mcp.CallToolParams{Name: "os.health_check", Arguments: map[string]any{}})
+		end := time.Now()
+		if err != nil {
+			return end, err
+		}
+		if out.IsError || out.StructuredContent == nil {
+			b, _ := json.Marshal(out)
+			return end, fmt.Errorf("MCP call did not succeed: %.300s", b)
+		}
+		return end, nil
+	}, settle, progress)
+}
+
+// mcpSessions is how many MCP sessions the open loop spreads its calls over.
+const mcpSessions = 16
+
+// bearer adds the brain's bearer token to every MCP request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// restBenchTool is the rest tool benchREST adds to the registry: GET a local server that reads the database
+// server's version and clock in one statement, as os.health_check's Go handler reads them (with the queue's
+// state) in one statement.
+const restBenchTool = `{
+	"name": "bench.rest_status",
+	"description": "Reads the database server's version and clock through a local HTTP service (make bench's rest tool).",
+	"input_schema": {"type": "object", "properties": {}, "additionalProperties": false},
+	"output_schema": {"type": "object", "required": ["server_version", "server_time"],
+		"properties": {"server_version": {"type": "string"}, "server_time": {"type": "string"}}},
+	"permissions": ["read:external"],
+	"idempotency": {"mode": "safe-retry"},
+	"timeout_ms": 5000,
+	"implementation": {"type": "rest", "method": "GET", "url": "${GEM_BENCH_REST_URL}/status"}
+}`
+
+// benchREST measures a rest tool against a local server next to a Go handler whose work is one database
+// statement too (os.health_check), each on an executor of its own, in the same run.
+func benchREST(ctx context.Context, cfg benchConfig, res *benchResult, bins binaries, gemURL string, gemPool *pgxpool.Pool,
+	settle func(context.Context) error, progress func(string, ...any)) (err error) {
+	regPath, err := registryWith(bins, restBenchTool)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(regPath)
+	url, closeServer, err := statusServer(ctx, gemURL)
+	if err != nil {
+		return err
+	}
+	defer closeServer()
+
+	progress("GEM executor: a rest tool (GET a local HTTP server) next to a Go handler")
+	exec, err := startExecutor(bins, gemURL, "bench-executor-rest", []string{"GEM_REGISTRY=" + regPath, "GEM_BENCH_REST_URL=" + url},
+		cfg.Log, gemPool, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := exec.stop(40 * time.Second); err == nil {
+			err = stopErr
+		}
+	}()
+	listener, err := listen(ctx, gemURL, gemsql.ReceiptChannel, receiptKey)
+	if err != nil {
+		return err
+	}
+	defer listener.close()
+	call := func(tool string) func(context.Context, int) (time.Time, error) {
+		return func(ctx context.Context, i int) (time.Time, error) {
+			id := uuid.New()
+			if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, '{}')`, id, tool); err != nil {
+				return time.Time{}, err
+			}
+			end, err := listener.wait(ctx, id.String())
+			if err != nil {
+				return end, err
+			}
+			var status string
+			if err := gemPool.QueryRow(ctx, `SELECT status FROM core_tool_receipts WHERE call_id = $1`, id).Scan(&status); err != nil || status != "succeeded" {
+				return end, fmt.Errorf("%s call %s ended %q (%v)", tool, id, status, err)
+			}
+			return end, nil
+		}
+	}
+	if err := measureLatency(ctx, cfg, res, scREST, call("bench.rest_status"), settle, progress); err != nil {
+		return err
+	}
+	return measureLatency(ctx, cfg, res, scRESTGo, call("os.health_check"), settle, progress)
+}
+
+// registryWith writes the repository's registry with extra tools added to a temporary file.
+func registryWith(bins binaries, tools ...string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(bins.root, "tools.registry.json"))
+	if err != nil {
+		return "", err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return "", err
+	}
+	list, _ := doc["tools"].([]any)
+	for _, t := range tools {
+		var v any
+		if err := json.Unmarshal([]byte(t), &v); err != nil {
+			return "", err
+		}
+		list = append(list, v)
+	}
+	doc["tools"] = list
+	f, err := os.CreateTemp("", "gem-bench-registry-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return f.Name(), json.NewEncoder(f).Encode(doc)
+}
+
+// statusServer serves GET /status: the database server's version and clock, read in one statement. It
+// returns the server's URL and what stops it.
+func statusServer(ctx context.Context, dbURL string) (string, func(), error) {
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-bench-rest", MaxConns: 16})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := warmPool(ctx, pool, 8); err != nil {
+		pool.Close()
+		return "", nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		pool.Close()
+		return "", nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		var out struct {
+			ServerVersion string    `json:"server_version"`
+			ServerTime    time.Time `json:"server_time"`
+		}
+		if err := pool.QueryRow(r.Context(), `SELECT current_setting('server_version'), now()`).Scan(&out.ServerVersion, &out.ServerTime); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close(); pool.Close() }, nil
+}
