@@ -105,7 +105,7 @@ func TestBenchSmoke(t *testing.T) {
 		dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 8)
+	require.Len(t, res.Latency, 16, "8 scenarios, each sequential and open loop")
 	for _, l := range res.Latency {
 		m := l.median()
 		require.Equal(t, 40, m.N, l.Scenario)
@@ -121,14 +121,15 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 7)
+	require.Len(t, res.Targets, 8)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50"} {
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scREST, scRESTGo, drNoop, drReceipt, drGEM, drGEMNote,
+		"peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
 }
@@ -145,7 +146,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 7, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 8, strings.Count(out.String(), "not measured"), out.String())
 
 	// With GEM measured too, the latency targets are judged.
 	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})

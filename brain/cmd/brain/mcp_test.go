@@ -756,6 +756,19 @@ func TestMCPInspectorStdio(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 		requireRegistryTools(t, reg, r.result(t), nil)
 	})
+	t.Run("tools/list --strict on GEM's registry", func(t *testing.T) {
+		t.Parallel()
+		// The original GEM's 105 tools, as its registry has them, pass the Inspector's portability check too.
+		gemPath := filepath.Join(repoRoot(t), "..", "shared", "gem", "tools.registry.json")
+		gemReg, err := registry.Load(gemPath)
+		require.NoError(t, err, "GEM's registry must be beside the repository (../shared)")
+		r := inspect(t, "--method", "tools/list", "--strict", "--format", "json", "-e", "DATABASE_URL="+shared.dbURL,
+			"-e", "GEM_REGISTRY="+gemPath, "-e", "GEM_LOG_LEVEL=warn", "--", brainBinary(t), "mcp")
+		require.Equal(t, 0, r.code, r.stderr)
+		tools := toolsOf(t, r.result(t))
+		require.Len(t, tools, gemReg.Len()+1, "GEM's tools and gem.get_receipt")
+		t.Logf("Inspector --strict on GEM's registry: %s", firstLines(r.stderr, 300))
+	})
 	t.Run("tools/call", func(t *testing.T) {
 		t.Parallel()
 		r := inspect(t, append([]string{"--method", "tools/call", "--tool-name", "os.create_note", "--tool-arg", "domain=personal",
