@@ -1,19 +1,15 @@
 package executor_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,32 +19,12 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/remote"
+	"github.com/gemhq/gem/executor/remote/mcppeers"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
-
-// mcpEverythingBin is the reference MCP server (npm @modelcontextprotocol/server-everything), installed by
-// make mcp-peers. A test fails, never skips, without it.
-func mcpEverythingBin(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.work above %s: cannot find scripts/mcp-peers", dir)
-		dir = parent
-	}
-	bin := filepath.Join(dir, "scripts", "mcp-peers", "node_modules", ".bin", "mcp-server-everything")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("the reference MCP server is not installed (%v): run make mcp-peers", err)
-	}
-	return bin
-}
 
 // mcpLog records the remote package's log lines, to find the pids of the stdio servers it starts.
 type mcpLog struct {
@@ -250,7 +226,7 @@ func checkEverything(t *testing.T, ctx context.Context, b *testBundle, server st
 func TestMCPStdio(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	bin := mcpEverythingBin(t)
+	bin := mcppeers.Everything(t)
 	reg := mcpRegistry(t, map[string]any{
 		"everything": map[string]any{"command": bin, "args": []string{"stdio"}, "env": map[string]string{"GEM_TEST_MCP_TOKEN": "${GEM_TEST_MCP_SECRET}"}},
 		"unset":      map[string]any{"command": bin, "env": map[string]string{"TOKEN": "${GEM_TEST_MCP_UNSET}"}},
@@ -303,7 +279,7 @@ func TestMCPStdio(t *testing.T) {
 func TestMCPStdioServerDies(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	bin := mcpEverythingBin(t)
+	bin := mcppeers.Everything(t)
 	reg := mcpRegistry(t, map[string]any{"everything": map[string]any{"command": bin}},
 		mcpTool("everything.echo", "everything", "echo", echoInput, textOutput, "read:external", registry.ModeSafeRetry, 10000),
 		mcpTool("everything.long", "everything", "trigger-long-running-operation", longInput, `{}`, "read:external", registry.ModeSafeRetry, 20000),
@@ -377,57 +353,13 @@ func TestMCPStdioServerDies(t *testing.T) {
 	}
 }
 
-// startEverythingHTTP starts server-everything's streamable-HTTP transport on a port (0: a free one) and
-// returns the port and what kills it.
-func startEverythingHTTP(t *testing.T, bin string, port int) (int, func()) {
-	t.Helper()
-	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port = l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
-	}
-	cmd := exec.Command(bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	cmd.Stdout = io.Discard
-	require.NoError(t, cmd.Start())
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(stop)
-	listening := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") {
-				close(listening)
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case <-listening:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("server-everything did not listen on port %d", port)
-	}
-	return port, stop
-}
-
 // TestMCPStreamableHTTP runs the same calls against server-everything over streamable HTTP, through a proxy
 // that records what reaches the server: the URL and headers with their ${ENV} expanded, and a new session
 // after the server restarts.
 func TestMCPStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	bin := mcpEverythingBin(t)
-	port, stop := startEverythingHTTP(t, bin, 0)
+	port, stop := mcppeers.StartEverythingHTTP(t, 0)
 
 	// The proxy stands for the network between the executor and the server.
 	target, err := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
@@ -458,7 +390,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 
 	// The server restarts and forgets its sessions: the next call opens a new one and succeeds.
 	stop()
-	_, _ = startEverythingHTTP(t, bin, port)
+	_, _ = mcppeers.StartEverythingHTTP(t, port)
 	r := b.waitOne(t, ctx, b.call(t, ctx, "everything.echo", `{"message": "after restart"}`))
 	require.Equal(t, "Echo: after restart", mcpResult(t, r)["text"])
 	require.Equal(t, 1, r.Attempt)
@@ -484,7 +416,7 @@ func mapKeys(m map[string]int) []string {
 func TestMCPImportRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	bin := mcpEverythingBin(t)
+	bin := mcppeers.Everything(t)
 	server := &registry.MCPServer{Name: "everything", Command: bin}
 	importCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -567,7 +499,7 @@ func testToolNames(t *testing.T) []string {
 func TestMCPToolsDoc(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	bin := mcpEverythingBin(t)
+	bin := mcppeers.Everything(t)
 	raw, err := os.ReadFile("../docs/mcp-tools.md")
 	require.NoError(t, err)
 	blocks := fences(string(raw), "json")

@@ -1,32 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/gemhq/gem/executor/remote/mcppeers"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
-
-// everythingBin is the reference MCP server installed by make mcp-peers; the test fails without it.
-func everythingBin(t *testing.T) string {
-	t.Helper()
-	bin, err := filepath.Abs("../../../scripts/mcp-peers/node_modules/.bin/mcp-server-everything")
-	require.NoError(t, err)
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("the reference MCP server is not installed (%v): run make mcp-peers", err)
-	}
-	return bin
-}
 
 // writeRegistry writes a registry document to a temporary file.
 func writeRegistry(t *testing.T, doc map[string]any) string {
@@ -57,7 +41,7 @@ func importedDoc(t *testing.T, data []byte) (*registry.Registry, map[string]any)
 
 func TestMCPImportCommand(t *testing.T) {
 	t.Parallel()
-	bin := everythingBin(t)
+	bin := mcppeers.Everything(t)
 	regPath := writeRegistry(t, map[string]any{"version": "7",
 		"mcp_servers": map[string]any{"everything": map[string]any{"command": bin}},
 		"tools":       []any{mcpEntry("everything.echo", "everything", "echo")}})
@@ -103,33 +87,7 @@ func TestMCPImportCommand(t *testing.T) {
 
 func TestMCPImportCommandHTTP(t *testing.T) {
 	t.Parallel()
-	bin := everythingBin(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	cmd := exec.Command(bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	stderrPipe, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	listening := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderrPipe)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") {
-				close(listening)
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderrPipe)
-	}()
-	select {
-	case <-listening:
-	case <-time.After(30 * time.Second):
-		t.Fatal("server-everything never listened")
-	}
+	port, _ := mcppeers.StartEverythingHTTP(t, 0)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	code, stdout, stderr := runCmd("mcp", "import", "-url", url, "-header", "X-Api-Key: ${HOME}", "remote-everything")
