@@ -114,13 +114,17 @@ func (s *Server) listSkills(ctx context.Context, ss *mcp.ServerSession, p *listS
 	if err != nil {
 		return nil, err
 	}
+	slugs := make([]string, len(skills))
+	for i, sk := range skills {
+		slugs[i] = sk.Slug
+	}
+	files, err := postgres.SkillResourcesBySkill(ctx, s.pool, slugs)
+	if err != nil {
+		return nil, s.internal(ctx, err, "error listing the skills' files")
+	}
 	res := &listSkillsResult{Cacheable: privateCache, ResultType: resultTypeOf(ss, p.GetMeta()), Skills: make([]*skillEntry, 0, len(skills))}
 	for _, sk := range skills {
-		e, err := s.entry(ctx, sk)
-		if err != nil {
-			return nil, err
-		}
-		res.Skills = append(res.Skills, e)
+		res.Skills = append(res.Skills, entry(sk, files[sk.Slug]))
 	}
 	return res, nil
 }
@@ -137,11 +141,11 @@ func (s *Server) getSkill(ctx context.Context, ss *mcp.ServerSession, p *getSkil
 	if sk == nil {
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	e, err := s.entry(ctx, sk)
+	files, err := postgres.SkillResources(ctx, s.pool, sk.Slug)
 	if err != nil {
-		return nil, err
+		return nil, s.internal(ctx, err, "error listing a skill's files")
 	}
-	return &getSkillResult{Cacheable: privateCache, ResultType: resultTypeOf(ss, p.GetMeta()), Skill: e}, nil
+	return &getSkillResult{Cacheable: privateCache, ResultType: resultTypeOf(ss, p.GetMeta()), Skill: entry(sk, files)}, nil
 }
 
 // readSkillFile serves a skill's file with exactly the bytes its digest and size describe.
@@ -246,21 +250,17 @@ func (s *Server) skill(ctx context.Context, slug string) (*brain.Skill, error) {
 	return sk, nil
 }
 
-// entry describes a skill: its front matter and every file with its digest and size.
-func (s *Server) entry(ctx context.Context, sk *brain.Skill) (*skillEntry, error) {
+// entry describes a skill: its front matter, and SKILL.md and its other files with their digests and sizes.
+func entry(sk *brain.Skill, files []brain.SkillResource) *skillEntry {
 	content, frontmatter := RenderSkillFile(sk)
 	sum := sha256.Sum256(content)
 	uri := skillURI(sk.Slug, skillFileName)
 	e := &skillEntry{URI: uri, Frontmatter: frontmatter,
 		Resources: []skillResource{{URI: uri, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: len(content), MIMEType: "text/markdown"}}}
-	files, err := postgres.SkillResources(ctx, s.pool, sk.Slug)
-	if err != nil {
-		return nil, s.internal(ctx, err, "error listing a skill's files")
-	}
 	for _, f := range files {
 		e.Resources = append(e.Resources, skillResource{URI: skillURI(sk.Slug, f.Path), Digest: "sha256:" + f.SHA256, Size: f.Size, MIMEType: f.MediaType})
 	}
-	return e, nil
+	return e
 }
 
 // skillURI is a skill file's URI, each path segment escaped.

@@ -13,21 +13,33 @@ import (
 
 // SkillResources lists a skill's files besides SKILL.md, by path, without their contents.
 func SkillResources(ctx context.Context, db gemsql.DBTX, slug string) ([]brain.SkillResource, error) {
-	rows, err := db.Query(ctx, `SELECT f.path, f.media_type, f.sha256, f.size
-		FROM skill_files f JOIN skills s ON s.id = f.skill_id WHERE s.slug = $1 ORDER BY f.path`, slug)
+	by, err := SkillResourcesBySkill(ctx, db, []string{slug})
+	if err != nil {
+		return nil, err
+	}
+	if files := by[slug]; files != nil {
+		return files, nil
+	}
+	return []brain.SkillResource{}, nil
+}
+
+// SkillResourcesBySkill lists the files besides SKILL.md of several skills in one statement, by skill slug
+// and then path, without their contents. A skill without files has no entry.
+func SkillResourcesBySkill(ctx context.Context, db gemsql.DBTX, slugs []string) (map[string][]brain.SkillResource, error) {
+	rows, err := db.Query(ctx, `SELECT s.slug, f.path, f.media_type, f.sha256, f.size
+		FROM skill_files f JOIN skills s ON s.id = f.skill_id WHERE s.slug = ANY($1) ORDER BY s.slug, f.path`, slugs)
 	if err != nil {
 		return nil, Error(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (brain.SkillResource, error) {
-		var f brain.SkillResource
-		err := r.Scan(&f.Path, &f.MediaType, &f.SHA256, &f.Size)
-		return f, err
+	out := map[string][]brain.SkillResource{}
+	var slug string
+	var f brain.SkillResource
+	_, err = pgx.ForEachRow(rows, []any{&slug, &f.Path, &f.MediaType, &f.SHA256, &f.Size}, func() error {
+		out[slug] = append(out[slug], f)
+		return nil
 	})
 	if err != nil {
 		return nil, Error(err)
-	}
-	if out == nil {
-		out = []brain.SkillResource{}
 	}
 	return out, nil
 }
