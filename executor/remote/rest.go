@@ -239,21 +239,15 @@ func (r *restTool) build(input map[string]any, rawInput json.RawMessage, env map
 		}
 	}
 
-	var u strings.Builder
-	for _, p := range r.path {
-		switch p.kind {
-		case partLiteral:
-			u.WriteString(p.text)
-		case partEnv:
-			u.WriteString(env[p.text])
-		case partField:
-			s, err := pathValue(p.text, input)
-			if err != nil {
-				return nil, err
-			}
-			u.WriteString(url.PathEscape(s))
-		}
+	path, err := r.renderPath(env, func(field string) (string, error) {
+		s, err := pathValue(field, input)
+		return url.PathEscape(s), err
+	})
+	if err != nil {
+		return nil, err
 	}
+	var u strings.Builder
+	u.WriteString(path)
 	sep := "?"
 pairs:
 	for _, q := range r.query {
@@ -352,6 +346,27 @@ func (r *restTool) writeQuery(u *strings.Builder, parts []part, input map[string
 	return nil
 }
 
+// renderPath writes the URL's path template: literals as they are, ${NAME} from env, and each {field} as
+// field returns it.
+func (r *restTool) renderPath(env map[string]string, field func(name string) (string, error)) (string, error) {
+	var b strings.Builder
+	for _, p := range r.path {
+		switch p.kind {
+		case partLiteral:
+			b.WriteString(p.text)
+		case partEnv:
+			b.WriteString(env[p.text])
+		case partField:
+			s, err := field(p.text)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(s)
+		}
+	}
+	return b.String(), nil
+}
+
 // checkAuthority makes sure the input did not change where the request goes: a field placed right after
 // the base URL ("${API}{path}") could otherwise send the tool's headers to another host ("@evil.example").
 func (r *restTool) checkAuthority(full string, env map[string]string) error {
@@ -359,18 +374,8 @@ func (r *restTool) checkAuthority(full string, env map[string]string) error {
 	if err != nil {
 		return executor.Invalid("the input makes %s an invalid URL: %v", r.label, err)
 	}
-	var want strings.Builder
-	for _, p := range r.path {
-		switch p.kind {
-		case partLiteral:
-			want.WriteString(p.text)
-		case partEnv:
-			want.WriteString(env[p.text])
-		case partField:
-			want.WriteString("x")
-		}
-	}
-	expected, err := url.Parse(want.String())
+	want, _ := r.renderPath(env, func(string) (string, error) { return "x", nil })
+	expected, err := url.Parse(want)
 	if err != nil || (expected.Scheme != "http" && expected.Scheme != "https") || expected.Host == "" {
 		return executor.NotConfigured(fmt.Sprintf("the URL of tool %s is not an absolute http or https URL once its environment variables are read", r.tool.Name),
 			r.env, "Check the values of "+strings.Join(r.env, ", ")+": the URL must start with http:// or https:// and a host.")
