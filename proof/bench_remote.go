@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,13 +25,16 @@ import (
 const (
 	scBrainHealth = "brain /brain/run, os.health_check"
 	scMCP         = "brain MCP tools/call, os.health_check"
+	scMCPSDK      = "brain MCP tools/call, Go SDK client"
 	scREST        = "GEM, rest tool (local HTTP server)"
 	scRESTGo      = "GEM, the same work as a Go handler"
 )
 
 // benchMCP measures one os.health_check through the brain's two doors in the same run: POST /brain/run
-// (the rules planner plans the health check) and an MCP tools/call over streamable HTTP, made by the
-// official Go SDK's client as any MCP host would.
+// (the rules planner plans the health check) and an MCP tools/call over streamable HTTP. The goal's row
+// makes the tools/call with the same plain HTTP client as /brain/run, so the two rows differ only by the
+// server's door; a second row makes it through the official Go SDK's client, as a Go host would, which adds
+// the client's own cost.
 func benchMCP(ctx context.Context, cfg benchConfig, res *benchResult, brain *brainProc, settle func(context.Context) error,
 	progress func(string, ...any)) error {
 	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
@@ -40,7 +46,19 @@ func benchMCP(ctx context.Context, cfg benchConfig, res *benchResult, brain *bra
 		return err
 	}
 
-	progress("brain: MCP tools/call os.health_check over streamable HTTP")
+	progress("brain: MCP tools/call os.health_check, plain HTTP client")
+	rpc, err := newMCPHTTP(ctx, httpClient, brain)
+	if err != nil {
+		return err
+	}
+	err = measureLatency(ctx, cfg, res, scMCP, func(ctx context.Context, i int) (time.Time, error) {
+		return rpc.callTool(ctx, i, "os.health_check")
+	}, settle, progress)
+	if err != nil {
+		return err
+	}
+
+	progress("brain: MCP tools/call os.health_check, Go SDK client")
 	mcpHTTP := &http.Client{Transport: bearer{token: brain.token, base: &http.Transport{MaxIdleConnsPerHost: 64}}, Timeout: 30 * time.Second}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gem-proof", Version: "1"}, nil)
 	// The SDK's client sends a session's requests one after another (each POST under the connection's write
@@ -55,7 +73,7 @@ func benchMCP(ctx context.Context, cfg benchConfig, res *benchResult, brain *bra
 		defer s.Close()
 		sessions[i] = s
 	}
-	return measureLatency(ctx, cfg, res, scMCP, func(ctx context.Context, i int) (time.Time, error) {
+	return measureLatency(ctx, cfg, res, scMCPSDK, func(ctx context.Context, i int) (time.Time, error) {
 		out, err := sessions[i%len(sessions)].CallTool(ctx, &mcp.CallToolParams{Name: "os.health_check", Arguments: map[string]any{}})
 		end := time.Now()
 		if err != nil {
@@ -67,6 +85,100 @@ func benchMCP(ctx context.Context, cfg benchConfig, res *benchResult, brain *bra
 		}
 		return end, nil
 	}, settle, progress)
+}
+
+// mcpHTTP is an MCP client in plain HTTP, as a host behind nothing but an HTTP library speaks to a stateless
+// server: one initialize for the protocol version, then each tools/call is one POST whose answer is either a
+// JSON body or an event stream carrying the JSON-RPC response.
+type mcpHTTP struct {
+	client  *http.Client
+	brain   *brainProc
+	version string
+}
+
+func newMCPHTTP(ctx context.Context, client *http.Client, b *brainProc) (*mcpHTTP, error) {
+	c := &mcpHTTP{client: client, brain: b}
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	err := c.rpc(ctx, 0, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "gem-proof", "version": "1"}}, &init)
+	if err != nil {
+		return nil, fmt.Errorf("MCP initialize: %w", err)
+	}
+	if init.ProtocolVersion == "" {
+		return nil, fmt.Errorf("MCP initialize answered no protocol version")
+	}
+	c.version = init.ProtocolVersion
+	return c, nil
+}
+
+// callTool calls a tool without arguments and checks that it answered a result.
+func (c *mcpHTTP) callTool(ctx context.Context, id int, tool string) (time.Time, error) {
+	var out struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	err := c.rpc(ctx, id+1, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{}}, &out)
+	end := time.Now()
+	if err == nil && (out.IsError || len(out.StructuredContent) == 0) {
+		err = fmt.Errorf("MCP call did not succeed: isError %v, structuredContent %.300s", out.IsError, out.StructuredContent)
+	}
+	return end, err
+}
+
+// rpc makes one JSON-RPC request and decodes its result.
+func (c *mcpHTTP) rpc(ctx context.Context, id int, method string, params, result any) error {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.brain.url+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.brain.token)
+	if c.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", c.version)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("MCP %s: %s: %.300s", method, resp.Status, data)
+	}
+	msg := data
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		msg = nil
+		for line := range strings.Lines(string(data)) {
+			if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:"); ok && strings.Contains(d, `"id"`) {
+				msg = []byte(strings.TrimSpace(d))
+			}
+		}
+	}
+	var out struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg, &out); err != nil {
+		return fmt.Errorf("MCP %s answered %.300q: %w", method, data, err)
+	}
+	if out.Error != nil {
+		return fmt.Errorf("MCP %s: error %d: %s", method, out.Error.Code, out.Error.Message)
+	}
+	if out.ID != id {
+		return fmt.Errorf("MCP %s: answer for request %d, not %d", method, out.ID, id)
+	}
+	return json.Unmarshal(out.Result, result)
 }
 
 // mcpSessions is how many MCP sessions the open loop spreads its calls over.

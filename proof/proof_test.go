@@ -128,7 +128,7 @@ func TestBenchSmoke(t *testing.T) {
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scREST, scRESTGo, drNoop, drReceipt, drGEM, drGEMNote,
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scREST, scRESTGo, drNoop, drReceipt, drGEM, drGEMNote,
 		"peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
