@@ -105,7 +105,7 @@ func TestBenchSmoke(t *testing.T) {
 		dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 16, "8 scenarios, each sequential and open loop")
+	require.Len(t, res.Latency, 18, "9 scenarios, each sequential and open loop")
 	for _, l := range res.Latency {
 		m := l.median()
 		require.Equal(t, 40, m.N, l.Scenario)
