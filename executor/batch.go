@@ -24,6 +24,8 @@ type pending struct {
 	result chan error
 	// outsideToken is this run's outside-effects marker, once committed (see runOutside).
 	outsideToken uuid.UUID
+	// device routes a call for a device (see runDevice); nil for every other call.
+	device *deviceCall
 }
 
 // committer commits batches of calls: it takes every call waiting (up to BatchMax), runs each in a
@@ -359,6 +361,12 @@ func (t *batchTx) keyHolder(callID uuid.UUID) *receiptDraft { return t.keyed[cal
 // commits.
 func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	d.durationMS = msSince(a.started)
+	if d.device == "" && a.ranOn != "" {
+		d.device = a.ranOn
+	}
+	if d.devicesTried == nil && len(a.devicesTried) > 0 {
+		d.devicesTried = a.devicesTried
+	}
 	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
 	t.completed = append(t.completed, a.job.ID)
 	if a.key != "" && d.status == registry.StatusSucceeded && !d.hit {
@@ -408,16 +416,17 @@ func (t *batchTx) commit(ctx context.Context) error {
 // gem_receipt, in this order.
 const receiptsInsertSQL = `WITH w AS MATERIALIZED (SELECT gem_collect_writes() AS writes)
 	INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, error, error_code, summary,
-		idempotency_key, idempotency_hit, idempotency_of, attempt, worker, duration_ms, started_at, finished_at)
+		idempotency_key, idempotency_hit, idempotency_of, attempt, worker, duration_ms, started_at, finished_at,
+		device, devices_tried)
 	SELECT i.call_id, i.tool_name, i.status, i.result, e.effects, i.error, i.error ->> 'code',
 		(SELECT jsonb_object_agg(f, v) FROM (
 			SELECT f, jsonb_build_object('result', i.result, 'effects', e.effects) #> string_to_array(f, '.') AS v
 			FROM jsonb_array_elements_text(i.fields) AS f) s WHERE v IS NOT NULL),
 		i.idempotency_key, i.idempotency_hit, i.idempotency_of, i.attempt, $2, i.duration_ms, i.started_at,
-		i.started_at + make_interval(secs => i.duration_ms / 1000.0)
+		i.started_at + make_interval(secs => i.duration_ms / 1000.0), i.device, i.devices_tried
 	FROM jsonb_to_recordset($1::jsonb) AS i(call_id uuid, tool_name text, status text, result jsonb, effects jsonb,
 		error jsonb, fields jsonb, idempotency_key text, idempotency_hit boolean, idempotency_of uuid, attempt integer,
-		duration_ms float8, started_at timestamptz, collect boolean)
+		duration_ms float8, started_at timestamptz, collect boolean, device text, devices_tried text[])
 	CROSS JOIN LATERAL (SELECT CASE WHEN i.collect THEN jsonb_set(i.effects, '{db_writes}', (SELECT writes FROM w))
 		ELSE i.effects END AS effects) e
 	ON CONFLICT (call_id) DO NOTHING`
@@ -438,6 +447,8 @@ type receiptJSON struct {
 	DurationMS     float64             `json:"duration_ms"`
 	StartedAt      time.Time           `json:"started_at"`
 	Collect        bool                `json:"collect"`
+	Device         string              `json:"device,omitempty"`
+	DevicesTried   []string            `json:"devices_tried,omitempty"`
 }
 
 // effectsJSON is registry.Effects with db_writes as read from the database.
@@ -482,6 +493,7 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 			Fields:         []string{},
 			IdempotencyKey: a.key, IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
 			Attempt: a.job.Attempt, DurationMS: d.durationMS, StartedAt: a.started, Collect: d == uncollected,
+			Device: d.device, DevicesTried: d.devicesTried,
 		}
 		if len(row.Effects.DBWrites) == 0 {
 			row.Effects.DBWrites = emptyWrites

@@ -310,7 +310,7 @@ func TestTwoJobsForOneCallInConcurrentTransactions(t *testing.T) {
 	}
 	waitForLockWait("INSERT INTO os_notes")
 	insertTwinJobs(t, ctx, b, []uuid.UUID{id})
-	waitForLockWait("FOR UPDATE OF c")
+	waitForLockWait("FOR NO KEY UPDATE OF c")
 	require.NoError(t, tx.Commit(ctx))
 
 	r := b.waitOne(t, ctx, id)

@@ -34,6 +34,11 @@ type attempt struct {
 	tool    *registry.Tool
 	handler Handler
 	key     string
+	// timeout bounds the handler: the tool's timeout, or for a device call also the wait for a device.
+	timeout time.Duration
+	// ranOn and devicesTried are the device that ran a device call and every device it was handed to.
+	ranOn        string
+	devicesTried []string
 }
 
 // receiptDraft is a receipt before it is written.
@@ -50,6 +55,9 @@ type receiptDraft struct {
 	dbWrites json.RawMessage
 	// durationMS is measured when the call ends, not when its receipt is written.
 	durationMS float64
+	// device ran the call and devicesTried were handed it, in order (device tools only).
+	device       string
+	devicesTried []string
 }
 
 func failed(code registry.ErrorCode, message string, details any) *receiptDraft {
@@ -65,7 +73,9 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 }
 
 // loadSQL locks the rows of a batch's calls for the whole transaction and reads them, in id order so two
-// transactions that lock the same calls (a call taken up again) cannot deadlock. tool_enabled applies the
+// transactions that lock the same calls (a call taken up again) cannot deadlock. The lock is FOR NO KEY
+// UPDATE: it excludes every other executor as FOR UPDATE would, but lets other connections insert rows that
+// reference the call (a device call's attempts, written outside the call's transaction while it waits). tool_enabled applies the
 // agent rule (gem_agent_may_call, see 00009_agent_may_call.sql) in the same statement. (It is planned for
 // each batch: a plan kept from when core_tool_calls was small would scan the whole table.)
 //
@@ -77,7 +87,7 @@ const loadSQL = `SELECT c.id, c.tool_name, c.input::text, coalesce(c.idempotency
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
 		c.status <> 'queued',
 		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name)
-	FROM core_tool_calls c WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR UPDATE OF c`
+	FROM core_tool_calls c WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`
 
 // callRow is a call as loadSQL reads it.
 type callRow struct {
@@ -112,7 +122,14 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 // precheck returns the receipt of a call that must not run: unknown tool, invalid input, no handler, or an
 // earlier attempt whose outside effects are unknown. It returns nil for a call that may run.
 func (a *attempt) precheck() *receiptDraft {
+	dc := a.p.device
+	if dc != nil && dc.early != nil {
+		return dc.early
+	}
 	tool, ok := a.e.reg.Tool(a.toolName)
+	if dc != nil {
+		tool, ok = dc.tool, true
+	}
 	if !ok {
 		details := map[string]any{"tool": a.toolName}
 		if similar := a.e.similarTools(a.toolName); len(similar) > 0 {
@@ -144,6 +161,14 @@ func (a *attempt) precheck() *receiptDraft {
 		return failed(registry.CodeInvalidCall, "no idempotency key: "+err.Error(), map[string]any{"key_field": tool.Idempotency.KeyField})
 	}
 
+	a.timeout = tool.Timeout()
+	if dc != nil {
+		// The relay waits for the device's answer (the device runs the tool under its timeout) and, if the
+		// device goes away, for another one until the call's deadline.
+		a.handler = Handler{Run: a.relay, Isolated: true}
+		a.timeout += max(time.Until(dc.deadline), 0) + deviceAnswerGrace
+		return nil
+	}
 	handler, ok := a.e.handlers[tool.Name]
 	if !ok {
 		return failed(registry.CodeNotConfigured, fmt.Sprintf("tool %s has no handler in this executor", tool.Name), registry.NotConfiguredDetails{
@@ -240,7 +265,7 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.U
 // callHandler runs the handler under the tool's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
 func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
-	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.tool.Timeout())
+	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.timeout)
 	defer cancel()
 	g := newGuardedDB(conn)
 	c := &Call{
@@ -275,9 +300,9 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 			if !g.abandon(a.e.cfg.AbandonGrace) {
 				return nil, nil, txBrokenError{fmt.Errorf("the handler overran its timeout and kept the connection busy")}
 			}
-			a.log.Error().Dur("timeout", a.tool.Timeout()).Msg("handler ignored its cancelled context and was abandoned")
+			a.log.Error().Dur("timeout", a.timeout).Msg("handler ignored its cancelled context and was abandoned")
 			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
-				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.tool.Timeout())}
+				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.timeout)}
 		}
 		if r.err == nil && hctx.Err() == context.DeadlineExceeded {
 			r.err = hctx.Err()
@@ -289,7 +314,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 	if r.err != nil {
 		if hctx.Err() == context.DeadlineExceeded && a.ctx.Err() == nil {
 			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
-				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.tool.Timeout()),
+				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.timeout),
 				Details: map[string]any{"error": r.err.Error()}}
 		}
 		return nil, nil, r.err

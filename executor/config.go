@@ -34,6 +34,8 @@ const (
 	RescueIntervalDefault = time.Second
 	// RescueMarginDefault is added to the longest tool timeout to get the default RescueAfter.
 	RescueMarginDefault = 15 * time.Second
+	// DeviceWaitDefault is how long a call for a device waits for one to be connected.
+	DeviceWaitDefault = 30 * time.Second
 	// AbandonGraceDefault is how long a handler may run past its timeout, ignoring its cancelled context,
 	// before the executor abandons it.
 	AbandonGraceDefault = 2 * time.Second
@@ -99,6 +101,11 @@ type Config struct {
 	// it is abandoned. Defaults to 2s.
 	AbandonGrace time.Duration
 
+	// DeviceWait is how long a call for a device waits for the device it names (or, agnostic, for any device
+	// serving its tool) to be connected before it ends device_unavailable; a call's device_wait_ms overrides
+	// it. Defaults to 30s (GEM_DEVICE_WAIT).
+	DeviceWait time.Duration
+
 	// DBConnectWait is how long start-up keeps trying to reach a database that is down or starting.
 	// Defaults to 1m (GEM_DB_CONNECT_WAIT).
 	DBConnectWait time.Duration
@@ -130,6 +137,7 @@ func (c Config) WithDefaults() Config {
 	c.RescueInterval = orDefault(c.RescueInterval, RescueIntervalDefault)
 	c.DrainTimeout = orDefault(c.DrainTimeout, DrainTimeoutDefault)
 	c.AbandonGrace = orDefault(c.AbandonGrace, AbandonGraceDefault)
+	c.DeviceWait = orDefault(c.DeviceWait, DeviceWaitDefault)
 	c.DBConnectWait = orDefault(c.DBConnectWait, gemsql.ConnectWaitDefault)
 	if c.MaxConns == 0 {
 		c.MaxConns = int32(c.Committers) + 16
@@ -169,6 +177,9 @@ func (c Config) validate() error {
 	}
 	if c.RescueInterval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("RescueInterval must be at least 10ms, not %s", c.RescueInterval))
+	}
+	if c.DeviceWait < 0 || c.DeviceWait > time.Hour {
+		errs = append(errs, fmt.Errorf("DeviceWait must be between 0s and 1h, not %s", c.DeviceWait))
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("DrainTimeout must not be negative, not %s", c.DrainTimeout))
@@ -215,6 +226,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	durVar("GEM_EXECUTOR_RESCUE_AFTER", &c.RescueAfter)
 	durVar("GEM_EXECUTOR_RESCUE_INTERVAL", &c.RescueInterval)
 	durVar("GEM_EXECUTOR_DRAIN_TIMEOUT", &c.DrainTimeout)
+	durVar("GEM_DEVICE_WAIT", &c.DeviceWait)
 	durVar("GEM_DB_CONNECT_WAIT", &c.DBConnectWait)
 	var maxConns int
 	intVar("GEM_EXECUTOR_MAX_CONNS", &maxConns)

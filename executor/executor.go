@@ -44,6 +44,7 @@ type Executor struct {
 	callPool  *pgxpool.Pool
 	client    *river.Client[pgx.Tx]
 	log       zerolog.Logger
+	devices   *deviceRelay
 
 	queue          chan *pending
 	runners        *runners
@@ -107,6 +108,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		rescueDone:     make(chan struct{}),
 	}
 	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
+	e.devices = newDeviceRelay(e)
 
 	riverCfg := pool.Config().Copy()
 	riverCfg.MaxConns = riverPoolSize
@@ -178,6 +180,11 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err := e.startLiveness(ctx); err != nil {
 		return err
 	}
+	if err := e.devices.listener.Start(ctx); err != nil {
+		close(e.stopLiveness)
+		<-e.livenessDone
+		return err
+	}
 	go e.rescueLoop()
 	for range e.cfg.Committers {
 		e.committersDone.Add(1)
@@ -186,6 +193,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	// River ties running jobs to the context Start gets: cancelling it would cancel every call at once.
 	// Stopping is Stop's job, with its drain deadline.
 	if err := e.client.Start(context.WithoutCancel(ctx)); err != nil {
+		e.devices.listener.Stop()
 		close(e.stopCommitters)
 		e.committersDone.Wait()
 		close(e.stopLiveness)
@@ -218,6 +226,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	close(e.stopCommitters)
 	e.committersDone.Wait()
 	e.runners.stop()
+	e.devices.listener.Stop()
 	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
 	close(e.stopLiveness)
 	<-e.rescueDone
@@ -300,6 +309,10 @@ type callWorker struct {
 
 // Timeout gives River a deadline past the tool's own: the handler's deadline is the tool's timeout_ms.
 func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
+	if w.e.isDeviceJob(job.Args) {
+		// Its contract may be a device's, and it may wait for a device; the relay bounds its own waits.
+		return registry.TimeoutMax + deviceWaitChunk + w.e.cfg.DeviceWait + jobTimeoutMargin
+	}
 	if t, ok := w.e.reg.Tool(job.Args.ToolName); ok {
 		return t.Timeout() + jobTimeoutMargin
 	}
@@ -311,6 +324,9 @@ func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]
 	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
 	tool, known := e.reg.Tool(job.Args.ToolName)
 	switch {
+	case e.isDeviceJob(job.Args):
+		// Its attempts, not the outside-effects marker, remember whether a device may have run it.
+		return e.runDevice(p)
 	case known && tool.RunsAtMostOnce():
 		return e.runOutside(p)
 	case known && (e.handlers[tool.Name].Isolated || tool.HasOutsideEffects()), e.cfg.BatchMax == 1:

@@ -68,6 +68,12 @@ func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler, se
 		}
 	}
 
+	if raw, ok := fields["device_agnostic"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &t.DeviceAgnostic) != nil {
+			c.add(label, "device_agnostic", "must be true or false")
+		}
+	}
+
 	t.InputSchema = c.checkSchema(label, "input_schema", fields, true)
 	t.OutputSchema = c.checkSchema(label, "output_schema", fields, false)
 	if t.InputSchema != nil {

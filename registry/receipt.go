@@ -19,6 +19,8 @@ const CallJobKind = "gem.tool_call"
 type CallArgs struct {
 	CallID   uuid.UUID `json:"call_id"`
 	ToolName string    `json:"tool_name"`
+	// Device is the device the call names (core_tool_calls.device), so an executor routes it before loading it.
+	Device string `json:"device,omitempty"`
 }
 
 // Kind is the River job kind.
@@ -85,6 +87,11 @@ const (
 	// success statuses, an MCP result with isError, a server that could not be reached and may not be
 	// retried); details carry the remote's status and message.
 	CodeRemoteError ErrorCode = "remote_error"
+	// CodeDeviceUnavailable: the call's device (the one it names, or every device serving its tool) was not
+	// connected within the call's wait; details name the devices and how long the call waited.
+	CodeDeviceUnavailable ErrorCode = "device_unavailable"
+	// CodeUnknownDevice: the call names a device that does not exist, or one that does not serve its tool.
+	CodeUnknownDevice ErrorCode = "unknown_device"
 	// CodeRetriesExhausted: every attempt failed with a transient error (database or provider unavailable).
 	CodeRetriesExhausted ErrorCode = "retries_exhausted"
 	// CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted: the call's River job ended outside the executor
@@ -100,7 +107,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodeRemoteError, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodeRemoteError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.
@@ -189,6 +196,11 @@ type Receipt struct {
 	// Result is then that call's result and IdempotencyOf its id.
 	IdempotencyHit bool       `json:"idempotency_hit"`
 	IdempotencyOf  *uuid.UUID `json:"idempotency_of,omitempty"`
+
+	// Device is the device that ran the call (a device tool), and DevicesTried every device it was handed
+	// to, in order (more than one after a failover).
+	Device       string   `json:"device,omitempty"`
+	DevicesTried []string `json:"devices_tried,omitempty"`
 
 	Attempt    int       `json:"attempt"`
 	Worker     string    `json:"worker,omitempty"`

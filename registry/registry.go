@@ -26,6 +26,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -80,6 +81,10 @@ type Tool struct {
 
 	// Implementation says how a tool that is not a Go handler runs (rest or mcp); nil for a Go handler.
 	Implementation *Implementation `json:"implementation,omitempty"`
+
+	// DeviceAgnostic marks a tool that devices serve and any of them may run: a call that names no device
+	// goes to the connected device with the freshest heartbeat that serves it (docs/devices.md).
+	DeviceAgnostic bool `json:"device_agnostic,omitempty"`
 
 	input  *schema
 	output *schema
@@ -182,24 +187,86 @@ type Registry struct {
 	tools      []*Tool
 	byName     map[string]*Tool
 	mcpServers map[string]*MCPServer
+
+	// devices are the tools connected devices serve, which a brain's registry shows beside its own (see
+	// SetDeviceTools); nil in an executor.
+	devices atomic.Pointer[deviceCatalog]
 }
 
-// Tool returns the tool with the given name.
+// deviceCatalog is the registry's own tools with those devices serve.
+type deviceCatalog struct {
+	all      []*Tool             // every tool, sorted by name
+	byName   map[string]*Tool    // the devices' tools that are not the registry's
+	servedBy map[string][]string // tool name → devices serving it (registry tools too)
+}
+
+// Tool returns the tool with the given name: the registry's, or one a connected device serves.
 func (r *Registry) Tool(name string) (*Tool, bool) {
+	t, ok := r.byName[name]
+	if !ok {
+		if d := r.devices.Load(); d != nil {
+			t, ok = d.byName[name]
+		}
+	}
+	return t, ok
+}
+
+// Tools returns every tool, sorted by name: the registry's and those connected devices serve. The slice
+// must not be modified.
+func (r *Registry) Tools() []*Tool {
+	if d := r.devices.Load(); d != nil {
+		return d.all
+	}
+	return r.tools
+}
+
+// OwnTool returns the registry document's tool with the given name, not a device's.
+func (r *Registry) OwnTool(name string) (*Tool, bool) {
 	t, ok := r.byName[name]
 	return t, ok
 }
 
-// Tools returns every tool, sorted by name. The slice must not be modified.
-func (r *Registry) Tools() []*Tool { return r.tools }
+// OwnTools returns the registry document's tools, sorted by name, without devices' tools.
+func (r *Registry) OwnTools() []*Tool { return r.tools }
 
-// Len is the number of tools.
-func (r *Registry) Len() int { return len(r.tools) }
+// Len is the number of tools (Tools).
+func (r *Registry) Len() int { return len(r.Tools()) }
+
+// SetDeviceTools makes the tools connected devices serve part of Tool and Tools (replacing those set
+// before): tools, each once by name, and servedBy, the devices serving each tool name (registry tools
+// included). A device tool named like a registry tool is the registry's. Safe to call while others read.
+func (r *Registry) SetDeviceTools(tools []*Tool, servedBy map[string][]string) {
+	if len(tools) == 0 && len(servedBy) == 0 {
+		r.devices.Store(nil)
+		return
+	}
+	d := &deviceCatalog{all: slices.Clone(r.tools), byName: map[string]*Tool{}, servedBy: servedBy}
+	for _, t := range tools {
+		if _, own := r.byName[t.Name]; own {
+			continue
+		}
+		if _, dup := d.byName[t.Name]; dup {
+			continue
+		}
+		d.byName[t.Name] = t
+		d.all = append(d.all, t)
+	}
+	sort.Slice(d.all, func(i, j int) bool { return d.all[i].Name < d.all[j].Name })
+	r.devices.Store(d)
+}
+
+// ServedBy names the connected devices that serve a tool (as SetDeviceTools last said), or nil.
+func (r *Registry) ServedBy(name string) []string {
+	if d := r.devices.Load(); d != nil {
+		return d.servedBy[name]
+	}
+	return nil
+}
 
 // LongestTimeout is the largest tool timeout, or zero for an empty registry.
 func (r *Registry) LongestTimeout() time.Duration {
 	var longest time.Duration
-	for _, t := range r.tools {
+	for _, t := range r.Tools() {
 		longest = max(longest, t.Timeout())
 	}
 	return longest
@@ -208,7 +275,7 @@ func (r *Registry) LongestTimeout() time.Duration {
 // Domains returns the tools grouped by domain, with domains sorted.
 func (r *Registry) Domains() ([]string, map[string][]*Tool) {
 	byDomain := make(map[string][]*Tool)
-	for _, t := range r.tools {
+	for _, t := range r.Tools() {
 		byDomain[t.Domain()] = append(byDomain[t.Domain()], t)
 	}
 	domains := make([]string, 0, len(byDomain))

@@ -29,11 +29,15 @@ type Call struct {
 	Agent          string              `json:"agent,omitempty"`
 	UserID         string              `json:"user_id,omitempty"`
 	RequestedBy    string              `json:"requested_by,omitempty"`
-	ErrorCode      string              `json:"error_code,omitempty"`
-	Error          string              `json:"error,omitempty"`
-	CreatedAt      time.Time           `json:"created_at"`
-	StartedAt      *time.Time          `json:"started_at,omitempty"`
-	FinishedAt     *time.Time          `json:"finished_at,omitempty"`
+	// Device is the device the call names; RanOnDevice the device that ran it (docs/devices.md).
+	Device       string     `json:"device,omitempty"`
+	RanOnDevice  string     `json:"ran_on_device,omitempty"`
+	DeviceWaitMS *int       `json:"device_wait_ms,omitempty"`
+	ErrorCode    string     `json:"error_code,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
 }
 
 // CallInsertParams are the parameters of one call.
@@ -57,6 +61,10 @@ type CallInsertParams struct {
 	UserID string
 	// RequestedBy says who asked, free-form.
 	RequestedBy string
+	// Device is the device the call must run on (docs/devices.md); "" for none.
+	Device string
+	// DeviceWaitMS bounds how long the call waits for its device; 0 means the executor's GEM_DEVICE_WAIT.
+	DeviceWaitMS int
 }
 
 // CallInsert makes one call: it inserts the core_tool_calls row, whose trigger creates the River job in the
@@ -98,10 +106,12 @@ func QueueCallInsertMany(b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, 
 // callInsertSQL inserts calls from one JSON array (a parameter whose contents the planner cannot see, so
 // the statement is planned once per connection rather than for each number of calls).
 const callInsertSQL = `
-	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by)
-	SELECT id, tool_name, input, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by
+	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by,
+		device, device_wait_ms)
+	SELECT id, tool_name, input, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by,
+		device, device_wait_ms
 	FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, tool_name text, input jsonb, idempotency_key text, max_attempts integer,
-		run_id uuid, agent text, user_id text, requested_by text)`
+		run_id uuid, agent text, user_id text, requested_by text, device text, device_wait_ms integer)`
 
 // callInsertRow is one element of callInsertSQL's array.
 type callInsertRow struct {
@@ -114,6 +124,8 @@ type callInsertRow struct {
 	Agent          string          `json:"agent,omitempty"`
 	UserID         string          `json:"user_id,omitempty"`
 	RequestedBy    string          `json:"requested_by,omitempty"`
+	Device         string          `json:"device,omitempty"`
+	DeviceWaitMS   int             `json:"device_wait_ms,omitempty"`
 }
 
 var emptyInput = json.RawMessage(`{}`)
@@ -137,7 +149,8 @@ func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
 			return nil, nil, fmt.Errorf("call %d: input is not valid JSON", i)
 		}
 		rows[i] = callInsertRow{ID: ids[i], ToolName: p.ToolName, Input: input, IdempotencyKey: p.IdempotencyKey,
-			MaxAttempts: max(p.MaxAttempts, 0), RunID: p.RunID, Agent: p.Agent, UserID: p.UserID, RequestedBy: p.RequestedBy}
+			MaxAttempts: max(p.MaxAttempts, 0), RunID: p.RunID, Agent: p.Agent, UserID: p.UserID, RequestedBy: p.RequestedBy,
+			Device: p.Device, DeviceWaitMS: p.DeviceWaitMS}
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {
@@ -148,13 +161,14 @@ func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
 
 const callColumns = `id, tool_name, input, status, coalesce(idempotency_key, ''), attempt, max_attempts,
 	coalesce(worker, ''), coalesce(job_id, 0), run_id, coalesce(agent, ''), coalesce(user_id, ''), coalesce(requested_by, ''),
-	coalesce(error_code, ''), coalesce(error, ''), created_at, started_at, finished_at`
+	coalesce(error_code, ''), coalesce(error, ''), created_at, started_at, finished_at,
+	coalesce(device, ''), coalesce(ran_on_device, ''), device_wait_ms`
 
 func scanCall(row pgx.Row) (*Call, error) {
 	var c Call
 	err := row.Scan(&c.ID, &c.ToolName, &c.Input, &c.Status, &c.IdempotencyKey, &c.Attempt, &c.MaxAttempts,
 		&c.Worker, &c.JobID, &c.RunID, &c.Agent, &c.UserID, &c.RequestedBy, &c.ErrorCode, &c.Error, &c.CreatedAt,
-		&c.StartedAt, &c.FinishedAt)
+		&c.StartedAt, &c.FinishedAt, &c.Device, &c.RanOnDevice, &c.DeviceWaitMS)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 const receiptColumns = `call_id, tool_name, status, result, effects, error, summary, coalesce(idempotency_key, ''),
-	idempotency_hit, idempotency_of, attempt, coalesce(worker, ''), duration_ms, started_at, finished_at`
+	idempotency_hit, idempotency_of, attempt, coalesce(worker, ''), duration_ms, started_at, finished_at,
+	coalesce(device, ''), coalesce(devices_tried, '{}')`
 
 func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 	var (
@@ -22,7 +23,8 @@ func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 		effects, errJSON, sm []byte
 	)
 	err := row.Scan(&r.CallID, &r.ToolName, &r.Status, &r.Result, &effects, &errJSON, &sm, &r.IdempotencyKey,
-		&r.IdempotencyHit, &r.IdempotencyOf, &r.Attempt, &r.Worker, &r.DurationMS, &r.StartedAt, &r.FinishedAt)
+		&r.IdempotencyHit, &r.IdempotencyOf, &r.Attempt, &r.Worker, &r.DurationMS, &r.StartedAt, &r.FinishedAt,
+		&r.Device, &r.DevicesTried)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +55,9 @@ func normalizeReceipt(r *registry.Receipt) {
 	}
 	if len(r.Result) == 0 {
 		r.Result = json.RawMessage("null")
+	}
+	if len(r.DevicesTried) == 0 {
+		r.DevicesTried = nil
 	}
 }
 

@@ -4,6 +4,7 @@
 //	executor migrate                            apply River's and GEM's migrations, then exit
 //	executor registry check [-json] [FILE]      check a registry file and summarise it (exit 1 if it is broken)
 //	executor mcp import [flags] SERVER          write registry entries for an MCP server's tools, for review
+//	executor device [-registry FILE]            serve this machine's tools to a hub (docs/devices.md)
 //	executor version                            print the version
 //	executor help [COMMAND]                     the usage: commands, flags, environment (also -h, --help)
 //
@@ -65,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runExecutor(args, stdout, stderr)
 	case "migrate":
 		return migrate(args, stdout, stderr)
+	case "device":
+		return runDevice(args, stdout, stderr)
 	case "registry":
 		if len(args) > 0 && isHelpFlag(args[0]) {
 			printCommandUsage(stdout, "registry check")

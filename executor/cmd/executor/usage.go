@@ -12,6 +12,7 @@ import (
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/executor/device"
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/executor/remote"
@@ -85,10 +86,10 @@ type command struct {
 }
 
 // commandList names the commands, for error messages.
-const commandList = "run, migrate, registry check, mcp import, version, help"
+const commandList = "run, migrate, registry check, mcp import, device, version, help"
 
 // commandOrder is the order of commands in the usage.
-var commandOrder = []string{"run", "migrate", "registry check", "mcp import", "version"}
+var commandOrder = []string{"run", "migrate", "registry check", "mcp import", "device", "version"}
 
 var commandUsage = map[string]command{
 	"run": {
@@ -117,6 +118,13 @@ var commandUsage = map[string]command{
 			"and write registry entries for them (schemas, permissions and idempotency from its hints) for a person to review and merge; see docs/mcp-tools.md",
 		flags: func() *flag.FlagSet { fs, _ := mcpImportFlagSet(); return fs },
 		env:   []string{"GEM_REGISTRY", "GEM_LOG_LEVEL"},
+	},
+	"device": {
+		synopsis: "executor device [-registry FILE]",
+		summary: "serve the rest and mcp tools of a local registry file to GEM's hub (a brain) over a WebSocket, as a person's machine does; " +
+			"no database credentials; see docs/devices.md",
+		flags: func() *flag.FlagSet { fs, _ := deviceFlagSet(); return fs },
+		env:   envNames(deviceEnvVars),
 	},
 	"version": {
 		synopsis: "executor version",
@@ -147,7 +155,19 @@ var envVars = []envVar{
 	{"GEM_EXECUTOR_DRAIN_TIMEOUT", duration(executor.DrainTimeoutDefault), "on SIGTERM, how long running calls may finish"},
 	{"GEM_EXECUTOR_MAX_CONNS", "committers + 16", "the call pool's connections"},
 	{"GEM_DB_CONNECT_WAIT", duration(gemsql.ConnectWaitDefault), "at start-up, how long to wait for a database that is down or starting"},
+	{"GEM_DEVICE_WAIT", duration(executor.DeviceWaitDefault), "how long a call for a device waits for one to be connected (a call's device_wait_ms overrides it)"},
 	{"GEM_PPROF_ADDR", "off", "serve Go's profiler on this address (keep it on loopback)"},
+}
+
+// deviceEnvVars are `executor device`'s variables (device.ConfigFromEnv).
+var deviceEnvVars = []envVar{
+	{"GEM_DEVICE_HUB", "required", "the brain's base URL, e.g. http://127.0.0.1:8088"},
+	{"GEM_DEVICE_TOKEN", "required (or GEM_DEVICE_TOKEN_FILE)", "this device's token, from `brain devices add NAME`"},
+	{"GEM_DEVICE_TOKEN_FILE", "unset", "a file holding the device token"},
+	{"GEM_DEVICE_REGISTRY", device.RegistryPathDefault, "registry file of the tools this device serves"},
+	{"GEM_DEVICE_MAX_RUNNING", fmt.Sprint(device.MaxRunningDefault), "calls the device runs at once"},
+	{"GEM_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"GEM_LOG_FORMAT", gemsql.LogFormatJSON, "json lines, or console (coloured only on a terminal)"},
 }
 
 // envNames returns the variables' names.
@@ -244,9 +264,11 @@ func printCommandUsage(w io.Writer, name string) {
 	if len(c.env) > 0 {
 		fmt.Fprint(w, "\nEnvironment (unset or zero means the default):\n")
 		var vars []envVar
-		for _, v := range envVars {
+		seen := map[string]bool{}
+		for _, v := range append(append([]envVar{}, envVars...), deviceEnvVars...) {
 			for _, n := range c.env {
-				if v.name == n {
+				if v.name == n && !seen[n] {
+					seen[n] = true
 					vars = append(vars, v)
 				}
 			}

@@ -1,0 +1,91 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+)
+
+// Detached is one run of a handler away from the database, as a device runs its tools: no transaction, no
+// receipt (the hub side writes it). Handlers that need Call.DB cannot run detached; rest and mcp tools (and
+// scripts) do not use it.
+type Detached struct {
+	CallID  uuid.UUID
+	Tool    *registry.Tool
+	Handler Handler
+	Input   json.RawMessage
+	Log     zerolog.Logger
+}
+
+// DetachedResult is how a detached run ended: a result that matches the tool's output schema, or an error
+// as a receipt would carry it. Retryable marks a transient failure a caller may try again.
+type DetachedResult struct {
+	Result    json.RawMessage
+	Error     *registry.CallError
+	Retryable bool
+}
+
+// Run validates the input, runs the handler under the tool's timeout (recovering a panic) and checks its
+// result against the output schema.
+func (d *Detached) Run(ctx context.Context) DetachedResult {
+	input, err := registry.DecodeJSON(d.Input)
+	if err == nil {
+		err = d.Tool.ValidateInputValue(input)
+	}
+	if err != nil {
+		ce := &registry.CallError{Code: registry.CodeValidation, Message: err.Error()}
+		var ve *registry.ValidationError
+		if errors.As(err, &ve) {
+			ce.Details, _ = json.Marshal(map[string]any{"violations": ve.Violations})
+		}
+		return DetachedResult{Error: ce}
+	}
+	hctx, cancel := context.WithTimeout(d.Log.WithContext(ctx), d.Tool.Timeout())
+	defer cancel()
+	c := &Call{ID: d.CallID, Tool: d.Tool, Input: d.Input, Attempt: 1, Log: d.Log}
+	v, err := func() (v any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
+					Details: map[string]any{"stack": string(debug.Stack())}}
+			}
+		}()
+		return d.Handler.Run(hctx, c)
+	}()
+	if err != nil {
+		if hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return DetachedResult{Error: &registry.CallError{Code: registry.CodeTimeout,
+				Message: fmt.Sprintf("the tool overran its %s timeout and was cancelled", d.Tool.Timeout())}}
+		}
+		he, ok := asError(err)
+		if !ok {
+			return DetachedResult{Error: &registry.CallError{Code: registry.CodeHandlerError, Message: "the handler failed: " + err.Error()}}
+		}
+		ce := &registry.CallError{Code: he.Code, Message: he.Message}
+		if he.Details != nil {
+			ce.Details, _ = json.Marshal(he.Details)
+		}
+		return DetachedResult{Error: ce, Retryable: he.retryable}
+	}
+	result, err := json.Marshal(v)
+	if err != nil {
+		return DetachedResult{Error: &registry.CallError{Code: registry.CodeOutputContract, Message: "the handler's result cannot be encoded as JSON: " + err.Error()}}
+	}
+	if verr := d.Tool.ValidateOutput(result); verr != nil {
+		details := map[string]any{"result": json.RawMessage(result)}
+		var ve *registry.ValidationError
+		if errors.As(verr, &ve) {
+			details["violations"] = ve.Violations
+		}
+		ce := &registry.CallError{Code: registry.CodeOutputContract, Message: "the tool's result does not match its output schema: " + verr.Error()}
+		ce.Details, _ = json.Marshal(details)
+		return DetachedResult{Error: ce}
+	}
+	return DetachedResult{Result: result}
+}

@@ -1,0 +1,471 @@
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+)
+
+// The device relay (docs/devices.md): a call for a device runs here like any other call — loaded and locked,
+// validated, its idempotency key claimed, its receipt written with its job's completion — but its "handler"
+// hands the call to a device through core_device_attempts and waits for the answer the hub stores there.
+// The attempts are what a later run of the call (after this executor dies) reads to know what happened, so
+// a device is never asked twice for a call that must not run twice.
+
+// deviceWaitChunk bounds one wait for a device in a job's run; a longer wait snoozes the job and goes on in
+// the next run, so the job never looks stuck to River.
+const deviceWaitChunk = 10 * time.Second
+
+// deviceAnswerGrace is how long past the tool's timeout the relay waits for a device's answer (the device
+// times the run out itself and answers timeout).
+const deviceAnswerGrace = 5 * time.Second
+
+// devicePoll is how often a waiting relay reads the state without a notification (one may have been lost).
+const devicePoll = time.Second
+
+// deviceCall is a call for a device, as routed before its transaction.
+type deviceCall struct {
+	// tool is the contract the call is checked against: the registry's, or the one its devices registered.
+	tool *registry.Tool
+	// named is the device the call must run on; "" lets any device serving the tool run it.
+	named string
+	// candidates are the devices that serve the tool (named: just that one).
+	candidates []string
+	// alive are the candidates that were alive when the call was routed, freshest heartbeat first.
+	alive []string
+	// deadline is when waiting for a device ends: the call's creation plus its wait bound, wait.
+	deadline time.Time
+	wait     time.Duration
+	// early is the receipt of a call that ends without reaching a device (unknown device, none in time).
+	early *receiptDraft
+}
+
+// mayRepeat reports whether a call that a device may have started (its socket dropped mid-call) may be
+// handed out again: only tools whose mode says a second run is harmless.
+func (d *deviceCall) mayRepeat() bool {
+	return d.tool.Idempotency.Mode != registry.ModeNone && !d.tool.RunsAtMostOnce()
+}
+
+// deviceRelay is the executor's part of the relay: the listener that wakes waiting calls, and the contracts
+// devices registered, compiled once.
+type deviceRelay struct {
+	e        *Executor
+	listener *gemsql.Listener
+
+	mu        sync.Mutex
+	contracts map[[32]byte]*registry.Tool
+}
+
+func newDeviceRelay(e *Executor) *deviceRelay {
+	return &deviceRelay{
+		e:         e,
+		listener:  gemsql.NewListener(e.pool, "device-listener", []string{gemsql.DeviceResultChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(e.log)),
+		contracts: map[[32]byte]*registry.Tool{},
+	}
+}
+
+// isDeviceJob reports whether a job's call goes to a device: it names one, its tool is not in the registry
+// (a device's own tool, or no tool at all: routing tells), or its tool is device_agnostic.
+func (e *Executor) isDeviceJob(args registry.CallArgs) bool {
+	if args.Device != "" {
+		return true
+	}
+	t, ok := e.reg.Tool(args.ToolName)
+	return !ok || t.DeviceAgnostic
+}
+
+// routeSQL reads what routing a call needs in one statement: the call, whether its named device exists,
+// the devices whose last registration serves its tool (with their contracts), and those alive now, freshest
+// heartbeat first.
+const routeSQL = `SELECT c.tool_name, coalesce(c.device, ''), c.device_wait_ms, c.created_at, c.status <> 'queued',
+		c.device IS NULL OR EXISTS (SELECT 1 FROM core_devices d WHERE d.name = c.device),
+		coalesce((SELECT array_agg(t.device ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
+		coalesce((SELECT array_agg(t.contract::text ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
+		coalesce((SELECT array_agg(t.agnostic ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
+		coalesce((SELECT array_agg(d.name ORDER BY d.last_heartbeat DESC) FROM core_device_tools t JOIN core_devices d ON d.name = t.device
+			WHERE t.tool_name = c.tool_name AND gem_device_alive(d)), '{}')
+	FROM core_tool_calls c WHERE c.id = $1`
+
+// route decides where a device job's call goes. It returns nil for a call the batch path handles as it is
+// (missing, already receipted, or an unknown tool no device serves).
+func (r *deviceRelay) route(ctx context.Context, args registry.CallArgs) (*deviceCall, error) {
+	var (
+		toolName, named     string
+		waitMS              *int32
+		created             time.Time
+		hasReceipt, namedOK bool
+		devices, contracts  []string
+		agnosticFlags       []bool
+		alive               []string
+	)
+	err := r.e.pool.QueryRow(ctx, routeSQL, [16]byte(args.CallID)).Scan(&toolName, &named, &waitMS, &created, &hasReceipt,
+		&namedOK, &devices, &contracts, &agnosticFlags, &alive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error routing the call to a device: %w", err)
+	}
+	if hasReceipt {
+		return nil, nil
+	}
+	wait := r.e.cfg.DeviceWait
+	if waitMS != nil {
+		wait = time.Duration(*waitMS) * time.Millisecond
+	}
+	dc := &deviceCall{named: named, deadline: created.Add(wait), wait: wait}
+	defer func() {
+		if dc.early == nil {
+			for _, d := range alive {
+				if slices.Contains(dc.candidates, d) {
+					dc.alive = append(dc.alive, d)
+				}
+			}
+		}
+	}()
+	regTool, inRegistry := r.e.reg.Tool(toolName)
+
+	if named != "" {
+		if !namedOK {
+			dc.early = failed(registry.CodeUnknownDevice, fmt.Sprintf("no device named %q", named), map[string]any{"device": named})
+			return dc, nil
+		}
+		i := slices.Index(devices, named)
+		if i < 0 {
+			details := map[string]any{"device": named, "tool": toolName}
+			if len(devices) > 0 {
+				details["devices_serving_tool"] = devices
+			}
+			dc.early = failed(registry.CodeUnknownDevice, fmt.Sprintf("device %q does not serve tool %s (as it last registered)", named, toolName), details)
+			return dc, nil
+		}
+		dc.candidates = []string{named}
+		if inRegistry {
+			dc.tool = regTool
+		} else if dc.tool, err = r.contract(contracts[i]); err != nil {
+			return nil, err
+		}
+		return dc, nil
+	}
+
+	switch {
+	case inRegistry && regTool.DeviceAgnostic:
+		dc.tool, dc.candidates = regTool, devices
+	case len(devices) == 0:
+		return nil, nil // no device serves it: the registry's answer (unknown_tool, with suggestions)
+	case !slices.Contains(agnosticFlags, false):
+		dc.candidates = devices
+		if dc.tool, err = r.contract(contracts[0]); err != nil {
+			return nil, err
+		}
+	case len(devices) == 1:
+		// The only device that serves the tool is the one the call means.
+		dc.named, dc.candidates = devices[0], devices
+		if dc.tool, err = r.contract(contracts[0]); err != nil {
+			return nil, err
+		}
+	default:
+		dc.early = failed(registry.CodeInvalidCall, fmt.Sprintf(
+			"tool %s runs on devices %s and is not device_agnostic: name the device on the call", toolName, strings.Join(devices, ", ")),
+			map[string]any{"tool": toolName, "devices_serving_tool": devices})
+	}
+	return dc, nil
+}
+
+// contract compiles a contract a device registered (cached by its bytes).
+func (r *deviceRelay) contract(raw string) (*registry.Tool, error) {
+	key := sha256.Sum256([]byte(raw))
+	r.mu.Lock()
+	t, ok := r.contracts[key]
+	r.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, err := registry.ParseDeviceTool(json.RawMessage(raw))
+	if err != nil {
+		// The hub checked it when the device registered; a contract that no longer compiles is a bug.
+		return nil, fmt.Errorf("a registered device contract does not load: %w", err)
+	}
+	r.mu.Lock()
+	r.contracts[key] = t
+	r.mu.Unlock()
+	return t, nil
+}
+
+// aliveSQL lists which of the given devices can be given calls now, freshest heartbeat first.
+const aliveSQL = `SELECT d.name FROM core_devices d WHERE d.name = ANY($1) AND gem_device_alive(d) ORDER BY d.last_heartbeat DESC`
+
+func (r *deviceRelay) alive(ctx context.Context, candidates []string) ([]string, error) {
+	rows, err := r.e.pool.Query(ctx, aliveSQL, candidates)
+	if err != nil {
+		return nil, fmt.Errorf("error reading which devices are connected: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("error reading which devices are connected: %w", err)
+	}
+	return names, nil
+}
+
+// awaitDevice waits until one of the candidates is alive, the deadline passes (ok false), or until (ok false,
+// with time left before the deadline).
+func (r *deviceRelay) awaitDevice(ctx context.Context, candidates []string, deadline, until time.Time) (alive []string, err error) {
+	wake, stop := r.listener.Watch(gemsql.DeviceChangedChannel, "")
+	defer stop()
+	for {
+		if alive, err = r.alive(ctx, candidates); err != nil || len(alive) > 0 {
+			return alive, err
+		}
+		end := deadline
+		if until.Before(end) {
+			end = until
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return nil, nil
+		}
+		t := time.NewTimer(min(left, devicePoll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// unavailable is the receipt of a call whose device did not come in time.
+func (dc *deviceCall) unavailable() *receiptDraft {
+	waited := time.Since(dc.deadline) + dc.wait
+	if dc.named != "" {
+		return failed(registry.CodeDeviceUnavailable, fmt.Sprintf("device %q was not connected within the call's wait (%s)", dc.named, waited.Round(time.Millisecond)),
+			map[string]any{"device": dc.named, "waited_ms": waited.Milliseconds()})
+	}
+	return failed(registry.CodeDeviceUnavailable, fmt.Sprintf("no device serving %s was connected within the call's wait (%s)", dc.tool.Name, waited.Round(time.Millisecond)),
+		map[string]any{"devices_serving_tool": dc.candidates, "waited_ms": waited.Milliseconds()})
+}
+
+// runDevice works a device job: it routes the call and, when no device can take it yet, waits for one
+// before any transaction is opened (snoozing the job past deviceWaitChunk); then the call runs in a
+// transaction of its own, with the relay as its handler.
+func (e *Executor) runDevice(p *pending) error {
+	dc, err := e.devices.route(p.ctx, p.args)
+	if err != nil {
+		return err
+	}
+	if dc != nil && dc.early == nil && len(dc.alive) == 0 {
+		alive, err := e.devices.awaitDevice(p.ctx, dc.candidates, dc.deadline, time.Now().Add(deviceWaitChunk))
+		switch {
+		case err != nil:
+			return err
+		case len(alive) == 0 && time.Now().Before(dc.deadline):
+			return river.JobSnooze(0) // still waiting: go on in the job's next run
+		case len(alive) == 0:
+			dc.early = dc.unavailable()
+		}
+		dc.alive = alive
+	}
+	p.device = dc
+	e.runBatch([]*pending{p})
+	return <-p.result
+}
+
+// deviceAttempt is a row of core_device_attempts.
+type deviceAttempt struct {
+	id     int64
+	device string
+	state  string
+	result []byte
+	err    []byte
+}
+
+const attemptsSQL = `SELECT id, device, state, result, error FROM core_device_attempts WHERE call_id = $1 ORDER BY id`
+
+// firstAttemptSQL reads the call's attempts and, when it has none, hands it to a device in the same
+// statement (the insert's trigger tells the hubs): the happy path's one round trip before the answer.
+const firstAttemptSQL = `WITH prior AS (SELECT id, device, state, result, error FROM core_device_attempts WHERE call_id = $1),
+	ins AS (INSERT INTO core_device_attempts (call_id, device, timeout_ms)
+		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM prior)
+		RETURNING id, device, state, result, error)
+	SELECT * FROM prior UNION ALL SELECT * FROM ins ORDER BY id`
+
+// attemptInsertSQL hands a call to a device (the insert's trigger tells the hubs).
+const attemptInsertSQL = `INSERT INTO core_device_attempts (call_id, device, timeout_ms) VALUES ($1, $2, $3) RETURNING id`
+
+func scanAttempts(rows pgx.Rows, err error) ([]deviceAttempt, error) {
+	if err != nil {
+		return nil, Retryable(fmt.Errorf("error reading the call's device attempts: %w", err))
+	}
+	atts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deviceAttempt, error) {
+		var d deviceAttempt
+		err := row.Scan(&d.id, &d.device, &d.state, &d.result, &d.err)
+		return d, err
+	})
+	if err != nil {
+		return nil, Retryable(fmt.Errorf("error reading the call's device attempts: %w", err))
+	}
+	return atts, nil
+}
+
+// relay is the handler of a device call: it hands the call to a device and waits for the answer, reading
+// the call's attempts first so that a run after a crash picks up where the last one was.
+func (a *attempt) relay(ctx context.Context, c *Call) (any, error) {
+	dc := a.p.device
+	pool := a.e.pool
+	callID := [16]byte(a.args.CallID)
+	// Watched before anything is handed out: no answer can come before its wait.
+	wake, stop := a.e.devices.listener.Watch(gemsql.DeviceResultChannel, a.args.CallID.String())
+	defer stop()
+	for pass := 0; ; pass++ {
+		var atts []deviceAttempt
+		var err error
+		if pass == 0 && len(dc.alive) > 0 {
+			atts, err = scanAttempts(pool.Query(ctx, firstAttemptSQL, callID, dc.alive[0], dc.tool.TimeoutMS))
+		} else {
+			atts, err = scanAttempts(pool.Query(ctx, attemptsSQL, callID))
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.devicesTried = a.devicesTried[:0]
+		for _, at := range atts {
+			if !slices.Contains(a.devicesTried, at.device) {
+				a.devicesTried = append(a.devicesTried, at.device)
+			}
+		}
+		var last *deviceAttempt
+		if len(atts) > 0 {
+			last = &atts[len(atts)-1]
+		}
+
+		switch {
+		case last != nil && last.state == gemsql.AttemptSucceeded:
+			a.ranOn = last.device
+			return json.RawMessage(last.result), nil
+		case last != nil && last.state == gemsql.AttemptFailed:
+			a.ranOn = last.device
+			return nil, deviceError(last.device, last.err)
+		case last != nil && last.state == gemsql.AttemptAbandoned:
+			return nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("an earlier run of this call gave up waiting for device %q", last.device)}
+		case last != nil && last.state == gemsql.AttemptLost && !dc.mayRepeat():
+			a.ranOn = last.device
+			return nil, &Error{Code: registry.CodeOutcomeUnknown, Message: fmt.Sprintf(
+				"device %q went away while running this call, which may not run twice (mode %s, permissions %v): it is not run again",
+				last.device, dc.tool.Idempotency.Mode, dc.tool.Permissions),
+				Details: map[string]any{"device": last.device, "permissions": dc.tool.Permissions}}
+		case last != nil && (last.state == gemsql.AttemptQueued || last.state == gemsql.AttemptSent):
+			if err := a.awaitAnswer(ctx, last, wake); err != nil {
+				return nil, err
+			}
+			continue
+		}
+
+		// No attempt yet, or the last one never ran (unsent) or may be repeated (lost): hand it out.
+		dev, err := a.pickDevice(ctx, atts)
+		if err != nil {
+			return nil, err
+		}
+		if dev == "" {
+			u := dc.unavailable().err
+			return nil, &Error{Code: u.Code, Message: u.Message, Details: map[string]any{"devices_serving_tool": dc.candidates, "devices_tried": a.devicesTried}}
+		}
+		var id int64
+		if err := pool.QueryRow(ctx, attemptInsertSQL, callID, dev, dc.tool.TimeoutMS).Scan(&id); err != nil {
+			return nil, Retryable(fmt.Errorf("error handing the call to device %s: %w", dev, err))
+		}
+		a.log.Debug().Str("device", dev).Int64("device_attempt", id).Msg("call handed to a device")
+	}
+}
+
+// pickDevice chooses the device for the next attempt: the named one, or the freshest alive candidate,
+// preferring devices not tried yet. It waits for one until the call's deadline; "" means none came.
+func (a *attempt) pickDevice(ctx context.Context, atts []deviceAttempt) (string, error) {
+	dc, r := a.p.device, a.e.devices
+	alive, err := r.awaitDevice(ctx, dc.candidates, dc.deadline, dc.deadline)
+	if err != nil || len(alive) == 0 {
+		return "", err
+	}
+	for _, d := range alive {
+		if !slices.ContainsFunc(atts, func(at deviceAttempt) bool { return at.device == d && at.state != gemsql.AttemptUnsent }) {
+			return d, nil
+		}
+	}
+	return alive[0], nil
+}
+
+// awaitAnswer waits until the attempt's state may have changed: a notification, or a poll that finds its
+// device no longer alive (then the devices that stopped heartbeating are expired, which ends the attempt).
+// When the call's context ends first, the attempt is abandoned, so a late answer is dropped and the device
+// told to cancel.
+func (a *attempt) awaitAnswer(ctx context.Context, at *deviceAttempt, wake <-chan struct{}) error {
+	pool := a.e.pool
+	t := time.NewTimer(devicePoll)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return nil
+	case <-t.C:
+		alive, err := a.e.devices.alive(ctx, []string{at.device})
+		if err != nil {
+			return Retryable(err)
+		}
+		if len(alive) == 0 {
+			// An attempt still queued was never handed over: free it for another device now. One already
+			// sent waits for the device to come back and answer, or for its heartbeat deadline.
+			_, err := pool.Exec(ctx, `UPDATE core_device_attempts SET state = 'unsent', finished_at = now() WHERE id = $1 AND state = 'queued'`, at.id)
+			if err == nil {
+				_, err = pool.Exec(ctx, `SELECT gem_devices_expire()`)
+			}
+			if err != nil {
+				return Retryable(fmt.Errorf("error ending an attempt on a device that went away: %w", err))
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		// The call's own context is done: the tool's timeout, or a shutdown. Abandon the attempt with a
+		// context of its own, and tell the hub so it cancels the run on the device.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, err := pool.Exec(actx, `WITH a AS (
+				UPDATE core_device_attempts SET state = 'abandoned', finished_at = now()
+				WHERE id = $1 AND state IN ('queued', 'sent') RETURNING device)
+			SELECT pg_notify('`+gemsql.DeviceDispatchChannel+`', a.device) FROM a`, at.id)
+		if err != nil {
+			a.log.Warn().Err(err).Int64("device_attempt", at.id).Msg("could not abandon a device attempt")
+		}
+		return ctx.Err()
+	}
+}
+
+// deviceError is the error a device answered, as the receipt's: its code when it is one of GEM's,
+// handler_error otherwise.
+func deviceError(device string, raw []byte) error {
+	var ce registry.CallError
+	if err := json.Unmarshal(raw, &ce); err != nil || ce.Code == "" {
+		return &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("device %q answered an error GEM cannot read", device),
+			Details: map[string]any{"device": device, "answer": string(raw)}}
+	}
+	code := ce.Code
+	details := map[string]any{"device": device}
+	if len(ce.Details) > 0 {
+		details["details"] = ce.Details
+	}
+	if !slices.Contains(registry.ErrorCodes, code) {
+		details["device_code"] = code
+		code = registry.CodeHandlerError
+	}
+	return &Error{Code: code, Message: ce.Message, Details: details}
+}
