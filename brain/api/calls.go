@@ -199,6 +199,8 @@ type callParams struct {
 	Input          json.RawMessage `json:"input"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	WaitTimeoutMS  int             `json:"wait_timeout_ms"`
+	Device         string          `json:"device"`
+	DeviceWaitMS   int             `json:"device_wait_ms"`
 }
 
 // createCall makes one call to a named tool (validated against the registry first) and, with
@@ -212,8 +214,12 @@ func (s *Server) createCall(c echo.Context) error {
 	if len(req.Input) == 0 {
 		req.Input = json.RawMessage("{}")
 	}
-	if errs := brain.PrepareCalls(s.reg, []brain.PlannedCall{{Tool: req.Tool, Input: req.Input}}, nil); len(errs) > 0 {
-		return errs[0]
+	// A call for a named device whose tools are not in the catalog now (it is away) is the executor's to
+	// judge when the device is back, or to end device_unavailable.
+	if _, known := s.reg.Tool(req.Tool); known || req.Device == "" {
+		if errs := brain.PrepareCalls(s.reg, []brain.PlannedCall{{Tool: req.Tool, Input: req.Input}}, nil); len(errs) > 0 {
+			return errs[0]
+		}
 	}
 	ctx := c.Request().Context()
 	id := uuid.Must(uuid.NewV7())
@@ -223,7 +229,7 @@ func (s *Server) createCall(c echo.Context) error {
 		defer sub.Close()
 	}
 	if _, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
-		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c)}); err != nil {
+		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Device: req.Device, DeviceWaitMS: req.DeviceWaitMS}); err != nil {
 		return err
 	}
 	var receipt *registry.Receipt

@@ -165,7 +165,9 @@ var (
 			"tool": {"type": "string", "minLength": 1, "maxLength": 200},
 			"input": {"type": "object"},
 			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
-			"wait_timeout_ms": {"type": "integer", "minimum": 0, "maximum": %d}
+			"wait_timeout_ms": {"type": "integer", "minimum": 0, "maximum": %d},
+			"device": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$"},
+			"device_wait_ms": {"type": "integer", "minimum": 0, "maximum": 3600000}
 		},
 		"required": ["tool"],
 		"additionalProperties": false

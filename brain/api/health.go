@@ -84,6 +84,9 @@ type toolView struct {
 	TimeoutMS    int64                `json:"timeout_ms"`
 	InputSchema  json.RawMessage      `json:"input_schema"`
 	OutputSchema json.RawMessage      `json:"output_schema"`
+	// Devices are the connected devices serving the tool; DeviceAgnostic says any of them may run it.
+	Devices        []string `json:"devices,omitempty"`
+	DeviceAgnostic bool     `json:"device_agnostic,omitempty"`
 }
 
 // toolMatch is one tool a query found: its registry name, the function name an LLM calls it by, and its score.
@@ -181,7 +184,8 @@ func (s *Server) tools(c echo.Context) error {
 		out := make([]toolView, 0, len(tools))
 		for _, t := range tools {
 			out = append(out, toolView{Name: t.Name, Description: t.Description, Idempotency: t.Idempotency, Permissions: t.Permissions,
-				TimeoutMS: t.TimeoutMS, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+				TimeoutMS: t.TimeoutMS, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+				Devices: s.reg.ServedBy(t.Name), DeviceAgnostic: t.DeviceAgnostic})
 		}
 		body["tools"] = out
 		return ok(c, http.StatusOK, body)

@@ -160,6 +160,8 @@ type Params struct {
 	Log      zerolog.Logger
 	// MCP serves the Model Context Protocol at /mcp (brain/mcpserver); nil serves no /mcp.
 	MCP MCPHandler
+	// Devices accepts devices' WebSockets at DeviceConnectPath (brain/devices); nil accepts none.
+	Devices http.Handler
 }
 
 // MCPHandler serves one request to /mcp for the caller its bearer token names.
@@ -210,6 +212,15 @@ func New(p *Params) *Server {
 	e.PUT("/skills/:slug", s.upsertSkill, auth)
 	e.PATCH("/skills/:slug", s.patchSkill, auth)
 	e.DELETE("/skills/:slug", s.deleteSkill, auth)
+	e.GET("/devices", s.listDevices, auth)
+	e.POST("/devices", s.createDevice, auth)
+	e.GET("/devices/:name", s.getDevice, auth)
+	e.DELETE("/devices/:name", s.deleteDevice, auth)
+	e.POST("/devices/:name/token", s.rotateDeviceToken, auth)
+	if p.Devices != nil {
+		// Devices authenticate with their own tokens, which open no other route.
+		e.GET(DeviceConnectPath, echo.WrapHandler(p.Devices))
+	}
 	if p.MCP != nil {
 		e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", func(c echo.Context) error {
 			p.MCP.ServeMCP(c.Response(), c.Request(), requester(c))

@@ -127,7 +127,8 @@ func New(p *Params) (*Server, error) {
 		// What a client sees depends on who it is (its agent), so no cache may share it.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
-	for _, t := range p.Registry.Tools() {
+	// Devices' tools join as their devices connect (SetDeviceTools).
+	for _, t := range p.Registry.OwnTools() {
 		s.mcp.AddTool(Tool(t), s.callTool(t))
 	}
 	s.mcp.AddTool(getReceiptDefinition, s.getReceipt)

@@ -61,11 +61,15 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		if err := tool.ValidateInput(input); err != nil {
 			return invalidArguments(tool.Name, err), nil
 		}
+		device, err := deviceOf(req.Params.Meta)
+		if err != nil {
+			return invalidArguments(tool.Name, err), nil
+		}
 		id := uuid.Must(uuid.NewV7())
 		sub := s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 		defer sub.Close()
 		if _, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
-			Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name}); err != nil {
+			Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name, Device: device}); err != nil {
 			if e := brain.AsError(postgres.Error(err)); e.Code == brain.EINVALID {
 				return invalidArguments(tool.Name, e), nil // text PostgreSQL cannot store
 			}
@@ -297,4 +301,35 @@ func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return nil, err
 	}
 	return answer(call.ToolName, in.CallID, receipt, true), nil
+}
+
+// metaDevice is the _meta key of a tools/call that names the device the call must run on (docs/devices.md).
+const metaDevice = "gem/device"
+
+// deviceOf reads the device a tools/call names in its _meta, if any.
+func deviceOf(meta mcp.Meta) (string, error) {
+	v, ok := meta[metaDevice]
+	if !ok || v == nil {
+		return "", nil
+	}
+	name, ok := v.(string)
+	if !ok || !gemsql.DeviceNameRe.MatchString(name) {
+		return "", brain.Errorf(brain.EINVALID, "_meta.%s must be a device name (a slug such as \"laptop\"), not %v", metaDevice, v)
+	}
+	return name, nil
+}
+
+// SetDeviceTools adds the tools devices started serving and removes those no device serves any more:
+// tools/list follows the devices that are connected.
+func (s *Server) SetDeviceTools(added, removed []*registry.Tool) {
+	if len(removed) > 0 {
+		names := make([]string, len(removed))
+		for i, t := range removed {
+			names[i] = t.Name
+		}
+		s.mcp.RemoveTools(names...)
+	}
+	for _, t := range added {
+		s.mcp.AddTool(Tool(t), s.callTool(t))
+	}
 }

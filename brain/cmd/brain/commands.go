@@ -179,6 +179,8 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	fs.SetOutput(stderr)
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the receipt (0 to return at once)")
 	key := fs.String("key", "", "idempotency key")
+	device := fs.String("device", "", "the device the call must run on (docs/devices.md)")
+	deviceWait := fs.Duration("device-wait", 0, "how long the call waits for its device to be connected (default the executor's GEM_DEVICE_WAIT)")
 	client := clientFrom(fs, getenv)
 	tool, rest := "", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -192,7 +194,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 		return flagExit(err)
 	}
 	if tool == "" {
-		fmt.Fprintln(stderr, "usage: brain call TOOL [INPUT_JSON] [-wait 30s] [-key KEY]")
+		fmt.Fprintln(stderr, "usage: brain call TOOL [INPUT_JSON] [-wait 30s] [-key KEY] [-device NAME [-device-wait 30s]]")
 		return 2
 	}
 	if !json.Valid([]byte(input)) {
@@ -202,6 +204,12 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	req := map[string]any{"tool": tool, "input": json.RawMessage(input), "wait_timeout_ms": wait.Milliseconds()}
 	if *key != "" {
 		req["idempotency_key"] = *key
+	}
+	if *device != "" {
+		req["device"] = *device
+	}
+	if *deviceWait > 0 {
+		req["device_wait_ms"] = deviceWait.Milliseconds()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
@@ -411,6 +419,67 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	fmt.Fprintf(stdout, "%d of %d files ingested\n", len(files)-failed, len(files))
 	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// devicesCommand manages devices: brain devices [list], add NAME [-owner WHO], remove NAME, token NAME.
+func devicesCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("devices "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	owner := fs.String("owner", "", "who the device belongs to (add)")
+	client := clientFrom(fs, getenv)
+	name := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	usage := func() int {
+		fmt.Fprintln(stderr, "usage: brain devices [list] | add NAME [-owner WHO] | remove NAME | token NAME")
+		return 2
+	}
+	var method, path string
+	var req any
+	switch sub {
+	case "list":
+		if name != "" {
+			method, path = http.MethodGet, "/devices/"+url.PathEscape(name)
+		} else {
+			method, path = http.MethodGet, "/devices"
+		}
+	case "add":
+		if name == "" {
+			return usage()
+		}
+		method, path, req = http.MethodPost, "/devices", map[string]any{"name": name, "owner": *owner}
+	case "remove":
+		if name == "" {
+			return usage()
+		}
+		method, path = http.MethodDelete, "/devices/"+url.PathEscape(name)
+	case "token":
+		if name == "" {
+			return usage()
+		}
+		method, path = http.MethodPost, "/devices/"+url.PathEscape(name)+"/token"
+	default:
+		fmt.Fprintf(stderr, "brain devices: unknown command %q\n", sub)
+		return usage()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body, ok := printJSON(ctx, client(), method, path, req, "brain devices "+sub, stdout, stderr, getenv)
+	if !ok {
+		return 1
+	}
+	if ok, _ := body["ok"].(bool); !ok {
 		return 1
 	}
 	return 0

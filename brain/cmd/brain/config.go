@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/devices"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
 	gemsql "github.com/gemhq/gem/sql"
@@ -69,6 +70,10 @@ type Config struct {
 	// MCP configures the MCP server at /mcp and `brain mcp` (GEM_MCP_CALL_WAIT: how long tools/call waits for
 	// a receipt before answering pending; defaults to 25s).
 	MCP mcpserver.Config
+
+	// Devices configures the hub devices connect to at /devices/connect (GEM_DEVICE_HEARTBEAT: how often
+	// devices heartbeat, 5s; GEM_DEVICE_MISSED_HEARTBEATS: how many they may miss before they are dead, 3).
+	Devices devices.Config
 }
 
 // BusinessTimezoneDefault is the executor's business time zone when GEM_BUSINESS_TIMEZONE is unset
@@ -109,6 +114,9 @@ func (c Config) validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.MCP.WithDefaults().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Devices.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Planner != "" && c.Planner != PlannerRules && c.Planner != PlannerLLM {
@@ -199,6 +207,20 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("GEM_MCP_CALL_WAIT: %q is not a duration (like 25s)", s))
 		}
 		c.MCP.CallWait = d
+	}
+	if s := getenv("GEM_DEVICE_HEARTBEAT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("GEM_DEVICE_HEARTBEAT: %q is not a duration (like 5s)", s))
+		}
+		c.Devices.Heartbeat = d
+	}
+	if s := getenv("GEM_DEVICE_MISSED_HEARTBEATS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("GEM_DEVICE_MISSED_HEARTBEATS: %q is not a positive whole number", s))
+		}
+		c.Devices.MissedHeartbeats = n
 	}
 	return c, errors.Join(errs...)
 }

@@ -33,8 +33,11 @@ usage:
   brain approve RUN_ID [-wait] [-timeout 30s|30000]
                                           run a plan stored with -M plan
   brain receipt CALL_ID [-wait 30s]       print a call and its receipt (waiting up to -wait for it)
-  brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY]
+  brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY] [-device NAME [-device-wait 30s]]
                                           make one call to a named tool and print its receipt
+  brain devices [list [NAME]] | add NAME [-owner WHO] | remove NAME | token NAME
+                                          list devices, or add one (printing its token), remove one, or
+                                          give one a new token (docs/devices.md)
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
                                           ingest Markdown and text files with lore.ingest
@@ -79,6 +82,8 @@ brain serve reads (defaults in brackets):
   GEM_BRAIN_TOOL_SEARCH_THRESHOLD  tools above which agents get search_tools/describe_tool [40]
   GEM_BRAIN_CHAT_WAIT_TIMEOUT      wait for one chat iteration's receipts [30s]
   GEM_MCP_CALL_WAIT                how long an MCP tools/call waits for its receipt before answering pending [25s]
+  GEM_DEVICE_HEARTBEAT             how often devices heartbeat to this hub [5s]
+  GEM_DEVICE_MISSED_HEARTBEATS     heartbeats a device may miss before it is dead [3]
   GEM_LLM_PROVIDER                 openai or anthropic [openai]
   GEM_LLM_BASE_URL                 the LLM API's base URL [the provider's]
   GEM_LLM_API_KEY                  the LLM API key
@@ -107,6 +112,8 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return runMessage(args[1:], getenv, stdout, stderr)
 	case "call":
 		return callTool(args[1:], getenv, stdout, stderr)
+	case "devices":
+		return devicesCommand(args[1:], getenv, stdout, stderr)
 	case "approve":
 		return approveRun(args[1:], getenv, stdout, stderr)
 	case "receipt":

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/devices"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
@@ -104,6 +105,22 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger) (srv *mcpserve
 	if err != nil {
 		closeAll()
 		return nil, nil, err
+	}
+	// No device connects here, but the tools of connected devices are served as /mcp serves them.
+	hub, err := devices.New(&devices.Params{Config: cfg.Devices, Registry: reg, Pool: pool, Log: log})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	hub.OnCatalogChange(func(_ context.Context, ch devices.CatalogChange) { srv.SetDeviceTools(ch.Added, ch.Removed) })
+	if err := hub.Start(ctx); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	stopAll := closeAll
+	closeAll = func() {
+		hub.Close()
+		stopAll()
 	}
 	return srv, closeAll, nil
 }

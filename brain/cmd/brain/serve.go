@@ -8,6 +8,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/devices"
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/brain/planner"
@@ -35,6 +36,7 @@ type Main struct {
 	Runs     *run.Service
 	Chat     *chat.Chat
 	MCP      *mcpserver.Server
+	Devices  *devices.Hub
 	Server   *api.Server
 }
 
@@ -107,10 +109,23 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.MCP, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, Log: m.Log}); err != nil {
 		return err
 	}
+	if m.Devices, err = devices.New(&devices.Params{Config: cfg.Devices, Registry: m.Registry, Pool: m.Pool, Log: m.Log}); err != nil {
+		return err
+	}
+	m.Devices.OnCatalogChange(func(ctx context.Context, ch devices.CatalogChange) {
+		m.MCP.SetDeviceTools(ch.Added, ch.Removed)
+		if err := postgres.ToolCatalogLoad(ctx, m.Pool, ch.Added); err != nil {
+			m.Log.Warn().Err(err).Msg("error adding device tools to the tool search catalog; a search will add them")
+		}
+	})
+	if err := m.Devices.Start(ctx); err != nil {
+		m.Devices = nil
+		return err
+	}
 	m.Server = api.New(&api.Params{
 		Config: cfg.api(),
 		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
-		MCP: m.MCP,
+		MCP: m.MCP, Devices: m.Devices,
 	})
 	if err := m.Server.Open(); err != nil {
 		m.Server = nil
@@ -132,6 +147,10 @@ func (m *Main) Close(ctx context.Context) error {
 }
 
 func (m *Main) closeAll() {
+	if m.Devices != nil {
+		// Devices' sockets are hijacked connections the HTTP server's shutdown does not wait for.
+		m.Devices.Close()
+	}
 	if m.Waiter != nil {
 		m.Waiter.Stop()
 	}

@@ -1,0 +1,91 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/labstack/echo/v4"
+)
+
+// DeviceConnectPath is where devices open their WebSocket (with a device token, not an API token).
+const DeviceConnectPath = "/devices/connect"
+
+var deviceSchema = registry.MustCompileSchema("device", []byte(`{
+	"type": "object",
+	"properties": {
+		"name": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$", "not": {"const": "connect"}},
+		"owner": {"type": "string", "maxLength": 200}
+	},
+	"required": ["name"],
+	"additionalProperties": false
+}`))
+
+type deviceParams struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+}
+
+func (s *Server) listDevices(c echo.Context) error {
+	list, err := gemsql.DeviceList(c.Request().Context(), s.pool)
+	if err != nil {
+		return postgres.Error(err)
+	}
+	return ok(c, http.StatusOK, map[string]any{"devices": list})
+}
+
+func (s *Server) getDevice(c echo.Context) error {
+	d, err := gemsql.DeviceGet(c.Request().Context(), s.pool, c.Param("name"))
+	if err != nil {
+		return deviceError(c.Param("name"), err)
+	}
+	return ok(c, http.StatusOK, map[string]any{"device": d})
+}
+
+// createDevice makes a device and answers its token, shown this once.
+func (s *Server) createDevice(c echo.Context) error {
+	p, _, err := decodeBody[deviceParams](c, deviceSchema, "")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	token, err := gemsql.DeviceCreate(ctx, s.pool, p.Name, p.Owner)
+	if err != nil {
+		return deviceError(p.Name, err)
+	}
+	d, err := gemsql.DeviceGet(ctx, s.pool, p.Name)
+	if err != nil {
+		return postgres.Error(err)
+	}
+	return ok(c, http.StatusCreated, map[string]any{"device": d, "token": token,
+		"note": "the token is shown only now: give it to the device (GEM_DEVICE_TOKEN)"})
+}
+
+func (s *Server) rotateDeviceToken(c echo.Context) error {
+	token, err := gemsql.DeviceRotateToken(c.Request().Context(), s.pool, c.Param("name"))
+	if err != nil {
+		return deviceError(c.Param("name"), err)
+	}
+	return ok(c, http.StatusOK, map[string]any{"device": c.Param("name"), "token": token,
+		"note": "the old token no longer connects; the token is shown only now"})
+}
+
+func (s *Server) deleteDevice(c echo.Context) error {
+	if err := gemsql.DeviceDelete(c.Request().Context(), s.pool, c.Param("name")); err != nil {
+		return deviceError(c.Param("name"), err)
+	}
+	return ok(c, http.StatusOK, map[string]any{"deleted": c.Param("name")})
+}
+
+func deviceError(name string, err error) error {
+	switch {
+	case errors.Is(err, gemsql.ErrNotFound):
+		return brain.Errorf(brain.ENOTFOUND, "no device named %q", name)
+	case errors.Is(err, gemsql.ErrExists):
+		return brain.Errorf(brain.ECONFLICT, "a device named %q already exists", name)
+	}
+	return postgres.Error(err)
+}

@@ -1,0 +1,262 @@
+// Package devices is the hub of GEM's devices (docs/devices.md): it accepts devices' WebSockets at
+// /devices/connect, records the tools they register in PostgreSQL, hands them the calls executors relay
+// through core_device_attempts, and stores their answers there. The hub never writes a receipt: the executor
+// that relays a call does, in the usual transaction. Any number of brains may be hubs; a device is connected
+// to one of them at a time.
+package devices
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Config.
+const (
+	// HeartbeatDefault is how often a device heartbeats.
+	HeartbeatDefault = 5 * time.Second
+	// MissedHeartbeatsDefault is how many heartbeats a device may miss before it is dead.
+	MissedHeartbeatsDefault = 3
+	// MaxMessageDefault bounds one message from a device (an answer's result, a registration).
+	MaxMessageDefault = 16 << 20
+	// registerWait is how long a new connection has to register.
+	registerWait = 10 * time.Second
+	// dispatchPoll is how often a session looks for attempts without a notification.
+	dispatchPoll = time.Second
+)
+
+// Config configures the hub. Zero values mean the defaults.
+type Config struct {
+	// Heartbeat is how often devices heartbeat. Defaults to 5s (GEM_DEVICE_HEARTBEAT).
+	Heartbeat time.Duration
+	// MissedHeartbeats is how many heartbeats a device may miss before it is dead: its tools leave the
+	// catalog and its open attempts end. Defaults to 3 (GEM_DEVICE_MISSED_HEARTBEATS).
+	MissedHeartbeats int
+	// HubID names this brain in core_devices.hub. Defaults to brain-<hostname>-<pid>.
+	HubID string
+	// MaxMessage bounds one message from a device, in bytes. Defaults to 16 MiB.
+	MaxMessage int64
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Heartbeat == 0 {
+		c.Heartbeat = HeartbeatDefault
+	}
+	if c.MissedHeartbeats == 0 {
+		c.MissedHeartbeats = MissedHeartbeatsDefault
+	}
+	if c.HubID == "" {
+		host, _ := os.Hostname()
+		c.HubID = fmt.Sprintf("brain-%s-%d", host, os.Getpid())
+	}
+	if c.MaxMessage == 0 {
+		c.MaxMessage = MaxMessageDefault
+	}
+	return c
+}
+
+// Validate reports what is wrong with the configuration (after WithDefaults).
+func (c Config) Validate() error {
+	var errs []error
+	if c.Heartbeat < 100*time.Millisecond || c.Heartbeat > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("Heartbeat must be between 100ms and 5m, not %s (GEM_DEVICE_HEARTBEAT)", c.Heartbeat))
+	}
+	if c.MissedHeartbeats < 1 || c.MissedHeartbeats > 100 {
+		errs = append(errs, fmt.Errorf("MissedHeartbeats must be between 1 and 100, not %d (GEM_DEVICE_MISSED_HEARTBEATS)", c.MissedHeartbeats))
+	}
+	if c.MaxMessage < 64<<10 {
+		errs = append(errs, fmt.Errorf("MaxMessage must be at least 64 KiB, not %d", c.MaxMessage))
+	}
+	return errors.Join(errs...)
+}
+
+// deadAfter is how long a device counts as alive after its last heartbeat.
+func (c Config) deadAfter() time.Duration { return c.Heartbeat * time.Duration(c.MissedHeartbeats) }
+
+// Params are what the hub needs.
+type Params struct {
+	Config   Config
+	Registry *registry.Registry
+	Pool     *pgxpool.Pool
+	Log      zerolog.Logger
+}
+
+// Hub accepts devices and relays calls to them.
+type Hub struct {
+	cfg      Config
+	reg      *registry.Registry
+	pool     *pgxpool.Pool
+	log      zerolog.Logger
+	listener *gemsql.Listener
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+	wg       sync.WaitGroup
+
+	stop       context.CancelFunc
+	sweeping   chan struct{}
+	cataloging chan struct{}
+
+	onChange   []func(context.Context, CatalogChange)
+	catalogMu  sync.Mutex
+	catalog    map[string]*registry.Tool
+	catalogKey [32]byte
+	catalogSet bool
+	contracts  map[[32]byte]*registry.Tool
+}
+
+// New builds a hub; Start it before serving.
+func New(p *Params) (*Hub, error) {
+	cfg := p.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Hub{
+		cfg: cfg, reg: p.Registry, pool: p.Pool, log: p.Log.With().Str("component", "devices").Logger(),
+		listener: gemsql.NewListener(p.Pool, "device-hub", []string{gemsql.DeviceDispatchChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(p.Log)),
+		sessions: map[string]*session{}, contracts: map[[32]byte]*registry.Tool{},
+	}, nil
+}
+
+// Config returns the hub's configuration with defaults applied.
+func (h *Hub) Config() Config { return h.cfg }
+
+// Start listens for attempts to dispatch, expires devices that stop heartbeating, and keeps the registry's
+// device tools current (the first read is done before Start returns).
+func (h *Hub) Start(ctx context.Context) error {
+	if err := h.listener.Start(ctx); err != nil {
+		return err
+	}
+	if err := h.RefreshCatalog(ctx); err != nil {
+		h.log.Warn().Err(err).Msg("could not read the devices' tools; retrying in the background")
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.stop, h.sweeping, h.cataloging = cancel, make(chan struct{}), make(chan struct{})
+	go h.sweep(sctx)
+	go h.watchCatalog(sctx)
+	return nil
+}
+
+// Close closes every device's socket (devices reconnect, to this brain restarted or another) and stops.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	sessions := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		sessions = append(sessions, s)
+	}
+	h.mu.Unlock()
+	for _, s := range sessions {
+		s.close(websocket.StatusGoingAway, "the hub is shutting down")
+	}
+	h.wg.Wait()
+	if h.stop != nil {
+		h.stop()
+		<-h.sweeping
+		<-h.cataloging
+	}
+	h.listener.Stop()
+}
+
+// sweep expires devices whose heartbeat deadline passed, once per heartbeat interval.
+func (h *Hub) sweep(ctx context.Context) {
+	defer close(h.sweeping)
+	t := time.NewTicker(h.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rows, err := h.pool.Query(ctx, `SELECT gem_devices_expire()`)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn().Err(err).Msg("could not expire silent devices")
+			}
+			continue
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			h.log.Warn().Str("device", n).Dur("dead_after", h.cfg.deadAfter()).Msg("device stopped heartbeating: its tools leave the catalog and its open calls end")
+		}
+	}
+}
+
+// Connected lists the devices with a socket on this hub.
+func (h *Hub) Connected() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := make([]string, 0, len(h.sessions))
+	for n := range h.sessions {
+		names = append(names, n)
+	}
+	return names
+}
+
+// httpError answers before the WebSocket is accepted, as the brain's API does.
+func httpError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gem-devices"`)
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "errors": []map[string]string{{"code": code, "message": msg}}})
+}
+
+// ServeHTTP accepts a device's WebSocket: GET /devices/connect with Authorization: Bearer <device token>.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		httpError(w, http.StatusUnauthorized, "unauthorized", "missing device token (send Authorization: Bearer <device token>)")
+		return
+	}
+	// Tokens are stored as SHA-256 hashes and found by their hash: a guess reveals nothing by its timing.
+	var name string
+	err := h.pool.QueryRow(r.Context(), `SELECT name FROM core_devices WHERE token_hash = $1`, gemsql.DeviceTokenHash(token)).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		httpError(w, http.StatusUnauthorized, "unauthorized", "invalid device token")
+		return
+	}
+	if err != nil {
+		h.log.Error().Err(err).Msg("error reading a device token")
+		httpError(w, http.StatusServiceUnavailable, "unavailable", "the database cannot be reached")
+		return
+	}
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		httpError(w, http.StatusServiceUnavailable, "unavailable", "the hub is shutting down")
+		return
+	}
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept answered the request
+	}
+	ws.SetReadLimit(h.cfg.MaxMessage)
+	s := &session{h: h, name: name, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{}}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	h.wg.Add(1)
+	defer h.wg.Done()
+	s.serve()
+}

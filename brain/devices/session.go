@@ -1,0 +1,469 @@
+package devices
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/rs/zerolog"
+)
+
+// Close codes the hub ends a session with, besides the protocol's own: a device reads them to know whether
+// reconnecting can help.
+const (
+	// CloseRefused: the registration was refused (its problems were sent first); fix the tools and restart.
+	CloseRefused websocket.StatusCode = 4000
+	// CloseReplaced: another connection registered as the same device; two processes share a token.
+	CloseReplaced websocket.StatusCode = 4001
+)
+
+// maxTools bounds the tools one device registers.
+const maxTools = 2000
+
+// session is one device's WebSocket on this hub.
+type session struct {
+	h    *Hub
+	name string
+	ws   *websocket.Conn
+	log  zerolog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	registration uuid.UUID
+
+	mu       sync.Mutex
+	inflight map[int64]bool // attempts sent on this socket and not yet answered
+}
+
+func (s *session) close(code websocket.StatusCode, reason string) {
+	_ = s.ws.Close(code, reason)
+	s.cancel()
+}
+
+func (s *session) write(m *registry.DeviceMessage) error {
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	return wsjson.Write(ctx, s.ws, m)
+}
+
+// serve runs a session from its registration to its end.
+func (s *session) serve() {
+	defer s.cancel()
+	defer s.ws.CloseNow()
+
+	rctx, cancel := context.WithTimeout(s.ctx, registerWait)
+	var hello registry.DeviceMessage
+	err := wsjson.Read(rctx, s.ws, &hello)
+	cancel()
+	if err != nil {
+		s.log.Info().Err(err).Msg("device connection ended before it registered")
+		return
+	}
+	if hello.Type != registry.DeviceMsgRegister {
+		s.close(websocket.StatusPolicyViolation, fmt.Sprintf("the first message must be %q, not %q", registry.DeviceMsgRegister, hello.Type))
+		return
+	}
+	tools, problems, err := s.h.check(s.ctx, s.name, hello.Tools)
+	if err != nil {
+		s.log.Error().Err(err).Msg("error checking a device's tools")
+		s.close(websocket.StatusTryAgainLater, "the hub cannot check the registration now")
+		return
+	}
+	if len(problems) > 0 {
+		_ = s.write(&registry.DeviceMessage{Type: registry.DeviceMsgRegistered, Device: s.name, Problems: problems})
+		s.log.Warn().Int("problems", len(problems)).Msg("device registration refused")
+		s.close(CloseRefused, fmt.Sprintf("registration refused: %d problems", len(problems)))
+		return
+	}
+	s.registration = uuid.Must(uuid.NewV7())
+	if err := s.register(tools, &hello); err != nil {
+		s.log.Error().Err(err).Msg("error recording a device's registration")
+		s.close(websocket.StatusTryAgainLater, "the hub cannot record the registration now")
+		return
+	}
+	s.h.adopt(s)
+	defer s.release()
+	if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgRegistered, Device: s.name, HeartbeatMS: s.h.cfg.Heartbeat.Milliseconds()}); err != nil {
+		return
+	}
+	for _, a := range hello.Answers {
+		if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgAck, Attempt: a.Attempt}); err != nil {
+			return
+		}
+	}
+	s.mu.Lock()
+	for _, id := range hello.Running {
+		s.inflight[id] = true
+	}
+	s.mu.Unlock()
+	s.log.Info().Int("tools", len(tools)).Int("running", len(hello.Running)).Int("answers", len(hello.Answers)).
+		Str("version", hello.Version).Msg("device registered")
+
+	go s.dispatch()
+	s.read()
+}
+
+// check returns the tools' contracts, or the problems that refuse the registration: a tool that does not
+// check as a registry entry, a registry tool whose contract differs from the registry's, or a
+// device_agnostic tool whose contract differs from another device's (agnostic means interchangeable).
+func (h *Hub) check(ctx context.Context, device string, raw []json.RawMessage) ([]*registry.Tool, []registry.Problem, error) {
+	if len(raw) > maxTools {
+		return nil, []registry.Problem{{Field: "tools", Message: fmt.Sprintf("has %d tools; a device serves at most %d", len(raw), maxTools)}}, nil
+	}
+	reg, err := registry.ParseDeviceTools(raw)
+	var ce *registry.CheckError
+	if errors.As(err, &ce) {
+		return nil, ce.Problems, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var problems []registry.Problem
+	var agnostic []string
+	for _, t := range reg.Tools() {
+		if main, ok := h.reg.Tool(t.Name); ok {
+			if diff := registry.ContractDiff(main, t); len(diff) > 0 {
+				problems = append(problems, registry.Problem{Tool: t.Name, Field: diff[0], Message: fmt.Sprintf(
+					"differs from the registry's contract for this tool (%v): a device serving a registry tool keeps its contract", diff)})
+			}
+		}
+		if t.DeviceAgnostic {
+			agnostic = append(agnostic, t.Name)
+		}
+	}
+	if len(agnostic) > 0 {
+		rows, err := h.pool.Query(ctx, `SELECT device, contract::text FROM core_device_tools
+			WHERE tool_name = ANY($1) AND agnostic AND device <> $2 ORDER BY device`, agnostic, device)
+		if err != nil {
+			return nil, nil, err
+		}
+		type other struct{ Device, Contract string }
+		others, err := pgx.CollectRows(rows, pgx.RowToStructByPos[other])
+		if err != nil {
+			return nil, nil, err
+		}
+		seen := map[string]bool{}
+		for _, o := range others {
+			theirs, err := registry.ParseDeviceTool(json.RawMessage(o.Contract))
+			if err != nil || seen[theirs.Name] {
+				continue
+			}
+			mine, _ := reg.Tool(theirs.Name)
+			if diff := registry.ContractDiff(theirs, mine); len(diff) > 0 {
+				seen[theirs.Name] = true
+				problems = append(problems, registry.Problem{Tool: mine.Name, Field: diff[0], Message: fmt.Sprintf(
+					"is device_agnostic but differs from device %s's contract for it (%v): devices that may stand in for each other serve one contract", o.Device, diff)})
+			}
+		}
+	}
+	return reg.Tools(), problems, nil
+}
+
+// register records the registration in one transaction: the device connected here, its tools replaced, the
+// answers it kept while away stored, the sent attempts it no longer knows ended (lost), and the executors
+// waiting for a device told.
+func (s *session) register(tools []*registry.Tool, hello *registry.DeviceMessage) error {
+	type toolRow struct {
+		Name     string          `json:"name"`
+		Contract json.RawMessage `json:"contract"`
+		Agnostic bool            `json:"agnostic"`
+	}
+	rows := make([]toolRow, len(tools))
+	for i, t := range tools {
+		rows[i] = toolRow{Name: t.Name, Contract: t.Contract(), Agnostic: t.DeviceAgnostic}
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	keep := slices.Clone(hello.Running)
+	for _, a := range hello.Answers {
+		keep = append(keep, a.Attempt)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	return pgx.BeginFunc(ctx, s.h.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE core_devices SET registration = $2, hub = $3, connected = true, connected_at = now(),
+				disconnected_at = NULL, last_heartbeat = now(), alive_until = now() + make_interval(secs => $4)
+			WHERE name = $1`, s.name, s.registration, s.h.cfg.HubID, s.h.cfg.deadAfter().Seconds())
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("device %s was deleted", s.name)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM core_device_tools WHERE device = $1`, s.name); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO core_device_tools (device, tool_name, contract, agnostic)
+			SELECT $1, t.name, t.contract, t.agnostic FROM jsonb_to_recordset($2::jsonb) AS t(name text, contract jsonb, agnostic boolean)`,
+			s.name, string(doc)); err != nil {
+			return err
+		}
+		for i := range hello.Answers {
+			if err := s.storeAnswer(ctx, tx, &hello.Answers[i]); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `SELECT gem_device_attempts_end($1, true, $2)`, s.name, keep); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify('`+gemsql.DeviceChangedChannel+`', $1)`, s.name)
+		return err
+	})
+}
+
+// adopt makes s the device's session on this hub, closing the one it replaces.
+func (h *Hub) adopt(s *session) {
+	h.mu.Lock()
+	old := h.sessions[s.name]
+	h.sessions[s.name] = s
+	h.mu.Unlock()
+	if old != nil {
+		old.log.Warn().Msg("device connected again; closing its older connection")
+		old.close(CloseReplaced, "replaced by a newer connection of this device")
+	}
+}
+
+// release ends the session: the device is recorded disconnected (if this was its latest registration).
+func (s *session) release() {
+	s.h.mu.Lock()
+	if s.h.sessions[s.name] == s {
+		delete(s.h.sessions, s.name)
+	}
+	s.h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var current bool
+	if err := s.h.pool.QueryRow(ctx, `SELECT gem_device_disconnected($1, $2)`, s.name, s.registration).Scan(&current); err != nil {
+		s.log.Warn().Err(err).Msg("could not record the device's disconnection; its heartbeat deadline will")
+		return
+	}
+	if current {
+		s.log.Info().Msg("device disconnected")
+	}
+}
+
+// read handles the device's messages until the socket ends.
+func (s *session) read() {
+	for {
+		var m registry.DeviceMessage
+		if err := wsjson.Read(s.ctx, s.ws, &m); err != nil {
+			status := websocket.CloseStatus(err)
+			switch {
+			case s.ctx.Err() != nil, status == websocket.StatusNormalClosure, status == websocket.StatusGoingAway:
+				s.log.Debug().Err(err).Msg("device connection closed")
+			case status == -1 && errors.Is(err, context.Canceled):
+			default:
+				s.log.Info().Err(err).Msg("device connection ended")
+				if status == -1 {
+					// Not a close frame: a message GEM cannot read. Say so before going.
+					s.close(websocket.StatusUnsupportedData, "unreadable message")
+				}
+			}
+			return
+		}
+		switch m.Type {
+		case registry.DeviceMsgHeartbeat:
+			if !s.heartbeat() {
+				return
+			}
+		case registry.DeviceMsgAnswer:
+			if m.Answer == nil {
+				s.close(websocket.StatusPolicyViolation, "an answer message must carry an answer")
+				return
+			}
+			if err := s.answer(m.Answer); err != nil {
+				s.log.Warn().Err(err).Int64("device_attempt", m.Answer.Attempt).Msg("could not store a device's answer; the device keeps it and sends it again")
+				continue
+			}
+			if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgAck, Attempt: m.Answer.Attempt}); err != nil {
+				return
+			}
+		default:
+			s.close(websocket.StatusPolicyViolation, fmt.Sprintf("unknown message type %q", m.Type))
+			return
+		}
+	}
+}
+
+// heartbeat moves the device's deadline; false means the session was replaced (another registration).
+func (s *session) heartbeat() bool {
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	var was bool
+	err := s.h.pool.QueryRow(ctx, `UPDATE core_devices d SET last_heartbeat = now(), alive_until = now() + make_interval(secs => $3),
+			connected = true, hub = $4
+		FROM (SELECT connected AND alive_until > now() AS alive FROM core_devices WHERE name = $1 AND registration = $2 FOR UPDATE) prev
+		WHERE d.name = $1 AND d.registration = $2
+		RETURNING prev.alive`, s.name, s.registration, s.h.cfg.deadAfter().Seconds(), s.h.cfg.HubID).Scan(&was)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		s.close(CloseReplaced, "replaced by a newer connection of this device")
+		return false
+	case err != nil:
+		s.log.Warn().Err(err).Msg("could not record a heartbeat")
+	case !was:
+		// It had been given up for dead (frozen, or its network away) and is back: tell the catalogs.
+		s.log.Info().Msg("device is alive again")
+		if _, err := s.h.pool.Exec(ctx, `SELECT pg_notify('`+gemsql.DeviceChangedChannel+`', $1)`, s.name); err != nil {
+			s.log.Warn().Err(err).Msg("could not announce the device's return")
+		}
+	}
+	return true
+}
+
+// answer stores a device's answer to an attempt sent to it.
+func (s *session) answer(a *registry.DeviceAnswer) error {
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if err := s.storeAnswer(ctx, s.h.pool, a); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.inflight, a.Attempt)
+	s.mu.Unlock()
+	return nil
+}
+
+// storeAnswer records an answer on its attempt, if the attempt is this device's and still sent (an answer
+// after the executor gave up, or a second time, changes nothing), and tells the waiting executor. An answer
+// that is not a well-formed result or error is recorded as the device's failure.
+func (s *session) storeAnswer(ctx context.Context, db gemsql.DBTX, a *registry.DeviceAnswer) error {
+	state, result, callErr := gemsql.AttemptSucceeded, []byte(a.Result), a.Error
+	switch {
+	case a.Status == registry.StatusSucceeded && len(a.Result) > 0 && json.Valid(a.Result):
+		callErr = nil
+	case a.Status == registry.StatusFailed && a.Error != nil && a.Error.Code != "":
+		state, result = gemsql.AttemptFailed, nil
+	default:
+		state, result = gemsql.AttemptFailed, nil
+		callErr = &registry.CallError{Code: registry.CodeHandlerError, Message: fmt.Sprintf(
+			"device %s answered neither a result (status succeeded) nor an error with a code (status failed)", s.name)}
+	}
+	var errJSON []byte
+	if callErr != nil {
+		errJSON, _ = json.Marshal(callErr)
+	}
+	const q = `WITH u AS (
+			UPDATE core_device_attempts SET state = $3, result = $4, error = $5, finished_at = now()
+			WHERE id = $1 AND device = $2 AND state = 'sent' RETURNING call_id)
+		SELECT pg_notify('` + gemsql.DeviceResultChannel + `', u.call_id::text) FROM u`
+	_, err := db.Exec(ctx, q, a.Attempt, s.name, state, result, errJSON)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
+		// A result PostgreSQL cannot store (a \u0000 in a string, a number out of range): the call fails.
+		errJSON, _ = json.Marshal(&registry.CallError{Code: registry.CodeOutputContract, Message: fmt.Sprintf(
+			"device %s answered a result that cannot be stored: %s", s.name, pgErr.Message)})
+		_, err = db.Exec(ctx, q, a.Attempt, s.name, gemsql.AttemptFailed, nil, errJSON)
+	}
+	return err
+}
+
+// dispatch sends the device the attempts queued for it and cancels those abandoned, when told and once per
+// dispatchPoll in case a notification was missed.
+func (s *session) dispatch() {
+	wake, stop := s.h.listener.Watch(gemsql.DeviceDispatchChannel, s.name)
+	defer stop()
+	t := time.NewTicker(dispatchPoll)
+	defer t.Stop()
+	for {
+		if err := s.dispatchOnce(); err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("error dispatching calls to the device")
+			}
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+// claimSQL takes the device's queued attempts for this registration, marking them sent before they are
+// written to the socket: an attempt that may have reached the device is never handed out again.
+const claimSQL = `UPDATE core_device_attempts a SET state = 'sent', sent_at = now()
+	FROM core_tool_calls c
+	WHERE a.device = $1 AND a.state = 'queued' AND c.id = a.call_id
+	  AND EXISTS (SELECT 1 FROM core_devices d WHERE d.name = $1 AND d.registration = $2)
+	RETURNING a.id, a.call_id, c.tool_name, c.input::text, a.timeout_ms`
+
+func (s *session) dispatchOnce() error {
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	rows, err := s.h.pool.Query(ctx, claimSQL, s.name, s.registration)
+	if err != nil {
+		return err
+	}
+	type claimed struct {
+		ID        int64
+		CallID    uuid.UUID
+		Tool      string
+		Input     string
+		TimeoutMS int64
+	}
+	calls, err := pgx.CollectRows(rows, pgx.RowToStructByPos[claimed])
+	if err != nil {
+		return err
+	}
+	for _, c := range calls {
+		s.mu.Lock()
+		s.inflight[c.ID] = true
+		s.mu.Unlock()
+		err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgCall, Attempt: c.ID, CallID: c.CallID.String(),
+			Tool: c.Tool, Input: json.RawMessage(c.Input), TimeoutMS: c.TimeoutMS})
+		if err != nil {
+			// It may or may not have reached the device: it stays sent, and the device's next registration
+			// (or its heartbeat deadline) says what became of it.
+			s.close(websocket.StatusInternalError, "could not send a call")
+			return fmt.Errorf("error sending attempt %d: %w", c.ID, err)
+		}
+	}
+
+	s.mu.Lock()
+	open := make([]int64, 0, len(s.inflight))
+	for id := range s.inflight {
+		open = append(open, id)
+	}
+	s.mu.Unlock()
+	if len(open) == 0 {
+		return nil
+	}
+	rows, err = s.h.pool.Query(ctx, `SELECT id, state FROM core_device_attempts WHERE id = ANY($1) AND state <> 'sent'`, open)
+	if err != nil {
+		return err
+	}
+	type ended struct {
+		ID    int64
+		State string
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ended])
+	if err != nil {
+		return err
+	}
+	for _, d := range done {
+		s.mu.Lock()
+		delete(s.inflight, d.ID)
+		s.mu.Unlock()
+		if d.State == gemsql.AttemptAbandoned || d.State == gemsql.AttemptLost {
+			if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgCancel, Attempt: d.ID}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
