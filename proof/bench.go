@@ -602,6 +602,8 @@ func targets(r *benchResult) []targetResult {
 	haveRiver, haveGEM, haveNote, haveBrain := river.N > 0, gem.N > 0, note.N > 0, brain.N > 0
 	mcpCall, brainHealth := r.latency(scMCP, loadSeq), r.latency(scBrainHealth, loadSeq)
 	mcpRatio := float64(mcpCall.P50) / float64(brainHealth.P50)
+	relayed, direct := r.latency(scDevice, loadSeq), r.latency(scREST, loadSeq)
+	added := relayed.P50 - direct.P50
 	return []targetResult{
 		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
 		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
@@ -612,6 +614,8 @@ func targets(r *benchResult) []targetResult {
 		{"brain one-call run p50", fmt.Sprintf("%.2f ms", ms(brain.P50)), "≤ 5 ms", brain.P50 <= 5*time.Millisecond, haveBrain},
 		{"MCP tools/call / POST /brain/run p50 (os.health_check)", fmt.Sprintf("%.2f× (%.2f vs %.2f ms)", mcpRatio, ms(mcpCall.P50), ms(brainHealth.P50)),
 			"≤ 1.2×", mcpRatio <= 1.2, mcpCall.N > 0 && brainHealth.N > 0},
+		{"device relay: p50 added to the same rest tool", fmt.Sprintf("%.2f ms (%.2f vs %.2f ms)", ms(added), ms(relayed.P50), ms(direct.P50)),
+			"≤ 2 ms", added <= 2*time.Millisecond, relayed.N > 0 && direct.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
 	}

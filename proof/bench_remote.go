@@ -28,6 +28,7 @@ const (
 	scMCPSDK      = "brain MCP tools/call, Go SDK client"
 	scREST        = "GEM, rest tool (local HTTP server)"
 	scRESTGo      = "GEM, the same work as a Go handler"
+	scDevice      = "GEM, the rest tool relayed to a device"
 )
 
 // benchMCP measures one os.health_check through the brain's two doors in the same run: POST /brain/run
@@ -242,10 +243,14 @@ func benchREST(ctx context.Context, cfg benchConfig, res *benchResult, bins bina
 		return err
 	}
 	defer listener.close()
-	call := func(tool string) func(context.Context, int) (time.Time, error) {
+	call := func(tool, device string) func(context.Context, int) (time.Time, error) {
+		var dev any
+		if device != "" {
+			dev = device
+		}
 		return func(ctx context.Context, i int) (time.Time, error) {
 			id := uuid.New()
-			if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, '{}')`, id, tool); err != nil {
+			if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input, device) VALUES ($1, $2, '{}', $3)`, id, tool, dev); err != nil {
 				return time.Time{}, err
 			}
 			end, err := listener.wait(ctx, id.String())
@@ -259,10 +264,49 @@ func benchREST(ctx context.Context, cfg benchConfig, res *benchResult, bins bina
 			return end, nil
 		}
 	}
-	if err := measureLatency(ctx, cfg, res, scREST, call("bench.rest_status"), settle, progress); err != nil {
+	if err := measureLatency(ctx, cfg, res, scREST, call("bench.rest_status", ""), settle, progress); err != nil {
 		return err
 	}
-	return measureLatency(ctx, cfg, res, scRESTGo, call("os.health_check"), settle, progress)
+	if err := measureLatency(ctx, cfg, res, scRESTGo, call("os.health_check", ""), settle, progress); err != nil {
+		return err
+	}
+
+	// The same rest tool served by a device: the executor relays each call through the hub (a brain) to an
+	// `executor device` process, which makes the same request.
+	progress("devices: the rest tool relayed through the hub to a device")
+	brain, err := startBrain(bins, gemURL, []string{"GEM_REGISTRY=" + regPath}, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := brain.stop(15 * time.Second); err == nil {
+			err = stopErr
+		}
+	}()
+	rig := &deviceRig{bins: bins, dbURL: gemURL, pool: gemPool, brain: brain, client: &http.Client{Timeout: 30 * time.Second}}
+	token, err := rig.addDevice(ctx, "bench-device")
+	if err != nil {
+		return err
+	}
+	doc, err := os.CreateTemp("", "gem-bench-device-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(doc.Name())
+	if _, err := fmt.Fprintf(doc, `{"version": "bench-device", "tools": [%s]}`, restBenchTool); err != nil {
+		return err
+	}
+	_ = doc.Close()
+	device, err := startProc("bench-device", bins.executor, []string{"device"}, []string{"GEM_DEVICE_HUB=" + brain.url,
+		"GEM_DEVICE_TOKEN=" + token, "GEM_DEVICE_REGISTRY=" + doc.Name(), "GEM_BENCH_REST_URL=" + url, "GEM_LOG_LEVEL=warn"}, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = device.stop(10 * time.Second) }()
+	if err := rig.awaitAlive(device, "bench-device", true); err != nil {
+		return err
+	}
+	return measureLatency(ctx, cfg, res, scDevice, call("bench.rest_status", "bench-device"), settle, progress)
 }
 
 // registryWith writes the repository's registry with extra tools added to a temporary file.

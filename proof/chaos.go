@@ -28,16 +28,18 @@ import (
 
 // chaosConfig configures one chaos run.
 type chaosConfig struct {
-	Calls      int           // calls made by the run
-	Rate       float64       // calls inserted per second
-	Executors  int           // executors running at once
-	KillEvery  time.Duration // one executor is SIGKILLed and restarted this often
-	RestartPG  bool          // restart PostgreSQL once, when 40% of the calls are in
-	Brain      bool          // run the brain and make runs through it during the chaos
-	PGDir      string        // the private cluster's folder
-	SettleTime time.Duration // how long calls may take to finish after the last insert
-	Seed       uint64
-	Log        io.Writer
+	Calls           int           // calls made by the run
+	Rate            float64       // calls inserted per second
+	Executors       int           // executors running at once
+	KillEvery       time.Duration // one executor is SIGKILLed and restarted this often
+	RestartPG       bool          // restart PostgreSQL once, when 40% of the calls are in
+	Brain           bool          // run the brain and make runs through it during the chaos
+	PGDir           string        // the private cluster's folder
+	SettleTime      time.Duration // how long calls may take to finish after the last insert
+	Devices         int           // devices serving the lab tools (needs Brain); one is SIGKILLed and restarted each KillDeviceEvery
+	KillDeviceEvery time.Duration
+	Seed            uint64
+	Log             io.Writer
 }
 
 // chaosReport is what the run found.
@@ -72,19 +74,37 @@ func (r *chaosReport) print(w io.Writer) {
 
 // chaosCall is one call the run makes.
 type chaosCall struct {
-	id    uuid.UUID
-	tool  string
-	input map[string]any
+	id     uuid.UUID
+	tool   string
+	input  map[string]any
+	device string // the device a call names, if any
 }
 
 // planChaos draws the calls: every idempotency mode, keyed calls sharing keys, a send (SMS: safe to retry
 // by key, but never sent twice) and a none-mode tool with database effects (notes).
-func planChaos(n int, seed uint64) []chaosCall {
+//
+// With devices, 15% of the calls go to them: an agnostic read safe to repeat (lab.whoami), and an outside
+// effect on a named device that must never happen twice (lab.effect); a third of them are held at the lab
+// service for a while, so device kills land mid-call.
+func planChaos(n int, seed uint64, devices int) []chaosCall {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	keys := max(1, n/10) // about 2.5 keyed calls per key
 	calls := make([]chaosCall, n)
 	for i := range calls {
 		c := chaosCall{id: uuid.New()}
+		if devices > 0 && rng.IntN(100) < 15 {
+			c.input = map[string]any{"key": c.id.String()}
+			if rng.IntN(3) == 0 {
+				c.input["sleep_ms"] = 300
+			}
+			if rng.IntN(2) == 0 {
+				c.tool = "lab.whoami"
+			} else {
+				c.tool, c.device = "lab.effect", chaosDeviceName(rng.IntN(devices))
+			}
+			calls[i] = c
+			continue
+		}
 		switch p := rng.IntN(100); {
 		case p < 35: // none, database effects
 			c.tool, c.input = "os.create_note", map[string]any{"domain": "business", "title": fmt.Sprintf("chaos note %d", i), "content": c.id.String()}
@@ -103,6 +123,8 @@ func planChaos(n int, seed uint64) []chaosCall {
 	}
 	return calls
 }
+
+func chaosDeviceName(i int) string { return fmt.Sprintf("device-%c", 'a'+i) }
 
 // defaultChaosDir is a folder the PostgreSQL server user can reach, one per repository.
 func defaultChaosDir(root string) string {
@@ -181,15 +203,25 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 
 	var brain *brainProc
 	if cfg.Brain {
-		if brain, err = startBrain(bins, dbURL, []string{"GEM_DB_CONNECT_WAIT=2m"}, cfg.Log); err != nil {
+		if brain, err = startBrain(bins, dbURL, append([]string{"GEM_DB_CONNECT_WAIT=2m"}, deviceRigEnv...), cfg.Log); err != nil {
 			return nil, err
 		}
 		defer func() { _ = brain.stop(15 * time.Second) }()
 	}
+	var fleet *chaosFleet
+	if cfg.Devices > 0 {
+		if brain == nil {
+			return nil, fmt.Errorf("devices need the brain (their hub)")
+		}
+		if fleet, err = startFleet(ctx, bins, dbURL, pool, brain, cfg); err != nil {
+			return nil, err
+		}
+		defer fleet.close()
+	}
 
-	calls := planChaos(cfg.Calls, cfg.Seed)
-	progress("%d calls at %.0f/s, %d executors, one SIGKILLed every %s, PostgreSQL restart: %v, brain: %v",
-		cfg.Calls, cfg.Rate, cfg.Executors, cfg.KillEvery, cfg.RestartPG, cfg.Brain)
+	calls := planChaos(cfg.Calls, cfg.Seed, cfg.Devices)
+	progress("%d calls at %.0f/s, %d executors, one SIGKILLed every %s, PostgreSQL restart: %v, brain: %v, devices: %d (one SIGKILLed every %s)",
+		cfg.Calls, cfg.Rate, cfg.Executors, cfg.KillEvery, cfg.RestartPG, cfg.Brain, cfg.Devices, cfg.KillDeviceEvery)
 
 	runCtx, stopChaos := context.WithCancel(ctx)
 	var background sync.WaitGroup
@@ -219,6 +251,14 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 			mu.Unlock()
 		}
 	}()
+
+	if fleet != nil {
+		background.Add(1)
+		go func() {
+			defer background.Done()
+			fleet.killLoop(runCtx, cfg.KillDeviceEvery, progress)
+		}()
+	}
 
 	// The brain: runs one after another through the chaos; runs refused while PostgreSQL is down are
 	// expected, but runs must succeed again after it is back.
@@ -257,8 +297,12 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 			defer inserters.Done()
 			for call := range work {
 				for {
-					_, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`,
-						call.id, call.tool, call.input)
+					var device any
+					if call.device != "" {
+						device = call.device
+					}
+					_, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input, device) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
+						call.id, call.tool, call.input, device)
 					if err == nil {
 						inserted.Add(1)
 						break
@@ -393,6 +437,11 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 	}
 	if err := checkChaos(ctx, pool, calls, smsByBody(twilio.Messages()), rep); err != nil {
 		return nil, err
+	}
+	if fleet != nil {
+		if err := fleet.check(ctx, pool, rep); err != nil {
+			return nil, err
+		}
 	}
 	rep.count("duration", time.Since(started).Round(time.Second))
 	return rep, nil
@@ -553,6 +602,8 @@ func chaosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&cfg.Brain, "brain", true, "run the brain and make runs through it during the chaos")
 	fs.StringVar(&cfg.PGDir, "pg-dir", "", "the private cluster's folder (default: one per repository under $TMPDIR)")
 	fs.DurationVar(&cfg.SettleTime, "settle", 3*time.Minute, "how long calls may take to finish after the last one is made")
+	fs.IntVar(&cfg.Devices, "devices", 2, "devices serving tools through the brain (0: none)")
+	fs.DurationVar(&cfg.KillDeviceEvery, "kill-device-every", 1500*time.Millisecond, "SIGKILL a device (and restart it) this often")
 	seed := fs.Uint64("seed", 0, "random seed (default: from the clock)")
 	bin := fs.String("bin", "", "folder with the executor and brain binaries (default: build them)")
 	verbose := fs.Bool("v", false, "show the children's logs")

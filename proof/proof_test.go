@@ -30,10 +30,11 @@ func testBinaries(t *testing.T) binaries {
 }
 
 // A smaller chaos run: 1,000 calls, an executor killed every second, PostgreSQL restarted, the brain in
-// front. It must find no violation.
+// front, two devices of which one is killed every 1.5 s. It must find no violation.
 func TestChaos(t *testing.T) {
 	bins := testBinaries(t)
 	cfg := chaosConfig{Calls: 1000, Rate: 100, Executors: 2, KillEvery: time.Second, RestartPG: true, Brain: true,
+		Devices: 2, KillDeviceEvery: 1500 * time.Millisecond,
 		PGDir: defaultChaosDir(bins.root) + "-test", SettleTime: 2 * time.Minute, Seed: uint64(time.Now().UnixNano())}
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -53,6 +54,8 @@ func TestChaos(t *testing.T) {
 	require.NotEqual(t, "0", counts["executors SIGKILLed"])
 	require.NotEqual(t, "0", counts["keyed idempotency hits"], "the run has duplicated keyed calls")
 	require.NotEqual(t, "0", counts["receipts succeeded"])
+	require.NotEqual(t, "0 / 0", counts["device calls / succeeded"])
+	require.Equal(t, "0", counts["device effects that happened twice"])
 	// Only a call killed during its SMS send may fail (outcome_unknown); executor deaths and the restart
 	// must not fail healthy calls.
 	require.Equal(t, "0", counts["receipts failed: other codes"])
@@ -105,7 +108,7 @@ func TestBenchSmoke(t *testing.T) {
 		dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 18, "9 scenarios, each sequential and open loop")
+	require.Len(t, res.Latency, 20, "10 scenarios, each sequential and open loop")
 	for _, l := range res.Latency {
 		m := l.median()
 		require.Equal(t, 40, m.N, l.Scenario)
@@ -121,15 +124,15 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 8)
+	require.Len(t, res.Targets, 9)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scREST, scRESTGo, drNoop, drReceipt, drGEM, drGEMNote,
-		"peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run"} {
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scREST, scRESTGo, scDevice, drNoop, drReceipt, drGEM, drGEMNote,
+		"peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
 }
@@ -146,7 +149,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 8, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 9, strings.Count(out.String(), "not measured"), out.String())
 
 	// With GEM measured too, the latency targets are judged.
 	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})

@@ -1,0 +1,433 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run real processes on loopback: brains (the hubs), an executor, and `executor device`
+// processes serving rest tools that call a local service counting every request it gets.
+
+type rigT struct {
+	*deviceRig
+	t      *testing.T
+	procs  map[string]*proc
+	tokens map[string]string
+}
+
+// newRigT starts a hub and an executor; devices are added with device().
+func newRigT(t *testing.T) *rigT {
+	t.Helper()
+	bins := testBinaries(t)
+	pool, dbURL := sqltest.NewDB(t)
+	logs := &syncWriter{}
+	rig, err := newDeviceRig(bins, dbURL, pool, t.TempDir(), logs)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		rig.close()
+		if t.Failed() {
+			t.Log("\n" + logs.String())
+		}
+	})
+	return &rigT{deviceRig: rig, t: t, procs: map[string]*proc{}, tokens: map[string]string{}}
+}
+
+// device creates a device serving the lab tools (or doc) and starts it against hub (the rig's brain when
+// empty), waiting until it is alive.
+func (r *rigT) device(name, doc, hub string) *proc {
+	r.t.Helper()
+	ctx := context.Background()
+	if r.tokens[name] == "" {
+		token, err := r.addDevice(ctx, name)
+		require.NoError(r.t, err)
+		r.tokens[name] = token
+	}
+	path, err := r.writeRegistry(name, doc)
+	require.NoError(r.t, err)
+	p, err := r.startDeviceAt(name, r.tokens[name], path, hub, true)
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { p.kill() })
+	r.procs[name] = p
+	return p
+}
+
+// do makes a call and waits for its receipt.
+func (r *rigT) do(tool string, input map[string]any, device string, waitMS int) *registry.Receipt {
+	r.t.Helper()
+	ctx := context.Background()
+	id, err := r.call(ctx, tool, input, device, waitMS)
+	require.NoError(r.t, err)
+	rc, err := r.receipt(ctx, id, 40*time.Second)
+	require.NoError(r.t, err)
+	return rc
+}
+
+// awaitStarted waits until the lab service is holding a request of key, and returns the device it came from.
+func (r *rigT) awaitStarted(key string) string {
+	r.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case s := <-r.lab.started:
+			dev, k, _ := strings.Cut(s, " ")
+			if strings.HasSuffix(k, "/"+key) {
+				return dev
+			}
+		case <-deadline:
+			r.t.Fatalf("no request of %s reached the lab service", key)
+		}
+	}
+}
+
+func labResult(t *testing.T, r *registry.Receipt) (device string, hits int) {
+	t.Helper()
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	var out struct {
+		Device string `json:"device"`
+		Hits   int    `json:"hits"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &out))
+	return out.Device, out.Hits
+}
+
+func TestDeviceRouting(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t)
+	r.device("laptop", "", "")
+	r.device("server", "", "")
+
+	// A call naming a device runs there, and its receipt says so.
+	rc := r.do("lab.effect", map[string]any{"key": "named"}, "laptop", 0)
+	dev, hits := labResult(t, rc)
+	require.Equal(t, "laptop", dev)
+	require.Equal(t, 1, hits)
+	require.Equal(t, "laptop", rc.Device)
+	require.Equal(t, []string{"laptop"}, rc.DevicesTried)
+
+	// A device's own tool runs on it without being named.
+	dev, _ = labResult(t, r.do("lab.echo_server", map[string]any{"key": "own"}, "", 0))
+	require.Equal(t, "server", dev)
+
+	// A tool two devices serve that is not device_agnostic must name one.
+	rc = r.do("lab.effect", map[string]any{"key": "unnamed"}, "", 0)
+	require.Equal(t, registry.CodeInvalidCall, rc.Error.Code, rc.Error.Message)
+	require.Contains(t, rc.Error.Message, "name the device")
+	require.Zero(t, r.lab.count("effect", "unnamed"))
+
+	// A device that does not exist, or does not serve the tool, is unknown_device; bad input never reaches
+	// a device.
+	for _, c := range []struct {
+		tool, device string
+		input        map[string]any
+		code         registry.ErrorCode
+	}{
+		{"lab.effect", "phone", map[string]any{"key": "x1"}, registry.CodeUnknownDevice},
+		{"lab.echo_server", "laptop", map[string]any{"key": "x2"}, registry.CodeUnknownDevice},
+		{"lab.effect", "laptop", map[string]any{"key": ""}, registry.CodeValidation},
+		{"lab.effect", "laptop", map[string]any{"key": "x3", "extra": 1}, registry.CodeValidation},
+		{"lab.nothing", "", map[string]any{}, registry.CodeUnknownTool},
+	} {
+		rc := r.do(c.tool, c.input, c.device, 0)
+		require.NotNil(t, rc.Error, "%s on %q", c.tool, c.device)
+		require.Equal(t, c.code, rc.Error.Code, "%s on %q: %s", c.tool, c.device, rc.Error.Message)
+	}
+	for _, k := range []string{"x1", "x2", "x3", ""} {
+		require.Zero(t, r.lab.count("effect", k)+r.lab.count("whoami", k))
+	}
+
+	// POST /calls and MCP tools/call name a device too.
+	var created struct {
+		OK      bool              `json:"ok"`
+		Receipt *registry.Receipt `json:"receipt"`
+	}
+	_, err := r.api(context.Background(), "POST", "/calls", map[string]any{"tool": "lab.effect", "input": map[string]any{"key": "api"},
+		"device": "server", "wait_timeout_ms": 20000}, &created)
+	require.NoError(t, err)
+	require.True(t, created.OK)
+	require.Equal(t, "server", created.Receipt.Device)
+	rpc, err := newMCPHTTP(context.Background(), r.client, r.brain)
+	require.NoError(t, err)
+	var res struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	require.NoError(t, rpc.rpc(context.Background(), 7, "tools/call", map[string]any{"name": "lab.effect", "arguments": map[string]any{"key": "mcp"},
+		"_meta": map[string]any{"gem/device": "laptop"}}, &res))
+	require.False(t, res.IsError, string(res.StructuredContent))
+	require.JSONEq(t, `{"device": "laptop", "hits": 1}`, string(res.StructuredContent))
+
+	// The audit views show the device.
+	ctx := context.Background()
+	var ranOn string
+	var tried []string
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT ran_on_device, devices_tried FROM core_calls WHERE input ->> 'key' = 'named'`).Scan(&ranOn, &tried))
+	require.Equal(t, "laptop", ranOn)
+	require.Equal(t, []string{"laptop"}, tried)
+	var failures int
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT count(*) FROM core_recent_failures WHERE error_code = 'unknown_device'`).Scan(&failures))
+	require.Equal(t, 2, failures)
+}
+
+// An agnostic call of a tool safe to repeat, whose device is killed mid-call, runs again on another device;
+// a named call of a tool with an outside effect whose device is killed mid-call ends outcome_unknown and is
+// never run again; a named call for a device that stays away ends device_unavailable.
+func TestDeviceKilledMidCall(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t)
+	r.device("laptop", "", "")
+	r.device("server", "", "")
+	ctx := context.Background()
+
+	id, err := r.call(ctx, "lab.whoami", map[string]any{"key": "agnostic", "sleep_ms": 2000}, "", 0)
+	require.NoError(t, err)
+	victim := r.awaitStarted("agnostic")
+	r.procs[victim].kill()
+	rc, err := r.receipt(ctx, id, 40*time.Second)
+	require.NoError(t, err)
+	dev, _ := labResult(t, rc)
+	survivor := map[string]string{"laptop": "server", "server": "laptop"}[victim]
+	require.Equal(t, survivor, dev)
+	require.Equal(t, survivor, rc.Device)
+	require.Equal(t, []string{victim, survivor}, rc.DevicesTried)
+	require.Equal(t, 2, r.lab.count("whoami", "agnostic"), "once on each device")
+
+	// The survivor runs an effect and is killed mid-call: the effect may have happened, so it is not run again.
+	id, err = r.call(ctx, "lab.effect", map[string]any{"key": "once", "sleep_ms": 2000}, survivor, 0)
+	require.NoError(t, err)
+	require.Equal(t, survivor, r.awaitStarted("once"))
+	r.procs[survivor].kill()
+	rc, err = r.receipt(ctx, id, 40*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, registry.CodeOutcomeUnknown, rc.Error.Code, rc.Error.Message)
+	require.Equal(t, survivor, rc.Device)
+	require.Equal(t, 1, r.lab.count("effect", "once"))
+
+	// Both devices are away: a call for one waits its bound and ends device_unavailable, never run elsewhere.
+	start := time.Now()
+	rc = r.do("lab.effect", map[string]any{"key": "nobody"}, "laptop", 1000)
+	require.Equal(t, registry.CodeDeviceUnavailable, rc.Error.Code, rc.Error.Message)
+	require.GreaterOrEqual(t, time.Since(start), time.Second)
+	require.Zero(t, r.lab.count("effect", "nobody"))
+
+	// A named call of a tool safe to repeat waits for its device to come back and runs there.
+	id, err = r.call(ctx, "lab.echo_laptop", map[string]any{"key": "comeback"}, "laptop", 20000)
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond)
+	r.device("laptop", "", "")
+	rc, err = r.receipt(ctx, id, 40*time.Second)
+	require.NoError(t, err)
+	dev, _ = labResult(t, rc)
+	require.Equal(t, "laptop", dev)
+}
+
+// The freshest device's hub dies: its device can no longer be reached, the call handed to it is never sent,
+// and after the device's heartbeat deadline it goes to the device on the other hub.
+func TestDeviceFailoverAcrossHubs(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t)
+	hub2, err := startBrain(r.bins, r.dbURL, deviceRigEnv, r.logw)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hub2.stop(10 * time.Second) })
+	server := r.device("server", "", hub2.url)
+	r.device("laptop", "", "") // on the first hub
+
+	// Hold the server's heartbeats a moment so the laptop is the freshest, then kill the laptop's hub: the
+	// laptop loses its socket, and its hub cannot record it.
+	require.NoError(t, server.cmd.Process.Signal(syscall.SIGSTOP))
+	require.Eventually(t, func() bool { return freshest(t, r) == "laptop" }, 5*time.Second, 10*time.Millisecond)
+	r.brain.kill()
+	ctx := context.Background()
+	id, err := r.call(ctx, "lab.whoami", map[string]any{"key": "over"}, "", 0)
+	require.NoError(t, err)
+	require.NoError(t, server.cmd.Process.Signal(syscall.SIGCONT))
+	rc, err := r.receipt(ctx, id, 40*time.Second)
+	require.NoError(t, err)
+	dev, hits := labResult(t, rc)
+	require.Equal(t, "server", dev)
+	require.Equal(t, 1, hits)
+	require.Equal(t, 1, r.lab.count("whoami", "over"))
+	require.Equal(t, "server", rc.Device)
+	require.Equal(t, []string{"laptop", "server"}, rc.DevicesTried, "handed to the laptop first, never sent, then to the server")
+	var states []string
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT array_agg(state ORDER BY id) FROM core_device_attempts WHERE call_id = $1`, id).Scan(&states))
+	require.Equal(t, []string{"unsent", "succeeded"}, states)
+}
+
+// catalogShows says whether GET /brain/tools (with the devices serving it) and MCP tools/list show a tool.
+func (r *rigT) catalogShows(t *testing.T, tool string) (inAPI, inMCP bool) {
+	t.Helper()
+	ctx := context.Background()
+	var list struct {
+		Tools []struct {
+			Name    string   `json:"name"`
+			Devices []string `json:"devices"`
+		} `json:"tools"`
+	}
+	_, err := r.api(ctx, "GET", "/brain/tools", nil, &list)
+	require.NoError(t, err)
+	for _, tl := range list.Tools {
+		if tl.Name == tool {
+			inAPI = len(tl.Devices) > 0
+		}
+	}
+	rpc, err := newMCPHTTP(ctx, r.client, r.brain)
+	require.NoError(t, err)
+	var mcpList struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	require.NoError(t, rpc.rpc(ctx, 1, "tools/list", map[string]any{}, &mcpList))
+	for _, tl := range mcpList.Tools {
+		inMCP = inMCP || tl.Name == tool
+	}
+	return inAPI, inMCP
+}
+
+func freshest(t *testing.T, r *rigT) string {
+	t.Helper()
+	var name string
+	require.NoError(t, r.pool.QueryRow(context.Background(),
+		`SELECT name FROM core_devices d WHERE gem_device_alive(d) ORDER BY last_heartbeat DESC LIMIT 1`).Scan(&name))
+	return name
+}
+
+// A device that stops heartbeating (frozen) is dead after the missed heartbeats: its tools leave the
+// catalog until it beats again.
+func TestDeviceHeartbeatExpiry(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t)
+	p := r.device("laptop", "", "")
+	ctx := context.Background()
+
+	// While it is there, its tools are in the catalog: GET /brain/tools, tool search and MCP tools/list.
+	require.Eventually(t, func() bool { a, m := r.catalogShows(t, "lab.echo_laptop"); return a && m }, 10*time.Second, 50*time.Millisecond)
+	var found struct {
+		Matches []struct {
+			Name string `json:"name"`
+		} `json:"matches"`
+	}
+	_, err := r.api(ctx, "GET", "/brain/tools?q=which+device+answered&limit=3", nil, &found)
+	require.NoError(t, err)
+	require.NotEmpty(t, found.Matches)
+	require.Equal(t, "lab.whoami", found.Matches[0].Name)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	require.NoError(t, r.awaitAlive(nil, "laptop", false))
+	// The hub's sweep records it: disconnected, though its socket never closed.
+	require.Eventually(t, func() bool {
+		d, err := gemsql.DeviceGet(ctx, r.pool, "laptop")
+		return err == nil && !d.Connected && d.DisconnectedAt != nil
+	}, 5*time.Second, 20*time.Millisecond)
+	rc := r.do("lab.echo_laptop", map[string]any{"key": "frozen"}, "laptop", 300)
+	require.Equal(t, registry.CodeDeviceUnavailable, rc.Error.Code)
+
+	require.Eventually(t, func() bool { a, m := r.catalogShows(t, "lab.echo_laptop"); return !a && !m }, 10*time.Second, 50*time.Millisecond,
+		"a dead device's tools leave the catalog")
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
+	require.NoError(t, r.awaitAlive(nil, "laptop", true))
+	require.Eventually(t, func() bool { a, m := r.catalogShows(t, "lab.echo_laptop"); return a && m }, 10*time.Second, 50*time.Millisecond,
+		"its tools come back with it")
+	dev, _ := labResult(t, r.do("lab.echo_laptop", map[string]any{"key": "thawed"}, "laptop", 0))
+	require.Equal(t, "laptop", dev)
+}
+
+// Registering again replaces the device's tools; a second process with the same token ends; a wrong token
+// and a registration with problems are refused, and the device says why.
+func TestDeviceRegistration(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t)
+	first := r.device("laptop", "", "")
+	ctx := context.Background()
+
+	// The same device started again: the newer connection wins, the older process is told and ends.
+	path, err := r.writeRegistry("laptop", "")
+	require.NoError(t, err)
+	second, err := r.startDeviceAt("laptop", r.tokens["laptop"], path, "", false)
+	require.NoError(t, err)
+	t.Cleanup(func() { second.kill() })
+	select {
+	case <-first.done:
+		require.Contains(t, first.tail(), "two devices share a token")
+	case <-second.done:
+		require.Contains(t, second.tail(), "two devices share a token")
+	case <-time.After(20 * time.Second):
+		t.Fatal("neither device process ended")
+	}
+	first.kill()
+	second.kill()
+
+	// Registering with other tools replaces the device's tools.
+	only := strings.Replace(strings.ReplaceAll(labTools, "DEVICE", "laptop"), `"name": "lab.echo_laptop"`, `"name": "lab.echo_again"`, 1)
+	r.device("laptop", only, "")
+	var tools []string
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT array_agg(tool_name ORDER BY tool_name) FROM core_device_tools WHERE device = 'laptop'`).Scan(&tools))
+	require.Equal(t, []string{"lab.echo_again", "lab.effect", "lab.whoami"}, tools)
+	rc := r.do("lab.echo_laptop", map[string]any{"key": "gone"}, "laptop", 0)
+	require.Equal(t, registry.CodeUnknownDevice, rc.Error.Code, rc.Error.Message)
+
+	// A wrong token is refused: the device exits 1 and says so.
+	path, err = r.writeRegistry("intruder", "")
+	require.NoError(t, err)
+	bad, err := r.startDeviceAt("intruder", "gemdev_not-a-token", path, "", false)
+	require.NoError(t, err)
+	select {
+	case <-bad.done:
+		require.Equal(t, 1, bad.cmd.ProcessState.ExitCode())
+		require.Contains(t, bad.tail(), "device token is not valid")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a device with a wrong token kept running")
+	}
+
+	// An agnostic tool whose contract differs from another device's is refused, with the problem named.
+	token, err := r.addDevice(ctx, "phone")
+	require.NoError(t, err)
+	r.tokens["phone"] = token
+	differs := strings.Replace(strings.ReplaceAll(labTools, "DEVICE", "phone"), `"timeout_ms": 20000,
+      "device_agnostic": true`, `"timeout_ms": 9000,
+      "device_agnostic": true`, 1)
+	path, err = r.writeRegistry("phone", differs)
+	require.NoError(t, err)
+	refused, err := r.startDeviceAt("phone", token, path, "", false)
+	require.NoError(t, err)
+	select {
+	case <-refused.done:
+		require.Equal(t, 1, refused.cmd.ProcessState.ExitCode())
+		require.Contains(t, refused.tail(), "is device_agnostic but differs from device laptop's contract")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a refused device kept running")
+	}
+	d, err := gemsql.DeviceGet(ctx, r.pool, "phone")
+	require.NoError(t, err)
+	require.False(t, d.Alive)
+	require.Empty(t, d.Tools)
+}
+
+// syncWriter is a log writer several processes' pumps share.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
