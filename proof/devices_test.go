@@ -249,6 +249,12 @@ func TestDeviceFailoverAcrossHubs(t *testing.T) {
 	ctx := context.Background()
 	id, err := r.call(ctx, "lab.whoami", map[string]any{"key": "over"}, "", 0)
 	require.NoError(t, err)
+	// The server comes back once the call is handed to the laptop (however slow this machine is).
+	require.Eventually(t, func() bool {
+		var n int
+		err := r.pool.QueryRow(ctx, `SELECT count(*) FROM core_device_attempts WHERE call_id = $1 AND device = 'laptop'`, id).Scan(&n)
+		return err == nil && n == 1
+	}, 20*time.Second, 5*time.Millisecond)
 	require.NoError(t, server.cmd.Process.Signal(syscall.SIGCONT))
 	rc, err := r.receipt(ctx, id, 40*time.Second)
 	require.NoError(t, err)
