@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,7 +138,7 @@ type deviceRig struct {
 var deviceRigEnv = []string{"GEM_DEVICE_HEARTBEAT=200ms", "GEM_DEVICE_MISSED_HEARTBEATS=3"}
 
 // newDeviceRig starts the lab service, an executor (the brain's health needs one) and a hub.
-func newDeviceRig(bins binaries, dbURL string, pool *pgxpool.Pool, dir string, logw io.Writer) (*deviceRig, error) {
+func newDeviceRig(bins binaries, dbURL string, pool *pgxpool.Pool, dir string, logw io.Writer, hubEnv ...string) (*deviceRig, error) {
 	lab, err := startLabService()
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func newDeviceRig(bins binaries, dbURL string, pool *pgxpool.Pool, dir string, l
 		r.close()
 		return nil, err
 	}
-	if r.brain, err = startBrain(bins, dbURL, deviceRigEnv, logw); err != nil {
+	if r.brain, err = startBrain(bins, dbURL, append(slices.Clone(deviceRigEnv), hubEnv...), logw); err != nil {
 		r.close()
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,13 +26,14 @@ type rigT struct {
 	tokens map[string]string
 }
 
-// newRigT starts a hub and an executor; devices are added with device().
-func newRigT(t *testing.T) *rigT {
+// newRigT starts a hub (with hubEnv added to its environment) and an executor; devices are added with
+// device().
+func newRigT(t *testing.T, hubEnv ...string) *rigT {
 	t.Helper()
 	bins := testBinaries(t)
 	pool, dbURL := sqltest.NewDB(t)
 	logs := &syncWriter{}
-	rig, err := newDeviceRig(bins, dbURL, pool, t.TempDir(), logs)
+	rig, err := newDeviceRig(bins, dbURL, pool, t.TempDir(), logs, hubEnv...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		rig.close()
@@ -234,8 +236,11 @@ func TestDeviceKilledMidCall(t *testing.T) {
 // and after the device's heartbeat deadline it goes to the device on the other hub.
 func TestDeviceFailoverAcrossHubs(t *testing.T) {
 	t.Parallel()
-	r := newRigT(t)
-	hub2, err := startBrain(r.bins, r.dbURL, deviceRigEnv, r.logw)
+	// Devices are dead after 2 s here: on a loaded machine the call may take a while to be routed, and it
+	// must find the laptop still counted alive.
+	slow := "GEM_DEVICE_MISSED_HEARTBEATS=10"
+	r := newRigT(t, slow)
+	hub2, err := startBrain(r.bins, r.dbURL, append(slices.Clone(deviceRigEnv), slow), r.logw)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hub2.stop(10 * time.Second) })
 	server := r.device("server", "", hub2.url)
