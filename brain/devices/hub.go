@@ -97,11 +97,16 @@ type Params struct {
 
 // Hub accepts devices and relays calls to them.
 type Hub struct {
-	cfg      Config
-	reg      *registry.Registry
-	pool     *pgxpool.Pool
-	log      zerolog.Logger
-	listener *gemsql.Listener
+	cfg  Config
+	reg  *registry.Registry
+	pool *pgxpool.Pool
+	// relayPool writes what a call's path waits on — an attempt marked sent, an answer, a heartbeat —
+	// without waiting for the disk (synchronous_commit off): a hub that dies loses nothing of it, since the
+	// server has it; only a crash of PostgreSQL itself within its WAL writer's delay can, and then the
+	// attempt is sent again under the same id, which the device answers once (see docs/devices.md).
+	relayPool *pgxpool.Pool
+	log       zerolog.Logger
+	listener  *gemsql.Listener
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -126,8 +131,16 @@ func New(p *Params) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	relayCfg := p.Pool.Config().Copy()
+	relayCfg.MaxConns, relayCfg.MinConns = 8, 0
+	relayCfg.ConnConfig.RuntimeParams["application_name"] = "gem-brain-devices"
+	relayCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	relayPool, err := pgxpool.NewWithConfig(context.Background(), relayCfg)
+	if err != nil {
+		return nil, fmt.Errorf("error creating the devices' pool: %w", err)
+	}
 	return &Hub{
-		cfg: cfg, reg: p.Registry, pool: p.Pool, log: p.Log.With().Str("component", "devices").Logger(),
+		cfg: cfg, reg: p.Registry, pool: p.Pool, relayPool: relayPool, log: p.Log.With().Str("component", "devices").Logger(),
 		listener: gemsql.NewListener(p.Pool, "device-hub", []string{gemsql.DeviceDispatchChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(p.Log)),
 		sessions: map[string]*session{}, contracts: map[[32]byte]*registry.Tool{},
 	}, nil
@@ -171,6 +184,7 @@ func (h *Hub) Close() {
 		<-h.cataloging
 	}
 	h.listener.Stop()
+	h.relayPool.Close()
 }
 
 // sweep expires devices whose heartbeat deadline passed, once per heartbeat interval.

@@ -304,7 +304,7 @@ func (s *session) heartbeat() bool {
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
 	var was bool
-	err := s.h.pool.QueryRow(ctx, `UPDATE core_devices d SET last_heartbeat = now(), alive_until = now() + make_interval(secs => $3),
+	err := s.h.relayPool.QueryRow(ctx, `UPDATE core_devices d SET last_heartbeat = now(), alive_until = now() + make_interval(secs => $3),
 			connected = true, hub = $4
 		FROM (SELECT connected AND alive_until > now() AS alive FROM core_devices WHERE name = $1 AND registration = $2 FOR UPDATE) prev
 		WHERE d.name = $1 AND d.registration = $2
@@ -329,7 +329,7 @@ func (s *session) heartbeat() bool {
 func (s *session) answer(a *registry.DeviceAnswer) error {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	if err := s.storeAnswer(ctx, s.h.pool, a); err != nil {
+	if err := s.storeAnswer(ctx, s.h.relayPool, a); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -405,7 +405,7 @@ const claimSQL = `UPDATE core_device_attempts a SET state = 'sent', sent_at = no
 func (s *session) dispatchOnce() error {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	rows, err := s.h.pool.Query(ctx, claimSQL, s.name, s.registration)
+	rows, err := s.h.relayPool.Query(ctx, claimSQL, s.name, s.registration)
 	if err != nil {
 		return err
 	}

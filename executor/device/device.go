@@ -129,15 +129,49 @@ type Agent struct {
 	ws      *websocket.Conn // the current connection, nil between connections
 	running map[int64]context.CancelFunc
 	unacked map[int64]registry.DeviceAnswer
-	wg      sync.WaitGroup
+	// acked are answers the hub acknowledged, kept a while: an attempt handed over again (the hub's record
+	// of it lost with a crash of its database) gets the same answer instead of a second run.
+	acked    map[int64]ackedAnswer
+	ackOrder []int64
+	wg       sync.WaitGroup
+}
+
+type ackedAnswer struct {
+	answer registry.DeviceAnswer
+	at     time.Time
+}
+
+// ackedKeep bounds how long and how many acknowledged answers are kept.
+const (
+	ackedKeep = 10 * time.Minute
+	ackedMax  = 10_000
+)
+
+// rememberAcked moves an acknowledged answer to acked (mu held).
+func (a *Agent) rememberAcked(id int64) {
+	ans, ok := a.unacked[id]
+	if !ok {
+		return
+	}
+	delete(a.unacked, id)
+	a.acked[id] = ackedAnswer{answer: ans, at: time.Now()}
+	a.ackOrder = append(a.ackOrder, id)
+	for len(a.ackOrder) > 0 {
+		oldest := a.ackOrder[0]
+		if e, ok := a.acked[oldest]; ok && len(a.ackOrder) <= ackedMax && time.Since(e.at) < ackedKeep {
+			break
+		}
+		delete(a.acked, oldest)
+		a.ackOrder = a.ackOrder[1:]
+	}
 }
 
 // ErrRefused is returned by Run when the hub refused the device for good: its registration (the problems
 // are logged), its token, or another process connected with the same token.
 var ErrRefused = errors.New("the hub refused the device")
 
-// New loads the device's registry and prepares its tools. Every tool must be a rest or mcp tool: a device
-// has no database for Go handlers.
+// New loads the device's registry and prepares its tools. Every tool must be a rest, mcp or script tool: a
+// device has no database for Go handlers.
 func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Agent, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -155,7 +189,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Agent, error) {
 		}
 	}
 	if len(goTools) > 0 {
-		return nil, fmt.Errorf("%s: a device runs rest and mcp tools; these have no implementation: %s", cfg.RegistryPath, strings.Join(goTools, ", "))
+		return nil, fmt.Errorf("%s: a device runs rest, mcp and script tools; these have no implementation: %s", cfg.RegistryPath, strings.Join(goTools, ", "))
 	}
 	h := executor.Handlers{}
 	closeFn, err := remote.Register(ctx, reg, h, remote.Options{Log: log.With().Str("component", "remote").Logger()})
@@ -163,7 +197,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Agent, error) {
 		return nil, err
 	}
 	return &Agent{cfg: cfg, url: u, reg: reg, handlers: h, log: log, closeFn: closeFn, sem: make(chan struct{}, cfg.MaxRunning),
-		running: map[int64]context.CancelFunc{}, unacked: map[int64]registry.DeviceAnswer{}}, nil
+		running: map[int64]context.CancelFunc{}, unacked: map[int64]registry.DeviceAnswer{}, acked: map[int64]ackedAnswer{}}, nil
 }
 
 // Tools are the tools the device serves.
@@ -267,7 +301,7 @@ func (a *Agent) session(ctx context.Context) error {
 			a.start(ctx, m)
 		case registry.DeviceMsgAck:
 			a.mu.Lock()
-			delete(a.unacked, m.Attempt)
+			a.rememberAcked(m.Attempt)
 			a.mu.Unlock()
 		case registry.DeviceMsgCancel:
 			a.mu.Lock()
@@ -341,6 +375,12 @@ func (a *Agent) start(ctx context.Context, m registry.DeviceMessage) {
 	a.mu.Lock()
 	_, running := a.running[m.Attempt]
 	ans, answered := a.unacked[m.Attempt]
+	if done, ok := a.acked[m.Attempt]; ok {
+		// Acknowledged before, and handed over again: answer again, and wait for the new ack.
+		ans, answered = done.answer, true
+		a.unacked[m.Attempt] = ans
+		delete(a.acked, m.Attempt)
+	}
 	if running || answered {
 		a.mu.Unlock()
 		if answered {
