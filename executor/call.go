@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -270,7 +271,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 	g := newGuardedDB(conn)
 	c := &Call{
 		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
-		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log,
+		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log, invoke: a.invoke,
 	}
 	type ret struct {
 		v   any
@@ -443,4 +444,31 @@ func hex4(b []byte) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// invoke makes a call from inside this one (Call.Invoke) and waits for its receipt.
+func (a *attempt) invoke(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error) {
+	id := uuid.Must(uuid.NewV7())
+	sub := a.e.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
+	defer sub.Close()
+	_, err := gemsql.CallInsert(ctx, a.e.pool, gemsql.CallInsertParams{ID: id, ToolName: tool, Input: input, RunID: a.runID,
+		Agent: a.agent, UserID: a.userID, RequestedBy: "call:" + a.args.CallID.String()})
+	if err != nil {
+		return nil, "", fmt.Errorf("error making a call of %s: %w", tool, err)
+	}
+	res, err := sub.Wait(ctx)
+	r, ok := res.Receipts[id]
+	if !ok {
+		if err == nil {
+			err = errors.New("no receipt")
+		}
+		return nil, id.String(), fmt.Errorf("the call of %s (%s) has no receipt yet: %w", tool, id, err)
+	}
+	if r.Status != registry.StatusSucceeded {
+		if r.Error == nil {
+			return nil, id.String(), &registry.CallError{Code: registry.CodeHandlerError, Message: "the call ended " + string(r.Status)}
+		}
+		return nil, id.String(), r.Error
+	}
+	return r.Result, id.String(), nil
 }

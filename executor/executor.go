@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
@@ -45,6 +46,8 @@ type Executor struct {
 	client    *river.Client[pgx.Tx]
 	log       zerolog.Logger
 	devices   *deviceRelay
+	// waiter waits on the receipts of calls made from inside calls (Call.Invoke).
+	waiter *gemsql.ReceiptWaiter
 
 	queue          chan *pending
 	runners        *runners
@@ -109,6 +112,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 	}
 	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
 	e.devices = newDeviceRelay(e)
+	e.waiter = gemsql.NewReceiptWaiter(pool, gemsql.Slog(e.log))
 
 	riverCfg := pool.Config().Copy()
 	riverCfg.MaxConns = riverPoolSize
@@ -185,6 +189,12 @@ func (e *Executor) Start(ctx context.Context) error {
 		<-e.livenessDone
 		return err
 	}
+	if err := e.waiter.Start(ctx); err != nil {
+		e.devices.listener.Stop()
+		close(e.stopLiveness)
+		<-e.livenessDone
+		return err
+	}
 	go e.rescueLoop()
 	for range e.cfg.Committers {
 		e.committersDone.Add(1)
@@ -194,6 +204,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	// Stopping is Stop's job, with its drain deadline.
 	if err := e.client.Start(context.WithoutCancel(ctx)); err != nil {
 		e.devices.listener.Stop()
+		e.waiter.Stop()
 		close(e.stopCommitters)
 		e.committersDone.Wait()
 		close(e.stopLiveness)
@@ -227,6 +238,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	e.committersDone.Wait()
 	e.runners.stop()
 	e.devices.listener.Stop()
+	e.waiter.Stop()
 	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
 	close(e.stopLiveness)
 	<-e.rescueDone

@@ -132,6 +132,23 @@ type Call struct {
 
 	outside []registry.OutsideEffect
 	files   []registry.FileWritten
+	invoke  func(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error)
+}
+
+// Invoke makes another call of a registry tool from inside this one, as a script tool's gem.x.y(input)
+// does: a call of its own, enqueued, validated and receipted like any other, made for this call's agent,
+// user and run, with this call as its requested_by ("call:<id>"). It waits for the receipt and returns the
+// result and the call's id; a receipt that is not succeeded is a *registry.CallError. The call commits on
+// its own, whatever becomes of this one, so it is recorded in this call's effects.outside (kind "call").
+func (c *Call) Invoke(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error) {
+	if c.invoke == nil {
+		return nil, "", errors.New("calls cannot be made from here (a device's tools cannot call other tools)")
+	}
+	result, id, err := c.invoke(ctx, tool, input)
+	if id != "" {
+		c.RecordOutside(registry.OutsideEffect{Kind: "call", Target: tool, Reference: id})
+	}
+	return result, id, err
 }
 
 // Bind decodes the input into v (a pointer to a struct with json tags). An input that does not fit v is a

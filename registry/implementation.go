@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gemhq/gem/registry/script"
 )
 
 // Implementation types. A tool without an implementation object is ImplGo.
@@ -19,6 +22,8 @@ const (
 	ImplREST = "rest"
 	// ImplMCP is a tool of an MCP server named in the registry's mcp_servers.
 	ImplMCP = "mcp"
+	// ImplScript is a JavaScript function in the entry itself, run in GEM's sandbox (docs/code-mode.md).
+	ImplScript = "script"
 )
 
 // Implementation says how the executor runs a tool's calls when it is not a Go handler. Every field but Type
@@ -53,7 +58,18 @@ type Implementation struct {
 	Server string `json:"server,omitempty"`
 	// RemoteTool is the tool's name on that server.
 	RemoteTool string `json:"tool,omitempty"`
+
+	// Source is a script tool's JavaScript: it defines function main(input), which returns the result.
+	Source string `json:"source,omitempty"`
+	// Calls names the registry tools the script may call (as gem.<domain>.<method>(input)), each call with
+	// a receipt of its own.
+	Calls []string `json:"calls,omitempty"`
+
+	program *script.Program
 }
+
+// Program is a script tool's compiled source (nil for other types).
+func (im *Implementation) Program() *script.Program { return im.program }
 
 // MCPServer is how the executor reaches an MCP server: a stdio command (Command, Args, Env, Dir) or a
 // streamable-HTTP endpoint (URL, Headers), never both.
@@ -246,7 +262,16 @@ func (c *checker) checkImplementation(label string, raw json.RawMessage, t *Tool
 	}
 	restOnly := im.Method != "" || im.URL != "" || len(im.Headers) > 0 || len(im.Body) > 0 || len(im.SuccessStatus) > 0 || im.ResultPath != ""
 	mcpOnly := im.Server != "" || im.RemoteTool != ""
+	scriptOnly := im.Source != "" || len(im.Calls) > 0
+	if im.Type != ImplScript && scriptOnly {
+		c.add(label, "implementation", `"source" and "calls" belong to type "script"`)
+	}
 	switch im.Type {
+	case ImplScript:
+		if restOnly || mcpOnly {
+			c.add(label, "implementation", `of type "script" takes only "source" and "calls"`)
+		}
+		c.checkScript(label, im)
 	case ImplGo:
 		if restOnly || mcpOnly {
 			c.add(label, "implementation", `of type "go" takes no other fields`)
@@ -275,11 +300,72 @@ func (c *checker) checkImplementation(label string, raw json.RawMessage, t *Tool
 			c.add(label, "implementation.tool", "is required: the tool's name on the MCP server")
 		}
 	case "":
-		c.add(label, "implementation.type", `is required ("rest" or "mcp"; leave implementation out for a Go handler)`)
+		c.add(label, "implementation.type", `is required ("rest", "mcp" or "script"; leave implementation out for a Go handler)`)
 	default:
-		c.add(label, "implementation.type", fmt.Sprintf(`%q is not a known implementation type ("go", "rest" or "mcp")`, im.Type))
+		c.add(label, "implementation.type", fmt.Sprintf(`%q is not a known implementation type ("go", "rest", "mcp" or "script")`, im.Type))
 	}
 	t.Implementation = im
+}
+
+// checkScript compiles a script tool's source; the tools it calls are checked once every tool is known
+// (checkScriptCalls).
+func (c *checker) checkScript(label string, im *Implementation) {
+	if strings.TrimSpace(im.Source) == "" {
+		c.add(label, "implementation.source", "is required: JavaScript that defines function main(input)")
+		return
+	}
+	p, err := script.CompileModule(label+".js", im.Source)
+	if err != nil {
+		var se *script.Error
+		if errors.As(err, &se) && se.Code == script.CodeNoMain {
+			c.add(label, "implementation.source", "defines no function main(input), which a call runs")
+		} else if errors.As(err, &se) && se.Line > 0 {
+			c.add(label, "implementation.source", fmt.Sprintf("does not compile: line %d, column %d: %s", se.Line, se.Column, se.Message))
+		} else {
+			c.add(label, "implementation.source", "does not compile: "+err.Error())
+		}
+		return
+	}
+	im.program = p
+}
+
+// checkScriptCalls checks what script tools call: tools of the registry, and no script calling itself,
+// directly or through other scripts (a call would wait on a call that waits on it).
+func (c *checker) checkScriptCalls(r *Registry) {
+	for _, t := range r.tools {
+		if t.ImplementationType() != ImplScript {
+			continue
+		}
+		for _, name := range t.Implementation.Calls {
+			if _, ok := r.byName[name]; !ok {
+				c.add(t.Name, "implementation.calls", fmt.Sprintf("names %q, which is not a tool of the registry", name))
+			}
+		}
+		if cycle := scriptCycle(r, t.Name, nil); cycle != nil {
+			c.add(t.Name, "implementation.calls", "calls itself through "+strings.Join(cycle, " → ")+": a call would wait on itself")
+		}
+	}
+}
+
+// scriptCycle returns a path of script calls from name back to the first name of path, if there is one.
+func scriptCycle(r *Registry, name string, path []string) []string {
+	path = append(path, name)
+	t := r.byName[name]
+	if t == nil || t.ImplementationType() != ImplScript {
+		return nil
+	}
+	for _, next := range t.Implementation.Calls {
+		if next == path[0] {
+			return append(path, next)
+		}
+		if slices.Contains(path, next) {
+			continue
+		}
+		if cycle := scriptCycle(r, next, path); cycle != nil {
+			return cycle
+		}
+	}
+	return nil
 }
 
 func (c *checker) checkREST(label string, im *Implementation, t *Tool) {

@@ -87,6 +87,10 @@ const (
 	// success statuses, an MCP result with isError, a server that could not be reached and may not be
 	// retried); details carry the remote's status and message.
 	CodeRemoteError ErrorCode = "remote_error"
+	// CodeScriptError: a script tool's program failed: it threw (a tool's error it did not catch, too), did
+	// not compile, or passed a bound (time, calls, output, memory); details carry the sandbox's code, the
+	// line, what it printed and the calls it made.
+	CodeScriptError ErrorCode = "script_error"
 	// CodeDeviceUnavailable: the call's device (the one it names, or every device serving its tool) was not
 	// connected within the call's wait; details name the devices and how long the call waited.
 	CodeDeviceUnavailable ErrorCode = "device_unavailable"
@@ -107,7 +111,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodeRemoteError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.

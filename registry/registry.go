@@ -366,6 +366,7 @@ func Parse(data []byte) (*Registry, error) {
 		r.byName[t.Name] = t
 		r.tools = append(r.tools, t)
 	}
+	c.checkScriptCalls(r)
 	if len(c.problems) > 0 {
 		return nil, &CheckError{Problems: c.problems}
 	}

@@ -1,5 +1,6 @@
 // Package remote runs the registry tools that are not Go handlers: a rest tool is one HTTP request
-// described by its registry entry, an mcp tool is a tool of an MCP server the registry names. Register turns
+// described by its registry entry, an mcp tool is a tool of an MCP server the registry names, a script tool
+// is JavaScript in the entry, run in GEM's sandbox. Register turns
 // each such entry into an ordinary executor.Handler, so its calls are validated, deduplicated, timed out
 // and receipted like any other.
 package remote
@@ -44,6 +45,8 @@ func Register(ctx context.Context, reg *registry.Registry, h executor.Handlers, 
 			handler = restHandler(t, opts)
 		case registry.ImplMCP:
 			handler = pool.handler(t)
+		case registry.ImplScript:
+			handler = scriptHandler(t)
 		default:
 			continue
 		}

@@ -121,7 +121,7 @@ var commandUsage = map[string]command{
 	},
 	"device": {
 		synopsis: "executor device [-registry FILE]",
-		summary: "serve the rest and mcp tools of a local registry file to GEM's hub (a brain) over a WebSocket, as a person's machine does; " +
+		summary: "serve the rest, mcp and script tools of a local registry file to GEM's hub (a brain) over a WebSocket, as a person's machine does; " +
 			"no database credentials; see docs/devices.md",
 		flags: func() *flag.FlagSet { fs, _ := deviceFlagSet(); return fs },
 		env:   envNames(deviceEnvVars),
