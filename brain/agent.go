@@ -19,8 +19,10 @@ type Agent struct {
 	Temperature       *float64  `json:"temperature"`
 	MaxToolIterations int       `json:"max_tool_iterations"`
 	Enabled           bool      `json:"enabled"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	// CodeMode gives the agent run_code: it may write a JavaScript program that calls its tools (docs/code-mode.md).
+	CodeMode  bool      `json:"code_mode"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Skill is a skills row with its dependencies and how many agents have it.
@@ -61,6 +63,7 @@ type AgentParams struct {
 	Temperature       *float64 `json:"temperature"`
 	MaxToolIterations *int     `json:"max_tool_iterations"`
 	Enabled           *bool    `json:"enabled"`
+	CodeMode          *bool    `json:"code_mode"`
 	// ModelSet and TemperatureSet say that the request named the field, so a nil Model or Temperature
 	// clears it (JSON null) rather than keeping it.
 	ModelSet       bool `json:"-"`

@@ -182,7 +182,8 @@ var (
 			"model": {"type": ["string", "null"], "maxLength": 200},
 			"temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
 			"max_tool_iterations": {"type": "integer", "minimum": 1, "maximum": 50},
-			"enabled": {"type": "boolean"}
+			"enabled": {"type": "boolean"},
+			"code_mode": {"type": "boolean"}
 		},
 		"additionalProperties": false
 	}`))

@@ -242,6 +242,9 @@ func (c *Chat) offeredDefs(r *chatRun) []llm.ToolDef {
 	if r.skillMetaOffered() {
 		defs = append(defs, skillMetaToolDefs()...)
 	}
+	if r.agent.CodeMode {
+		defs = append(defs, runCodeDef())
+	}
 	for _, d := range r.tools.Defs() {
 		if t, _ := r.tools.Tool(d.Name); t != nil && r.offered[t.Name] {
 			defs = append(defs, d)
@@ -288,6 +291,11 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 		}
 		if r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool) {
 			o.msg.Content, o.msg.IsError = c.answerMeta(ctx, r, tc)
+			o.report.Status = brain.ChatCallAnswered
+			continue
+		}
+		if r.agent.CodeMode && tc.Name == metaRunCode {
+			o.msg.Content, o.msg.IsError = c.runCode(ctx, r, iteration, tc)
 			o.report.Status = brain.ChatCallAnswered
 			continue
 		}

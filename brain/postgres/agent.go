@@ -13,11 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-const agentColumns = `id, slug, name, instructions, model, temperature::float8, max_tool_iterations, enabled, created_at, updated_at`
+const agentColumns = `id, slug, name, instructions, model, temperature::float8, max_tool_iterations, enabled, code_mode, created_at, updated_at`
 
 func scanAgent(row pgx.Row) (*brain.Agent, error) {
 	var a brain.Agent
-	err := row.Scan(&a.ID, &a.Slug, &a.Name, &a.Instructions, &a.Model, &a.Temperature, &a.MaxToolIterations, &a.Enabled, &a.CreatedAt, &a.UpdatedAt)
+	err := row.Scan(&a.ID, &a.Slug, &a.Name, &a.Instructions, &a.Model, &a.Temperature, &a.MaxToolIterations, &a.Enabled, &a.CodeMode, &a.CreatedAt, &a.UpdatedAt)
 	return &a, err
 }
 
@@ -54,9 +54,9 @@ func AgentCreate(ctx context.Context, db gemsql.DBTX, in *brain.AgentParams) (*b
 	if in.Slug == nil || in.Name == nil {
 		return nil, &brain.Error{Code: brain.EINVALID, Message: "an agent needs a slug and a name"}
 	}
-	a, err := scanAgent(db.QueryRow(ctx, `INSERT INTO agents (slug, name, instructions, model, temperature, max_tool_iterations, enabled)
-		VALUES ($1, $2, coalesce($3, ''), $4, $5, coalesce($6, 6), coalesce($7, true)) RETURNING `+agentColumns,
-		in.Slug, in.Name, in.Instructions, in.Model, in.Temperature, in.MaxToolIterations, in.Enabled))
+	a, err := scanAgent(db.QueryRow(ctx, `INSERT INTO agents (slug, name, instructions, model, temperature, max_tool_iterations, enabled, code_mode)
+		VALUES ($1, $2, coalesce($3, ''), $4, $5, coalesce($6, 6), coalesce($7, true), coalesce($8, false)) RETURNING `+agentColumns,
+		in.Slug, in.Name, in.Instructions, in.Model, in.Temperature, in.MaxToolIterations, in.Enabled, in.CodeMode))
 	if err != nil {
 		return nil, constraintError(err, "agent", *in.Slug)
 	}
@@ -68,9 +68,10 @@ func AgentUpdate(ctx context.Context, db gemsql.DBTX, slug string, in *brain.Age
 	a, err := scanAgent(db.QueryRow(ctx, `UPDATE agents SET
 			slug = coalesce($2, slug), name = coalesce($3, name), instructions = coalesce($4, instructions),
 			model = CASE WHEN $5 THEN $6 ELSE model END, temperature = CASE WHEN $7 THEN $8 ELSE temperature END,
-			max_tool_iterations = coalesce($9, max_tool_iterations), enabled = coalesce($10, enabled), updated_at = now()
+			max_tool_iterations = coalesce($9, max_tool_iterations), enabled = coalesce($10, enabled),
+			code_mode = coalesce($11, code_mode), updated_at = now()
 		WHERE slug = $1 RETURNING `+agentColumns,
-		slug, in.Slug, in.Name, in.Instructions, in.ModelSet, in.Model, in.TemperatureSet, in.Temperature, in.MaxToolIterations, in.Enabled))
+		slug, in.Slug, in.Name, in.Instructions, in.ModelSet, in.Model, in.TemperatureSet, in.Temperature, in.MaxToolIterations, in.Enabled, in.CodeMode))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, brain.Errorf(brain.ENOTFOUND, "no agent %q", slug)
 	}

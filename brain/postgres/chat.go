@@ -8,6 +8,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/llm"
+	"github.com/gemhq/gem/registry/script"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -115,4 +116,27 @@ func RunFinish(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, status stri
 	_, err := db.Exec(ctx, `UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5,
 		updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"))
 	return Error(err)
+}
+
+// ProgramRecord records a run_code program on its run: the code, what it returned, printed and called, and
+// why it stopped.
+func ProgramRecord(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, iteration int, code string, res *script.Result, callIDs []uuid.UUID, took time.Duration) error {
+	var value, errJSON []byte
+	if len(res.Value) > 0 {
+		value = res.Value
+	}
+	if res.Error != nil {
+		errJSON, _ = json.Marshal(res.Error)
+	}
+	if callIDs == nil {
+		callIDs = []uuid.UUID{}
+	}
+	_, err := db.Exec(ctx, `INSERT INTO brain_run_programs (run_id, iteration, code, value, output, calls, call_ids, error, started_at, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() - make_interval(secs => $9 / 1000.0), $9)`,
+		runID, iteration, code, value, jsonOrEmpty(res.Output, "[]"), jsonOrEmpty(res.Calls, "[]"), callIDs, errJSON,
+		float64(took.Microseconds())/1000)
+	if err != nil {
+		return fmt.Errorf("error recording a program: %w", err)
+	}
+	return nil
 }
