@@ -303,13 +303,20 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 		}
 	}
 	gemListener.close()
-	if err != nil || !(cfg.runs("brain") || cfg.runs("mcp")) {
+	if err != nil || !(cfg.runs("brain") || cfg.runs("mcp") || cfg.runs("code")) {
 		return 0, err
 	}
 
 	// 3. The brain, over HTTP, planning one call with its rules planner and waiting for the receipt.
 	progress("brain: POST /brain/run in enqueue_and_wait mode, one os.create_note call")
-	brain, err := startBrain(bins, gemURL, nil, cfg.Log)
+	// The brain's LLM is a local fake that answers at once (code mode's runs); the rules planner plans /brain/run.
+	llm, err := startFakeLLM(fakeLLMKey, func() []fakeToolCall { return []fakeToolCall{{Name: "run_code", Arguments: fiveCallsProgram}} })
+	if err != nil {
+		return 0, err
+	}
+	defer llm.close()
+	brain, err := startBrain(bins, gemURL, []string{"GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL=" + llm.url, "GEM_LLM_API_KEY=" + fakeLLMKey,
+		"GEM_LLM_MODEL=bench-fake"}, cfg.Log)
 	if err != nil {
 		return 0, err
 	}
@@ -322,6 +329,9 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	}
 	if err == nil && cfg.runs("mcp") {
 		err = benchMCP(ctx, cfg, res, brain, settle, progress)
+	}
+	if err == nil && cfg.runs("code") {
+		err = benchCode(ctx, cfg, res, brain, settle, progress)
 	}
 	if stopErr := brain.stop(15 * time.Second); err == nil {
 		err = stopErr

@@ -369,3 +369,79 @@ func statusServer(ctx context.Context, dbURL string) (string, func(), error) {
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String(), func() { _ = srv.Close(); pool.Close() }, nil
 }
+
+// Code mode's scenarios: one chat turn whose run_code program makes 5 calls, against 5 sequential
+// /brain/run calls, each of os.health_check. The LLM is the local fake, which answers at once.
+const (
+	scCode5 = "brain chat, run_code making 5 calls (instant fake LLM)"
+	scRuns5 = "brain, 5 sequential POST /brain/run"
+
+	fakeLLMKey       = "bench-fake-llm-key-0123456789"
+	fiveCallsProgram = `{"code": "const n = []; for (let i = 0; i < 5; i++) { n.push(Object.keys(gem.os.health_check({})).length); } return n;"}`
+)
+
+func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *brainProc, settle func(context.Context) error,
+	progress func(string, ...any)) error {
+	rig := &deviceRig{brain: brain, client: &http.Client{Timeout: 60 * time.Second}}
+	agent := "bench-coder"
+	for _, step := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodPost, "/skills", map[string]any{"slug": "bench-health", "name": "Health", "instructions": "Check health.", "tools": []string{"os.health_check"}}},
+		{http.MethodPost, "/agents", map[string]any{"slug": agent, "name": "Bench coder", "code_mode": true, "max_tool_iterations": 3}},
+		{http.MethodPut, "/agents/" + agent + "/skills/bench-health", nil},
+	} {
+		var out map[string]any
+		status, err := rig.api(ctx, step.method, step.path, step.body, &out)
+		if err != nil {
+			return err
+		}
+		if status >= 300 {
+			return fmt.Errorf("%s %s: %d %v", step.method, step.path, status, out)
+		}
+	}
+	// Each sample is five calls: fewer samples, and a fifth of the rate, keep the calls per second the same.
+	five := cfg
+	five.Calls, five.OpenCalls, five.Rate = min(cfg.Calls, 200), min(cfg.OpenCalls, 200), cfg.Rate/5
+	progress("code mode: a chat turn whose run_code program makes 5 calls, against 5 sequential /brain/run")
+	err := measureLatency(ctx, five, res, scCode5, func(ctx context.Context, i int) (time.Time, error) {
+		var out struct {
+			OK        bool   `json:"ok"`
+			Reply     string `json:"reply"`
+			ToolCalls []struct {
+				Tool   string `json:"tool"`
+				Status string `json:"status"`
+			} `json:"tool_calls"`
+		}
+		status, err := rig.api(ctx, http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"message": "check the health five times", "user_id": "bench"}, &out)
+		end := time.Now()
+		if err != nil {
+			return end, err
+		}
+		succeeded := 0
+		for _, tc := range out.ToolCalls {
+			if tc.Tool == "os.health_check" && tc.Status == "succeeded" {
+				succeeded++
+			}
+		}
+		if status != http.StatusOK || !out.OK || succeeded != 5 {
+			return end, fmt.Errorf("chat answered %d, ok %v, %d health checks succeeded: %+v", status, out.OK, succeeded, out)
+		}
+		return end, nil
+	}, settle, progress)
+	if err != nil {
+		return err
+	}
+	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	return measureLatency(ctx, five, res, scRuns5, func(ctx context.Context, i int) (time.Time, error) {
+		var end time.Time
+		for range 5 {
+			var err error
+			if end, err = brainRun(ctx, httpClient, brain, "health check"); err != nil {
+				return end, err
+			}
+		}
+		return end, nil
+	}, settle, progress)
+}

@@ -108,7 +108,7 @@ func TestBenchSmoke(t *testing.T) {
 		dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 20, "10 scenarios, each sequential and open loop")
+	require.Len(t, res.Latency, 24, "12 scenarios, each sequential and open loop")
 	for _, l := range res.Latency {
 		m := l.median()
 		require.Equal(t, 40, m.N, l.Scenario)
@@ -131,7 +131,7 @@ func TestBenchSmoke(t *testing.T) {
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scREST, scRESTGo, scDevice, drNoop, drReceipt, drGEM, drGEMNote,
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scREST, scRESTGo, scDevice, drNoop, drReceipt, drGEM, drGEMNote,
 		"peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// fakeLLM is a local LLM for make bench that answers at once in OpenAI's Chat Completions wire format, so
+// the agent loop's own cost shows apart from any model's latency. A conversation whose last message is the
+// user's is answered with the tool calls of calls(); one that ends with tool results, with text.
+type fakeLLM struct {
+	srv   *http.Server
+	url   string
+	key   string
+	calls func() []fakeToolCall
+	n     atomic.Int64
+}
+
+type fakeToolCall struct {
+	Name      string
+	Arguments string
+}
+
+func startFakeLLM(key string, calls func() []fakeToolCall) (*fakeLLM, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &fakeLLM{url: "http://" + ln.Addr().String() + "/v1", key: key, calls: calls}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", f.complete)
+	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = f.srv.Serve(ln) }()
+	return f, nil
+}
+
+func (f *fakeLLM) close() { _ = f.srv.Close() }
+
+func (f *fakeLLM) complete(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Authorization") != "Bearer "+f.key {
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "Incorrect API key provided.", "type": "invalid_request_error"}})
+		return
+	}
+	var body struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Messages) == 0 {
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "bad request", "type": "invalid_request_error"}})
+		return
+	}
+	n := f.n.Add(1)
+	message := map[string]any{"role": "assistant", "content": "Done.", "refusal": nil}
+	finish := "stop"
+	if body.Messages[len(body.Messages)-1].Role == "user" {
+		var tcs []any
+		for i, c := range f.calls() {
+			tcs = append(tcs, map[string]any{"id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+		}
+		message = map[string]any{"role": "assistant", "content": nil, "refusal": nil, "tool_calls": tcs}
+		finish = "tool_calls"
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": fmt.Sprintf("chatcmpl-bench%d", n), "object": "chat.completion", "created": time.Now().Unix(), "model": body.Model,
+		"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish, "logprobs": nil}},
+		"usage":   map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+	})
+}
