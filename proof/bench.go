@@ -189,7 +189,7 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 	// 2. GEM's executor on os.create_note: validation, idempotency (mode none), a handler that writes a
 	// row, and the receipt.
 	var executorPeak int64
-	if cfg.runs("gem") || cfg.runs("brain") || cfg.runs("mcp") {
+	if cfg.runs("gem") || cfg.runs("brain") || cfg.runs("mcp") || cfg.runs("code") {
 		if executorPeak, err = benchGEM(ctx, cfg, res, bins, gemURL, gemPool, progress); err != nil {
 			return nil, err
 		}
