@@ -423,6 +423,23 @@ func TestDeviceRegistration(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, d.Alive)
 	require.Empty(t, d.Tools)
+
+	// A device deleted on the hub is told at its next heartbeat, and ends.
+	var deleted map[string]any
+	status, err := r.api(ctx, "DELETE", "/devices/laptop", nil, &deleted)
+	require.NoError(t, err)
+	require.Equal(t, 200, status, "%v", deleted)
+	laptop := r.procs["laptop"]
+	select {
+	case <-laptop.done:
+		require.Equal(t, 1, laptop.cmd.ProcessState.ExitCode())
+		require.Contains(t, laptop.tail(), "deleted on the hub")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a deleted device kept running")
+	}
+	status, err = r.api(ctx, "GET", "/devices/laptop", nil, &deleted)
+	require.NoError(t, err)
+	require.Equal(t, 404, status)
 }
 
 // syncWriter is a log writer several processes' pumps share.

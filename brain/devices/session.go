@@ -26,6 +26,8 @@ const (
 	CloseRefused websocket.StatusCode = 4000
 	// CloseReplaced: another connection registered as the same device; two processes share a token.
 	CloseReplaced websocket.StatusCode = 4001
+	// CloseDeleted: the device was deleted on the hub (DELETE /devices/{name}).
+	CloseDeleted websocket.StatusCode = 4002
 )
 
 // maxTools bounds the tools one device registers.
@@ -144,8 +146,10 @@ func (h *Hub) check(ctx context.Context, device string, raw []json.RawMessage) (
 		}
 	}
 	if len(agnostic) > 0 {
-		rows, err := h.pool.Query(ctx, `SELECT device, contract::text FROM core_device_tools
-			WHERE tool_name = ANY($1) AND agnostic AND device <> $2 ORDER BY device`, agnostic, device)
+		// Only devices alive now count: a contract changes across a fleet as its devices re-register, and a
+		// device long gone must not hold the old one in place.
+		rows, err := h.pool.Query(ctx, `SELECT t.device, t.contract::text FROM core_device_tools t JOIN core_devices d ON d.name = t.device
+			WHERE t.tool_name = ANY($1) AND t.agnostic AND t.device <> $2 AND gem_device_alive(d) ORDER BY t.device`, agnostic, device)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -311,6 +315,11 @@ func (s *session) heartbeat() bool {
 		RETURNING prev.alive`, s.name, s.registration, s.h.cfg.deadAfter().Seconds(), s.h.cfg.HubID).Scan(&was)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
+		var exists bool
+		if err := s.h.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM core_devices WHERE name = $1)`, s.name).Scan(&exists); err == nil && !exists {
+			s.close(CloseDeleted, "the device was deleted on the hub")
+			return false
+		}
 		s.close(CloseReplaced, "replaced by a newer connection of this device")
 		return false
 	case err != nil:

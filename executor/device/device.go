@@ -45,6 +45,7 @@ const (
 const (
 	closeRefused  websocket.StatusCode = 4000
 	closeReplaced websocket.StatusCode = 4001
+	closeDeleted  websocket.StatusCode = 4002
 )
 
 // Config configures a device.
@@ -322,6 +323,8 @@ func (a *Agent) closed(err error) error {
 		return fmt.Errorf("%w: another process connected as this device (two devices share a token)", ErrRefused)
 	case closeRefused:
 		return fmt.Errorf("%w: %v", ErrRefused, err)
+	case closeDeleted:
+		return fmt.Errorf("%w: the device was deleted on the hub (brain devices remove)", ErrRefused)
 	}
 	return err
 }
