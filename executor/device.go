@@ -70,7 +70,7 @@ type deviceRelay struct {
 func newDeviceRelay(e *Executor) *deviceRelay {
 	return &deviceRelay{
 		e:         e,
-		listener:  gemsql.NewListener(e.pool, "device-listener", []string{gemsql.DeviceResultChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(e.log)),
+		listener:  gemsql.NewListener(e.pool, "device listener", []string{gemsql.DeviceResultChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(e.log)),
 		contracts: map[[32]byte]*registry.Tool{},
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -22,16 +19,13 @@ import (
 // notifies its call id at commit, and the waiter then reads the receipt. After a lost connection it
 // reconnects by itself and re-reads what its waiters still wait for, so no receipt is missed.
 type ReceiptWaiter struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
+	pool *pgxpool.Pool
+	conn listenConn
 
 	mu      sync.Mutex
 	waiters map[uuid.UUID]map[*waiter]struct{}
 	// resync is closed (and replaced) each time the listener reconnects, telling waiters to re-read.
 	resync chan struct{}
-
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
 type waiter struct {
@@ -49,100 +43,27 @@ func NewReceiptWaiter(pool *pgxpool.Pool, logger *slog.Logger) *ReceiptWaiter {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &ReceiptWaiter{
+	w := &ReceiptWaiter{
 		pool:    pool,
-		logger:  logger,
 		waiters: make(map[uuid.UUID]map[*waiter]struct{}),
 		resync:  make(chan struct{}),
 	}
+	w.conn = listenConn{pool: pool, name: "receipt listener", channels: []string{ReceiptChannel}, logger: logger,
+		onReconnect: w.broadcastResync,
+		onNotify: func(n *pgconn.Notification) {
+			if nt, ok := parseNotice(n.Payload); ok {
+				w.dispatch(nt)
+			}
+		}}
+	return w
 }
 
 // Start connects and listens. It returns an error at once if the first connection fails; later losses are
 // retried in the background until Stop.
-func (w *ReceiptWaiter) Start(ctx context.Context) error {
-	conn, err := w.listen(ctx)
-	if err != nil {
-		return err
-	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w.cancel = cancel
-	w.done = make(chan struct{})
-	go w.run(runCtx, conn)
-	return nil
-}
+func (w *ReceiptWaiter) Start(ctx context.Context) error { return w.conn.start(ctx) }
 
 // Stop stops listening and waits for the listener to end.
-func (w *ReceiptWaiter) Stop() {
-	if w.cancel == nil {
-		return
-	}
-	w.cancel()
-	<-w.done
-}
-
-func (w *ReceiptWaiter) listen(ctx context.Context) (*pgx.Conn, error) {
-	cfg := w.pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + "-receipt-listener"
-	// Waiting for a notification is not a query a cancel request can stop: end it by closing the socket.
-	cfg.BuildContextWatcherHandler = func(pgConn *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.DeadlineContextWatcherHandler{Conn: pgConn.Conn()}
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("error connecting the receipt listener: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+ReceiptChannel); err != nil {
-		_ = conn.Close(ctx)
-		return nil, fmt.Errorf("error listening for receipts: %w", err)
-	}
-	return conn, nil
-}
-
-func (w *ReceiptWaiter) run(ctx context.Context, conn *pgx.Conn) {
-	defer close(w.done)
-	defer func() {
-		if conn != nil {
-			_ = conn.Close(context.Background())
-		}
-	}()
-	backoff := 50 * time.Millisecond
-	for {
-		if conn == nil {
-			c, err := w.listen(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				w.logger.Warn("receipt listener cannot reconnect; retrying", slog.String("error", err.Error()), slog.Duration("backoff", backoff))
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(backoff*2, 2*time.Second)
-				continue
-			}
-			conn, backoff = c, 50*time.Millisecond
-			w.logger.Info("receipt listener reconnected")
-			w.broadcastResync()
-		}
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			w.logger.Warn("receipt listener lost its connection", slog.String("error", err.Error()))
-			_ = conn.Close(context.Background())
-			conn = nil
-			continue
-		}
-		nt, ok := parseNotice(n.Payload)
-		if !ok {
-			continue
-		}
-		w.dispatch(nt)
-	}
-}
+func (w *ReceiptWaiter) Stop() { w.conn.stop() }
 
 // parseNotice reads a notification's payload: the receipt as JSON, or just the call id (a receipt too large
 // for a notification, which the waiter then reads).
@@ -287,7 +208,7 @@ func (sub *Subscription) wait(ctx context.Context, reread bool) (*WaitResult, er
 				return ctx.Err()
 			}
 			// The database may be restarting: try again shortly instead of failing the wait.
-			w.logger.Warn("error reading receipts; retrying", slog.String("error", err.Error()))
+			w.conn.logger.Warn("error reading receipts; retrying", slog.String("error", err.Error()))
 			retry = time.After(200 * time.Millisecond)
 			return nil
 		}

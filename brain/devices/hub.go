@@ -141,7 +141,7 @@ func New(p *Params) (*Hub, error) {
 	}
 	return &Hub{
 		cfg: cfg, reg: p.Registry, pool: p.Pool, relayPool: relayPool, log: p.Log.With().Str("component", "devices").Logger(),
-		listener: gemsql.NewListener(p.Pool, "device-hub", []string{gemsql.DeviceDispatchChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(p.Log)),
+		listener: gemsql.NewListener(p.Pool, "device hub listener", []string{gemsql.DeviceDispatchChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(p.Log)),
 		sessions: map[string]*session{}, contracts: map[[32]byte]*registry.Tool{},
 	}, nil
 }
