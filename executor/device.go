@@ -125,62 +125,65 @@ func (r *deviceRelay) route(ctx context.Context, args registry.CallArgs) (*devic
 		wait = time.Duration(*waitMS) * time.Millisecond
 	}
 	dc := &deviceCall{named: named, deadline: created.Add(wait), wait: wait}
-	defer func() {
-		if dc.early == nil {
-			for _, d := range alive {
-				if slices.Contains(dc.candidates, d) {
-					dc.alive = append(dc.alive, d)
-				}
-			}
+	dc.tool, err = r.choose(dc, toolName, namedOK, devices, contracts, agnosticFlags)
+	if err != nil || dc.early != nil {
+		return dc, err
+	}
+	if dc.tool == nil {
+		return nil, nil // no device serves it: the registry's answer (unknown_tool, with suggestions)
+	}
+	for _, d := range alive {
+		if slices.Contains(dc.candidates, d) {
+			dc.alive = append(dc.alive, d)
 		}
-	}()
-	regTool, inRegistry := r.e.reg.Tool(toolName)
+	}
+	return dc, nil
+}
 
-	if named != "" {
-		if !namedOK {
-			dc.early = failed(registry.CodeUnknownDevice, fmt.Sprintf("no device named %q", named), map[string]any{"device": named})
-			return dc, nil
-		}
-		i := slices.Index(devices, named)
-		if i < 0 {
-			details := map[string]any{"device": named, "tool": toolName}
+// choose sets the call's candidates (or its early receipt) and returns the contract it runs under; nil
+// when no device serves a tool the registry lacks.
+func (r *deviceRelay) choose(dc *deviceCall, toolName string, namedOK bool, devices, contracts []string, agnosticFlags []bool) (*registry.Tool, error) {
+	regTool, inRegistry := r.e.reg.Tool(toolName)
+	if dc.named != "" {
+		i := slices.Index(devices, dc.named)
+		switch {
+		case !namedOK:
+			dc.early = failed(registry.CodeUnknownDevice, fmt.Sprintf("no device named %q", dc.named), map[string]any{"device": dc.named})
+			return nil, nil
+		case i < 0:
+			details := map[string]any{"device": dc.named, "tool": toolName}
 			if len(devices) > 0 {
 				details["devices_serving_tool"] = devices
 			}
-			dc.early = failed(registry.CodeUnknownDevice, fmt.Sprintf("device %q does not serve tool %s (as it last registered)", named, toolName), details)
-			return dc, nil
+			dc.early = failed(registry.CodeUnknownDevice, fmt.Sprintf("device %q does not serve tool %s (as it last registered)", dc.named, toolName), details)
+			return nil, nil
 		}
-		dc.candidates = []string{named}
+		dc.candidates = []string{dc.named}
 		if inRegistry {
-			dc.tool = regTool
-		} else if dc.tool, err = r.contract(contracts[i]); err != nil {
-			return nil, err
+			return regTool, nil
 		}
-		return dc, nil
+		return r.contract(contracts[i])
 	}
 
 	switch {
 	case inRegistry && regTool.DeviceAgnostic:
-		dc.tool, dc.candidates = regTool, devices
+		dc.candidates = devices
+		return regTool, nil
 	case len(devices) == 0:
-		return nil, nil // no device serves it: the registry's answer (unknown_tool, with suggestions)
+		return nil, nil
 	case !slices.Contains(agnosticFlags, false):
 		dc.candidates = devices
-		if dc.tool, err = r.contract(contracts[0]); err != nil {
-			return nil, err
-		}
+		return r.contract(contracts[0])
 	case len(devices) == 1:
 		// The only device that serves the tool is the one the call means.
 		dc.named, dc.candidates = devices[0], devices
-		if dc.tool, err = r.contract(contracts[0]); err != nil {
-			return nil, err
-		}
+		return r.contract(contracts[0])
 	default:
 		dc.early = failed(registry.CodeInvalidCall, fmt.Sprintf(
 			"tool %s runs on devices %s and is not device_agnostic: name the device on the call", toolName, strings.Join(devices, ", ")),
 			map[string]any{"tool": toolName, "devices_serving_tool": devices})
+		return nil, nil
 	}
-	return dc, nil
 }
 
 // contract compiles a contract a device registered (cached by its bytes).

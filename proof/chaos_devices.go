@@ -148,8 +148,6 @@ func (f *chaosFleet) check(ctx context.Context, pool *pgxpool.Pool, rep *chaosRe
 			switch {
 			case n > 1:
 				twice++
-			case status == "succeeded" && n != 1:
-				missing++
 			case status != "succeeded" && code != "outcome_unknown" && code != "timeout" && n > 0:
 				ranOnFailure++
 			}

@@ -93,11 +93,7 @@ func DeviceGet(ctx context.Context, db DBTX, name string) (*Device, error) {
 // DeviceCreate makes a device and returns its token, which is stored only as its SHA-256: it cannot be shown
 // again. A device that exists is ErrExists.
 func DeviceCreate(ctx context.Context, db DBTX, name, owner string) (token string, err error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	token = "gemdev_" + base64.RawURLEncoding.EncodeToString(b[:])
+	token = newDeviceToken()
 	_, err = db.Exec(ctx, `INSERT INTO core_devices (name, owner, token_hash) VALUES ($1, $2, $3)`, name, owner, DeviceTokenHash(token))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -112,11 +108,7 @@ func DeviceCreate(ctx context.Context, db DBTX, name, owner string) (token strin
 // DeviceRotateToken gives a device a new token; the old one stops working (a connected device keeps its
 // socket until it reconnects). A device that does not exist is ErrNotFound.
 func DeviceRotateToken(ctx context.Context, db DBTX, name string) (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	token := "gemdev_" + base64.RawURLEncoding.EncodeToString(b[:])
+	token := newDeviceToken()
 	tag, err := db.Exec(ctx, `UPDATE core_devices SET token_hash = $2 WHERE name = $1`, name, DeviceTokenHash(token))
 	if err != nil {
 		return "", fmt.Errorf("error rotating the token of device %s: %w", name, err)
@@ -138,6 +130,13 @@ func DeviceDelete(ctx context.Context, db DBTX, name string) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// newDeviceToken is 32 random bytes, recognisable as a device token by its prefix.
+func newDeviceToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "gemdev_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // DeviceTokenHash is how a device token is stored and looked up.

@@ -215,17 +215,6 @@ func (h *Hub) sweep(ctx context.Context) {
 	}
 }
 
-// Connected lists the devices with a socket on this hub.
-func (h *Hub) Connected() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	names := make([]string, 0, len(h.sessions))
-	for n := range h.sessions {
-		names = append(names, n)
-	}
-	return names
-}
-
 // httpError answers before the WebSocket is accepted, as the brain's API does.
 func httpError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")

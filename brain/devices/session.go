@@ -269,7 +269,6 @@ func (s *session) read() {
 			switch {
 			case s.ctx.Err() != nil, status == websocket.StatusNormalClosure, status == websocket.StatusGoingAway:
 				s.log.Debug().Err(err).Msg("device connection closed")
-			case status == -1 && errors.Is(err, context.Canceled):
 			default:
 				s.log.Info().Err(err).Msg("device connection ended")
 				if status == -1 {
