@@ -3,6 +3,7 @@ module github.com/gemhq/gem/proof
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/gemhq/gem/executor v0.0.0
 	github.com/gemhq/gem/sql v0.0.0
 	github.com/google/uuid v1.6.0

@@ -68,9 +68,14 @@ func (s *session) serve() {
 	rctx, cancel := context.WithTimeout(s.ctx, registerWait)
 	var hello registry.DeviceMessage
 	err := wsjson.Read(rctx, s.ws, &hello)
+	timedOut := rctx.Err() != nil
 	cancel()
 	if err != nil {
 		s.log.Info().Err(err).Msg("device connection ended before it registered")
+		// A message that is not JSON was closed with 1007 by wsjson itself.
+		if timedOut {
+			s.close(websocket.StatusPolicyViolation, fmt.Sprintf("no registration within %s", registerWait))
+		}
 		return
 	}
 	if hello.Type != registry.DeviceMsgRegister {
@@ -270,11 +275,8 @@ func (s *session) read() {
 			case s.ctx.Err() != nil, status == websocket.StatusNormalClosure, status == websocket.StatusGoingAway:
 				s.log.Debug().Err(err).Msg("device connection closed")
 			default:
+				// A message that is not JSON was closed with 1007 by wsjson itself.
 				s.log.Info().Err(err).Msg("device connection ended")
-				if status == -1 {
-					// Not a close frame: a message GEM cannot read. Say so before going.
-					s.close(websocket.StatusUnsupportedData, "unreadable message")
-				}
 			}
 			return
 		}
