@@ -26,6 +26,10 @@ type pending struct {
 	outsideToken uuid.UUID
 	// device routes a call for a device (see runDevice); nil for every other call.
 	device *deviceCall
+	// handOff is a device call's state between its two transactions (see runDevice).
+	handOff *handOff
+	// phase is how far the call's next transaction takes it (phaseRun unless it has two transactions).
+	phase phase
 }
 
 // committer commits batches of calls: it takes every call waiting (up to BatchMax), runs each in a
@@ -89,10 +93,6 @@ func (e *Executor) withConn(fn func(ctx context.Context, conn *pgxpool.Conn) err
 // runBatch runs calls in one transaction until BatchMaxDuration is spent, delivers each call's result,
 // and returns the calls it did not reach.
 func (e *Executor) runBatch(items []*pending) (rest []*pending) {
-	return e.runBatchPhase(items, phaseRun)
-}
-
-func (e *Executor) runBatchPhase(items []*pending, ph phase) (rest []*pending) {
 	// ran are the calls the transaction reached, with their results; the others go back in rest.
 	var ran []*pending
 	var results []error
@@ -118,7 +118,7 @@ func (e *Executor) runBatchPhase(items []*pending, ph phase) (rest []*pending) {
 				// The job was cancelled while it waited (shutdown): River retries it.
 				out = outcome{kind: outcomeRetry, err: err}
 			} else {
-				out = t.run(ctx, a, ph)
+				out = t.run(ctx, a, a.p.phase)
 			}
 			if out.txBroken {
 				rest, ran = append(rest, ran[i+1:]...), ran[:i+1]
@@ -141,12 +141,17 @@ func (e *Executor) runBatchPhase(items []*pending, ph phase) (rest []*pending) {
 		return rest
 	}
 	for i, p := range ran {
-		if prepared[i] {
+		switch {
+		case prepared[i] && p.phase == phaseHandOff:
+			// The call is with a device: runDevice waits for its answer, then writes its receipt.
+			p.result <- errHandedOff
+		case prepared[i]:
 			// The marker is committed: the call runs in a transaction of its own.
-			e.runBatchPhase([]*pending{p}, phaseRun)
-			continue
+			p.phase = phaseRun
+			e.runBatch([]*pending{p})
+		default:
+			p.result <- results[i]
 		}
-		p.result <- results[i]
 	}
 	return rest
 }
@@ -156,7 +161,8 @@ func (e *Executor) runBatchPhase(items []*pending, ph phase) (rest []*pending) {
 // the next attempt finds the marker and ends the call with outcome_unknown instead of running it twice.
 func (e *Executor) runOutside(p *pending) error {
 	p.outsideToken = uuid.New()
-	e.runBatchPhase([]*pending{p}, phasePrepare)
+	p.phase = phasePrepare
+	e.runBatch([]*pending{p})
 	return <-p.result
 }
 
@@ -170,7 +176,8 @@ const (
 	outcomeRetry
 	// outcomeMissing: the job names a call that does not exist; the job is cancelled.
 	outcomeMissing
-	// outcomePrepared: the outside-effects marker is set; commit it, then run the call.
+	// outcomePrepared: the outside-effects marker is set (or a device call handed off); commit it, then run
+	// the call.
 	outcomePrepared
 )
 
@@ -188,6 +195,8 @@ const (
 	phaseRun phase = iota
 	// phasePrepare checks the call and commits the outside-effects marker before the handler may start.
 	phasePrepare
+	// phaseHandOff checks a device call, claims its idempotency key and hands it to a device (see runDevice).
+	phaseHandOff
 )
 
 const savepoint = "gem_call"
@@ -209,6 +218,8 @@ type batchTx struct {
 	// uncollected is the last call that succeeded and whose writes are still to be read.
 	uncollected *receiptDraft
 	completed   []int64
+	// handedOff: a device call was handed off here (see handOff).
+	handedOff bool
 }
 
 type receiptRow struct {
@@ -269,6 +280,9 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 	if d := a.precheck(); d != nil {
 		t.finish(a, d)
 		return outcome{kind: outcomeDone}
+	}
+	if ph == phaseHandOff {
+		return t.handOff(ctx, a)
 	}
 	if ph == phasePrepare {
 		t.pipe.hold(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
@@ -369,6 +383,10 @@ func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	}
 	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
 	t.completed = append(t.completed, a.job.ID)
+	if h := a.p.handOff; h != nil && h.key != "" && d.status != registry.StatusSucceeded {
+		// The hand-off committed the key; a call that failed gives it back, as a rolled-back one would.
+		t.pipe.hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
+	}
 	if a.key != "" && d.status == registry.StatusSucceeded && !d.hit {
 		if t.keyed == nil {
 			t.keyed = map[uuid.UUID]*receiptDraft{}
@@ -400,6 +418,10 @@ func (t *batchTx) commit(ctx context.Context) error {
 		// Every job completed here has its receipt: the safety-net trigger need not look (00008).
 		t.pipe.hold(jobsReceiptedSQL)
 		t.pipe.hold(completeJobsSQL, t.completed)
+	}
+	if t.handedOff && len(t.receipts) == 0 {
+		// Only hand-offs to devices: their commit need not wait for the disk (see handOff).
+		t.pipe.hold("SET LOCAL synchronous_commit = off")
 	}
 	t.pipe.hold("COMMIT")
 	if err := t.pipe.flush(ctx); err != nil {

@@ -164,10 +164,9 @@ func (a *attempt) precheck() *receiptDraft {
 
 	a.timeout = tool.Timeout()
 	if dc != nil {
-		// The relay waits for the device's answer (the device runs the tool under its timeout) and, if the
-		// device goes away, for another one until the call's deadline.
-		a.handler = Handler{Run: a.relay, Isolated: true}
-		a.timeout += max(time.Until(dc.deadline), 0) + deviceAnswerGrace
+		// The device's answer was awaited between the call's two transactions (see runDevice): the
+		// "handler" gives it.
+		a.handler = Handler{Run: a.answered, Isolated: true}
 		return nil
 	}
 	handler, ok := a.e.handlers[tool.Name]
@@ -198,7 +197,7 @@ func (a *attempt) precheck() *receiptDraft {
 // execute claims the idempotency key and runs the handler. It returns the receipt, or a transient error.
 // inBatch finds the receipt a call of the same transaction will have, for a key it holds.
 func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
-	if a.key != "" {
+	if h := a.p.handOff; a.key != "" && (h == nil || h.key != a.key) {
 		d, err := a.claimKey(ctx, conn, inBatch)
 		if err != nil || d != nil {
 			return d, err
@@ -252,10 +251,14 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.U
 	if err != nil {
 		return nil, fmt.Errorf("error reading idempotency key holder: %w", err)
 	}
+	if holder == a.args.CallID {
+		// This call's own hand-off to a device claimed it (an earlier run of the call, cut short).
+		return nil, nil
+	}
 	if !hasReceipt {
 		d := inBatch(holder)
 		if d == nil {
-			return nil, fmt.Errorf("idempotency key holder %s has no receipt", holder)
+			return nil, &keyBusyError{holder: holder}
 		}
 		result = d.result
 	}

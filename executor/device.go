@@ -13,6 +13,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 )
@@ -261,29 +262,180 @@ func (dc *deviceCall) unavailable() *receiptDraft {
 		map[string]any{"devices_serving_tool": dc.candidates, "waited_ms": waited.Milliseconds()})
 }
 
-// runDevice works a device job: it routes the call and, when no device can take it yet, waits for one
-// before any transaction is opened (snoozing the job past deviceWaitChunk); then the call runs in a
-// transaction of its own, with the relay as its handler.
+// runDevice works a device job in two transactions with the wait for the device between them, so a call
+// with a device holds no connection and no lock while the device works:
+//
+//  1. It routes the call and, when no device can take it yet, waits for one before any transaction is opened
+//     (snoozing the job past deviceWaitChunk).
+//  2. The hand-off transaction loads and locks the call, checks it, claims its idempotency key and hands it to
+//     a device (an attempt row, whose insert tells the hubs when it commits). A call that ends here (bad
+//     input, an idempotency hit, an unknown device) gets its receipt in this transaction instead.
+//  3. Outside any transaction, it waits for the answer the hub stores on the attempt, handing the call to
+//     another device if its device goes away before it runs.
+//  4. The receipt transaction writes the receipt from the answer with the job's completion, as for any call;
+//     a call that failed gives its key back there.
+//
+// Both transactions go through the committers, batched with other calls: under load, many hand-offs and
+// receipts share a commit (and the lock PostgreSQL holds while a transaction that notified commits).
+//
+// A run cut short anywhere is taken up again by River: the hand-off finds the call's attempts (and its own
+// key) and the wait goes on from what they say, so a device is never asked twice for a call that must not
+// run twice.
 func (e *Executor) runDevice(p *pending) error {
-	dc, err := e.devices.route(p.ctx, p.args)
-	if err != nil {
-		return err
-	}
-	if dc != nil && dc.early == nil && len(dc.alive) == 0 {
-		alive, err := e.devices.awaitDevice(p.ctx, dc.candidates, dc.deadline, time.Now().Add(deviceWaitChunk))
-		switch {
-		case err != nil:
+	wake, stop := e.devices.listener.Watch(gemsql.DeviceResultChannel, p.args.CallID.String())
+	defer stop() // watched before the hand-off: no answer can come before its wait
+	started := time.Now()
+	for {
+		dc, err := e.devices.route(p.ctx, p.args)
+		if err != nil {
 			return err
-		case len(alive) == 0 && time.Now().Before(dc.deadline):
-			return river.JobSnooze(0) // still waiting: go on in the job's next run
-		case len(alive) == 0:
-			dc.early = dc.unavailable()
 		}
-		dc.alive = alive
+		if dc != nil && dc.early == nil && len(dc.alive) == 0 {
+			alive, err := e.devices.awaitDevice(p.ctx, dc.candidates, dc.deadline, time.Now().Add(deviceWaitChunk))
+			switch {
+			case err != nil:
+				return err
+			case len(alive) == 0 && time.Now().Before(dc.deadline):
+				return river.JobSnooze(0) // still waiting: go on in the job's next run
+			case len(alive) == 0:
+				dc.early = dc.unavailable()
+			}
+			dc.alive = alive
+		}
+		p.device, p.phase = dc, phaseRun
+		if dc == nil || dc.early != nil {
+			return e.commitQueued(p)
+		}
+
+		p.handOff = &handOff{started: started, tool: dc.tool.Name}
+		p.phase = phaseHandOff
+		err = e.commitQueued(p)
+		var busy *keyBusyError
+		switch {
+		case errors.As(err, &busy):
+			// Another call holds the key and is still with its device: its receipt decides this one.
+			if err := e.awaitReceipt(p, dc, busy.holder); err != nil {
+				return err
+			}
+			continue
+		case !errors.Is(err, errHandedOff):
+			return err // a receipt written at the hand-off, or a failure River retries
+		}
+
+		a := e.newAttempt(p)
+		ctx, cancel := context.WithTimeout(p.ctx, dc.tool.Timeout()+max(time.Until(dc.deadline), 0)+deviceAnswerGrace)
+		result, err := a.relay(ctx, wake, p.handOff.attempts)
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		cancel()
+		switch he, _ := asError(err); {
+		case p.ctx.Err() != nil:
+			return p.ctx.Err() // shut down: the job's next run waits on
+		case timedOut:
+			err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("no answer from a device within the tool's %s timeout (and the call's wait for a device)", dc.tool.Timeout())}
+		case he != nil && he.retryable && p.job.Attempt < p.job.MaxAttempts:
+			a.log.Warn().Err(err).Msg("transient failure waiting for a device; the call will be retried")
+			return err
+		}
+		p.handOff.answer = &relayAnswer{result: result, err: err, ranOn: a.ranOn, tried: a.devicesTried}
+		p.phase = phaseRun
+		return e.commitQueued(p)
 	}
-	p.device = dc
-	e.runBatch([]*pending{p})
+}
+
+// commitQueued runs p's next transaction in a committer's batch and returns its result.
+func (e *Executor) commitQueued(p *pending) error {
+	select {
+	case e.queue <- p:
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
 	return <-p.result
+}
+
+// errHandedOff is what the hand-off transaction delivers for a call it gave to a device.
+var errHandedOff = errors.New("handed to a device")
+
+// handOff is a device call's state between its two transactions.
+type handOff struct {
+	started time.Time
+	tool    string
+	// key is the idempotency key the hand-off claimed (committed with it), keyHash its hash.
+	key     string
+	keyHash [32]byte
+	// attempts are the call's attempts as the hand-off read or made them.
+	attempts []deviceAttempt
+	// answer is how the wait ended, for the receipt transaction.
+	answer *relayAnswer
+}
+
+type relayAnswer struct {
+	result json.RawMessage
+	err    error
+	ranOn  string
+	tried  []string
+}
+
+// keyBusyError: the call's idempotency key is held by another call that has no receipt yet, committed by
+// that call's hand-off to a device.
+type keyBusyError struct{ holder uuid.UUID }
+
+func (k *keyBusyError) Error() string {
+	return fmt.Sprintf("idempotency key holder %s has no receipt yet", k.holder)
+}
+
+// releaseKeySQL gives back the key a device call's hand-off claimed, when the call fails.
+const releaseKeySQL = `DELETE FROM core_idempotency_keys WHERE tool_name = $1 AND key_hash = $2 AND call_id = $3`
+
+// handOff is the first transaction of a device call (see runDevice): the call is loaded, locked and
+// checked, its key claimed, and, when it has no attempts yet, handed to the freshest device alive. Its
+// commit need not wait for the disk: the hub marks the attempt sent, durably, before the device may see
+// it, and that commit is later in the log than this one.
+func (t *batchTx) handOff(ctx context.Context, a *attempt) outcome {
+	h, dc := a.p.handOff, a.p.device
+	if a.key != "" {
+		d, err := a.claimKey(ctx, t.pipe, t.keyHolder)
+		var busy *keyBusyError
+		switch {
+		case errors.As(err, &busy):
+			return outcome{kind: outcomeRetry, err: err}
+		case err != nil:
+			return outcome{kind: outcomeRetry, err: err, txBroken: true}
+		case d != nil:
+			t.finish(a, d) // an idempotency hit: the device is not asked
+			return outcome{kind: outcomeDone}
+		}
+		h.key, h.keyHash = a.key, sha256.Sum256([]byte(a.key))
+	}
+	atts, err := scanAttempts(t.pipe.Query(ctx, firstAttemptSQL, [16]byte(a.args.CallID), dc.alive[0], dc.tool.TimeoutMS))
+	if err != nil {
+		return outcome{kind: outcomeRetry, err: err, txBroken: true}
+	}
+	h.attempts = atts
+	t.handedOff = true
+	return outcome{kind: outcomePrepared}
+}
+
+// answered is a device call's handler in its receipt transaction: the answer its wait ended with.
+func (a *attempt) answered(context.Context, *Call) (any, error) {
+	h := a.p.handOff
+	if h == nil || h.answer == nil {
+		return nil, fmt.Errorf("device call %s reached its receipt without an answer", a.args.CallID)
+	}
+	a.ranOn, a.devicesTried = h.answer.ranOn, h.answer.tried
+	if h.answer.err != nil {
+		return nil, h.answer.err
+	}
+	return h.answer.result, nil
+}
+
+// awaitReceipt waits for the receipt of the call holding this call's key, up to the call's bound.
+func (e *Executor) awaitReceipt(p *pending, dc *deviceCall, holder uuid.UUID) error {
+	ctx, cancel := context.WithTimeout(p.ctx, dc.tool.Timeout()+max(time.Until(dc.deadline), 0)+deviceAnswerGrace)
+	defer cancel()
+	if _, err := e.waiter.WaitOne(ctx, holder); err != nil && p.ctx.Err() == nil {
+		return Retryable(fmt.Errorf("waiting for call %s, which holds this call's idempotency key: %w", holder, err))
+	}
+	return p.ctx.Err()
 }
 
 // deviceAttempt is a row of core_device_attempts.
@@ -298,7 +450,7 @@ type deviceAttempt struct {
 const attemptsSQL = `SELECT id, device, state, result, error FROM core_device_attempts WHERE call_id = $1 ORDER BY id`
 
 // firstAttemptSQL reads the call's attempts and, when it has none, hands it to a device in the same
-// statement (the insert's trigger tells the hubs): the happy path's one round trip before the answer.
+// statement (the insert's trigger tells the hubs when the hand-off commits).
 const firstAttemptSQL = `WITH prior AS (SELECT id, device, state, result, error FROM core_device_attempts WHERE call_id = $1),
 	ins AS (INSERT INTO core_device_attempts (call_id, device, timeout_ms)
 		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM prior)
@@ -323,25 +475,20 @@ func scanAttempts(rows pgx.Rows, err error) ([]deviceAttempt, error) {
 	return atts, nil
 }
 
-// relay is the handler of a device call: it hands the call to a device and waits for the answer, reading
-// the call's attempts first so that a run after a crash picks up where the last one was.
-func (a *attempt) relay(ctx context.Context, c *Call) (any, error) {
+// relay waits for a device's answer to a call handed off, from its attempts as the hand-off saw them (a run
+// after a crash picks up where the last one was), handing it to another device when the last attempt never
+// ran or may be repeated. wake is woken when the call's attempts change.
+func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []deviceAttempt) (json.RawMessage, error) {
 	dc := a.p.device
 	pool := a.e.pool
 	callID := [16]byte(a.args.CallID)
-	// Watched before anything is handed out: no answer can come before its wait.
-	wake, stop := a.e.devices.listener.Watch(gemsql.DeviceResultChannel, a.args.CallID.String())
-	defer stop()
 	for pass := 0; ; pass++ {
-		var atts []deviceAttempt
-		var err error
-		if pass == 0 && len(dc.alive) > 0 {
-			atts, err = scanAttempts(pool.Query(ctx, firstAttemptSQL, callID, dc.alive[0], dc.tool.TimeoutMS))
-		} else {
-			atts, err = scanAttempts(pool.Query(ctx, attemptsSQL, callID))
-		}
-		if err != nil {
-			return nil, err
+		atts := first
+		if pass > 0 {
+			var err error
+			if atts, err = scanAttempts(pool.Query(ctx, attemptsSQL, callID)); err != nil {
+				return nil, err
+			}
 		}
 		a.devicesTried = a.devicesTried[:0]
 		for _, at := range atts {
@@ -411,8 +558,8 @@ func (a *attempt) pickDevice(ctx context.Context, atts []deviceAttempt) (string,
 
 // awaitAnswer waits until the attempt's state may have changed: a notification, or a poll that finds its
 // device no longer alive (then the devices that stopped heartbeating are expired, which ends the attempt).
-// When the call's context ends first, the attempt is abandoned, so a late answer is dropped and the device
-// told to cancel.
+// When the call's wait ends first, the attempt is abandoned, so a late answer is dropped and the device
+// told to cancel; a shutdown leaves it for the job's next run.
 func (a *attempt) awaitAnswer(ctx context.Context, at *deviceAttempt, wake <-chan struct{}) error {
 	pool := a.e.pool
 	t := time.NewTimer(devicePoll)
@@ -438,8 +585,11 @@ func (a *attempt) awaitAnswer(ctx context.Context, at *deviceAttempt, wake <-cha
 		}
 		return nil
 	case <-ctx.Done():
-		// The call's own context is done: the tool's timeout, or a shutdown. Abandon the attempt with a
-		// context of its own, and tell the hub so it cancels the run on the device.
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ctx.Err() // a shutdown: the job's next run waits on for the same attempt
+		}
+		// The call's wait is over. Abandon the attempt with a context of its own, and tell the hub so it
+		// cancels the run on the device.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_, err := pool.Exec(actx, `WITH a AS (

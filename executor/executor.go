@@ -252,6 +252,9 @@ func (e *Executor) stop(ctx context.Context) error {
 func (e *Executor) newAttempt(p *pending) *attempt {
 	a := &attempt{e: e, p: p, ctx: p.ctx, job: p.job, args: p.args, started: time.Now(),
 		callRow: callRow{toolName: p.args.ToolName}}
+	if p.handOff != nil {
+		a.started = p.handOff.started // a device call's run began with its hand-off
+	}
 	// The call's fields are added by a hook, which runs only for events that are logged: most calls log
 	// nothing at the default levels, and encoding the fields up front cost every call.
 	a.log = e.log.Hook(a)
@@ -344,11 +347,7 @@ func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]
 	case known && (e.handlers[tool.Name].Isolated || tool.HasOutsideEffects()), e.cfg.BatchMax == 1:
 		e.runBatch([]*pending{p})
 	default:
-		select {
-		case e.queue <- p:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return e.commitQueued(p)
 	}
 	return <-p.result
 }

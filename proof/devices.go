@@ -28,7 +28,8 @@ import (
 // labTools is a device registry of three tools calling the lab service, for the device named DEVICE:
 //   - lab.whoami: read-only, safe to repeat, and device_agnostic: any device may answer it;
 //   - lab.effect: one outside effect per call (mode none): it must never run twice;
-//   - lab.echo_<DEVICE>: a tool only this device serves.
+//   - lab.echo_<DEVICE>: a tool only this device serves;
+//   - lab.order: one outside effect per idempotency key (mode keyed); fail: true makes the service refuse it.
 //
 // sleep_ms holds the request at the service, so a test can kill a device mid-call.
 const labTools = `{
@@ -66,6 +67,17 @@ const labTools = `{
       "idempotency": {"mode": "safe-retry"},
       "timeout_ms": 5000,
       "implementation": {"type": "rest", "method": "GET", "url": "${GEM_LAB_URL}/whoami?device=DEVICE&key={key}"}
+    },
+    {
+      "name": "lab.order",
+      "description": "Places an order at the lab service, once per key.",
+      "input_schema": {"type": "object", "properties": {"key": {"type": "string", "minLength": 1}, "sleep_ms": {"type": "integer", "minimum": 0},
+        "fail": {"type": "boolean"}}, "required": ["key"], "additionalProperties": false},
+      "output_schema": {"type": "object", "properties": {"device": {"type": "string"}, "hits": {"type": "integer"}}, "required": ["device", "hits"]},
+      "permissions": ["write:external"],
+      "idempotency": {"mode": "keyed", "key_field": "key"},
+      "timeout_ms": 20000,
+      "implementation": {"type": "rest", "method": "POST", "url": "${GEM_LAB_URL}/order?device=DEVICE&key={key}&sleep_ms={sleep_ms}&fail={fail}", "body": "none"}
     }
   ]
 }`
@@ -104,10 +116,16 @@ func startLabService() (*labService, error) {
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if q.Get("fail") == "true" {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": "refused, as asked"})
+			return
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"device": q.Get("device"), "hits": n})
 	}
 	mux.HandleFunc("GET /whoami", handle)
 	mux.HandleFunc("POST /effect", handle)
+	mux.HandleFunc("POST /order", handle)
 	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = l.srv.Serve(ln) }()
 	return l, nil

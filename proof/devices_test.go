@@ -183,6 +183,41 @@ func TestDeviceRouting(t *testing.T) {
 // An agnostic call of a tool safe to repeat, whose device is killed mid-call, runs again on another device;
 // a named call of a tool with an outside effect whose device is killed mid-call ends outcome_unknown and is
 // never run again; a named call for a device that stays away ends device_unavailable.
+// A keyed device tool keeps its key across the call's two transactions: a second call with the key while
+// the first is with its device answers from the first (the service hears once), and a call that fails
+// gives the key back.
+func TestDeviceIdempotencyKey(t *testing.T) {
+	r := newRigT(t)
+	r.device("laptop", "", "")
+	ctx := context.Background()
+
+	first, err := r.call(ctx, "lab.order", map[string]any{"key": "k1", "sleep_ms": 500}, "laptop", 0)
+	require.NoError(t, err)
+	require.Equal(t, "laptop", r.awaitStarted("k1"))
+	second := r.do("lab.order", map[string]any{"key": "k1"}, "laptop", 0)
+	rc, err := r.receipt(ctx, first, 40*time.Second)
+	require.NoError(t, err)
+	_, hits := labResult(t, rc)
+	require.Equal(t, 1, hits)
+	require.False(t, rc.IdempotencyHit)
+	require.Equal(t, registry.StatusSucceeded, second.Status, "%+v", second.Error)
+	require.True(t, second.IdempotencyHit)
+	require.NotNil(t, second.IdempotencyOf)
+	require.Equal(t, first, *second.IdempotencyOf)
+	require.JSONEq(t, string(rc.Result), string(second.Result))
+	require.Equal(t, 1, r.lab.count("order", "k1"), "the service heard the key once")
+
+	refused := r.do("lab.order", map[string]any{"key": "k2", "fail": true}, "laptop", 0)
+	require.Equal(t, registry.StatusFailed, refused.Status)
+	again := r.do("lab.order", map[string]any{"key": "k2"}, "laptop", 0)
+	require.False(t, again.IdempotencyHit, "a failed call gives its key back")
+	_, hits = labResult(t, again)
+	require.Equal(t, 2, hits)
+	var holders int
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT count(*) FROM core_idempotency_keys WHERE tool_name = 'lab.order'`).Scan(&holders))
+	require.Equal(t, 2, holders, "k1 and k2, each held by its call that succeeded")
+}
+
 func TestDeviceKilledMidCall(t *testing.T) {
 	t.Parallel()
 	r := newRigT(t)
@@ -384,7 +419,7 @@ func TestDeviceRegistration(t *testing.T) {
 	r.device("laptop", only, "")
 	var tools []string
 	require.NoError(t, r.pool.QueryRow(ctx, `SELECT array_agg(tool_name ORDER BY tool_name) FROM core_device_tools WHERE device = 'laptop'`).Scan(&tools))
-	require.Equal(t, []string{"lab.echo_again", "lab.effect", "lab.whoami"}, tools)
+	require.Equal(t, []string{"lab.echo_again", "lab.effect", "lab.order", "lab.whoami"}, tools)
 	rc := r.do("lab.echo_laptop", map[string]any{"key": "gone"}, "laptop", 0)
 	require.Equal(t, registry.CodeUnknownDevice, rc.Error.Code, rc.Error.Message)
 

@@ -100,10 +100,10 @@ type Hub struct {
 	cfg  Config
 	reg  *registry.Registry
 	pool *pgxpool.Pool
-	// relayPool writes what a call's path waits on — an attempt marked sent, an answer, a heartbeat —
-	// without waiting for the disk (synchronous_commit off): a hub that dies loses nothing of it, since the
-	// server has it; only a crash of PostgreSQL itself within its WAL writer's delay can, and then the
-	// attempt is sent again under the same id, which the device answers once (see docs/devices.md).
+	// relayPool stores devices' answers without waiting for the disk (synchronous_commit off): the executor
+	// waiting on an answer is told at once, and the device is acknowledged only after a write that does wait
+	// (see session.acknowledge), since it forgets an answer once acknowledged. Marking an attempt sent, the
+	// gate before a device may see a call, goes through the main pool and waits for the disk.
 	relayPool *pgxpool.Pool
 	log       zerolog.Logger
 	listener  *gemsql.Listener
@@ -257,7 +257,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept answered the request
 	}
 	ws.SetReadLimit(h.cfg.MaxMessage)
-	s := &session{h: h, name: name, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{}}
+	s := &session{h: h, name: name, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{},
+		answers: make(chan *registry.DeviceAnswer, 1024), acks: make(chan int64, 1024)}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
 	h.wg.Add(1)
 	defer h.wg.Done()

@@ -30,6 +30,9 @@ const (
 	CloseDeleted websocket.StatusCode = 4002
 )
 
+// ackEvery bounds how often a session acknowledges answers (see acknowledge).
+const ackEvery = 50 * time.Millisecond
+
 // maxTools bounds the tools one device registers.
 const maxTools = 2000
 
@@ -47,6 +50,11 @@ type session struct {
 
 	mu       sync.Mutex
 	inflight map[int64]bool // attempts sent on this socket and not yet answered
+
+	// answers are answers read and not yet stored (see store); acks are answers stored and not yet
+	// acknowledged to the device (see acknowledge).
+	answers chan *registry.DeviceAnswer
+	acks    chan int64
 }
 
 func (s *session) close(code websocket.StatusCode, reason string) {
@@ -119,6 +127,8 @@ func (s *session) serve() {
 		Str("version", hello.Version).Msg("device registered")
 
 	go s.dispatch()
+	go s.store()
+	go s.acknowledge()
 	s.read()
 }
 
@@ -290,11 +300,9 @@ func (s *session) read() {
 				s.close(websocket.StatusPolicyViolation, "an answer message must carry an answer")
 				return
 			}
-			if err := s.answer(m.Answer); err != nil {
-				s.log.Warn().Err(err).Int64("device_attempt", m.Answer.Attempt).Msg("could not store a device's answer; the device keeps it and sends it again")
-				continue
-			}
-			if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgAck, Attempt: m.Answer.Attempt}); err != nil {
+			select {
+			case s.answers <- m.Answer:
+			case <-s.ctx.Done():
 				return
 			}
 		default:
@@ -304,12 +312,23 @@ func (s *session) read() {
 	}
 }
 
-// heartbeat moves the device's deadline; false means the session was replaced (another registration).
+// heartbeat moves the device's deadline; false means the session was replaced (another registration) or
+// the device deleted, and is closed.
 func (s *session) heartbeat() bool {
+	ok, err := s.beat()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("could not record a heartbeat")
+	}
+	return ok
+}
+
+// beat records a heartbeat, waiting for the disk. ok false: the session was closed (replaced, or the
+// device deleted); err: the heartbeat was not recorded.
+func (s *session) beat() (ok bool, err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
 	var was bool
-	err := s.h.relayPool.QueryRow(ctx, `UPDATE core_devices d SET last_heartbeat = now(), alive_until = now() + make_interval(secs => $3),
+	err = s.h.pool.QueryRow(ctx, `UPDATE core_devices d SET last_heartbeat = now(), alive_until = now() + make_interval(secs => $3),
 			connected = true, hub = $4
 		FROM (SELECT connected AND alive_until > now() AS alive FROM core_devices WHERE name = $1 AND registration = $2 FOR UPDATE) prev
 		WHERE d.name = $1 AND d.registration = $2
@@ -319,12 +338,12 @@ func (s *session) heartbeat() bool {
 		var exists bool
 		if err := s.h.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM core_devices WHERE name = $1)`, s.name).Scan(&exists); err == nil && !exists {
 			s.close(CloseDeleted, "the device was deleted on the hub")
-			return false
+			return false, nil
 		}
 		s.close(CloseReplaced, "replaced by a newer connection of this device")
-		return false
+		return false, nil
 	case err != nil:
-		s.log.Warn().Err(err).Msg("could not record a heartbeat")
+		return true, err
 	case !was:
 		// It had been given up for dead (frozen, or its network away) and is back: tell the catalogs.
 		s.log.Info().Msg("device is alive again")
@@ -332,50 +351,181 @@ func (s *session) heartbeat() bool {
 			s.log.Warn().Err(err).Msg("could not announce the device's return")
 		}
 	}
-	return true
+	return true, nil
 }
 
-// answer stores a device's answer to an attempt sent to it.
-func (s *session) answer(a *registry.DeviceAnswer) error {
+// acknowledge tells the device which of its answers are stored for good. Answers are stored without waiting
+// for the disk, so the executor waiting on one hears at once; the device forgets an answer once it is
+// acknowledged, so acknowledgements wait for a write that does wait for the disk — a heartbeat (an answer
+// is a sign of life), whose commit makes every answer stored before it durable. One heartbeat serves every
+// answer stored meanwhile, and there is at most one per ackEvery: acknowledgements are not on a call's
+// path, and the disk's flushes are shared with every commit that waits for them.
+func (s *session) acknowledge() {
+	var ids []int64
+	var last time.Time
+	for {
+		ids = ids[:0]
+		select {
+		case <-s.ctx.Done():
+			return
+		case id := <-s.acks:
+			ids = append(ids, id)
+		}
+		if wait := ackEvery - time.Since(last); wait > 0 {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+	more:
+		for {
+			select {
+			case id := <-s.acks:
+				ids = append(ids, id)
+			default:
+				break more
+			}
+		}
+		ok, err := s.beat()
+		if err != nil {
+			// The answers may not last: a new connection makes the device send them again.
+			s.log.Warn().Err(err).Int("answers", len(ids)).Msg("could not make the device's answers durable; closing its connection so it sends them again")
+			s.close(websocket.StatusTryAgainLater, "the hub cannot store answers now")
+			return
+		}
+		if !ok {
+			return
+		}
+		for _, id := range ids {
+			if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgAck, Attempt: id}); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// store stores the answers the device sends, every answer waiting in one statement: under load one commit
+// (and one turn at the lock PostgreSQL takes to commit a transaction that notified) serves many calls.
+func (s *session) store() {
+	batch := make([]*registry.DeviceAnswer, 0, 64)
+	for {
+		batch = batch[:0]
+		select {
+		case <-s.ctx.Done():
+			return
+		case a := <-s.answers:
+			batch = append(batch, a)
+		}
+	more:
+		for len(batch) < cap(batch) {
+			select {
+			case a := <-s.answers:
+				batch = append(batch, a)
+			default:
+				break more
+			}
+		}
+		stored := s.storeAnswers(batch)
+		s.mu.Lock()
+		for _, id := range stored {
+			delete(s.inflight, id)
+		}
+		s.mu.Unlock()
+		for _, id := range stored {
+			select {
+			case s.acks <- id:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// storeAnswers stores a batch of answers and returns the attempts stored; when the batch does not store
+// (a result PostgreSQL refuses), each answer is stored alone, and one that still fails is left to the
+// device, which keeps it and sends it again.
+func (s *session) storeAnswers(batch []*registry.DeviceAnswer) []int64 {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	if err := s.storeAnswer(ctx, s.h.relayPool, a); err != nil {
-		return err
+	ids := make([]int64, len(batch))
+	for i, a := range batch {
+		ids[i] = a.Attempt
 	}
-	s.mu.Lock()
-	delete(s.inflight, a.Attempt)
-	s.mu.Unlock()
-	return nil
+	if len(batch) > 1 {
+		rows := make([]answerRow, len(batch))
+		for i, a := range batch {
+			rows[i] = s.answerRow(a)
+		}
+		doc, err := json.Marshal(rows)
+		if err == nil {
+			_, err = s.h.relayPool.Exec(ctx, storeAnswersSQL, s.name, string(doc))
+		}
+		if err == nil {
+			return ids
+		}
+		s.log.Debug().Err(err).Int("answers", len(batch)).Msg("a batch of answers did not store; storing them one by one")
+	}
+	ids = ids[:0]
+	for _, a := range batch {
+		if err := s.storeAnswer(ctx, s.h.relayPool, a); err != nil {
+			s.log.Warn().Err(err).Int64("device_attempt", a.Attempt).Msg("could not store a device's answer; the device keeps it and sends it again")
+			continue
+		}
+		ids = append(ids, a.Attempt)
+	}
+	return ids
 }
 
-// storeAnswer records an answer on its attempt, if the attempt is this device's and still sent (an answer
-// after the executor gave up, or a second time, changes nothing), and tells the waiting executor. An answer
-// that is not a well-formed result or error is recorded as the device's failure.
-func (s *session) storeAnswer(ctx context.Context, db gemsql.DBTX, a *registry.DeviceAnswer) error {
-	state, result, callErr := gemsql.AttemptSucceeded, []byte(a.Result), a.Error
+// answerRow is an answer as it is stored.
+type answerRow struct {
+	Attempt int64           `json:"attempt"`
+	State   string          `json:"state"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// answerRow checks an answer: one that is not a well-formed result or error is the device's failure.
+func (s *session) answerRow(a *registry.DeviceAnswer) answerRow {
+	row := answerRow{Attempt: a.Attempt, State: gemsql.AttemptSucceeded, Result: a.Result}
+	callErr := a.Error
 	switch {
 	case a.Status == registry.StatusSucceeded && len(a.Result) > 0 && json.Valid(a.Result):
 		callErr = nil
 	case a.Status == registry.StatusFailed && a.Error != nil && a.Error.Code != "":
-		state, result = gemsql.AttemptFailed, nil
+		row.State, row.Result = gemsql.AttemptFailed, nil
 	default:
-		state, result = gemsql.AttemptFailed, nil
+		row.State, row.Result = gemsql.AttemptFailed, nil
 		callErr = &registry.CallError{Code: registry.CodeHandlerError, Message: fmt.Sprintf(
 			"device %s answered neither a result (status succeeded) nor an error with a code (status failed)", s.name)}
 	}
-	var errJSON []byte
 	if callErr != nil {
-		errJSON, _ = json.Marshal(callErr)
+		row.Error, _ = json.Marshal(callErr)
 	}
+	return row
+}
+
+// storeAnswersSQL records answers on their attempts, where the attempt is this device's and still sent (an
+// answer after the executor gave up, or a second time, changes nothing), and tells the waiting executors.
+const storeAnswersSQL = `WITH u AS (
+		UPDATE core_device_attempts t SET state = a.state, result = a.result, error = a.error, finished_at = now()
+		FROM jsonb_to_recordset($2::jsonb) AS a(attempt bigint, state text, result jsonb, error jsonb)
+		WHERE t.id = a.attempt AND t.device = $1 AND t.state = 'sent' RETURNING t.call_id)
+	SELECT pg_notify('` + gemsql.DeviceResultChannel + `', u.call_id::text) FROM u`
+
+// storeAnswer stores one answer as storeAnswersSQL does. A result PostgreSQL cannot store (a \u0000 in a
+// string, a number out of range) fails the call instead.
+func (s *session) storeAnswer(ctx context.Context, db gemsql.DBTX, a *registry.DeviceAnswer) error {
+	row := s.answerRow(a)
 	const q = `WITH u AS (
 			UPDATE core_device_attempts SET state = $3, result = $4, error = $5, finished_at = now()
 			WHERE id = $1 AND device = $2 AND state = 'sent' RETURNING call_id)
 		SELECT pg_notify('` + gemsql.DeviceResultChannel + `', u.call_id::text) FROM u`
-	_, err := db.Exec(ctx, q, a.Attempt, s.name, state, result, errJSON)
+	_, err := db.Exec(ctx, q, a.Attempt, s.name, row.State, []byte(row.Result), []byte(row.Error))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
-		// A result PostgreSQL cannot store (a \u0000 in a string, a number out of range): the call fails.
-		errJSON, _ = json.Marshal(&registry.CallError{Code: registry.CodeOutputContract, Message: fmt.Sprintf(
+		errJSON, _ := json.Marshal(&registry.CallError{Code: registry.CodeOutputContract, Message: fmt.Sprintf(
 			"device %s answered a result that cannot be stored: %s", s.name, pgErr.Message)})
 		_, err = db.Exec(ctx, q, a.Attempt, s.name, gemsql.AttemptFailed, nil, errJSON)
 	}
@@ -405,7 +555,9 @@ func (s *session) dispatch() {
 }
 
 // claimSQL takes the device's queued attempts for this registration, marking them sent before they are
-// written to the socket: an attempt that may have reached the device is never handed out again.
+// written to the socket: an attempt that may have reached the device is never handed out again. Its commit
+// waits for the disk (the main pool), and so makes durable the hand-off before it, which the executor
+// commits without waiting.
 const claimSQL = `UPDATE core_device_attempts a SET state = 'sent', sent_at = now()
 	FROM core_tool_calls c
 	WHERE a.device = $1 AND a.state = 'queued' AND c.id = a.call_id
@@ -415,7 +567,7 @@ const claimSQL = `UPDATE core_device_attempts a SET state = 'sent', sent_at = no
 func (s *session) dispatchOnce() error {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	rows, err := s.h.relayPool.Query(ctx, claimSQL, s.name, s.registration)
+	rows, err := s.h.pool.Query(ctx, claimSQL, s.name, s.registration)
 	if err != nil {
 		return err
 	}
