@@ -50,6 +50,9 @@ type deviceCall struct {
 	wait     time.Duration
 	// early is the receipt of a call that ends without reaching a device (unknown device, none in time).
 	early *receiptDraft
+	// handedOut: an earlier run handed the call to a device. Its attempts, not the devices alive now, say
+	// how it ends: a call a device may have run never ends device_unavailable.
+	handedOut bool
 }
 
 // mayRepeat reports whether a call that a device may have started (its socket dropped mid-call) may be
@@ -95,7 +98,8 @@ const routeSQL = `SELECT c.tool_name, coalesce(c.device, ''), c.device_wait_ms, 
 		coalesce((SELECT array_agg(t.contract::text ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
 		coalesce((SELECT array_agg(t.agnostic ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
 		coalesce((SELECT array_agg(d.name ORDER BY d.last_heartbeat DESC) FROM core_device_tools t JOIN core_devices d ON d.name = t.device
-			WHERE t.tool_name = c.tool_name AND gem_device_alive(d)), '{}')
+			WHERE t.tool_name = c.tool_name AND gem_device_alive(d)), '{}'),
+		EXISTS (SELECT 1 FROM core_device_attempts a WHERE a.call_id = c.id)
 	FROM core_tool_calls c WHERE c.id = $1`
 
 // route decides where a device job's call goes. It returns nil for a call the batch path handles as it is
@@ -109,9 +113,10 @@ func (r *deviceRelay) route(ctx context.Context, args registry.CallArgs) (*devic
 		devices, contracts  []string
 		agnosticFlags       []bool
 		alive               []string
+		handedOut           bool
 	)
 	err := r.e.pool.QueryRow(ctx, routeSQL, [16]byte(args.CallID)).Scan(&toolName, &named, &waitMS, &created, &hasReceipt,
-		&namedOK, &devices, &contracts, &agnosticFlags, &alive)
+		&namedOK, &devices, &contracts, &agnosticFlags, &alive, &handedOut)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -125,7 +130,7 @@ func (r *deviceRelay) route(ctx context.Context, args registry.CallArgs) (*devic
 	if waitMS != nil {
 		wait = time.Duration(*waitMS) * time.Millisecond
 	}
-	dc := &deviceCall{named: named, deadline: created.Add(wait), wait: wait}
+	dc := &deviceCall{named: named, deadline: created.Add(wait), wait: wait, handedOut: handedOut}
 	dc.tool, err = r.choose(dc, toolName, namedOK, devices, contracts, agnosticFlags)
 	if err != nil || dc.early != nil {
 		return dc, err
@@ -290,7 +295,7 @@ func (e *Executor) runDevice(p *pending) error {
 		if err != nil {
 			return err
 		}
-		if dc != nil && dc.early == nil && len(dc.alive) == 0 {
+		if dc != nil && dc.early == nil && len(dc.alive) == 0 && !dc.handedOut {
 			alive, err := e.devices.awaitDevice(p.ctx, dc.candidates, dc.deadline, time.Now().Add(deviceWaitChunk))
 			switch {
 			case err != nil:
@@ -406,7 +411,11 @@ func (t *batchTx) handOff(ctx context.Context, a *attempt) outcome {
 		}
 		h.key, h.keyHash = a.key, sha256.Sum256([]byte(a.key))
 	}
-	atts, err := scanAttempts(t.pipe.Query(ctx, firstAttemptSQL, [16]byte(a.args.CallID), dc.alive[0], dc.tool.TimeoutMS))
+	device := "" // none alive: the call has attempts already, and the wait reads them
+	if len(dc.alive) > 0 {
+		device = dc.alive[0]
+	}
+	atts, err := scanAttempts(t.pipe.Query(ctx, firstAttemptSQL, [16]byte(a.args.CallID), device, dc.tool.TimeoutMS))
 	if err != nil {
 		return outcome{kind: outcomeRetry, err: err, txBroken: true}
 	}
@@ -453,7 +462,7 @@ const attemptsSQL = `SELECT id, device, state, result, error FROM core_device_at
 // statement (the insert's trigger tells the hubs when the hand-off commits).
 const firstAttemptSQL = `WITH prior AS (SELECT id, device, state, result, error FROM core_device_attempts WHERE call_id = $1),
 	ins AS (INSERT INTO core_device_attempts (call_id, device, timeout_ms)
-		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM prior)
+		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM prior) AND $2 <> ''
 		RETURNING id, device, state, result, error)
 	SELECT * FROM prior UNION ALL SELECT * FROM ins ORDER BY id`
 

@@ -218,6 +218,32 @@ func TestDeviceIdempotencyKey(t *testing.T) {
 	require.Equal(t, 2, holders, "k1 and k2, each held by its call that succeeded")
 }
 
+// An executor killed while its call is with a device that is then killed too: the executor that takes the
+// call up finds no device alive, but the call's attempt, not the devices alive, decides its end — the effect
+// may have happened, so outcome_unknown, never device_unavailable (which says it did not run).
+func TestDeviceAndExecutorKilledMidCall(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t)
+	r.device("laptop", "", "")
+	ctx := context.Background()
+
+	id, err := r.call(ctx, "lab.effect", map[string]any{"key": "both", "sleep_ms": 3000}, "laptop", 1000)
+	require.NoError(t, err)
+	require.Equal(t, "laptop", r.awaitStarted("both"))
+	r.executor.kill()
+	r.procs["laptop"].kill()
+	time.Sleep(1500 * time.Millisecond) // past the call's wait bound for a device
+	ex, err := r.startExecutor("executor-devices-2")
+	require.NoError(t, err)
+	t.Cleanup(func() { ex.kill() })
+	rc, err := r.receipt(ctx, id, 40*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, registry.StatusFailed, rc.Status)
+	require.Equal(t, registry.CodeOutcomeUnknown, rc.Error.Code, rc.Error.Message)
+	require.Equal(t, "laptop", rc.Device)
+	require.Equal(t, 1, r.lab.count("effect", "both"))
+}
+
 func TestDeviceKilledMidCall(t *testing.T) {
 	t.Parallel()
 	r := newRigT(t)
