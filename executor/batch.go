@@ -375,11 +375,8 @@ func (t *batchTx) keyHolder(callID uuid.UUID) *receiptDraft { return t.keyed[cal
 // commits.
 func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	d.durationMS = msSince(a.started)
-	if d.device == "" && a.ranOn != "" {
-		d.device = a.ranOn
-	}
-	if d.devicesTried == nil && len(a.devicesTried) > 0 {
-		d.devicesTried = a.devicesTried
+	if h := a.p.handOff; h != nil && h.answer != nil {
+		d.device, d.devicesTried = h.answer.ranOn, h.answer.tried
 	}
 	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
 	t.completed = append(t.completed, a.job.ID)

@@ -35,11 +35,6 @@ type attempt struct {
 	tool    *registry.Tool
 	handler Handler
 	key     string
-	// timeout bounds the handler: the tool's timeout, or for a device call also the wait for a device.
-	timeout time.Duration
-	// ranOn and devicesTried are the device that ran a device call and every device it was handed to.
-	ranOn        string
-	devicesTried []string
 }
 
 // receiptDraft is a receipt before it is written.
@@ -162,7 +157,6 @@ func (a *attempt) precheck() *receiptDraft {
 		return failed(registry.CodeInvalidCall, "no idempotency key: "+err.Error(), map[string]any{"key_field": tool.Idempotency.KeyField})
 	}
 
-	a.timeout = tool.Timeout()
 	if dc != nil {
 		// The device's answer was awaited between the call's two transactions (see runDevice): the
 		// "handler" gives it.
@@ -197,7 +191,7 @@ func (a *attempt) precheck() *receiptDraft {
 // execute claims the idempotency key and runs the handler. It returns the receipt, or a transient error.
 // inBatch finds the receipt a call of the same transaction will have, for a key it holds.
 func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
-	if h := a.p.handOff; a.key != "" && (h == nil || h.key != a.key) {
+	if h := a.p.handOff; a.key != "" && (h == nil || h.key == "") { // a hand-off claimed it already
 		d, err := a.claimKey(ctx, conn, inBatch)
 		if err != nil || d != nil {
 			return d, err
@@ -269,7 +263,7 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.U
 // callHandler runs the handler under the tool's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
 func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
-	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.timeout)
+	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.tool.Timeout())
 	defer cancel()
 	g := newGuardedDB(conn)
 	c := &Call{
@@ -304,9 +298,9 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 			if !g.abandon(a.e.cfg.AbandonGrace) {
 				return nil, nil, txBrokenError{fmt.Errorf("the handler overran its timeout and kept the connection busy")}
 			}
-			a.log.Error().Dur("timeout", a.timeout).Msg("handler ignored its cancelled context and was abandoned")
+			a.log.Error().Dur("timeout", a.tool.Timeout()).Msg("handler ignored its cancelled context and was abandoned")
 			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
-				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.timeout)}
+				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.tool.Timeout())}
 		}
 		if r.err == nil && hctx.Err() == context.DeadlineExceeded {
 			r.err = hctx.Err()
@@ -318,7 +312,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 	if r.err != nil {
 		if hctx.Err() == context.DeadlineExceeded && a.ctx.Err() == nil {
 			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
-				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.timeout),
+				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.tool.Timeout()),
 				Details: map[string]any{"error": r.err.Error()}}
 		}
 		return nil, nil, r.err

@@ -94,13 +94,16 @@ func (e *Executor) isDeviceJob(args registry.CallArgs) bool {
 // heartbeat first.
 const routeSQL = `SELECT c.tool_name, coalesce(c.device, ''), c.device_wait_ms, c.created_at, c.status <> 'queued',
 		c.device IS NULL OR EXISTS (SELECT 1 FROM core_devices d WHERE d.name = c.device),
-		coalesce((SELECT array_agg(t.device ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
-		coalesce((SELECT array_agg(t.contract::text ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
-		coalesce((SELECT array_agg(t.agnostic ORDER BY t.device) FROM core_device_tools t WHERE t.tool_name = c.tool_name), '{}'),
-		coalesce((SELECT array_agg(d.name ORDER BY d.last_heartbeat DESC) FROM core_device_tools t JOIN core_devices d ON d.name = t.device
-			WHERE t.tool_name = c.tool_name AND gem_device_alive(d)), '{}'),
+		coalesce(t.devices, '{}'), coalesce(t.contracts, '{}'), coalesce(t.agnostic, '{}'), coalesce(t.alive, '{}'),
 		EXISTS (SELECT 1 FROM core_device_attempts a WHERE a.call_id = c.id)
-	FROM core_tool_calls c WHERE c.id = $1`
+	FROM core_tool_calls c
+	LEFT JOIN LATERAL (
+		SELECT array_agg(t.device ORDER BY t.device) AS devices, array_agg(t.contract::text ORDER BY t.device) AS contracts,
+			array_agg(t.agnostic ORDER BY t.device) AS agnostic,
+			array_agg(d.name ORDER BY d.last_heartbeat DESC) FILTER (WHERE gem_device_alive(d)) AS alive
+		FROM core_device_tools t JOIN core_devices d ON d.name = t.device
+		WHERE t.tool_name = c.tool_name) t ON true
+	WHERE c.id = $1`
 
 // route decides where a device job's call goes. It returns nil for a call the batch path handles as it is
 // (missing, already receipted, or an unknown tool no device serves).
@@ -256,6 +259,12 @@ func (r *deviceRelay) awaitDevice(ctx context.Context, candidates []string, dead
 	}
 }
 
+// waitBound bounds a wait for the call's answer from now: the tool's timeout (the device times its run
+// out itself), the rest of the call's wait for a device, and a grace for the answer to arrive.
+func (dc *deviceCall) waitBound() time.Duration {
+	return dc.tool.Timeout() + max(time.Until(dc.deadline), 0) + deviceAnswerGrace
+}
+
 // unavailable is the receipt of a call whose device did not come in time.
 func (dc *deviceCall) unavailable() *receiptDraft {
 	waited := time.Since(dc.deadline) + dc.wait
@@ -327,21 +336,21 @@ func (e *Executor) runDevice(p *pending) error {
 			return err // a receipt written at the hand-off, or a failure River retries
 		}
 
-		a := e.newAttempt(p)
-		ctx, cancel := context.WithTimeout(p.ctx, dc.tool.Timeout()+max(time.Until(dc.deadline), 0)+deviceAnswerGrace)
-		result, err := a.relay(ctx, wake, p.handOff.attempts)
+		a := e.newAttempt(p) // for the wait's log lines
+		ctx, cancel := context.WithTimeout(p.ctx, dc.waitBound())
+		ans := a.relay(ctx, wake, p.handOff.attempts)
 		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
-		switch he, _ := asError(err); {
+		switch he, _ := asError(ans.err); {
 		case p.ctx.Err() != nil:
 			return p.ctx.Err() // shut down: the job's next run waits on
 		case timedOut:
-			err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("no answer from a device within the tool's %s timeout (and the call's wait for a device)", dc.tool.Timeout())}
+			ans.err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("no answer from a device within the tool's %s timeout (and the call's wait for a device)", dc.tool.Timeout())}
 		case he != nil && he.retryable && p.job.Attempt < p.job.MaxAttempts:
-			a.log.Warn().Err(err).Msg("transient failure waiting for a device; the call will be retried")
-			return err
+			a.log.Warn().Err(ans.err).Msg("transient failure waiting for a device; the call will be retried")
+			return ans.err
 		}
-		p.handOff.answer = &relayAnswer{result: result, err: err, ranOn: a.ranOn, tried: a.devicesTried}
+		p.handOff.answer = ans
 		p.phase = phaseRun
 		return e.commitQueued(p)
 	}
@@ -373,6 +382,8 @@ type handOff struct {
 	answer *relayAnswer
 }
 
+// relayAnswer is how a device call's wait ended: a result or an error, the device that ran it (if one did)
+// and every device it was handed to, in order.
 type relayAnswer struct {
 	result json.RawMessage
 	err    error
@@ -430,7 +441,6 @@ func (a *attempt) answered(context.Context, *Call) (any, error) {
 	if h == nil || h.answer == nil {
 		return nil, fmt.Errorf("device call %s reached its receipt without an answer", a.args.CallID)
 	}
-	a.ranOn, a.devicesTried = h.answer.ranOn, h.answer.tried
 	if h.answer.err != nil {
 		return nil, h.answer.err
 	}
@@ -439,7 +449,7 @@ func (a *attempt) answered(context.Context, *Call) (any, error) {
 
 // awaitReceipt waits for the receipt of the call holding this call's key, up to the call's bound.
 func (e *Executor) awaitReceipt(p *pending, dc *deviceCall, holder uuid.UUID) error {
-	ctx, cancel := context.WithTimeout(p.ctx, dc.tool.Timeout()+max(time.Until(dc.deadline), 0)+deviceAnswerGrace)
+	ctx, cancel := context.WithTimeout(p.ctx, dc.waitBound())
 	defer cancel()
 	if _, err := e.waiter.WaitOne(ctx, holder); err != nil && p.ctx.Err() == nil {
 		return Retryable(fmt.Errorf("waiting for call %s, which holds this call's idempotency key: %w", holder, err))
@@ -486,23 +496,26 @@ func scanAttempts(rows pgx.Rows, err error) ([]deviceAttempt, error) {
 
 // relay waits for a device's answer to a call handed off, from its attempts as the hand-off saw them (a run
 // after a crash picks up where the last one was), handing it to another device when the last attempt never
-// ran or may be repeated. wake is woken when the call's attempts change.
-func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []deviceAttempt) (json.RawMessage, error) {
+// ran or may be repeated. wake is woken when the call's attempts change. The answer's err is the call's
+// error, or a transient failure, or ctx's.
+func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []deviceAttempt) *relayAnswer {
 	dc := a.p.device
 	pool := a.e.pool
 	callID := [16]byte(a.args.CallID)
+	ans := &relayAnswer{}
 	for pass := 0; ; pass++ {
 		atts := first
 		if pass > 0 {
 			var err error
 			if atts, err = scanAttempts(pool.Query(ctx, attemptsSQL, callID)); err != nil {
-				return nil, err
+				ans.err = err
+				return ans
 			}
 		}
-		a.devicesTried = a.devicesTried[:0]
+		ans.tried = ans.tried[:0]
 		for _, at := range atts {
-			if !slices.Contains(a.devicesTried, at.device) {
-				a.devicesTried = append(a.devicesTried, at.device)
+			if !slices.Contains(ans.tried, at.device) {
+				ans.tried = append(ans.tried, at.device)
 			}
 		}
 		var last *deviceAttempt
@@ -512,22 +525,24 @@ func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []devic
 
 		switch {
 		case last != nil && last.state == gemsql.AttemptSucceeded:
-			a.ranOn = last.device
-			return json.RawMessage(last.result), nil
+			ans.ranOn, ans.result = last.device, json.RawMessage(last.result)
+			return ans
 		case last != nil && last.state == gemsql.AttemptFailed:
-			a.ranOn = last.device
-			return nil, deviceError(last.device, last.err)
+			ans.ranOn, ans.err = last.device, deviceError(last.device, last.err)
+			return ans
 		case last != nil && last.state == gemsql.AttemptAbandoned:
-			return nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("an earlier run of this call gave up waiting for device %q", last.device)}
+			ans.err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("an earlier run of this call gave up waiting for device %q", last.device)}
+			return ans
 		case last != nil && last.state == gemsql.AttemptLost && !dc.mayRepeat():
-			a.ranOn = last.device
-			return nil, &Error{Code: registry.CodeOutcomeUnknown, Message: fmt.Sprintf(
+			ans.ranOn, ans.err = last.device, &Error{Code: registry.CodeOutcomeUnknown, Message: fmt.Sprintf(
 				"device %q went away while running this call, which may not run twice (mode %s, permissions %v): it is not run again",
 				last.device, dc.tool.Idempotency.Mode, dc.tool.Permissions),
 				Details: map[string]any{"device": last.device, "permissions": dc.tool.Permissions}}
+			return ans
 		case last != nil && (last.state == gemsql.AttemptQueued || last.state == gemsql.AttemptSent):
 			if err := a.awaitAnswer(ctx, last, wake); err != nil {
-				return nil, err
+				ans.err = err
+				return ans
 			}
 			continue
 		}
@@ -535,15 +550,18 @@ func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []devic
 		// No attempt yet, or the last one never ran (unsent) or may be repeated (lost): hand it out.
 		dev, err := a.pickDevice(ctx, atts)
 		if err != nil {
-			return nil, err
+			ans.err = err
+			return ans
 		}
 		if dev == "" {
 			u := dc.unavailable().err
-			return nil, &Error{Code: u.Code, Message: u.Message, Details: map[string]any{"devices_serving_tool": dc.candidates, "devices_tried": a.devicesTried}}
+			ans.err = &Error{Code: u.Code, Message: u.Message, Details: map[string]any{"devices_serving_tool": dc.candidates, "devices_tried": ans.tried}}
+			return ans
 		}
 		var id int64
 		if err := pool.QueryRow(ctx, attemptInsertSQL, callID, dev, dc.tool.TimeoutMS).Scan(&id); err != nil {
-			return nil, Retryable(fmt.Errorf("error handing the call to device %s: %w", dev, err))
+			ans.err = Retryable(fmt.Errorf("error handing the call to device %s: %w", dev, err))
+			return ans
 		}
 		a.log.Debug().Str("device", dev).Int64("device_attempt", id).Msg("call handed to a device")
 	}
