@@ -15,6 +15,7 @@ import (
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 )
 
@@ -559,7 +560,12 @@ func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []devic
 			return ans
 		}
 		var id int64
-		if err := pool.QueryRow(ctx, attemptInsertSQL, callID, dev, dc.tool.TimeoutMS).Scan(&id); err != nil {
+		err = pool.QueryRow(ctx, attemptInsertSQL, callID, dev, dc.tool.TimeoutMS).Scan(&id)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.ConstraintName == "core_device_attempts_one_open" {
+			continue // another run of this call handed it out first: wait on its attempt
+		}
+		if err != nil {
 			ans.err = Retryable(fmt.Errorf("error handing the call to device %s: %w", dev, err))
 			return ans
 		}

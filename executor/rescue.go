@@ -21,7 +21,9 @@ import (
 // plus 15s), which covers an executor that is alive but stuck.
 //
 // Taking a call up twice is safe either way: the call row is locked for the whole of an attempt, and an
-// attempt that finds a receipt only completes its job.
+// attempt that finds a receipt only completes its job. A device call is locked only in its two short
+// transactions; while two runs wait on its device, its attempts keep it with one device at a time
+// (core_device_attempts_one_open, 00021).
 
 // rescueDeadSQL makes the running jobs of dead executors available again. A dead executor is one in
 // core_executors whose liveness lock can be taken.
