@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"runtime/metrics"
 	"strconv"
@@ -38,6 +39,7 @@ const (
 	TimeoutDefault   = 30 * time.Second
 	MaxCallsDefault  = 25
 	MaxOutputDefault = 64 << 10
+	MaxResultDefault = 4 << 20
 	MaxMemoryDefault = 128 << 20
 	MaxStackDefault  = 500
 )
@@ -50,6 +52,8 @@ type Limits struct {
 	MaxCalls int
 	// MaxOutputBytes bounds what console.log prints.
 	MaxOutputBytes int
+	// MaxResultBytes bounds the program's value, written as JSON.
+	MaxResultBytes int
 	// MaxMemoryBytes bounds how much the process's live heap may grow while the program runs. It is read
 	// from the Go runtime, so it is approximate and shared: programs running at once count each other's
 	// memory.
@@ -67,6 +71,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxOutputBytes <= 0 {
 		l.MaxOutputBytes = MaxOutputDefault
+	}
+	if l.MaxResultBytes <= 0 {
+		l.MaxResultBytes = MaxResultDefault
 	}
 	if l.MaxMemoryBytes <= 0 {
 		l.MaxMemoryBytes = MaxMemoryDefault
@@ -117,9 +124,11 @@ type Env struct {
 
 // CallRecord is one call a program made.
 type CallRecord struct {
-	Tool      string `json:"tool"`
-	Device    string `json:"device,omitempty"`
-	CallID    string `json:"call_id,omitempty"`
+	Tool   string `json:"tool"`
+	Device string `json:"device,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+	// Status is succeeded or failed (with ErrorCode); unknown when the call was made but its receipt did
+	// not come in time; not_made when it could not be made.
 	Status    string `json:"status"`
 	ErrorCode string `json:"error_code,omitempty"`
 }
@@ -160,9 +169,10 @@ func CompileModule(name, src string) (*Program, error) {
 		return nil, syntaxError(err, 0)
 	}
 	prog := &Program{prog: p, module: true}
-	// main must exist once the top level has run: run it once with no tools to see (it cannot call any).
-	res := prog.Run(context.Background(), Env{}, Limits{Timeout: 2 * time.Second, MaxCalls: 1}, json.RawMessage(`null`), true)
-	if res.Error != nil && res.Error.Code == CodeNoMain {
+	// main must exist once the top level has run: run it once with no tools to see. A top level that runs
+	// away would do so on every call: it is refused here too.
+	res := prog.Run(context.Background(), Env{}, Limits{Timeout: 2 * time.Second}, json.RawMessage(`null`), true)
+	if res.Error != nil && (res.Error.Code == CodeNoMain || res.Error.Code == CodeTimeout || res.Error.Code == CodeMemory) {
 		return nil, res.Error
 	}
 	return prog, nil
@@ -194,6 +204,12 @@ type stop struct{ err *Error }
 func (p *Program) Run(ctx context.Context, env Env, limits Limits, input json.RawMessage, checkOnly ...bool) (res Result) {
 	limits = limits.withDefaults()
 	res.Calls = []CallRecord{}
+	defer func() {
+		// Whatever a program does, its caller gets a Result: a fault of the engine ends the run, not the host.
+		if v := recover(); v != nil {
+			res.Error = &Error{Code: CodeThrown, Message: fmt.Sprintf("the sandbox failed running the program: %v", v)}
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
 
@@ -245,13 +261,43 @@ func (p *Program) Run(ctx context.Context, env Env, limits Limits, input json.Ra
 		res.Value = json.RawMessage("null")
 		return res
 	}
-	b, jerr := json.Marshal(value.Export())
-	if jerr != nil {
-		res.Error = &Error{Code: CodeResult, Message: "the result cannot be written as JSON: " + jerr.Error()}
+	b, e := r.resultJSON(value, p.offset)
+	if e != nil {
+		res.Error = e
 		return res
 	}
 	res.Value = b
 	return res
+}
+
+var promiseType = reflect.TypeOf((*goja.Promise)(nil))
+
+// resultJSON writes the program's value as JSON with the runtime's own JSON.stringify, while the watchdog
+// still runs: a getter that throws or never returns is the program's error (or its timeout), never a fault
+// of the host. A settled promise stands for its value; a pending one is not a result.
+func (r *run) resultJSON(value goja.Value, offset int) (json.RawMessage, *Error) {
+	if obj, ok := value.(*goja.Object); ok && obj.ExportType() == promiseType {
+		pr, _ := obj.Export().(*goja.Promise) // a promise exports itself: no getter runs
+		switch {
+		case pr == nil || pr.State() == goja.PromiseStatePending:
+			return nil, &Error{Code: CodeResult, Message: "the program returned a promise that never settled: nothing in the sandbox can be awaited"}
+		case pr.State() == goja.PromiseStateRejected:
+			return nil, &Error{Code: CodeThrown, Message: "the program's promise was rejected: " + pr.Result().String()}
+		}
+		value = pr.Result()
+	}
+	out, err := r.stringify(goja.Undefined(), value)
+	if err != nil {
+		return nil, r.failure(err, offset)
+	}
+	if goja.IsUndefined(out) {
+		return nil, &Error{Code: CodeResult, Message: "the result cannot be written as JSON (a function, a symbol or undefined)"}
+	}
+	b := []byte(out.String())
+	if len(b) > r.limits.MaxResultBytes {
+		return nil, &Error{Code: CodeResult, Message: fmt.Sprintf("the result is %d bytes as JSON; the bound is %d", len(b), r.limits.MaxResultBytes)}
+	}
+	return b, nil
 }
 
 // stopError carries a limit's error out of RunProgram when it is returned rather than interrupted.
@@ -271,6 +317,10 @@ func (r *run) failure(err error, offset int) *Error {
 			return s.err
 		}
 		return &Error{Code: CodeTimeout, Message: fmt.Sprint(ie.Value())}
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return &Error{Code: CodeThrown, Message: fmt.Sprintf("the program's calls nested deeper than %d (endless recursion?)", r.limits.MaxStack)}
 	}
 	var ex *goja.Exception
 	if errors.As(err, &ex) {
@@ -294,6 +344,8 @@ type run struct {
 	env    Env
 	limits Limits
 	res    *Result
+	// stringify is JSON.stringify as the runtime defined it.
+	stringify goja.Callable
 
 	mu       sync.Mutex
 	output   int
@@ -307,7 +359,9 @@ func (r *run) halt(e *Error) {
 
 // watch interrupts the program when its context ends or the heap grows past the bound.
 func (r *run) watch(done <-chan struct{}) {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	// The heap's objects now, not as of the last collection: a program must not grow past the bound for a
+	// whole GC cycle before it is seen.
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
 	base := heapBytes(sample)
 	t := time.NewTicker(10 * time.Millisecond)
@@ -339,6 +393,8 @@ func heapBytes(s []metrics.Sample) int64 {
 
 // install defines console.log, gem and devices.
 func (r *run) install() error {
+	// The engine's own JSON.stringify, taken before the program can replace it, writes its result.
+	r.stringify, _ = goja.AssertFunction(r.vm.Get("JSON").ToObject(r.vm).Get("stringify"))
 	console := r.vm.NewObject()
 	if err := console.Set("log", r.log); err != nil {
 		return err
@@ -414,6 +470,8 @@ func (r *run) toolFunc(tool, device string) func(goja.FunctionCall) goja.Value {
 			rec.Status = "succeeded"
 		case errors.As(err, &ce):
 			rec.Status, rec.ErrorCode = "failed", ce.Code
+		case callID != "":
+			rec.Status = "unknown" // made, but its receipt was not there in time: it may still run
 		default:
 			rec.Status = "not_made"
 		}

@@ -103,6 +103,42 @@ func TestProgramErrors(t *testing.T) {
 	require.Equal(t, script.CodeResult, res.Error.Code)
 }
 
+// What a program returns is written as JSON inside the sandbox: a getter that throws or loops, a promise, a
+// value past the bound and a JSON.stringify the program replaced end the run with an error, not the host.
+func TestHostileResults(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, src string
+		limits    script.Limits
+		code      string
+		value     string
+		message   string
+	}{
+		{"a getter that throws", "return {get x() { throw new Error('boom'); }};", script.Limits{}, script.CodeThrown, "", "boom"},
+		{"a getter that never returns", "return {get x() { while (true) {} }};", script.Limits{Timeout: 200 * time.Millisecond}, script.CodeTimeout, "", ""},
+		{"a settled promise", "return Promise.resolve({n: 5});", script.Limits{}, "", `{"n": 5}`, ""},
+		{"an async main", "return (async () => 7)();", script.Limits{}, "", `7`, ""},
+		{"a rejected promise", "return Promise.reject('no');", script.Limits{}, script.CodeThrown, "", "rejected: no"},
+		{"a promise never settled", "return new Promise(() => {});", script.Limits{}, script.CodeResult, "", "never settled"},
+		{"a result past the bound", "return 'x'.repeat(2000);", script.Limits{MaxResultBytes: 1000}, script.CodeResult, "", "the bound is 1000"},
+		{"JSON.stringify replaced", "JSON.stringify = () => 'not json'; return {ok: true};", script.Limits{}, "", `{"ok": true}`, ""},
+		{"endless recursion", "function f(n) { return f(n + 1) + 1; } return f(0);", script.Limits{MaxStack: 100}, script.CodeThrown, "", "deeper than 100"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, _ := runBody(t, c.src, c.limits)
+			if c.code == "" {
+				require.Nil(t, res.Error)
+				require.JSONEq(t, c.value, string(res.Value))
+				return
+			}
+			require.NotNil(t, res.Error, "value %s", res.Value)
+			require.Equal(t, c.code, res.Error.Code, res.Error.Message)
+			require.Contains(t, res.Error.Message, c.message)
+		})
+	}
+}
+
 func TestSandboxHasNoHostObjects(t *testing.T) {
 	t.Parallel()
 	res, _ := runBody(t, `return [typeof require, typeof process, typeof setTimeout, typeof setInterval, typeof fetch,
@@ -123,7 +159,6 @@ func TestLimitsStopRunawayPrograms(t *testing.T) {
 		{"too many calls", "for (let i = 0; i < 100; i++) { try { gem.os.create_task({}); } catch (e) {} }", script.Limits{MaxCalls: 3}, script.CodeTooManyCalls},
 		{"too much output", "for (;;) console.log('x'.repeat(100));", script.Limits{MaxOutputBytes: 1000}, script.CodeOutput},
 		{"a heap that grows", "const a = []; for (;;) a.push('x'.repeat(1 << 20) + a.length);", script.Limits{MaxMemoryBytes: 64 << 20, Timeout: 20 * time.Second}, script.CodeMemory},
-		{"endless recursion", "function f(n) { return f(n + 1) + 1; } return f(0);", script.Limits{}, script.CodeThrown},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,4 +192,8 @@ func TestModuleMain(t *testing.T) {
 	var se *script.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, script.CodeNoMain, se.Code)
+
+	_, err = script.CompileModule("tool.js", `function main(input) { return 1; } while (true) {}`)
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, script.CodeTimeout, se.Code, "a top level that never ends is refused when the registry is checked")
 }
