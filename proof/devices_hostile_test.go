@@ -64,13 +64,28 @@ func TestDeviceHostileClients(t *testing.T) {
 	_, msg, err := c.Read(ctx)
 	require.NoError(t, err)
 	require.Contains(t, string(msg), `"registered"`)
-	id, err := r.call(ctx, "lab.effect", map[string]any{"key": "not-yours", "sleep_ms": 1500}, "laptop", 0)
+	id, err := r.call(ctx, "lab.effect", map[string]any{"key": "not-yours", "sleep_ms": 5000}, "laptop", 0)
 	require.NoError(t, err)
 	require.Equal(t, "laptop", r.awaitStarted("not-yours"))
 	var attempt int64
 	require.NoError(t, r.pool.QueryRow(ctx, `SELECT id FROM core_device_attempts WHERE call_id = $1`, id).Scan(&attempt))
 	forged := `{"type": "answer", "answer": {"attempt": ` + strconv.FormatInt(attempt, 10) + `, "status": "succeeded", "result": {"device": "intruder", "hits": 99}}}`
 	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(forged)))
+	// The hub acknowledges what it stored: once the forged answer is acknowledged, it has been through the
+	// store, and laptop (still running) has not answered yet.
+	ack := `"attempt":` + strconv.FormatInt(attempt, 10)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, msg, err = c.Read(rctx)
+		cancel()
+		require.NoError(t, err)
+		if strings.Contains(string(msg), `"ack"`) && strings.Contains(strings.ReplaceAll(string(msg), " ", ""), ack) {
+			break
+		}
+	}
+	var state string
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT state FROM core_device_attempts WHERE id = $1`, attempt).Scan(&state))
+	require.Equal(t, "sent", state, "the forged answer changed nothing")
 	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(`{"type": `)))
 	require.Equal(t, websocket.StatusInvalidFramePayloadData, closedWith(c))
 

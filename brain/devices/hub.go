@@ -73,7 +73,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Heartbeat < 100*time.Millisecond || c.Heartbeat > 5*time.Minute {
-		errs = append(errs, fmt.Errorf("Heartbeat must be between 100ms and 5m, not %s (GEM_DEVICE_HEARTBEAT)", c.Heartbeat))
+		errs = append(errs, fmt.Errorf("heartbeat must be between 100ms and 5m, not %s (GEM_DEVICE_HEARTBEAT)", c.Heartbeat))
 	}
 	if c.MissedHeartbeats < 1 || c.MissedHeartbeats > 100 {
 		errs = append(errs, fmt.Errorf("MissedHeartbeats must be between 1 and 100, not %d (GEM_DEVICE_MISSED_HEARTBEATS)", c.MissedHeartbeats))
@@ -111,7 +111,10 @@ type Hub struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // every session's serve, counted under mu while not closed
+	// base is the context of every session; Close cancels it, ending the sessions still registering.
+	base       context.Context
+	cancelBase context.CancelFunc
 
 	stop       context.CancelFunc
 	sweeping   chan struct{}
@@ -139,15 +142,14 @@ func New(p *Params) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error creating the devices' pool: %w", err)
 	}
+	base, cancelBase := context.WithCancel(context.Background())
 	return &Hub{
+		base: base, cancelBase: cancelBase,
 		cfg: cfg, reg: p.Registry, pool: p.Pool, relayPool: relayPool, log: p.Log.With().Str("component", "devices").Logger(),
 		listener: gemsql.NewListener(p.Pool, "device hub listener", []string{gemsql.DeviceDispatchChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(p.Log)),
 		sessions: map[string]*session{}, contracts: map[[32]byte]*registry.Tool{},
 	}, nil
 }
-
-// Config returns the hub's configuration with defaults applied.
-func (h *Hub) Config() Config { return h.cfg }
 
 // Start listens for attempts to dispatch, expires devices that stop heartbeating, and keeps the registry's
 // device tools current (the first read is done before Start returns).
@@ -174,9 +176,17 @@ func (h *Hub) Close() {
 		sessions = append(sessions, s)
 	}
 	h.mu.Unlock()
+	// Each close waits for the device's close frame (up to seconds): all at once, then the rest are cut.
+	var closing sync.WaitGroup
 	for _, s := range sessions {
-		s.close(websocket.StatusGoingAway, "the hub is shutting down")
+		closing.Add(1)
+		go func() {
+			defer closing.Done()
+			s.close(websocket.StatusGoingAway, "the hub is shutting down")
+		}()
 	}
+	closing.Wait()
+	h.cancelBase()
 	h.wg.Wait()
 	if h.stop != nil {
 		h.stop()
@@ -247,20 +257,22 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	closed := h.closed
+	if !closed {
+		h.wg.Add(1) // under mu: Close, once it has set closed, waits for every session counted
+	}
 	h.mu.Unlock()
 	if closed {
 		httpError(w, http.StatusServiceUnavailable, "unavailable", "the hub is shutting down")
 		return
 	}
+	defer h.wg.Done()
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return // Accept answered the request
 	}
 	ws.SetReadLimit(h.cfg.MaxMessage)
 	s := &session{h: h, name: name, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{},
-		answers: make(chan *registry.DeviceAnswer, 1024), acks: make(chan int64, 1024)}
-	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
-	h.wg.Add(1)
-	defer h.wg.Done()
+		answers: make(chan *registry.DeviceAnswer, 16), acks: make(chan int64, 1024)}
+	s.ctx, s.cancel = context.WithCancel(h.base)
 	s.serve()
 }

@@ -50,6 +50,7 @@ type session struct {
 
 	mu       sync.Mutex
 	inflight map[int64]bool // attempts sent on this socket and not yet answered
+	lastBeat time.Time      // when a heartbeat was last recorded
 
 	// answers are answers read and not yet stored (see store); acks are answers stored and not yet
 	// acknowledged to the device (see acknowledge).
@@ -109,26 +110,39 @@ func (s *session) serve() {
 		return
 	}
 	s.h.adopt(s)
-	defer s.release()
+	// The session's workers stop before the device is recorded disconnected: none of them may write after.
+	var workers sync.WaitGroup
+	defer func() {
+		s.cancel()
+		workers.Wait()
+		s.release()
+	}()
 	if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgRegistered, Device: s.name, HeartbeatMS: s.h.cfg.Heartbeat.Milliseconds()}); err != nil {
 		return
 	}
-	for _, a := range hello.Answers {
-		if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgAck, Attempt: a.Attempt}); err != nil {
-			return
-		}
-	}
 	s.mu.Lock()
 	for _, id := range hello.Running {
-		s.inflight[id] = true
+		s.inflight[id] = true // an id not this device's sent attempt leaves at the first dispatch
 	}
 	s.mu.Unlock()
 	s.log.Info().Int("tools", len(tools)).Int("running", len(hello.Running)).Int("answers", len(hello.Answers)).
 		Str("version", hello.Version).Msg("device registered")
 
-	go s.dispatch()
-	go s.store()
-	go s.acknowledge()
+	for _, work := range []func(){s.dispatch, s.store, s.acknowledge} {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			work()
+		}()
+	}
+	// The answers kept while away are stored and acknowledged like any other.
+	for i := range hello.Answers {
+		select {
+		case s.answers <- &hello.Answers[i]:
+		case <-s.ctx.Done():
+			return
+		}
+	}
 	s.read()
 }
 
@@ -150,7 +164,7 @@ func (h *Hub) check(ctx context.Context, device string, raw []json.RawMessage) (
 	var problems []registry.Problem
 	var agnostic []string
 	for _, t := range reg.Tools() {
-		if main, ok := h.reg.Tool(t.Name); ok {
+		if main, ok := h.reg.OwnTool(t.Name); ok {
 			if diff := registry.ContractDiff(main, t); len(diff) > 0 {
 				problems = append(problems, registry.Problem{Tool: t.Name, Field: diff[0], Message: fmt.Sprintf(
 					"differs from the registry's contract for this tool (%v): a device serving a registry tool keeps its contract", diff)})
@@ -191,8 +205,8 @@ func (h *Hub) check(ctx context.Context, device string, raw []json.RawMessage) (
 }
 
 // register records the registration in one transaction: the device connected here, its tools replaced, the
-// answers it kept while away stored, the sent attempts it no longer knows ended (lost), and the executors
-// waiting for a device told.
+// sent attempts it no longer knows (neither running nor answered) ended (lost), and the executors waiting
+// for a device told. The answers it kept while away are stored after, by the session's store.
 func (s *session) register(tools []*registry.Tool, hello *registry.DeviceMessage) error {
 	type toolRow struct {
 		Name     string          `json:"name"`
@@ -230,11 +244,6 @@ func (s *session) register(tools []*registry.Tool, hello *registry.DeviceMessage
 			SELECT $1, t.name, t.contract, t.agnostic FROM jsonb_to_recordset($2::jsonb) AS t(name text, contract jsonb, agnostic boolean)`,
 			s.name, string(doc)); err != nil {
 			return err
-		}
-		for i := range hello.Answers {
-			if err := s.storeAnswer(ctx, tx, &hello.Answers[i]); err != nil {
-				return err
-			}
 		}
 		if _, err := tx.Exec(ctx, `SELECT gem_device_attempts_end($1, true, $2)`, s.name, keep); err != nil {
 			return err
@@ -313,8 +322,15 @@ func (s *session) read() {
 }
 
 // heartbeat moves the device's deadline; false means the session was replaced (another registration) or
-// the device deleted, and is closed.
+// the device deleted, and is closed. Heartbeats closer together than half the interval are not recorded: a
+// device cannot make the hub write faster than its interval asks.
 func (s *session) heartbeat() bool {
+	s.mu.Lock()
+	recent := time.Since(s.lastBeat) < s.h.cfg.Heartbeat/2
+	s.mu.Unlock()
+	if recent {
+		return true
+	}
 	ok, err := s.beat()
 	if err != nil {
 		s.log.Warn().Err(err).Msg("could not record a heartbeat")
@@ -344,7 +360,11 @@ func (s *session) beat() (ok bool, err error) {
 		return false, nil
 	case err != nil:
 		return true, err
-	case !was:
+	}
+	s.mu.Lock()
+	s.lastBeat = time.Now()
+	s.mu.Unlock()
+	if !was {
 		// It had been given up for dead (frozen, or its network away) and is back: tell the catalogs.
 		s.log.Info().Msg("device is alive again")
 		if _, err := s.h.pool.Exec(ctx, `SELECT pg_notify('`+gemsql.DeviceChangedChannel+`', $1)`, s.name); err != nil {
@@ -406,6 +426,9 @@ func (s *session) acknowledge() {
 	}
 }
 
+// storeBatchBytes bounds the results one statement stores.
+const storeBatchBytes = 1 << 20
+
 // store stores the answers the device sends, every answer waiting in one statement: under load one commit
 // (and one turn at the lock PostgreSQL takes to commit a transaction that notified) serves many calls.
 func (s *session) store() {
@@ -418,11 +441,12 @@ func (s *session) store() {
 		case a := <-s.answers:
 			batch = append(batch, a)
 		}
+		size := len(batch[0].Result)
 	more:
-		for len(batch) < cap(batch) {
+		for len(batch) < cap(batch) && size < storeBatchBytes {
 			select {
 			case a := <-s.answers:
-				batch = append(batch, a)
+				batch, size = append(batch, a), size+len(a.Result)
 			default:
 				break more
 			}
@@ -449,33 +473,47 @@ func (s *session) store() {
 func (s *session) storeAnswers(batch []*registry.DeviceAnswer) []int64 {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
+	rows := make([]answerRow, len(batch))
 	ids := make([]int64, len(batch))
 	for i, a := range batch {
-		ids[i] = a.Attempt
+		rows[i], ids[i] = s.answerRow(a), a.Attempt
+	}
+	err := s.storeRows(ctx, rows)
+	if err == nil {
+		return ids
 	}
 	if len(batch) > 1 {
-		rows := make([]answerRow, len(batch))
-		for i, a := range batch {
-			rows[i] = s.answerRow(a)
-		}
-		doc, err := json.Marshal(rows)
-		if err == nil {
-			_, err = s.h.relayPool.Exec(ctx, storeAnswersSQL, s.name, string(doc))
-		}
-		if err == nil {
-			return ids
-		}
 		s.log.Debug().Err(err).Int("answers", len(batch)).Msg("a batch of answers did not store; storing them one by one")
 	}
 	ids = ids[:0]
-	for _, a := range batch {
-		if err := s.storeAnswer(ctx, s.h.relayPool, a); err != nil {
-			s.log.Warn().Err(err).Int64("device_attempt", a.Attempt).Msg("could not store a device's answer; the device keeps it and sends it again")
+	for _, row := range rows {
+		if len(batch) > 1 {
+			err = s.storeRows(ctx, []answerRow{row})
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
+			// A result PostgreSQL cannot store (a \u0000 in a string): the call fails instead.
+			failed, _ := json.Marshal(&registry.CallError{Code: registry.CodeOutputContract, Message: fmt.Sprintf(
+				"device %s answered a result that cannot be stored: %s", s.name, pgErr.Message)})
+			err = s.storeRows(ctx, []answerRow{{Attempt: row.Attempt, State: gemsql.AttemptFailed, Error: failed}})
+		}
+		if err != nil {
+			s.log.Warn().Err(err).Int64("device_attempt", row.Attempt).Msg("could not store a device's answer; the device keeps it and sends it again")
 			continue
 		}
-		ids = append(ids, a.Attempt)
+		ids = append(ids, row.Attempt)
 	}
 	return ids
+}
+
+// storeRows runs storeAnswersSQL: one statement, one commit (not waiting for the disk).
+func (s *session) storeRows(ctx context.Context, rows []answerRow) error {
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	_, err = s.h.relayPool.Exec(ctx, storeAnswersSQL, s.name, string(doc))
+	return err
 }
 
 // answerRow is an answer as it is stored.
@@ -493,12 +531,12 @@ func (s *session) answerRow(a *registry.DeviceAnswer) answerRow {
 	switch {
 	case a.Status == registry.StatusSucceeded && len(a.Result) > 0 && json.Valid(a.Result):
 		callErr = nil
-	case a.Status == registry.StatusFailed && a.Error != nil && a.Error.Code != "":
-		row.State, row.Result = gemsql.AttemptFailed, nil
 	default:
 		row.State, row.Result = gemsql.AttemptFailed, nil
-		callErr = &registry.CallError{Code: registry.CodeHandlerError, Message: fmt.Sprintf(
-			"device %s answered neither a result (status succeeded) nor an error with a code (status failed)", s.name)}
+		if a.Status != registry.StatusFailed || a.Error == nil || a.Error.Code == "" {
+			callErr = &registry.CallError{Code: registry.CodeHandlerError, Message: fmt.Sprintf(
+				"device %s answered neither a result (status succeeded) nor an error with a code (status failed)", s.name)}
+		}
 	}
 	if callErr != nil {
 		row.Error, _ = json.Marshal(callErr)
@@ -513,24 +551,6 @@ const storeAnswersSQL = `WITH u AS (
 		FROM jsonb_to_recordset($2::jsonb) AS a(attempt bigint, state text, result jsonb, error jsonb)
 		WHERE t.id = a.attempt AND t.device = $1 AND t.state = 'sent' RETURNING t.call_id)
 	SELECT pg_notify('` + gemsql.DeviceResultChannel + `', u.call_id::text) FROM u`
-
-// storeAnswer stores one answer as storeAnswersSQL does. A result PostgreSQL cannot store (a \u0000 in a
-// string, a number out of range) fails the call instead.
-func (s *session) storeAnswer(ctx context.Context, db gemsql.DBTX, a *registry.DeviceAnswer) error {
-	row := s.answerRow(a)
-	const q = `WITH u AS (
-			UPDATE core_device_attempts SET state = $3, result = $4, error = $5, finished_at = now()
-			WHERE id = $1 AND device = $2 AND state = 'sent' RETURNING call_id)
-		SELECT pg_notify('` + gemsql.DeviceResultChannel + `', u.call_id::text) FROM u`
-	_, err := db.Exec(ctx, q, a.Attempt, s.name, row.State, []byte(row.Result), []byte(row.Error))
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
-		errJSON, _ := json.Marshal(&registry.CallError{Code: registry.CodeOutputContract, Message: fmt.Sprintf(
-			"device %s answered a result that cannot be stored: %s", s.name, pgErr.Message)})
-		_, err = db.Exec(ctx, q, a.Attempt, s.name, gemsql.AttemptFailed, nil, errJSON)
-	}
-	return err
-}
 
 // dispatch sends the device the attempts queued for it and cancels those abandoned, when told and once per
 // dispatchPoll in case a notification was missed.
@@ -561,7 +581,7 @@ func (s *session) dispatch() {
 const claimSQL = `UPDATE core_device_attempts a SET state = 'sent', sent_at = now()
 	FROM core_tool_calls c
 	WHERE a.device = $1 AND a.state = 'queued' AND c.id = a.call_id
-	  AND EXISTS (SELECT 1 FROM core_devices d WHERE d.name = $1 AND d.registration = $2)
+	  AND EXISTS (SELECT 1 FROM core_devices d WHERE d.name = $1 AND d.registration = $2 AND d.connected)
 	RETURNING a.id, a.call_id, c.tool_name, c.input::text, a.timeout_ms`
 
 func (s *session) dispatchOnce() error {
@@ -605,7 +625,11 @@ func (s *session) dispatchOnce() error {
 	if len(open) == 0 {
 		return nil
 	}
-	rows, err = s.h.pool.Query(ctx, `SELECT id, state FROM core_device_attempts WHERE id = ANY($1) AND state <> 'sent'`, open)
+	// Attempts this socket holds that are no longer this device's sent ones: ended (cancel the lost and
+	// abandoned) or never its (a registration that named them).
+	rows, err = s.h.pool.Query(ctx, `SELECT o.id, coalesce(a.state, '') FROM unnest($1::bigint[]) AS o(id)
+		LEFT JOIN core_device_attempts a ON a.id = o.id AND a.device = $2
+		WHERE a.state IS DISTINCT FROM 'sent'`, open, s.name)
 	if err != nil {
 		return err
 	}
