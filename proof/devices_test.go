@@ -180,21 +180,30 @@ func TestDeviceRouting(t *testing.T) {
 	require.Equal(t, 2, failures)
 }
 
-// An agnostic call of a tool safe to repeat, whose device is killed mid-call, runs again on another device;
-// a named call of a tool with an outside effect whose device is killed mid-call ends outcome_unknown and is
-// never run again; a named call for a device that stays away ends device_unavailable.
 // A keyed device tool keeps its key across the call's two transactions: a second call with the key while
 // the first is with its device answers from the first (the service hears once), and a call that fails
 // gives the key back.
 func TestDeviceIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	r := newRigT(t)
 	r.device("laptop", "", "")
 	ctx := context.Background()
 
-	first, err := r.call(ctx, "lab.order", map[string]any{"key": "k1", "sleep_ms": 500}, "laptop", 0)
+	first, err := r.call(ctx, "lab.order", map[string]any{"key": "k1", "sleep_ms": 3000}, "laptop", 0)
 	require.NoError(t, err)
 	require.Equal(t, "laptop", r.awaitStarted("k1"))
-	second := r.do("lab.order", map[string]any{"key": "k1"}, "laptop", 0)
+	secondID, err := r.call(ctx, "lab.order", map[string]any{"key": "k1"}, "laptop", 0)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var status string
+		err := r.pool.QueryRow(ctx, `SELECT status FROM core_calls WHERE id = $1`, secondID).Scan(&status)
+		return err == nil && status == "running"
+	}, 10*time.Second, 10*time.Millisecond, "the second call is taken up")
+	var firstStatus string
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT status FROM core_calls WHERE id = $1`, first).Scan(&firstStatus))
+	require.Equal(t, "running", firstStatus, "the second call came while the first was with its device")
+	second, err := r.receipt(ctx, secondID, 40*time.Second)
+	require.NoError(t, err)
 	rc, err := r.receipt(ctx, first, 40*time.Second)
 	require.NoError(t, err)
 	_, hits := labResult(t, rc)
@@ -244,6 +253,9 @@ func TestDeviceAndExecutorKilledMidCall(t *testing.T) {
 	require.Equal(t, 1, r.lab.count("effect", "both"))
 }
 
+// An agnostic call of a tool safe to repeat, whose device is killed mid-call, runs again on another device;
+// a named call of a tool with an outside effect whose device is killed mid-call ends outcome_unknown and is
+// never run again; a named call for a device that stays away ends device_unavailable.
 func TestDeviceKilledMidCall(t *testing.T) {
 	t.Parallel()
 	r := newRigT(t)
@@ -310,7 +322,7 @@ func TestDeviceFailoverAcrossHubs(t *testing.T) {
 	// Hold the server's heartbeats a moment so the laptop is the freshest, then kill the laptop's hub: the
 	// laptop loses its socket, and its hub cannot record it.
 	require.NoError(t, server.cmd.Process.Signal(syscall.SIGSTOP))
-	require.Eventually(t, func() bool { return freshest(t, r) == "laptop" }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return freshest(r) == "laptop" }, 5*time.Second, 10*time.Millisecond)
 	r.brain.kill()
 	ctx := context.Background()
 	id, err := r.call(ctx, "lab.whoami", map[string]any{"key": "over"}, "", 0)
@@ -336,8 +348,8 @@ func TestDeviceFailoverAcrossHubs(t *testing.T) {
 }
 
 // catalogShows says whether GET /brain/tools (with the devices serving it) and MCP tools/list show a tool.
-func (r *rigT) catalogShows(t *testing.T, tool string) (inAPI, inMCP bool) {
-	t.Helper()
+// It returns errors rather than failing: it runs inside require.Eventually's condition.
+func (r *rigT) catalogShows(tool string) (inAPI, inMCP bool, err error) {
 	ctx := context.Background()
 	var list struct {
 		Tools []struct {
@@ -345,32 +357,38 @@ func (r *rigT) catalogShows(t *testing.T, tool string) (inAPI, inMCP bool) {
 			Devices []string `json:"devices"`
 		} `json:"tools"`
 	}
-	_, err := r.api(ctx, "GET", "/brain/tools", nil, &list)
-	require.NoError(t, err)
+	if _, err := r.api(ctx, "GET", "/brain/tools", nil, &list); err != nil {
+		return false, false, err
+	}
 	for _, tl := range list.Tools {
 		if tl.Name == tool {
 			inAPI = len(tl.Devices) > 0
 		}
 	}
 	rpc, err := newMCPHTTP(ctx, r.client, r.brain)
-	require.NoError(t, err)
+	if err != nil {
+		return false, false, err
+	}
 	var mcpList struct {
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	require.NoError(t, rpc.rpc(ctx, 1, "tools/list", map[string]any{}, &mcpList))
+	if err := rpc.rpc(ctx, 1, "tools/list", map[string]any{}, &mcpList); err != nil {
+		return false, false, err
+	}
 	for _, tl := range mcpList.Tools {
 		inMCP = inMCP || tl.Name == tool
 	}
-	return inAPI, inMCP
+	return inAPI, inMCP, nil
 }
 
-func freshest(t *testing.T, r *rigT) string {
-	t.Helper()
+// freshest is the alive device with the latest heartbeat ("" if none, or on an error: it runs inside
+// require.Eventually's condition).
+func freshest(r *rigT) string {
 	var name string
-	require.NoError(t, r.pool.QueryRow(context.Background(),
-		`SELECT name FROM core_devices d WHERE gem_device_alive(d) ORDER BY last_heartbeat DESC LIMIT 1`).Scan(&name))
+	_ = r.pool.QueryRow(context.Background(),
+		`SELECT name FROM core_devices d WHERE gem_device_alive(d) ORDER BY last_heartbeat DESC LIMIT 1`).Scan(&name)
 	return name
 }
 
@@ -383,7 +401,7 @@ func TestDeviceHeartbeatExpiry(t *testing.T) {
 	ctx := context.Background()
 
 	// While it is there, its tools are in the catalog: GET /brain/tools, tool search and MCP tools/list.
-	require.Eventually(t, func() bool { a, m := r.catalogShows(t, "lab.echo_laptop"); return a && m }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { a, m, err := r.catalogShows("lab.echo_laptop"); return err == nil && a && m }, 10*time.Second, 50*time.Millisecond)
 	var found struct {
 		Matches []struct {
 			Name string `json:"name"`
@@ -404,12 +422,12 @@ func TestDeviceHeartbeatExpiry(t *testing.T) {
 	rc := r.do("lab.echo_laptop", map[string]any{"key": "frozen"}, "laptop", 300)
 	require.Equal(t, registry.CodeDeviceUnavailable, rc.Error.Code)
 
-	require.Eventually(t, func() bool { a, m := r.catalogShows(t, "lab.echo_laptop"); return !a && !m }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { a, m, err := r.catalogShows("lab.echo_laptop"); return err == nil && !a && !m }, 10*time.Second, 50*time.Millisecond,
 		"a dead device's tools leave the catalog")
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
 	require.NoError(t, r.awaitAlive(nil, "laptop", true))
-	require.Eventually(t, func() bool { a, m := r.catalogShows(t, "lab.echo_laptop"); return a && m }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { a, m, err := r.catalogShows("lab.echo_laptop"); return err == nil && a && m }, 10*time.Second, 50*time.Millisecond,
 		"its tools come back with it")
 	dev, _ := labResult(t, r.do("lab.echo_laptop", map[string]any{"key": "thawed"}, "laptop", 0))
 	require.Equal(t, "laptop", dev)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -54,7 +55,13 @@ func TestChaos(t *testing.T) {
 	require.NotEqual(t, "0", counts["executors SIGKILLed"])
 	require.NotEqual(t, "0", counts["keyed idempotency hits"], "the run has duplicated keyed calls")
 	require.NotEqual(t, "0", counts["receipts succeeded"])
-	require.NotEqual(t, "0 / 0", counts["device calls / succeeded"])
+	var deviceCalls, deviceSucceeded, devicesKilled, devicesStarted int
+	_, err = fmt.Sscanf(counts["device calls / succeeded"], "%d / %d", &deviceCalls, &deviceSucceeded)
+	require.NoError(t, err, counts["device calls / succeeded"])
+	_, err = fmt.Sscanf(counts["devices SIGKILLed / started"], "%d / %d", &devicesKilled, &devicesStarted)
+	require.NoError(t, err, counts["devices SIGKILLed / started"])
+	require.Positive(t, deviceSucceeded, "device calls succeeded through the kills")
+	require.Positive(t, devicesKilled, "devices were killed")
 	require.Equal(t, "0", counts["device effects that happened twice"])
 	// Only a call killed during its SMS send may fail (outcome_unknown); executor deaths and the restart
 	// must not fail healthy calls.
@@ -159,4 +166,38 @@ func TestTargetsNotMeasured(t *testing.T) {
 	require.True(t, res.Targets[2].Measured)
 	require.False(t, res.Targets[2].Met, "4/3 is over 1.3")
 	require.True(t, res.Targets[3].Met, "7/6 is within 1.3")
+}
+
+// The devices' check catches what it claims to: an effect made twice, a succeeded call no device answered,
+// and a call that ended before a device ran it whose effect happened anyway.
+func TestChaosDeviceChecksFindViolations(t *testing.T) {
+	pool, _ := sqltest.NewDB(t)
+	ctx := context.Background()
+	lab := &labService{hits: map[string]int{"effect/twice": 2, "effect/unavailable": 1}}
+	receipt := func(tool, key, status, code string) {
+		t.Helper()
+		id := uuid.New()
+		_, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, jsonb_build_object('key', $3::text))`, id, tool, key)
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, result, error, error_code)
+			VALUES ($1, $2, $3, CASE WHEN $3 = 'succeeded' THEN '{}'::jsonb END,
+				CASE WHEN $3 <> 'succeeded' THEN jsonb_build_object('code', $4::text, 'message', 'x') END, nullif($4, ''))`, id, tool, status, code)
+		require.NoError(t, err)
+	}
+	receipt("lab.effect", "twice", "succeeded", "")
+	receipt("lab.whoami", "unanswered", "succeeded", "")
+	receipt("lab.effect", "unavailable", "failed", "device_unavailable")
+	receipt("lab.effect", "honest", "failed", "outcome_unknown")
+
+	rep := &chaosReport{}
+	require.NoError(t, (&chaosFleet{rig: &deviceRig{lab: lab}}).check(ctx, pool, rep))
+	all := strings.Join(rep.Violations, "\n")
+	for _, want := range []string{
+		"1 device calls of mode none made their outside effect more than once",
+		"1 succeeded device calls were never answered by a device",
+		"1 device calls ended before a device ran them, yet their effect happened",
+	} {
+		require.Contains(t, all, want)
+	}
+	require.Len(t, rep.Violations, 3, all)
 }
