@@ -104,8 +104,14 @@ func (t *Tool) Timeout() time.Duration { return time.Duration(t.TimeoutMS) * tim
 
 // HasOutsideEffects reports whether a call may change something outside GEM's database (send a message,
 // write a file, call an integration), which a rolled-back transaction cannot undo. It is what the tool's
-// outside_effects field says, or else whether a permission matches OutsideEffectPermissions.
+// outside_effects field says, or else whether a permission matches OutsideEffectPermissions. A script that
+// calls other tools always has.
 func (t *Tool) HasOutsideEffects() bool {
+	if t.ImplementationType() == ImplScript && len(t.Implementation.Calls) > 0 {
+		// The calls a script makes commit on their own, outside its transaction: a second run makes them
+		// again, whatever the script's own permissions say.
+		return true
+	}
 	if t.OutsideEffects != nil {
 		return *t.OutsideEffects
 	}

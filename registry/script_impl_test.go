@@ -35,6 +35,11 @@ func TestScriptImplementation(t *testing.T) {
 	require.Equal(t, ImplScript, twice.ImplementationType())
 	require.NotNil(t, twice.Implementation.Program())
 	require.Equal(t, []string{"lab.greet"}, twice.Implementation.Calls)
+	// Its calls commit on their own: a second run would make them again, so a run cut short is not redone.
+	require.True(t, twice.HasOutsideEffects())
+	require.True(t, twice.RunsAtMostOnce())
+	greet, _ := r.Tool("lab.greet")
+	require.False(t, greet.HasOutsideEffects(), "a script that calls nothing keeps what its permissions say")
 
 	for _, c := range []struct {
 		name  string
