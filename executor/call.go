@@ -140,18 +140,11 @@ func (a *attempt) precheck() *receiptDraft {
 			map[string]any{"agent": a.agent, "user_id": a.userID, "tool": tool.Name})
 	}
 
-	input, err := registry.DecodeJSON(a.input)
-	if err == nil {
-		err = tool.ValidateInputValue(input)
+	input, invalid := validInput(tool, a.input)
+	if invalid != nil {
+		return invalid
 	}
-	if err != nil {
-		var ve *registry.ValidationError
-		if errors.As(err, &ve) {
-			return failed(registry.CodeValidation, ve.Error(), map[string]any{"violations": ve.Violations})
-		}
-		return failed(registry.CodeValidation, err.Error(), nil)
-	}
-
+	var err error
 	a.key, err = tool.IdempotencyKeyFor(input, a.explicitKey)
 	if err != nil {
 		return failed(registry.CodeInvalidCall, "no idempotency key: "+err.Error(), map[string]any{"key_field": tool.Idempotency.KeyField})
@@ -278,8 +271,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 	a.e.runners.Go(func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- ret{err: &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
-					Details: map[string]any{"stack": string(debug.Stack())}}}
+				done <- ret{err: panicked(p)}
 			}
 		}()
 		v, err := a.handler.Run(hctx, c)
@@ -441,6 +433,29 @@ func hex4(b []byte) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// validInput decodes and validates a call's input against its tool: the decoded input, or the receipt of
+// a call whose input is refused. A detached run (a device's) checks its input the same way.
+func validInput(tool *registry.Tool, raw []byte) (any, *receiptDraft) {
+	input, err := registry.DecodeJSON(raw)
+	if err == nil {
+		err = tool.ValidateInputValue(input)
+	}
+	if err != nil {
+		var ve *registry.ValidationError
+		if errors.As(err, &ve) {
+			return nil, failed(registry.CodeValidation, ve.Error(), map[string]any{"violations": ve.Violations})
+		}
+		return nil, failed(registry.CodeValidation, err.Error(), nil)
+	}
+	return input, nil
+}
+
+// panicked is the error of a handler that panicked with p (called from the deferred recover).
+func panicked(p any) *Error {
+	return &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
+		Details: map[string]any{"stack": string(debug.Stack())}}
 }
 
 // invoke makes a call from inside this one (Call.Invoke) and waits for its receipt.

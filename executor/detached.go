@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -34,17 +33,8 @@ type DetachedResult struct {
 // Run validates the input, runs the handler under the tool's timeout (recovering a panic) and checks its
 // result against the output schema.
 func (d *Detached) Run(ctx context.Context) DetachedResult {
-	input, err := registry.DecodeJSON(d.Input)
-	if err == nil {
-		err = d.Tool.ValidateInputValue(input)
-	}
-	if err != nil {
-		ce := &registry.CallError{Code: registry.CodeValidation, Message: err.Error()}
-		var ve *registry.ValidationError
-		if errors.As(err, &ve) {
-			ce.Details, _ = json.Marshal(map[string]any{"violations": ve.Violations})
-		}
-		return DetachedResult{Error: ce}
+	if _, invalid := validInput(d.Tool, d.Input); invalid != nil {
+		return DetachedResult{Error: invalid.err}
 	}
 	hctx, cancel := context.WithTimeout(d.Log.WithContext(ctx), d.Tool.Timeout())
 	defer cancel()
@@ -52,8 +42,7 @@ func (d *Detached) Run(ctx context.Context) DetachedResult {
 	v, err := func() (v any, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				err = &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
-					Details: map[string]any{"stack": string(debug.Stack())}}
+				err = panicked(p)
 			}
 		}()
 		return d.Handler.Run(hctx, c)
