@@ -34,8 +34,6 @@ const (
 	MaxMessageDefault = 16 << 20
 	// registerWait is how long a new connection has to register.
 	registerWait = 10 * time.Second
-	// dispatchPoll is how often a session looks for attempts without a notification.
-	dispatchPoll = time.Second
 )
 
 // Config configures the hub. Zero values mean the defaults.

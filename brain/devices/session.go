@@ -560,12 +560,13 @@ const storeAnswersSQL = `WITH u AS (
 		WHERE t.id = a.attempt AND t.device = $1 AND t.state = 'sent' RETURNING t.call_id)
 	SELECT pg_notify('` + gemsql.DeviceResultChannel + `', u.call_id::text) FROM u`
 
-// dispatch sends the device the attempts queued for it and cancels those abandoned, when told and once per
-// dispatchPoll in case a notification was missed.
+// dispatch sends the device the attempts queued for it and cancels those abandoned, when told, and once per
+// heartbeat interval in case a notification was missed (the listener wakes every watcher after it
+// reconnects, so this is only a safety net: it costs each device a claim per interval, not per second).
 func (s *session) dispatch() {
 	wake, stop := s.h.listener.Watch(gemsql.DeviceDispatchChannel, s.name)
 	defer stop()
-	t := time.NewTicker(dispatchPoll)
+	t := time.NewTicker(s.h.cfg.Heartbeat)
 	defer t.Stop()
 	for {
 		if err := s.dispatchOnce(); err != nil {
