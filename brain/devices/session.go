@@ -33,10 +33,6 @@ const (
 // ackEvery bounds how often a session acknowledges answers (see acknowledge).
 const ackEvery = 50 * time.Millisecond
 
-// maxRunning bounds the running calls a registration names: a device runs at most 10,000 at once
-// (GEM_DEVICE_MAX_RUNNING).
-const maxRunning = 10_000
-
 // maxTools bounds the tools one device registers.
 const maxTools = 2000
 
@@ -93,10 +89,6 @@ func (s *session) serve() {
 	}
 	if hello.Type != registry.DeviceMsgRegister {
 		s.close(websocket.StatusPolicyViolation, fmt.Sprintf("the first message must be %q, not %q", registry.DeviceMsgRegister, hello.Type))
-		return
-	}
-	if len(hello.Running) > maxRunning {
-		s.close(websocket.StatusPolicyViolation, fmt.Sprintf("a registration names at most %d running calls, not %d", maxRunning, len(hello.Running)))
 		return
 	}
 	tools, problems, err := s.h.check(s.ctx, s.name, hello.Tools)
