@@ -5,6 +5,7 @@ package executor_test
 // found (fixed since); the others pin behaviour that held then.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -256,9 +257,11 @@ func TestHostileRacesHOLD(t *testing.T) {
 	b.refused(t, ctx, registry.CodeConflict, "inspection.add_defect", J{"inspection_id": insp, "category": "tile"})
 }
 
-// lockRace locks an inspection while 20 defects are added to it, all at once.
+// lockRace locks an inspection while 20 defects are added to it, all at once. One defect is recorded first:
+// an inspection with nothing recorded may not be locked, and the lock must not lose the race that way.
 func lockRace(t *testing.T, b *testBundle, insp string) {
 	t.Helper()
+	b.ok(t, context.Background(), "inspection.add_defect", J{"inspection_id": insp, "category": "tile", "notes": "first"})
 	b.parallelRuns(t, 21, func(i int) (string, J) {
 		if i == 10 {
 			return "inspection.lock", J{"inspection_id": insp}
