@@ -9,6 +9,7 @@ import (
 const (
 	EINVALID      = "invalid"      // the request or the plan it leads to is invalid (400)
 	EUNAUTHORIZED = "unauthorized" // missing or wrong bearer token (401)
+	EFORBIDDEN    = "forbidden"    // the caller lacks a permission the request needs (403)
 	ENOTFOUND     = "not_found"    // unknown run, call or route (404)
 	ECONFLICT     = "conflict"     // the request does not fit the current state (409)
 	ETOOLARGE     = "too_large"    // the request body is over the limit (413)

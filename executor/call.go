@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -79,11 +81,16 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 // receipt's transaction. The locked row is the one to ask: when the statement waited for another
 // transaction's lock on it, PostgreSQL reads the row again as that transaction committed it, but a subquery
 // (such as a look for the receipt) would still see the table as it was before the wait.
+//
+// The caller's grants come with the call (core_callers, 00022_callers.sql).
 const loadSQL = `SELECT c.id, c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
 		c.status <> 'queued',
-		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name)
-	FROM core_tool_calls c WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`
+		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
+		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents
+	FROM core_tool_calls c
+	LEFT JOIN core_callers g ON g.name = c.requested_by
+	WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`
 
 // callRow is a call as loadSQL reads it.
 type callRow struct {
@@ -97,6 +104,14 @@ type callRow struct {
 	outsideToken   *uuid.UUID
 	outsideAttempt *int
 	hasReceipt     bool
+
+	// caller is requested_by; callerKnown says core_callers has it, with these grants and (when not nil) the
+	// only agents it may act as.
+	caller        string
+	callerKnown   bool
+	callerRevoked bool
+	grants        registry.Grants
+	callerAgents  []string
 }
 
 // scanCall reads one row of loadSQL.
@@ -107,7 +122,7 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 		input string
 	)
 	err := rows.Scan(&id, &c.toolName, &input, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
-		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled)
+		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents)
 	if err != nil {
 		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
@@ -135,6 +150,9 @@ func (a *attempt) precheck() *receiptDraft {
 	}
 	a.tool = tool
 
+	if denied := a.permitted(); denied != nil {
+		return denied
+	}
 	if !a.toolEnabled {
 		return failed(registry.CodeToolNotEnabled, fmt.Sprintf("agent %q has no enabled skill with tool %s for user %q", a.agent, tool.Name, a.userID),
 			map[string]any{"agent": a.agent, "user_id": a.userID, "tool": tool.Name})
@@ -177,6 +195,27 @@ func (a *attempt) precheck() *receiptDraft {
 		return failed(registry.CodeOutcomeUnknown, fmt.Sprintf(
 			"an earlier run (attempt %d) started this call, which has effects outside the database (%v), and never finished; it is not run again so it cannot happen twice",
 			started, tool.Permissions), map[string]any{"started_attempt": started, "permissions": tool.Permissions})
+	}
+	return nil
+}
+
+// permitted returns the permission_denied receipt of a call its caller may not make: an unknown or revoked
+// caller, an agent the caller may not act as, or a permission of the tool's the caller lacks.
+func (a *attempt) permitted() *receiptDraft {
+	switch {
+	case !a.callerKnown:
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q is not known (docs/governance.md says how to make one)", a.caller),
+			map[string]any{"caller": a.caller})
+	case a.callerRevoked:
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q is revoked", a.caller), map[string]any{"caller": a.caller})
+	case a.agent != "" && a.callerAgents != nil && !slices.Contains(a.callerAgents, a.agent):
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q may not act as agent %q", a.caller, a.agent),
+			map[string]any{"caller": a.caller, "agent": a.agent, "agents": a.callerAgents})
+	}
+	if missing := a.grants.Missing(a.tool.Permissions); missing != nil {
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q lacks permission %s, which %s needs",
+			a.caller, strings.Join(missing, ", "), a.tool.Name),
+			map[string]any{"caller": a.caller, "tool": a.tool.Name, "missing": missing, "permissions": a.tool.Permissions})
 	}
 	return nil
 }
@@ -464,7 +503,7 @@ func (a *attempt) invoke(ctx context.Context, tool string, input json.RawMessage
 	sub := a.e.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 	defer sub.Close()
 	_, err := gemsql.CallInsert(ctx, a.e.pool, gemsql.CallInsertParams{ID: id, ToolName: tool, Input: input, RunID: a.runID,
-		Agent: a.agent, UserID: a.userID, RequestedBy: "call:" + a.args.CallID.String()})
+		Agent: a.agent, UserID: a.userID, RequestedBy: a.caller, ParentID: &a.args.CallID})
 	if err != nil {
 		return nil, "", fmt.Errorf("error making a call of %s: %w", tool, err)
 	}

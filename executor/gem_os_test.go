@@ -356,11 +356,13 @@ func TestGEMOSAuditLogSearch(t *testing.T) {
 	b.refused(t, ctx, registry.CodeValidation, "os.audit_log_search", J{"since": rfc3339(time.Now()), "until": rfc3339(start)})
 
 	// Who asked is shown too.
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: "ops:ann"})
+	_, err := b.pool.Exec(ctx, `SELECT gem_caller_grant('ops-ann', '{read:*}')`)
+	require.NoError(t, err)
+	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: "ops-ann"})
 	require.NoError(t, err)
 	b.waitOne(t, ctx, id)
 	r, _ = b.ok(t, ctx, "os.audit_log_search", J{"tool": "os.health_check"})
-	require.Equal(t, "ops:ann", r.str(t, "items.0.requested_by"))
+	require.Equal(t, "ops-ann", r.str(t, "items.0.requested_by"))
 	require.Equal(t, false, r.get(t, "items.0.undoable"), "a read wrote nothing to undo")
 
 	// A rolled-back call says so.

@@ -137,7 +137,7 @@ type Call struct {
 
 // Invoke makes another call of a registry tool from inside this one, as a script tool's gem.x.y(input)
 // does: a call of its own, enqueued, validated and receipted like any other, made for this call's agent,
-// user and run, with this call as its requested_by ("call:<id>"). It waits for the receipt and returns the
+// user and run, for this call's caller and with this call as its parent_id. It waits for the receipt and returns the
 // result and the call's id; a receipt that is not succeeded is a *registry.CallError. The call commits on
 // its own, whatever becomes of this one, so it is recorded in this call's effects.outside (kind "call").
 func (c *Call) Invoke(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error) {

@@ -79,7 +79,8 @@ func TestScriptTools(t *testing.T) {
 		require.Equal(t, "os.create_note", e.Target)
 		child := uuid.MustParse(e.Reference)
 		require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls c JOIN core_tool_receipts r ON r.call_id = c.id
-			WHERE c.id = $1 AND c.requested_by = $2 AND r.status = 'succeeded'`, child, "call:"+id.String()))
+			WHERE c.id = $1 AND c.parent_id = $2 AND c.requested_by = (SELECT requested_by FROM core_tool_calls WHERE id = $2)
+			AND r.status = 'succeeded'`, child, id))
 	}
 	require.Equal(t, 2, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title IN ('pair 1', 'pair 2')`))
 

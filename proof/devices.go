@@ -307,8 +307,8 @@ func (r *deviceRig) call(ctx context.Context, tool string, input map[string]any,
 		wait = waitMS
 	}
 	var id uuid.UUID
-	err := r.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, device, device_wait_ms, requested_by)
-		VALUES ($1, $2, $3, $4, 'proof') RETURNING id`, tool, string(in), dev, wait).Scan(&id)
+	err := r.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, device, device_wait_ms)
+		VALUES ($1, $2, $3, $4) RETURNING id`, tool, string(in), dev, wait).Scan(&id)
 	return id, err
 }
 

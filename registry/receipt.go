@@ -83,6 +83,9 @@ const (
 	CodeNotConfigured ErrorCode = "not_configured"
 	// CodeToolNotEnabled: the call was made for an agent whose skills do not enable the tool.
 	CodeToolNotEnabled ErrorCode = "tool_not_enabled"
+	// CodePermissionDenied: the call's caller (requested_by) lacks a permission the tool declares, may not
+	// act as the call's agent, is not known or is revoked; details name the caller and what it lacks.
+	CodePermissionDenied ErrorCode = "permission_denied"
 	// CodeRemoteError: a rest or mcp tool's remote answered with an error (an HTTP status outside the tool's
 	// success statuses, an MCP result with isError, a server that could not be reached and may not be
 	// retried); details carry the remote's status and message.
@@ -111,7 +114,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodePermissionDenied, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.

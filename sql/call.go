@@ -29,6 +29,8 @@ type Call struct {
 	Agent          string              `json:"agent,omitempty"`
 	UserID         string              `json:"user_id,omitempty"`
 	RequestedBy    string              `json:"requested_by,omitempty"`
+	// ParentID is the call this one was made from (a script tool's gem.x.y(...)), if any.
+	ParentID *uuid.UUID `json:"parent_id,omitempty"`
 	// Device is the device the call names; RanOnDevice the device that ran it (docs/devices.md).
 	Device       string     `json:"device,omitempty"`
 	RanOnDevice  string     `json:"ran_on_device,omitempty"`
@@ -59,8 +61,12 @@ type CallInsertParams struct {
 	Agent string
 	// UserID is the user an agent call is made for.
 	UserID string
-	// RequestedBy says who asked, free-form.
+	// RequestedBy is the caller (core_callers): a bearer token's name, or "sql:<role>". Defaults to the
+	// inserting database role's caller; a role that may not act for GEM always gets its own
+	// (docs/governance.md). The executor refuses a call whose caller lacks a permission its tool declares.
 	RequestedBy string
+	// ParentID is the call this one is made from, if any; it runs for the same caller.
+	ParentID *uuid.UUID
 	// Device is the device the call must run on (docs/devices.md); "" for none.
 	Device string
 	// DeviceWaitMS bounds how long the call waits for its device; 0 means the executor's GEM_DEVICE_WAIT.
@@ -107,11 +113,11 @@ func QueueCallInsertMany(b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, 
 // the statement is planned once per connection rather than for each number of calls).
 const callInsertSQL = `
 	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by,
-		device, device_wait_ms)
+		device, device_wait_ms, parent_id)
 	SELECT id, tool_name, input, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by,
-		device, device_wait_ms
+		device, device_wait_ms, parent_id
 	FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, tool_name text, input jsonb, idempotency_key text, max_attempts integer,
-		run_id uuid, agent text, user_id text, requested_by text, device text, device_wait_ms integer)`
+		run_id uuid, agent text, user_id text, requested_by text, device text, device_wait_ms integer, parent_id uuid)`
 
 // callInsertRow is one element of callInsertSQL's array.
 type callInsertRow struct {
@@ -126,6 +132,7 @@ type callInsertRow struct {
 	RequestedBy    string          `json:"requested_by,omitempty"`
 	Device         string          `json:"device,omitempty"`
 	DeviceWaitMS   int             `json:"device_wait_ms,omitempty"`
+	ParentID       *uuid.UUID      `json:"parent_id,omitempty"`
 }
 
 var emptyInput = json.RawMessage(`{}`)
@@ -150,7 +157,7 @@ func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
 		}
 		rows[i] = callInsertRow{ID: ids[i], ToolName: p.ToolName, Input: input, IdempotencyKey: p.IdempotencyKey,
 			MaxAttempts: max(p.MaxAttempts, 0), RunID: p.RunID, Agent: p.Agent, UserID: p.UserID, RequestedBy: p.RequestedBy,
-			Device: p.Device, DeviceWaitMS: p.DeviceWaitMS}
+			Device: p.Device, DeviceWaitMS: p.DeviceWaitMS, ParentID: p.ParentID}
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {
@@ -162,13 +169,13 @@ func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
 const callColumns = `id, tool_name, input, status, coalesce(idempotency_key, ''), attempt, max_attempts,
 	coalesce(worker, ''), coalesce(job_id, 0), run_id, coalesce(agent, ''), coalesce(user_id, ''), coalesce(requested_by, ''),
 	coalesce(error_code, ''), coalesce(error, ''), created_at, started_at, finished_at,
-	coalesce(device, ''), coalesce(ran_on_device, ''), device_wait_ms`
+	coalesce(device, ''), coalesce(ran_on_device, ''), device_wait_ms, parent_id`
 
 func scanCall(row pgx.Row) (*Call, error) {
 	var c Call
 	err := row.Scan(&c.ID, &c.ToolName, &c.Input, &c.Status, &c.IdempotencyKey, &c.Attempt, &c.MaxAttempts,
 		&c.Worker, &c.JobID, &c.RunID, &c.Agent, &c.UserID, &c.RequestedBy, &c.ErrorCode, &c.Error, &c.CreatedAt,
-		&c.StartedAt, &c.FinishedAt, &c.Device, &c.RanOnDevice, &c.DeviceWaitMS)
+		&c.StartedAt, &c.FinishedAt, &c.Device, &c.RanOnDevice, &c.DeviceWaitMS, &c.ParentID)
 	if err != nil {
 		return nil, err
 	}

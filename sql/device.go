@@ -2,9 +2,6 @@ package gemsql
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"regexp"
@@ -93,8 +90,8 @@ func DeviceGet(ctx context.Context, db DBTX, name string) (*Device, error) {
 // DeviceCreate makes a device and returns its token, which is stored only as its SHA-256: it cannot be shown
 // again. A device that exists is ErrExists.
 func DeviceCreate(ctx context.Context, db DBTX, name, owner string) (token string, err error) {
-	token = newDeviceToken()
-	_, err = db.Exec(ctx, `INSERT INTO core_devices (name, owner, token_hash) VALUES ($1, $2, $3)`, name, owner, DeviceTokenHash(token))
+	token = newToken("gemdev_")
+	_, err = db.Exec(ctx, `INSERT INTO core_devices (name, owner, token_hash) VALUES ($1, $2, $3)`, name, owner, TokenHash(token))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return "", ErrExists
@@ -108,8 +105,8 @@ func DeviceCreate(ctx context.Context, db DBTX, name, owner string) (token strin
 // DeviceRotateToken gives a device a new token; the old one stops working (a connected device keeps its
 // socket until it reconnects). A device that does not exist is ErrNotFound.
 func DeviceRotateToken(ctx context.Context, db DBTX, name string) (string, error) {
-	token := newDeviceToken()
-	tag, err := db.Exec(ctx, `UPDATE core_devices SET token_hash = $2 WHERE name = $1`, name, DeviceTokenHash(token))
+	token := newToken("gemdev_")
+	tag, err := db.Exec(ctx, `UPDATE core_devices SET token_hash = $2 WHERE name = $1`, name, TokenHash(token))
 	if err != nil {
 		return "", fmt.Errorf("error rotating the token of device %s: %w", name, err)
 	}
@@ -130,17 +127,4 @@ func DeviceDelete(ctx context.Context, db DBTX, name string) error {
 		return ErrNotFound
 	}
 	return nil
-}
-
-// newDeviceToken is 32 random bytes, recognisable as a device token by its prefix.
-func newDeviceToken() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return "gemdev_" + base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// DeviceTokenHash is how a device token is stored and looked up.
-func DeviceTokenHash(token string) []byte {
-	h := sha256.Sum256([]byte(token))
-	return h[:]
 }

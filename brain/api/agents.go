@@ -121,6 +121,9 @@ func (s *Server) unassignSkill(c echo.Context) error {
 }
 
 func (s *Server) chatWithAgent(c echo.Context) error {
+	if err := principalOf(c).actAs(c.Param("slug")); err != nil {
+		return err
+	}
 	params, _, err := decodeBody[brain.ChatParams](c, chatSchema, "")
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -420,11 +421,30 @@ func (cfg HighLevelWebhookConfig) planHighLevelCall(ctx context.Context, tx pgx.
 	return ignore("GEM does not act on %s events", ev.Type), nil
 }
 
+// highLevelTools are the tools the webhook's events become calls of.
+var highLevelTools = []string{"entity.update", "leads.create", "calendar.create_event", "leads.update_stage", "os.create_task", "os.create_note"}
+
+// highLevelPermissions are what the webhook's caller is granted when the brain first records it: the
+// permissions of the tools it calls, no more.
+func (s *Server) highLevelPermissions() []string {
+	var perms []string
+	for _, name := range highLevelTools {
+		if t, ok := s.reg.Tool(name); ok {
+			for _, p := range t.Permissions {
+				if !slices.Contains(perms, p) {
+					perms = append(perms, p)
+				}
+			}
+		}
+	}
+	return perms
+}
+
 // highLevelWebhook verifies a delivery, records it once and makes its call, in one transaction.
 func (s *Server) highLevelWebhook(cfg HighLevelWebhookConfig) echo.HandlerFunc {
 	cfg = cfg.withDefaults()
 	return func(c echo.Context) error {
-		c.Set("requester", highLevelRequester)
+		c.Set("principal", &principal{name: highLevelRequester})
 		if cfg.Err != nil {
 			return brain.Errorf(brain.EUNAVAILABLE, "the HighLevel webhook is misconfigured: %v", cfg.Err)
 		}

@@ -33,6 +33,8 @@ func (s *Server) operatorChat(c echo.Context) error {
 			return err
 		case !agent.Enabled:
 			fallback = "the default agent " + s.cfg.DefaultAgent + " is disabled, so the rules planner answered"
+		case !principalOf(c).mayActAs(agent.Slug):
+			fallback = "caller " + requester(c) + " may not act as the default agent " + agent.Slug + ", so the rules planner answered"
 		default:
 			resp, err := s.chat.Chat(ctx, agent.Slug, &brain.ChatParams{Message: params.Message, UserID: requester(c), SessionID: params.SessionID}, requester(c))
 			if resp == nil {

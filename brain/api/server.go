@@ -5,7 +5,6 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -104,10 +103,20 @@ func (c Config) Validate() error {
 	if !c.AuthDisabled && len(c.Tokens) == 0 {
 		errs = append(errs, errors.New("no bearer tokens: set GEM_BRAIN_TOKENS or GEM_BRAIN_TOKEN_FILE (or GEM_BRAIN_AUTH=off to serve without authentication)"))
 	}
+	names := map[string]bool{}
 	for _, t := range c.Tokens {
 		if len(t.Value) < 16 {
 			errs = append(errs, fmt.Errorf("token %q is shorter than 16 characters", t.Name))
 		}
+		switch {
+		case !gemsql.CallerNameRe.MatchString(t.Name) || strings.HasPrefix(t.Name, "sql:"):
+			errs = append(errs, fmt.Errorf("token name %q: a caller's name is letters, digits and _.:@- (up to 128), not starting with sql:", t.Name))
+		case t.Name == AnonymousCaller || t.Name == highLevelRequester:
+			errs = append(errs, fmt.Errorf("token name %q is GEM's own caller: choose another", t.Name))
+		case names[t.Name]:
+			errs = append(errs, fmt.Errorf("token name %q is given twice", t.Name))
+		}
+		names[t.Name] = true
 	}
 	if c.MaxBody < 1024 {
 		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
@@ -138,6 +147,8 @@ type Server struct {
 	waiter *gemsql.ReceiptWaiter
 	log    zerolog.Logger
 	llm    LLMInfo
+	// callers keeps what the brain read of callers for a moment (callerTTL).
+	callers callerCache
 
 	echo *echo.Echo
 	http *http.Server
@@ -164,9 +175,10 @@ type Params struct {
 	Devices http.Handler
 }
 
-// MCPHandler serves one request to /mcp for the caller its bearer token names.
+// MCPHandler serves one request to /mcp for the caller its bearer token names, which may act only as
+// agents (nil: any).
 type MCPHandler interface {
-	ServeMCP(w http.ResponseWriter, r *http.Request, caller string)
+	ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string)
 }
 
 // New builds the HTTP service.
@@ -186,6 +198,8 @@ func New(p *Params) *Server {
 	e.POST(HighLevelWebhookPath, s.highLevelWebhook(s.cfg.HighLevel)) // signed by HighLevel, not by a bearer token
 	// Authentication is per route (not a group), so an unknown route or method still answers 404 or 405.
 	auth := s.authenticate
+	// What changes who may do what (callers, devices, agents and their skills) needs admin.
+	admin := requirePermission(registry.PermissionAdmin)
 	e.GET("/brain/tools", s.tools, auth)
 	e.POST("/brain/run", s.run, auth)
 	e.GET("/brain/help", s.help, auth)
@@ -197,33 +211,39 @@ func New(p *Params) *Server {
 	e.GET("/calls/:id", s.getCall, auth)
 	e.GET("/receipts", s.listReceipts, auth)
 	e.GET("/agents", s.listAgents, auth)
-	e.POST("/agents", s.createAgent, auth)
+	e.POST("/agents", s.createAgent, auth, admin)
 	e.GET("/agents/:slug", s.getAgent, auth)
-	e.PATCH("/agents/:slug", s.updateAgent, auth)
-	e.DELETE("/agents/:slug", s.deleteAgent, auth)
+	e.PATCH("/agents/:slug", s.updateAgent, auth, admin)
+	e.DELETE("/agents/:slug", s.deleteAgent, auth, admin)
 	e.GET("/agents/:slug/skills", s.listAssignments, auth)
-	e.PUT("/agents/:slug/skills/:skill", s.assignSkill, auth)
-	e.DELETE("/agents/:slug/skills/:skill", s.unassignSkill, auth)
+	e.PUT("/agents/:slug/skills/:skill", s.assignSkill, auth, admin)
+	e.DELETE("/agents/:slug/skills/:skill", s.unassignSkill, auth, admin)
 	e.POST("/agents/:slug/chat", s.chatWithAgent, auth)
 	e.GET("/skills", s.listSkills, auth)
-	e.POST("/skills", s.createSkill, auth)
-	e.POST("/skills/import", s.importSkill, auth)
+	e.POST("/skills", s.createSkill, auth, admin)
+	e.POST("/skills/import", s.importSkill, auth, admin)
 	e.GET("/skills/:slug", s.getSkill, auth)
-	e.PUT("/skills/:slug", s.upsertSkill, auth)
-	e.PATCH("/skills/:slug", s.patchSkill, auth)
-	e.DELETE("/skills/:slug", s.deleteSkill, auth)
+	e.PUT("/skills/:slug", s.upsertSkill, auth, admin)
+	e.PATCH("/skills/:slug", s.patchSkill, auth, admin)
+	e.DELETE("/skills/:slug", s.deleteSkill, auth, admin)
 	e.GET("/devices", s.listDevices, auth)
-	e.POST("/devices", s.createDevice, auth)
+	e.POST("/devices", s.createDevice, auth, admin)
 	e.GET("/devices/:name", s.getDevice, auth)
-	e.DELETE("/devices/:name", s.deleteDevice, auth)
-	e.POST("/devices/:name/token", s.rotateDeviceToken, auth)
+	e.DELETE("/devices/:name", s.deleteDevice, auth, admin)
+	e.POST("/devices/:name/token", s.rotateDeviceToken, auth, admin)
+	e.GET("/callers", s.listCallers, auth, admin)
+	e.POST("/callers", s.createCaller, auth, admin)
+	e.GET("/callers/:name", s.getCaller, auth, admin)
+	e.PATCH("/callers/:name", s.updateCaller, auth, admin)
+	e.DELETE("/callers/:name", s.revokeCaller, auth, admin)
+	e.POST("/callers/:name/token", s.rotateCallerToken, auth, admin)
 	if p.Devices != nil {
 		// Devices authenticate with their own tokens, which open no other route.
 		e.GET(DeviceConnectPath, echo.WrapHandler(p.Devices))
 	}
 	if p.MCP != nil {
 		e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", func(c echo.Context) error {
-			p.MCP.ServeMCP(c.Response(), c.Request(), requester(c))
+			p.MCP.ServeMCP(c.Response(), c.Request(), requester(c), principalOf(c).agents)
 			return nil
 		}, auth)
 	}
@@ -231,8 +251,14 @@ func New(p *Params) *Server {
 	return s
 }
 
-// Open binds the listener (errors come back at once) and serves in the background.
+// Open records the callers the configuration names (its tokens), binds the listener (errors come back at
+// once) and serves in the background.
 func (s *Server) Open() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.ensureCallers(ctx); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", s.cfg.Addr, err)
@@ -269,6 +295,7 @@ func (s *Server) Close(ctx context.Context) error {
 var errorStatus = map[string]int{
 	brain.EINVALID:      http.StatusBadRequest,
 	brain.EUNAUTHORIZED: http.StatusUnauthorized,
+	brain.EFORBIDDEN:    http.StatusForbidden,
 	brain.ENOTFOUND:     http.StatusNotFound,
 	brain.EMETHOD:       http.StatusMethodNotAllowed,
 	brain.ECONFLICT:     http.StatusConflict,
@@ -368,38 +395,12 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// authenticate checks the bearer token against every configured token (in constant time). The scheme is
-// case-insensitive (RFC 9110, section 11.1).
-func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if s.cfg.AuthDisabled {
-			c.Set("requester", "anonymous")
-			return next(c)
-		}
-		scheme, token, _ := strings.Cut(strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization)), " ")
-		token = strings.TrimSpace(token)
-		if !strings.EqualFold(scheme, "Bearer") || token == "" {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem"`)
-			return brain.Errorf(brain.EUNAUTHORIZED, "missing bearer token (send Authorization: Bearer <token>)")
-		}
-		name := ""
-		for _, t := range s.cfg.Tokens {
-			if subtle.ConstantTimeCompare([]byte(token), []byte(t.Value)) == 1 {
-				name = t.Name
-			}
-		}
-		if name == "" {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem", error="invalid_token"`)
-			return brain.Errorf(brain.EUNAUTHORIZED, "invalid bearer token")
-		}
-		c.Set("requester", name)
-		return next(c)
-	}
-}
-
+// requester is the name of the request's caller ("" before authentication).
 func requester(c echo.Context) string {
-	name, _ := c.Get("requester").(string)
-	return name
+	if p := principalOf(c); p != nil {
+		return p.name
+	}
+	return ""
 }
 
 // ok sends a successful answer: body with "ok": true.

@@ -89,6 +89,8 @@ type chatRun struct {
 	resp    *brain.ChatResponse
 	calls   []brain.PlannedCall
 	log     *zerolog.Logger
+	// requester is the caller the agent acts for: its calls are made in that caller's name, with its grants.
+	requester string
 }
 
 // Chat handles one message to an agent. An error comes with a response when the run was recorded (its
@@ -108,7 +110,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 		req.SessionID = uuid.NewString()
 	}
 
-	r := &chatRun{agent: agent, req: req, runID: uuid.Must(uuid.NewV7()),
+	r := &chatRun{agent: agent, req: req, runID: uuid.Must(uuid.NewV7()), requester: requester,
 		resp: &brain.ChatResponse{SessionID: req.SessionID, ToolCalls: []brain.ChatToolCall{}, Errors: []*brain.Error{}}}
 	r.resp.RunID = r.runID
 	r.log = brain.LogRun(ctx, r.runID)
@@ -339,7 +341,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 		id := uuid.Must(uuid.NewV7())
 		o.report.CallID = &id
 		params = append(params, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input, RunID: &r.runID,
-			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: "agent:" + r.agent.Slug})
+			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester})
 		ids = append(ids, id)
 		r.calls = append(r.calls, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: fmt.Sprintf("LLM tool call %s (iteration %d)", tc.ID, iteration), CallID: &id})
 	}

@@ -130,7 +130,7 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 	defer sub.Close()
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		if _, err := gemsql.CallInsert(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
-			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: "agent:" + r.agent.Slug, Device: device}); err != nil {
+			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester, Device: device}); err != nil {
 			return err
 		}
 		return postgres.RunAddCalls(ctx, tx, r.runID, []uuid.UUID{id}, r.calls)

@@ -243,7 +243,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Tokens are stored as SHA-256 hashes and found by their hash: a guess reveals nothing by its timing.
 	var name string
-	err := h.pool.QueryRow(r.Context(), `SELECT name FROM core_devices WHERE token_hash = $1`, gemsql.DeviceTokenHash(token)).Scan(&name)
+	err := h.pool.QueryRow(r.Context(), `SELECT name FROM core_devices WHERE token_hash = $1`, gemsql.TokenHash(token)).Scan(&name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		httpError(w, http.StatusUnauthorized, "unauthorized", "invalid device token")
 		return

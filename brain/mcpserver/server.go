@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -171,8 +172,8 @@ var agentSlugRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 // ServeMCP serves one HTTP request to /mcp for an authenticated caller (the bearer token's name). The agent,
 // if any, comes from the X-GEM-Agent header or the ?agent= parameter; an unknown agent is a 404 before any
-// MCP message is read.
-func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string) {
+// MCP message is read, and an agent the caller may not act as (agents, when not nil) a 403.
+func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string) {
 	header, query := r.Header.Get(AgentHeader), r.URL.Query().Get(AgentQuery)
 	agent := header
 	switch {
@@ -186,6 +187,11 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string)
 	if agent != "" {
 		if !agentSlugRe.MatchString(agent) {
 			writeError(w, http.StatusBadRequest, brain.Errorf(brain.EINVALID, "%q is not an agent slug", agent))
+			return
+		}
+		if agents != nil && !slices.Contains(agents, agent) {
+			writeError(w, http.StatusForbidden, &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("caller %q may not act as agent %q", caller, agent),
+				Details: map[string]any{"caller": caller, "agent": agent, "agents": agents}})
 			return
 		}
 		if _, err := postgres.AgentGet(r.Context(), s.pool, agent); err != nil {

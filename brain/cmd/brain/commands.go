@@ -484,3 +484,100 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 	}
 	return 0
 }
+
+// callersCommand manages callers and their permissions (docs/governance.md): brain callers [list [NAME]],
+// add NAME -grant P,P [-agents A,B] [-note TEXT], grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT],
+// revoke NAME, token NAME.
+func callersCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("callers "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	grant := fs.String("grant", "", "permissions, comma-separated: read:db, send:*, * (add, grant)")
+	agents := fs.String("agents", "", "the only agents it may act as, comma-separated; * for any (add, grant)")
+	note := fs.String("note", "", "what the caller is for (add, grant)")
+	client := clientFrom(fs, getenv)
+	name := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	usage := func() int {
+		fmt.Fprintln(stderr, "usage: brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT] | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME")
+		return 2
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	body := map[string]any{}
+	if given["grant"] {
+		body["permissions"] = splitList(*grant)
+	}
+	if given["agents"] {
+		if strings.TrimSpace(*agents) == "*" {
+			body["agents"] = nil
+		} else {
+			body["agents"] = splitList(*agents)
+		}
+	}
+	if given["note"] {
+		body["note"] = *note
+	}
+	var method, path string
+	var req any
+	switch sub {
+	case "list":
+		method, path = http.MethodGet, "/callers"
+		if name != "" {
+			path += "/" + url.PathEscape(name)
+		}
+	case "add":
+		if name == "" || !given["grant"] {
+			return usage()
+		}
+		body["name"] = name
+		method, path, req = http.MethodPost, "/callers", body
+	case "grant":
+		if name == "" || len(body) == 0 {
+			return usage()
+		}
+		method, path, req = http.MethodPatch, "/callers/"+url.PathEscape(name), body
+	case "revoke":
+		if name == "" {
+			return usage()
+		}
+		method, path = http.MethodDelete, "/callers/"+url.PathEscape(name)
+	case "token":
+		if name == "" {
+			return usage()
+		}
+		method, path = http.MethodPost, "/callers/"+url.PathEscape(name)+"/token"
+	default:
+		fmt.Fprintf(stderr, "brain callers: unknown command %q\n", sub)
+		return usage()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, ok := printJSON(ctx, client(), method, path, req, "brain callers "+sub, stdout, stderr, getenv)
+	if !ok {
+		return 1
+	}
+	if ok, _ := out["ok"].(bool); !ok {
+		return 1
+	}
+	return 0
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	out := []string{}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -38,11 +38,17 @@ usage:
   brain devices [list [NAME]] | add NAME [-owner WHO] | remove NAME | token NAME
                                           list devices, or add one (printing its token), remove one, or
                                           give one a new token (docs/devices.md)
+  brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT]
+               | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME
+                                          who may call what: list callers, add one (a token, printed
+                                          once; or sql:ROLE for a database role), change or revoke
+                                          one, give one a new token (admin; docs/governance.md)
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
                                           ingest Markdown and text files with lore.ingest
   brain mcp [-agent SLUG] [-as NAME]      serve MCP over stdio (the brain's /mcp for a local host; reads
-                                          the database settings below, logs to stderr)
+                                          the database settings below, logs to stderr); -as names an
+                                          existing caller [stdio, which may do everything]
   brain version                           print the version
   brain help                              print this help ("brain COMMAND -h" lists a command's flags)
 
@@ -68,7 +74,8 @@ brain serve reads (defaults in brackets):
   DATABASE_URL                     PostgreSQL URL (required)
   GEM_REGISTRY                     registry file [tools.registry.json, in the working folder or a parent]
   GEM_BRAIN_ADDR                   listen address [127.0.0.1:8088]
-  GEM_BRAIN_TOKENS                 bearer tokens, comma-separated, each name:token or token
+  GEM_BRAIN_TOKENS                 bearer tokens, comma-separated, each name:token or token; each is a
+                                   caller that may do everything until narrowed (brain callers grant)
   GEM_BRAIN_TOKEN_FILE             a file of bearer tokens, one per line (make run writes .gem/brain-token)
   GEM_BRAIN_AUTH                   on or off (off serves without authentication) [on]
   GEM_BRAIN_MAX_BODY               largest request body in bytes [1048576]
@@ -114,6 +121,8 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return callTool(args[1:], getenv, stdout, stderr)
 	case "devices":
 		return devicesCommand(args[1:], getenv, stdout, stderr)
+	case "callers":
+		return callersCommand(args[1:], getenv, stdout, stderr)
 	case "approve":
 		return approveRun(args[1:], getenv, stdout, stderr)
 	case "receipt":

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/gemhq/gem/brain"
@@ -19,8 +20,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// MCPCallerDefault is the name `brain mcp` records as who made its calls when -as is not given. Over stdio
-// there is no bearer token: the host that starts the process is trusted as the brain's configuration is.
+// MCPCallerDefault is the caller `brain mcp` makes its calls as when -as is not given. Over stdio there is no
+// bearer token: the host that starts the process holds the database's credentials, so it is trusted as the
+// brain's configuration is, and the caller is recorded (kind service) with every permission unless an
+// operator narrowed it. -as names another caller, which must exist (docs/governance.md).
 const MCPCallerDefault = "stdio"
 
 // serveMCP serves MCP over stdio until the client closes stdin or a signal comes: brain mcp [-agent SLUG]
@@ -57,7 +60,7 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, closeAll, err := openMCP(ctx, cfg, log)
+	srv, closeAll, err := openMCP(ctx, cfg, log, *as, *agent)
 	if err != nil {
 		log.Error().Err(err).Msg("brain mcp did not start")
 		return 1
@@ -79,7 +82,7 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 
 // openMCP loads the registry and connects to the database: what the MCP server needs, and nothing of the
 // HTTP service (no tokens, no planner, no LLM).
-func openMCP(ctx context.Context, cfg Config, log zerolog.Logger) (srv *mcpserver.Server, closeAll func(), err error) {
+func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent string) (srv *mcpserver.Server, closeAll func(), err error) {
 	path, err := registry.Find(cfg.RegistryPath)
 	if err != nil {
 		return nil, nil, err
@@ -90,6 +93,10 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger) (srv *mcpserve
 	}
 	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-brain-mcp", ConnectWait: cfg.DBConnectWait})
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := stdioCaller(ctx, pool, as, agent); err != nil {
+		pool.Close()
 		return nil, nil, err
 	}
 	waiter := gemsql.NewReceiptWaiter(pool, gemsql.Slog(log))
@@ -123,6 +130,25 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger) (srv *mcpserve
 		stopAll()
 	}
 	return srv, closeAll, nil
+}
+
+// stdioCaller checks that `brain mcp` may act as caller as (for agent), recording MCPCallerDefault.
+func stdioCaller(ctx context.Context, db gemsql.DBTX, as, agent string) error {
+	if as == MCPCallerDefault {
+		return gemsql.CallerEnsure(ctx, db, as, gemsql.CallerService, []string{"*"}, "brain mcp over stdio, without -as")
+	}
+	c, err := gemsql.CallerGet(ctx, db, as)
+	switch {
+	case errors.Is(err, gemsql.ErrNotFound):
+		return fmt.Errorf("-as %s: no such caller; make it with brain callers add %s -grant PERMISSIONS, or leave -as out", as, as)
+	case err != nil:
+		return err
+	case c.Revoked():
+		return fmt.Errorf("-as %s: the caller is revoked", as)
+	case agent != "" && c.Agents != nil && !slices.Contains(c.Agents, agent):
+		return fmt.Errorf("-as %s: the caller may not act as agent %q (only %v)", as, agent, c.Agents)
+	}
+	return nil
 }
 
 // nopWriteCloser keeps the caller's stdout open when the session ends.

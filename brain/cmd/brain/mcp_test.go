@@ -783,11 +783,28 @@ func TestMCPInspectorStdio(t *testing.T) {
 	})
 	t.Run("-as", func(t *testing.T) {
 		t.Parallel()
+		// -as names a caller that exists, with its grants: one that may only read is refused a write.
+		_, err := shared.pool.Exec(context.Background(), `SELECT gem_caller_grant('claude-desktop', '{read:db}')`)
+		require.NoError(t, err)
 		s := stdioSession(t, shared.dbURL, "-as", "claude-desktop")
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "os.health_check"})
 		require.NoError(t, err)
 		require.False(t, res.IsError, "%v", res.Content)
 		require.Equal(t, "claude-desktop", callOf(t, res.Meta).RequestedBy)
+		res, err = s.CallTool(context.Background(), &mcp.CallToolParams{Name: "os.create_note",
+			Arguments: map[string]any{"domain": "personal", "title": "no", "content": "x"}})
+		require.NoError(t, err)
+		require.True(t, res.IsError)
+		require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "permission_denied")
+	})
+	t.Run("-as an unknown caller", func(t *testing.T) {
+		t.Parallel()
+		cmd := exec.Command(brainBinary(t), "mcp", "-as", "nobody-"+uuid.NewString()[:8])
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+shared.dbURL, "GEM_REGISTRY="+testenv.RegistryPath())
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%s", out)
+		require.Contains(t, string(out), "no such caller")
 	})
 }
 

@@ -1,0 +1,138 @@
+package executor_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPermissions: the executor refuses a call whose caller lacks a permission its tool declares, is not
+// known, is revoked, or may not act as the call's agent; and runs the others.
+func TestPermissions(t *testing.T) {
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+	_, err := b.pool.Exec(ctx, `SELECT gem_caller_grant('reader', '{read:*}'), gem_caller_grant('ops', '{*}', '{ops-agent}'),
+		gem_caller_grant('gone', '{*}')`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE core_callers SET revoked_at = now() WHERE name = 'gone'`)
+	require.NoError(t, err)
+
+	call := func(tool, input, caller, agent string) *registry.Receipt {
+		t.Helper()
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: []byte(input), RequestedBy: caller, Agent: agent})
+		require.NoError(t, err)
+		return b.waitOne(t, ctx, id)
+	}
+	denied := func(r *registry.Receipt, want ...string) map[string]any {
+		t.Helper()
+		require.Equal(t, registry.StatusFailed, r.Status, "%s", r.Result)
+		require.Equal(t, registry.CodePermissionDenied, r.Error.Code, r.Error.Message)
+		for _, w := range want {
+			require.Contains(t, r.Error.Message, w)
+		}
+		require.Empty(t, r.Effects.DBWrites)
+		return decodeDetails(t, r)
+	}
+
+	// A read is allowed; a write names what is missing, and writes nothing.
+	r := call("os.health_check", `{}`, "reader", "")
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	d := denied(call("os.create_task", `{"title": "not for readers", "domain": "business"}`, "reader", ""), `"reader"`, "write:db", "os.create_task")
+	require.Equal(t, []any{"write:db"}, d["missing"])
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_tasks WHERE title = 'not for readers'`))
+
+	// Unknown and revoked callers are refused, whatever the tool.
+	denied(call("os.health_check", `{}`, "nobody", ""), `"nobody"`, "not known")
+	denied(call("os.health_check", `{}`, "gone", ""), `"gone"`, "revoked")
+
+	// A caller limited to some agents may not act as another.
+	denied(call("os.health_check", `{}`, "ops", "office-assistant"), `may not act as agent "office-assistant"`)
+
+	// A call inserted by hand without a caller is the migrating role's, which may do everything.
+	id := b.call(t, ctx, "os.create_task", `{"title": "by hand", "domain": "business"}`)
+	r = b.waitOne(t, ctx, id)
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	var caller string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT requested_by FROM core_calls WHERE id = $1`, id).Scan(&caller))
+	require.True(t, strings.HasPrefix(caller, "sql:"), caller)
+}
+
+// TestSQLCallerRole: a login role given gem_caller inserts calls and reads calls, receipts and the audit
+// views, and nothing else; its calls carry its own caller whatever they claim, and run with that caller's
+// grants.
+func TestSQLCallerRole(t *testing.T) {
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+	role := "gem_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	_, err := b.pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN PASSWORD 'pw-for-tests' IN ROLE gem_caller`)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = b.pool.Exec(context.Background(), `DROP ROLE IF EXISTS `+role) })
+
+	u, err := url.Parse(b.url)
+	require.NoError(t, err)
+	u.User = url.UserPassword(role, "pw-for-tests")
+	conn, err := pgx.Connect(ctx, u.String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+
+	insert := func(tool, input, claimed string) uuid.UUID {
+		t.Helper()
+		var id uuid.UUID
+		require.NoError(t, conn.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, requested_by) VALUES ($1, $2, $3) RETURNING id`,
+			tool, input, claimed).Scan(&id))
+		return id
+	}
+
+	// Claiming the migrating role's caller does not work: the call is the role's own, which has no grants yet.
+	id := insert("os.health_check", `{}`, "sql:gem")
+	r := b.waitOne(t, ctx, id)
+	require.Equal(t, registry.CodePermissionDenied, r.Error.Code, r.Error.Message)
+	require.Contains(t, r.Error.Message, `"sql:`+role+`"`)
+
+	// Granted, it runs; and it reads its receipt through the views.
+	_, err = b.pool.Exec(ctx, `SELECT gem_caller_grant($1, '{read:db}')`, "sql:"+role)
+	require.NoError(t, err)
+	id = insert("os.health_check", `{}`, "")
+	r = b.waitOne(t, ctx, id)
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	var status, caller string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT c.status, c.requested_by FROM core_calls c JOIN core_tool_receipts r ON r.call_id = c.id WHERE c.id = $1`, id).Scan(&status, &caller))
+	require.Equal(t, "succeeded", status)
+	require.Equal(t, "sql:"+role, caller)
+	// A temporary table named as River's does not divert the call's job: the insert trigger looks in GEM's
+	// schema only.
+	_, err = conn.Exec(ctx, `CREATE TEMP TABLE river_job (id bigserial, args jsonb, kind text, max_attempts int, queue text, priority int, state text)`)
+	require.NoError(t, err)
+	r = b.waitOne(t, ctx, insert("os.health_check", `{}`, ""))
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	_, err = conn.Exec(ctx, `DROP TABLE pg_temp.river_job`)
+	require.NoError(t, err)
+
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM core_recent_failures WHERE requested_by = $1`, "sql:"+role).Scan(&n))
+	require.Equal(t, 1, n)
+
+	// Nothing else: River's table, a domain table, changing a call, granting itself.
+	for _, stmt := range []string{
+		`SELECT count(*) FROM river_job`,
+		`SELECT count(*) FROM os_tasks`,
+		`INSERT INTO os_tasks (title) VALUES ('sneaked')`,
+		`UPDATE core_tool_calls SET status = 'succeeded' WHERE id = '` + id.String() + `'`,
+		`DELETE FROM core_tool_receipts`,
+		`INSERT INTO core_tool_calls (tool_name, status) VALUES ('os.health_check', 'succeeded')`,
+		`SELECT gem_caller_grant('sql:` + role + `', '{*}')`,
+		`UPDATE core_callers SET permissions = '{*}'`,
+		`SELECT token_sha256 FROM core_callers`,
+	} {
+		_, err := conn.Exec(ctx, stmt)
+		require.Error(t, err, stmt)
+		require.Contains(t, err.Error(), "permission denied", stmt)
+	}
+}
