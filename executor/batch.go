@@ -245,7 +245,7 @@ func (t *batchTx) begin(ctx context.Context, items []*pending) (attempts []*atte
 		attempts = append(attempts, a)
 	}
 	t.pipe.hold("BEGIN")
-	rows, err := t.pipe.Query(ctx, loadSQL, ids)
+	rows, err := t.pipe.Query(ctx, loadSQL, ids, t.e.inputCutoff)
 	if err != nil {
 		return attempts, dups, fmt.Errorf("error loading calls: %w", err)
 	}

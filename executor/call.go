@@ -83,19 +83,24 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 // (such as a look for the receipt) would still see the table as it was before the wait.
 //
 // The caller's grants come with the call (core_callers, 00022_callers.sql).
-const loadSQL = `SELECT c.id, c.tool_name, c.input::text, coalesce(c.idempotency_key, ''),
+//
+// An input larger than $2 bytes (the largest any tool accepts) is not read: its size is, and the call is
+// refused input_too_large. Its text is made once (OFFSET 0 keeps the subquery from being inlined twice).
+const loadSQL = `SELECT c.id, c.tool_name, CASE WHEN i.bytes <= $2 THEN i.input END, i.bytes, coalesce(c.idempotency_key, ''),
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
 		c.status <> 'queued',
 		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
 		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents
 	FROM core_tool_calls c
+	CROSS JOIN LATERAL (SELECT t.input, octet_length(t.input) AS bytes FROM (SELECT c.input::text AS input OFFSET 0) t) i
 	LEFT JOIN core_callers g ON g.name = c.requested_by
 	WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`
 
 // callRow is a call as loadSQL reads it.
 type callRow struct {
 	toolName       string
-	input          []byte
+	input          []byte // nil when inputBytes is over the executor's cutoff
+	inputBytes     int64
 	explicitKey    string
 	agent          string
 	userID         string
@@ -119,14 +124,16 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 	var (
 		id    uuid.UUID
 		c     callRow
-		input string
+		input *string
 	)
-	err := rows.Scan(&id, &c.toolName, &input, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
+	err := rows.Scan(&id, &c.toolName, &input, &c.inputBytes, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
 		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents)
 	if err != nil {
 		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
-	c.input = []byte(input)
+	if input != nil {
+		c.input = []byte(*input)
+	}
 	return id, c, nil
 }
 
@@ -152,6 +159,10 @@ func (a *attempt) precheck() *receiptDraft {
 
 	if denied := a.permitted(); denied != nil {
 		return denied
+	}
+	if limit := tool.MaxInput(a.e.cfg.MaxInputBytes); a.inputBytes > limit || a.input == nil {
+		return failed(registry.CodeInputTooLarge, fmt.Sprintf("the input is %d bytes, more than the %d bytes %s accepts; it was not read",
+			a.inputBytes, limit, tool.Name), map[string]any{"bytes": a.inputBytes, "max_bytes": limit})
 	}
 	if !a.toolEnabled {
 		return failed(registry.CodeToolNotEnabled, fmt.Sprintf("agent %q has no enabled skill with tool %s for user %q", a.agent, tool.Name, a.userID),
@@ -233,6 +244,10 @@ func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UU
 	result, c, err := a.callHandler(conn)
 	if err != nil {
 		return a.classify(err)
+	}
+	if limit := a.tool.MaxResult(a.e.cfg.MaxResultBytes); int64(len(result)) > limit {
+		return failed(registry.CodeResultTooLarge, fmt.Sprintf("the handler's result is %d bytes, more than the %d bytes %s may return, so its effects were rolled back",
+			len(result), limit, a.tool.Name), map[string]any{"bytes": len(result), "max_bytes": limit}), nil
 	}
 	if verr := a.tool.ValidateOutput(result); verr != nil {
 		var ve *registry.ValidationError

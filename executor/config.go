@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 )
 
@@ -36,6 +37,8 @@ const (
 	RescueMarginDefault = 15 * time.Second
 	// DeviceWaitDefault is how long a call for a device waits for one to be connected.
 	DeviceWaitDefault = 30 * time.Second
+	// SizeLimitDefault bounds inputs and results of tools whose registry entry sets no limits.
+	SizeLimitDefault int64 = 4 << 20
 	// AbandonGraceDefault is how long a handler may run past its timeout, ignoring its cancelled context,
 	// before the executor abandons it.
 	AbandonGraceDefault = 2 * time.Second
@@ -110,6 +113,14 @@ type Config struct {
 	// Defaults to 1m (GEM_DB_CONNECT_WAIT).
 	DBConnectWait time.Duration
 
+	// MaxInputBytes bounds a call's input (its JSON text) for tools whose registry entry sets no
+	// limits.max_input_bytes: a larger input is refused input_too_large without being read into the
+	// executor. Defaults to 4 MiB (GEM_MAX_INPUT_BYTES).
+	MaxInputBytes int64
+	// MaxResultBytes bounds a handler's result for tools that set no limits.max_result_bytes: a larger one
+	// fails its call result_too_large. Defaults to 4 MiB (GEM_MAX_RESULT_BYTES).
+	MaxResultBytes int64
+
 	// MaxConns is the size of the connection pool that runs calls: each committer holds one, and so does
 	// each isolated call while its handler runs. River's own pool is separate (10 connections). Defaults to
 	// Committers + 16 (GEM_EXECUTOR_MAX_CONNS).
@@ -139,13 +150,15 @@ func (c Config) WithDefaults() Config {
 	c.AbandonGrace = orDefault(c.AbandonGrace, AbandonGraceDefault)
 	c.DeviceWait = orDefault(c.DeviceWait, DeviceWaitDefault)
 	c.DBConnectWait = orDefault(c.DBConnectWait, gemsql.ConnectWaitDefault)
+	c.MaxInputBytes = orDefault(c.MaxInputBytes, SizeLimitDefault)
+	c.MaxResultBytes = orDefault(c.MaxResultBytes, SizeLimitDefault)
 	if c.MaxConns == 0 {
 		c.MaxConns = int32(c.Committers) + 16
 	}
 	return c
 }
 
-func orDefault[T int | int32 | time.Duration](v, def T) T {
+func orDefault[T int | int32 | int64 | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
 	}
@@ -183,6 +196,11 @@ func (c Config) validate() error {
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("DrainTimeout must not be negative, not %s", c.DrainTimeout))
+	}
+	for name, v := range map[string]int64{"MaxInputBytes": c.MaxInputBytes, "MaxResultBytes": c.MaxResultBytes} {
+		if v < registry.SizeLimitMin || v > registry.SizeLimitMax {
+			errs = append(errs, fmt.Errorf("%s must be between %d and %d bytes, not %d", name, registry.SizeLimitMin, registry.SizeLimitMax, v))
+		}
 	}
 	if c.MaxConns < int32(c.Committers)+4 {
 		errs = append(errs, fmt.Errorf("MaxConns (%d) must be at least Committers + 4 (%d)", c.MaxConns, c.Committers+4))
@@ -228,8 +246,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	durVar("GEM_EXECUTOR_DRAIN_TIMEOUT", &c.DrainTimeout)
 	durVar("GEM_DEVICE_WAIT", &c.DeviceWait)
 	durVar("GEM_DB_CONNECT_WAIT", &c.DBConnectWait)
-	var maxConns int
+	var maxConns, maxInput, maxResult int
 	intVar("GEM_EXECUTOR_MAX_CONNS", &maxConns)
+	intVar("GEM_MAX_INPUT_BYTES", &maxInput)
+	intVar("GEM_MAX_RESULT_BYTES", &maxResult)
+	c.MaxInputBytes, c.MaxResultBytes = int64(maxInput), int64(maxResult)
 	c.MaxConns = int32(maxConns)
 	return c, errors.Join(errs...)
 }

@@ -48,6 +48,8 @@ type Executor struct {
 	devices   *deviceRelay
 	// waiter waits on the receipts of calls made from inside calls (Call.Invoke).
 	waiter *gemsql.ReceiptWaiter
+	// inputCutoff is the largest input any tool accepts: a larger one is never read out of PostgreSQL.
+	inputCutoff int64
 
 	queue          chan *pending
 	runners        *runners
@@ -109,6 +111,10 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		stopCommitters: make(chan struct{}),
 		stopLiveness:   make(chan struct{}),
 		rescueDone:     make(chan struct{}),
+	}
+	e.inputCutoff = cfg.MaxInputBytes
+	for _, t := range reg.Tools() {
+		e.inputCutoff = max(e.inputCutoff, t.MaxInput(cfg.MaxInputBytes))
 	}
 	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
 	e.devices = newDeviceRelay(e)

@@ -86,11 +86,14 @@ func TestHostileBadBytesHOLD(t *testing.T) {
 // handler_error and PostgreSQL's raw "index row requires 114488 bytes, maximum size is 8191 (SQLSTATE
 // 54000)"; a 3,000-digit phone is stored as a lead. Expected: validation_error naming /phone (a phone
 // number has a sane maximum length), as a 10 MB name already is ("name is longer than 200 characters").
+// Since inputs are bounded (GEM_MAX_INPUT_BYTES, 4 MiB), the 10 MB input is refused input_too_large without
+// being read; a 1 MB phone still reaches validation.
 func TestHostileHugePhone(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 	b.startExecutor(t, nil)
-	b.refused(t, ctx, registry.CodeValidation, "leads.create", J{"name": "Big", "phone": strings.Repeat("1", 10_000_000), "suburb": "X"})
+	b.refused(t, ctx, registry.CodeInputTooLarge, "leads.create", J{"name": "Big", "phone": strings.Repeat("1", 10_000_000), "suburb": "X"})
+	b.refused(t, ctx, registry.CodeValidation, "leads.create", J{"name": "Big", "phone": strings.Repeat("1", 1_000_000), "suburb": "X"})
 	b.refused(t, ctx, registry.CodeValidation, "leads.create", J{"name": "Long", "phone": strings.Repeat("1", 3000), "suburb": "X"})
 }
 

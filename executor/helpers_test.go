@@ -75,6 +75,18 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		err := c.DB.QueryRow(ctx, `INSERT INTO os_notes (title) VALUES ($1) RETURNING id`, title).Scan(&id)
 		return id, err
 	}
+	h.Func("test.blob", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			Size int `json:"size"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		if _, err := writeNote(ctx, c, "blob "+c.ID.String()); err != nil {
+			return nil, err
+		}
+		return map[string]any{"data": strings.Repeat("x", in.Size)}, nil
+	})
 	h.Func("test.sleep", func(ctx context.Context, c *executor.Call) (any, error) {
 		var in struct {
 			MS    int    `json:"ms"`

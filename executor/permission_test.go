@@ -3,9 +3,11 @@ package executor_test
 import (
 	"context"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -135,4 +137,51 @@ func TestSQLCallerRole(t *testing.T) {
 		require.Error(t, err, stmt)
 		require.Contains(t, err.Error(), "permission denied", stmt)
 	}
+}
+
+// TestSizeLimits: an input over its tool's bound is refused input_too_large, and one over every tool's
+// bound is never read into the executor; a result over its bound fails its call (its effects rolled back)
+// and not the other calls of its batch.
+func TestSizeLimits(t *testing.T) {
+	ctx, b := setup(t)
+	b.startExecutor(t, func(c *executor.Config) { c.MaxInputBytes = 1 << 20 }) // test.blob says 2 KiB itself
+
+	small := b.call(t, ctx, "test.blob", `{"size": 10}`)
+	r := b.waitOne(t, ctx, small)
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+
+	// Over test.blob's own bound (2,048 bytes), under the executor's: read, then refused before the handler.
+	id := b.call(t, ctx, "test.blob", `{"size": 1, "text": "`+strings.Repeat("a", 3000)+`"}`)
+	r = b.waitOne(t, ctx, id)
+	require.Equal(t, registry.CodeInputTooLarge, r.Error.Code, r.Error.Message)
+	d := decodeDetails(t, r)
+	require.EqualValues(t, 2048, d["max_bytes"])
+	require.Greater(t, d["bytes"], float64(3000))
+
+	// 50 MB by SQL, for a tool with the executor's bound: refused without being read. The executor is in
+	// this process, so what it allocated while the call ran shows in the process's counters.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input)
+		VALUES ('os.create_note', jsonb_build_object('domain', 'personal', 'title', 'huge', 'content', repeat('x', 50000000)))
+		RETURNING id`).Scan(&id))
+	r = b.waitOne(t, ctx, id)
+	runtime.ReadMemStats(&after)
+	require.Equal(t, registry.CodeInputTooLarge, r.Error.Code, r.Error.Message)
+	require.Contains(t, r.Error.Message, "it was not read")
+	d = decodeDetails(t, r)
+	require.EqualValues(t, 1<<20, d["max_bytes"])
+	require.Greater(t, d["bytes"], float64(50_000_000))
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "the executor allocated as if it had read the input")
+
+	// Results: 5,000 bytes is over test.blob's 4 KiB; the note it wrote is rolled back. Calls of the same
+	// batch are not touched.
+	ids := []uuid.UUID{b.call(t, ctx, "test.blob", `{"size": 5000}`), b.call(t, ctx, "test.blob", `{"size": 100}`), b.call(t, ctx, "os.health_check", `{}`)}
+	got := b.wait(t, ctx, ids...)
+	require.Equal(t, registry.CodeResultTooLarge, got[ids[0]].Error.Code, got[ids[0]].Error.Message)
+	require.EqualValues(t, 4096, decodeDetails(t, got[ids[0]])["max_bytes"])
+	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = $1`, "blob "+ids[0].String()))
+	require.Equal(t, registry.StatusSucceeded, got[ids[1]].Status, "%+v", got[ids[1]].Error)
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = $1`, "blob "+ids[1].String()))
+	require.Equal(t, registry.StatusSucceeded, got[ids[2]].Status)
 }

@@ -58,6 +58,7 @@ func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler, se
 	c.checkTimeout(label, fields, t)
 	c.checkPermissions(label, fields, t)
 	c.checkReceiptFields(label, fields, t)
+	c.checkLimits(label, fields, t)
 
 	if raw, ok := fields["outside_effects"]; ok && string(raw) != "null" {
 		var v bool

@@ -70,8 +70,8 @@ func (t *Tool) Contract() json.RawMessage {
 }
 
 // ContractDiff lists the fields in which two entries of the same tool promise different things to a
-// caller: schemas, permissions, idempotency, timeout, receipt fields, outside effects and whether any device
-// may run it. Descriptions may differ.
+// caller: schemas, permissions, idempotency, timeout, receipt fields, outside effects, whether any device
+// may run it, and size limits. Descriptions may differ.
 func ContractDiff(a, b *Tool) []string {
 	var diff []string
 	if !sameJSON(a.InputSchema, b.InputSchema) {
@@ -97,6 +97,9 @@ func ContractDiff(a, b *Tool) []string {
 	}
 	if a.DeviceAgnostic != b.DeviceAgnostic {
 		diff = append(diff, "device_agnostic")
+	}
+	if a.MaxInput(0) != b.MaxInput(0) || a.MaxResult(0) != b.MaxResult(0) {
+		diff = append(diff, "limits")
 	}
 	return diff
 }

@@ -86,6 +86,12 @@ const (
 	// CodePermissionDenied: the call's caller (requested_by) lacks a permission the tool declares, may not
 	// act as the call's agent, is not known or is revoked; details name the caller and what it lacks.
 	CodePermissionDenied ErrorCode = "permission_denied"
+	// CodeInputTooLarge: the call's input is larger than its tool accepts (limits.max_input_bytes, else the
+	// executor's GEM_MAX_INPUT_BYTES); details carry bytes and max_bytes. The input never reached a handler.
+	CodeInputTooLarge ErrorCode = "input_too_large"
+	// CodeResultTooLarge: the handler's result is larger than its tool allows (limits.max_result_bytes, else
+	// GEM_MAX_RESULT_BYTES); its effects were rolled back. Details carry bytes and max_bytes.
+	CodeResultTooLarge ErrorCode = "result_too_large"
 	// CodeRemoteError: a rest or mcp tool's remote answered with an error (an HTTP status outside the tool's
 	// success statuses, an MCP result with isError, a server that could not be reached and may not be
 	// retried); details carry the remote's status and message.
@@ -114,7 +120,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodePermissionDenied, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodePermissionDenied, CodeInputTooLarge, CodeResultTooLarge, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.

@@ -86,6 +86,9 @@ type Tool struct {
 	// goes to the connected device with the freshest heartbeat that serves it (docs/devices.md).
 	DeviceAgnostic bool `json:"device_agnostic,omitempty"`
 
+	// Limits bound the tool's calls (sizes); nil: the executor's defaults.
+	Limits *Limits `json:"limits,omitempty"`
+
 	input  *schema
 	output *schema
 	// inputProps is the input schema's top-level property names, used to merge context ids into inputs.
