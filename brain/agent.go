@@ -176,6 +176,8 @@ type ChatResponse struct {
 const (
 	// ChatCallPending: the call was made and has no receipt yet.
 	ChatCallPending = "pending"
+	// ChatCallAwaitingApproval: the call waits for a person's decision (docs/governance.md#approvals).
+	ChatCallAwaitingApproval = "awaiting_approval"
 	// ChatCallInvalidArguments: the LLM's arguments were refused before any call was made.
 	ChatCallInvalidArguments = "invalid_arguments"
 	// ChatCallNotEnabled: the tool exists but the agent's skills do not enable it.

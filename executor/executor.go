@@ -63,8 +63,10 @@ type Executor struct {
 	stopLiveness chan struct{}
 	livenessDone chan struct{}
 	rescueDone   chan struct{}
-	stopOnce     sync.Once
-	stopErr      error
+	// approvalsDone closes when approvalsLoop returns (it stops with stopLiveness).
+	approvalsDone chan struct{}
+	stopOnce      sync.Once
+	stopErr       error
 }
 
 // riverPoolSize is the size of River's pool: fetching, completing, listening, leader election, maintenance.
@@ -111,6 +113,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		stopCommitters: make(chan struct{}),
 		stopLiveness:   make(chan struct{}),
 		rescueDone:     make(chan struct{}),
+		approvalsDone:  make(chan struct{}),
 	}
 	e.inputCutoff = cfg.MaxInputBytes
 	for _, t := range reg.Tools() {
@@ -187,6 +190,9 @@ func (e *Executor) Config() Config { return e.cfg }
 // Start registers the executor, takes its liveness lock, and starts the committers, the rescuer of dead
 // executors' calls and the River client. Calls are taken from the queue until Stop.
 func (e *Executor) Start(ctx context.Context) error {
+	if err := e.syncTools(ctx); err != nil {
+		return err
+	}
 	if err := e.startLiveness(ctx); err != nil {
 		return err
 	}
@@ -202,6 +208,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		return err
 	}
 	go e.rescueLoop()
+	go e.approvalsLoop()
 	for range e.cfg.Committers {
 		e.committersDone.Add(1)
 		go e.committer()
@@ -215,6 +222,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		e.committersDone.Wait()
 		close(e.stopLiveness)
 		<-e.rescueDone
+		<-e.approvalsDone
 		<-e.livenessDone
 		e.closePools()
 		return fmt.Errorf("error starting River client: %w", err)
@@ -248,6 +256,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
 	close(e.stopLiveness)
 	<-e.rescueDone
+	<-e.approvalsDone
 	<-e.livenessDone
 	e.dbCancel()
 	e.closePools()

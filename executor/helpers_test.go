@@ -293,6 +293,18 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		}
 		return map[string]any{"ok": true}, nil
 	})
+	h.Func("test.approve_me", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			Fail bool `json:"fail"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		if in.Fail {
+			return nil, executor.Conflict("asked to fail")
+		}
+		return map[string]any{"ok": true}, nil
+	})
 	h.Func("test.odd_json", func(ctx context.Context, c *executor.Call) (any, error) {
 		var in struct {
 			Fail bool `json:"fail"`

@@ -54,7 +54,8 @@ type cluster struct {
 func startCluster(root, dir string) (*cluster, error) {
 	c := &cluster{script: filepath.Join(root, "sql", "dev-postgres.sh"), env: []string{}}
 	if dir != "" {
-		c.env = append(c.env, "GEM_PG_DIR="+dir)
+		// A cluster of its own picks a free port, whatever port the usual one was told to use.
+		c.env = append(c.env, "GEM_PG_DIR="+dir, "GEM_PG_PORT=")
 	}
 	out, err := c.run("start")
 	if err != nil {

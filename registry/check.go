@@ -59,6 +59,7 @@ func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler, se
 	c.checkPermissions(label, fields, t)
 	c.checkReceiptFields(label, fields, t)
 	c.checkLimits(label, fields, t)
+	c.checkApproval(label, fields, t)
 
 	if raw, ok := fields["outside_effects"]; ok && string(raw) != "null" {
 		var v bool

@@ -71,7 +71,7 @@ func (t *Tool) Contract() json.RawMessage {
 
 // ContractDiff lists the fields in which two entries of the same tool promise different things to a
 // caller: schemas, permissions, idempotency, timeout, receipt fields, outside effects, whether any device
-// may run it, and size limits. Descriptions may differ.
+// may run it, size limits and approval. Descriptions may differ.
 func ContractDiff(a, b *Tool) []string {
 	var diff []string
 	if !sameJSON(a.InputSchema, b.InputSchema) {
@@ -100,6 +100,11 @@ func ContractDiff(a, b *Tool) []string {
 	}
 	if a.MaxInput(0) != b.MaxInput(0) || a.MaxResult(0) != b.MaxResult(0) {
 		diff = append(diff, "limits")
+	}
+	ar, ad := a.ApprovalRequired()
+	br, bd := b.ApprovalRequired()
+	if ar != br || ad != bd {
+		diff = append(diff, "approval")
 	}
 	return diff
 }

@@ -37,6 +37,8 @@ const (
 	CallSucceeded     CallStatus = "succeeded"
 	CallFailed        CallStatus = "failed"
 	CallNotConfigured CallStatus = "not_configured"
+	// CallAwaitingApproval: the call waits for a decision (docs/governance.md#approvals); it has no job yet.
+	CallAwaitingApproval CallStatus = "awaiting_approval"
 )
 
 // ReceiptStatus is the outcome recorded in a receipt.
@@ -92,6 +94,10 @@ const (
 	// CodeResultTooLarge: the handler's result is larger than its tool allows (limits.max_result_bytes, else
 	// GEM_MAX_RESULT_BYTES); its effects were rolled back. Details carry bytes and max_bytes.
 	CodeResultTooLarge ErrorCode = "result_too_large"
+	// CodeRejected: the call needed approval and was rejected; details name who decided and why.
+	CodeRejected ErrorCode = "rejected"
+	// CodeApprovalExpired: the call needed approval and no decision came before it expired.
+	CodeApprovalExpired ErrorCode = "approval_expired"
 	// CodeRemoteError: a rest or mcp tool's remote answered with an error (an HTTP status outside the tool's
 	// success statuses, an MCP result with isError, a server that could not be reached and may not be
 	// retried); details carry the remote's status and message.
@@ -120,7 +126,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodePermissionDenied, CodeInputTooLarge, CodeResultTooLarge, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodePermissionDenied, CodeInputTooLarge, CodeResultTooLarge, CodeRejected, CodeApprovalExpired, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.

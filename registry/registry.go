@@ -89,6 +89,10 @@ type Tool struct {
 	// Limits bound the tool's calls (sizes); nil: the executor's defaults.
 	Limits *Limits `json:"limits,omitempty"`
 
+	// Approval makes every call of the tool wait for a person's decision; nil: none (policies by
+	// permission may still require one).
+	Approval *Approval `json:"approval,omitempty"`
+
 	input  *schema
 	output *schema
 	// inputProps is the input schema's top-level property names, used to merge context ids into inputs.

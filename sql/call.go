@@ -98,6 +98,42 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]
 	return ids, nil
 }
 
+// CallInsertAwaiting makes one call and says whether it awaits approval (docs/governance.md#approvals): such
+// a call has no receipt to wait for until someone decides.
+func CallInsertAwaiting(ctx context.Context, db DBTX, p CallInsertParams) (uuid.UUID, bool, error) {
+	ids, awaiting, err := CallInsertManyAwaiting(ctx, db, []CallInsertParams{p})
+	if err != nil {
+		return uuid.Nil, false, err
+	}
+	return ids[0], awaiting[ids[0]], nil
+}
+
+// CallInsertManyAwaiting makes several calls with one statement and returns their ids in order, and those
+// that await approval.
+func CallInsertManyAwaiting(ctx context.Context, db DBTX, params []CallInsertParams) ([]uuid.UUID, map[uuid.UUID]bool, error) {
+	ids, args, err := callInsertArgs(params)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := db.Query(ctx, callInsertSQL+` RETURNING id, status = 'awaiting_approval'`, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error inserting calls: %w", err)
+	}
+	awaiting := map[uuid.UUID]bool{}
+	var id uuid.UUID
+	var waits bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &waits}, func() error {
+		if waits {
+			awaiting[id] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("error inserting calls: %w", err)
+	}
+	return ids, awaiting, nil
+}
+
 // QueueCallInsertMany queues the insert of several calls on a batch and returns their ids, so they can
 // travel in one round trip with other statements. A batch without BEGIN runs as one implicit transaction.
 func QueueCallInsertMany(b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, error) {

@@ -71,7 +71,13 @@ func (s *Server) getCall(c echo.Context) error {
 	default:
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "call": call, "receipt": receipt})
+	body := map[string]any{"ok": true, "call": call, "receipt": receipt}
+	if approval, err := gemsql.ApprovalGet(ctx, s.pool, id); err == nil {
+		body["approval"] = approval
+	} else if !errors.Is(err, gemsql.ErrNotFound) {
+		return err
+	}
+	return c.JSON(http.StatusOK, body)
 }
 
 // encodeCursor makes an opaque position in a listing.
@@ -228,9 +234,13 @@ func (s *Server) createCall(c echo.Context) error {
 		sub = s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 		defer sub.Close()
 	}
-	if _, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
-		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Device: req.Device, DeviceWaitMS: req.DeviceWaitMS}); err != nil {
+	_, awaiting, err := gemsql.CallInsertAwaiting(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
+		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Device: req.Device, DeviceWaitMS: req.DeviceWaitMS})
+	if err != nil {
 		return err
+	}
+	if awaiting {
+		return s.awaitingApproval(c, id)
 	}
 	var receipt *registry.Receipt
 	if sub != nil {
@@ -249,6 +259,23 @@ func (s *Server) createCall(c echo.Context) error {
 		body["errors"] = []*brain.Error{s.waitTimeout(ctx, []uuid.UUID{id}, time.Duration(req.WaitTimeoutMS)*time.Millisecond)}
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// awaitingApproval answers a call that waits for a decision: 200, ok false, with awaiting_approval saying
+// until when and how to decide it. The call is made; nothing is wrong with it.
+func (s *Server) awaitingApproval(c echo.Context, id uuid.UUID) error {
+	ctx := c.Request().Context()
+	call, err := gemsql.CallGet(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	approval, err := gemsql.ApprovalGet(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	e := &brain.Error{Code: brain.EAWAITING, Message: fmt.Sprintf("call %s awaits approval (%s) until %s: POST /calls/%s/approve or /reject, by a caller holding approve",
+		id, approval.RequiredBy, approval.ExpiresAt.Format(time.RFC3339), id), Details: map[string]any{"call_id": id, "expires_at": approval.ExpiresAt}}
+	return c.JSON(http.StatusOK, map[string]any{"ok": false, "call": call, "receipt": nil, "approval": approval, "errors": []*brain.Error{e}})
 }
 
 // waitTimeout is the error of a wait that ended before the receipts came, saying whether an executor is

@@ -200,6 +200,7 @@ func New(p *Params) *Server {
 	auth := s.authenticate
 	// What changes who may do what (callers, devices, agents and their skills) needs admin.
 	admin := requirePermission(registry.PermissionAdmin)
+	approver := requirePermission(registry.PermissionApprove)
 	e.GET("/brain/tools", s.tools, auth)
 	e.POST("/brain/run", s.run, auth)
 	e.GET("/brain/help", s.help, auth)
@@ -209,6 +210,9 @@ func New(p *Params) *Server {
 	e.GET("/calls", s.listCalls, auth)
 	e.POST("/calls", s.createCall, auth)
 	e.GET("/calls/:id", s.getCall, auth)
+	e.POST("/calls/:id/approve", s.decide(true), auth, approver)
+	e.POST("/calls/:id/reject", s.decide(false), auth, approver)
+	e.GET("/approvals", s.listApprovals, auth, approver)
 	e.GET("/receipts", s.listReceipts, auth)
 	e.GET("/agents", s.listAgents, auth)
 	e.POST("/agents", s.createAgent, auth, admin)
@@ -306,6 +310,7 @@ var errorStatus = map[string]int{
 	brain.ENOPLAN:       http.StatusOK,
 	brain.ETIMEOUT:      http.StatusOK,
 	brain.ECALLFAILED:   http.StatusOK,
+	brain.EAWAITING:     http.StatusOK,
 }
 
 // HTTPStatus returns the HTTP status for an error code.

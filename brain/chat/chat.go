@@ -347,12 +347,16 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 	}
 
 	if len(params) > 0 {
-		receipts, pending, err := c.enqueueAndWait(ctx, r, params, ids)
+		receipts, pending, awaiting, err := c.enqueueAndWait(ctx, r, params, ids)
 		for _, o := range outcomes {
 			if o.report.CallID == nil {
 				continue
 			}
 			id := *o.report.CallID
+			if awaiting[id] {
+				o.msg.Content, o.msg.IsError, o.report.Status = awaitingContent(id), false, brain.ChatCallAwaitingApproval
+				continue
+			}
 			o.msg.Content, o.msg.IsError, o.report.Status = toolResultContent(receipts[id], id, err, slices.Contains(pending, id))
 		}
 	}
@@ -376,23 +380,41 @@ func (o *toolOutcome) fail(code registry.ErrorCode, message string, details any)
 	o.msg.Content, o.msg.IsError = capJSON(body), true
 }
 
-// enqueueAndWait makes one iteration's calls in one transaction (with the run's new status), then waits.
-func (c *Chat) enqueueAndWait(ctx context.Context, r *chatRun, params []gemsql.CallInsertParams, ids []uuid.UUID) (map[uuid.UUID]*registry.Receipt, []uuid.UUID, error) {
+// enqueueAndWait makes one iteration's calls in one transaction (with the run's new status), then waits for
+// the receipts of those that do not await approval.
+func (c *Chat) enqueueAndWait(ctx context.Context, r *chatRun, params []gemsql.CallInsertParams, ids []uuid.UUID) (
+	receipts map[uuid.UUID]*registry.Receipt, pending []uuid.UUID, awaiting map[uuid.UUID]bool, err error) {
 	sub := c.waiter.Subscribe(ids) // before the calls exist, so the wait need not read first
 	defer sub.Close()
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if _, err := gemsql.CallInsertMany(ctx, tx, params); err != nil {
+	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var err error
+		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
 			return err
 		}
 		return postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls)
 	})
 	if err != nil {
-		return nil, ids, postgres.Error(err)
+		return nil, ids, nil, postgres.Error(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
-	res, _ := sub.Wait(waitCtx)
-	return res.Receipts, res.Pending, nil
+	if len(awaiting) == 0 {
+		res, _ := sub.Wait(waitCtx)
+		return res.Receipts, res.Pending, awaiting, nil
+	}
+	rest := slices.DeleteFunc(slices.Clone(ids), func(id uuid.UUID) bool { return awaiting[id] })
+	if len(rest) == 0 {
+		return map[uuid.UUID]*registry.Receipt{}, nil, awaiting, nil
+	}
+	res, _ := c.waiter.Wait(waitCtx, rest) // reads first: receipts may have come before this subscription
+	return res.Receipts, res.Pending, awaiting, nil
+}
+
+// awaitingContent tells the LLM a call waits for a person's decision, so it does not make it again.
+func awaitingContent(id uuid.UUID) string {
+	return capJSON(map[string]any{"status": brain.ChatCallAwaitingApproval, "call_id": id,
+		"message": "awaiting approval, call id " + id.String() + ": a person must approve it before it runs; do not make it again. " +
+			"Tell the user it waits for approval."})
 }
 
 // toolResultContent is what the LLM is told about a call: compact JSON of its status and result or error.

@@ -128,8 +128,10 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 		Reason: fmt.Sprintf("run_code program (iteration %d)", iteration)})
 	sub := c.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 	defer sub.Close()
+	var awaiting bool
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if _, err := gemsql.CallInsert(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
+		var err error
+		if _, awaiting, err = gemsql.CallInsertAwaiting(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
 			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester, Device: device}); err != nil {
 			return err
 		}
@@ -140,6 +142,12 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 	}
 	r.resp.ToolCalls = append(r.resp.ToolCalls, brain.ChatToolCall{CallID: &id, Tool: name, Iteration: iteration})
 	report := &r.resp.ToolCalls[len(r.resp.ToolCalls)-1]
+	if awaiting {
+		// The program goes on without it (it may catch this); the call runs if a person approves it.
+		report.Status = brain.ChatCallAwaitingApproval
+		return nil, id.String(), &script.ToolError{Code: brain.ChatCallAwaitingApproval,
+			Message: fmt.Sprintf("awaiting approval, call id %s: a person must approve it before it runs", id)}
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
 	res, _ := sub.Wait(waitCtx)

@@ -101,14 +101,16 @@ func MCPToolDef(t *registry.Tool) MCPTool {
 			IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}}
 }
 
-// mcpPendingSchema is what an MCP call still running answers (a branch of every tool's MCP output schema).
+// mcpPendingSchema is what an MCP call still running, or awaiting approval, answers (a branch of every
+// tool's MCP output schema).
 const mcpPendingSchema = `{
 	"type": "object",
-	"description": "The call is still running: gem.get_receipt with this call_id returns its receipt.",
+	"description": "The call is still running, or waits for a person's approval until expires_at: gem.get_receipt with this call_id returns its receipt.",
 	"properties": {
 		"call_id": {"type": "string", "format": "uuid"},
-		"status": {"type": "string", "const": "pending"},
-		"tool": {"type": "string"}
+		"status": {"type": "string", "enum": ["pending", "awaiting_approval"]},
+		"tool": {"type": "string"},
+		"expires_at": {"type": "string", "format": "date-time"}
 	},
 	"required": ["call_id", "status"],
 	"additionalProperties": false

@@ -133,6 +133,7 @@ func New(p *Params) (*Server, error) {
 		s.mcp.AddTool(Tool(t), s.callTool(t))
 	}
 	s.mcp.AddTool(getReceiptDefinition, s.getReceipt)
+	s.mcp.AddTool(approveDefinition, s.approve)
 	s.mcp.AddReceivingMiddleware(s.scopeToolList)
 	if err := s.addSkills(); err != nil {
 		return nil, err

@@ -68,12 +68,16 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		id := uuid.Must(uuid.NewV7())
 		sub := s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 		defer sub.Close()
-		if _, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
-			Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name, Device: device}); err != nil {
+		_, awaiting, err := gemsql.CallInsertAwaiting(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
+			Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name, Device: device})
+		if err != nil {
 			if e := brain.AsError(postgres.Error(err)); e.Code == brain.EINVALID {
 				return invalidArguments(tool.Name, e), nil // text PostgreSQL cannot store
 			}
 			return nil, s.internal(ctx, err, "error enqueueing the call")
+		}
+		if awaiting {
+			return s.awaitingAnswer(ctx, tool.Name, id)
 		}
 		s.logger(ctx).Debug().Str("call_id", id.String()).Str("tool", tool.Name).Str("agent", c.Agent).Msg("mcp call enqueued")
 		receipt, err := s.await(ctx, req, id, fmt.Sprintf("call %s enqueued", id), sub.Wait)
@@ -82,6 +86,18 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		}
 		return answer(tool.Name, id, receipt, false), nil
 	}
+}
+
+// awaitingAnswer answers a call that waits for a person's decision: not an error, and nothing to wait for.
+func (s *Server) awaitingAnswer(ctx context.Context, tool string, id uuid.UUID) (*mcp.CallToolResult, error) {
+	a, err := gemsql.ApprovalGet(ctx, s.pool, id)
+	if err != nil {
+		return nil, s.internal(ctx, err, "error reading the call's approval")
+	}
+	return &mcp.CallToolResult{Meta: mcp.Meta{metaCallID: id.String()},
+		StructuredContent: map[string]any{"call_id": id, "status": brain.ChatCallAwaitingApproval, "tool": tool, "expires_at": a.ExpiresAt},
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s awaits approval (call %s) until %s: it runs once a person approves it. "+
+			"Call %s with {\"call_id\": %q} later for its receipt; do not make it again.", tool, id, a.ExpiresAt.Format(time.RFC3339), GetReceiptTool, id)}}}, nil
 }
 
 // await waits for one call's receipt until CallWait passes (nil: still running), sending progress
@@ -292,6 +308,9 @@ func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	if err != nil {
 		return nil, s.internal(ctx, err, "error reading the call")
+	}
+	if call.Status == registry.CallAwaitingApproval {
+		return s.awaitingAnswer(ctx, call.ToolName, in.CallID)
 	}
 	readOrWait := func(ctx context.Context) (*gemsql.WaitResult, error) {
 		return s.waiter.Wait(ctx, []uuid.UUID{in.CallID}) // reads first: the receipt may exist

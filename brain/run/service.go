@@ -139,14 +139,15 @@ func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.Run
 		sub = s.waiter.Subscribe(rec.CallIDs)
 		defer sub.Close()
 	}
-	if err := s.enqueue(ctx, rec, params); err != nil {
+	awaiting, err := s.enqueue(ctx, rec, params)
+	if err != nil {
 		return nil, err
 	}
-	log.Info().Str("mode", string(req.Mode)).Int("calls", len(rec.CallIDs)).Msg("run enqueued")
+	log.Info().Str("mode", string(req.Mode)).Int("calls", len(rec.CallIDs)).Int("awaiting_approval", len(awaiting)).Msg("run enqueued")
 	if !wait {
 		return s.response(rec, nil, rec.CallIDs), nil
 	}
-	return s.waitAndAnswer(ctx, rec, sub, req.WaitTimeout())
+	return s.waitAndAnswer(ctx, rec, sub, req.WaitTimeout(), awaiting)
 }
 
 func quoted(ss []string) []string {
@@ -158,34 +159,61 @@ func quoted(ss []string) []string {
 }
 
 // enqueue records the run and makes its calls in one transaction, so a run never points at calls that do
-// not exist, nor a call at a run that does not.
-func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.CallInsertParams) error {
+// not exist, nor a call at a run that does not. It returns the calls that await approval.
+func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.CallInsertParams) (map[uuid.UUID]bool, error) {
 	// One round trip: a batch without BEGIN is one implicit transaction.
 	b := &pgx.Batch{}
 	postgres.RunInsertQueue(b, rec)
-	if _, err := gemsql.QueueCallInsertMany(b, params); err != nil {
+	ids, err := gemsql.QueueCallInsertMany(b, params)
+	if err != nil {
+		return nil, err
+	}
+	var awaiting []uuid.UUID
+	b.Queue(`SELECT call_id FROM core_approvals WHERE call_id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		var err error
+		awaiting, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		return err
-	}
+	})
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return postgres.Error(err)
+		return nil, postgres.Error(err)
 	}
-	return nil
+	set := map[uuid.UUID]bool{}
+	for _, id := range awaiting {
+		set[id] = true
+	}
+	return set, nil
 }
 
 // waitAndAnswer waits for the run's receipts (sub, subscribed before the calls were made) and records the
 // answer. A wait that times out leaves the calls running and says which are pending.
-func (s *Service) waitAndAnswer(ctx context.Context, rec *brain.Run, sub *gemsql.Subscription, timeout time.Duration) (*brain.RunResponse, error) {
+// Calls that await approval are not waited for: they are answered as such at once.
+func (s *Service) waitAndAnswer(ctx context.Context, rec *brain.Run, sub *gemsql.Subscription, timeout time.Duration, awaiting map[uuid.UUID]bool) (*brain.RunResponse, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := sub.Wait(waitCtx)
+	var res *gemsql.WaitResult
+	var err error
+	if len(awaiting) == 0 {
+		res, err = sub.Wait(waitCtx)
+	} else if rest := slices.DeleteFunc(slices.Clone(rec.CallIDs), func(id uuid.UUID) bool { return awaiting[id] }); len(rest) > 0 {
+		res, err = s.waiter.Wait(waitCtx, rest) // reads first: receipts may have come before this subscription
+	} else {
+		res = &gemsql.WaitResult{Receipts: map[uuid.UUID]*registry.Receipt{}}
+	}
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err() // the client went away; the calls go on and GET /brain/runs/{id} will answer
 	}
-	return s.answer(ctx, rec, res.Receipts, res.Pending)
+	var waiting []uuid.UUID
+	for _, id := range rec.CallIDs {
+		if awaiting[id] {
+			waiting = append(waiting, id)
+		}
+	}
+	return s.answer(ctx, rec, res.Receipts, res.Pending, waiting)
 }
 
 // answer records what the receipts say and returns the response.
-func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.UUID]*registry.Receipt, pending []uuid.UUID) (*brain.RunResponse, error) {
+// Calls awaiting approval (awaiting) are pending too, with an error of their own.
+func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.UUID]*registry.Receipt, pending, awaiting []uuid.UUID) (*brain.RunResponse, error) {
 	ordered := make([]*registry.Receipt, 0, len(receipts))
 	for _, id := range rec.CallIDs {
 		if r, ok := receipts[id]; ok {
@@ -194,7 +222,9 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 	}
 	rec.Receipts = brain.Compact(ordered)
 	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, inputsByCall(rec.PlannedCalls), ordered, pending, s.zone)
-	rec.Errors = slices.DeleteFunc(slices.Clone(rec.Errors), func(e *brain.Error) bool { return e.Code == brain.ECALLFAILED || e.Code == brain.ETIMEOUT })
+	rec.Errors = slices.DeleteFunc(slices.Clone(rec.Errors), func(e *brain.Error) bool {
+		return e.Code == brain.ECALLFAILED || e.Code == brain.ETIMEOUT || e.Code == brain.EAWAITING
+	})
 	for _, r := range ordered {
 		if r.Status != registry.StatusSucceeded {
 			rec.Errors = append(rec.Errors, &brain.Error{Code: brain.ECALLFAILED, Message: fmt.Sprintf("%s %s: %s", r.ToolName, r.Status, r.Error.Message),
@@ -204,7 +234,14 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 	if len(pending) > 0 {
 		rec.Errors = append(rec.Errors, &brain.Error{Code: brain.ETIMEOUT, Message: fmt.Sprintf("%d of %d calls have no receipt yet; they keep running", len(pending), len(rec.CallIDs)),
 			Details: map[string]any{"pending": pending}})
-	} else {
+	}
+	if len(awaiting) > 0 {
+		rec.Errors = append(rec.Errors, &brain.Error{Code: brain.EAWAITING, Message: fmt.Sprintf(
+			"%d of %d calls await approval: they run once a person approves them (POST /calls/{id}/approve)", len(awaiting), len(rec.CallIDs)),
+			Details: map[string]any{"awaiting_approval": awaiting}})
+		pending = append(slices.Clone(pending), awaiting...)
+	}
+	if len(pending) == 0 {
 		rec.Status = brain.RunCompleted
 	}
 	// The answer is recorded while the response goes out (see brain.RunResponse.recorded): the client does not wait
@@ -223,6 +260,7 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout time.Duration, requester string) (*brain.RunResponse, error) {
 	var rec *brain.Run
 	var sub *gemsql.Subscription
+	var awaiting map[uuid.UUID]bool
 	defer func() {
 		if sub != nil {
 			sub.Close()
@@ -248,7 +286,7 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 		if err := postgres.RunUpdate(ctx, tx, rec); err != nil {
 			return err
 		}
-		_, err = gemsql.CallInsertMany(ctx, tx, params)
+		_, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params)
 		return err
 	})
 	if err != nil {
@@ -258,7 +296,7 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 	if !wait {
 		return s.response(rec, nil, rec.CallIDs), nil
 	}
-	return s.waitAndAnswer(ctx, rec, sub, timeout)
+	return s.waitAndAnswer(ctx, rec, sub, timeout, awaiting)
 }
 
 // callParams gives each planned call its id and the run its status (enqueued, or waiting when the caller
@@ -300,7 +338,7 @@ func (s *Service) GetRun(ctx context.Context, id uuid.UUID) (*brain.RunResponse,
 		}
 	}
 	if (rec.Status == brain.RunEnqueued || rec.Status == brain.RunWaiting) && len(pending) == 0 {
-		return s.answer(ctx, rec, receipts, nil)
+		return s.answer(ctx, rec, receipts, nil, nil)
 	}
 	ordered := make([]*registry.Receipt, 0, len(receipts))
 	for _, id := range rec.CallIDs {

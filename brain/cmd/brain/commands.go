@@ -581,3 +581,54 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// approvalsCommand lists and decides calls awaiting approval (docs/governance.md#approvals): brain approvals
+// [list], approve CALL_ID [-reason TEXT], reject CALL_ID -reason TEXT.
+func approvalsCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("approvals "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	reason := fs.String("reason", "", "why (required to reject; recorded with the decision)")
+	client := clientFrom(fs, getenv)
+	id := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	usage := func() int {
+		fmt.Fprintln(stderr, "usage: brain approvals [list] | approve CALL_ID [-reason TEXT] | reject CALL_ID -reason TEXT")
+		return 2
+	}
+	var method, path string
+	var req any
+	switch sub {
+	case "list":
+		if id != "" {
+			return usage()
+		}
+		method, path = http.MethodGet, "/approvals"
+	case "approve", "reject":
+		if id == "" || (sub == "reject" && *reason == "") {
+			return usage()
+		}
+		method, path, req = http.MethodPost, "/calls/"+url.PathEscape(id)+"/"+sub, map[string]any{"reason": *reason}
+	default:
+		fmt.Fprintf(stderr, "brain approvals: unknown command %q\n", sub)
+		return usage()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, ok := printJSON(ctx, client(), method, path, req, "brain approvals "+sub, stdout, stderr, getenv)
+	if !ok {
+		return 1
+	}
+	if ok, _ := out["ok"].(bool); !ok {
+		return 1
+	}
+	return 0
+}

@@ -10,8 +10,13 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/brain/mcpserver"
+	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -233,4 +238,213 @@ func TestCallersCLI(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, name)
 	require.Contains(t, out, "revoked_at")
+}
+
+// TestApprovalsHTTP: a call a policy holds for approval answers awaiting_approval at once; only a caller
+// holding approve lists and decides it; approved it runs, rejected its receipt says why; a second decision is
+// a conflict. The CLI does the same.
+func TestApprovalsHTTP(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// os.list_reminders is the only tool declaring read:reminders, and no other test calls it.
+	var policy int64
+	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, expires_ms, note)
+		VALUES ('read:reminders', 60000, $1) RETURNING id`, t.Name()).Scan(&policy))
+	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+
+	admin := newAPI(t)
+	approverName, approver := addCaller(t, admin, []string{"approve", "read:*"}, nil)
+	_, asker := addCaller(t, admin, []string{"read:*"}, nil)
+
+	ask := func() *callResponse {
+		t.Helper()
+		var resp callResponse
+		start := time.Now()
+		require.Equal(t, http.StatusOK, asker.do(http.MethodPost, "/calls", map[string]any{"tool": "os.list_reminders", "input": map[string]any{},
+			"wait_timeout_ms": 20000}, &resp))
+		require.Less(t, time.Since(start), 10*time.Second, "a call awaiting approval is answered at once, not after the wait")
+		require.False(t, resp.OK)
+		require.Equal(t, brain.EAWAITING, resp.Errors[0].Code)
+		require.Contains(t, resp.Errors[0].Message, "/approve")
+		require.Equal(t, registry.CallAwaitingApproval, resp.Call.Status)
+		require.Nil(t, resp.Receipt)
+		return &resp
+	}
+	first := ask()
+	id := first.Call.ID.String()
+
+	var e errorResponse
+	require.Equal(t, http.StatusForbidden, asker.do(http.MethodGet, "/approvals", nil, &e))
+	require.Equal(t, http.StatusForbidden, asker.do(http.MethodPost, "/calls/"+id+"/approve", nil, &e))
+	var pending struct {
+		Approvals []*gemsql.PendingApproval `json:"approvals"`
+	}
+	require.Equal(t, http.StatusOK, approver.do(http.MethodGet, "/approvals", nil, &pending))
+	found := false
+	for _, p := range pending.Approvals {
+		if p.CallID == first.Call.ID {
+			found = true
+			require.Equal(t, "os.list_reminders", p.Tool)
+			require.Contains(t, p.RequiredBy, "read:reminders")
+		}
+	}
+	require.True(t, found, "the call is listed")
+
+	require.Equal(t, http.StatusBadRequest, approver.do(http.MethodPost, "/calls/"+id+"/reject", map[string]any{}, &e), "a rejection needs a reason")
+	var decided struct {
+		Call     *gemsql.Call     `json:"call"`
+		Approval *gemsql.Approval `json:"approval"`
+	}
+	require.Equal(t, http.StatusOK, approver.do(http.MethodPost, "/calls/"+id+"/approve", map[string]any{"reason": "fine"}, &decided))
+	require.Equal(t, "approved", decided.Approval.Decision)
+	require.Equal(t, approverName, decided.Approval.DecidedBy)
+	var got callResponse
+	require.Equal(t, http.StatusOK, asker.do(http.MethodGet, "/calls/"+id+"?wait=20s", nil, &got))
+	require.Equal(t, registry.StatusSucceeded, got.Receipt.Status, "%+v", got.Receipt.Error)
+	require.Equal(t, http.StatusConflict, approver.do(http.MethodPost, "/calls/"+id+"/reject", map[string]any{"reason": "late"}, &e))
+	require.Contains(t, e.Errors[0].Message, "already approved by "+approverName)
+
+	second := ask()
+	require.Equal(t, http.StatusOK, approver.do(http.MethodPost, "/calls/"+second.Call.ID.String()+"/reject", map[string]any{"reason": "not now"}, &decided))
+	require.Equal(t, http.StatusOK, asker.do(http.MethodGet, "/calls/"+second.Call.ID.String()+"?wait=20s", nil, &got))
+	require.Equal(t, registry.CodeRejected, got.Receipt.Error.Code)
+	require.Equal(t, "rejected by "+approverName+": not now", got.Receipt.Error.Message)
+
+	// Calls that need no decision, or do not exist.
+	plain := asker.call("os.health_check", map[string]any{})
+	require.Equal(t, http.StatusConflict, approver.do(http.MethodPost, "/calls/"+plain.Call.ID.String()+"/approve", nil, &e))
+	require.Equal(t, http.StatusNotFound, approver.do(http.MethodPost, "/calls/"+uuid.NewString()+"/approve", nil, &e))
+
+	// Over MCP: the call answers awaiting_approval (not an error), gem.get_receipt says so too, and gem.approve
+	// decides it for a caller holding approve, never for one without it or for a session speaking for an agent.
+	mcpSession := func(token string, headers map[string]string) *mcp.ClientSession {
+		h := withHeaders{"Authorization": "Bearer " + token}
+		for k, v := range headers {
+			h[k] = v
+		}
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "gem-test", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: admin.url + "/mcp", HTTPClient: &http.Client{Transport: h}}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	askerMCP, approverMCP := mcpSession(asker.token, nil), mcpSession(approver.token, nil)
+	res, err := askerMCP.CallTool(ctx, &mcp.CallToolParams{Name: "os.list_reminders", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	waiting := res.StructuredContent.(map[string]any)
+	require.Equal(t, "awaiting_approval", waiting["status"])
+	mcpCall := waiting["call_id"].(string)
+	res, err = askerMCP.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.GetReceiptTool, Arguments: map[string]any{"call_id": mcpCall}})
+	require.NoError(t, err)
+	require.Equal(t, "awaiting_approval", res.StructuredContent.(map[string]any)["status"])
+	res, err = askerMCP.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ApproveTool, Arguments: map[string]any{"call_id": mcpCall, "approve": true}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "lacks permission approve")
+	agentSession := mcpSession(approver.token, map[string]string{"X-GEM-Agent": "office-assistant"})
+	res, err = agentSession.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ApproveTool, Arguments: map[string]any{"call_id": mcpCall, "approve": true}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "an agent may not decide approvals")
+	res, err = approverMCP.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ApproveTool, Arguments: map[string]any{"call_id": mcpCall, "approve": true, "reason": "via MCP"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "approved", res.StructuredContent.(map[string]any)["decision"])
+	res, err = askerMCP.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.GetReceiptTool, Arguments: map[string]any{"call_id": mcpCall}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "succeeded", res.StructuredContent.(map[string]any)["status"])
+
+	// The CLI.
+	env := map[string]string{"GEM_BRAIN_URL": approver.url, "GEM_BRAIN_TOKEN": approver.token}
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := cli(args, func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	third := ask()
+	code, out := run("approvals")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, third.Call.ID.String())
+	code, out = run("approvals", "reject", third.Call.ID.String())
+	require.Equal(t, 2, code, "a rejection needs -reason: %s", out)
+	code, out = run("approvals", "approve", third.Call.ID.String(), "-reason", "ok by me")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `"approved"`)
+	code, out = run("approvals", "approve", third.Call.ID.String())
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "already approved")
+}
+
+// TestApprovalsInChat: an agent's call a policy holds for approval is not waited for: the LLM is told
+// "awaiting approval, call id …" at once, the run answers, and the call runs once a person approves it.
+func TestApprovalsInChat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var policy int64
+	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, agents_only, expires_ms, note)
+		VALUES ('read:reminders', true, 60000, $1) RETURNING id`, t.Name()).Scan(&policy))
+	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+
+	var waiting map[string]any
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "r1", Name: "os__list_reminders", Arguments: `{"when": null, "within_hours": null, "limit": null, "domain": null}`}}},
+		llmfake.Turn{Text: "Listing your reminders needs approval first.", Check: func(t require.TestingT, req *llmfake.Request) {
+			waiting = resultOf(t, req.ToolResults()["r1"])
+			require.Equal(t, "awaiting_approval", waiting["status"])
+			require.Contains(t, waiting["message"], "awaiting approval, call id")
+		}},
+	)
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("reminders"): {"os.list_reminders"}})
+	start := time.Now()
+	resp, status := chatWith(t, a, agent, "what reminders do I have?", "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	require.Less(t, time.Since(start), 10*time.Second, "the chat does not wait for a decision")
+	require.Len(t, resp.ToolCalls, 1)
+	require.Equal(t, brain.ChatCallAwaitingApproval, resp.ToolCalls[0].Status)
+	id := resp.ToolCalls[0].CallID.String()
+	require.Equal(t, id, waiting["call_id"])
+
+	var decided map[string]any
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls/"+id+"/approve", map[string]any{"reason": "fine"}, &decided), "%v", decided)
+	var got callResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+id+"?wait=20s", nil, &got))
+	require.Equal(t, registry.StatusSucceeded, got.Receipt.Status, "%+v", got.Receipt.Error)
+	require.Equal(t, agent, got.Call.Agent)
+	require.Equal(t, "tester", got.Call.RequestedBy, "the agent acts for the caller who spoke to it")
+}
+
+// TestApprovalsInRuns (not parallel: its policy holds every write while it runs): a run whose call awaits
+// approval answers at once, saying so, and completes once the call is approved and has run.
+func TestApprovalsInRuns(t *testing.T) {
+	ctx := context.Background()
+	var policy int64
+	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, expires_ms, note)
+		VALUES ('write:db', 60000, $1) RETURNING id`, t.Name()).Scan(&policy))
+	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+
+	a := newAPI(t)
+	start := time.Now()
+	resp, status := a.run(map[string]any{"message": "create a task to ring Ann about approvals", "mode": "enqueue_and_wait"})
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	require.Less(t, time.Since(start), 10*time.Second, "the run does not wait for a decision")
+	require.False(t, resp.OK)
+	var awaiting *brain.Error
+	for _, e := range resp.Errors {
+		if e.Code == brain.EAWAITING {
+			awaiting = e
+		}
+		require.NotEqual(t, brain.ETIMEOUT, e.Code, "a call awaiting approval is not a timeout")
+	}
+	require.NotNil(t, awaiting, "%+v", resp.Errors)
+	require.Len(t, resp.Pending, 1)
+	id := resp.Pending[0]
+
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls/"+id.String()+"/approve", map[string]any{"reason": "ok"}, nil))
+	require.Eventually(t, func() bool {
+		run := a.getRun(resp.RunID)
+		return run.OK && len(run.Receipts) == 1
+	}, 20*time.Second, 100*time.Millisecond)
 }

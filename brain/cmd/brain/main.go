@@ -43,6 +43,8 @@ usage:
                                           who may call what: list callers, add one (a token, printed
                                           once; or sql:ROLE for a database role), change or revoke
                                           one, give one a new token (admin; docs/governance.md)
+  brain approvals [list] | approve CALL_ID [-reason TEXT] | reject CALL_ID -reason TEXT
+                                          calls awaiting a decision, and deciding one (approve)
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
                                           ingest Markdown and text files with lore.ingest
@@ -123,6 +125,8 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return devicesCommand(args[1:], getenv, stdout, stderr)
 	case "callers":
 		return callersCommand(args[1:], getenv, stdout, stderr)
+	case "approvals":
+		return approvalsCommand(args[1:], getenv, stdout, stderr)
 	case "approve":
 		return approveRun(args[1:], getenv, stdout, stderr)
 	case "receipt":

@@ -167,12 +167,15 @@ func textOf(res map[string]any) string {
 func requireRegistryTools(t *testing.T, reg *registry.Registry, res map[string]any, want []string) {
 	t.Helper()
 	tools := toolsOf(t, res)
+	own := 1 // gem.get_receipt; and gem.approve when no agent scopes the list
 	if want == nil {
 		for _, rt := range reg.Tools() {
 			want = append(want, rt.Name)
 		}
+		own = 2
+		require.Contains(t, tools, mcpserver.ApproveTool)
 	}
-	require.Len(t, tools, len(want)+1, "the tools and gem.get_receipt")
+	require.Len(t, tools, len(want)+own, "the tools and GEM's own")
 	require.Contains(t, tools, mcpserver.GetReceiptTool)
 	for _, name := range want {
 		rt, ok := reg.Tool(name)
@@ -766,7 +769,7 @@ func TestMCPInspectorStdio(t *testing.T) {
 			"-e", "GEM_REGISTRY="+gemPath, "-e", "GEM_LOG_LEVEL=warn", "--", brainBinary(t), "mcp")
 		require.Equal(t, 0, r.code, r.stderr)
 		tools := toolsOf(t, r.result(t))
-		require.Len(t, tools, gemReg.Len()+1, "GEM's tools and gem.get_receipt")
+		require.Len(t, tools, gemReg.Len()+2, "GEM's tools, gem.get_receipt and gem.approve")
 		t.Logf("Inspector --strict on GEM's registry: %s", firstLines(r.stderr, 300))
 	})
 	t.Run("tools/call", func(t *testing.T) {

@@ -1,0 +1,83 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// syncTools writes what a call's insert must know of each registry tool into core_tools: its permissions and
+// whether its calls need approval (docs/governance.md#approvals). Every executor does it at start; the last
+// one started wins, as its registry is the newest.
+func (e *Executor) syncTools(ctx context.Context) error {
+	type row struct {
+		Name        string   `json:"name"`
+		Permissions []string `json:"permissions"`
+		Required    bool     `json:"approval_required"`
+		ExpiresMS   int64    `json:"approval_expires_ms"`
+	}
+	var rows []row
+	for _, t := range e.reg.Tools() {
+		required, expires := t.ApprovalRequired()
+		if !required {
+			expires = 24 * time.Hour
+		}
+		rows = append(rows, row{Name: t.Name, Permissions: t.Permissions, Required: required, ExpiresMS: expires.Milliseconds()})
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	_, err = e.pool.Exec(ctx, `INSERT INTO core_tools (name, permissions, approval_required, approval_expires_ms)
+		SELECT name, permissions, approval_required, approval_expires_ms
+		FROM jsonb_to_recordset($1::jsonb) AS t(name text, permissions text[], approval_required boolean, approval_expires_ms integer)
+		ON CONFLICT (name) DO UPDATE SET permissions = EXCLUDED.permissions, approval_required = EXCLUDED.approval_required,
+			approval_expires_ms = EXCLUDED.approval_expires_ms, updated_at = now()
+		WHERE (core_tools.permissions, core_tools.approval_required, core_tools.approval_expires_ms)
+			IS DISTINCT FROM (EXCLUDED.permissions, EXCLUDED.approval_required, EXCLUDED.approval_expires_ms)`, string(doc))
+	if err != nil {
+		return fmt.Errorf("error recording the registry's tools in core_tools: %w", err)
+	}
+	return nil
+}
+
+// approvalsLoop ends, with their receipt (approval_expired), the calls whose approval expired undecided: it
+// sleeps until the next expiry, and looks again at least every second for approvals made meanwhile (none
+// expires sooner than a second after it is made).
+func (e *Executor) approvalsLoop() {
+	defer close(e.approvalsDone)
+	for {
+		wait := time.Second
+		next, err := e.expireApprovals(e.dbCtx)
+		switch {
+		case err != nil && e.dbCtx.Err() == nil:
+			e.log.Warn().Err(err).Msg("error ending expired approvals")
+		case next != nil:
+			wait = min(wait, max(time.Until(*next), time.Millisecond))
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-e.stopLiveness:
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// expireApprovals runs one pass and returns when the next undecided approval expires (nil: none waits).
+func (e *Executor) expireApprovals(ctx context.Context) (*time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var n int
+	if err := e.pool.QueryRow(ctx, `SELECT gem_approvals_expire()`).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		e.log.Info().Int("calls", n).Msg("approvals expired undecided; their calls ended approval_expired")
+	}
+	var next *time.Time
+	err := e.pool.QueryRow(ctx, `SELECT min(expires_at) FROM core_approvals WHERE decision IS NULL`).Scan(&next)
+	return next, err
+}
