@@ -49,6 +49,7 @@ type Assignment struct {
 	Priority        int            `json:"priority"`
 	Enabled         bool           `json:"enabled"`
 	AllowedUsers    []string       `json:"allowed_users"`
+	CallSettings
 	// Available says whether the skill counts for the user asked about: enabled, the user allowed, and every
 	// skill it requires available too.
 	Available bool `json:"available"`
@@ -76,6 +77,16 @@ type AssignmentParams struct {
 	Priority        *int           `json:"priority"`
 	Enabled         *bool          `json:"enabled"`
 	AllowedUsers    []string       `json:"allowed_users"`
+	CallSettings
+}
+
+// CallSettings narrow, for the agent's calls of an assignment's tools, what the tools' registry entries say
+// (docs/governance.md#per-assignment-settings): a shorter timeout and fewer attempts (never longer or
+// more: the shorter of the two applies), and River's priority (1 runs first, 4 last). nil: the tool's.
+type CallSettings struct {
+	CallTimeoutMS   *int `json:"call_timeout_ms"`
+	CallMaxAttempts *int `json:"call_max_attempts"`
+	CallPriority    *int `json:"call_priority"`
 }
 
 // SkillParams create, replace or change a skill; nil fields keep their value (or take their default).

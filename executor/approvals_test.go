@@ -129,3 +129,40 @@ func TestApprovalPolicies(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM core_tool_calls WHERE id = $1`, id).Scan(&status))
 	require.Equal(t, "queued", status)
 }
+
+// TestAssignmentSettings: a skill's assignment to an agent narrows the agent's calls of its tools: a shorter
+// timeout (applied by the executor), fewer attempts and a priority (on the call's job); calls made for no
+// agent keep the tool's.
+func TestAssignmentSettings(t *testing.T) {
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+	_, err := b.pool.Exec(ctx, `WITH a AS (INSERT INTO agents (slug, name) VALUES ('hasty', 'Hasty') RETURNING id),
+		s AS (INSERT INTO skills (slug, name, tools) VALUES ('sleepy', 'Sleepy', '{test.sleep}') RETURNING id)
+		INSERT INTO agent_skills (agent_id, skill_id, call_timeout_ms, call_max_attempts, call_priority)
+		SELECT a.id, s.id, 100, 2, 3 FROM a, s`)
+	require.NoError(t, err)
+
+	agentCall := func(input string) uuid.UUID {
+		var id uuid.UUID
+		require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, agent, max_attempts)
+			VALUES ('test.sleep', $1, 'hasty', 5) RETURNING id`, input).Scan(&id))
+		return id
+	}
+	// The job carries the fewer attempts and the priority.
+	id := agentCall(`{"ms": 1, "how": "go"}`)
+	var attempts, priority int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.max_attempts, j.priority FROM river_job j JOIN core_tool_calls c ON c.job_id = j.id
+		WHERE c.id = $1`, id).Scan(&attempts, &priority))
+	require.Equal(t, 2, attempts)
+	require.Equal(t, 3, priority)
+	require.Equal(t, registry.StatusSucceeded, b.waitOne(t, ctx, id).Status)
+
+	// 200 ms is within test.sleep's own timeout (300 ms), but not the agent's 100 ms.
+	r := b.waitOne(t, ctx, agentCall(`{"ms": 200, "how": "go"}`))
+	require.Equal(t, registry.CodeTimeout, r.Error.Code, r.Error.Message)
+	require.Contains(t, r.Error.Message, "100ms")
+
+	// Made for no agent, the same call runs under the tool's timeout.
+	r = b.waitOne(t, ctx, b.call(t, ctx, "test.sleep", `{"ms": 200, "how": "go"}`))
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+}

@@ -74,7 +74,8 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 // transactions that lock the same calls (a call taken up again) cannot deadlock. The lock is FOR NO KEY
 // UPDATE: it excludes every other executor as FOR UPDATE would, but lets other connections insert rows that
 // reference the call (a device call's attempts, written outside the call's transaction while it waits). tool_enabled applies the
-// agent rule (gem_agent_may_call, see 00009_agent_may_call.sql) in the same statement. (It is planned for
+// agent rule, and the agent's assignments may shorten the timeout (gem_agent_call_settings, see
+// 00025_assignment_settings.sql), in the same statement, for calls made for an agent only. (It is planned for
 // each batch: a plan kept from when core_tool_calls was small would scan the whole table.)
 //
 // A call has its receipt when its status is no longer queued: the receipt's trigger sets it in the
@@ -89,22 +90,25 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 const loadSQL = `SELECT c.id, c.tool_name, CASE WHEN i.bytes <= $2 THEN i.input END, i.bytes, coalesce(c.idempotency_key, ''),
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
 		c.status <> 'queued',
-		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
+		c.agent IS NULL OR coalesce(s.enabled, false), s.timeout_ms,
 		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents
 	FROM core_tool_calls c
 	CROSS JOIN LATERAL (SELECT t.input, octet_length(t.input) AS bytes FROM (SELECT c.input::text AS input OFFSET 0) t) i
+	LEFT JOIN LATERAL (SELECT * FROM gem_agent_call_settings(c.agent, coalesce(c.user_id, ''), c.tool_name) WHERE c.agent IS NOT NULL) s ON true
 	LEFT JOIN core_callers g ON g.name = c.requested_by
 	WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`
 
 // callRow is a call as loadSQL reads it.
 type callRow struct {
-	toolName       string
-	input          []byte // nil when inputBytes is over the executor's cutoff
-	inputBytes     int64
-	explicitKey    string
-	agent          string
-	userID         string
-	toolEnabled    bool
+	toolName    string
+	input       []byte // nil when inputBytes is over the executor's cutoff
+	inputBytes  int64
+	explicitKey string
+	agent       string
+	userID      string
+	toolEnabled bool
+	// agentTimeoutMS is the shortest timeout the agent's assignments give the tool (nil: none).
+	agentTimeoutMS *int32
 	runID          *uuid.UUID
 	outsideToken   *uuid.UUID
 	outsideAttempt *int
@@ -127,7 +131,7 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 		input *string
 	)
 	err := rows.Scan(&id, &c.toolName, &input, &c.inputBytes, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
-		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents)
+		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents)
 	if err != nil {
 		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
@@ -307,10 +311,19 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.U
 	return &receiptDraft{status: registry.StatusSucceeded, result: result, hit: true, hitOf: &holder}, nil
 }
 
-// callHandler runs the handler under the tool's timeout. A handler that ignores its cancelled context is
+// timeout is the tool's timeout, or the shorter one the call's agent's assignments give it.
+func (a *attempt) timeout() time.Duration {
+	t := a.tool.Timeout()
+	if a.agentTimeoutMS != nil {
+		t = min(t, time.Duration(*a.agentTimeoutMS)*time.Millisecond)
+	}
+	return t
+}
+
+// callHandler runs the handler under the call's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
 func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
-	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.tool.Timeout())
+	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.timeout())
 	defer cancel()
 	g := newGuardedDB(conn)
 	c := &Call{
@@ -344,9 +357,9 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 			if !g.abandon(a.e.cfg.AbandonGrace) {
 				return nil, nil, txBrokenError{fmt.Errorf("the handler overran its timeout and kept the connection busy")}
 			}
-			a.log.Error().Dur("timeout", a.tool.Timeout()).Msg("handler ignored its cancelled context and was abandoned")
+			a.log.Error().Dur("timeout", a.timeout()).Msg("handler ignored its cancelled context and was abandoned")
 			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
-				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.tool.Timeout())}
+				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.timeout())}
 		}
 		if r.err == nil && hctx.Err() == context.DeadlineExceeded {
 			r.err = hctx.Err()
@@ -358,7 +371,7 @@ func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
 	if r.err != nil {
 		if hctx.Err() == context.DeadlineExceeded && a.ctx.Err() == nil {
 			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
-				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.tool.Timeout()),
+				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.timeout()),
 				Details: map[string]any{"error": r.err.Error()}}
 		}
 		return nil, nil, r.err

@@ -503,9 +503,35 @@ func TestDeviceRegistration(t *testing.T) {
 	require.False(t, d.Alive)
 	require.Empty(t, d.Tools)
 
+	// A device may serve only tools whose permissions its grants cover: the lab's write:external tools are
+	// refused for one granted read:* alone, and named.
+	var made struct {
+		Token string `json:"token"`
+	}
+	status, err := r.api(ctx, "POST", "/devices", map[string]any{"name": "tablet", "permissions": []string{"read:*"}}, &made)
+	require.NoError(t, err)
+	require.Equal(t, 201, status)
+	path, err = r.writeRegistry("tablet", "")
+	require.NoError(t, err)
+	narrow, err := r.startDeviceAt("tablet", made.Token, path, "", false)
+	require.NoError(t, err)
+	select {
+	case <-narrow.done:
+		require.Equal(t, 1, narrow.cmd.ProcessState.ExitCode())
+		require.Contains(t, narrow.tail(), "needs [write:external], which device tablet may not serve")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a device serving tools beyond its grants kept running")
+	}
+	// Granted them, it registers.
+	status, err = r.api(ctx, "PATCH", "/devices/tablet", map[string]any{"permissions": []string{"read:*", "write:external"}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, status)
+	r.tokens["tablet"] = made.Token
+	r.device("tablet", "", "")
+
 	// A device deleted on the hub is told at its next heartbeat, and ends.
 	var deleted map[string]any
-	status, err := r.api(ctx, "DELETE", "/devices/laptop", nil, &deleted)
+	status, err = r.api(ctx, "DELETE", "/devices/laptop", nil, &deleted)
 	require.NoError(t, err)
 	require.Equal(t, 200, status, "%v", deleted)
 	laptop := r.procs["laptop"]

@@ -50,15 +50,17 @@ type Device struct {
 	LastHeartbeat  *time.Time `json:"last_heartbeat,omitempty"`
 	Tools          []string   `json:"tools"`
 	OpenAttempts   int64      `json:"open_attempts"`
+	// Permissions bound the tools the device may serve (docs/governance.md#devices).
+	Permissions []string `json:"permissions"`
 }
 
 const deviceColumns = `name, owner, alive, connected, coalesce(hub, ''), connected_at, disconnected_at, last_heartbeat,
-	tools, open_attempts`
+	tools, open_attempts, permissions`
 
 func scanDevice(row pgx.Row) (*Device, error) {
 	var d Device
 	err := row.Scan(&d.Name, &d.Owner, &d.Alive, &d.Connected, &d.Hub, &d.ConnectedAt, &d.DisconnectedAt,
-		&d.LastHeartbeat, &d.Tools, &d.OpenAttempts)
+		&d.LastHeartbeat, &d.Tools, &d.OpenAttempts, &d.Permissions)
 	return &d, err
 }
 
@@ -87,11 +89,15 @@ func DeviceGet(ctx context.Context, db DBTX, name string) (*Device, error) {
 	return d, nil
 }
 
-// DeviceCreate makes a device and returns its token, which is stored only as its SHA-256: it cannot be shown
-// again. A device that exists is ErrExists.
-func DeviceCreate(ctx context.Context, db DBTX, name, owner string) (token string, err error) {
+// DeviceCreate makes a device that may serve tools needing permissions (nil: any, "*") and returns its
+// token, which is stored only as its SHA-256: it cannot be shown again. A device that exists is ErrExists.
+func DeviceCreate(ctx context.Context, db DBTX, name, owner string, permissions []string) (token string, err error) {
 	token = newToken("gemdev_")
-	_, err = db.Exec(ctx, `INSERT INTO core_devices (name, owner, token_hash) VALUES ($1, $2, $3)`, name, owner, TokenHash(token))
+	if permissions == nil {
+		permissions = []string{"*"}
+	}
+	_, err = db.Exec(ctx, `INSERT INTO core_devices (name, owner, token_hash, permissions) VALUES ($1, $2, $3, $4)`,
+		name, owner, TokenHash(token), permissions)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return "", ErrExists
@@ -100,6 +106,19 @@ func DeviceCreate(ctx context.Context, db DBTX, name, owner string) (token strin
 		return "", fmt.Errorf("error creating device %s: %w", name, err)
 	}
 	return token, nil
+}
+
+// DeviceGrant replaces the permissions a device's tools may declare; it applies from the device's next
+// registration. A device that does not exist is ErrNotFound.
+func DeviceGrant(ctx context.Context, db DBTX, name string, permissions []string) error {
+	tag, err := db.Exec(ctx, `UPDATE core_devices SET permissions = $2 WHERE name = $1`, name, nonNil(permissions))
+	if err != nil {
+		return fmt.Errorf("error granting device %s: %w", name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // DeviceRotateToken gives a device a new token; the old one stops working (a connected device keeps its

@@ -194,7 +194,10 @@ var (
 			"config_overrides": {"type": "object"},
 			"priority": {"type": "integer", "minimum": 0, "maximum": 10000},
 			"enabled": {"type": "boolean"},
-			"allowed_users": {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}, "maxItems": 1000}
+			"allowed_users": {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}, "maxItems": 1000},
+			"call_timeout_ms": {"type": ["integer", "null"], "minimum": 10, "maximum": 900000},
+			"call_max_attempts": {"type": ["integer", "null"], "minimum": 1, "maximum": 100},
+			"call_priority": {"type": ["integer", "null"], "minimum": 1, "maximum": 4}
 		},
 		"additionalProperties": false
 	}`))

@@ -18,15 +18,25 @@ var deviceSchema = registry.MustCompileSchema("device", []byte(`{
 	"type": "object",
 	"properties": {
 		"name": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$", "not": {"const": "connect"}},
-		"owner": {"type": "string", "maxLength": 200}
+		"owner": {"type": "string", "maxLength": 200},
+		"permissions": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 200}
 	},
 	"required": ["name"],
+	"additionalProperties": false
+}`))
+
+var deviceGrantSchema = registry.MustCompileSchema("device-grant", []byte(`{
+	"type": "object",
+	"properties": {"permissions": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 200}},
+	"required": ["permissions"],
 	"additionalProperties": false
 }`))
 
 type deviceParams struct {
 	Name  string `json:"name"`
 	Owner string `json:"owner"`
+	// Permissions bound the tools the device may serve; absent: any ("*").
+	Permissions []string `json:"permissions"`
 }
 
 func (s *Server) listDevices(c echo.Context) error {
@@ -51,8 +61,11 @@ func (s *Server) createDevice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := registry.CheckGrants(p.Permissions); err != nil {
+		return &brain.Error{Code: brain.EINVALID, Message: "permissions: " + err.Error(), Details: map[string]any{"field": "permissions"}}
+	}
 	ctx := c.Request().Context()
-	token, err := gemsql.DeviceCreate(ctx, s.pool, p.Name, p.Owner)
+	token, err := gemsql.DeviceCreate(ctx, s.pool, p.Name, p.Owner, p.Permissions)
 	if err != nil {
 		return deviceError(p.Name, err)
 	}
@@ -62,6 +75,26 @@ func (s *Server) createDevice(c echo.Context) error {
 	}
 	return ok(c, http.StatusCreated, map[string]any{"device": d, "token": token,
 		"note": "the token is shown only now: give it to the device (GEM_DEVICE_TOKEN)"})
+}
+
+// grantDevice replaces the permissions a device's tools may declare, from its next registration.
+func (s *Server) grantDevice(c echo.Context) error {
+	p, _, err := decodeBody[deviceParams](c, deviceGrantSchema, "")
+	if err != nil {
+		return err
+	}
+	if err := registry.CheckGrants(p.Permissions); err != nil {
+		return &brain.Error{Code: brain.EINVALID, Message: "permissions: " + err.Error(), Details: map[string]any{"field": "permissions"}}
+	}
+	ctx := c.Request().Context()
+	if err := gemsql.DeviceGrant(ctx, s.pool, c.Param("name"), p.Permissions); err != nil {
+		return deviceError(c.Param("name"), err)
+	}
+	d, err := gemsql.DeviceGet(ctx, s.pool, c.Param("name"))
+	if err != nil {
+		return deviceError(c.Param("name"), err)
+	}
+	return ok(c, http.StatusOK, map[string]any{"device": d, "note": "the permissions apply from the device's next registration"})
 }
 
 func (s *Server) rotateDeviceToken(c echo.Context) error {

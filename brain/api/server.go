@@ -234,6 +234,7 @@ func New(p *Params) *Server {
 	e.POST("/devices", s.createDevice, auth, admin)
 	e.GET("/devices/:name", s.getDevice, auth)
 	e.DELETE("/devices/:name", s.deleteDevice, auth, admin)
+	e.PATCH("/devices/:name", s.grantDevice, auth, admin)
 	e.POST("/devices/:name/token", s.rotateDeviceToken, auth, admin)
 	e.GET("/callers", s.listCallers, auth, admin)
 	e.POST("/callers", s.createCaller, auth, admin)

@@ -243,7 +243,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Tokens are stored as SHA-256 hashes and found by their hash: a guess reveals nothing by its timing.
 	var name string
-	err := h.pool.QueryRow(r.Context(), `SELECT name FROM core_devices WHERE token_hash = $1`, gemsql.TokenHash(token)).Scan(&name)
+	var grants registry.Grants
+	err := h.pool.QueryRow(r.Context(), `SELECT name, permissions FROM core_devices WHERE token_hash = $1`, gemsql.TokenHash(token)).Scan(&name, &grants)
 	if errors.Is(err, pgx.ErrNoRows) {
 		httpError(w, http.StatusUnauthorized, "unauthorized", "invalid device token")
 		return
@@ -269,7 +270,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept answered the request
 	}
 	ws.SetReadLimit(h.cfg.MaxMessage)
-	s := &session{h: h, name: name, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{},
+	s := &session{h: h, name: name, grants: grants, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{},
 		answers: make(chan *registry.DeviceAnswer, 16), acks: make(chan int64, 1024)}
 	s.ctx, s.cancel = context.WithCancel(h.base)
 	s.serve()

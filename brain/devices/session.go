@@ -40,8 +40,10 @@ const maxTools = 2000
 type session struct {
 	h    *Hub
 	name string
-	ws   *websocket.Conn
-	log  zerolog.Logger
+	// grants bound the permissions the device's tools may declare (core_devices.permissions).
+	grants registry.Grants
+	ws     *websocket.Conn
+	log    zerolog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,7 +93,7 @@ func (s *session) serve() {
 		s.close(websocket.StatusPolicyViolation, fmt.Sprintf("the first message must be %q, not %q", registry.DeviceMsgRegister, hello.Type))
 		return
 	}
-	tools, problems, err := s.h.check(s.ctx, s.name, hello.Tools)
+	tools, problems, err := s.h.check(s.ctx, s.name, s.grants, hello.Tools)
 	if err != nil {
 		s.log.Error().Err(err).Msg("error checking a device's tools")
 		s.close(websocket.StatusTryAgainLater, "the hub cannot check the registration now")
@@ -147,9 +149,10 @@ func (s *session) serve() {
 }
 
 // check returns the tools' contracts, or the problems that refuse the registration: a tool that does not
-// check as a registry entry, a registry tool whose contract differs from the registry's, or a
-// device_agnostic tool whose contract differs from another device's (agnostic means interchangeable).
-func (h *Hub) check(ctx context.Context, device string, raw []json.RawMessage) ([]*registry.Tool, []registry.Problem, error) {
+// check as a registry entry, a registry tool whose contract differs from the registry's, a
+// device_agnostic tool whose contract differs from another device's (agnostic means interchangeable), or
+// a tool needing a permission the device's grants do not cover.
+func (h *Hub) check(ctx context.Context, device string, grants registry.Grants, raw []json.RawMessage) ([]*registry.Tool, []registry.Problem, error) {
 	if len(raw) > maxTools {
 		return nil, []registry.Problem{{Field: "tools", Message: fmt.Sprintf("has %d tools; a device serves at most %d", len(raw), maxTools)}}, nil
 	}
@@ -164,6 +167,11 @@ func (h *Hub) check(ctx context.Context, device string, raw []json.RawMessage) (
 	var problems []registry.Problem
 	var agnostic []string
 	for _, t := range reg.Tools() {
+		if missing := grants.Missing(t.Permissions); missing != nil {
+			problems = append(problems, registry.Problem{Tool: t.Name, Field: "permissions", Message: fmt.Sprintf(
+				"needs %v, which device %s may not serve (its permissions: %v; an admin changes them with PATCH /devices/%s)",
+				missing, device, []string(grants), device)})
+		}
 		if main, ok := h.reg.OwnTool(t.Name); ok {
 			if diff := registry.ContractDiff(main, t); len(diff) > 0 {
 				problems = append(problems, registry.Problem{Tool: t.Name, Field: diff[0], Message: fmt.Sprintf(

@@ -96,7 +96,7 @@ func AgentDelete(ctx context.Context, db gemsql.DBTX, slug string) error {
 // AssignmentList lists an agent's skills, with availability for a user.
 func AssignmentList(ctx context.Context, db gemsql.DBTX, slug, user string) ([]brain.Assignment, error) {
 	rows, err := db.Query(ctx, `SELECT s.slug, a_s.config_overrides, a_s.priority, a_s.enabled, a_s.allowed_users,
-			coalesce(g.available, false)
+			coalesce(g.available, false), a_s.call_timeout_ms, a_s.call_max_attempts, a_s.call_priority
 		FROM agents a JOIN agent_skills a_s ON a_s.agent_id = a.id JOIN skills s ON s.id = a_s.skill_id
 		LEFT JOIN gem_agent_skills($1, $2) g ON g.skill_id = s.id
 		WHERE a.slug = $1 ORDER BY a_s.priority, s.slug`, slug, user)
@@ -105,7 +105,8 @@ func AssignmentList(ctx context.Context, db gemsql.DBTX, slug, user string) ([]b
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (brain.Assignment, error) {
 		var as brain.Assignment
-		err := r.Scan(&as.Skill, &as.ConfigOverrides, &as.Priority, &as.Enabled, &as.AllowedUsers, &as.Available)
+		err := r.Scan(&as.Skill, &as.ConfigOverrides, &as.Priority, &as.Enabled, &as.AllowedUsers, &as.Available,
+			&as.CallTimeoutMS, &as.CallMaxAttempts, &as.CallPriority)
 		return as, err
 	})
 	if err != nil {
@@ -142,11 +143,14 @@ func Assign(ctx context.Context, db gemsql.DBTX, agent, skill string, in *brain.
 	if in.ConfigOverrides == nil {
 		overrides = []byte("{}")
 	}
-	tag, err := db.Exec(ctx, `INSERT INTO agent_skills (agent_id, skill_id, config_overrides, priority, enabled, allowed_users)
-		SELECT a.id, s.id, $3, coalesce($4, 100), coalesce($5, true), $6 FROM agents a, skills s WHERE a.slug = $1 AND s.slug = $2
+	tag, err := db.Exec(ctx, `INSERT INTO agent_skills (agent_id, skill_id, config_overrides, priority, enabled, allowed_users,
+			call_timeout_ms, call_max_attempts, call_priority)
+		SELECT a.id, s.id, $3, coalesce($4, 100), coalesce($5, true), $6, $7, $8, $9 FROM agents a, skills s WHERE a.slug = $1 AND s.slug = $2
 		ON CONFLICT (agent_id, skill_id) DO UPDATE SET config_overrides = EXCLUDED.config_overrides,
-			priority = EXCLUDED.priority, enabled = EXCLUDED.enabled, allowed_users = EXCLUDED.allowed_users`,
-		agent, skill, overrides, in.Priority, in.Enabled, in.AllowedUsers)
+			priority = EXCLUDED.priority, enabled = EXCLUDED.enabled, allowed_users = EXCLUDED.allowed_users,
+			call_timeout_ms = EXCLUDED.call_timeout_ms, call_max_attempts = EXCLUDED.call_max_attempts,
+			call_priority = EXCLUDED.call_priority`,
+		agent, skill, overrides, in.Priority, in.Enabled, in.AllowedUsers, in.CallTimeoutMS, in.CallMaxAttempts, in.CallPriority)
 	if err != nil {
 		return Error(err)
 	}

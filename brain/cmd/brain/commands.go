@@ -424,7 +424,8 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 	return 0
 }
 
-// devicesCommand manages devices: brain devices [list], add NAME [-owner WHO], remove NAME, token NAME.
+// devicesCommand manages devices: brain devices [list], add NAME [-owner WHO] [-grant P,P], grant NAME -grant
+// P,P, remove NAME, token NAME.
 func devicesCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	sub := "list"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -433,6 +434,7 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 	fs := flag.NewFlagSet("devices "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	owner := fs.String("owner", "", "who the device belongs to (add)")
+	grant := fs.String("grant", "", "permissions its tools may declare, comma-separated (add: default *; grant)")
 	client := clientFrom(fs, getenv)
 	name := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -442,7 +444,7 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 		return flagExit(err)
 	}
 	usage := func() int {
-		fmt.Fprintln(stderr, "usage: brain devices [list] | add NAME [-owner WHO] | remove NAME | token NAME")
+		fmt.Fprintln(stderr, "usage: brain devices [list] | add NAME [-owner WHO] [-grant P,P] | grant NAME -grant P,P | remove NAME | token NAME")
 		return 2
 	}
 	var method, path string
@@ -458,7 +460,16 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 		if name == "" {
 			return usage()
 		}
-		method, path, req = http.MethodPost, "/devices", map[string]any{"name": name, "owner": *owner}
+		body := map[string]any{"name": name, "owner": *owner}
+		if *grant != "" {
+			body["permissions"] = splitList(*grant)
+		}
+		method, path, req = http.MethodPost, "/devices", body
+	case "grant":
+		if name == "" || *grant == "" {
+			return usage()
+		}
+		method, path, req = http.MethodPatch, "/devices/"+url.PathEscape(name), map[string]any{"permissions": splitList(*grant)}
 	case "remove":
 		if name == "" {
 			return usage()

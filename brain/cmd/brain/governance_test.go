@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -447,4 +448,28 @@ func TestApprovalsInRuns(t *testing.T) {
 		run := a.getRun(resp.RunID)
 		return run.OK && len(run.Receipts) == 1
 	}, 20*time.Second, 100*time.Millisecond)
+}
+
+// TestAssignmentSettingsAPI: an assignment's call settings are set, shown and checked by the API.
+func TestAssignmentSettingsAPI(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	skill := uniq("tasks")
+	agent := agentWithSkills(t, a, 2, map[string][]string{skill: {"os.create_task"}})
+	var resp struct {
+		Skills []brain.Assignment `json:"skills"`
+		Errors []*brain.Error     `json:"errors"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodPut, "/agents/"+agent+"/skills/"+skill,
+		map[string]any{"call_timeout_ms": 2000, "call_max_attempts": 1, "call_priority": 2}, &resp), "%+v", resp.Errors)
+	require.Len(t, resp.Skills, 1)
+	require.Equal(t, 2000, *resp.Skills[0].CallTimeoutMS)
+	require.Equal(t, 1, *resp.Skills[0].CallMaxAttempts)
+	require.Equal(t, 2, *resp.Skills[0].CallPriority)
+	var e errorResponse
+	require.Equal(t, http.StatusBadRequest, a.do(http.MethodPut, "/agents/"+agent+"/skills/"+skill, map[string]any{"call_priority": 9}, &e))
+	require.Contains(t, fmt.Sprint(e.Errors[0].Details), "/call_priority")
+	// Put again without them: the tool's own settings apply.
+	require.Equal(t, http.StatusOK, a.do(http.MethodPut, "/agents/"+agent+"/skills/"+skill, map[string]any{}, &resp))
+	require.Nil(t, resp.Skills[0].CallTimeoutMS)
 }

@@ -35,9 +35,11 @@ usage:
   brain receipt CALL_ID [-wait 30s]       print a call and its receipt (waiting up to -wait for it)
   brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY] [-device NAME [-device-wait 30s]]
                                           make one call to a named tool and print its receipt
-  brain devices [list [NAME]] | add NAME [-owner WHO] | remove NAME | token NAME
-                                          list devices, or add one (printing its token), remove one, or
-                                          give one a new token (docs/devices.md)
+  brain devices [list [NAME]] | add NAME [-owner WHO] [-grant P,P] | grant NAME -grant P,P
+               | remove NAME | token NAME
+                                          list devices, or add one (printing its token; -grant bounds the
+                                          permissions its tools may declare, default *), change that,
+                                          remove one, or give one a new token (docs/devices.md)
   brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT]
                | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME
                                           who may call what: list callers, add one (a token, printed
