@@ -74,8 +74,8 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 // transactions that lock the same calls (a call taken up again) cannot deadlock. The lock is FOR NO KEY
 // UPDATE: it excludes every other executor as FOR UPDATE would, but lets other connections insert rows that
 // reference the call (a device call's attempts, written outside the call's transaction while it waits). tool_enabled applies the
-// agent rule, and the agent's assignments may shorten the timeout (gem_agent_call_settings, see
-// 00025_assignment_settings.sql), in the same statement, for calls made for an agent only. (It is planned for
+// agent rule (gem_agent_may_call, 00009) and reads the timeout the agent's assignments may shorten
+// (gem_agent_call_timeout, 00026), in the same statement, both only for calls made for an agent. (It is planned for
 // each batch: a plan kept from when core_tool_calls was small would scan the whole table.)
 //
 // A call has its receipt when its status is no longer queued: the receipt's trigger sets it in the
@@ -90,11 +90,11 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 const loadSQL = `SELECT c.id, c.tool_name, CASE WHEN i.bytes <= $2 THEN i.input END, i.bytes, coalesce(c.idempotency_key, ''),
 		coalesce(c.agent, ''), coalesce(c.user_id, ''), c.run_id, c.outside_token, c.outside_attempt,
 		c.status <> 'queued',
-		c.agent IS NULL OR coalesce(s.enabled, false), s.timeout_ms,
+		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
+		CASE WHEN c.agent IS NOT NULL THEN gem_agent_call_timeout(c.agent, coalesce(c.user_id, ''), c.tool_name) END,
 		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents
 	FROM core_tool_calls c
 	CROSS JOIN LATERAL (SELECT t.input, octet_length(t.input) AS bytes FROM (SELECT c.input::text AS input OFFSET 0) t) i
-	LEFT JOIN LATERAL (SELECT * FROM gem_agent_call_settings(c.agent, coalesce(c.user_id, ''), c.tool_name) WHERE c.agent IS NOT NULL) s ON true
 	LEFT JOIN core_callers g ON g.name = c.requested_by
 	WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`
 

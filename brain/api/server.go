@@ -111,7 +111,7 @@ func (c Config) Validate() error {
 		switch {
 		case !gemsql.CallerNameRe.MatchString(t.Name) || strings.HasPrefix(t.Name, "sql:"):
 			errs = append(errs, fmt.Errorf("token name %q: a caller's name is letters, digits and _.:@- (up to 128), not starting with sql:", t.Name))
-		case t.Name == AnonymousCaller || t.Name == highLevelRequester:
+		case t.Name == AnonymousCaller || t.Name == highLevelRequester || t.Name == "stdio": // stdio: brain mcp's own caller
 			errs = append(errs, fmt.Errorf("token name %q is GEM's own caller: choose another", t.Name))
 		case names[t.Name]:
 			errs = append(errs, fmt.Errorf("token name %q is given twice", t.Name))

@@ -427,19 +427,12 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 // devicesCommand manages devices: brain devices [list], add NAME [-owner WHO] [-grant P,P], grant NAME -grant
 // P,P, remove NAME, token NAME.
 func devicesCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	sub := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
-	}
+	sub, name, args := splitCommand(args, "list")
 	fs := flag.NewFlagSet("devices "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	owner := fs.String("owner", "", "who the device belongs to (add)")
 	grant := fs.String("grant", "", "permissions its tools may declare, comma-separated (add: default *; grant)")
 	client := clientFrom(fs, getenv)
-	name := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -484,36 +477,20 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintf(stderr, "brain devices: unknown command %q\n", sub)
 		return usage()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	body, ok := printJSON(ctx, client(), method, path, req, "brain devices "+sub, stdout, stderr, getenv)
-	if !ok {
-		return 1
-	}
-	if ok, _ := body["ok"].(bool); !ok {
-		return 1
-	}
-	return 0
+	return callAPI(client(), method, path, req, "brain devices "+sub, stdout, stderr, getenv)
 }
 
 // callersCommand manages callers and their permissions (docs/governance.md): brain callers [list [NAME]],
 // add NAME -grant P,P [-agents A,B] [-note TEXT], grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT],
 // revoke NAME, token NAME.
 func callersCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	sub := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
-	}
+	sub, name, args := splitCommand(args, "list")
 	fs := flag.NewFlagSet("callers "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	grant := fs.String("grant", "", "permissions, comma-separated: read:db, send:*, * (add, grant)")
 	agents := fs.String("agents", "", "the only agents it may act as, comma-separated; * for any (add, grant)")
 	note := fs.String("note", "", "what the caller is for (add, grant)")
 	client := clientFrom(fs, getenv)
-	name := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -570,9 +547,25 @@ func callersCommand(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintf(stderr, "brain callers: unknown command %q\n", sub)
 		return usage()
 	}
+	return callAPI(client(), method, path, req, "brain callers "+sub, stdout, stderr, getenv)
+}
+
+// splitCommand takes "SUB [NAME] [flags]" apart: the subcommand (def when none is given), the name or id
+// after it, and the flags.
+func splitCommand(args []string, def string) (sub, name string, rest []string) {
+	sub, rest = firstArg(args)
+	if sub == "" {
+		sub = def
+	}
+	name, rest = firstArg(rest)
+	return sub, name, rest
+}
+
+// callAPI sends one request, prints the answer and returns the command's exit status: 0 when ok.
+func callAPI(c *api.Client, method, path string, req any, label string, stdout, stderr io.Writer, getenv func(string) string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, ok := printJSON(ctx, client(), method, path, req, "brain callers "+sub, stdout, stderr, getenv)
+	out, ok := printJSON(ctx, c, method, path, req, label, stdout, stderr, getenv)
 	if !ok {
 		return 1
 	}
@@ -596,18 +589,11 @@ func splitList(s string) []string {
 // approvalsCommand lists and decides calls awaiting approval (docs/governance.md#approvals): brain approvals
 // [list], approve CALL_ID [-reason TEXT], reject CALL_ID -reason TEXT.
 func approvalsCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	sub := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
-	}
+	sub, id, args := splitCommand(args, "list")
 	fs := flag.NewFlagSet("approvals "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	reason := fs.String("reason", "", "why (required to reject; recorded with the decision)")
 	client := clientFrom(fs, getenv)
-	id := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -632,14 +618,5 @@ func approvalsCommand(args []string, getenv func(string) string, stdout, stderr 
 		fmt.Fprintf(stderr, "brain approvals: unknown command %q\n", sub)
 		return usage()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, ok := printJSON(ctx, client(), method, path, req, "brain approvals "+sub, stdout, stderr, getenv)
-	if !ok {
-		return 1
-	}
-	if ok, _ := out["ok"].(bool); !ok {
-		return 1
-	}
-	return 0
+	return callAPI(client(), method, path, req, "brain approvals "+sub, stdout, stderr, getenv)
 }

@@ -473,3 +473,30 @@ func TestAssignmentSettingsAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.do(http.MethodPut, "/agents/"+agent+"/skills/"+skill, map[string]any{}, &resp))
 	require.Nil(t, resp.Skills[0].CallTimeoutMS)
 }
+
+// TestCallerPermissionsInChat: an agent acts for the caller who spoke to it, never with more: a write the
+// caller may not make fails permission_denied in the agent's tool result, and the LLM is told why.
+func TestCallerPermissionsInChat(t *testing.T) {
+	t.Parallel()
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "w", Name: "os__create_task", Arguments: `{"title": "not mine to make", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}}},
+		llmfake.Turn{Text: "I may not create tasks for you.", Check: func(t require.TestingT, req *llmfake.Request) {
+			res := resultOf(t, req.ToolResults()["w"])
+			require.Equal(t, "failed", res["status"])
+			require.Equal(t, string(registry.CodePermissionDenied), res["error"].(map[string]any)["code"])
+			require.Contains(t, res["error"].(map[string]any)["message"], "write:db")
+		}},
+	)
+	admin := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	agent := agentWithSkills(t, admin, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	name, reader := addCaller(t, admin, []string{"read:*"}, nil)
+	resp, status := chatWith(t, reader, agent, "add a task for me", "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	require.Equal(t, "I may not create tasks for you.", resp.Reply)
+	require.Len(t, resp.ToolCalls, 1)
+	require.Equal(t, string(registry.StatusFailed), resp.ToolCalls[0].Status)
+	var got callResponse
+	require.Equal(t, http.StatusOK, admin.do(http.MethodGet, "/calls/"+resp.ToolCalls[0].CallID.String(), nil, &got))
+	require.Equal(t, name, got.Call.RequestedBy)
+	require.Equal(t, agent, got.Call.Agent)
+}
