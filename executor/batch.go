@@ -524,15 +524,17 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 		if err != nil {
 			return nil, fmt.Errorf("error encoding the receipt of call %s: %w", a.args.CallID, err)
 		}
-		if len(doc) > 1 && len(doc)+len(b)+1 > chunkBytes {
+		// A result or an error message may hold what jsonb refuses; this is where every receipt passes.
+		b = sanitizeJSON(b)
+		// Joining this receipt adds a comma, the receipt and (at the end) the closing bracket.
+		if len(doc) > 1 && len(doc)+1+len(b)+1 > chunkBytes {
 			docs = append(docs, string(append(doc, ']')))
 			doc = []byte{'['}
 		}
 		if len(doc) > 1 {
 			doc = append(doc, ',')
 		}
-		// A result or an error message may hold what jsonb refuses; this is where every receipt passes.
-		doc = append(doc, sanitizeJSON(b)...)
+		doc = append(doc, b...)
 	}
 	if len(doc) > 1 {
 		docs = append(docs, string(append(doc, ']')))

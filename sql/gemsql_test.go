@@ -335,13 +335,45 @@ func TestSafetyNetReceipts(t *testing.T) {
 		require.Equal(t, registry.CallFailed, c.Status, tt.name)
 	}
 
-	// A job that ends after its receipt exists gets no second receipt.
-	id, _ := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
-	insertReceipt(t, ctx, b.pool, id, "succeeded")
+	// A call that may have acted — it had started effects outside the database, or a device was handed it —
+	// ends outcome_unknown, whatever ended its job, and says what ended it.
+	for _, acted := range []struct{ name, setup, says string }{
+		{"outside effects", `UPDATE core_tool_calls SET outside_token = gen_random_uuid(), outside_attempt = 1 WHERE id = $1`, "started effects outside"},
+		{"device attempt", `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms, sent_at) VALUES ($1, 'laptop', 'sent', 1000, now())`, "device laptop was handed it"},
+	} {
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		require.NoError(t, err)
+		_, err = b.pool.Exec(ctx, acted.setup, id)
+		require.NoError(t, err, acted.name)
+		c, _ := gemsql.CallGet(ctx, b.pool, id)
+		_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, c.JobID)
+		require.NoError(t, err, acted.name)
+		r, err := gemsql.ReceiptGet(ctx, b.pool, id)
+		require.NoError(t, err, acted.name)
+		require.Equal(t, registry.CodeOutcomeUnknown, r.Error.Code, acted.name)
+		require.Contains(t, r.Error.Message, acted.says)
+		var details map[string]any
+		require.NoError(t, json.Unmarshal(r.Error.Details, &details))
+		require.Equal(t, "job_discarded", details["ended_by"], acted.name)
+	}
+	// A device attempt that was never handed out (unsent) does not count.
+	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms) VALUES ($1, 'laptop', 'unsent', 1000)`, id)
+	require.NoError(t, err)
 	c, _ := gemsql.CallGet(ctx, b.pool, id)
-	_, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, c.JobID)
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, c.JobID)
 	require.NoError(t, err)
 	r, _ := gemsql.ReceiptGet(ctx, b.pool, id)
+	require.Equal(t, registry.CodeJobDiscarded, r.Error.Code)
+
+	// A job that ends after its receipt exists gets no second receipt.
+	id, _ = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	insertReceipt(t, ctx, b.pool, id, "succeeded")
+	c, _ = gemsql.CallGet(ctx, b.pool, id)
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, c.JobID)
+	require.NoError(t, err)
+	r, _ = gemsql.ReceiptGet(ctx, b.pool, id)
 	require.Equal(t, registry.StatusSucceeded, r.Status)
 
 	// The executor completes jobs in the transaction that writes their receipts and says so
