@@ -47,7 +47,15 @@ func (e *Executor) syncTools(ctx context.Context) error {
 // expires sooner than a second after it is made).
 func (e *Executor) approvalsLoop() {
 	defer close(e.approvalsDone)
+	lastForget := time.Now()
 	for {
+		if time.Since(lastForget) > time.Minute {
+			// Rate windows keyed by an input value (a phone number) would pile up otherwise.
+			lastForget = time.Now()
+			if _, err := e.pool.Exec(e.dbCtx, forgetRatesSQL); err != nil && e.dbCtx.Err() == nil {
+				e.log.Warn().Err(err).Msg("error forgetting old rate windows")
+			}
+		}
 		wait := time.Second
 		next, err := e.expireApprovals(e.dbCtx)
 		switch {

@@ -97,8 +97,10 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 	var ran []*pending
 	var results []error
 	var prepared []bool
+	var snoozes []time.Duration
 	err := e.withConn(func(ctx context.Context, conn *pgxpool.Conn) error {
 		t := &batchTx{e: e, pipe: newPipe(conn.Conn())}
+		defer func() { snoozes = t.snoozes }()
 		attempts, dups, err := t.begin(ctx, items)
 		rest = dups
 		for _, a := range attempts {
@@ -140,6 +142,10 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 		}
 		return rest
 	}
+	for _, d := range snoozes {
+		// Woken only now: a wake before the commit would find the new job not there yet.
+		e.waker.at(time.Now().Add(d))
+	}
 	for i, p := range ran {
 		switch {
 		case prepared[i] && p.phase == phaseHandOff:
@@ -179,6 +185,9 @@ const (
 	// outcomePrepared: the outside-effects marker is set (or a device call handed off); commit it, then run
 	// the call.
 	outcomePrepared
+	// outcomeSnooze: the call's limit is full; it waits (a new job, due later, takes it up) and its present
+	// job completes.
+	outcomeSnooze
 )
 
 type outcome struct {
@@ -220,6 +229,8 @@ type batchTx struct {
 	completed   []int64
 	// handedOff: a device call was handed off here (see handOff).
 	handedOff bool
+	// snoozes are when the new jobs of calls that wait for their limits are due, from the commit.
+	snoozes []time.Duration
 }
 
 type receiptRow struct {
@@ -296,6 +307,15 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 	if errors.As(transient, &tb) {
 		return outcome{kind: outcomeRetry, err: transient, txBroken: true}
 	}
+	var sz *snoozeError
+	if errors.As(transient, &sz) {
+		// Nothing of the call is kept (its key, its slot); only that it waits, and for an outside call that
+		// its handler did not start.
+		if err := t.undo(ctx); err != nil {
+			return outcome{kind: outcomeRetry, err: err, txBroken: true}
+		}
+		return t.snooze(a, sz.turn, ph == phaseRun && a.p.outsideToken != uuid.Nil)
+	}
 	if transient == nil && d.status == registry.StatusSucceeded {
 		t.pipe.hold("RELEASE SAVEPOINT " + savepoint)
 		if !d.hit {
@@ -335,6 +355,21 @@ const (
 	completeJobsSQL  = `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = ANY($1::bigint[]) AND state = 'running'`
 	jobsReceiptedSQL = `SELECT set_config('gem.jobs_receipted', 'on', true)`
 )
+
+// snooze records that the call's limit is full and gives it a new job, due after turn.snooze; its present
+// job completes with the transaction.
+func (t *batchTx) snooze(a *attempt, turn limitTurn, outside bool) outcome {
+	t.pipe.hold(markLimitedSQL, [16]byte(a.args.CallID), outside, turn.reserved)
+	due := turn.snooze
+	if turn.reserved != nil {
+		due = max(due-rateLead, 0) // fetched ahead; Work sleeps the rest
+	}
+	t.pipe.hold(snoozeJobSQL, a.job.ID, float64(due.Microseconds())/1000, [16]byte(a.args.CallID), turn.reserved)
+	t.completed = append(t.completed, a.job.ID)
+	t.snoozes = append(t.snoozes, due)
+	a.log.Debug().Str("limit", turn.reason).Dur("snooze", turn.snooze).Bool("start_reserved", turn.reserved != nil).Msg("limit full; the call waits")
+	return outcome{kind: outcomeSnooze}
+}
 
 // enter holds the statements that start a call's savepoint; they go out with its first statement.
 func (t *batchTx) enter(a *attempt) {
@@ -380,6 +415,9 @@ func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	}
 	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
 	t.completed = append(t.completed, a.job.ID)
+	if a.givesSlotBack() {
+		t.pipe.hold(wakeWaiterSQL, a.tool.Name)
+	}
 	if h := a.p.handOff; h != nil && h.key != "" && d.status != registry.StatusSucceeded {
 		// The hand-off committed the key; a call that failed gives it back, as a rolled-back one would.
 		t.pipe.hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
@@ -436,16 +474,16 @@ func (t *batchTx) commit(ctx context.Context) error {
 const receiptsInsertSQL = `WITH w AS MATERIALIZED (SELECT gem_collect_writes() AS writes)
 	INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, error, error_code, summary,
 		idempotency_key, idempotency_hit, idempotency_of, attempt, worker, duration_ms, started_at, finished_at,
-		device, devices_tried)
+		device, devices_tried, limit_wait_ms)
 	SELECT i.call_id, i.tool_name, i.status, i.result, e.effects, i.error, i.error ->> 'code',
 		(SELECT jsonb_object_agg(f, v) FROM (
 			SELECT f, jsonb_build_object('result', i.result, 'effects', e.effects) #> string_to_array(f, '.') AS v
 			FROM jsonb_array_elements_text(i.fields) AS f) s WHERE v IS NOT NULL),
 		i.idempotency_key, i.idempotency_hit, i.idempotency_of, i.attempt, $2, i.duration_ms, i.started_at,
-		i.started_at + make_interval(secs => i.duration_ms / 1000.0), i.device, i.devices_tried
+		i.started_at + make_interval(secs => i.duration_ms / 1000.0), i.device, i.devices_tried, i.limit_wait_ms
 	FROM jsonb_to_recordset($1::jsonb) AS i(call_id uuid, tool_name text, status text, result jsonb, effects jsonb,
 		error jsonb, fields jsonb, idempotency_key text, idempotency_hit boolean, idempotency_of uuid, attempt integer,
-		duration_ms float8, started_at timestamptz, collect boolean, device text, devices_tried text[])
+		duration_ms float8, started_at timestamptz, collect boolean, device text, devices_tried text[], limit_wait_ms float8)
 	CROSS JOIN LATERAL (SELECT CASE WHEN i.collect THEN jsonb_set(i.effects, '{db_writes}', (SELECT writes FROM w))
 		ELSE i.effects END AS effects) e
 	ON CONFLICT (call_id) DO NOTHING`
@@ -468,6 +506,7 @@ type receiptJSON struct {
 	Collect        bool                `json:"collect"`
 	Device         string              `json:"device,omitempty"`
 	DevicesTried   []string            `json:"devices_tried,omitempty"`
+	LimitWaitMS    *float64            `json:"limit_wait_ms,omitempty"`
 }
 
 // effectsJSON is registry.Effects with db_writes as read from the database.
@@ -512,7 +551,7 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 			Fields:         []string{},
 			IdempotencyKey: a.key, IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
 			Attempt: a.job.Attempt, DurationMS: d.durationMS, StartedAt: a.started, Collect: d == uncollected,
-			Device: d.device, DevicesTried: d.devicesTried,
+			Device: d.device, DevicesTried: d.devicesTried, LimitWaitMS: a.limitWaitMS(),
 		}
 		if len(row.Effects.DBWrites) == 0 {
 			row.Effects.DBWrites = emptyWrites

@@ -37,6 +37,12 @@ type attempt struct {
 	tool    *registry.Tool
 	handler Handler
 	key     string
+	// value is the decoded, valid input (limits may be counted by one of its properties).
+	value any
+	// deviceLimitKey is the concurrency limit a device call's attempts count under ("": none).
+	deviceLimitKey string
+	// heldSlot: the call took a slot of its tool's concurrency limit in this transaction.
+	heldSlot bool
 }
 
 // receiptDraft is a receipt before it is written.
@@ -92,7 +98,8 @@ const loadSQL = `SELECT c.id, c.tool_name, CASE WHEN i.bytes <= $2 THEN i.input 
 		c.status <> 'queued',
 		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
 		CASE WHEN c.agent IS NOT NULL THEN gem_agent_call_timeout(c.agent, coalesce(c.user_id, ''), c.tool_name) END,
-		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents
+		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents,
+		c.limited_since, c.rate_reserved_at
 	FROM core_tool_calls c
 	CROSS JOIN LATERAL (SELECT t.input, octet_length(t.input) AS bytes FROM (SELECT c.input::text AS input OFFSET 0) t) i
 	LEFT JOIN core_callers g ON g.name = c.requested_by
@@ -121,6 +128,11 @@ type callRow struct {
 	callerRevoked bool
 	grants        registry.Grants
 	callerAgents  []string
+
+	// limitedSince is when the call first found its tool's concurrency or rate limit full (nil: never).
+	limitedSince *time.Time
+	// rateReservedAt is the start the call's rate limit reserved for it (nil: none).
+	rateReservedAt *time.Time
 }
 
 // scanCall reads one row of loadSQL.
@@ -131,7 +143,7 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 		input *string
 	)
 	err := rows.Scan(&id, &c.toolName, &input, &c.inputBytes, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
-		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents)
+		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents, &c.limitedSince, &c.rateReservedAt)
 	if err != nil {
 		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
@@ -177,6 +189,7 @@ func (a *attempt) precheck() *receiptDraft {
 	if invalid != nil {
 		return invalid
 	}
+	a.value = input
 	var err error
 	a.key, err = tool.IdempotencyKeyFor(input, a.explicitKey)
 	if err != nil {
@@ -245,6 +258,18 @@ func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UU
 		}
 	}
 
+	if a.tool.HasCallLimits() {
+		turn, err := a.takeLimits(ctx, conn, false)
+		switch {
+		case err != nil:
+			return nil, err
+		case turn.denied != nil:
+			return turn.denied, nil
+		case turn.snooze > 0:
+			return nil, &snoozeError{turn}
+		}
+	}
+
 	result, c, err := a.callHandler(conn)
 	if err != nil {
 		return a.classify(err)
@@ -262,6 +287,14 @@ func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UU
 		return failed(registry.CodeOutputContract, "the handler's result does not match the output schema, so its effects were rolled back: "+verr.Error(), details), nil
 	}
 	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: c.outside, files: c.files}, nil
+}
+
+// snoozeError is what execute returns for a call whose limit is full: nothing of it is kept, and its job
+// is snoozed.
+type snoozeError struct{ turn limitTurn }
+
+func (s *snoozeError) Error() string {
+	return fmt.Sprintf("limit %s is full; waiting %s", s.turn.reason, s.turn.snooze)
 }
 
 // claimKey takes the call's idempotency key, or finds the succeeded call that holds it. A concurrent call

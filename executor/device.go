@@ -423,17 +423,52 @@ func (t *batchTx) handOff(ctx context.Context, a *attempt) outcome {
 		}
 		h.key, h.keyHash = a.key, sha256.Sum256([]byte(a.key))
 	}
+	if a.tool.HasCallLimits() && len(dc.alive) > 0 {
+		turn, err := t.deviceTurn(ctx, a)
+		switch {
+		case err != nil:
+			var tb txBrokenError
+			return outcome{kind: outcomeRetry, err: err, txBroken: errors.As(err, &tb)}
+		case turn.denied != nil:
+			t.finish(a, turn.denied) // gives back the key the hand-off claimed
+			return outcome{kind: outcomeDone}
+		case turn.snooze > 0:
+			if h.key != "" {
+				t.pipe.hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
+				h.key = ""
+			}
+			return t.snooze(a, turn, false)
+		}
+	}
 	device := "" // none alive: the call has attempts already, and the wait reads them
 	if len(dc.alive) > 0 {
 		device = dc.alive[0]
 	}
-	atts, err := scanAttempts(t.pipe.Query(ctx, firstAttemptSQL, [16]byte(a.args.CallID), device, dc.tool.TimeoutMS))
+	var limitKey *string
+	if a.deviceLimitKey != "" {
+		limitKey = &a.deviceLimitKey
+	}
+	atts, err := scanAttempts(t.pipe.Query(ctx, firstAttemptSQL, [16]byte(a.args.CallID), device, dc.tool.TimeoutMS, limitKey))
 	if err != nil {
 		return outcome{kind: outcomeRetry, err: err, txBroken: true}
 	}
 	h.attempts = atts
 	t.handedOff = true
 	return outcome{kind: outcomePrepared}
+}
+
+// deviceTurn takes a device call's turn under its tool's limits, unless it was handed out already (its
+// attempts say where; it had its turn then).
+func (t *batchTx) deviceTurn(ctx context.Context, a *attempt) (limitTurn, error) {
+	var handedOut bool
+	err := t.pipe.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM core_device_attempts WHERE call_id = $1)`, [16]byte(a.args.CallID)).Scan(&handedOut)
+	if err != nil {
+		return limitTurn{}, txBrokenError{fmt.Errorf("error reading the call's device attempts: %w", err)}
+	}
+	if handedOut {
+		return limitTurn{}, nil
+	}
+	return a.takeLimits(ctx, t.pipe, true)
 }
 
 // answered is a device call's handler in its receipt transaction: the answer its wait ended with.
@@ -472,13 +507,15 @@ const attemptsSQL = `SELECT id, device, state, result, error FROM core_device_at
 // firstAttemptSQL reads the call's attempts and, when it has none, hands it to a device in the same
 // statement (the insert's trigger tells the hubs when the hand-off commits).
 const firstAttemptSQL = `WITH prior AS (SELECT id, device, state, result, error FROM core_device_attempts WHERE call_id = $1),
-	ins AS (INSERT INTO core_device_attempts (call_id, device, timeout_ms)
-		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM prior) AND $2 <> ''
+	ins AS (INSERT INTO core_device_attempts (call_id, device, timeout_ms, limit_key)
+		SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM prior) AND $2 <> ''
 		RETURNING id, device, state, result, error)
 	SELECT * FROM prior UNION ALL SELECT * FROM ins ORDER BY id`
 
 // attemptInsertSQL hands a call to a device (the insert's trigger tells the hubs).
-const attemptInsertSQL = `INSERT INTO core_device_attempts (call_id, device, timeout_ms) VALUES ($1, $2, $3) RETURNING id`
+// A failover's attempt counts under the same concurrency limit as the call's first.
+const attemptInsertSQL = `INSERT INTO core_device_attempts (call_id, device, timeout_ms, limit_key)
+	VALUES ($1, $2, $3, (SELECT limit_key FROM core_device_attempts WHERE call_id = $1 ORDER BY id LIMIT 1)) RETURNING id`
 
 func scanAttempts(rows pgx.Rows, err error) ([]deviceAttempt, error) {
 	if err != nil {

@@ -50,6 +50,8 @@ type Executor struct {
 	waiter *gemsql.ReceiptWaiter
 	// inputCutoff is the largest input any tool accepts: a larger one is never read out of PostgreSQL.
 	inputCutoff int64
+	// waker wakes River when jobs snoozed by a limit are due.
+	waker *waker
 
 	queue          chan *pending
 	runners        *runners
@@ -207,6 +209,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		<-e.livenessDone
 		return err
 	}
+	e.waker = &waker{notify: e.wakeRiver}
 	go e.rescueLoop()
 	go e.approvalsLoop()
 	for range e.cfg.Committers {
@@ -250,6 +253,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	}
 	close(e.stopCommitters)
 	e.committersDone.Wait()
+	e.waker.stop()
 	e.runners.stop()
 	e.devices.listener.Stop()
 	e.waiter.Stop()
@@ -352,6 +356,7 @@ func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
 func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
 	e := w.e
 	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
+	awaitRateStart(ctx, job.JobRow)
 	tool, known := e.reg.Tool(job.Args.ToolName)
 	switch {
 	case e.isDeviceJob(job.Args):

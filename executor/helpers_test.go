@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -87,6 +86,7 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		}
 		return map[string]any{"data": strings.Repeat("x", in.Size)}, nil
 	})
+	addLimitedHandlers(h, outsideLog)
 	h.Func("test.sleep", func(ctx context.Context, c *executor.Call) (any, error) {
 		var in struct {
 			MS    int    `json:"ms"`
@@ -207,7 +207,6 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		id, err := writeNote(ctx, c, "safe "+c.ID.String())
 		return map[string]any{"note_id": id}, err
 	})
-	var outsideMu sync.Mutex
 	h.Func("test.outside", func(ctx context.Context, c *executor.Call) (any, error) {
 		var in struct {
 			MS int    `json:"ms"`

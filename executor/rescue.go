@@ -187,8 +187,7 @@ func (e *Executor) rescueDead(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if retried > 0 {
-		// Wake the executors now rather than at their next poll.
-		_, _ = e.pool.Exec(ctx, `SELECT pg_notify(coalesce(current_schema(), 'public') || '.river_insert', '{"queue": "default"}')`)
+		e.wakeRiver() // now rather than at the executors' next poll
 	}
 	if retried+discarded > 0 {
 		e.log.Warn().Int("retried", retried).Int("discarded", discarded).Msg("took up the running calls of a dead executor")

@@ -29,7 +29,7 @@ type benchConfig struct {
 	Warmup    int             // unmeasured calls before each latency scenario
 	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
 	Timeout   time.Duration   // the whole run
-	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, rest, drain); empty: all
+	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, drain); empty: all
 	dbPrefix  string          // names of the databases made for the run (default gem_bench)
 }
 
@@ -99,6 +99,7 @@ type benchResult struct {
 	Throughput       []throughputResult `json:"throughput"`
 	ExecutorPeakRSSK int64              `json:"executor_peak_rss_kb"`
 	BrainPeakRSSK    int64              `json:"brain_peak_rss_kb"`
+	Limits           *limitsResult      `json:"limits,omitempty"`
 	Targets          []targetResult     `json:"targets"`
 }
 
@@ -202,7 +203,14 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 		}
 	}
 
-	// 4. Throughput: queue Drain calls with no worker running, start one, time the drain.
+	// 4. Concurrency and rate limits across two executors, and what they cost calls without limits.
+	if cfg.runs("limits") {
+		if err := benchLimits(ctx, cfg, res, bins, gemURL, gemPool, vacuum(gemPool, gemTables...), progress); err != nil {
+			return nil, err
+		}
+	}
+
+	// 5. Throughput: queue Drain calls with no worker running, start one, time the drain.
 	for _, sc := range []string{drNoop, drReceipt, drGEM, drGEMNote} {
 		if !cfg.runs("drain") {
 			break
@@ -614,6 +622,11 @@ func targets(r *benchResult) []targetResult {
 	mcpRatio := float64(mcpCall.P50) / float64(brainHealth.P50)
 	relayed, direct := r.latency(scDevice, loadSeq), r.latency(scREST, loadSeq)
 	added := relayed.P50 - direct.P50
+	alone, busy := r.latency(scHealthAlone, loadSeq), r.latency(scHealthBusy, loadSeq)
+	lim := r.Limits
+	if lim == nil {
+		lim = &limitsResult{}
+	}
 	return []targetResult{
 		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
 		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
@@ -626,6 +639,12 @@ func targets(r *benchResult) []targetResult {
 			"≤ 1.2×", mcpRatio <= 1.2, mcpCall.N > 0 && brainHealth.N > 0},
 		{"device relay: p50 added to the same rest tool", fmt.Sprintf("%.2f ms (%.2f vs %.2f ms)", ms(added), ms(relayed.P50), ms(direct.P50)),
 			"≤ 2 ms", added <= 2*time.Millisecond, relayed.N > 0 && direct.N > 0},
+		{"limits: most calls at once (concurrency 2, two executors)", fmt.Sprintf("%d", lim.MaxConcurrent), "≤ 2",
+			lim.MaxConcurrent <= limitConcurrency, r.Limits != nil},
+		{"limits: most starts in any second (rate 50/s)", fmt.Sprintf("%d (%.1f calls/s overall)", lim.MaxInWindow, float64(lim.Calls)/max(lim.Seconds, 1e-9)), "≤ 50",
+			lim.MaxInWindow <= limitRate, r.Limits != nil},
+		{"limits: os.health_check p50 beside 250 waiting limited calls / alone", fmt.Sprintf("%.2f× (%.2f vs %.2f ms)", float64(busy.P50)/float64(alone.P50), ms(busy.P50), ms(alone.P50)),
+			"≤ 1.5×", float64(busy.P50) <= 1.5*float64(alone.P50), alone.N > 0 && busy.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
 	}
@@ -661,6 +680,12 @@ func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 			medianOf(t.WorkerCPU), medianOf(t.MachineCPU))
 	}
 	_ = tw.Flush()
+	if l := r.Limits; l != nil {
+		fmt.Fprintf(w, "\nlimits: %d calls of a rest tool with concurrency %d and %d/s on %d executors, queued at once: %.1f s (%.1f/s); "+
+			"the service saw at most %d at once and %d in any second; waited p50 %.0f ms, max %.0f ms; put back to wait %.1f times per call (at most %d)\n",
+			l.Calls, l.ConcurrencyBound, l.RateBound, l.Executors, l.Seconds, float64(l.Calls)/l.Seconds, l.MaxConcurrent, l.MaxInWindow,
+			l.WaitP50MS, l.WaitMaxMS, l.SnoozesAvg, l.SnoozesMax)
+	}
 	fmt.Fprintf(w, "\nmemory: executor peak RSS %.1f MiB, brain peak RSS %.1f MiB\n\n", float64(r.ExecutorPeakRSSK)/1024, float64(r.BrainPeakRSSK)/1024)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tmeasured\tgoal\t\t")

@@ -88,6 +88,8 @@ type labService struct {
 	url  string
 	mu   sync.Mutex
 	hits map[string]int // "effect/key" → requests
+	// inFlight and mostInFlight count the requests being served, by kind ("whoami").
+	inFlight, mostInFlight map[string]int
 	// started is signalled when a request with sleep_ms begins, so a test knows a call is under way.
 	started chan string
 }
@@ -97,7 +99,8 @@ func startLabService() (*labService, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &labService{url: "http://" + ln.Addr().String(), hits: map[string]int{}, started: make(chan string, 1000)}
+	l := &labService{url: "http://" + ln.Addr().String(), hits: map[string]int{}, started: make(chan string, 1000),
+		inFlight: map[string]int{}, mostInFlight: map[string]int{}}
 	mux := http.NewServeMux()
 	handle := func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -106,7 +109,14 @@ func startLabService() (*labService, error) {
 		l.mu.Lock()
 		l.hits[key]++
 		n := l.hits[key]
+		l.inFlight[kind]++
+		l.mostInFlight[kind] = max(l.mostInFlight[kind], l.inFlight[kind])
 		l.mu.Unlock()
+		defer func() {
+			l.mu.Lock()
+			l.inFlight[kind]--
+			l.mu.Unlock()
+		}()
 		if ms, _ := strconv.Atoi(q.Get("sleep_ms")); ms > 0 {
 			l.started <- q.Get("device") + " " + key
 			select {
@@ -135,6 +145,13 @@ func (l *labService) count(kind, key string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.hits[kind+"/"+key]
+}
+
+// most is the most requests of kind the service has served at once.
+func (l *labService) most(kind string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mostInFlight[kind]
 }
 
 func (l *labService) close() { _ = l.srv.Close() }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -183,6 +185,42 @@ func TestDeviceRouting(t *testing.T) {
 // A keyed device tool keeps its key across the call's two transactions: a second call with the key while
 // the first is with its device answers from the first (the service hears once), and a call that fails
 // gives the key back.
+// TestDeviceLimits: a device tool with a concurrency limit of one is handed to its device one call at a
+// time (its slot is its attempt, given back with its receipt), and the calls that wait get their receipts.
+func TestDeviceLimits(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t)
+	r.device("laptop", `{"version": "limited", "tools": [{
+		"name": "lab.slow_lookup",
+		"description": "Looks something up at the lab service, one request at a time.",
+		"input_schema": {"type": "object", "properties": {"key": {"type": "string", "minLength": 1}, "sleep_ms": {"type": "integer", "minimum": 0}},
+			"required": ["key"], "additionalProperties": false},
+		"output_schema": {"type": "object", "properties": {"device": {"type": "string"}, "hits": {"type": "integer"}}, "required": ["device", "hits"]},
+		"permissions": ["read:external"],
+		"idempotency": {"mode": "safe-retry"},
+		"timeout_ms": 20000,
+		"limits": {"concurrency": {"max": 1}, "max_wait_ms": 30000},
+		"implementation": {"type": "rest", "method": "GET", "url": "${GEM_LAB_URL}/whoami?device=laptop&key={key}&sleep_ms={sleep_ms}"}
+	}]}`, "")
+	ctx := context.Background()
+	var ids []uuid.UUID
+	for i := range 4 {
+		id, err := r.call(ctx, "lab.slow_lookup", map[string]any{"key": fmt.Sprint("k", i), "sleep_ms": 300}, "laptop", 0)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		rc, err := r.receipt(ctx, id, 40*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, registry.StatusSucceeded, rc.Status, "%+v", rc.Error)
+		require.NotNil(t, rc.LimitWaitMS)
+	}
+	require.Equal(t, 1, r.lab.most("whoami"), "requests served at once")
+	var open int
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT count(*) FROM core_device_attempts WHERE limit_key IS NOT NULL AND state IN ('queued', 'sent')`).Scan(&open))
+	require.Zero(t, open)
+}
+
 func TestDeviceIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	r := newRigT(t)

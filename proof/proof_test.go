@@ -115,10 +115,14 @@ func TestBenchSmoke(t *testing.T) {
 		dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 24, "12 scenarios, each sequential and open loop")
+	require.Len(t, res.Latency, 26, "12 scenarios, each sequential and open loop, and the limits scenario's two sequential rows")
 	for _, l := range res.Latency {
 		m := l.median()
-		require.Equal(t, 40, m.N, l.Scenario)
+		if l.Scenario == scHealthBusy {
+			require.Greater(t, m.N, 0, "calls are made until the limited calls are done")
+		} else {
+			require.Equal(t, 40, m.N, l.Scenario)
+		}
 		require.Greater(t, m.P50, time.Duration(0), l.Scenario)
 		require.LessOrEqual(t, m.P50, m.P99, l.Scenario)
 	}
@@ -131,15 +135,20 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 9)
+	require.Len(t, res.Targets, 12)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
+	require.NotNil(t, res.Limits)
+	require.Equal(t, limitCalls, res.Limits.Succeeded)
+	require.LessOrEqual(t, res.Limits.MaxConcurrent, limitConcurrency)
+	require.LessOrEqual(t, res.Limits.MaxInWindow, limitRate)
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scREST, scRESTGo, scDevice, drNoop, drReceipt, drGEM, drGEMNote,
-		"peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay"} {
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scREST, scRESTGo, scDevice, scHealthAlone, scHealthBusy,
+		drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay",
+		"limits: most calls at once", "limits: most starts in any second"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
 }
@@ -156,7 +165,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 9, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 12, strings.Count(out.String(), "not measured"), out.String())
 
 	// With GEM measured too, the latency targets are judged.
 	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})

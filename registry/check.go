@@ -85,6 +85,7 @@ func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler, se
 		} else {
 			t.inputProps = topLevelProperties(t.InputSchema)
 			c.checkKeyField(label, t)
+			c.checkLimitKeyProperty(label, t)
 		}
 	}
 	c.checkImplementation(label, fields["implementation"], t, servers)

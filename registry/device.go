@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 )
 
@@ -98,7 +99,7 @@ func ContractDiff(a, b *Tool) []string {
 	if a.DeviceAgnostic != b.DeviceAgnostic {
 		diff = append(diff, "device_agnostic")
 	}
-	if a.MaxInput(0) != b.MaxInput(0) || a.MaxResult(0) != b.MaxResult(0) {
+	if a.MaxInput(0) != b.MaxInput(0) || a.MaxResult(0) != b.MaxResult(0) || !sameCallLimits(a.Limits, b.Limits) {
 		diff = append(diff, "limits")
 	}
 	ar, ad := a.ApprovalRequired()
@@ -107,6 +108,18 @@ func ContractDiff(a, b *Tool) []string {
 		diff = append(diff, "approval")
 	}
 	return diff
+}
+
+// sameCallLimits compares the concurrency and rate limits and the wait of two tools' limits.
+func sameCallLimits(a, b *Limits) bool {
+	var x, y Limits
+	if a != nil {
+		x = *a
+	}
+	if b != nil {
+		y = *b
+	}
+	return reflect.DeepEqual(x.Concurrency, y.Concurrency) && reflect.DeepEqual(x.Rate, y.Rate) && x.MaxWaitMS == y.MaxWaitMS
 }
 
 func sorted(s []string) []string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,72 @@ type Limits struct {
 	// MaxResultBytes bounds the handler's result: a larger one fails its call result_too_large, with its
 	// effects rolled back.
 	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
+	// Concurrency bounds how many of the tool's calls run at once, across every executor.
+	Concurrency *ConcurrencyLimit `json:"concurrency,omitempty"`
+	// Rate bounds how many of the tool's calls start in any window of PerMS milliseconds.
+	Rate *RateLimit `json:"rate,omitempty"`
+	// MaxWaitMS is how long a call over a limit may wait for its turn before it fails rate_limited (zero:
+	// LimitWaitDefault).
+	MaxWaitMS int64 `json:"max_wait_ms,omitempty"`
+}
+
+// ConcurrencyLimit: at most Max calls running at once, per value of Key.
+type ConcurrencyLimit struct {
+	Max int `json:"max"`
+	// Key splits the limit: "" (one limit for the tool), "caller", "agent", or "input.<property>".
+	Key string `json:"key,omitempty"`
+}
+
+// RateLimit: at most Max calls started in any window of PerMS milliseconds, per value of Key.
+type RateLimit struct {
+	Max   int    `json:"max"`
+	PerMS int64  `json:"per_ms"`
+	Key   string `json:"key,omitempty"`
+}
+
+// The ranges of concurrency and rate limits, and how long a call waits for its turn by default.
+const (
+	ConcurrencyMax   = 10_000
+	RateMax          = 100_000
+	RatePerMin       = 10 * time.Millisecond
+	RatePerMax       = 24 * time.Hour
+	LimitWaitDefault = time.Minute
+	LimitWaitMax     = 24 * time.Hour
+)
+
+// LimitKey is the value a call's limit is counted by: "" when the limit is the tool's, else the call's
+// caller, agent or input property (its JSON text; "" when the input lacks it).
+func LimitKey(key, caller, agent string, input map[string]any) string {
+	switch {
+	case key == "":
+		return ""
+	case key == "caller":
+		return caller
+	case key == "agent":
+		return agent
+	}
+	v, ok := input[strings.TrimPrefix(key, "input.")]
+	if !ok {
+		return ""
+	}
+	if s, isString := v.(string); isString {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// HasCallLimits reports whether the tool's calls are bounded in number (concurrency or rate).
+func (t *Tool) HasCallLimits() bool {
+	return t.Limits != nil && (t.Limits.Concurrency != nil || t.Limits.Rate != nil)
+}
+
+// LimitWait is how long a call of the tool may wait for its turn.
+func (t *Tool) LimitWait() time.Duration {
+	if t.Limits == nil || t.Limits.MaxWaitMS == 0 {
+		return LimitWaitDefault
+	}
+	return time.Duration(t.Limits.MaxWaitMS) * time.Millisecond
 }
 
 // The range a size limit may take.
@@ -48,7 +115,7 @@ func (c *checker) checkLimits(label string, fields map[string]json.RawMessage, t
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
-		c.add(label, "limits", "must be an object with max_input_bytes and max_result_bytes (whole numbers of bytes): "+err.Error())
+		c.add(label, "limits", `must be an object like {"max_input_bytes": 1048576, "concurrency": {"max": 2}, "rate": {"max": 50, "per_ms": 1000}, "max_wait_ms": 60000}: `+err.Error())
 		return
 	}
 	for name, v := range map[string]int64{"max_input_bytes": l.MaxInputBytes, "max_result_bytes": l.MaxResultBytes} {
@@ -56,7 +123,53 @@ func (c *checker) checkLimits(label string, fields map[string]json.RawMessage, t
 			c.add(label, "limits."+name, fmt.Sprintf("is %d, outside the allowed %d..%d", v, SizeLimitMin, SizeLimitMax))
 		}
 	}
+	if cl := l.Concurrency; cl != nil {
+		if cl.Max < 1 || cl.Max > ConcurrencyMax {
+			c.add(label, "limits.concurrency.max", fmt.Sprintf("is %d, outside the allowed 1..%d", cl.Max, ConcurrencyMax))
+		}
+		c.checkLimitKey(label, "limits.concurrency.key", cl.Key)
+	}
+	if rl := l.Rate; rl != nil {
+		if rl.Max < 1 || rl.Max > RateMax {
+			c.add(label, "limits.rate.max", fmt.Sprintf("is %d, outside the allowed 1..%d", rl.Max, RateMax))
+		}
+		if d := time.Duration(rl.PerMS) * time.Millisecond; d < RatePerMin || d > RatePerMax {
+			c.add(label, "limits.rate.per_ms", fmt.Sprintf("is %d, outside the allowed %d..%d", rl.PerMS, RatePerMin.Milliseconds(), RatePerMax.Milliseconds()))
+		}
+		c.checkLimitKey(label, "limits.rate.key", rl.Key)
+	}
+	if d := time.Duration(l.MaxWaitMS) * time.Millisecond; l.MaxWaitMS < 0 || d > LimitWaitMax {
+		c.add(label, "limits.max_wait_ms", fmt.Sprintf("is %d, outside the allowed 0..%d", l.MaxWaitMS, LimitWaitMax.Milliseconds()))
+	}
 	t.Limits = &l
+}
+
+func (c *checker) checkLimitKey(label, field, key string) {
+	switch {
+	case key == "", key == "caller", key == "agent":
+	case strings.HasPrefix(key, "input.") && len(key) > len("input."):
+		// The property is checked against the input schema once it is compiled (checkLimitKeyProperty).
+	default:
+		c.add(label, field, fmt.Sprintf(`is %q; it must be "caller", "agent" or "input.<property>" (or left out: one limit for the tool)`, key))
+	}
+}
+
+// checkLimitKeyProperty checks that an input.<property> limit key names a top-level input property.
+func (c *checker) checkLimitKeyProperty(label string, t *Tool) {
+	if t.Limits == nil {
+		return
+	}
+	check := func(field, key string) {
+		if p, ok := strings.CutPrefix(key, "input."); ok && p != "" && !t.HasInputProperty(p) {
+			c.add(label, field, fmt.Sprintf("names input property %q, which the input schema does not declare", p))
+		}
+	}
+	if cl := t.Limits.Concurrency; cl != nil {
+		check("limits.concurrency.key", cl.Key)
+	}
+	if rl := t.Limits.Rate; rl != nil {
+		check("limits.rate.key", rl.Key)
+	}
 }
 
 // Approval says whether a tool's calls wait for a person's decision (docs/governance.md#approvals).

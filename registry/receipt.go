@@ -111,6 +111,9 @@ const (
 	CodeDeviceUnavailable ErrorCode = "device_unavailable"
 	// CodeUnknownDevice: the call names a device that does not exist, or one that does not serve its tool.
 	CodeUnknownDevice ErrorCode = "unknown_device"
+	// CodeRateLimited: the call waited for its turn under its tool's concurrency or rate limit longer than
+	// the tool's max_wait_ms; it did not run.
+	CodeRateLimited ErrorCode = "rate_limited"
 	// CodeRetriesExhausted: every attempt failed with a transient error (database or provider unavailable).
 	CodeRetriesExhausted ErrorCode = "retries_exhausted"
 	// CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted: the call's River job ended outside the executor
@@ -126,7 +129,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodePermissionDenied, CodeInputTooLarge, CodeResultTooLarge, CodeRejected, CodeApprovalExpired, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodePermissionDenied, CodeInputTooLarge, CodeResultTooLarge, CodeRejected, CodeApprovalExpired, CodeRateLimited, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.
@@ -220,6 +223,10 @@ type Receipt struct {
 	// to, in order (more than one after a failover).
 	Device       string   `json:"device,omitempty"`
 	DevicesTried []string `json:"devices_tried,omitempty"`
+
+	// LimitWaitMS is how long the call waited for its turn under its tool's concurrency or rate limit
+	// before it ran (absent: the tool has no such limit).
+	LimitWaitMS *float64 `json:"limit_wait_ms,omitempty"`
 
 	Attempt    int       `json:"attempt"`
 	Worker     string    `json:"worker,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -124,6 +125,12 @@ func TestParseRejectsBrokenRegistries(t *testing.T) {
 			m["idempotency"] = map[string]any{"mode": "none", "key_field": "phone"}
 			return m
 		}()), "crm.add", "idempotency.key_field", `applies only to mode "keyed"`},
+		{"concurrency of zero", registryDoc(withLimits(map[string]any{"concurrency": map[string]any{"max": 0}})), "crm.add", "limits.concurrency.max", "outside the allowed 1.."},
+		{"rate window too short", registryDoc(withLimits(map[string]any{"rate": map[string]any{"max": 5, "per_ms": 1}})), "crm.add", "limits.rate.per_ms", "outside the allowed"},
+		{"limit key unknown", registryDoc(withLimits(map[string]any{"rate": map[string]any{"max": 5, "per_ms": 1000, "key": "tenant"}})), "crm.add", "limits.rate.key", `"caller", "agent" or "input.<property>"`},
+		{"limit key not an input property", registryDoc(withLimits(map[string]any{"concurrency": map[string]any{"max": 1, "key": "input.email"}})), "crm.add", "limits.concurrency.key", `"email", which the input schema does not declare`},
+		{"limit unknown field", registryDoc(withLimits(map[string]any{"concurrency": map[string]any{"max": 1, "per_ms": 10}})), "crm.add", "limits", "unknown field"},
+		{"negative wait", registryDoc(withLimits(map[string]any{"concurrency": map[string]any{"max": 1}, "max_wait_ms": -1})), "crm.add", "limits.max_wait_ms", "outside the allowed"},
 		{"timeout too small", registryDoc(func() map[string]any { m := tool("crm.add"); m["timeout_ms"] = 0; return m }()), "crm.add", "timeout_ms", "outside the allowed"},
 		{"timeout too large", registryDoc(func() map[string]any { m := tool("crm.add"); m["timeout_ms"] = 3_600_000; return m }()), "crm.add", "timeout_ms", "outside the allowed"},
 		{"timeout not whole", registryDoc(func() map[string]any { m := tool("crm.add"); m["timeout_ms"] = 1.5; return m }()), "crm.add", "timeout_ms", "whole number"},
@@ -188,6 +195,13 @@ func TestParseRejectsBrokenRegistries(t *testing.T) {
 	}
 }
 
+// withLimits is crm.add with limits.
+func withLimits(limits map[string]any) map[string]any {
+	m := tool("crm.add")
+	m["limits"] = limits
+	return m
+}
+
 func TestParseReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 
@@ -249,12 +263,25 @@ func TestParseAcceptsValidVariants(t *testing.T) {
 	override := tool("files.archive")
 	override["permissions"] = []string{"write:files"}
 	override["outside_effects"] = false
+	limited := tool("comms.limited")
+	limited["limits"] = map[string]any{"concurrency": map[string]any{"max": 2, "key": "input.phone"},
+		"rate": map[string]any{"max": 50, "per_ms": 1000, "key": "caller"}, "max_wait_ms": 5000}
 
-	r, err := Parse(registryDoc(nested, noOptional, withDefs, draft7, outside, override))
+	r, err := Parse(registryDoc(nested, noOptional, withDefs, draft7, outside, override, limited))
 	require.NoError(t, err)
-	require.Equal(t, 6, r.Len())
+	require.Equal(t, 7, r.Len())
 
-	tl, _ := r.Tool("integrations.highlevel.sync_contacts")
+	tl, _ := r.Tool("comms.limited")
+	require.True(t, tl.HasCallLimits())
+	require.Equal(t, 5*time.Second, tl.LimitWait())
+	require.Equal(t, "+1555", LimitKey(tl.Limits.Concurrency.Key, "ann", "", map[string]any{"phone": "+1555"}))
+	require.Equal(t, "ann", LimitKey(tl.Limits.Rate.Key, "ann", "", nil))
+	require.Equal(t, "42", LimitKey("input.n", "", "", map[string]any{"n": 42.0}))
+	tl, _ = r.Tool("crm.minimal")
+	require.False(t, tl.HasCallLimits())
+	require.Equal(t, LimitWaitDefault, tl.LimitWait())
+
+	tl, _ = r.Tool("integrations.highlevel.sync_contacts")
 	require.Equal(t, "integrations.highlevel", tl.Domain())
 	require.Equal(t, "sync_contacts", tl.Method())
 	tl, _ = r.Tool("crm.minimal")

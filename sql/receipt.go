@@ -15,7 +15,7 @@ import (
 
 const receiptColumns = `call_id, tool_name, status, result, effects, error, summary, coalesce(idempotency_key, ''),
 	idempotency_hit, idempotency_of, attempt, coalesce(worker, ''), duration_ms, started_at, finished_at,
-	coalesce(device, ''), coalesce(devices_tried, '{}')`
+	coalesce(device, ''), coalesce(devices_tried, '{}'), limit_wait_ms`
 
 func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 	var (
@@ -24,7 +24,7 @@ func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 	)
 	err := row.Scan(&r.CallID, &r.ToolName, &r.Status, &r.Result, &effects, &errJSON, &sm, &r.IdempotencyKey,
 		&r.IdempotencyHit, &r.IdempotencyOf, &r.Attempt, &r.Worker, &r.DurationMS, &r.StartedAt, &r.FinishedAt,
-		&r.Device, &r.DevicesTried)
+		&r.Device, &r.DevicesTried, &r.LimitWaitMS)
 	if err != nil {
 		return nil, err
 	}
