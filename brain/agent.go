@@ -157,6 +157,18 @@ type ChatParams struct {
 	Message   string `json:"message"`
 	UserID    string `json:"user_id"`
 	SessionID string `json:"session_id,omitempty"`
+	// Resume asks for a turn without a message, to tell the agent the decisions on its calls that waited
+	// for approval (every turn tells them; this one only them).
+	Resume bool `json:"resume,omitempty"`
+}
+
+// ChatDecided is a call of the session that waited for approval and was decided (and, if approved, ran)
+// since the agent was last told: this turn told it.
+type ChatDecided struct {
+	CallID    uuid.UUID `json:"call_id"`
+	Tool      string    `json:"tool"`
+	Status    string    `json:"status"`
+	ErrorCode string    `json:"error_code,omitempty"`
 }
 
 // ChatToolCall is one tool call of a chat turn.
@@ -179,8 +191,10 @@ type ChatResponse struct {
 	ToolCalls  []ChatToolCall `json:"tool_calls"`
 	Iterations int            `json:"iterations"`
 	// LimitReached is true when the agent hit max_tool_iterations before answering in text.
-	LimitReached bool     `json:"limit_reached"`
-	Errors       []*Error `json:"errors"`
+	LimitReached bool `json:"limit_reached"`
+	// Decided are the calls that waited for approval whose outcome this turn told the agent.
+	Decided []ChatDecided `json:"decided"`
+	Errors  []*Error      `json:"errors"`
 }
 
 // Statuses of a chat tool call other than a receipt's.

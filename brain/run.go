@@ -204,6 +204,15 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 			continue
 		}
 		input := map[string]any{}
+		if tool.HasSecrets() && len(pc.Input) > 0 {
+			// A stored plan holds its secrets sealed: they are checked in clear, and sealed again below.
+			clear, err := reg.OpenInput(tool.Name, pc.Input)
+			if err != nil {
+				errs = append(errs, &Error{Code: EUNAVAILABLE, Message: fmt.Sprintf("planned call %d (%s): %v", i, pc.Tool, err)})
+				continue
+			}
+			pc.Input = clear
+		}
 		if len(pc.Input) > 0 {
 			dec := json.NewDecoder(bytes.NewReader(pc.Input))
 			dec.UseNumber()
@@ -225,14 +234,35 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 		pc.Input, _ = json.Marshal(input)
 		if err := tool.ValidateInput(pc.Input); err != nil {
 			var ve *registry.ValidationError
-			details := map[string]any{"call": i, "tool": pc.Tool, "input": json.RawMessage(pc.Input)}
+			details := map[string]any{"call": i, "tool": pc.Tool, "input": json.RawMessage(reg.RedactInput(tool.Name, pc.Input))}
 			if errors.As(err, &ve) {
+				registry.RedactViolations(tool, ve.Violations)
 				details["violations"] = ve.Violations
 			}
 			errs = append(errs, &Error{Code: EINVALID, Message: fmt.Sprintf("planned call %d (%s) has invalid input: %v", i, pc.Tool, err), Details: details})
+			continue
 		}
+		sealed, err := SealInput(reg, tool.Name, pc.Input)
+		if err != nil {
+			errs = append(errs, AsError(err))
+			continue
+		}
+		pc.Input = sealed
 	}
 	return errs
+}
+
+// SealInput seals the secret properties of a call's input, as it is stored (registry.SealInput). Without
+// GEM_SECRET_KEY a call with a secret input is refused (503): the brain does not store a secret in clear.
+func SealInput(reg *registry.Registry, tool string, input json.RawMessage) (json.RawMessage, error) {
+	sealed, err := reg.SealInput(tool, input)
+	if errors.Is(err, registry.ErrNoSecretKey) {
+		return nil, &Error{Code: EUNAVAILABLE, Message: fmt.Sprintf("%s has a secret input, and %v", tool, err)}
+	}
+	if err != nil {
+		return nil, Errorf(EINVALID, "the input of %s cannot be sealed: %v", tool, err)
+	}
+	return sealed, nil
 }
 
 // contextRefKeys are the context ids that can say what a call is about (a tool's context_ref), the most

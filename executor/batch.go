@@ -288,7 +288,11 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 		t.completed = append(t.completed, a.job.ID)
 		return outcome{kind: outcomeDone}
 	}
-	if d := a.precheck(); d != nil {
+	d := a.precheck()
+	if a.stored != nil {
+		t.pipe.hold(`UPDATE core_tool_calls SET input = $2 WHERE id = $1`, [16]byte(a.args.CallID), string(a.stored))
+	}
+	if d != nil {
 		t.finish(a, d)
 		return outcome{kind: outcomeDone}
 	}

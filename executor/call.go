@@ -43,6 +43,9 @@ type attempt struct {
 	deviceLimitKey string
 	// heldSlot: the call took a slot of its tool's concurrency limit in this transaction.
 	heldSlot bool
+	// stored replaces the call's stored input: it held a secret in clear (an SQL insert), now sealed (or
+	// removed, without a key).
+	stored []byte
 }
 
 // receiptDraft is a receipt before it is written.
@@ -172,6 +175,9 @@ func (a *attempt) precheck() *receiptDraft {
 		return failed(registry.CodeUnknownTool, fmt.Sprintf("no tool named %q in the registry", a.toolName), details)
 	}
 	a.tool = tool
+	if d := a.openSecrets(); d != nil {
+		return d
+	}
 
 	if denied := a.permitted(); denied != nil {
 		return denied
@@ -186,6 +192,9 @@ func (a *attempt) precheck() *receiptDraft {
 	}
 
 	input, invalid := validInput(tool, a.input)
+	if invalid != nil && invalid.err != nil && tool.HasSecrets() {
+		invalid = redactedInvalid(tool, invalid)
+	}
 	if invalid != nil {
 		return invalid
 	}
@@ -225,6 +234,49 @@ func (a *attempt) precheck() *receiptDraft {
 			started, tool.Permissions), map[string]any{"started_attempt": started, "permissions": tool.Permissions})
 	}
 	return nil
+}
+
+// openSecrets gives the handler the clear values of the call's secret inputs. A clear secret found in
+// storage (a call inserted with plain SQL) is sealed there, or removed without a key, in the call's
+// transaction, whatever becomes of the call.
+func (a *attempt) openSecrets() *receiptDraft {
+	tool := a.tool
+	if !tool.HasSecrets() || a.input == nil {
+		return nil
+	}
+	clear, hadClear, err := a.e.secrets.Open(tool, a.input)
+	if err != nil {
+		return failed(registry.CodeNotConfigured, err.Error(), registry.NotConfiguredDetails{
+			Reason: err.Error(), RequiredEnv: []string{"GEM_SECRET_KEY"},
+			NextSteps: []string{"Give every executor and the brain the GEM_SECRET_KEY that sealed it (and GEM_SECRET_KEY_PREVIOUS for keys being rotated out)."},
+		})
+	}
+	if hadClear {
+		if a.e.secrets == nil {
+			a.stored = registry.Redact(tool, a.input)
+			return failed(registry.CodeNotConfigured, registry.ErrNoSecretKey.Error()+"; its secret input was removed from storage and it was not run",
+				registry.NotConfiguredDetails{Reason: registry.ErrNoSecretKey.Error(), RequiredEnv: []string{"GEM_SECRET_KEY"},
+					NextSteps: []string{"Set GEM_SECRET_KEY for the brain and every executor, then make the call again."}})
+		}
+		if a.stored, err = a.e.secrets.Seal(tool, a.input); err != nil {
+			return failed(registry.CodeInvalidCall, "its secret input could not be sealed: "+err.Error(), nil)
+		}
+	}
+	a.input = clear
+	return nil
+}
+
+// redactedInvalid is a validation receipt whose messages quote no secret value.
+func redactedInvalid(tool *registry.Tool, d *receiptDraft) *receiptDraft {
+	var details struct {
+		Violations []registry.Violation `json:"violations"`
+	}
+	if json.Unmarshal(d.err.Details, &details) != nil || len(details.Violations) == 0 {
+		return failed(registry.CodeValidation, tool.Name+" input does not match its schema", nil)
+	}
+	registry.RedactViolations(tool, details.Violations)
+	ve := &registry.ValidationError{Tool: tool.Name, Schema: "input", Violations: details.Violations}
+	return failed(registry.CodeValidation, ve.Error(), map[string]any{"violations": details.Violations})
 }
 
 // permitted returns the permission_denied receipt of a call its caller may not make: an unknown or revoked
@@ -563,6 +615,13 @@ func (a *attempt) invoke(ctx context.Context, tool string, input json.RawMessage
 	id := uuid.Must(uuid.NewV7())
 	sub := a.e.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 	defer sub.Close()
+	if t, ok := a.e.reg.Tool(tool); ok && t.HasSecrets() {
+		sealed, err := a.e.secrets.Seal(t, input)
+		if err != nil {
+			return nil, "", fmt.Errorf("error making a call of %s: %w", tool, err)
+		}
+		input = sealed
+	}
 	_, err := gemsql.CallInsert(ctx, a.e.pool, gemsql.CallInsertParams{ID: id, ToolName: tool, Input: input, RunID: a.runID,
 		Agent: a.agent, UserID: a.userID, RequestedBy: a.caller, ParentID: &a.args.CallID})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -120,6 +121,14 @@ type Config struct {
 	// MaxResultBytes bounds a handler's result for tools that set no limits.max_result_bytes: a larger one
 	// fails its call result_too_large. Defaults to 4 MiB (GEM_MAX_RESULT_BYTES).
 	MaxResultBytes int64
+
+	// SecretKey seals and opens the secret inputs of calls (registry properties marked writeOnly or
+	// x-gem-secret; docs/governance.md#secrets): 32 bytes in hex or base64, the same for the brain and every
+	// executor (GEM_SECRET_KEY). Without it a call with a secret input is refused not_configured.
+	SecretKey string
+	// SecretKeysPrevious are keys being rotated out: they still open what they sealed (GEM_SECRET_KEY_PREVIOUS,
+	// comma-separated).
+	SecretKeysPrevious []string
 
 	// MaxConns is the size of the connection pool that runs calls: each committer holds one, and so does
 	// each isolated call while its handler runs. River's own pool is separate (10 connections). Defaults to
@@ -252,5 +261,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	intVar("GEM_MAX_RESULT_BYTES", &maxResult)
 	c.MaxInputBytes, c.MaxResultBytes = int64(maxInput), int64(maxResult)
 	c.MaxConns = int32(maxConns)
+	c.SecretKey = getenv("GEM_SECRET_KEY")
+	if prev := getenv("GEM_SECRET_KEY_PREVIOUS"); prev != "" {
+		c.SecretKeysPrevious = strings.Split(prev, ",")
+	}
 	return c, errors.Join(errs...)
 }

@@ -34,6 +34,9 @@ type DetachedResult struct {
 // result against the output schema.
 func (d *Detached) Run(ctx context.Context) DetachedResult {
 	if _, invalid := validInput(d.Tool, d.Input); invalid != nil {
+		if d.Tool.HasSecrets() && invalid.err != nil {
+			invalid = redactedInvalid(d.Tool, invalid)
+		}
 		return DetachedResult{Error: invalid.err}
 	}
 	hctx, cancel := context.WithTimeout(d.Log.WithContext(ctx), d.Tool.Timeout())

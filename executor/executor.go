@@ -52,6 +52,8 @@ type Executor struct {
 	inputCutoff int64
 	// waker wakes River when jobs snoozed by a limit are due.
 	waker *waker
+	// secrets seals and opens secret inputs (nil: no GEM_SECRET_KEY).
+	secrets *registry.Secrets
 
 	queue          chan *pending
 	runners        *runners
@@ -94,6 +96,13 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid executor config: %w", err)
 	}
+	var secrets *registry.Secrets
+	if cfg.SecretKey != "" {
+		var err error
+		if secrets, err = registry.NewSecrets(cfg.SecretKey, cfg.SecretKeysPrevious...); err != nil {
+			return nil, fmt.Errorf("invalid executor config: GEM_SECRET_KEY: %w", err)
+		}
+	}
 	for name := range handlers {
 		if _, ok := reg.Tool(name); !ok {
 			log.Warn().Str("tool", name).Msg("handler for a tool the registry does not have; it will never run")
@@ -108,6 +117,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		cfg:            cfg,
 		reg:            reg,
 		handlers:       handlers,
+		secrets:        secrets,
 		pool:           pool,
 		log:            log.With().Str("executor", cfg.ID).Logger(),
 		queue:          make(chan *pending, cfg.MaxWorkers),

@@ -87,6 +87,16 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		return map[string]any{"data": strings.Repeat("x", in.Size)}, nil
 	})
 	addLimitedHandlers(h, outsideLog)
+	h.Func("test.secret_login", func(ctx context.Context, c *executor.Call) (any, error) {
+		var in struct {
+			User     string `json:"user"`
+			Password string `json:"password"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return nil, err
+		}
+		return map[string]any{"ok": in.Password == testSecret, "user": in.User}, nil
+	})
 	h.Func("test.sleep", func(ctx context.Context, c *executor.Call) (any, error) {
 		var in struct {
 			MS    int    `json:"ms"`
@@ -414,10 +424,17 @@ func setup(t *testing.T) (context.Context, *testBundle) {
 	return ctx, b
 }
 
+// testSecretKey is the executors' GEM_SECRET_KEY in tests, and testSecret the password test.secret_login
+// accepts.
+const (
+	testSecretKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	testSecret    = "hunter2-planted-secret"
+)
+
 // startExecutor starts an in-process executor on the test database; edit changes its config.
 func (b *testBundle) startExecutor(t *testing.T, edit func(*executor.Config)) *executor.Executor {
 	t.Helper()
-	cfg := executor.Config{DatabaseURL: b.url, ID: "test-" + uuid.NewString()[:8]}
+	cfg := executor.Config{DatabaseURL: b.url, ID: "test-" + uuid.NewString()[:8], SecretKey: testSecretKey}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -86,6 +86,7 @@ func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler, se
 			t.inputProps = topLevelProperties(t.InputSchema)
 			c.checkKeyField(label, t)
 			c.checkLimitKeyProperty(label, t)
+			c.checkSecrets(label, t)
 		}
 	}
 	c.checkImplementation(label, fields["implementation"], t, servers)

@@ -97,6 +97,8 @@ type Tool struct {
 	output *schema
 	// inputProps is the input schema's top-level property names, used to merge context ids into inputs.
 	inputProps []string
+	// secretPaths are the paths of the secret input properties (see SecretPaths).
+	secretPaths [][]string
 }
 
 // Domain is the part of the name before the last dot: "leads" for "leads.create",
@@ -204,6 +206,9 @@ type Registry struct {
 	// devices are the tools connected devices serve, which a brain's registry shows beside its own (see
 	// SetDeviceTools); nil in an executor.
 	devices atomic.Pointer[deviceCatalog]
+
+	// secrets seals the secret inputs of calls made through this registry (see SetSecrets); nil: no key.
+	secrets *Secrets
 }
 
 // deviceCatalog is the registry's own tools with those devices serve.

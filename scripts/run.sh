@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh is `make run`: a private PostgreSQL (unless DATABASE_URL is set), migrations, a local bearer token in
-# .gem/brain-token, then the executor and the brain side by side until one of them stops.
+# .gem/brain-token and a key for secret inputs in .gem/secret-key (unless GEM_SECRET_KEY is set), then the
+# executor and the brain side by side until one of them stops.
 #
 #   - The brain's address (GEM_BRAIN_ADDR, default 127.0.0.1:8088) must be free: checked before anything
 #     starts, so a second `make run` fails at once instead of starting a second executor.
@@ -53,6 +54,15 @@ if [ ! -s "$GEM_BRAIN_TOKEN_FILE" ]; then
 	say "created a local bearer token in $GEM_BRAIN_TOKEN_FILE"
 fi
 token=$(cut -d: -f2 "$GEM_BRAIN_TOKEN_FILE")
+# The key that seals secret inputs (docs/governance.md#secrets), shared by the executor and the brain.
+if [ -z "${GEM_SECRET_KEY:-}" ]; then
+	if [ ! -s .gem/secret-key ]; then
+		(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >.gem/secret-key)
+		say "created a key for secret inputs in .gem/secret-key"
+	fi
+	GEM_SECRET_KEY=$(cat .gem/secret-key)
+	export GEM_SECRET_KEY
+fi
 export GEM_LOG_FORMAT=${GEM_LOG_FORMAT:-console}
 
 "$bin/executor" migrate

@@ -154,12 +154,19 @@ func (s *Server) getSkill(c echo.Context) error {
 	return ok(c, http.StatusOK, map[string]any{"skill": sk})
 }
 
-func (s *Server) saveSkill(c echo.Context, mode brain.SkillSaveMode, status int) error {
+// decodeSkill reads and checks a skill's body (its tools against the registry): everything a save does
+// before the database.
+func (s *Server) decodeSkill(c echo.Context, mode brain.SkillSaveMode) (string, *brain.SkillParams, error) {
 	params, _, err := decodeBody[brain.SkillParams](c, skillSchema, "")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	slug, err := params.Check(s.reg, c.Param("slug"), mode)
+	return slug, params, err
+}
+
+func (s *Server) saveSkill(c echo.Context, mode brain.SkillSaveMode, status int) error {
+	slug, params, err := s.decodeSkill(c, mode)
 	if err != nil {
 		return err
 	}
@@ -191,26 +198,11 @@ func (s *Server) deleteSkill(c echo.Context) error {
 // files in files) or a zip archive (Content-Type application/zip, ?source= naming it). The skill it makes
 // is held to the same schema as one sent to POST /skills; its files replace the skill's stored files.
 func (s *Server) importSkill(c echo.Context) error {
-	in, err := decodeSkillImport(c)
+	imp, err := s.decodeImport(c)
 	if err != nil {
 		return err
 	}
-	files, err := in.Folder()
-	if err != nil {
-		return err
-	}
-	params, notes, err := in.SkillParams(s.reg)
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(params)
-	if err := skillSchema.Validate(raw); err != nil {
-		return invalidRequest(err)
-	}
-	slug, err := params.Check(s.reg, *params.Slug, brain.SkillUpsert)
-	if err != nil {
-		return err
-	}
+	slug, params, files, notes := imp.slug, imp.params, imp.files, imp.notes
 	ctx := c.Request().Context()
 	sk, err := postgres.SkillImport(ctx, s.pool, slug, params, files)
 	if err != nil {
@@ -221,6 +213,40 @@ func (s *Server) importSkill(c echo.Context) error {
 		return err
 	}
 	return ok(c, http.StatusOK, map[string]any{"skill": sk, "notes": notes, "files": stored})
+}
+
+// skillImport is an import request, read and checked.
+type skillImport struct {
+	slug   string
+	params *brain.SkillParams
+	files  []brain.SkillResource
+	notes  []string
+}
+
+// decodeImport reads an import request and makes the skill it holds, checked as a skill sent to POST
+// /skills is: everything an import does before the database.
+func (s *Server) decodeImport(c echo.Context) (*skillImport, error) {
+	in, err := decodeSkillImport(c)
+	if err != nil {
+		return nil, err
+	}
+	files, err := in.Folder()
+	if err != nil {
+		return nil, err
+	}
+	params, notes, err := in.SkillParams(s.reg)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(params)
+	if err := skillSchema.Validate(raw); err != nil {
+		return nil, invalidRequest(err)
+	}
+	slug, err := params.Check(s.reg, *params.Slug, brain.SkillUpsert)
+	if err != nil {
+		return nil, err
+	}
+	return &skillImport{slug: slug, params: params, files: files, notes: notes}, nil
 }
 
 // decodeSkillImport reads an import request: a zip archive of the folder, or the JSON body.

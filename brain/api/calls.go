@@ -212,10 +212,12 @@ type callParams struct {
 // createCall makes one call to a named tool (validated against the registry first) and, with
 // wait_timeout_ms, waits for its receipt. A wait that ends without the receipt answers ok false with
 // wait_timeout, saying whether any executor is alive to run the call.
-func (s *Server) createCall(c echo.Context) error {
+// decodeCall reads a call's body and checks it against the registry: everything making a call does before
+// the database.
+func (s *Server) decodeCall(c echo.Context) (*callParams, error) {
 	req, _, err := decodeBody[callParams](c, callSchema, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(req.Input) == 0 {
 		req.Input = json.RawMessage("{}")
@@ -223,9 +225,19 @@ func (s *Server) createCall(c echo.Context) error {
 	// A call for a named device whose tools are not in the catalog now (it is away) is the executor's to
 	// judge when the device is back, or to end device_unavailable.
 	if _, known := s.reg.Tool(req.Tool); known || req.Device == "" {
-		if errs := brain.PrepareCalls(s.reg, []brain.PlannedCall{{Tool: req.Tool, Input: req.Input}}, nil); len(errs) > 0 {
-			return errs[0]
+		planned := []brain.PlannedCall{{Tool: req.Tool, Input: req.Input}}
+		if errs := brain.PrepareCalls(s.reg, planned, nil); len(errs) > 0 {
+			return nil, errs[0]
 		}
+		req.Input = planned[0].Input // its secrets sealed
+	}
+	return req, nil
+}
+
+func (s *Server) createCall(c echo.Context) error {
+	req, err := s.decodeCall(c)
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	id := uuid.Must(uuid.NewV7())

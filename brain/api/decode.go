@@ -247,14 +247,20 @@ var (
 		"additionalProperties": false
 	}`))
 
+	// A chat request has a message, or resumes a session ("resume": true) to tell the agent what became of
+	// its calls that waited for approval.
 	chatSchema = registry.MustCompileSchema("chat request", []byte(`{
 		"type": "object",
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 20000},
 			"user_id": {"type": "string", "minLength": 1, "maxLength": 200},
-			"session_id": {"type": "string", "minLength": 1, "maxLength": 200}
+			"session_id": {"type": "string", "minLength": 1, "maxLength": 200},
+			"resume": {"type": "boolean"}
 		},
-		"required": ["message", "user_id"],
+		"required": ["user_id"],
+		"if": {"properties": {"resume": {"const": true}}, "required": ["resume"]},
+		"then": {"required": ["session_id"]},
+		"else": {"required": ["message"]},
 		"additionalProperties": false
 	}`))
 )

@@ -86,9 +86,15 @@ type chatRun struct {
 	visible map[string]bool // registry tools of always-on and loaded skills: what the LLM may be offered
 	system  string
 	history []llm.Message
-	resp    *brain.ChatResponse
-	calls   []brain.PlannedCall
-	log     *zerolog.Logger
+	// userContent is this turn's user message: the decisions on the session's calls that waited for
+	// approval, if any, then the message.
+	userContent string
+	// secretValues are the clear values of the secret inputs of this run's calls: every record of the run
+	// (its turns, messages, programs and reply) is scrubbed of them.
+	secretValues []string
+	resp         *brain.ChatResponse
+	calls        []brain.PlannedCall
+	log          *zerolog.Logger
 	// requester is the caller the agent acts for: its calls are made in that caller's name, with its grants.
 	requester string
 }
@@ -111,7 +117,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	}
 
 	r := &chatRun{agent: agent, req: req, runID: uuid.Must(uuid.NewV7()), requester: requester,
-		resp: &brain.ChatResponse{SessionID: req.SessionID, ToolCalls: []brain.ChatToolCall{}, Errors: []*brain.Error{}}}
+		resp: &brain.ChatResponse{SessionID: req.SessionID, ToolCalls: []brain.ChatToolCall{}, Decided: []brain.ChatDecided{}, Errors: []*brain.Error{}}}
 	r.resp.RunID = r.runID
 	r.log = brain.LogRun(ctx, r.runID)
 	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("agent", slug).Str("session_id", req.SessionID) })
@@ -130,6 +136,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 		}
 	}
 	r.resp.OK = len(r.resp.Errors) == 0
+	r.resp.Reply = r.scrub(r.resp.Reply)
 	if err := postgres.RunFinish(context.WithoutCancel(ctx), c.pool, r.runID, status, r.calls, r.resp.Reply, r.resp.Errors); err != nil {
 		return nil, err
 	}
@@ -146,7 +153,24 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID); err != nil {
 			return err
 		}
-		run := &brain.Run{ID: r.runID, Message: r.req.Message, Mode: "chat", ConversationID: r.req.SessionID, Status: brain.RunPlanning,
+		decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)
+		if err != nil {
+			return err
+		}
+		if r.req.Resume && len(decided) == 0 {
+			return brain.Errorf(brain.ECONFLICT, "nothing to resume: no call of session %q that waited for approval has been decided since the agent was last told", r.req.SessionID)
+		}
+		r.userContent = decisionsNote(decided, r.resp)
+		message := r.req.Message
+		if message == "" {
+			message = fmt.Sprintf("(resumed: %d decided %s)", len(decided), brain.Plural(len(decided), "call", "calls"))
+		} else if r.userContent != "" {
+			r.userContent += "\n\n" + message
+		}
+		if r.userContent == "" {
+			r.userContent = message
+		}
+		run := &brain.Run{ID: r.runID, Message: message, Mode: "chat", ConversationID: r.req.SessionID, Status: brain.RunPlanning,
 			Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
 			Agent: r.agent.Slug, RequestedBy: requester}
 		if err := postgres.RunInsert(ctx, tx, run); err != nil {
@@ -154,7 +178,6 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		}
 
 		// History first (before this message is stored).
-		var err error
 		if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
 			return err
 		}
@@ -162,7 +185,7 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		for len(r.history) > 0 && r.history[0].Role != "user" {
 			r.history = r.history[1:]
 		}
-		if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.req.Message}}); err != nil {
+		if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}}); err != nil {
 			return err
 		}
 
@@ -195,7 +218,7 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 // loop asks the LLM, runs the tool calls it wants through the queue, feeds back their receipts, and
 // repeats until the LLM answers in text or the agent's max_tool_iterations is reached.
 func (c *Chat) loop(ctx context.Context, r *chatRun) error {
-	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.req.Message})
+	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.userContent})
 	model := c.llm.DefaultModel()
 	if r.agent.Model != nil && *r.agent.Model != "" {
 		model = *r.agent.Model
@@ -204,17 +227,21 @@ func (c *Chat) loop(ctx context.Context, r *chatRun) error {
 		req := &llm.Request{Model: model, System: r.system, Messages: conversation, Tools: c.offeredDefs(r), Temperature: r.agent.Temperature}
 		start := time.Now()
 		resp, err := c.llm.Complete(ctx, req)
-		c.recordTurn(ctx, r, iteration, model, req, resp, err, time.Since(start))
+		latency := time.Since(start)
 		if err != nil {
+			c.recordTurn(ctx, r, iteration, model, req, resp, err, latency)
 			return err
 		}
 		r.resp.Iterations = iteration
 		assistant := llm.Message{Role: "assistant", Content: resp.Content, ToolCalls: resp.ToolCalls}
 		if len(resp.ToolCalls) == 0 {
-			r.resp.Reply = resp.Content
+			c.recordTurn(ctx, r, iteration, model, req, resp, nil, latency)
+			r.resp.Reply = r.scrub(resp.Content)
 			return c.saveMessages(ctx, r, postgres.SessionMessage{Message: assistant})
 		}
 		results := c.runToolCalls(ctx, r, iteration, resp.ToolCalls)
+		// Recorded once its calls are made: their secret inputs are known then, and scrubbed from it.
+		c.recordTurn(ctx, r, iteration, model, req, resp, nil, latency)
 		if err := c.saveMessages(ctx, r, append([]postgres.SessionMessage{{Message: assistant}}, results...)...); err != nil {
 			return err
 		}
@@ -332,9 +359,17 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 			var details any
 			var ve *registry.ValidationError
 			if errors.As(err, &ve) {
+				registry.RedactViolations(tool, ve.Violations)
 				details = map[string]any{"violations": ve.Violations}
 			}
 			o.fail(registry.CodeValidation, "the arguments were not used: "+err.Error(), details)
+			o.report.Status = brain.ChatCallInvalidArguments
+			continue
+		}
+		r.noteSecrets(tool, input)
+		if input, err = brain.SealInput(c.reg, tool.Name, input); err != nil {
+			e := brain.AsError(err)
+			o.fail(registry.CodeNotConfigured, e.Message, nil)
 			o.report.Status = brain.ChatCallInvalidArguments
 			continue
 		}
@@ -436,6 +471,36 @@ func toolResultContent(rec *registry.Receipt, id uuid.UUID, enqueueErr error, pe
 	}
 }
 
+// must drops the error of a marshal that cannot fail.
+func must(b []byte, _ error) []byte { return b }
+
+// decisionsNote tells the agent what became of its calls that waited for approval, as the start of the
+// turn's user message (a tool result cannot be given twice); it lists them in resp too. "" when none.
+func decisionsNote(decided []postgres.Decided, resp *brain.ChatResponse) string {
+	if len(decided) == 0 {
+		return ""
+	}
+	list := make([]map[string]any, 0, len(decided))
+	for _, d := range decided {
+		item := map[string]any{"call_id": d.CallID, "tool": d.Tool, "status": d.Status}
+		out := brain.ChatDecided{CallID: d.CallID, Tool: d.Tool, Status: d.Status}
+		if len(d.Error) > 0 {
+			item["error"] = json.RawMessage(d.Error)
+			var e struct {
+				Code string `json:"code"`
+			}
+			_ = json.Unmarshal(d.Error, &e)
+			out.ErrorCode = e.Code
+		} else {
+			item["result"] = json.RawMessage(d.Result)
+		}
+		list = append(list, item)
+		resp.Decided = append(resp.Decided, out)
+	}
+	return "[GEM] Calls you made earlier that waited for a person's approval have been decided (approved calls have run): " +
+		capJSON(map[string]any{"status": "decided", "calls": list})
+}
+
 // capJSON marshals v, replacing a result too large for the LLM with a note.
 func capJSON(v any) string {
 	b, _ := json.Marshal(v)
@@ -507,7 +572,59 @@ func (c *Chat) answerMeta(ctx context.Context, r *chatRun, tc llm.ToolCall) (str
 }
 
 func (c *Chat) saveMessages(ctx context.Context, r *chatRun, msgs ...postgres.SessionMessage) error {
+	if len(r.secretValues) > 0 {
+		msgs = slices.Clone(msgs)
+		for i := range msgs {
+			msgs[i].Content = r.scrub(msgs[i].Content)
+			msgs[i].ToolCalls = r.scrubCalls(msgs[i].ToolCalls)
+		}
+	}
 	return postgres.SessionMessageInsert(ctx, c.pool, r.req.SessionID, r.runID, msgs...)
+}
+
+// noteSecrets remembers the clear values of a call's secret inputs, to scrub them from the run's records.
+func (r *chatRun) noteSecrets(tool *registry.Tool, input []byte) {
+	if !tool.HasSecrets() {
+		return
+	}
+	for _, v := range registry.SecretValues(tool, input) {
+		if len(v) >= 4 && !slices.Contains(r.secretValues, v) {
+			r.secretValues = append(r.secretValues, v)
+		}
+	}
+	// The longest first, so a value containing another is replaced whole.
+	slices.SortFunc(r.secretValues, func(a, b string) int { return len(b) - len(a) })
+}
+
+// scrub replaces the run's secret values in a text, as they are and as JSON quotes them.
+func (r *chatRun) scrub(s string) string {
+	for _, v := range r.secretValues {
+		s = strings.ReplaceAll(s, v, registry.SecretRedacted)
+		if q, _ := json.Marshal(v); len(q) > 2 && string(q[1:len(q)-1]) != v {
+			s = strings.ReplaceAll(s, string(q[1:len(q)-1]), registry.SecretRedacted)
+		}
+	}
+	return s
+}
+
+// scrubJSON scrubs a JSON document; the result stays JSON (a value is replaced inside its quotes).
+func (r *chatRun) scrubJSON(b []byte) []byte {
+	if len(r.secretValues) == 0 || len(b) == 0 {
+		return b
+	}
+	return []byte(r.scrub(string(b)))
+}
+
+// scrubCalls scrubs the arguments of an LLM's tool calls.
+func (r *chatRun) scrubCalls(calls []llm.ToolCall) []llm.ToolCall {
+	if len(calls) == 0 || len(r.secretValues) == 0 {
+		return calls
+	}
+	out := slices.Clone(calls)
+	for i := range out {
+		out[i].Arguments = r.scrub(out[i].Arguments)
+	}
+	return out
 }
 
 // recordTurn stores one LLM turn with the run (what was asked, in summary, and what came back).
@@ -518,9 +635,10 @@ func (c *Chat) recordTurn(ctx context.Context, r *chatRun, iteration int, model 
 	}
 	request, _ := json.Marshal(map[string]any{"messages": len(req.Messages), "tools": tools, "system_chars": len(req.System),
 		"last_message": req.Messages[len(req.Messages)-1]})
+	request = r.scrubJSON(request)
 	var response, usage, errJSON []byte
 	if resp != nil {
-		response, _ = json.Marshal(resp)
+		response = r.scrubJSON(must(json.Marshal(resp)))
 		usage, _ = json.Marshal(resp.Usage)
 	}
 	if err != nil {

@@ -77,7 +77,18 @@ func (c *Chat) runCode(ctx context.Context, r *chatRun, iteration int, tc llm.To
 			callIDs = append(callIDs, id)
 		}
 	}
-	if err := postgres.ProgramRecord(context.WithoutCancel(ctx), c.pool, r.runID, iteration, args.Code, &res, callIDs, time.Since(started)); err != nil {
+	record := res
+	record.Value = r.scrubJSON(res.Value)
+	record.Output = make([]string, len(res.Output))
+	for i, line := range res.Output {
+		record.Output[i] = r.scrub(line)
+	}
+	if res.Error != nil {
+		e := *res.Error
+		e.Message = r.scrub(e.Message)
+		record.Error = &e
+	}
+	if err := postgres.ProgramRecord(context.WithoutCancel(ctx), c.pool, r.runID, iteration, r.scrub(args.Code), &record, callIDs, time.Since(started)); err != nil {
 		r.log.Error().Err(err).Msg("error recording a run_code program")
 	}
 	body := map[string]any{"calls": res.Calls}
@@ -116,12 +127,20 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 		return nil, "", &script.ToolError{Code: string(registry.CodeToolNotEnabled), Message: fmt.Sprintf("%s is not a tool you may use", name)}
 	}
 	if err := tool.ValidateInput(input); err != nil {
-		te := &script.ToolError{Code: string(registry.CodeValidation), Message: "the input was not used: " + err.Error()}
 		var ve *registry.ValidationError
 		if errors.As(err, &ve) {
+			registry.RedactViolations(tool, ve.Violations)
+		}
+		te := &script.ToolError{Code: string(registry.CodeValidation), Message: "the input was not used: " + err.Error()}
+		if ve != nil {
 			te.Details, _ = json.Marshal(map[string]any{"violations": ve.Violations})
 		}
 		return nil, "", te
+	}
+	r.noteSecrets(tool, input)
+	input, err := brain.SealInput(c.reg, name, input)
+	if err != nil {
+		return nil, "", &script.ToolError{Code: string(registry.CodeNotConfigured), Message: brain.AsError(err).Message}
 	}
 	id := uuid.Must(uuid.NewV7())
 	r.calls = append(r.calls, brain.PlannedCall{Tool: name, Input: input, CallID: &id,
@@ -129,7 +148,7 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 	sub := c.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 	defer sub.Close()
 	var awaiting bool
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		var err error
 		if _, awaiting, err = gemsql.CallInsertAwaiting(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
 			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester, Device: device}); err != nil {

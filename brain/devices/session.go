@@ -615,8 +615,14 @@ func (s *session) dispatchOnce() error {
 		s.mu.Lock()
 		s.inflight[c.ID] = true
 		s.mu.Unlock()
-		err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgCall, Attempt: c.ID, CallID: c.CallID.String(),
-			Tool: c.Tool, Input: json.RawMessage(c.Input), TimeoutMS: c.TimeoutMS})
+		// The device runs the handler: it gets the secret inputs in clear, over its authenticated socket.
+		input, err := s.h.reg.OpenInput(c.Tool, []byte(c.Input))
+		if err != nil {
+			s.h.log.Error().Err(err).Int64("attempt", c.ID).Msg("a secret input cannot be opened; the device gets it sealed and will refuse it")
+			input = []byte(c.Input)
+		}
+		err = s.write(&registry.DeviceMessage{Type: registry.DeviceMsgCall, Attempt: c.ID, CallID: c.CallID.String(),
+			Tool: c.Tool, Input: json.RawMessage(input), TimeoutMS: c.TimeoutMS})
 		if err != nil {
 			// It may or may not have reached the device: it stays sent, and the device's next registration
 			// (or its heartbeat deadline) says what became of it.

@@ -59,7 +59,15 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 			input = []byte("{}")
 		}
 		if err := tool.ValidateInput(input); err != nil {
+			var ve *registry.ValidationError
+			if errors.As(err, &ve) {
+				registry.RedactViolations(tool, ve.Violations)
+			}
 			return invalidArguments(tool.Name, err), nil
+		}
+		input, err := brain.SealInput(s.reg, tool.Name, input)
+		if err != nil {
+			return notStored(tool.Name, err), nil
 		}
 		device, err := deviceOf(req.Params.Meta)
 		if err != nil {
@@ -214,6 +222,13 @@ func errorOf(e *registry.CallError) map[string]any {
 }
 
 // invalidArguments refuses arguments before any call is made, listing every violation with its path.
+// notStored answers a call the brain cannot store as it must (a secret input without GEM_SECRET_KEY).
+func notStored(tool string, err error) *mcp.CallToolResult {
+	e := &registry.CallError{Code: registry.CodeNotConfigured, Message: brain.AsError(err).Message}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s was not called: %s", tool, e.Message)}},
+		StructuredContent: map[string]any{"error": e}}
+}
+
 func invalidArguments(tool string, err error) *mcp.CallToolResult {
 	e := &registry.CallError{Code: registry.CodeValidation, Message: err.Error()}
 	text := fmt.Sprintf("%s was not called: %v", tool, err)

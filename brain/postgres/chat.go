@@ -38,6 +38,39 @@ func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID
 	return nil
 }
 
+// Decided is a call of a session that waited for approval and has its receipt.
+type Decided struct {
+	CallID uuid.UUID
+	Tool   string
+	Status string
+	Result json.RawMessage
+	Error  json.RawMessage
+}
+
+// SessionDecisions returns the calls of a session's chat runs that waited for approval and have their
+// receipts but were not yet told to the agent, oldest decision first, and records them as told by run.
+func SessionDecisions(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID) ([]Decided, error) {
+	rows, err := db.Query(ctx, `WITH d AS (
+			SELECT c.id, c.tool_name, r.status, r.result, r.error, r.finished_at
+			FROM brain_runs b
+			JOIN core_tool_calls c ON c.run_id = b.id
+			JOIN core_approvals a ON a.call_id = c.id
+			JOIN core_tool_receipts r ON r.call_id = c.id
+			WHERE b.conversation_id = $1 AND b.mode = 'chat'
+			  AND NOT EXISTS (SELECT 1 FROM agent_session_decisions s WHERE s.session_id = $1 AND s.call_id = c.id)),
+		told AS (INSERT INTO agent_session_decisions (session_id, call_id, run_id) SELECT $1, id, $2 FROM d ON CONFLICT DO NOTHING)
+		SELECT id, tool_name, status, result, error FROM d ORDER BY finished_at, id`, sessionID, runID)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error reading the session's decided calls: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Decided, error) {
+		var d Decided
+		err := row.Scan(&d.CallID, &d.Tool, &d.Status, &d.Result, &d.Error)
+		return d, err
+	})
+	return out, Error(err)
+}
+
 // SessionMessage is a message of a chat session, with the GEM call a tool message reports on.
 type SessionMessage struct {
 	llm.Message

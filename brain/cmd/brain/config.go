@@ -13,6 +13,7 @@ import (
 	"github.com/gemhq/gem/brain/devices"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 )
 
@@ -37,6 +38,11 @@ type Config struct {
 
 	// MaxBody is the largest request body in bytes. Defaults to 1 MiB (GEM_BRAIN_MAX_BODY).
 	MaxBody int64
+
+	// Secrets seals the secret inputs of the calls the brain makes, and opens them for devices: the key of
+	// GEM_SECRET_KEY (with GEM_SECRET_KEY_PREVIOUS, keys being rotated out), the executors' too. Nil
+	// without one: a call with a secret input is then refused.
+	Secrets *registry.Secrets
 
 	// Timezone interprets dates in messages ("tomorrow", "friday at 10am"). Defaults to the business's
 	// time zone, the one the executor's tools read dates in: GEM_BRAIN_TIMEZONE, else
@@ -179,6 +185,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("GEM_DB_CONNECT_WAIT: %q is not a duration (like 30s)", s))
 		}
 		c.DBConnectWait = d
+	}
+	if key := getenv("GEM_SECRET_KEY"); key != "" {
+		s, err := registry.NewSecrets(key, strings.Split(getenv("GEM_SECRET_KEY_PREVIOUS"), ",")...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_SECRET_KEY: %w", err))
+		}
+		c.Secrets = s
 	}
 	c.HighLevel = api.HighLevelWebhookConfigFromEnv(getenv)
 	c.Planner = strings.ToLower(getenv("GEM_BRAIN_PLANNER"))

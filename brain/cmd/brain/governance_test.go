@@ -388,14 +388,32 @@ func TestApprovalsInChat(t *testing.T) {
 		VALUES ('read:reminders', true, 60000, $1) RETURNING id`, t.Name()).Scan(&policy))
 	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
 
-	var waiting map[string]any
+	var waiting, waiting2 map[string]any
+	var told, told2 string
+	lastUser := func(req *llmfake.Request) string {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if req.Messages[i].Role == "user" {
+				return req.Messages[i].Content
+			}
+		}
+		return ""
+	}
+	listReminders := `{"when": null, "within_hours": null, "limit": null, "domain": null}`
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "r1", Name: "os__list_reminders", Arguments: `{"when": null, "within_hours": null, "limit": null, "domain": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "r1", Name: "os__list_reminders", Arguments: listReminders}}},
 		llmfake.Turn{Text: "Listing your reminders needs approval first.", Check: func(t require.TestingT, req *llmfake.Request) {
 			waiting = resultOf(t, req.ToolResults()["r1"])
 			require.Equal(t, "awaiting_approval", waiting["status"])
 			require.Contains(t, waiting["message"], "awaiting approval, call id")
 		}},
+		// The resume: a turn of its own, whose user message is the decision.
+		llmfake.Turn{Text: "You have no reminders.", Check: func(t require.TestingT, req *llmfake.Request) { told = lastUser(req) }},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "r2", Name: "os__list_reminders", Arguments: listReminders}}},
+		llmfake.Turn{Text: "That needs approval again.", Check: func(t require.TestingT, req *llmfake.Request) {
+			waiting2 = resultOf(t, req.ToolResults()["r2"])
+		}},
+		// The next message carries the rejection before what the user says.
+		llmfake.Turn{Text: "Understood.", Check: func(t require.TestingT, req *llmfake.Request) { told2 = lastUser(req) }},
 	)
 	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("reminders"): {"os.list_reminders"}})
@@ -415,6 +433,35 @@ func TestApprovalsInChat(t *testing.T) {
 	require.Equal(t, registry.StatusSucceeded, got.Receipt.Status, "%+v", got.Receipt.Error)
 	require.Equal(t, agent, got.Call.Agent)
 	require.Equal(t, "tester", got.Call.RequestedBy, "the agent acts for the caller who spoke to it")
+
+	// Resuming the session tells the agent the decision, once.
+	resume := map[string]any{"resume": true, "user_id": "user-1", "session_id": resp.SessionID}
+	var resumed brain.ChatResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/agents/"+agent+"/chat", resume, &resumed), "%+v", resumed.Errors)
+	require.Equal(t, "You have no reminders.", resumed.Reply)
+	require.Len(t, resumed.Decided, 1)
+	require.Equal(t, id, resumed.Decided[0].CallID.String())
+	require.Equal(t, "succeeded", resumed.Decided[0].Status)
+	require.Contains(t, told, id)
+	require.Contains(t, told, `"status":"succeeded"`)
+	var again map[string]any
+	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/agents/"+agent+"/chat", resume, &again), "%v", again)
+	require.Contains(t, fmt.Sprint(again), "nothing to resume")
+	require.Equal(t, http.StatusBadRequest, a.do(http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"resume": true, "user_id": "user-1"}, &again),
+		"a resume names its session")
+
+	// A rejection is told with the next message, before it.
+	resp, status = chatWith(t, a, agent, "list them again", resp.SessionID)
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	id2 := fmt.Sprint(waiting2["call_id"])
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls/"+id2+"/reject", map[string]any{"reason": "not now"}, &decided), "%v", decided)
+	resp, status = chatWith(t, a, agent, "ok, thanks", resp.SessionID)
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	require.Len(t, resp.Decided, 1)
+	require.Equal(t, "rejected", resp.Decided[0].ErrorCode)
+	require.Contains(t, told2, id2)
+	require.Contains(t, told2, "not now")
+	require.True(t, strings.HasSuffix(told2, "ok, thanks"), "the user's message follows the decisions: %s", told2)
 }
 
 // TestApprovalsInRuns (not parallel: its policy holds every write while it runs): a run whose call awaits

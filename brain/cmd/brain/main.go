@@ -83,6 +83,8 @@ brain serve reads (defaults in brackets):
   GEM_BRAIN_TOKEN_FILE             a file of bearer tokens, one per line (make run writes .gem/brain-token)
   GEM_BRAIN_AUTH                   on or off (off serves without authentication) [on]
   GEM_BRAIN_MAX_BODY               largest request body in bytes [1048576]
+  GEM_SECRET_KEY                   key sealing secret inputs, 64 hex digits or base64 of 32 bytes (the executors' too)
+  GEM_SECRET_KEY_PREVIOUS          keys being rotated out, comma-separated: they still open what they sealed
   GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [GEM_BUSINESS_TIMEZONE, else Australia/Sydney]
   GEM_BUSINESS_TIMEZONE            the business's zone, which the executor's tools read dates in [Australia/Sydney]
   GEM_BRAIN_PLANNER                rules or llm [rules]

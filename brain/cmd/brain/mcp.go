@@ -91,6 +91,7 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent stri
 	if err != nil {
 		return nil, nil, err
 	}
+	reg.SetSecrets(cfg.Secrets)
 	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-brain-mcp", ConnectWait: cfg.DBConnectWait})
 	if err != nil {
 		return nil, nil, err

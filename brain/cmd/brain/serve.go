@@ -53,6 +53,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.Registry, err = registry.Load(path); err != nil {
 		return err
 	}
+	m.Registry.SetSecrets(cfg.Secrets)
 	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
 		URL: cfg.DatabaseURL, ApplicationName: "gem-brain", ConnectWait: cfg.DBConnectWait,
 		OnRetry: func(err error, wait time.Duration) {

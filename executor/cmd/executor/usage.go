@@ -156,6 +156,8 @@ var envVars = []envVar{
 	{"GEM_EXECUTOR_MAX_CONNS", "committers + 16", "the call pool's connections"},
 	{"GEM_DB_CONNECT_WAIT", duration(gemsql.ConnectWaitDefault), "at start-up, how long to wait for a database that is down or starting"},
 	{"GEM_DEVICE_WAIT", duration(executor.DeviceWaitDefault), "how long a call for a device waits for one to be connected (a call's device_wait_ms overrides it)"},
+	{"GEM_SECRET_KEY", "", "key sealing secret inputs (writeOnly or x-gem-secret properties): 64 hex digits or base64 of 32 bytes, the brain's too"},
+	{"GEM_SECRET_KEY_PREVIOUS", "", "keys being rotated out, comma-separated: they still open what they sealed"},
 	{"GEM_MAX_INPUT_BYTES", fmt.Sprint(executor.SizeLimitDefault), "largest input (JSON text) of a tool whose registry entry sets no limits.max_input_bytes; larger is refused input_too_large unread"},
 	{"GEM_MAX_RESULT_BYTES", fmt.Sprint(executor.SizeLimitDefault), "largest result of a tool that sets no limits.max_result_bytes; larger fails the call result_too_large"},
 	{"GEM_PPROF_ADDR", "off", "serve Go's profiler on this address (keep it on loopback)"},
