@@ -32,13 +32,23 @@ type limitTurn struct {
 	reason string
 }
 
-// concurrencySlotSQL takes the first free slot of a concurrency limit: a transaction advisory lock (the
-// two-integer form) on the limit's hash and the slot's number, held until the transaction ends. A
-// transaction that holds a slot already gets it again, which is right: its calls run one after another.
-const concurrencySlotSQL = `SELECT s FROM generate_series(0, $2::int - 1) s WHERE pg_try_advisory_xact_lock($1::int, s) LIMIT 1`
+// A concurrency limit's slots are counted in two places: calls run by executors hold transaction advisory
+// locks (the two-integer form: the limit's hash and the slot's number) until their transaction ends, and
+// calls with a device hold an open attempt (core_device_attempts.limit_key). Slot -1 of the limit orders
+// the two: a device hand-off decides under it exclusively, and an executor's call holds it shared while
+// it runs, so neither counts while the other is deciding (a tool run both ways lets devices in only
+// between executors' calls).
+//
+// concurrencySlotSQL takes the first free slot for an executor's call, after the devices' open attempts;
+// no row when every slot is taken (or a hand-off is deciding). A transaction that holds a slot already gets
+// it again, which is right: its calls run one after another.
+const concurrencySlotSQL = `SELECT s FROM (SELECT pg_try_advisory_xact_lock_shared($1::int, -1) AS free) d,
+	generate_series(0, $2::int - 1 - (SELECT count(*) FROM core_device_attempts
+		WHERE limit_key = $3 AND state IN ('queued', 'sent'))::int) s
+	WHERE d.free AND pg_try_advisory_xact_lock($1::int, s) LIMIT 1`
 
 // deviceSlotsSQL counts the device calls of a limit that are with a device (not counting this call's own),
-// under a lock that makes hand-offs of the same limit take turns.
+// under slot -1 exclusively: no executor's call of the limit is running, and hand-offs take turns.
 const deviceSlotsSQL = `SELECT pg_try_advisory_xact_lock($1::int, -1), (SELECT count(*) FROM core_device_attempts
 	WHERE limit_key = $2 AND state IN ('queued', 'sent') AND call_id <> $3)`
 
@@ -199,7 +209,7 @@ func (a *attempt) concurrencyFull(ctx context.Context, conn dbConn, cl *registry
 		return false, nil // its slot is given back when its device answers (see finish)
 	}
 	var slot int32
-	err := conn.QueryRow(ctx, concurrencySlotSQL, lockKey(key), cl.Max).Scan(&slot)
+	err := conn.QueryRow(ctx, concurrencySlotSQL, lockKey(key), cl.Max, key).Scan(&slot)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return true, nil

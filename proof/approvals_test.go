@@ -112,6 +112,7 @@ func TestApprovalsThroughRestarts(t *testing.T) {
 		JOIN core_approvals a ON a.call_id = r.call_id WHERE r.call_id = ANY($1)`, reminders).Scan(&late))
 	require.Less(t, late, time.Second)
 	require.GreaterOrEqual(t, late, time.Duration(0))
+	t.Logf("after the restarts, the last of %d expiries came %s after its bound", len(reminders), late)
 
 	// Exactly one receipt per call; the approved notes were written once, the rejected never.
 	require.Equal(t, 0, count(t, pool, `SELECT count(*) FROM core_tool_calls c WHERE (SELECT count(*) FROM core_tool_receipts r WHERE r.call_id = c.id) <> 1`))
