@@ -252,9 +252,18 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 	return errs
 }
 
+// ErrSealedInput refuses a request whose secret property holds a sealed value ({"$gem_secret": …}): it was
+// copied from a stored call, and opening it would hand another caller's secret to this one.
+func ErrSealedInput(tool string) *Error {
+	return &Error{Code: EINVALID, Message: fmt.Sprintf("the input of %s holds a sealed value ($gem_secret) at a secret property: send secret values in clear; GEM seals them itself", tool)}
+}
+
 // SealInput seals the secret properties of a call's input, as it is stored (registry.SealInput). Without
 // GEM_SECRET_KEY a call with a secret input is refused (503): the brain does not store a secret in clear.
 func SealInput(reg *registry.Registry, tool string, input json.RawMessage) (json.RawMessage, error) {
+	if reg.HasSealed(tool, input) {
+		return nil, ErrSealedInput(tool)
+	}
 	sealed, err := reg.SealInput(tool, input)
 	if errors.Is(err, registry.ErrNoSecretKey) {
 		return nil, &Error{Code: EUNAVAILABLE, Message: fmt.Sprintf("%s has a secret input, and %v", tool, err)}

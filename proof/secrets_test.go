@@ -107,6 +107,15 @@ func TestSecretsStayOutOfRecords(t *testing.T) {
 	out := api(http.MethodPost, "/calls", map[string]any{"tool": "lab.login", "input": login("api"), "wait_timeout_ms": 20000})
 	require.Equal(t, true, out["receipt"].(map[string]any)["result"].(map[string]any)["ok"], "%v", out)
 
+	// A sealed value copied from a stored call is refused: opening it would give this caller that secret.
+	var envelope json.RawMessage
+	require.NoError(t, pool.QueryRow(ctx, `SELECT input -> 'password' FROM core_tool_calls WHERE tool_name = 'lab.login' LIMIT 1`).Scan(&envelope))
+	var refused map[string]any
+	status, err := rig.api(ctx, http.MethodPost, "/calls", map[string]any{"tool": "lab.login", "input": map[string]any{"user": "thief", "password": envelope}}, &refused)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, status, "%v", refused)
+	require.Contains(t, fmt.Sprint(refused), "send secret values in clear")
+
 	// 2. Plain SQL, in clear: the executor seals it in the call's transaction.
 	in, _ := json.Marshal(login("sql"))
 	var sqlCall uuid.UUID

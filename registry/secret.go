@@ -131,6 +131,22 @@ func (r *Registry) OpenInput(tool string, input []byte) ([]byte, error) {
 	return clear, err
 }
 
+// HasSealed reports whether a call's input to the named tool holds a sealed value at a secret property.
+// Clients send secrets in clear: a sealed one in a request was copied from a stored call, and would be
+// opened for another caller.
+func (r *Registry) HasSealed(tool string, input []byte) bool {
+	t, ok := r.Tool(tool)
+	if !ok || !t.HasSecrets() {
+		return false
+	}
+	found := false
+	_, _, _ = (*Secrets)(nil).transform(t, input, func(_ []string, v any) (any, bool, error) {
+		found = found || isEnvelope(v)
+		return v, false, nil
+	})
+	return found
+}
+
 // RedactInput hides the secret properties of an input to the named tool, sealed or clear, for a record
 // (an LLM's transcript) or a view.
 func (r *Registry) RedactInput(tool string, input []byte) []byte {

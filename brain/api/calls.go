@@ -224,6 +224,9 @@ func (s *Server) decodeCall(c echo.Context) (*callParams, error) {
 	}
 	// A call for a named device whose tools are not in the catalog now (it is away) is the executor's to
 	// judge when the device is back, or to end device_unavailable.
+	if s.reg.HasSealed(req.Tool, req.Input) {
+		return nil, brain.ErrSealedInput(req.Tool)
+	}
 	if _, known := s.reg.Tool(req.Tool); known || req.Device == "" {
 		planned := []brain.PlannedCall{{Tool: req.Tool, Input: req.Input}}
 		if errs := brain.PrepareCalls(s.reg, planned, nil); len(errs) > 0 {
