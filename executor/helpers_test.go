@@ -225,14 +225,7 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		if err := c.Bind(&in); err != nil {
 			return nil, err
 		}
-		outsideMu.Lock()
-		f, err := os.OpenFile(outsideLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			_, err = fmt.Fprintln(f, c.ID)
-			_ = f.Close()
-		}
-		outsideMu.Unlock()
-		if err != nil {
+		if err := logOutside(outsideLog, c.ID); err != nil {
 			return nil, err
 		}
 		c.RecordOutside(registry.OutsideEffect{Kind: "sms", Target: in.To, Reference: c.ID.String()})

@@ -28,6 +28,21 @@ type running struct {
 // outsideMu serialises the test handlers' appends to the outside-effects log.
 var outsideMu sync.Mutex
 
+// logOutside records an outside effect of a call in the test's log, as a provider would see it happen.
+func logOutside(path string, id uuid.UUID) error {
+	outsideMu.Lock()
+	defer outsideMu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, id)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 var limited = &running{now: map[string]int{}, most: map[string]int{}, starts: map[string][]time.Time{}}
 
 func (r *running) enter(key string) {
@@ -78,14 +93,7 @@ func addLimitedHandlers(h executor.Handlers, outsideLog string) {
 	h.Add("test.send_limited", executor.Handler{Run: func(ctx context.Context, c *executor.Call) (any, error) {
 		limited.enter("test.send_limited/")
 		defer limited.leave("test.send_limited/")
-		outsideMu.Lock()
-		f, err := os.OpenFile(outsideLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			_, err = fmt.Fprintln(f, c.ID)
-			_ = f.Close()
-		}
-		outsideMu.Unlock()
-		if err != nil {
+		if err := logOutside(outsideLog, c.ID); err != nil {
 			return nil, err
 		}
 		c.RecordOutside(registry.OutsideEffect{Kind: "sms", Target: "test", Reference: c.ID.String()})

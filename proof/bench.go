@@ -384,6 +384,21 @@ func vacuum(pool *pgxpool.Pool, tables ...string) func(context.Context) error {
 	}
 }
 
+// sequential makes count calls one after another, numbering them from *n, and returns their latencies.
+func sequential(ctx context.Context, count int, call func(context.Context, int) (time.Time, error), n *int) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, count)
+	for range count {
+		start := time.Now()
+		end, err := callWithTimeout(ctx, call, *n, start)
+		if err != nil {
+			return nil, fmt.Errorf("call %d: %w", *n, err)
+		}
+		*n++
+		lat = append(lat, end.Sub(start))
+	}
+	return lat, nil
+}
+
 // measureLatency runs the sequential and open-loop loads of one scenario, Repeats times each. settle runs
 // before the warm-up and before each repeat (see vacuum).
 func measureLatency(ctx context.Context, cfg benchConfig, res *benchResult, scenario string,
@@ -411,21 +426,15 @@ func measureLatency(ctx context.Context, cfg benchConfig, res *benchResult, scen
 				return err
 			}
 		}
-		lat := make([]time.Duration, 0, cfg.Calls)
-		for range cfg.Calls {
-			start := time.Now()
-			end, err := callWithTimeout(ctx, call, n, start)
-			if err != nil {
-				return fmt.Errorf("%s sequential call %d: %w", scenario, n, err)
-			}
-			n++
-			lat = append(lat, end.Sub(start))
+		lat, err := sequential(ctx, cfg.Calls, call, &n)
+		if err != nil {
+			return fmt.Errorf("%s sequential: %w", scenario, err)
 		}
 		s := summarize(lat)
 		seq.Runs = append(seq.Runs, s)
 		progress("%s sequential, run %d: p50 %.2f ms, p99 %.2f ms", scenario, rep+1, ms(s.P50), ms(s.P99))
 
-		lat, err := openLoop(ctx, cfg.OpenCalls, cfg.Rate, call, &n)
+		lat, err = openLoop(ctx, cfg.OpenCalls, cfg.Rate, call, &n)
 		if err != nil {
 			return fmt.Errorf("%s open loop: %w", scenario, err)
 		}

@@ -222,15 +222,9 @@ func measureSequential(ctx context.Context, cfg benchConfig, res *benchResult, s
 		if err := settle(ctx); err != nil {
 			return err
 		}
-		lat := make([]time.Duration, 0, cfg.Calls)
-		for range cfg.Calls {
-			start := time.Now()
-			end, err := callWithTimeout(ctx, call, n, start)
-			if err != nil {
-				return fmt.Errorf("%s call %d: %w", scenario, n, err)
-			}
-			n++
-			lat = append(lat, end.Sub(start))
+		lat, err := sequential(ctx, cfg.Calls, call, &n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", scenario, err)
 		}
 		s := summarize(lat)
 		seq.Runs = append(seq.Runs, s)
