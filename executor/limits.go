@@ -147,11 +147,7 @@ func (a *attempt) rateTurn(ctx context.Context, conn dbConn, rl *registry.RateLi
 			turn.reserved = r
 			return turn, nil, nil
 		case -wait <= rateGuard(rl):
-			// Its turn: the reservation is used (unless the call waits again, markLimitedSQL keeps it).
-			if _, err := conn.Exec(ctx, `UPDATE core_tool_calls SET rate_reserved_at = NULL WHERE id = $1`, [16]byte(a.args.CallID)); err != nil {
-				return limitTurn{}, nil, txBrokenError{fmt.Errorf("error using the call's rate reservation: %w", err)}
-			}
-			return limitTurn{}, r, nil
+			return limitTurn{}, r, a.useReservation(ctx, conn)
 		}
 		// Later than its start by more than the windows' guard: it starts now if that crowds no window,
 		// else it gives its start back and reserves another.
@@ -160,10 +156,7 @@ func (a *attempt) rateTurn(ctx context.Context, conn dbConn, rl *registry.RateLi
 			return limitTurn{}, nil, Retryable(fmt.Errorf("error moving a start under %s's rate limit: %w", a.tool.Name, err))
 		}
 		if moved != nil {
-			if _, err := conn.Exec(ctx, `UPDATE core_tool_calls SET rate_reserved_at = NULL WHERE id = $1`, [16]byte(a.args.CallID)); err != nil {
-				return limitTurn{}, nil, txBrokenError{fmt.Errorf("error using the call's rate reservation: %w", err)}
-			}
-			return limitTurn{}, moved, nil
+			return limitTurn{}, moved, a.useReservation(ctx, conn)
 		}
 		if err := a.releaseRate(ctx, *r); err != nil {
 			return limitTurn{}, nil, err
@@ -218,6 +211,15 @@ func (a *attempt) concurrencyFull(ctx context.Context, conn dbConn, cl *registry
 	}
 	a.heldSlot = true
 	return false, nil
+}
+
+// useReservation clears the call's reservation, in its savepoint: its start is used (unless the call waits
+// again, when markLimitedSQL keeps it).
+func (a *attempt) useReservation(ctx context.Context, conn dbConn) error {
+	if _, err := conn.Exec(ctx, `UPDATE core_tool_calls SET rate_reserved_at = NULL WHERE id = $1`, [16]byte(a.args.CallID)); err != nil {
+		return txBrokenError{fmt.Errorf("error using the call's rate reservation: %w", err)}
+	}
+	return nil
 }
 
 // releaseRate gives back a start reserved for the call under its tool's rate limit.

@@ -156,20 +156,31 @@ func (c *checker) checkLimitKey(label, field, key string) {
 
 // checkLimitKeyProperty checks that an input.<property> limit key names a top-level input property.
 func (c *checker) checkLimitKeyProperty(label string, t *Tool) {
-	if t.Limits == nil {
-		return
-	}
-	check := func(field, key string) {
-		if p, ok := strings.CutPrefix(key, "input."); ok && p != "" && !t.HasInputProperty(p) {
+	for field, p := range t.limitKeyProperties() {
+		if !t.HasInputProperty(p) {
 			c.add(label, field, fmt.Sprintf("names input property %q, which the input schema does not declare", p))
 		}
 	}
+}
+
+// limitKeyProperties are the input properties the tool's limits are counted by, by registry field.
+func (t *Tool) limitKeyProperties() map[string]string {
+	out := map[string]string{}
+	if t.Limits == nil {
+		return out
+	}
+	add := func(field, key string) {
+		if p, ok := strings.CutPrefix(key, "input."); ok && p != "" {
+			out[field] = p
+		}
+	}
 	if cl := t.Limits.Concurrency; cl != nil {
-		check("limits.concurrency.key", cl.Key)
+		add("limits.concurrency.key", cl.Key)
 	}
 	if rl := t.Limits.Rate; rl != nil {
-		check("limits.rate.key", rl.Key)
+		add("limits.rate.key", rl.Key)
 	}
+	return out
 }
 
 // Approval says whether a tool's calls wait for a person's decision (docs/governance.md#approvals).

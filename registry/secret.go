@@ -81,35 +81,16 @@ func (c *checker) checkSecrets(label string, t *Tool) {
 	if kf := t.Idempotency.KeyField; kf != "" && top[kf] {
 		c.add(label, "idempotency.key_field", fmt.Sprintf("names %q, a secret property; its key would be stored in clear", kf))
 	}
-	if t.Limits != nil {
-		for field, l := range map[string]string{"limits.concurrency.key": limitKeyOf(t.Limits.Concurrency), "limits.rate.key": rateKeyOf(t.Limits.Rate)} {
-			if p, ok := strings.CutPrefix(l, "input."); ok && top[p] {
-				c.add(label, field, fmt.Sprintf("names %q, a secret property; its value would be stored in clear", p))
-			}
+	for field, p := range t.limitKeyProperties() {
+		if top[p] {
+			c.add(label, field, fmt.Sprintf("names %q, a secret property; its value would be stored in clear", p))
 		}
 	}
-}
-
-func limitKeyOf(l *ConcurrencyLimit) string {
-	if l == nil {
-		return ""
-	}
-	return l.Key
-}
-
-func rateKeyOf(l *RateLimit) string {
-	if l == nil {
-		return ""
-	}
-	return l.Key
 }
 
 // SetSecrets gives the registry the key its process seals and opens secret inputs with (GEM_SECRET_KEY).
 // Set it once, before the registry is shared.
 func (r *Registry) SetSecrets(s *Secrets) { r.secrets = s }
-
-// Secrets is the registry's key (nil: none is configured).
-func (r *Registry) Secrets() *Secrets { return r.secrets }
 
 // SealInput seals the secret properties of a call's input to the named tool, as it must be stored. An
 // unknown tool, or one without secrets, gets its input back as it is.
