@@ -33,7 +33,7 @@ run: build ## start PostgreSQL if needed, migrate, and run the executor and the 
 # packages rather than beside their timing-sensitive tests.
 test: lint mcp-peers ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
 	@$(db) \
-	$(GO) test -count=1 -timeout 15m $$($(GO) list work | grep -v '/proof$$') && \
+	GEM_STUDIO_SCREENSHOTS=$(CURDIR)/.gem/studio-screenshots $(GO) test -count=1 -timeout 15m $$($(GO) list work | grep -v '/proof$$') && \
 	$(GO) test -count=1 -timeout 10m ./proof/ && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=150000x BRAIN_FUZZTIME=
 

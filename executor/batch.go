@@ -30,6 +30,8 @@ type pending struct {
 	handOff *handOff
 	// phase is how far the call's next transaction takes it (phaseRun unless it has two transactions).
 	phase phase
+	// since is when River handed the job over, the start of its first span (tracing on only).
+	since time.Time
 }
 
 // committer commits batches of calls: it takes every call waiting (up to BatchMax), runs each in a
@@ -98,8 +100,11 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 	var results []error
 	var prepared []bool
 	var snoozes []time.Duration
+	var tx *batchTx
+	var retried []*attempt
 	err := e.withConn(func(ctx context.Context, conn *pgxpool.Conn) error {
 		t := &batchTx{e: e, pipe: newPipe(conn.Conn())}
+		tx = t
 		defer func() { snoozes = t.snoozes }()
 		attempts, dups, err := t.begin(ctx, items)
 		rest = dups
@@ -126,6 +131,9 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 				rest, ran = append(rest, ran[i+1:]...), ran[:i+1]
 				return out.err
 			}
+			if out.kind == outcomeRetry {
+				retried = append(retried, a)
+			}
 			if out.kind == outcomeMissing {
 				a.log.Error().Msg("job names a call that does not exist; cancelling it")
 				out.err = river.JobCancel(out.err)
@@ -134,6 +142,9 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 		}
 		return t.commit(ctx)
 	})
+	if e.metrics != nil || e.tracer != nil {
+		e.observeBatch(batchEnd{tx: tx, ran: ran, retried: retried, err: err})
+	}
 	if err != nil {
 		// Nothing in the transaction was kept: every call it reached is retried.
 		e.log.Warn().Err(err).Int("batch_size", len(ran)).Msg("batch did not commit; its calls will be retried")
@@ -231,6 +242,8 @@ type batchTx struct {
 	handedOff bool
 	// snoozes are when the new jobs of calls that wait for their limits are due, from the commit.
 	snoozes []time.Duration
+	// attempts are the calls the transaction loaded (metrics and spans end with it).
+	attempts []*attempt
 }
 
 type receiptRow struct {
@@ -255,6 +268,7 @@ func (t *batchTx) begin(ctx context.Context, items []*pending) (attempts []*atte
 		ids = append(ids, p.args.CallID)
 		attempts = append(attempts, a)
 	}
+	t.attempts = attempts
 	t.pipe.hold("BEGIN")
 	rows, err := t.pipe.Query(ctx, loadSQL, ids, t.e.inputCutoff)
 	if err != nil {
@@ -282,13 +296,16 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 	if a.missing {
 		return outcome{kind: outcomeMissing, err: fmt.Errorf("call %s does not exist", a.args.CallID)}
 	}
+	a.startSpan(ph)
 	if a.hasReceipt {
 		// An earlier attempt committed the receipt; only the job is left to complete.
 		a.log.Info().Msg("call already has a receipt; completing its job")
 		t.completed = append(t.completed, a.job.ID)
 		return outcome{kind: outcomeDone}
 	}
+	_, validate := a.child(SpanValidate)
 	d := a.precheck()
+	validate.End()
 	if a.stored != nil {
 		t.pipe.hold(`UPDATE core_tool_calls SET input = $2 WHERE id = $1`, [16]byte(a.args.CallID), string(a.stored))
 	}
@@ -414,6 +431,7 @@ func (t *batchTx) keyHolder(callID uuid.UUID) *receiptDraft { return t.keyed[cal
 // commits.
 func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	d.durationMS = msSince(a.started)
+	a.startReceiptSpan(d)
 	if h := a.p.handOff; h != nil && h.answer != nil {
 		d.device, d.devicesTried = h.answer.ranOn, h.answer.tried
 	}

@@ -13,11 +13,13 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // attempt is one attempt at one call.
@@ -46,6 +48,13 @@ type attempt struct {
 	// stored replaces the call's stored input: it held a secret in clear (an SQL insert), now sealed (or
 	// removed, without a key).
 	stored []byte
+
+	// span is the attempt's gem.call span and traceCtx its context (tracing on only); receiptSpan lasts
+	// from its receipt's draft, draft, to the commit.
+	span        trace.Span
+	traceCtx    context.Context
+	receiptSpan trace.Span
+	draft       *receiptDraft
 }
 
 // receiptDraft is a receipt before it is written.
@@ -102,7 +111,7 @@ const loadSQL = `SELECT c.id, c.tool_name, CASE WHEN i.bytes <= $2 THEN i.input 
 		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
 		CASE WHEN c.agent IS NOT NULL THEN gem_agent_call_timeout(c.agent, coalesce(c.user_id, ''), c.tool_name) END,
 		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents,
-		c.limited_since, c.rate_reserved_at
+		c.limited_since, c.rate_reserved_at, c.created_at
 	FROM core_tool_calls c
 	CROSS JOIN LATERAL (SELECT t.input, octet_length(t.input) AS bytes FROM (SELECT c.input::text AS input OFFSET 0) t) i
 	LEFT JOIN core_callers g ON g.name = c.requested_by
@@ -136,6 +145,8 @@ type callRow struct {
 	limitedSince *time.Time
 	// rateReservedAt is the start the call's rate limit reserved for it (nil: none).
 	rateReservedAt *time.Time
+	// createdAt is when the call was inserted (the database's clock).
+	createdAt time.Time
 }
 
 // scanCall reads one row of loadSQL.
@@ -146,7 +157,7 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 		input *string
 	)
 	err := rows.Scan(&id, &c.toolName, &input, &c.inputBytes, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
-		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents, &c.limitedSince, &c.rateReservedAt)
+		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents, &c.limitedSince, &c.rateReservedAt, &c.createdAt)
 	if err != nil {
 		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
@@ -407,8 +418,14 @@ func (a *attempt) timeout() time.Duration {
 
 // callHandler runs the handler under the call's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
-func (a *attempt) callHandler(conn dbConn) (json.RawMessage, *Call, error) {
-	hctx, cancel := context.WithTimeout(a.log.WithContext(a.ctx), a.timeout())
+func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err error) {
+	ctx, span := a.child(SpanHandler)
+	start := time.Now()
+	defer func() {
+		a.e.metrics.observeHandler(a.tool.Name, time.Since(start))
+		telemetry.End(span, err)
+	}()
+	hctx, cancel := context.WithTimeout(a.log.WithContext(ctx), a.timeout())
 	defer cancel()
 	g := newGuardedDB(conn)
 	c := &Call{

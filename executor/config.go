@@ -11,6 +11,9 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Config. River's own defaults suit background jobs; these suit calls that a person or an LLM
@@ -134,6 +137,24 @@ type Config struct {
 	// each isolated call while its handler runs. River's own pool is separate (10 connections). Defaults to
 	// Committers + 16 (GEM_EXECUTOR_MAX_CONNS).
 	MaxConns int32
+
+	// MetricsAddr is where Main serves /metrics in Prometheus's text format (docs/observability.md): a
+	// host:port, or "off" to count and serve nothing. Defaults to 127.0.0.1:9464; when that default is
+	// taken (another executor on the machine) the executor logs it and serves none, while an address that
+	// is set must be free or the executor does not start (GEM_EXECUTOR_METRICS_ADDR).
+	MetricsAddr string
+
+	// Telemetry configures traces (OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables) and the
+	// bearer token /metrics requires (GEM_METRICS_TOKEN). Defaults to no traces and no token.
+	Telemetry telemetry.Config
+
+	// Metrics is the registry the executor counts its calls, batches and rescues in; Main gives it the
+	// process's. Defaults to nil: nothing is counted.
+	Metrics prometheus.Registerer
+
+	// TracerProvider makes the spans of calls, continuing the trace each call's job carries; Main gives it
+	// the process's when traces are exported. Defaults to nil: calls have no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns a copy of the config with zero fields set to their defaults.
@@ -163,6 +184,9 @@ func (c Config) WithDefaults() Config {
 	c.MaxResultBytes = orDefault(c.MaxResultBytes, SizeLimitDefault)
 	if c.MaxConns == 0 {
 		c.MaxConns = int32(c.Committers) + 16
+	}
+	if c.MetricsAddr == "" {
+		c.MetricsAddr = MetricsAddrDefault
 	}
 	return c
 }
@@ -261,6 +285,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	intVar("GEM_MAX_RESULT_BYTES", &maxResult)
 	c.MaxInputBytes, c.MaxResultBytes = int64(maxInput), int64(maxResult)
 	c.MaxConns = int32(maxConns)
+	c.MetricsAddr = strings.TrimSpace(getenv("GEM_EXECUTOR_METRICS_ADDR"))
+	if strings.EqualFold(c.MetricsAddr, MetricsOff) {
+		c.MetricsAddr = MetricsOff
+	}
+	tel, err := telemetry.ConfigFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Telemetry = tel
 	c.SecretKey = getenv("GEM_SECRET_KEY")
 	if prev := getenv("GEM_SECRET_KEY_PREVIOUS"); prev != "" {
 		c.SecretKeysPrevious = strings.Split(prev, ",")

@@ -20,13 +20,16 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // jobTimeoutMargin is added to a tool's timeout to get River's timeout for its job: the handler has its
@@ -54,6 +57,10 @@ type Executor struct {
 	waker *waker
 	// secrets seals and opens secret inputs (nil: no GEM_SECRET_KEY).
 	secrets *registry.Secrets
+	// metrics counts calls, batches and rescues (nil: no Config.Metrics); tracer makes calls' spans (nil: no
+	// Config.TracerProvider).
+	metrics *metrics
+	tracer  trace.Tracer
 
 	queue          chan *pending
 	runners        *runners
@@ -113,6 +120,10 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 			Msg("RescueAfter is shorter than the longest job timeout: slow calls may be taken up again while they run (they still get one receipt)")
 	}
 
+	metrics, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	e := &Executor{
 		cfg:            cfg,
 		reg:            reg,
@@ -126,6 +137,10 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		stopLiveness:   make(chan struct{}),
 		rescueDone:     make(chan struct{}),
 		approvalsDone:  make(chan struct{}),
+		metrics:        metrics,
+	}
+	if cfg.TracerProvider != nil {
+		e.tracer = cfg.TracerProvider.Tracer(telemetry.Scope)
 	}
 	e.inputCutoff = cfg.MaxInputBytes
 	for _, t := range reg.Tools() {
@@ -172,6 +187,10 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 	if riverLog.GetLevel() < zerolog.WarnLevel {
 		riverLog = riverLog.Level(zerolog.WarnLevel)
 	}
+	var middleware []rivertype.Middleware
+	if e.tracer != nil {
+		middleware = riverMiddleware()
+	}
 	client, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{
 		ID:                   cfg.ID,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
@@ -181,6 +200,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		JobTimeout:           -1, // every job gets its tool's timeout from callWorker.Timeout
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		Logger:               slog.New(zerolog.NewSlogHandler(riverLog)),
+		Middleware:           middleware,
 	})
 	if err != nil {
 		e.closePools()
@@ -366,6 +386,9 @@ func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
 func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
 	e := w.e
 	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
+	if e.tracer != nil {
+		p.since = time.Now()
+	}
 	awaitRateStart(ctx, job.JobRow)
 	tool, known := e.reg.Tool(job.Args.ToolName)
 	switch {

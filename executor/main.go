@@ -6,6 +6,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 )
@@ -36,8 +37,19 @@ type Main struct {
 	Pool *pgxpool.Pool
 	// Executor is the running executor (set by Open).
 	Executor *Executor
+	// Telemetry is the process's metrics registry and tracer provider (set by Open).
+	Telemetry *telemetry.Telemetry
 
 	closeExtension func()
+	metrics        *metricsServer
+}
+
+// MetricsURL is the URL of the executor's /metrics ("" when it serves none).
+func (m *Main) MetricsURL() string {
+	if m.metrics == nil {
+		return ""
+	}
+	return m.metrics.url()
 }
 
 // Open loads, connects and starts. Errors come back at once.
@@ -47,8 +59,15 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			m.closeExtension()
 			m.closeExtension = nil
 		}
+		if err != nil {
+			m.closeTelemetry(context.Background())
+		}
 	}()
+	explicitMetrics := m.Config.MetricsAddr != ""
 	cfg := m.Config.WithDefaults()
+	if err := m.openTelemetry(&cfg, explicitMetrics); err != nil {
+		return err
+	}
 	path, err := registry.Find(cfg.RegistryPath)
 	if err != nil {
 		return err
@@ -71,6 +90,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}); err != nil {
 		return err
 	}
+	if err := m.Telemetry.Register(telemetry.NewQueueCollector(m.Pool)); err != nil {
+		m.Pool.Close()
+		return err
+	}
 	if m.Migrate {
 		res, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log.With().Str("component", "migrate").Logger()))
 		if err != nil {
@@ -89,6 +112,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 		err = m.Executor.Start(ctx)
 		if err == nil {
+			if m.metrics != nil {
+				m.metrics.serve(m.Telemetry.RequireToken(m.Telemetry.Handler()))
+				m.Log.Info().Str("url", m.metrics.url()).Msg("serving metrics (GEM_EXECUTOR_METRICS_ADDR)")
+			}
 			return nil
 		}
 		m.Executor.closePools()
@@ -113,7 +140,8 @@ func connectRetryLogger(log zerolog.Logger) func(error, time.Duration) {
 	}
 }
 
-// Close drains running calls until ctx ends (give it the drain deadline), then cancels what is left.
+// Close drains running calls until ctx ends (give it the drain deadline), then cancels what is left, and
+// exports the spans still buffered.
 func (m *Main) Close(ctx context.Context) error {
 	var err error
 	if m.Executor != nil {
@@ -125,5 +153,49 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.closeExtension != nil {
 		m.closeExtension()
 	}
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	m.closeTelemetry(flushCtx)
 	return err
+}
+
+// openTelemetry builds the process's telemetry into cfg and binds the metrics listener. The default address
+// may be taken (several executors on one machine): that costs this executor its listener, not its start.
+func (m *Main) openTelemetry(cfg *Config, explicitAddr bool) error {
+	tcfg := cfg.Telemetry
+	tcfg.MetricsOff = cfg.MetricsAddr == MetricsOff
+	tel, err := telemetry.New(tcfg, "gem-executor")
+	if err != nil {
+		return err
+	}
+	m.Telemetry = tel
+	if cfg.Metrics == nil {
+		cfg.Metrics = tel.Registerer()
+	}
+	if cfg.TracerProvider == nil && tel.Tracing() {
+		cfg.TracerProvider = tel.TracerProvider
+	}
+	if tcfg.MetricsOff {
+		return nil
+	}
+	if m.metrics, err = listenMetrics(cfg.MetricsAddr); err != nil {
+		if explicitAddr {
+			return err
+		}
+		m.Log.Warn().Err(err).Msg("not serving metrics: the default address is taken (set GEM_EXECUTOR_METRICS_ADDR to another, or off)")
+	}
+	return nil
+}
+
+// closeTelemetry stops serving metrics and exports the spans still buffered, within ctx.
+func (m *Main) closeTelemetry(ctx context.Context) {
+	if m.metrics != nil {
+		m.metrics.close(ctx)
+		m.metrics = nil
+	}
+	if m.Telemetry != nil {
+		if err := m.Telemetry.Shutdown(ctx); err != nil {
+			m.Log.Warn().Err(err).Msg("spans were not all exported")
+		}
+	}
 }

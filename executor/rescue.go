@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -73,9 +74,9 @@ func (e *Executor) startLiveness(ctx context.Context) error {
 		return err
 	}
 	host, _ := os.Hostname()
-	_, err = e.pool.Exec(ctx, `INSERT INTO core_executors (id, hostname, pid, version) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, version = $4, started_at = now(), stopped_at = NULL, dead_at = NULL`,
-		e.cfg.ID, host, os.Getpid(), Version)
+	_, err = e.pool.Exec(ctx, `INSERT INTO core_executors (id, hostname, pid, version, tools) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, version = $4, tools = $5, started_at = now(), stopped_at = NULL, dead_at = NULL`,
+		e.cfg.ID, host, os.Getpid(), Version, e.toolReadiness())
 	if err != nil {
 		_ = conn.Close(ctx)
 		return fmt.Errorf("error registering executor: %w", err)
@@ -83,6 +84,22 @@ func (e *Executor) startLiveness(ctx context.Context) error {
 	e.livenessDone = make(chan struct{})
 	go e.keepLiveness(conn)
 	return nil
+}
+
+// toolReadiness says, for each tool the executor has a handler for, which of the environment variables
+// the handler needs are missing here (the studio shows which tools run for real).
+func (e *Executor) toolReadiness() map[string]gemsql.ToolReadiness {
+	out := make(map[string]gemsql.ToolReadiness, len(e.handlers))
+	for name, h := range e.handlers {
+		r := gemsql.ToolReadiness{RequiredEnv: h.RequiredEnv}
+		for _, env := range h.RequiredEnv {
+			if os.Getenv(env) == "" {
+				r.MissingEnv = append(r.MissingEnv, env)
+			}
+		}
+		out[name] = r
+	}
+	return out
 }
 
 func (e *Executor) lockLiveness(ctx context.Context) (*pgx.Conn, error) {
@@ -186,6 +203,7 @@ func (e *Executor) rescueDead(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
+	e.metrics.observeRescue(retried, discarded)
 	if retried > 0 {
 		e.wakeRiver() // now rather than at the executors' next poll
 	}

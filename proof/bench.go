@@ -29,7 +29,7 @@ type benchConfig struct {
 	Warmup    int             // unmeasured calls before each latency scenario
 	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
 	Timeout   time.Duration   // the whole run
-	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, drain); empty: all
+	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, drain); empty: all
 	dbPrefix  string          // names of the databases made for the run (default gem_bench)
 }
 
@@ -210,7 +210,14 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 		}
 	}
 
-	// 5. Throughput: queue Drain calls with no worker running, start one, time the drain.
+	// 5. What metrics and traces cost a run, against the same run with both off.
+	if cfg.runs("telemetry") {
+		if err := benchTelemetry(ctx, cfg, res, c, bins, prefix, progress); err != nil {
+			return nil, err
+		}
+	}
+
+	// 6. Throughput: queue Drain calls with no worker running, start one, time the drain.
 	for _, sc := range []string{drNoop, drReceipt, drGEM, drGEMNote} {
 		if !cfg.runs("drain") {
 			break
@@ -636,6 +643,8 @@ func targets(r *benchResult) []targetResult {
 	if lim == nil {
 		lim = &limitsResult{}
 	}
+	metricsRatio, metricsOn, telemetryOff, haveMetrics := telemetryOverhead(r, scTelemetryMetrics)
+	tracesRatio, tracesOn, _, haveTraces := telemetryOverhead(r, scTelemetryTraces)
 	return []targetResult{
 		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
 		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
@@ -654,6 +663,10 @@ func targets(r *benchResult) []targetResult {
 			lim.MaxInWindow <= limitRate, r.Limits != nil},
 		{"limits: os.health_check p50 beside 250 waiting limited calls / alone", fmt.Sprintf("%.2f× (%.2f vs %.2f ms)", float64(busy.P50)/float64(alone.P50), ms(busy.P50), ms(alone.P50)),
 			"≤ 1.5×", float64(busy.P50) <= 1.5*float64(alone.P50), alone.N > 0 && busy.N > 0},
+		{"telemetry overhead, brain run p50: Prometheus on / all off", fmt.Sprintf("%.3f× (%.2f vs %.2f ms)", metricsRatio, ms(metricsOn.P50), ms(telemetryOff.P50)),
+			fmt.Sprintf("≤ %.2f×", telemetryOverheadMax), metricsRatio <= telemetryOverheadMax, haveMetrics},
+		{"telemetry overhead, brain run p50: Prometheus and OTLP traces on / all off", fmt.Sprintf("%.3f× (%.2f vs %.2f ms)", tracesRatio, ms(tracesOn.P50), ms(telemetryOff.P50)),
+			fmt.Sprintf("≤ %.2f×", telemetryOverheadMax), tracesRatio <= telemetryOverheadMax, haveTraces},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
 	}

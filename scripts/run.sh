@@ -68,6 +68,7 @@ export GEM_LOG_FORMAT=${GEM_LOG_FORMAT:-console}
 "$bin/executor" migrate
 
 say "database $DATABASE_URL"
+say "studio on http://$addr/studio — log in with the token after the colon in $GEM_BRAIN_TOKEN_FILE"
 say "brain on http://$addr — try, from another terminal:"
 cat >&2 <<EOF
   curl -s -H 'Authorization: Bearer $token' -d '{"message": "create a task to call John tomorrow, urgent", "mode": "enqueue_and_wait"}' http://$addr/brain/run

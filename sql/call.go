@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -71,6 +72,10 @@ type CallInsertParams struct {
 	Device string
 	// DeviceWaitMS bounds how long the call waits for its device; 0 means the executor's GEM_DEVICE_WAIT.
 	DeviceWaitMS int
+	// TraceParent and TraceState are the W3C trace context the executor continues the call's trace from
+	// (docs/observability.md#traces). Defaults to that of the insert's span (ctx's): none when tracing is off.
+	TraceParent string
+	TraceState  string
 }
 
 // CallInsert makes one call: it inserts the core_tool_calls row, whose trigger creates the River job in the
@@ -84,11 +89,13 @@ func CallInsert(ctx context.Context, db DBTX, p CallInsertParams) (uuid.UUID, er
 }
 
 // CallInsertMany makes several calls with one statement and returns their ids in order.
-func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) ([]uuid.UUID, error) {
+func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) (_ []uuid.UUID, err error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
-	ids, args, err := callInsertArgs(params)
+	ctx, end := StartEnqueue(ctx, params)
+	defer func() { end(err) }()
+	ids, args, err := callInsertArgs(ctx, params)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +117,10 @@ func CallInsertAwaiting(ctx context.Context, db DBTX, p CallInsertParams) (uuid.
 
 // CallInsertManyAwaiting makes several calls with one statement and returns their ids in order, and those
 // that await approval.
-func CallInsertManyAwaiting(ctx context.Context, db DBTX, params []CallInsertParams) ([]uuid.UUID, map[uuid.UUID]bool, error) {
-	ids, args, err := callInsertArgs(params)
+func CallInsertManyAwaiting(ctx context.Context, db DBTX, params []CallInsertParams) (_ []uuid.UUID, _ map[uuid.UUID]bool, err error) {
+	ctx, end := StartEnqueue(ctx, params)
+	defer func() { end(err) }()
+	ids, args, err := callInsertArgs(ctx, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,8 +145,9 @@ func CallInsertManyAwaiting(ctx context.Context, db DBTX, params []CallInsertPar
 
 // QueueCallInsertMany queues the insert of several calls on a batch and returns their ids, so they can
 // travel in one round trip with other statements. A batch without BEGIN runs as one implicit transaction.
-func QueueCallInsertMany(b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, error) {
-	ids, args, err := callInsertArgs(params)
+// The calls carry ctx's trace context: start the span that sends the batch first.
+func QueueCallInsertMany(ctx context.Context, b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, error) {
+	ids, args, err := callInsertArgs(ctx, params)
 	if err != nil {
 		return nil, err
 	}
@@ -149,11 +159,12 @@ func QueueCallInsertMany(b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, 
 // the statement is planned once per connection rather than for each number of calls).
 const callInsertSQL = `
 	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by,
-		device, device_wait_ms, parent_id)
+		device, device_wait_ms, parent_id, traceparent, tracestate)
 	SELECT id, tool_name, input, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by,
-		device, device_wait_ms, parent_id
+		device, device_wait_ms, parent_id, traceparent, tracestate
 	FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, tool_name text, input jsonb, idempotency_key text, max_attempts integer,
-		run_id uuid, agent text, user_id text, requested_by text, device text, device_wait_ms integer, parent_id uuid)`
+		run_id uuid, agent text, user_id text, requested_by text, device text, device_wait_ms integer, parent_id uuid,
+		traceparent text, tracestate text)`
 
 // callInsertRow is one element of callInsertSQL's array.
 type callInsertRow struct {
@@ -169,11 +180,14 @@ type callInsertRow struct {
 	Device         string          `json:"device,omitempty"`
 	DeviceWaitMS   int             `json:"device_wait_ms,omitempty"`
 	ParentID       *uuid.UUID      `json:"parent_id,omitempty"`
+	TraceParent    string          `json:"traceparent,omitempty"`
+	TraceState     string          `json:"tracestate,omitempty"`
 }
 
 var emptyInput = json.RawMessage(`{}`)
 
-func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
+func callInsertArgs(ctx context.Context, params []CallInsertParams) ([]uuid.UUID, []any, error) {
+	traceparent, tracestate := telemetry.TraceContext(ctx)
 	ids := make([]uuid.UUID, len(params))
 	rows := make([]callInsertRow, len(params))
 	for i, p := range params {
@@ -193,7 +207,10 @@ func callInsertArgs(params []CallInsertParams) ([]uuid.UUID, []any, error) {
 		}
 		rows[i] = callInsertRow{ID: ids[i], ToolName: p.ToolName, Input: input, IdempotencyKey: p.IdempotencyKey,
 			MaxAttempts: max(p.MaxAttempts, 0), RunID: p.RunID, Agent: p.Agent, UserID: p.UserID, RequestedBy: p.RequestedBy,
-			Device: p.Device, DeviceWaitMS: p.DeviceWaitMS, ParentID: p.ParentID}
+			Device: p.Device, DeviceWaitMS: p.DeviceWaitMS, ParentID: p.ParentID, TraceParent: p.TraceParent, TraceState: p.TraceState}
+		if rows[i].TraceParent == "" {
+			rows[i].TraceParent, rows[i].TraceState = traceparent, tracestate
+		}
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {
@@ -235,6 +252,10 @@ type CallListParams struct {
 	ToolName string
 	Status   registry.CallStatus
 	RunID    *uuid.UUID
+	// RequestedBy, Agent and Device keep the calls of one caller, one agent, or named or run on one device.
+	RequestedBy string
+	Agent       string
+	Device      string
 	// Since keeps calls created at or after it.
 	Since time.Time
 	// After continues a listing after the last row of the previous page.
@@ -263,8 +284,9 @@ func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
 		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3::uuid IS NULL OR run_id = $3)
 		  AND ($4::timestamptz IS NULL OR created_at >= $4)
 		  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
+		  AND ($8 = '' OR requested_by = $8) AND ($9 = '' OR agent = $9) AND ($10 = '' OR device = $10 OR ran_on_device = $10)
 		ORDER BY created_at DESC, id DESC LIMIT $7`,
-		p.ToolName, string(p.Status), p.RunID, nullTime(p.Since), p.After.time(), p.After.id(), limit)
+		p.ToolName, string(p.Status), p.RunID, nullTime(p.Since), p.After.time(), p.After.id(), limit, p.RequestedBy, p.Agent, p.Device)
 	if err != nil {
 		return nil, fmt.Errorf("error listing calls: %w", err)
 	}
@@ -322,4 +344,44 @@ func (c *Cursor) id() uuid.UUID {
 		return uuid.Nil
 	}
 	return c.ID
+}
+
+// CallAttempt is one failed attempt of a call's River job, as River recorded it.
+type CallAttempt struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+}
+
+// CallAttempts returns the errors of a job's failed attempts, oldest first (none while its job is gone or
+// never failed).
+func CallAttempts(ctx context.Context, db DBTX, jobID int64) ([]CallAttempt, error) {
+	var attempts []CallAttempt
+	var raw []byte
+	err := db.QueryRow(ctx, `SELECT coalesce(to_jsonb(errors), '[]') FROM river_job WHERE id = $1`, jobID).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error reading attempts: %w", err)
+	}
+	if err := json.Unmarshal(raw, &attempts); err != nil {
+		return nil, fmt.Errorf("error decoding attempts: %w", err)
+	}
+	return attempts, nil
+}
+
+// CallIdempotencyHits returns the ids of calls answered from this call's receipt (at most limit), newest
+// first.
+func CallIdempotencyHits(ctx context.Context, db DBTX, original uuid.UUID, limit int) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `SELECT call_id FROM core_tool_receipts WHERE idempotency_of = $1
+		ORDER BY finished_at DESC LIMIT $2`, original, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing idempotency hits: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("error listing idempotency hits: %w", err)
+	}
+	return ids, nil
 }

@@ -60,3 +60,33 @@ func ExecutorList(ctx context.Context, db DBTX) ([]*Executor, error) {
 	}
 	return list, nil
 }
+
+// ToolReadiness is what an executor that has a handler for a tool needs to run it for real: the
+// environment variables the handler reads, and those not set where it runs (then it answers
+// not_configured).
+type ToolReadiness struct {
+	RequiredEnv []string `json:"required_env,omitempty"`
+	MissingEnv  []string `json:"missing_env,omitempty"`
+}
+
+// ExecutorTools returns, for every tool some live executor has a handler for, the best readiness among
+// them (one with nothing missing, if any). A tool absent from the map has no handler on a live executor.
+func ExecutorTools(ctx context.Context, db DBTX) (map[string]ToolReadiness, error) {
+	rows, err := db.Query(ctx, `SELECT l.tools FROM (`+executorListSQL+`) l0 JOIN core_executors l ON l.id = l0.id WHERE l0.alive`)
+	if err != nil {
+		return nil, fmt.Errorf("error reading executors' tools: %w", err)
+	}
+	each, err := pgx.CollectRows(rows, pgx.RowTo[map[string]ToolReadiness])
+	if err != nil {
+		return nil, fmt.Errorf("error reading executors' tools: %w", err)
+	}
+	out := map[string]ToolReadiness{}
+	for _, tools := range each {
+		for name, r := range tools {
+			if prev, seen := out[name]; !seen || len(r.MissingEnv) < len(prev.MissingEnv) {
+				out[name] = r
+			}
+		}
+	}
+	return out, nil
+}

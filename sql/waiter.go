@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -24,6 +25,8 @@ type ReceiptWaiter struct {
 
 	mu      sync.Mutex
 	waiters map[uuid.UUID]map[*waiter]struct{}
+	// watchers hear of every receipt (Watch).
+	watchers map[*Watch]struct{}
 	// resync is closed (and replaced) each time the listener reconnects, telling waiters to re-read.
 	resync chan struct{}
 }
@@ -83,6 +86,13 @@ func parseNotice(payload string) (notice, bool) {
 func (w *ReceiptWaiter) dispatch(nt notice) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for wa := range w.watchers {
+		select {
+		case wa.ch <- nt.id:
+		default:
+			wa.lagged.Store(true)
+		}
+	}
 	for wt := range w.waiters[nt.id] {
 		// Each waiter hears of each id once (it is removed here), and its buffer holds all its ids, so the
 		// send never blocks.
@@ -96,6 +106,42 @@ func (w *ReceiptWaiter) broadcastResync() {
 	defer w.mu.Unlock()
 	close(w.resync)
 	w.resync = make(chan struct{})
+	for wa := range w.watchers {
+		wa.lagged.Store(true) // receipts may have come while the listener was away
+	}
+}
+
+// Watch hears of every receipt's call id, for live views. A watcher that falls behind (more than its
+// buffer) loses ids and is told so by Lagged, as it is after the listener reconnects: it should reload.
+type Watch struct {
+	w      *ReceiptWaiter
+	ch     chan uuid.UUID
+	lagged atomic.Bool
+}
+
+// Watch starts a watch whose channel holds up to buffer ids. Close it when done.
+func (w *ReceiptWaiter) Watch(buffer int) *Watch {
+	wa := &Watch{w: w, ch: make(chan uuid.UUID, max(buffer, 1))}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watchers == nil {
+		w.watchers = make(map[*Watch]struct{})
+	}
+	w.watchers[wa] = struct{}{}
+	return wa
+}
+
+// C delivers the call ids of receipts as they are written.
+func (wa *Watch) C() <-chan uuid.UUID { return wa.ch }
+
+// Lagged reports (once) that ids were lost since the last time it said so.
+func (wa *Watch) Lagged() bool { return wa.lagged.Swap(false) }
+
+// Close stops the watch.
+func (wa *Watch) Close() {
+	wa.w.mu.Lock()
+	defer wa.w.mu.Unlock()
+	delete(wa.w.watchers, wa)
 }
 
 func (w *ReceiptWaiter) register(wt *waiter, ids []uuid.UUID) <-chan struct{} {

@@ -123,7 +123,18 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Set("principal", p)
 			return next(c)
 		}
-		scheme, token, _ := strings.Cut(strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization)), " ")
+		authorization := strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization))
+		if authorization == "" {
+			// The studio's pages call the API with their login's cookie (and CSRF token) instead.
+			if p, found, err := s.cookiePrincipal(c, c.Request().Header.Get(csrfHeader)); found {
+				if err != nil {
+					return err
+				}
+				c.Set("principal", p)
+				return next(c)
+			}
+		}
+		scheme, token, _ := strings.Cut(authorization, " ")
 		token = strings.TrimSpace(token)
 		if !strings.EqualFold(scheme, "Bearer") || token == "" {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem"`)

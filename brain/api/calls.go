@@ -165,12 +165,17 @@ func page[T any](rows []T, limit int, position func(T) (time.Time, uuid.UUID)) (
 }
 
 func (s *Server) listCalls(c echo.Context) error {
-	p, err := parseListParams(c, []string{"queued", "running", "succeeded", "failed", "not_configured"})
+	p, err := parseListParams(c, callStatuses)
+	if err != nil {
+		return err
+	}
+	f, err := parseCallFilter(c)
 	if err != nil {
 		return err
 	}
 	calls, err := gemsql.CallList(c.Request().Context(), s.pool, gemsql.CallListParams{ToolName: p.tool,
-		Status: registry.CallStatus(p.status), Since: p.since, After: p.after, Limit: p.limit, MaxInputBytes: listValueMaxBytes})
+		Status: registry.CallStatus(p.status), RequestedBy: f.Caller, Agent: f.Agent, Device: f.Device,
+		Since: p.since, After: p.after, Limit: p.limit, MaxInputBytes: listValueMaxBytes})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -81,6 +82,8 @@ type Config struct {
 	// GEM_HIGHLEVEL_PIPELINE_ID, GEM_HIGHLEVEL_STAGE_IDS). The zero value checks signatures with
 	// HighLevel's published key.
 	HighLevel HighLevelWebhookConfig
+	// Studio configures the web console at /studio (docs/studio.md).
+	Studio StudioConfig
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -93,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.DefaultAgent == "" {
 		c.DefaultAgent = DefaultAgentDefault
+	}
+	if c.Studio.SessionTTL == 0 {
+		c.Studio.SessionTTL = StudioSessionTTLDefault
 	}
 	return c
 }
@@ -117,6 +123,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("token name %q is given twice", t.Name))
 		}
 		names[t.Name] = true
+	}
+	if c.Studio.SessionTTL < time.Minute {
+		errs = append(errs, fmt.Errorf("the studio's session TTL must be at least 1m, not %s (GEM_STUDIO_SESSION_TTL)", c.Studio.SessionTTL))
 	}
 	if c.MaxBody < 1024 {
 		errs = append(errs, fmt.Errorf("MaxBody must be at least 1024 bytes, not %d", c.MaxBody))
@@ -149,6 +158,9 @@ type Server struct {
 	llm    LLMInfo
 	// callers keeps what the brain read of callers for a moment (callerTTL).
 	callers callerCache
+	studio  StudioConfig
+	// closing is closed when the server starts shutting down, ending the studio's event streams.
+	closing chan struct{}
 
 	echo *echo.Echo
 	http *http.Server
@@ -173,6 +185,10 @@ type Params struct {
 	MCP MCPHandler
 	// Devices accepts devices' WebSockets at DeviceConnectPath (brain/devices); nil accepts none.
 	Devices http.Handler
+	// Telemetry counts requests and traces them, and serves /metrics (docs/observability.md); nil: none.
+	Telemetry *telemetry.Telemetry
+	// River is River UI, served to admins under /studio/river; nil serves none.
+	River http.Handler
 }
 
 // MCPHandler serves one request to /mcp for the caller its bearer token names, which may act only as
@@ -184,10 +200,12 @@ type MCPHandler interface {
 // New builds the HTTP service.
 func New(p *Params) *Server {
 	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, rules: p.Rules, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter,
-		llm: p.LLM, log: p.Log}
+		llm: p.LLM, log: p.Log, closing: make(chan struct{})}
+	s.studio = s.cfg.Studio
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	s.instrument(e, p.Telemetry) // first: it sees every request and its final status; serves /metrics
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
 	e.Use(middleware.Recover())
@@ -252,6 +270,7 @@ func New(p *Params) *Server {
 			return nil
 		}, auth)
 	}
+	s.mountStudio(e, p.River)
 	s.echo = e
 	return s
 }
@@ -289,6 +308,7 @@ func (s *Server) Close(ctx context.Context) error {
 	if s.ln == nil {
 		return nil
 	}
+	close(s.closing)
 	err := s.http.Shutdown(ctx)
 	if serveErr := <-s.done; err == nil {
 		err = serveErr
@@ -372,6 +392,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if e.Code == brain.EINTERNAL {
 		zerolog.Ctx(c.Request().Context()).Error().Err(err).Msg("internal error")
+	}
+	if isStudioPage(c) {
+		s.studioError(c, e)
+		return
 	}
 	_ = c.JSON(HTTPStatus(e.Code), errorBody{Errors: []*brain.Error{e}})
 }

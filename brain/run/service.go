@@ -16,9 +16,18 @@ import (
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// Span names of a run, under its HTTP request's span (the enqueue's is gemsql.SpanEnqueue; the wait for
+// receipts is the gap before the answer, where the executor's spans are).
+const (
+	SpanPlan   = "gem.plan"
+	SpanAnswer = "gem.answer"
 )
 
 // Service plans, records, enqueues and waits. It never runs a tool itself.
@@ -70,7 +79,12 @@ func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.Run
 	}
 	log := brain.LogRun(ctx, rec.ID)
 
-	plan, err := planner.Plan(ctx, brain.PlanRequest{Message: req.Message, Context: req.Context, Now: s.now()})
+	planCtx, span := telemetry.Start(ctx, SpanPlan, attribute.String("gem.planner", planner.Name()), attribute.String("gem.mode", string(req.Mode)))
+	plan, err := planner.Plan(planCtx, brain.PlanRequest{Message: req.Message, Context: req.Context, Now: s.now()})
+	if plan != nil {
+		span.SetAttributes(attribute.Int("gem.planned_calls", len(plan.Calls)))
+	}
+	telemetry.End(span, err)
 	if err != nil {
 		var e *brain.Error
 		if !errors.As(err, &e) {
@@ -160,11 +174,13 @@ func quoted(ss []string) []string {
 
 // enqueue records the run and makes its calls in one transaction, so a run never points at calls that do
 // not exist, nor a call at a run that does not. It returns the calls that await approval.
-func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.CallInsertParams) (map[uuid.UUID]bool, error) {
+func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.CallInsertParams) (_ map[uuid.UUID]bool, err error) {
+	ctx, end := gemsql.StartEnqueue(ctx, params)
+	defer func() { end(err) }()
 	// One round trip: a batch without BEGIN is one implicit transaction.
 	b := &pgx.Batch{}
 	postgres.RunInsertQueue(b, rec)
-	ids, err := gemsql.QueueCallInsertMany(b, params)
+	ids, err := gemsql.QueueCallInsertMany(ctx, b, params)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +230,8 @@ func (s *Service) waitAndAnswer(ctx context.Context, rec *brain.Run, sub *gemsql
 // answer records what the receipts say and returns the response.
 // Calls awaiting approval (awaiting) are pending too, with an error of their own.
 func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.UUID]*registry.Receipt, pending, awaiting []uuid.UUID) (*brain.RunResponse, error) {
+	_, span := telemetry.Start(ctx, SpanAnswer, attribute.Int("gem.receipts", len(receipts)), attribute.Int("gem.pending", len(pending)+len(awaiting)))
+	defer span.End()
 	ordered := make([]*registry.Receipt, 0, len(receipts))
 	for _, id := range rec.CallIDs {
 		if r, ok := receipts[id]; ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 )
 
 // Config configures the brain. Zero values mean the defaults.
@@ -73,6 +74,10 @@ type Config struct {
 	// that cannot be read makes the webhook answer 503, not the brain fail to start.
 	HighLevel api.HighLevelWebhookConfig
 
+	// Studio configures the web console at /studio (GEM_STUDIO_SESSION_TTL: how long a login lasts, defaults
+	// to 8h; GEM_STUDIO_INSECURE_COOKIE: leave Secure off the session cookie, defaults to false).
+	Studio api.StudioConfig
+
 	// MCP configures the MCP server at /mcp and `brain mcp` (GEM_MCP_CALL_WAIT: how long tools/call waits for
 	// a receipt before answering pending; defaults to 25s).
 	MCP mcpserver.Config
@@ -80,6 +85,12 @@ type Config struct {
 	// Devices configures the hub devices connect to at /devices/connect (GEM_DEVICE_HEARTBEAT: how often
 	// devices heartbeat, 5s; GEM_DEVICE_MISSED_HEARTBEATS: how many they may miss before they are dead, 3).
 	Devices devices.Config
+
+	// Telemetry configures /metrics and traces (docs/observability.md): GEM_BRAIN_METRICS=off counts and
+	// serves no metrics (defaults to on), GEM_METRICS_TOKEN is a bearer token that opens /metrics alone
+	// (defaults to none: a caller's token opens it), and the OTEL_* variables export traces by OTLP/HTTP
+	// (defaults to none).
+	Telemetry telemetry.Config
 }
 
 // BusinessTimezoneDefault is the executor's business time zone when GEM_BUSINESS_TIMEZONE is unset
@@ -134,7 +145,7 @@ func (c Config) validate() error {
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
 	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent,
-		HighLevel: c.HighLevel}.WithDefaults()
+		HighLevel: c.HighLevel, Studio: c.Studio}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -146,13 +157,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		DefaultAgent: getenv("GEM_BRAIN_DEFAULT_AGENT"),
 	}
 	var errs []error
-	switch strings.ToLower(getenv("GEM_BRAIN_AUTH")) {
-	case "", "on", "true", "1":
-	case "off", "false", "0":
-		c.AuthDisabled = true
-	default:
-		errs = append(errs, fmt.Errorf("GEM_BRAIN_AUTH: %q is not on or off", getenv("GEM_BRAIN_AUTH")))
-	}
+	auth, err := envSwitch(getenv, "GEM_BRAIN_AUTH", true)
+	errs = append(errs, err)
+	c.AuthDisabled = !auth
 	c.Tokens = api.ParseTokens(getenv("GEM_BRAIN_TOKENS"), ",")
 	if path := getenv("GEM_BRAIN_TOKEN_FILE"); path != "" {
 		data, err := os.ReadFile(path)
@@ -194,6 +201,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.Secrets = s
 	}
 	c.HighLevel = api.HighLevelWebhookConfigFromEnv(getenv)
+	if s := getenv("GEM_STUDIO_SESSION_TTL"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Minute {
+			errs = append(errs, fmt.Errorf("GEM_STUDIO_SESSION_TTL: %q is not a duration of at least 1m (like 8h)", s))
+		}
+		c.Studio.SessionTTL = d
+	}
+	c.Studio.InsecureCookie, err = envSwitch(getenv, "GEM_STUDIO_INSECURE_COOKIE", false)
+	errs = append(errs, err)
 	c.Planner = strings.ToLower(getenv("GEM_BRAIN_PLANNER"))
 	llmCfg, err := llmconfig.FromEnv(getenv)
 	if err != nil {
@@ -221,6 +237,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.MCP.CallWait = d
 	}
+	tel, err := telemetry.ConfigFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Telemetry = tel
+	metrics, err := envSwitch(getenv, "GEM_BRAIN_METRICS", true)
+	errs = append(errs, err)
+	c.Telemetry.MetricsOff = !metrics
 	if s := getenv("GEM_DEVICE_HEARTBEAT"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
@@ -236,4 +260,18 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.Devices.MissedHeartbeats = n
 	}
 	return c, errors.Join(errs...)
+}
+
+// envSwitch reads an on/off variable (on, true, 1 / off, false, 0, any case); unset is def.
+func envSwitch(getenv func(string) string, name string, def bool) (bool, error) {
+	switch v := strings.ToLower(strings.TrimSpace(getenv(name))); v {
+	case "":
+		return def, nil
+	case "on", "true", "1":
+		return true, nil
+	case "off", "false", "0":
+		return false, nil
+	default:
+		return def, fmt.Errorf("%s: %q is not on or off", name, getenv(name))
+	}
 }

@@ -89,6 +89,8 @@ brain serve reads (defaults in brackets):
   GEM_BUSINESS_TIMEZONE            the business's zone, which the executor's tools read dates in [Australia/Sydney]
   GEM_BRAIN_PLANNER                rules or llm [rules]
   GEM_BRAIN_DEFAULT_AGENT          the agent POST /operator/chat talks to [office-assistant]
+  GEM_STUDIO_SESSION_TTL           how long a login to the studio (/studio) lasts [8h]
+  GEM_STUDIO_INSECURE_COOKIE       leave Secure off the studio's cookie, for plain HTTP off localhost [false]
   GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS  keys HighLevel webhook signatures are checked with [HighLevel's Ed25519 key]
   GEM_HIGHLEVEL_PIPELINE_ID        pipeline whose stage moves become leads.update_stage [any]
   GEM_HIGHLEVEL_STAGE_IDS          stage=pipeline_stage_id pairs, comma-separated [none: stage moves ignored]
@@ -104,6 +106,14 @@ brain serve reads (defaults in brackets):
   GEM_LLM_MAX_TOKENS               bound on each answer [4096 for anthropic, the server's for openai]
   GEM_LLM_TIMEOUT                  bound on one LLM request [60s]
   GEM_DB_CONNECT_WAIT              how long start-up waits for the database [1m]
+  GEM_BRAIN_METRICS                on or off: count and serve /metrics (docs/observability.md) [on]
+  GEM_METRICS_TOKEN                a bearer token that opens /metrics and nothing else [none: a caller's token]
+  OTEL_EXPORTER_OTLP_ENDPOINT      OTLP/HTTP collector for traces, e.g. http://127.0.0.1:4318 [none: no traces]
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  full OTLP/HTTP traces URL (overrides the one above)
+  OTEL_TRACES_EXPORTER             otlp or none [otlp when an endpoint is set]
+  OTEL_EXPORTER_OTLP_PROTOCOL      http/protobuf or http/json [http/protobuf]
+  OTEL_SERVICE_NAME                service.name of the brain's spans [gem-brain]
+  OTEL_TRACES_SAMPLER              sampler, with OTEL_TRACES_SAMPLER_ARG [parentbased_always_on]
   GEM_LOG_LEVEL                    debug, info, warn or error [info]
   GEM_LOG_FORMAT                   json or console [json]
 `

@@ -16,8 +16,12 @@ import (
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/rs/zerolog"
+	"riverqueue.com/riverui"
 )
 
 // Main is the brain process: registry, database, receipt waiter, planner, service and HTTP server.
@@ -38,6 +42,11 @@ type Main struct {
 	MCP      *mcpserver.Server
 	Devices  *devices.Hub
 	Server   *api.Server
+	// Telemetry is the brain's metrics registry and tracer provider (docs/observability.md).
+	Telemetry *telemetry.Telemetry
+	// RiverUI is River UI, served to admins at /studio/river; stopRiverUI ends its background services.
+	RiverUI     *riverui.Handler
+	stopRiverUI context.CancelFunc
 }
 
 // Open loads, connects and starts serving; errors (a port in use, a broken registry) come back at once.
@@ -67,6 +76,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			m.closeAll()
 		}
 	}()
+	if err := m.openTelemetry(cfg); err != nil {
+		return err
+	}
 	if m.Migrate {
 		if _, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log)); err != nil {
 			return err
@@ -86,6 +98,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	info := api.LLMInfo{}
 	if cfg.LLM.Configured() {
 		if client, err = llm.New(cfg.LLM); err != nil {
+			return err
+		}
+		if client, err = llm.Observed(client, m.Telemetry.Registerer()); err != nil {
 			return err
 		}
 		info = api.LLMInfo{Configured: true, Provider: client.Provider(), Model: client.DefaultModel()}
@@ -123,10 +138,15 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Devices = nil
 		return err
 	}
+	riverCtx, stopRiverUI := context.WithCancel(context.Background())
+	m.stopRiverUI = stopRiverUI
+	if m.RiverUI, err = newRiverUI(riverCtx, m.Pool, m.Log); err != nil {
+		return err
+	}
 	m.Server = api.New(&api.Params{
 		Config: cfg.api(),
 		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
-		MCP: m.MCP, Devices: m.Devices,
+		MCP: m.MCP, Devices: m.Devices, Telemetry: m.Telemetry, River: m.RiverUI,
 	})
 	if err := m.Server.Open(); err != nil {
 		m.Server = nil
@@ -148,6 +168,9 @@ func (m *Main) Close(ctx context.Context) error {
 }
 
 func (m *Main) closeAll() {
+	if m.stopRiverUI != nil {
+		m.stopRiverUI()
+	}
 	if m.Devices != nil {
 		// Devices' sockets are hijacked connections the HTTP server's shutdown does not wait for.
 		m.Devices.Close()
@@ -158,4 +181,24 @@ func (m *Main) closeAll() {
 	if m.Pool != nil {
 		m.Pool.Close()
 	}
+	m.closeTelemetry()
+}
+
+// newRiverUI builds River UI over the brain's pool: an insert-only River client (the brain runs no jobs)
+// and River's own handler, mounted by the API under /studio/river. Its background services run until ctx ends.
+func newRiverUI(ctx context.Context, pool *pgxpool.Pool, log zerolog.Logger) (*riverui.Handler, error) {
+	logger := gemsql.Slog(log.With().Str("component", "river_ui").Logger())
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("error making River UI's client: %w", err)
+	}
+	h, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(client, nil), Logger: logger,
+		Prefix: "/studio/river", JobListHideArgsByDefault: true})
+	if err != nil {
+		return nil, fmt.Errorf("error making River UI: %w", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		return nil, fmt.Errorf("error starting River UI: %w", err)
+	}
+	return h, nil
 }

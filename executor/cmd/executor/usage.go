@@ -18,6 +18,7 @@ import (
 	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/telemetry"
 )
 
 // runFlags are run's flags.
@@ -78,11 +79,12 @@ func (l *stringList) Set(v string) error {
 
 // command describes one command for the usage.
 type command struct {
-	synopsis string
-	summary  string
-	flags    func() *flag.FlagSet
-	env      []string // names of the environment variables it reads, in envVars
-	provider bool     // it reads the tool providers' variables
+	synopsis  string
+	summary   string
+	flags     func() *flag.FlagSet
+	env       []string // names of the environment variables it reads, in envVars
+	provider  bool     // it reads the tool providers' variables
+	telemetry bool     // it reads the metrics' and traces' variables
 }
 
 // commandList names the commands, for error messages.
@@ -93,11 +95,12 @@ var commandOrder = []string{"run", "migrate", "registry check", "mcp import", "d
 
 var commandUsage = map[string]command{
 	"run": {
-		synopsis: "executor [run] [-migrate] [-registry FILE]",
-		summary:  "work calls until SIGINT or SIGTERM, then drain running calls (the default command)",
-		flags:    func() *flag.FlagSet { fs, _ := runFlagSet(); return fs },
-		env:      envNames(envVars), // every one of the executor's own variables
-		provider: true,
+		synopsis:  "executor [run] [-migrate] [-registry FILE]",
+		summary:   "work calls until SIGINT or SIGTERM, then drain running calls (the default command)",
+		flags:     func() *flag.FlagSet { fs, _ := runFlagSet(); return fs },
+		env:       envNames(envVars), // every one of the executor's own variables
+		provider:  true,
+		telemetry: true,
 	},
 	"migrate": {
 		synopsis: "executor migrate",
@@ -161,6 +164,23 @@ var envVars = []envVar{
 	{"GEM_MAX_INPUT_BYTES", fmt.Sprint(executor.SizeLimitDefault), "largest input (JSON text) of a tool whose registry entry sets no limits.max_input_bytes; larger is refused input_too_large unread"},
 	{"GEM_MAX_RESULT_BYTES", fmt.Sprint(executor.SizeLimitDefault), "largest result of a tool that sets no limits.max_result_bytes; larger fails the call result_too_large"},
 	{"GEM_PPROF_ADDR", "off", "serve Go's profiler on this address (keep it on loopback)"},
+}
+
+// telemetryEnvVars are the variables of the executor's metrics and traces (docs/observability.md): its own,
+// and the OpenTelemetry ones it reads itself (the SDK and the exporter read the other OTEL_* variables).
+var telemetryEnvVars = []envVar{
+	{"GEM_EXECUTOR_METRICS_ADDR", executor.MetricsAddrDefault + " (when taken: none, logged)", "serve /metrics here; off counts and serves nothing"},
+	{telemetry.EnvMetricsToken, "unset: no token", "bearer token /metrics requires (16 characters or more)"},
+	{telemetry.EnvEndpoint, "unset: no traces", "OTLP/HTTP collector base URL (spans go to its /v1/traces), e.g. http://127.0.0.1:4318"},
+	{telemetry.EnvTracesEndpoint, "unset", "full OTLP/HTTP traces URL (overrides the one above)"},
+	{telemetry.EnvTracesExporter, "otlp when an endpoint is set", "otlp, or none to export nothing"},
+	{telemetry.EnvSDKDisabled, "false", "true turns traces off"},
+	{telemetry.EnvProtocol, "http/protobuf", "http/protobuf or http/json (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL for traces only)"},
+	{telemetry.EnvTracesProtocol, "unset", "as above, for traces"},
+	{telemetry.EnvServiceName, "gem-executor", "service.name of the executor's spans"},
+	{telemetry.EnvTracesSampler, "parentbased_always_on", "sampler (the SDK reads it), with OTEL_TRACES_SAMPLER_ARG"},
+	{telemetry.EnvTracesSamplerArg, "unset", "the sampler's argument, e.g. 0.1 for parentbased_traceidratio"},
+	{telemetry.EnvExporterHeaders, "unset", "headers sent to the collector, e.g. authorization=Bearer%20xyz (the exporter reads it)"},
 }
 
 // deviceEnvVars are `executor device`'s variables (device.ConfigFromEnv).
@@ -250,6 +270,8 @@ Usage:
 	fmt.Fprint(w, "  executor help [COMMAND]   (or -h, --help; executor COMMAND -h)\n      print this usage, or a command's\n\n")
 	fmt.Fprint(w, "Environment (unset or zero means the default):\n")
 	printEnv(w, envVars)
+	fmt.Fprint(w, "\nMetrics and traces (docs/observability.md):\n")
+	printEnv(w, telemetryEnvVars)
 	fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured; executor registry check lists them):\n")
 	printEnv(w, providerEnvVars)
 	fmt.Fprint(w, "\nExit status: 0 on success, 1 on failure (a broken registry, a database error), 2 on a usage or configuration error.\nSee docs/operations.md.\n")
@@ -278,6 +300,10 @@ func printCommandUsage(w io.Writer, name string) {
 			}
 		}
 		printEnv(w, vars)
+	}
+	if c.telemetry {
+		fmt.Fprint(w, "\nMetrics and traces (docs/observability.md):\n")
+		printEnv(w, telemetryEnvVars)
 	}
 	if c.provider {
 		fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured):\n")

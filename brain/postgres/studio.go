@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// StudioSession is a login to the studio: the caller it acts as and the CSRF token its forms send.
+type StudioSession struct {
+	Caller    string
+	CSRFToken string
+	ExpiresAt time.Time
+}
+
+// randomToken is 32 random bytes, URL-safe base64.
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics rather than return short)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// StudioSessionCreate starts a session for the caller that lasts ttl, and returns the id the cookie holds.
+// Expired sessions are removed on the way.
+func StudioSessionCreate(ctx context.Context, db gemsql.DBTX, caller string, ttl time.Duration) (string, *StudioSession, error) {
+	id := randomToken()
+	sum := sha256.Sum256([]byte(id))
+	s := &StudioSession{Caller: caller, CSRFToken: randomToken()}
+	if _, err := db.Exec(ctx, `DELETE FROM brain_studio_sessions WHERE expires_at < now()`); err != nil {
+		return "", nil, fmt.Errorf("error removing expired studio sessions: %w", Error(err))
+	}
+	err := db.QueryRow(ctx, `INSERT INTO brain_studio_sessions (id_sha256, caller, csrf_token, expires_at)
+		VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond') RETURNING expires_at`,
+		sum[:], caller, s.CSRFToken, ttl.Milliseconds()).Scan(&s.ExpiresAt)
+	if err != nil {
+		return "", nil, fmt.Errorf("error creating studio session: %w", Error(err))
+	}
+	return id, s, nil
+}
+
+// StudioSessionGet returns the live session a cookie's id names, or ENOTFOUND (unknown or expired).
+func StudioSessionGet(ctx context.Context, db gemsql.DBTX, id string) (*StudioSession, error) {
+	sum := sha256.Sum256([]byte(id))
+	var s StudioSession
+	err := db.QueryRow(ctx, `SELECT caller, csrf_token, expires_at FROM brain_studio_sessions
+		WHERE id_sha256 = $1 AND expires_at > now()`, sum[:]).Scan(&s.Caller, &s.CSRFToken, &s.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, brain.Errorf(brain.ENOTFOUND, "no such studio session")
+	}
+	if err != nil {
+		return nil, Error(err)
+	}
+	return &s, nil
+}
+
+// StudioSessionDelete ends a session (logout); an unknown id is not an error.
+func StudioSessionDelete(ctx context.Context, db gemsql.DBTX, id string) error {
+	sum := sha256.Sum256([]byte(id))
+	_, err := db.Exec(ctx, `DELETE FROM brain_studio_sessions WHERE id_sha256 = $1`, sum[:])
+	return Error(err)
+}
+
+// RunSummary is a run as a listing shows it.
+type RunSummary struct {
+	ID          uuid.UUID  `json:"id"`
+	Message     string     `json:"message"`
+	Mode        string     `json:"mode"`
+	Status      string     `json:"status"`
+	Agent       string     `json:"agent,omitempty"`
+	RequestedBy string     `json:"requested_by,omitempty"`
+	Calls       int        `json:"calls"`
+	CreatedAt   time.Time  `json:"created_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// RunList returns the newest runs (at most limit, up to 500), optionally only those of one status.
+func RunList(ctx context.Context, db gemsql.DBTX, status string, limit int) ([]RunSummary, error) {
+	limit = min(max(limit, 1), 500)
+	rows, err := db.Query(ctx, `SELECT id, left(message, 300), mode, status, coalesce(agent, ''), coalesce(requested_by, ''),
+			cardinality(call_ids), created_at, completed_at
+		FROM brain_runs WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC LIMIT $2`, status, limit)
+	if err != nil {
+		return nil, Error(err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunSummary, error) {
+		var r RunSummary
+		err := row.Scan(&r.ID, &r.Message, &r.Mode, &r.Status, &r.Agent, &r.RequestedBy, &r.Calls, &r.CreatedAt, &r.CompletedAt)
+		return r, err
+	})
+	if err != nil {
+		return nil, Error(err)
+	}
+	return runs, nil
+}
