@@ -325,7 +325,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	// 3. The brain, over HTTP, planning one call with its rules planner and waiting for the receipt.
 	progress("brain: POST /brain/run in enqueue_and_wait mode, one os.create_note call")
 	// The brain's LLM is a local fake that answers at once (code mode's runs); the rules planner plans /brain/run.
-	llm, err := startFakeLLM(fakeLLMKey, func() []fakeToolCall { return []fakeToolCall{{Name: "run_code", Arguments: fiveCallsProgram}} })
+	llm, err := startFakeLLM(fakeLLMKey, benchLLMCalls)
 	if err != nil {
 		return 0, err
 	}
@@ -645,6 +645,8 @@ func targets(r *benchResult) []targetResult {
 	}
 	metricsRatio, metricsOn, telemetryOff, haveMetrics := telemetryOverhead(r, scTelemetryMetrics)
 	tracesRatio, tracesOn, _, haveTraces := telemetryOverhead(r, scTelemetryTraces)
+	agent1, agent5 := r.latency(scAgent1, loadSeq), r.latency(scAgent5, loadSeq)
+	agentRatio := float64(agent5.P50) / float64(agent1.P50)
 	return []targetResult{
 		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
 		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
@@ -667,6 +669,8 @@ func targets(r *benchResult) []targetResult {
 			fmt.Sprintf("≤ %.2f×", telemetryOverheadMax), metricsRatio <= telemetryOverheadMax, haveMetrics},
 		{"telemetry overhead, brain run p50: Prometheus and OTLP traces on / all off", fmt.Sprintf("%.3f× (%.2f vs %.2f ms)", tracesRatio, ms(tracesOn.P50), ms(telemetryOff.P50)),
 			fmt.Sprintf("≤ %.2f×", telemetryOverheadMax), tracesRatio <= telemetryOverheadMax, haveTraces},
+		{"agent loop: a turn with 5 parallel tool calls / with 1 p50", fmt.Sprintf("%.2f× (%.2f vs %.2f ms)", agentRatio, ms(agent5.P50), ms(agent1.P50)),
+			"≤ 1.5×", agentRatio <= 1.5, agent1.N > 0 && agent5.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
 	}

@@ -375,6 +375,10 @@ func statusServer(ctx context.Context, dbURL string) (string, func(), error) {
 const (
 	scCode5 = "brain chat, run_code making 5 calls (instant fake LLM)"
 	scRuns5 = "brain, 5 sequential POST /brain/run"
+	// The agent loop's own cost: a chat turn whose (instant, fake) model asks for one tool call, or for five
+	// in one answer, which the loop makes at once and waits for together.
+	scAgent1 = "brain chat, 1 tool call in a turn (instant fake LLM)"
+	scAgent5 = "brain chat, 5 parallel tool calls in a turn (instant fake LLM)"
 
 	fakeLLMKey       = "bench-fake-llm-key-0123456789"
 	fiveCallsProgram = `{"code": "const n = []; for (let i = 0; i < 5; i++) { n.push(Object.keys(gem.os.health_check({})).length); } return n;"}`
@@ -391,6 +395,8 @@ func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *br
 		{http.MethodPost, "/skills", map[string]any{"slug": "bench-health", "name": "Health", "instructions": "Check health.", "tools": []string{"os.health_check"}}},
 		{http.MethodPost, "/agents", map[string]any{"slug": agent, "name": "Bench coder", "code_mode": true, "max_tool_iterations": 3}},
 		{http.MethodPut, "/agents/" + agent + "/skills/bench-health", nil},
+		{http.MethodPost, "/agents", map[string]any{"slug": benchAgent, "name": "Bench agent", "max_tool_iterations": 3}},
+		{http.MethodPut, "/agents/" + benchAgent + "/skills/bench-health", nil},
 	} {
 		var out map[string]any
 		status, err := rig.api(ctx, step.method, step.path, step.body, &out)
@@ -404,6 +410,9 @@ func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *br
 	// Each sample is five calls: fewer samples, and a fifth of the rate, keep the calls per second the same.
 	five := cfg
 	five.Calls, five.OpenCalls, five.Rate = min(cfg.Calls, 200), min(cfg.OpenCalls, 200), cfg.Rate/5
+	if err := benchAgentLoop(ctx, five, res, rig, settle, progress); err != nil {
+		return err
+	}
 	progress("code mode: a chat turn whose run_code program makes 5 calls, against 5 sequential /brain/run")
 	err := measureLatency(ctx, five, res, scCode5, func(ctx context.Context, i int) (time.Time, error) {
 		var out struct {
@@ -444,4 +453,62 @@ func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *br
 		}
 		return end, nil
 	}, settle, progress)
+}
+
+// benchAgent is the agent of the agent-loop scenarios: os.health_check, no code mode.
+const benchAgent = "bench-agent"
+
+// benchLLMCalls is what the bench's fake model asks for: a code-mode agent's run_code program, or, for the
+// agent loop, five health checks when the message says "five", else one.
+func benchLLMCalls(req fakeRequest) []fakeToolCall {
+	if req.offers("run_code") {
+		return []fakeToolCall{{Name: "run_code", Arguments: fiveCallsProgram}}
+	}
+	n := 1
+	if strings.Contains(req.User, "five") {
+		n = 5
+	}
+	calls := make([]fakeToolCall, n)
+	for i := range calls {
+		calls[i] = fakeToolCall{Name: "os__health_check", Arguments: "{}"}
+	}
+	return calls
+}
+
+// benchAgentLoop measures chat turns of a plain agent whose model asks for one tool call, then for five at
+// once: the loop's own cost (two model requests, the calls made and waited for together, the turn and its
+// messages stored), apart from any model's latency.
+func benchAgentLoop(ctx context.Context, cfg benchConfig, res *benchResult, rig *deviceRig, settle func(context.Context) error,
+	progress func(string, ...any)) error {
+	turn := func(message string, want int) func(context.Context, int) (time.Time, error) {
+		return func(ctx context.Context, i int) (time.Time, error) {
+			var out struct {
+				OK        bool `json:"ok"`
+				ToolCalls []struct {
+					Tool   string `json:"tool"`
+					Status string `json:"status"`
+				} `json:"tool_calls"`
+			}
+			status, err := rig.api(ctx, http.MethodPost, "/agents/"+benchAgent+"/chat", map[string]any{"message": message, "user_id": "bench"}, &out)
+			end := time.Now()
+			if err != nil {
+				return end, err
+			}
+			succeeded := 0
+			for _, tc := range out.ToolCalls {
+				if tc.Tool == "os.health_check" && tc.Status == "succeeded" {
+					succeeded++
+				}
+			}
+			if status != http.StatusOK || !out.OK || succeeded != want {
+				return end, fmt.Errorf("chat answered %d, ok %v, %d of %d health checks succeeded: %+v", status, out.OK, succeeded, want, out)
+			}
+			return end, nil
+		}
+	}
+	progress("agent loop: a chat turn with 1 tool call, then with 5 parallel tool calls")
+	if err := measureLatency(ctx, cfg, res, scAgent1, turn("one health check", 1), settle, progress); err != nil {
+		return err
+	}
+	return measureLatency(ctx, cfg, res, scAgent5, turn("five health checks", 5), settle, progress)
 }

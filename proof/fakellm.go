@@ -5,27 +5,38 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 )
 
 // fakeLLM is a local LLM for make bench that answers at once in OpenAI's Chat Completions wire format, so
 // the agent loop's own cost shows apart from any model's latency. A conversation whose last message is the
-// user's is answered with the tool calls of calls(); one that ends with tool results, with text.
+// user's is answered with the tool calls calls picks for it; one that ends with tool results, with text.
 type fakeLLM struct {
 	srv   *http.Server
 	url   string
 	key   string
-	calls func() []fakeToolCall
+	calls func(fakeRequest) []fakeToolCall
 	n     atomic.Int64
 }
+
+// fakeRequest is what the fake reads of a request to choose its tool calls: the user's last message and
+// the functions offered.
+type fakeRequest struct {
+	User  string
+	Tools []string
+}
+
+// offers reports whether the request offers a function.
+func (r fakeRequest) offers(name string) bool { return slices.Contains(r.Tools, name) }
 
 type fakeToolCall struct {
 	Name      string
 	Arguments string
 }
 
-func startFakeLLM(key string, calls func() []fakeToolCall) (*fakeLLM, error) {
+func startFakeLLM(key string, calls func(fakeRequest) []fakeToolCall) (*fakeLLM, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -50,8 +61,14 @@ func (f *fakeLLM) complete(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Model    string `json:"model"`
 		Messages []struct {
-			Role string `json:"role"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Messages) == 0 {
 		w.WriteHeader(http.StatusBadRequest)
@@ -61,9 +78,14 @@ func (f *fakeLLM) complete(w http.ResponseWriter, r *http.Request) {
 	n := f.n.Add(1)
 	message := map[string]any{"role": "assistant", "content": "Done.", "refusal": nil}
 	finish := "stop"
-	if body.Messages[len(body.Messages)-1].Role == "user" {
+	if last := body.Messages[len(body.Messages)-1]; last.Role == "user" {
+		req := fakeRequest{}
+		_ = json.Unmarshal(last.Content, &req.User) // a string; an array of parts leaves it empty
+		for _, t := range body.Tools {
+			req.Tools = append(req.Tools, t.Function.Name)
+		}
 		var tcs []any
-		for i, c := range f.calls() {
+		for i, c := range f.calls(req) {
 			tcs = append(tcs, map[string]any{"id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
 				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
 		}

@@ -69,7 +69,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 	var next atomic.Pointer[[]fakeToolCall]
 	next.Store(&[]fakeToolCall{})
-	llm, err := startFakeLLM("sk-matrix", func() []fakeToolCall { return *next.Load() })
+	llm, err := startFakeLLM("sk-matrix", func(fakeRequest) []fakeToolCall { return *next.Load() })
 	require.NoError(t, err)
 	t.Cleanup(llm.close)
 

@@ -115,7 +115,7 @@ func TestBenchSmoke(t *testing.T) {
 		dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 29, "12 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
+	require.Len(t, res.Latency, 33, "14 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
 	for _, l := range res.Latency {
 		m := l.median()
 		if l.Scenario == scHealthBusy {
@@ -135,7 +135,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 14)
+	require.Len(t, res.Targets, 15)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
@@ -146,9 +146,9 @@ func TestBenchSmoke(t *testing.T) {
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scREST, scRESTGo, scDevice, scHealthAlone, scHealthBusy,
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scAgent1, scAgent5, scREST, scRESTGo, scDevice, scHealthAlone, scHealthBusy,
 		drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay",
-		"limits: most calls at once", "limits: most starts in any second", scTelemetryOff, scTelemetryMetrics, scTelemetryTraces,
+		"limits: most calls at once", "agent loop: a turn with 5 parallel tool calls / with 1", "limits: most starts in any second", scTelemetryOff, scTelemetryMetrics, scTelemetryTraces,
 		"telemetry overhead, brain run p50: Prometheus on", "telemetry overhead, brain run p50: Prometheus and OTLP traces on"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
@@ -166,7 +166,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 14, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 15, strings.Count(out.String(), "not measured"), out.String())
 
 	// With GEM measured too, the latency targets are judged.
 	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})

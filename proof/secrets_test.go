@@ -77,7 +77,7 @@ func TestSecretsStayOutOfRecords(t *testing.T) {
 
 	// The LLM: a local fake in OpenAI's wire format whose tool calls the test sets before each chat.
 	var next atomic.Pointer[[]fakeToolCall]
-	llm, err := startFakeLLM(providerKey, func() []fakeToolCall { return *next.Load() })
+	llm, err := startFakeLLM(providerKey, func(fakeRequest) []fakeToolCall { return *next.Load() })
 	require.NoError(t, err)
 	t.Cleanup(llm.close)
 
