@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -338,11 +339,15 @@ const rateLead = 100 * time.Millisecond
 
 // awaitRateStart sleeps until the start a job's call has reserved under its rate (the job's metadata
 // gem_rate_at), when that is near; a later or absent one is the load's to judge.
+// rateAtKey is the metadata key of a rate-limited job's reserved start.
+var rateAtKey = []byte(`"gem_rate_at"`)
+
 func awaitRateStart(ctx context.Context, job *rivertype.JobRow) {
 	var meta struct {
 		RateAt *time.Time `json:"gem_rate_at"`
 	}
-	if len(job.Metadata) == 0 || json.Unmarshal(job.Metadata, &meta) != nil || meta.RateAt == nil {
+	// Most jobs carry metadata (a trace context, River's own keys) but no rate start: look before decoding.
+	if !bytes.Contains(job.Metadata, rateAtKey) || json.Unmarshal(job.Metadata, &meta) != nil || meta.RateAt == nil {
 		return
 	}
 	wait := time.Until(*meta.RateAt)
