@@ -2,11 +2,8 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
 	"embed"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -136,7 +133,7 @@ func (s *Server) studioAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		switch code := brain.ErrorCode(err); {
 		case err == nil && p == nil, code == brain.EUNAUTHORIZED:
 			if c.Request().Method == http.MethodGet && !strings.HasSuffix(c.Path(), "/events") {
-				s.clearStudioCookie(c)
+				s.setCookie(c, studioCookie, "", "/", time.Time{})
 				return c.Redirect(http.StatusSeeOther, studioPrefix+"/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			}
 			if err == nil {
@@ -151,28 +148,23 @@ func (s *Server) studioAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func (s *Server) setStudioCookie(c echo.Context, name, value string, expires time.Time) {
-	c.SetCookie(&http.Cookie{Name: name, Value: value, Path: studioPrefix, Expires: expires, HttpOnly: true,
-		Secure: !s.studio.InsecureCookie, SameSite: http.SameSiteStrictMode})
+// setCookie sets one of the studio's cookies (HttpOnly, SameSite=Strict, Secure unless InsecureCookie);
+// an empty value removes it. The session cookie's path is / (the API's routes need it too); the login
+// form's is /studio.
+func (s *Server) setCookie(c echo.Context, name, value, path string, expires time.Time) {
+	cookie := &http.Cookie{Name: name, Value: value, Path: path, Expires: expires, HttpOnly: true,
+		Secure: !s.studio.InsecureCookie, SameSite: http.SameSiteStrictMode}
+	if value == "" {
+		cookie.Expires, cookie.MaxAge = time.Time{}, -1
+	}
+	c.SetCookie(cookie)
 }
 
-func (s *Server) clearStudioCookie(c echo.Context) {
-	c.SetCookie(&http.Cookie{Name: studioCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: !s.studio.InsecureCookie, SameSite: http.SameSiteStrictMode})
-	c.SetCookie(&http.Cookie{Name: studioCookie, Value: "", Path: studioPrefix, MaxAge: -1, HttpOnly: true,
-		Secure: !s.studio.InsecureCookie, SameSite: http.SameSiteStrictMode})
-}
-
-// The API's routes are under /, the studio's under /studio: the cookie must reach both, so its path is /.
-func (s *Server) setSessionCookie(c echo.Context, id string, expires time.Time) {
-	c.SetCookie(&http.Cookie{Name: studioCookie, Value: id, Path: "/", Expires: expires, HttpOnly: true,
-		Secure: !s.studio.InsecureCookie, SameSite: http.SameSiteStrictMode})
-}
-
-func randomString() string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+// newLoginToken sets a fresh login form token in its cookie and returns it (double submit).
+func (s *Server) newLoginToken(c echo.Context) string {
+	token := postgres.RandomToken()
+	s.setCookie(c, studioLoginCookie, token, studioPrefix, time.Now().Add(time.Hour))
+	return token
 }
 
 // safeNext keeps a post-login redirect inside the studio (never another site: "//evil" or "/\evil").
@@ -188,9 +180,7 @@ func (s *Server) studioLoginPage(c echo.Context) error {
 	if s.cfg.AuthDisabled {
 		return c.Redirect(http.StatusSeeOther, studioPrefix+"/calls")
 	}
-	token := randomString()
-	s.setStudioCookie(c, studioLoginCookie, token, time.Now().Add(time.Hour))
-	return s.renderLogin(c, http.StatusOK, token, c.QueryParam("next"), "")
+	return s.renderLogin(c, http.StatusOK, s.newLoginToken(c), c.QueryParam("next"), "")
 }
 
 func (s *Server) renderLogin(c echo.Context, status int, csrf, next, problem string) error {
@@ -208,9 +198,7 @@ func (s *Server) studioLogin(c echo.Context) error {
 	form := c.FormValue(csrfField)
 	if err != nil || loginCookie.Value == "" || !sameOrigin(c.Request()) ||
 		subtle.ConstantTimeCompare([]byte(form), []byte(loginCookie.Value)) != 1 {
-		token := randomString()
-		s.setStudioCookie(c, studioLoginCookie, token, time.Now().Add(time.Hour))
-		return s.renderLogin(c, http.StatusForbidden, token, next, "The form expired or came from another site. Try again.")
+		return s.renderLogin(c, http.StatusForbidden, s.newLoginToken(c), next, "The form expired or came from another site. Try again.")
 	}
 	token := strings.TrimSpace(c.FormValue("token"))
 	name := ""
@@ -239,9 +227,8 @@ func (s *Server) studioLogin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setSessionCookie(c, id, sess.ExpiresAt)
-	c.SetCookie(&http.Cookie{Name: studioLoginCookie, Value: "", Path: studioPrefix, MaxAge: -1, HttpOnly: true,
-		Secure: !s.studio.InsecureCookie, SameSite: http.SameSiteStrictMode})
+	s.setCookie(c, studioCookie, id, "/", sess.ExpiresAt)
+	s.setCookie(c, studioLoginCookie, "", studioPrefix, time.Time{})
 	zerolog.Ctx(c.Request().Context()).Info().Str("caller", p.name).Msg("studio login")
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
 }
@@ -255,7 +242,7 @@ func (s *Server) studioLogout(c echo.Context) error {
 			return err
 		}
 	}
-	s.clearStudioCookie(c)
+	s.setCookie(c, studioCookie, "", "/", time.Time{})
 	return c.Redirect(http.StatusSeeOther, studioPrefix+"/login")
 }
 
@@ -356,5 +343,3 @@ func isStudioPage(c echo.Context) bool {
 func studioCtx(c echo.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Request().Context(), 10*time.Second)
 }
-
-var errStudioClosed = errors.New("the server is shutting down")

@@ -22,8 +22,8 @@ type StudioSession struct {
 	ExpiresAt time.Time
 }
 
-// randomToken is 32 random bytes, URL-safe base64.
-func randomToken() string {
+// RandomToken is 32 random bytes, URL-safe base64: session ids and CSRF tokens.
+func RandomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand panics rather than return short)
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -32,9 +32,9 @@ func randomToken() string {
 // StudioSessionCreate starts a session for the caller that lasts ttl, and returns the id the cookie holds.
 // Expired sessions are removed on the way.
 func StudioSessionCreate(ctx context.Context, db gemsql.DBTX, caller string, ttl time.Duration) (string, *StudioSession, error) {
-	id := randomToken()
+	id := RandomToken()
 	sum := sha256.Sum256([]byte(id))
-	s := &StudioSession{Caller: caller, CSRFToken: randomToken()}
+	s := &StudioSession{Caller: caller, CSRFToken: RandomToken()}
 	if _, err := db.Exec(ctx, `DELETE FROM brain_studio_sessions WHERE expires_at < now()`); err != nil {
 		return "", nil, fmt.Errorf("error removing expired studio sessions: %w", Error(err))
 	}
