@@ -43,6 +43,15 @@ const (
 	DeviceWaitDefault = 30 * time.Second
 	// SizeLimitDefault bounds inputs and results of tools whose registry entry sets no limits.
 	SizeLimitDefault int64 = 4 << 20
+	// RetentionDefault is how long history (calls, receipts, runs) is kept before its month is archived and
+	// dropped: a year of audit, and the same month of last year, plus the month being retired.
+	RetentionDefault = 400 * 24 * time.Hour
+	// ArchiveDirDefault is where retired months are archived, relative to the working folder.
+	ArchiveDirDefault = "gem-archive"
+	// CompletedJobRetentionDefault is how long River keeps the jobs of finished calls. GEM's receipts are the
+	// audit log; a job only shows a retried call's earlier errors, and a short life keeps river_job, which
+	// every fetch reads, the size of the queue (River's own default is 24h).
+	CompletedJobRetentionDefault = 10 * time.Minute
 	// AbandonGraceDefault is how long a handler may run past its timeout, ignoring its cancelled context,
 	// before the executor abandons it.
 	AbandonGraceDefault = 2 * time.Second
@@ -148,6 +157,20 @@ type Config struct {
 	// bearer token /metrics requires (GEM_METRICS_TOKEN). Defaults to no traces and no token.
 	Telemetry telemetry.Config
 
+	// Retention is how long history is kept: a month of calls, receipts, runs and turns is archived to
+	// ArchiveDir and dropped once it ended Retention ago (docs/retention.md). Negative keeps everything.
+	// Defaults to 400 days (GEM_RETENTION: 400d, 9600h, or off).
+	Retention time.Duration
+
+	// ArchiveDir is where retired months are written (one folder per month of gzip-compressed CSV files and
+	// a manifest) before they are dropped; a month that cannot be written is not dropped. Defaults to
+	// gem-archive in the working folder (GEM_ARCHIVE_DIR).
+	ArchiveDir string
+
+	// CompletedJobRetention is how long River keeps the job of a finished call. Defaults to 10m
+	// (GEM_EXECUTOR_COMPLETED_JOB_RETENTION).
+	CompletedJobRetention time.Duration
+
 	// Metrics is the registry the executor counts its calls, batches and rescues in; Main gives it the
 	// process's. Defaults to nil: nothing is counted.
 	Metrics prometheus.Registerer
@@ -188,6 +211,11 @@ func (c Config) WithDefaults() Config {
 	if c.MetricsAddr == "" {
 		c.MetricsAddr = MetricsAddrDefault
 	}
+	c.Retention = orDefault(c.Retention, RetentionDefault)
+	if c.ArchiveDir == "" {
+		c.ArchiveDir = ArchiveDirDefault
+	}
+	c.CompletedJobRetention = orDefault(c.CompletedJobRetention, CompletedJobRetentionDefault)
 	return c
 }
 
@@ -226,6 +254,12 @@ func (c Config) validate() error {
 	}
 	if c.DeviceWait < 0 || c.DeviceWait > time.Hour {
 		errs = append(errs, fmt.Errorf("DeviceWait must be between 0s and 1h, not %s", c.DeviceWait))
+	}
+	if c.Retention > 0 && c.Retention < 24*time.Hour {
+		errs = append(errs, fmt.Errorf("Retention must be at least 24h (or negative: keep everything), not %s", c.Retention))
+	}
+	if c.CompletedJobRetention < 0 {
+		errs = append(errs, fmt.Errorf("CompletedJobRetention must not be negative, not %s", c.CompletedJobRetention))
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("DrainTimeout must not be negative, not %s", c.DrainTimeout))
@@ -279,6 +313,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	durVar("GEM_EXECUTOR_DRAIN_TIMEOUT", &c.DrainTimeout)
 	durVar("GEM_DEVICE_WAIT", &c.DeviceWait)
 	durVar("GEM_DB_CONNECT_WAIT", &c.DBConnectWait)
+	durVar("GEM_EXECUTOR_COMPLETED_JOB_RETENTION", &c.CompletedJobRetention)
+	if s := getenv("GEM_RETENTION"); s != "" {
+		d, err := gemsql.ParseRetention(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GEM_RETENTION: %w", err))
+		}
+		c.Retention = d
+	}
+	c.ArchiveDir = getenv("GEM_ARCHIVE_DIR")
 	var maxConns, maxInput, maxResult int
 	intVar("GEM_EXECUTOR_MAX_CONNS", &maxConns)
 	intVar("GEM_MAX_INPUT_BYTES", &maxInput)

@@ -76,8 +76,10 @@ type Executor struct {
 	rescueDone   chan struct{}
 	// approvalsDone closes when approvalsLoop returns (it stops with stopLiveness).
 	approvalsDone chan struct{}
-	stopOnce      sync.Once
-	stopErr       error
+	// maintenanceDone closes when maintenanceLoop returns (it stops with stopLiveness).
+	maintenanceDone chan struct{}
+	stopOnce        sync.Once
+	stopErr         error
 }
 
 // riverPoolSize is the size of River's pool: fetching, completing, listening, leader election, maintenance.
@@ -125,19 +127,20 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		return nil, err
 	}
 	e := &Executor{
-		cfg:            cfg,
-		reg:            reg,
-		handlers:       handlers,
-		secrets:        secrets,
-		pool:           pool,
-		log:            log.With().Str("executor", cfg.ID).Logger(),
-		queue:          make(chan *pending, cfg.MaxWorkers),
-		runners:        newRunners(),
-		stopCommitters: make(chan struct{}),
-		stopLiveness:   make(chan struct{}),
-		rescueDone:     make(chan struct{}),
-		approvalsDone:  make(chan struct{}),
-		metrics:        metrics,
+		cfg:             cfg,
+		reg:             reg,
+		handlers:        handlers,
+		secrets:         secrets,
+		pool:            pool,
+		log:             log.With().Str("executor", cfg.ID).Logger(),
+		queue:           make(chan *pending, cfg.MaxWorkers),
+		runners:         newRunners(),
+		stopCommitters:  make(chan struct{}),
+		stopLiveness:    make(chan struct{}),
+		rescueDone:      make(chan struct{}),
+		approvalsDone:   make(chan struct{}),
+		maintenanceDone: make(chan struct{}),
+		metrics:         metrics,
 	}
 	if cfg.TracerProvider != nil {
 		e.tracer = cfg.TracerProvider.Tracer(telemetry.Scope)
@@ -199,8 +202,10 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		FetchPollInterval:    cfg.FetchPollInterval,
 		JobTimeout:           -1, // every job gets its tool's timeout from callWorker.Timeout
 		RescueStuckJobsAfter: cfg.RescueAfter,
-		Logger:               slog.New(zerolog.NewSlogHandler(riverLog)),
-		Middleware:           middleware,
+		// Receipts are the audit log; a finished call's job is only kept for its attempts' errors.
+		CompletedJobRetentionPeriod: cfg.CompletedJobRetention,
+		Logger:                      slog.New(zerolog.NewSlogHandler(riverLog)),
+		Middleware:                  middleware,
 	})
 	if err != nil {
 		e.closePools()
@@ -242,6 +247,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.waker = &waker{notify: e.wakeRiver}
 	go e.rescueLoop()
 	go e.approvalsLoop()
+	go e.maintenanceLoop()
 	for range e.cfg.Committers {
 		e.committersDone.Add(1)
 		go e.committer()
@@ -256,6 +262,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		close(e.stopLiveness)
 		<-e.rescueDone
 		<-e.approvalsDone
+		<-e.maintenanceDone
 		<-e.livenessDone
 		e.closePools()
 		return fmt.Errorf("error starting River client: %w", err)
@@ -291,6 +298,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	close(e.stopLiveness)
 	<-e.rescueDone
 	<-e.approvalsDone
+	<-e.maintenanceDone
 	<-e.livenessDone
 	e.dbCancel()
 	e.closePools()

@@ -299,7 +299,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	}
 	gemCall := func(tool string, input func(i int) map[string]any) func(context.Context, int) (time.Time, error) {
 		return func(ctx context.Context, i int) (time.Time, error) {
-			id := uuid.New()
+			id := uuid.Must(uuid.NewV7())
 			if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, $3)`, id, tool, input(i)); err != nil {
 				return time.Time{}, err
 			}

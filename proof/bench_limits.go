@@ -135,7 +135,7 @@ func benchLimits(ctx context.Context, cfg benchConfig, res *benchResult, bins bi
 	}
 	defer listener.close()
 	health := func(ctx context.Context, i int) (time.Time, error) {
-		id := uuid.New()
+		id := uuid.Must(uuid.NewV7())
 		if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.health_check', '{}')`, id); err != nil {
 			return time.Time{}, err
 		}

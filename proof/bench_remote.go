@@ -249,7 +249,7 @@ func benchREST(ctx context.Context, cfg benchConfig, res *benchResult, bins bina
 			dev = device
 		}
 		return func(ctx context.Context, i int) (time.Time, error) {
-			id := uuid.New()
+			id := uuid.Must(uuid.NewV7())
 			if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input, device) VALUES ($1, $2, '{}', $3)`, id, tool, dev); err != nil {
 				return time.Time{}, err
 			}

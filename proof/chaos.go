@@ -91,7 +91,7 @@ func planChaos(n int, seed uint64, devices int) []chaosCall {
 	keys := max(1, n/10) // about 2.5 keyed calls per key
 	calls := make([]chaosCall, n)
 	for i := range calls {
-		c := chaosCall{id: uuid.New()}
+		c := chaosCall{id: uuid.Must(uuid.NewV7())}
 		if devices > 0 && rng.IntN(100) < 15 {
 			c.input = map[string]any{"key": c.id.String()}
 			if rng.IntN(3) == 0 {

@@ -78,7 +78,7 @@ func TestChaosChecksFindViolations(t *testing.T) {
 		_, err := pool.Exec(ctx, sql, args...)
 		require.NoError(t, err)
 	}
-	noReceipt, twiceNoted, smsTwice, smsFailed, lost := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	noReceipt, twiceNoted, smsTwice, smsFailed, lost := newID(), newID(), newID(), newID(), newID()
 	exec(`INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.create_note', '{"title": "a"}')`, noReceipt)
 	exec(`INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.create_note', '{"title": "b"}')`, twiceNoted)
 	exec(`INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'comms.send_sms', '{"to": "+61411111111", "message": "chaos x", "context_ref": {"type": "personal", "id": "x"}}')`, smsTwice)
@@ -186,7 +186,7 @@ func TestChaosDeviceChecksFindViolations(t *testing.T) {
 	lab := &labService{hits: map[string]int{"effect/twice": 2, "effect/unavailable": 1}}
 	receipt := func(tool, key, status, code string) {
 		t.Helper()
-		id := uuid.New()
+		id := uuid.Must(uuid.NewV7())
 		_, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, jsonb_build_object('key', $3::text))`, id, tool, key)
 		require.NoError(t, err)
 		_, err = pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, result, error, error_code)
@@ -211,3 +211,6 @@ func TestChaosDeviceChecksFindViolations(t *testing.T) {
 	}
 	require.Len(t, rep.Violations, 3, all)
 }
+
+// newID is a call id as GEM makes them: a UUIDv7 (history is partitioned by it, docs/retention.md).
+func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

@@ -64,6 +64,8 @@ if [ -z "${GEM_SECRET_KEY:-}" ]; then
 	export GEM_SECRET_KEY
 fi
 export GEM_LOG_FORMAT=${GEM_LOG_FORMAT:-console}
+# Retired months of history go beside the private cluster (docs/retention.md).
+export GEM_ARCHIVE_DIR=${GEM_ARCHIVE_DIR:-.gem/archive}
 
 "$bin/executor" migrate
 

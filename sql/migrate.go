@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -70,6 +71,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Mig
 	}
 	for _, r := range applied {
 		res.GEM = append(res.GEM, r.Source.Path)
+	}
+	// The months ahead, as executors make them hourly: a database migrated and not yet served takes calls.
+	if _, err := EnsureMonths(ctx, pool, time.Now()); err != nil {
+		return res, err
 	}
 	return res, nil
 }

@@ -59,9 +59,10 @@ func TestHelp(t *testing.T) {
 			require.Contains(t, out, "  "+name+" ", "executor %v lists %s", args, name)
 		}
 		// Defaults come from the executor's constants.
-		require.Contains(t, out, "GEM_EXECUTOR_MAX_WORKERS          default: 200\n")
-		require.Contains(t, out, "GEM_DB_CONNECT_WAIT               default: 1m\n")
-		require.Contains(t, out, "GEM_EXECUTOR_FETCH_COOLDOWN       default: 1ms\n")
+		require.Regexp(t, `GEM_EXECUTOR_MAX_WORKERS +default: 200\n`, out)
+		require.Regexp(t, `GEM_DB_CONNECT_WAIT +default: 1m\n`, out)
+		require.Regexp(t, `GEM_EXECUTOR_FETCH_COOLDOWN +default: 1ms\n`, out)
+		require.Regexp(t, `GEM_RETENTION +default: 400d\n`, out)
 	}
 
 	// Each command's own help: its synopsis and flags, on stdout, exit 0.
