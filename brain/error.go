@@ -21,6 +21,7 @@ const (
 	EAWAITING     = "awaiting_approval" // a call waits for a person's decision (200, ok false)
 	EMETHOD       = "method_not_allowed"
 	ENOLLM        = "llm_not_configured" // the request needs an LLM and none is configured (503)
+	EOVERLOADED   = "overloaded"         // too many requests at once; retry after the Retry-After header (503)
 )
 
 // Error is the brain's one error type: a code, a message for people, and optional structured details

@@ -40,6 +40,9 @@ func (s *Server) instrument(e *echo.Echo, tel *telemetry.Telemetry) {
 			Help: "How long the brain took to answer HTTP requests, by method and route template.", Buckets: httpBuckets},
 			[]string{"method", "route"})
 		tel.Registry.MustRegister(o.requests, o.duration)
+		if s.admission != nil {
+			tel.Registry.MustRegister(admissionMetrics(s.admission)...)
+		}
 		e.GET(MetricsPath, echo.WrapHandler(tel.Handler()), s.metricsAuth(tel))
 	}
 	if tel.Tracing() {
@@ -127,5 +130,30 @@ func (o *observer) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			span.End()
 		}
 		return nil
+	}
+}
+
+// admissionMetrics reads the admission limiter's state at each scrape (overload.go): the requests running
+// and waiting, and those refused by reason.
+func admissionMetrics(l *limiter) []prometheus.Collector {
+	inFlight := func() float64 { n, _, _, _ := l.stats(); return float64(n) }
+	queued := func() float64 { _, n, _, _ := l.stats(); return float64(n) }
+	rejected := func(reason string) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gem_admission_rejected_total",
+			Help:        "Requests to the expensive routes the brain refused with 503 overloaded, by reason (queue_full, wait_timeout).",
+			ConstLabels: prometheus.Labels{"reason": reason}}, func() float64 {
+			_, _, full, timeout := l.stats()
+			if reason == RejectQueueFull {
+				return float64(full)
+			}
+			return float64(timeout)
+		})
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gem_admission_in_flight",
+			Help: "Requests to the expensive routes (runs, calls, chats, approvals, MCP tools/call) running now."}, inFlight),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gem_admission_queued",
+			Help: "Requests to the expensive routes waiting for a slot."}, queued),
+		rejected(RejectQueueFull), rejected(RejectWaitTimeout),
 	}
 }

@@ -84,6 +84,9 @@ type Config struct {
 	HighLevel HighLevelWebhookConfig
 	// Studio configures the web console at /studio (docs/studio.md).
 	Studio StudioConfig
+	// Admission limits the routes that plan, enqueue and wait (overload.go; GEM_BRAIN_MAX_IN_FLIGHT,
+	// GEM_BRAIN_MAX_QUEUE, GEM_BRAIN_QUEUE_WAIT). Its defaults depend on the database pool: New sets them.
+	Admission AdmissionConfig
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -133,6 +136,9 @@ func (c Config) Validate() error {
 	if !agentSlugRe.MatchString(c.DefaultAgent) {
 		errs = append(errs, fmt.Errorf("DefaultAgent %q is not an agent slug (GEM_BRAIN_DEFAULT_AGENT)", c.DefaultAgent))
 	}
+	if err := c.Admission.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -161,6 +167,8 @@ type Server struct {
 	studio  StudioConfig
 	// closing is closed when the server starts shutting down, ending the studio's event streams.
 	closing chan struct{}
+	// admission limits the expensive routes (overload.go); nil: no limit.
+	admission *limiter
 
 	echo *echo.Echo
 	http *http.Server
@@ -202,6 +210,14 @@ func New(p *Params) *Server {
 	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, rules: p.Rules, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter,
 		llm: p.LLM, log: p.Log, closing: make(chan struct{})}
 	s.studio = s.cfg.Studio
+	poolSize := 0
+	if p.Pool != nil {
+		poolSize = int(p.Pool.Config().MaxConns)
+	}
+	s.cfg.Admission = s.cfg.Admission.WithDefaults(poolSize)
+	if !s.cfg.Admission.Off {
+		s.admission = newLimiter(s.cfg.Admission)
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -219,17 +235,20 @@ func New(p *Params) *Server {
 	// What changes who may do what (callers, devices, agents and their skills) needs admin.
 	admin := requirePermission(registry.PermissionAdmin)
 	approver := requirePermission(registry.PermissionApprove)
+	// What plans, enqueues calls and waits for receipts is admitted by the limiter (overload.go), after
+	// authentication: cheap reads and streams never are.
+	admit := s.admit
 	e.GET("/brain/tools", s.tools, auth)
-	e.POST("/brain/run", s.run, auth)
+	e.POST("/brain/run", s.run, auth, admit)
 	e.GET("/brain/help", s.help, auth)
-	e.POST("/operator/chat", s.operatorChat, auth)
+	e.POST("/operator/chat", s.operatorChat, auth, admit)
 	e.GET("/brain/runs/:id", s.getRun, auth)
-	e.POST("/brain/runs/:id/approve", s.approve, auth)
+	e.POST("/brain/runs/:id/approve", s.approve, auth, admit)
 	e.GET("/calls", s.listCalls, auth)
-	e.POST("/calls", s.createCall, auth)
+	e.POST("/calls", s.createCall, auth, admit)
 	e.GET("/calls/:id", s.getCall, auth)
-	e.POST("/calls/:id/approve", s.decide(true), auth, approver)
-	e.POST("/calls/:id/reject", s.decide(false), auth, approver)
+	e.POST("/calls/:id/approve", s.decide(true), auth, approver, admit)
+	e.POST("/calls/:id/reject", s.decide(false), auth, approver, admit)
 	e.GET("/approvals", s.listApprovals, auth, approver)
 	e.GET("/receipts", s.listReceipts, auth)
 	e.GET("/agents", s.listAgents, auth)
@@ -240,7 +259,7 @@ func New(p *Params) *Server {
 	e.GET("/agents/:slug/skills", s.listAssignments, auth)
 	e.PUT("/agents/:slug/skills/:skill", s.assignSkill, auth, admin)
 	e.DELETE("/agents/:slug/skills/:skill", s.unassignSkill, auth, admin)
-	e.POST("/agents/:slug/chat", s.chatWithAgent, auth)
+	e.POST("/agents/:slug/chat", s.chatWithAgent, auth, admit)
 	e.GET("/skills", s.listSkills, auth)
 	e.POST("/skills", s.createSkill, auth, admin)
 	e.POST("/skills/import", s.importSkill, auth, admin)
@@ -268,7 +287,7 @@ func New(p *Params) *Server {
 		e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", func(c echo.Context) error {
 			p.MCP.ServeMCP(c.Response(), c.Request(), requester(c), principalOf(c).agents)
 			return nil
-		}, auth)
+		}, auth, s.admitToolCalls)
 	}
 	s.mountStudio(e, p.River)
 	s.echo = e
@@ -300,6 +319,9 @@ func (s *Server) Open() error {
 	return nil
 }
 
+// Admission is the admission limit the server applies, with its defaults (overload.go).
+func (s *Server) Admission() AdmissionConfig { return s.cfg.Admission }
+
 // URL is the server's base URL (useful with Addr ":0").
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
@@ -327,6 +349,7 @@ var errorStatus = map[string]int{
 	brain.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	brain.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	brain.ENOLLM:        http.StatusServiceUnavailable,
+	brain.EOVERLOADED:   http.StatusServiceUnavailable,
 	brain.EINTERNAL:     http.StatusInternalServerError,
 	brain.ENOPLAN:       http.StatusOK,
 	brain.ETIMEOUT:      http.StatusOK,

@@ -78,6 +78,12 @@ type Config struct {
 	// to 8h; GEM_STUDIO_INSECURE_COOKIE: leave Secure off the session cookie, defaults to false).
 	Studio api.StudioConfig
 
+	// Admission limits the requests that plan, enqueue calls and wait for receipts (docs/brain.md#overload):
+	// GEM_BRAIN_MAX_IN_FLIGHT run at once (defaults to 64, or three quarters of a database pool larger than
+	// 85 connections; off: no limit), GEM_BRAIN_MAX_QUEUE more wait in line (defaults to 4 × in flight; 0:
+	// none) for at most GEM_BRAIN_QUEUE_WAIT (defaults to 2s); others get 503 overloaded with Retry-After.
+	Admission api.AdmissionConfig
+
 	// MCP configures the MCP server at /mcp and `brain mcp` (GEM_MCP_CALL_WAIT: how long tools/call waits for
 	// a receipt before answering pending; defaults to 25s).
 	MCP mcpserver.Config
@@ -145,7 +151,7 @@ func (c Config) validate() error {
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
 	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent,
-		HighLevel: c.HighLevel, Studio: c.Studio}.WithDefaults()
+		HighLevel: c.HighLevel, Studio: c.Studio, Admission: c.Admission}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -230,6 +236,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Chat.WaitTimeout = d
 	}
+	c.Admission, err = admissionFromEnv(getenv)
+	errs = append(errs, err)
 	if s := getenv("GEM_MCP_CALL_WAIT"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
@@ -260,6 +268,41 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.Devices.MissedHeartbeats = n
 	}
 	return c, errors.Join(errs...)
+}
+
+// admissionFromEnv reads the admission limit. 0 never means "no limit": GEM_BRAIN_MAX_IN_FLIGHT is a
+// positive number or off (0 is refused, as it would admit nothing), GEM_BRAIN_MAX_QUEUE=0 means no line (a
+// request that finds every slot taken is refused at once), and GEM_BRAIN_QUEUE_WAIT must be positive.
+func admissionFromEnv(getenv func(string) string) (api.AdmissionConfig, error) {
+	var a api.AdmissionConfig
+	var errs []error
+	if s := strings.TrimSpace(getenv("GEM_BRAIN_MAX_IN_FLIGHT")); strings.EqualFold(s, "off") {
+		a.Off = true
+	} else if s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_MAX_IN_FLIGHT: %q is not a positive whole number (or off for no limit)", s))
+		}
+		a.MaxInFlight = n
+	}
+	if s := strings.TrimSpace(getenv("GEM_BRAIN_MAX_QUEUE")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_MAX_QUEUE: %q is not a whole number (0: no queue)", s))
+		}
+		if n == 0 {
+			n = api.NoQueue
+		}
+		a.MaxQueue = n
+	}
+	if s := strings.TrimSpace(getenv("GEM_BRAIN_QUEUE_WAIT")); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 || d > api.QueueWaitMax {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_QUEUE_WAIT: %q is not a duration between 1ms and %s (like 2s; GEM_BRAIN_MAX_QUEUE=0 for no queue)", s, api.QueueWaitMax))
+		}
+		a.QueueWait = d
+	}
+	return a, errors.Join(errs...)
 }
 
 // envSwitch reads an on/off variable (on, true, 1 / off, false, 0, any case); unset is def.

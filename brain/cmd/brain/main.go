@@ -83,6 +83,10 @@ brain serve reads (defaults in brackets):
   GEM_BRAIN_TOKEN_FILE             a file of bearer tokens, one per line (make run writes .gem/brain-token)
   GEM_BRAIN_AUTH                   on or off (off serves without authentication) [on]
   GEM_BRAIN_MAX_BODY               largest request body in bytes [1048576]
+  GEM_BRAIN_MAX_IN_FLIGHT          runs, calls, chats, approvals and MCP tool calls served at once; off: no
+                                   limit [64, or 3/4 of a larger database pool]
+  GEM_BRAIN_MAX_QUEUE              more waiting for a slot; beyond them 503 overloaded; 0: none [4 x in flight]
+  GEM_BRAIN_QUEUE_WAIT             longest wait for a slot before 503 overloaded (at most 1m) [2s]
   GEM_SECRET_KEY                   key sealing secret inputs, 64 hex digits or base64 of 32 bytes (the executors' too)
   GEM_SECRET_KEY_PREVIOUS          keys being rotated out, comma-separated: they still open what they sealed
   GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [GEM_BUSINESS_TIMEZONE, else Australia/Sydney]

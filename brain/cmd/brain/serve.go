@@ -152,8 +152,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Server = nil
 		return err
 	}
+	adm := m.Server.Admission()
 	m.Log.Info().Str("url", m.Server.URL()).Str("registry", path).Int("tools", m.Registry.Len()).
-		Str("planner", plans.Name()).Bool("llm", info.Configured).Bool("auth", !cfg.AuthDisabled).Str("version", brain.Version).Msg("brain serving")
+		Str("planner", plans.Name()).Bool("llm", info.Configured).Bool("auth", !cfg.AuthDisabled).
+		Bool("admission_off", adm.Off).Int("max_in_flight", adm.MaxInFlight).Int("max_queue", max(adm.MaxQueue, 0)).Dur("queue_wait", adm.QueueWait).
+		Str("version", brain.Version).Msg("brain serving")
 	return nil
 }
 
