@@ -11,9 +11,6 @@ import (
 // maintenanceInterval is how often an executor makes the months ahead and retires old ones.
 const maintenanceInterval = time.Hour
 
-// retentionLockKey is the session advisory lock the executor that retires months holds: one at a time.
-const retentionLockKey = "gem.retention"
-
 // maintenanceLoop keeps history partitioned and retained (docs/retention.md): at start and then hourly it
 // makes the partitions of the months ahead, and retires (archives, then drops) the months that ended
 // Retention ago.
@@ -45,47 +42,25 @@ func (e *Executor) Maintain(ctx context.Context, now time.Time) int {
 	if e.cfg.Retention < 0 {
 		return 0
 	}
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return 0
-	}
-	defer conn.Release()
-	var mine bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, retentionLockKey).Scan(&mine); err != nil || !mine {
-		return 0 // another executor is retiring
-	}
-	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, retentionLockKey)
-	}()
-	months, err := gemsql.HistoryMonths(ctx, e.pool)
-	if err != nil {
-		e.log.Warn().Err(err).Msg("error listing the months of history")
-		return 0
-	}
-	cutoff := now.Add(-e.cfg.Retention)
+	done, err := gemsql.RetireBefore(ctx, e.pool, now.Add(-e.cfg.Retention), e.cfg.ArchiveDir)
 	retired := 0
-	for _, m := range months {
-		if m.End.After(cutoff) {
-			continue
-		}
-		start := time.Now()
-		manifest, err := gemsql.Retire(ctx, e.pool, e.cfg.ArchiveDir, m)
+	for _, r := range done {
 		switch {
-		case errors.Is(err, gemsql.ErrOpenCalls):
-			e.log.Warn().Err(err).Str("month", m.Suffix).Msg("a month past retention is kept: some of its calls have no receipt yet")
-		case err != nil:
-			if ctx.Err() == nil {
-				e.log.Error().Err(err).Str("month", m.Suffix).Str("archive", e.cfg.ArchiveDir).Msg("error retiring a month of history; it is kept and tried again in an hour")
-			}
-			return retired
+		case errors.Is(r.Err, gemsql.ErrOpenCalls):
+			e.log.Warn().Err(r.Err).Str("month", r.Month.Suffix).Msg("a month past retention is kept: some of its calls have no receipt yet")
+		case r.Err != nil:
+			// Reported below, as the pass's error.
 		default:
 			retired++
-			ev := e.log.Info().Str("month", m.Suffix).Str("archive", e.cfg.ArchiveDir).Dur("took", time.Since(start))
-			for table, f := range manifest.Tables {
+			ev := e.log.Info().Str("month", r.Month.Suffix).Str("archive", e.cfg.ArchiveDir).Dur("took", r.Took)
+			for table, f := range r.Manifest.Tables {
 				ev = ev.Int64(table, f.Rows)
 			}
 			ev.Msg("retired a month of history: archived, then dropped")
 		}
+	}
+	if err != nil && !errors.Is(err, gemsql.ErrRetiring) && ctx.Err() == nil {
+		e.log.Error().Err(err).Str("archive", e.cfg.ArchiveDir).Msg("error retiring a month of history; it is kept and tried again in an hour")
 	}
 	return retired
 }

@@ -59,6 +59,10 @@ type HistoryMonth struct {
 	End time.Time
 	// Tables are the partitioned tables that have this month, parents first.
 	Tables []string
+	// Bytes is the size of its partitions, with their indexes and TOAST.
+	Bytes int64
+	// Calls is PostgreSQL's estimate of its calls (reltuples, as of the last ANALYZE); -1 when unknown.
+	Calls int64
 }
 
 // partitionName matches the partitions gem_ensure_month and migration 00033 make.
@@ -78,7 +82,8 @@ func (m HistoryMonth) Partition(table string) string {
 // stopped half-way) still counts.
 func HistoryMonths(ctx context.Context, db DBTX) ([]HistoryMonth, error) {
 	rows, err := db.Query(ctx, `
-		SELECT c.relname, gem_uuid_time((regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([0-9a-f-]{36})''\)'))[1]::uuid)
+		SELECT c.relname, gem_uuid_time((regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([0-9a-f-]{36})''\)'))[1]::uuid),
+		       pg_total_relation_size(c.oid), c.reltuples::bigint
 		FROM pg_class c
 		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
 		  AND c.relname ~ '^(core_tool_calls|core_tool_receipts|brain_runs|brain_turns|brain_run_programs)_p'`)
@@ -88,12 +93,14 @@ func HistoryMonths(ctx context.Context, db DBTX) ([]HistoryMonth, error) {
 	type part struct {
 		table, suffix string
 		end           *time.Time
+		bytes, rows   int64
 	}
 	var parts []part
 	for rows.Next() {
 		var name string
 		var end *time.Time
-		if err := rows.Scan(&name, &end); err != nil {
+		var bytes, tuples int64
+		if err := rows.Scan(&name, &end, &bytes, &tuples); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -101,7 +108,7 @@ func HistoryMonths(ctx context.Context, db DBTX) ([]HistoryMonth, error) {
 		if m == nil {
 			continue
 		}
-		parts = append(parts, part{m[1], m[2], end})
+		parts = append(parts, part{m[1], m[2], end, bytes, tuples})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -111,10 +118,14 @@ func HistoryMonths(ctx context.Context, db DBTX) ([]HistoryMonth, error) {
 	for _, p := range parts {
 		hm := bySuffix[p.suffix]
 		if hm == nil {
-			hm = &HistoryMonth{Suffix: p.suffix}
+			hm = &HistoryMonth{Suffix: p.suffix, Calls: -1}
 			bySuffix[p.suffix] = hm
 		}
 		hm.Tables = append(hm.Tables, p.table)
+		hm.Bytes += p.bytes
+		if p.table == "core_tool_calls" {
+			hm.Calls = p.rows // -1 before the first ANALYZE
+		}
 		if start, err := time.Parse("2006_01", p.suffix); err == nil {
 			hm.End = start.AddDate(0, 1, 0)
 			if firstMonth.IsZero() || start.Before(firstMonth) {
@@ -479,6 +490,59 @@ func dropPartition(ctx context.Context, pool *pgxpool.Pool, parent, part string)
 		return fmt.Errorf("error dropping %s: %w", part, err)
 	}
 	return nil
+}
+
+// retentionLockKey names the session advisory lock held by whoever retires months: one at a time.
+const retentionLockKey = "gem.retention"
+
+// RetiredMonth is one month RetireBefore retired, or could not.
+type RetiredMonth struct {
+	Month    HistoryMonth
+	Manifest ArchiveManifest
+	Took     time.Duration
+	// Err is why the month was kept: ErrOpenCalls, or what stopped its archive or drop.
+	Err error
+}
+
+// ErrRetiring is returned by RetireBefore when another process is retiring months.
+var ErrRetiring = errors.New("another executor is retiring months of history")
+
+// RetireBefore retires, oldest first, every month of history that ended at or before cutoff into dir, under
+// an advisory lock (ErrRetiring when another holds it). A month with calls still open is kept and the rest
+// go on; any other error stops the pass (the month is tried again next time). It returns what it did.
+func RetireBefore(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time, dir string) ([]RetiredMonth, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	var mine bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, retentionLockKey).Scan(&mine); err != nil {
+		return nil, err
+	}
+	if !mine {
+		return nil, ErrRetiring
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, retentionLockKey)
+	}()
+	months, err := HistoryMonths(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	var out []RetiredMonth
+	for _, m := range months {
+		if m.End.After(cutoff) {
+			continue
+		}
+		start := time.Now()
+		manifest, err := Retire(ctx, pool, dir, m)
+		out = append(out, RetiredMonth{Month: m, Manifest: manifest, Took: time.Since(start), Err: err})
+		if err != nil && !errors.Is(err, ErrOpenCalls) {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // ParseRetention reads a retention period: a Go duration, or a whole number of days ("400d"). "off" keeps

@@ -66,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runExecutor(args, stdout, stderr)
 	case "migrate":
 		return migrate(args, stdout, stderr)
+	case "history":
+		return history(args, stdout, stderr)
 	case "device":
 		return runDevice(args, stdout, stderr)
 	case "registry":

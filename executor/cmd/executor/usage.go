@@ -35,6 +35,11 @@ func runFlagSet() (*flag.FlagSet, runFlags) {
 	}
 }
 
+func historyFlagSet() (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet("history", flag.ContinueOnError)
+	return fs, fs.Bool("retire", false, "archive and drop the months past GEM_RETENTION now (into GEM_ARCHIVE_DIR), then list what is left")
+}
+
 func registryCheckFlagSet() (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet("registry check", flag.ContinueOnError)
 	return fs, fs.Bool("json", false, `print the result as JSON on stdout: {"path", "ok", "version", "tools"}, or {"path", "ok": false, "problems"} for a broken registry`)
@@ -88,10 +93,10 @@ type command struct {
 }
 
 // commandList names the commands, for error messages.
-const commandList = "run, migrate, registry check, mcp import, device, version, help"
+const commandList = "run, migrate, history, registry check, mcp import, device, version, help"
 
 // commandOrder is the order of commands in the usage.
-var commandOrder = []string{"run", "migrate", "registry check", "mcp import", "device", "version"}
+var commandOrder = []string{"run", "migrate", "history", "registry check", "mcp import", "device", "version"}
 
 var commandUsage = map[string]command{
 	"run": {
@@ -107,6 +112,13 @@ var commandUsage = map[string]command{
 		summary:  "apply River's and GEM's migrations (under an advisory lock), then exit",
 		flags:    func() *flag.FlagSet { return flag.NewFlagSet("migrate", flag.ContinueOnError) },
 		env:      []string{"DATABASE_URL", "GEM_LOG_LEVEL", "GEM_LOG_FORMAT"},
+	},
+	"history": {
+		synopsis: "executor history [-retire]",
+		summary: "list the months of history (calls, receipts, runs) with their size and when each is retired; -retire archives and drops " +
+			"those past GEM_RETENTION now, as executors do hourly; see docs/retention.md",
+		flags: func() *flag.FlagSet { fs, _ := historyFlagSet(); return fs },
+		env:   []string{"DATABASE_URL", "GEM_RETENTION", "GEM_ARCHIVE_DIR"},
 	},
 	"registry check": {
 		synopsis: "executor registry check [-json] [FILE]",
