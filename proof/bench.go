@@ -29,7 +29,9 @@ type benchConfig struct {
 	Warmup    int             // unmeasured calls before each latency scenario
 	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
 	Timeout   time.Duration   // the whole run
-	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, drain); empty: all
+	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, drain, history); empty: all
+	History   int             // calls and receipts seeded as history (the history scenario)
+	Backlog   int             // calls queued behind the history for its drain
 	dbPrefix  string          // names of the databases made for the run (default gem_bench)
 }
 
@@ -100,6 +102,7 @@ type benchResult struct {
 	ExecutorPeakRSSK int64              `json:"executor_peak_rss_kb"`
 	BrainPeakRSSK    int64              `json:"brain_peak_rss_kb"`
 	Limits           *limitsResult      `json:"limits,omitempty"`
+	History          *historyResult     `json:"history,omitempty"`
 	Targets          []targetResult     `json:"targets"`
 }
 
@@ -242,6 +245,12 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 			tr.MachineCPU = append(tr.MachineCPU, run.machineCPU)
 		}
 		res.Throughput = append(res.Throughput, tr)
+	}
+	// 7. History: the executor on empty tables, then behind a year of receipts and a backlog.
+	if cfg.runs("history") && cfg.History > 0 {
+		if err := benchHistory(ctx, cfg, res, c, bins, prefix, progress); err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
 	}
 	res.ExecutorPeakRSSK = executorPeak
 	res.Targets = targets(res)
@@ -647,7 +656,7 @@ func targets(r *benchResult) []targetResult {
 	tracesRatio, tracesOn, _, haveTraces := telemetryOverhead(r, scTelemetryTraces)
 	agent1, agent5 := r.latency(scAgent1, loadSeq), r.latency(scAgent5, loadSeq)
 	agentRatio := float64(agent5.P50) / float64(agent1.P50)
-	return []targetResult{
+	return append([]targetResult{
 		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
 		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
 		{"GEM / River floor p50", fmt.Sprintf("%.2f×", ratio50), "≤ 1.3×", ratio50 <= 1.3, haveGEM && haveRiver},
@@ -673,7 +682,7 @@ func targets(r *benchResult) []targetResult {
 			"≤ 1.5×", agentRatio <= 1.5, agent1.N > 0 && agent5.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
-	}
+	}, historyTargets(r)...)
 }
 
 // printBench writes the results as tables.
@@ -706,6 +715,7 @@ func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 			medianOf(t.WorkerCPU), medianOf(t.MachineCPU))
 	}
 	_ = tw.Flush()
+	printHistory(w, r.History)
 	if l := r.Limits; l != nil {
 		fmt.Fprintf(w, "\nlimits: %d calls of a rest tool with concurrency %d and %d/s on %d executors, queued at once: %.1f s (%.1f/s); "+
 			"the service saw at most %d at once and %d in any second; waited p50 %.0f ms, max %.0f ms; put back to wait %.1f times per call (at most %d)\n",

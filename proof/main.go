@@ -59,11 +59,13 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&cfg.Drain, "drain", 20000, "queued calls per throughput run")
 	fs.IntVar(&cfg.Repeats, "repeats", 3, "runs of each measurement")
 	fs.IntVar(&cfg.Warmup, "warmup", 200, "unmeasured calls before each latency scenario")
-	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Minute, "give up after")
+	fs.IntVar(&cfg.History, "history", 10_000_000, "calls and receipts seeded as history for the history scenario (0: leave it out)")
+	fs.IntVar(&cfg.Backlog, "backlog", 1_000_000, "calls queued behind the history for its drain")
+	fs.DurationVar(&cfg.Timeout, "timeout", 90*time.Minute, "give up after")
 	bin := fs.String("bin", "", "folder with the executor and brain binaries (default: build them)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	verbose := fs.Bool("v", false, "show the children's logs")
-	only := fs.String("only", "", "comma-separated scenarios to run: river, gem, brain, mcp, code, rest, limits, telemetry, drain (default: all)")
+	only := fs.String("only", "", "comma-separated scenarios to run: river, gem, brain, mcp, code, rest, limits, telemetry, drain, history (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -71,13 +73,17 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		cfg.Only = map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			switch s = strings.TrimSpace(s); s {
-			case "river", "gem", "brain", "mcp", "code", "rest", "limits", "telemetry", "drain":
+			case "river", "gem", "brain", "mcp", "code", "rest", "limits", "telemetry", "drain", "history":
 				cfg.Only[s] = true
 			default:
-				fmt.Fprintf(stderr, "bench: unknown scenario %q in -only (river, gem, brain, mcp, code, rest, limits, telemetry, drain)\n", s)
+				fmt.Fprintf(stderr, "bench: unknown scenario %q in -only (river, gem, brain, mcp, code, rest, limits, telemetry, drain, history)\n", s)
 				return 2
 			}
 		}
+	}
+	if cfg.History < 0 || cfg.Backlog < 1 {
+		fmt.Fprintln(stderr, "bench: -history must not be negative and -backlog must be positive")
+		return 2
 	}
 	if cfg.Calls < 1 || cfg.OpenCalls < 1 || cfg.Drain < 1 || cfg.Repeats < 1 || cfg.Rate <= 0 || cfg.Warmup < 0 {
 		fmt.Fprintln(stderr, "bench: -calls, -open-calls, -drain, -repeats and -rate must be positive")

@@ -112,10 +112,10 @@ func TestBenchSmoke(t *testing.T) {
 	c, err := benchCluster(bins.root)
 	require.NoError(t, err)
 	cfg := benchConfig{Calls: 40, OpenCalls: 40, Rate: 100, Drain: 400, Repeats: 1, Warmup: 10, Timeout: 5 * time.Minute,
-		dbPrefix: "gem_bench_test"}
+		History: 3000, Backlog: 300, dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 33, "14 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
+	require.Len(t, res.Latency, 37, "16 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
 	for _, l := range res.Latency {
 		m := l.median()
 		if l.Scenario == scHealthBusy {
@@ -135,7 +135,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 15)
+	require.Len(t, res.Targets, 18)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
@@ -143,13 +143,24 @@ func TestBenchSmoke(t *testing.T) {
 	require.Equal(t, limitCalls, res.Limits.Succeeded)
 	require.LessOrEqual(t, res.Limits.MaxConcurrent, limitConcurrency)
 	require.LessOrEqual(t, res.Limits.MaxInWindow, limitRate)
+	h := res.History
+	require.NotNil(t, h)
+	require.Equal(t, 3000, h.Receipts)
+	require.Greater(t, h.EmptyDrain, 0.0)
+	require.Greater(t, h.HistoryDrain, 0.0)
+	require.Len(t, h.Audit, len(auditQueries))
+	for _, q := range h.Audit {
+		require.Greater(t, q.Median, time.Duration(0), q.Name)
+		require.Contains(t, q.Plan, "Execution Time", q.Name)
+	}
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
 	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scAgent1, scAgent5, scREST, scRESTGo, scDevice, scHealthAlone, scHealthBusy,
 		drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay",
 		"limits: most calls at once", "agent loop: a turn with 5 parallel tool calls / with 1", "limits: most starts in any second", scTelemetryOff, scTelemetryMetrics, scTelemetryTraces,
-		"telemetry overhead, brain run p50: Prometheus on", "telemetry overhead, brain run p50: Prometheus and OTLP traces on"} {
+		"telemetry overhead, brain run p50: Prometheus on", "telemetry overhead, brain run p50: Prometheus and OTLP traces on",
+		scHistEmpty, scHistFull, "history: drain of 300 queued calls with 3,000 receipts", "history: slowest audit query", "core_recent_failures"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
 }
@@ -166,7 +177,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 15, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 18, strings.Count(out.String(), "not measured"), out.String())
 
 	// With GEM measured too, the latency targets are judged.
 	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})

@@ -725,10 +725,15 @@ func (p *pack) healthCheck(ctx context.Context, c *executor.Call, _ struct{}) (*
 	start := time.Now()
 	// Every part is bounded by River's fetch index, whatever the queue holds: a health check during a
 	// backlog of a million calls costs what it costs on an empty queue (counting the whole queue made each
-	// check scan it, and draining a backlog of health checks quadratic).
+	// check scan it, and draining a backlog of health checks quadratic). The counts are ordered as the index
+	// is, so the planner walks it: with statistics that say most jobs are available, a bare LIMIT chose a
+	// sequential scan, which reads every finished job before the first available one (a drain of 100,000
+	// health checks fell to 150 calls/s).
 	if err := c.DB.QueryRow(ctx, `SELECT current_setting('server_version'), now(),
-			(SELECT count(*) FROM (SELECT 1 FROM river_job WHERE state = 'available' AND queue = 'default' LIMIT $1) a),
-			(SELECT count(*) FROM (SELECT 1 FROM river_job WHERE state = 'running' AND queue = 'default' LIMIT $1) r),
+			(SELECT count(*) FROM (SELECT 1 FROM river_job WHERE state = 'available' AND queue = 'default'
+				ORDER BY priority, scheduled_at, id LIMIT $1) a),
+			(SELECT count(*) FROM (SELECT 1 FROM river_job WHERE state = 'running' AND queue = 'default'
+				ORDER BY priority, scheduled_at, id LIMIT $1) r),
 			(SELECT extract(epoch FROM now() - scheduled_at)::float8 FROM river_job
 				WHERE state = 'available' AND queue = 'default' AND priority = 1 ORDER BY scheduled_at, id LIMIT 1),
 			(SELECT count(*) FROM core_executors WHERE stopped_at IS NULL AND dead_at IS NULL)`, healthQueueCountCap).
