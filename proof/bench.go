@@ -29,7 +29,7 @@ type benchConfig struct {
 	Warmup    int             // unmeasured calls before each latency scenario
 	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
 	Timeout   time.Duration   // the whole run
-	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, drain, history); empty: all
+	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, drain, scale, history); empty: all
 	History   int             // calls and receipts seeded as history (the history scenario)
 	Backlog   int             // calls queued behind the history for its drain
 	dbPrefix  string          // names of the databases made for the run (default gem_bench)
@@ -102,6 +102,7 @@ type benchResult struct {
 	ExecutorPeakRSSK int64              `json:"executor_peak_rss_kb"`
 	BrainPeakRSSK    int64              `json:"brain_peak_rss_kb"`
 	Limits           *limitsResult      `json:"limits,omitempty"`
+	Scale            *scaleResult       `json:"scale,omitempty"`
 	History          *historyResult     `json:"history,omitempty"`
 	Targets          []targetResult     `json:"targets"`
 }
@@ -246,7 +247,13 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 		}
 		res.Throughput = append(res.Throughput, tr)
 	}
-	// 7. History: the executor on empty tables, then behind a year of receipts and a backlog.
+	// 7. Several executors: the same backlog drained by 1, 2 and 4 executors with the same workers in all.
+	if cfg.runs("scale") {
+		if res.Scale, err = benchScale(ctx, cfg, bins, gemURL, gemPool, progress); err != nil {
+			return nil, err
+		}
+	}
+	// 8. History: the executor on empty tables, then behind years of receipts and a backlog.
 	if cfg.runs("history") && cfg.History > 0 {
 		if err := benchHistory(ctx, cfg, res, c, bins, prefix, progress); err != nil {
 			return nil, fmt.Errorf("history: %w", err)
@@ -682,7 +689,7 @@ func targets(r *benchResult) []targetResult {
 			"≤ 1.5×", agentRatio <= 1.5, agent1.N > 0 && agent5.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
-	}, historyTargets(r)...)
+	}, append(scaleTargets(r), historyTargets(r)...)...)
 }
 
 // printBench writes the results as tables.
@@ -715,6 +722,7 @@ func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 			medianOf(t.WorkerCPU), medianOf(t.MachineCPU))
 	}
 	_ = tw.Flush()
+	printScale(w, r.Scale)
 	printHistory(w, r.History)
 	if l := r.Limits; l != nil {
 		fmt.Fprintf(w, "\nlimits: %d calls of a rest tool with concurrency %d and %d/s on %d executors, queued at once: %.1f s (%.1f/s); "+
