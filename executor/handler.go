@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -36,6 +37,18 @@ type Handler struct {
 	// that wait on something outside PostgreSQL (an HTTP API), so they never hold up other calls' commits.
 	// Tools whose permissions mean outside effects are always isolated.
 	Isolated bool
+}
+
+// MissingEnv lists the variables of names that are unset or empty here: what keeps a handler's RequiredEnv
+// from doing real work.
+func MissingEnv(names []string) []string {
+	var missing []string
+	for _, env := range names {
+		if os.Getenv(env) == "" {
+			missing = append(missing, env)
+		}
+	}
+	return missing
 }
 
 // Handlers maps tool names to handlers.

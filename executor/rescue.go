@@ -91,13 +91,7 @@ func (e *Executor) startLiveness(ctx context.Context) error {
 func (e *Executor) toolReadiness() map[string]gemsql.ToolReadiness {
 	out := make(map[string]gemsql.ToolReadiness, len(e.handlers))
 	for name, h := range e.handlers {
-		r := gemsql.ToolReadiness{RequiredEnv: h.RequiredEnv}
-		for _, env := range h.RequiredEnv {
-			if os.Getenv(env) == "" {
-				r.MissingEnv = append(r.MissingEnv, env)
-			}
-		}
-		out[name] = r
+		out[name] = gemsql.ToolReadiness{RequiredEnv: h.RequiredEnv, MissingEnv: MissingEnv(h.RequiredEnv)}
 	}
 	return out
 }

@@ -603,7 +603,9 @@ func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string,
 // first job's start to the observation that the last was completed, and the CPU time per job of p and of
 // the machine (whose busy time was machine0 when p started).
 func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p *proc, machine0 time.Duration) (drainRun, error) {
-	deadline := time.Now().Add(5 * time.Minute)
+	// A millisecond a job, at least 5 minutes: the history bench drains a million.
+	wait := max(5*time.Minute, time.Duration(n)*time.Millisecond)
+	deadline := time.Now().Add(wait)
 	for {
 		// Whether any job is left, through River's fetching index: cheap however many are done, so the
 		// poll takes no CPU from the drain it measures (counting the completed jobs took ~40 ms a time).
@@ -633,7 +635,7 @@ func awaitDrain(ctx context.Context, pool *pgxpool.Pool, before int64, n int, p 
 			return drainRun{}, fmt.Errorf("%s exited during the drain (%v):\n%s", p.name, p.err, p.tail())
 		}
 		if now.After(deadline) {
-			return drainRun{}, fmt.Errorf("%d jobs were not finished after 5 minutes", n)
+			return drainRun{}, fmt.Errorf("%d jobs were not finished after %s", n, wait)
 		}
 		select {
 		case <-ctx.Done():

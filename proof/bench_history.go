@@ -155,8 +155,8 @@ func historyLatency(ctx context.Context, cfg benchConfig, res *benchResult, bins
 	return measureLatency(ctx, cfg, res, scenario, call, vacuum(pool, "river_job", "core_tool_calls", "core_tool_receipts"), progress)
 }
 
-// drainBacklog queues n calls with no executor running, then starts one and returns receipts per second
-// from the first call's start to the last receipt.
+// drainBacklog queues n calls with no executor running, then starts one and returns calls per second
+// from the first call's start to the last one's completion (awaitDrain).
 func drainBacklog(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, n int, progress func(string, ...any)) (float64, error) {
 	var before int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&before); err != nil {
@@ -176,43 +176,14 @@ func drainBacklog(ctx context.Context, cfg benchConfig, bins binaries, dbURL str
 		return 0, err
 	}
 	progress("history: %d calls queued; draining", n)
+	machine0 := machineCPU()
 	exec, err := startExecutor(bins, dbURL, "bench-history-drain", nil, cfg.Log, pool, false)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = exec.stop(40 * time.Second) }()
-	deadline := time.Now().Add(max(5*time.Minute, time.Duration(n)*time.Millisecond))
-	for {
-		var left bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
-			WHERE state IN ('available', 'running', 'retryable', 'scheduled') AND id > $1)`, before).Scan(&left); err != nil {
-			return 0, err
-		}
-		now := time.Now()
-		if !left {
-			var first time.Time
-			var receipted int
-			if err := pool.QueryRow(ctx, `SELECT min(attempted_at), count(*) FILTER (WHERE state = 'completed') FROM river_job WHERE id > $1`, before).
-				Scan(&first, &receipted); err != nil {
-				return 0, err
-			}
-			if receipted < n {
-				return 0, fmt.Errorf("the drain ended with %d of %d calls receipted", receipted, n)
-			}
-			return float64(n) / now.Sub(first).Seconds(), nil
-		}
-		if exec.exited() {
-			return 0, fmt.Errorf("the executor exited during the drain (%v):\n%s", exec.err, exec.tail())
-		}
-		if now.After(deadline) {
-			return 0, fmt.Errorf("%d calls were not drained by %s", n, deadline.Format(time.TimeOnly))
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	run, err := awaitDrain(ctx, pool, before, n, exec, machine0)
+	return run.rate, err
 }
 
 // seedHistory writes n calls with their receipts, spread evenly over the last `months` whole months and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -51,7 +52,7 @@ func history(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "retired %s in %s: %d calls, %d receipts, %d runs archived to %s\n", r.Month.Suffix,
 				r.Took.Round(time.Millisecond), r.Manifest.Tables["core_tool_calls"].Rows, r.Manifest.Tables["core_tool_receipts"].Rows,
-				r.Manifest.Tables["brain_runs"].Rows, cfg.ArchiveDir+"/"+r.Month.Suffix)
+				r.Manifest.Tables["brain_runs"].Rows, filepath.Join(cfg.ArchiveDir, r.Month.Suffix))
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "executor history:", err)

@@ -348,15 +348,6 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		return fail(path, err)
 	}
 	defer closeRemote()
-	missingEnv := func(names []string) []string {
-		var missing []string
-		for _, env := range names {
-			if os.Getenv(env) == "" {
-				missing = append(missing, env)
-			}
-		}
-		return missing
-	}
 	var tools []toolSummary
 	mcpTools := map[string]int{}
 	for _, t := range reg.Tools() {
@@ -372,7 +363,7 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		if handler, ok := h[t.Name]; ok {
 			s.Handler = true
 			s.RequiredEnv = handler.RequiredEnv
-			s.MissingEnv = missingEnv(handler.RequiredEnv)
+			s.MissingEnv = executor.MissingEnv(handler.RequiredEnv)
 		}
 		tools = append(tools, s)
 	}
@@ -384,7 +375,7 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		required := remote.ServerEnvRefs(srv)
 		servers = append(servers, mcpServerSummary{Name: srv.Name, Transport: srv.Transport(), Target: target, Tools: mcpTools[srv.Name],
-			RequiredEnv: required, MissingEnv: missingEnv(required)})
+			RequiredEnv: required, MissingEnv: executor.MissingEnv(required)})
 	}
 	if *asJSON {
 		printJSON(registryCheckResult{Path: path, OK: true, Version: reg.Version, Tools: tools, MCPServers: servers})
