@@ -554,8 +554,9 @@ func ParseRetention(s string) (time.Duration, error) {
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("%q is not a whole number of days (like 400d)", s)
+		// A century at most: more would overflow a Duration and come out negative, which means "keep everything".
+		if err != nil || n <= 0 || n > 36500 {
+			return 0, fmt.Errorf("%q is not a whole number of days from 1 to 36500 (like 400d)", s)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}

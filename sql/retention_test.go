@@ -200,3 +200,16 @@ func readArchive(t *testing.T, path string) [][]string {
 	require.NoError(t, err)
 	return records
 }
+
+func TestParseRetention(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"400d": 400 * 24 * time.Hour, " 9600h ": 9600 * time.Hour, "off": -1, "OFF": -1, "36500d": 36500 * 24 * time.Hour} {
+		got, err := gemsql.ParseRetention(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "0", "0d", "-5d", "abc", "1.5d", "-3h", "99999999999d", "36501d", "d"} {
+		_, err := gemsql.ParseRetention(bad)
+		require.Error(t, err, "%q", bad)
+	}
+}
