@@ -629,6 +629,10 @@ func panicked(p any) *Error {
 
 // invoke makes a call from inside this one (Call.Invoke) and waits for its receipt.
 func (a *attempt) invoke(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error) {
+	// The executor listens for receipts from its first nested call on (most executors never make one).
+	if err := a.e.waiter.Start(ctx); err != nil {
+		return nil, "", Retryable(fmt.Errorf("error listening for the receipt of a call of %s: %w", tool, err))
+	}
 	id := uuid.Must(uuid.NewV7())
 	sub := a.e.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 	defer sub.Close()

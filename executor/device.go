@@ -487,6 +487,9 @@ func (a *attempt) answered(context.Context, *Call) (any, error) {
 func (e *Executor) awaitReceipt(p *pending, dc *deviceCall, holder uuid.UUID) error {
 	ctx, cancel := context.WithTimeout(p.ctx, dc.waitBound())
 	defer cancel()
+	if err := e.waiter.Start(ctx); err != nil {
+		return Retryable(fmt.Errorf("error listening for the receipt of call %s, which holds this call's idempotency key: %w", holder, err))
+	}
 	if _, err := e.waiter.WaitOne(ctx, holder); err != nil && p.ctx.Err() == nil {
 		return Retryable(fmt.Errorf("waiting for call %s, which holds this call's idempotency key: %w", holder, err))
 	}

@@ -49,7 +49,8 @@ type Executor struct {
 	client    *river.Client[pgx.Tx]
 	log       zerolog.Logger
 	devices   *deviceRelay
-	// waiter waits on the receipts of calls made from inside calls (Call.Invoke).
+	// waiter waits on the receipts of calls made from inside calls (Call.Invoke) and of the calls holding a
+	// device call's key; it listens from its first use on.
 	waiter *gemsql.ReceiptWaiter
 	// inputCutoff is the largest input any tool accepts: a larger one is never read out of PostgreSQL.
 	inputCutoff int64
@@ -234,12 +235,6 @@ func (e *Executor) Start(ctx context.Context) error {
 		return err
 	}
 	if err := e.devices.listener.Start(ctx); err != nil {
-		close(e.stopLiveness)
-		<-e.livenessDone
-		return err
-	}
-	if err := e.waiter.Start(ctx); err != nil {
-		e.devices.listener.Stop()
 		close(e.stopLiveness)
 		<-e.livenessDone
 		return err

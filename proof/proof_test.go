@@ -142,7 +142,11 @@ func TestBenchSmoke(t *testing.T) {
 	require.NotNil(t, res.Limits)
 	require.Equal(t, limitCalls, res.Limits.Succeeded)
 	require.LessOrEqual(t, res.Limits.MaxConcurrent, limitConcurrency)
-	require.LessOrEqual(t, res.Limits.MaxInWindow, limitRate)
+	// make bench's target is limitRate on a quiet machine. Here, beside other test packages on two cores, a
+	// request can reach the service tens of milliseconds after the guard let it start (more than the
+	// windows' 25 ms margin), so a tenth more is allowed; without the rate limit about twice limitRate would
+	// arrive (concurrency 2 of 20 ms requests).
+	require.LessOrEqual(t, res.Limits.MaxInWindow, limitRate+limitRate/10)
 	h := res.History
 	require.NotNil(t, h)
 	require.Equal(t, 3000, h.Receipts)

@@ -29,6 +29,10 @@ type ReceiptWaiter struct {
 	watchers map[*Watch]struct{}
 	// resync is closed (and replaced) each time the listener reconnects, telling waiters to re-read.
 	resync chan struct{}
+
+	startMu sync.Mutex
+	started bool
+	stopped bool
 }
 
 type waiter struct {
@@ -53,20 +57,69 @@ func NewReceiptWaiter(pool *pgxpool.Pool, logger *slog.Logger) *ReceiptWaiter {
 	}
 	w.conn = listenConn{pool: pool, name: "receipt listener", channels: []string{ReceiptChannel}, logger: logger,
 		onReconnect: w.broadcastResync,
-		onNotify: func(n *pgconn.Notification) {
-			if nt, ok := parseNotice(n.Payload); ok {
-				w.dispatch(nt)
-			}
-		}}
+		onNotify:    w.notified}
 	return w
 }
 
 // Start connects and listens. It returns an error at once if the first connection fails; later losses are
-// retried in the background until Stop.
-func (w *ReceiptWaiter) Start(ctx context.Context) error { return w.conn.start(ctx) }
+// retried in the background until Stop. Once started, Start does nothing, so a process that waits rarely
+// (an executor: for its nested calls) starts listening on first use, and hears no receipts until then.
+func (w *ReceiptWaiter) Start(ctx context.Context) error {
+	w.startMu.Lock()
+	defer w.startMu.Unlock()
+	switch {
+	case w.stopped:
+		return errors.New("the receipt waiter is stopped")
+	case w.started:
+		return nil
+	}
+	if err := w.conn.start(ctx); err != nil {
+		return err
+	}
+	w.started = true
+	return nil
+}
 
-// Stop stops listening and waits for the listener to end.
-func (w *ReceiptWaiter) Stop() { w.conn.stop() }
+// Stop stops listening and waits for the listener to end. A later Start fails.
+func (w *ReceiptWaiter) Stop() {
+	w.startMu.Lock()
+	defer w.startMu.Unlock()
+	w.stopped = true
+	w.conn.stop()
+}
+
+// notified handles one notification. Every receipt is announced to every listener, and most are for calls
+// no one here waits on: those are dropped after reading their call id only.
+func (w *ReceiptWaiter) notified(n *pgconn.Notification) {
+	id, ok := noticeID(n.Payload)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	wanted := len(w.watchers) > 0 || len(w.waiters[id]) > 0
+	w.mu.Unlock()
+	if !wanted {
+		return
+	}
+	if nt, ok := parseNotice(n.Payload); ok {
+		w.dispatch(nt)
+	}
+}
+
+// noticeID reads the call id of a notification's payload: the receipt as JSON, or the id alone.
+func noticeID(payload string) (uuid.UUID, bool) {
+	if !strings.HasPrefix(payload, "{") {
+		id, err := uuid.Parse(payload)
+		return id, err == nil
+	}
+	var r struct {
+		CallID uuid.UUID `json:"call_id"`
+	}
+	if err := json.Unmarshal([]byte(payload), &r); err != nil || r.CallID == uuid.Nil {
+		return uuid.Nil, false
+	}
+	return r.CallID, true
+}
 
 // parseNotice reads a notification's payload: the receipt as JSON, or just the call id (a receipt too large
 // for a notification, which the waiter then reads).

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,47 @@ func TestSubscriptionRereadsAfterAReconnect(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, res.Receipts, id)
 	require.Empty(t, res.Pending)
+}
+
+// Start may be called on every use: the waiter listens on one connection from the first call on, and a
+// stopped waiter does not start again.
+func TestReceiptWaiterStartsOnce(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	listeners := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name LIKE '%receipt-listener'`).Scan(&n))
+		return n
+	}
+
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.Equal(t, 0, listeners(), "no connection before the first Start")
+	for range 3 {
+		require.NoError(t, w.Start(ctx))
+	}
+	require.Equal(t, 1, listeners())
+
+	// Receipts of calls no one waits on go by; the one waited on is heard.
+	var ids []uuid.UUID
+	for range 5 {
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	sub := w.Subscribe(ids[4:])
+	defer sub.Close()
+	for _, id := range ids {
+		insertReceipt(t, ctx, b.pool, id, "succeeded")
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := sub.Wait(waitCtx)
+	require.NoError(t, err)
+	require.Len(t, res.Receipts, 1)
+	require.Equal(t, registry.StatusSucceeded, res.Receipts[ids[4]].Status)
+
+	w.Stop()
+	require.Error(t, w.Start(ctx))
+	require.Eventually(t, func() bool { return listeners() == 0 }, 5*time.Second, 20*time.Millisecond)
 }
