@@ -98,15 +98,26 @@ func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, l
 
 // SessionMessageInsert stores messages of a session, made by a run.
 func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, msgs ...SessionMessage) error {
-	for _, m := range msgs {
-		var calls []byte
+	// One statement for all of them: a turn's assistant message and its tool results are one commit, not one
+	// each. The ids follow the order given (the rows are sorted before they are numbered).
+	n := len(msgs)
+	if n == 0 {
+		return nil
+	}
+	roles, contents, toolCallIDs := make([]string, n), make([]string, n), make([]*string, n)
+	calls, callIDs := make([][]byte, n), make([]*uuid.UUID, n)
+	for i, m := range msgs {
+		roles[i], contents[i], toolCallIDs[i], callIDs[i] = m.Role, m.Content, nullIfEmpty(m.ToolCallID), m.CallID
 		if len(m.ToolCalls) > 0 {
-			calls, _ = json.Marshal(m.ToolCalls)
+			calls[i], _ = json.Marshal(m.ToolCalls)
 		}
-		if _, err := db.Exec(ctx, `INSERT INTO agent_messages (session_id, run_id, role, content, tool_calls, tool_call_id, call_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, sessionID, runID, m.Role, m.Content, calls, nullIfEmpty(m.ToolCallID), m.CallID); err != nil {
-			return Error(fmt.Errorf("error storing a message: %w", err))
-		}
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO agent_messages (session_id, run_id, role, content, tool_calls, tool_call_id, call_id)
+		SELECT $1, $2, m.role, m.content, m.tool_calls, m.tool_call_id, m.call_id
+		FROM unnest($3::text[], $4::text[], $5::jsonb[], $6::text[], $7::uuid[]) WITH ORDINALITY
+		     AS m (role, content, tool_calls, tool_call_id, call_id, ord)
+		ORDER BY m.ord`, sessionID, runID, roles, contents, calls, toolCallIDs, callIDs); err != nil {
+		return Error(fmt.Errorf("error storing messages: %w", err))
 	}
 	return nil
 }

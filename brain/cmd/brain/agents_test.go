@@ -18,6 +18,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -144,6 +145,17 @@ func testTwoIterations(t *testing.T, provider string) {
 	require.Equal(t, 2, turns)
 	require.Equal(t, brain.RunCompleted, runStatus(t, shared.pool, resp.RunID))
 	require.Equal(t, 2, countCalls(t, shared.pool, resp.RunID))
+
+	// The session keeps the run's messages in order: the question, the assistant's calls, their results in
+	// the order asked (each with its GEM call), the answer.
+	rows, err := shared.pool.Query(context.Background(), `SELECT role || ':' || coalesce(tool_call_id, '') || ':' ||
+			(tool_calls IS NOT NULL) || ':' || (call_id IS NOT NULL)
+		FROM agent_messages WHERE run_id = $1 ORDER BY id`, resp.RunID)
+	require.NoError(t, err)
+	msgs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"user::false:false", "assistant::true:false", "tool:call_lead:false:true", "tool:call_task:false:true",
+		"assistant::false:false"}, msgs)
 }
 
 func TestChatOpenAITwoIterations(t *testing.T) {
