@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -453,4 +455,40 @@ func TestOverloadOff(t *testing.T) {
 	require.EqualError(t, h(nil), "reached")
 	require.True(t, called)
 	require.EqualError(t, s.admitToolCalls(func(echo.Context) error { return errors.New("reached too") })(nil), "reached too")
+}
+
+// A 503 (overloaded, no LLM) is logged as a warning: refusing is the brain working as designed, and alerts
+// on error lines must not fire by the thousand under overload. A 500 is an error.
+func TestRequestLogLevels(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{cfg: Config{}.WithDefaults(), log: zerolog.New(&logs)}
+	e := echo.New()
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.logRequests)
+	e.GET("/busy", func(echo.Context) error { return brain.Errorf(brain.EOVERLOADED, "too many requests at once") })
+	e.GET("/broken", func(echo.Context) error { return errors.New("a bug") })
+	e.GET("/fine", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"ok": true}) })
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+
+	want := map[string]struct {
+		status int
+		level  string
+	}{"/busy": {http.StatusServiceUnavailable, "warn"}, "/broken": {http.StatusInternalServerError, "error"}, "/fine": {http.StatusOK, "info"}}
+	for path, w := range want {
+		logs.Reset()
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, w.status, resp.StatusCode, path)
+		var line struct {
+			Level  string `json:"level"`
+			Status int    `json:"status"`
+		}
+		// The request's line is the last (a 500 logs its error before it).
+		lines := bytes.Split(bytes.TrimSpace(logs.Bytes()), []byte("\n"))
+		require.NoError(t, json.Unmarshal(lines[len(lines)-1], &line), "%s", logs.String())
+		require.Equal(t, w.status, line.Status, path)
+		require.Equal(t, w.level, line.Level, path)
+	}
 }

@@ -436,7 +436,12 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		ev := log.Info()
-		if status >= 500 {
+		switch {
+		case status == http.StatusServiceUnavailable:
+			// Refused by design (overloaded, no LLM configured): a warning, not a fault of the brain's. Under
+			// overload these come by the thousand, and alerts on error lines should not fire for them.
+			ev = log.Warn()
+		case status >= 500:
 			ev = log.Error()
 		}
 		if c.Request().URL.Path == "/health" {
