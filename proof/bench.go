@@ -315,11 +315,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	}
 	gemCall := func(tool string, input func(i int) map[string]any) func(context.Context, int) (time.Time, error) {
 		return func(ctx context.Context, i int) (time.Time, error) {
-			id := uuid.Must(uuid.NewV7())
-			if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, $3)`, id, tool, input(i)); err != nil {
-				return time.Time{}, err
-			}
-			return gemListener.wait(ctx, id.String())
+			return insertAndWait(ctx, gemPool, gemListener, tool, input(i))
 		}
 	}
 	settle := vacuum(gemPool, gemTables...)
@@ -597,6 +593,23 @@ func drainGEM(ctx context.Context, cfg benchConfig, bins binaries, dbURL string,
 		}
 	}
 	return run, peak, err
+}
+
+// insertAndWait makes a call with a plain INSERT, as any SQL client may, and returns when l (listening on
+// gem_receipt) heard its receipt.
+func insertAndWait(ctx context.Context, pool *pgxpool.Pool, l *listener, tool string, input any) (time.Time, error) {
+	id := uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, $2, $3)`, id, tool, input); err != nil {
+		return time.Time{}, err
+	}
+	return l.wait(ctx, id.String())
+}
+
+// healthCheck is a sequential call of os.health_check through insertAndWait.
+func healthCheck(pool *pgxpool.Pool, l *listener) func(context.Context, int) (time.Time, error) {
+	return func(ctx context.Context, _ int) (time.Time, error) {
+		return insertAndWait(ctx, pool, l, "os.health_check", map[string]any{})
+	}
 }
 
 // awaitDrain waits until the n jobs after id before are finished and returns jobs per second, from the

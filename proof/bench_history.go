@@ -145,14 +145,7 @@ func historyLatency(ctx context.Context, cfg benchConfig, res *benchResult, bins
 		return err
 	}
 	defer l.close()
-	call := func(ctx context.Context, i int) (time.Time, error) {
-		id := uuid.Must(uuid.NewV7())
-		if _, err := pool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.health_check', '{}')`, id); err != nil {
-			return time.Time{}, err
-		}
-		return l.wait(ctx, id.String())
-	}
-	return measureLatency(ctx, cfg, res, scenario, call, vacuum(pool, "river_job", "core_tool_calls", "core_tool_receipts"), progress)
+	return measureLatency(ctx, cfg, res, scenario, healthCheck(pool, l), vacuum(pool, "river_job", "core_tool_calls", "core_tool_receipts"), progress)
 }
 
 // drainBacklog queues n calls with no executor running, then starts one and returns calls per second

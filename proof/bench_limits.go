@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	gemsql "github.com/gemhq/gem/sql"
@@ -134,13 +133,7 @@ func benchLimits(ctx context.Context, cfg benchConfig, res *benchResult, bins bi
 		return err
 	}
 	defer listener.close()
-	health := func(ctx context.Context, i int) (time.Time, error) {
-		id := uuid.Must(uuid.NewV7())
-		if _, err := gemPool.Exec(ctx, `INSERT INTO core_tool_calls (id, tool_name, input) VALUES ($1, 'os.health_check', '{}')`, id); err != nil {
-			return time.Time{}, err
-		}
-		return listener.wait(ctx, id.String())
-	}
+	health := healthCheck(gemPool, listener)
 	if err := measureSequential(ctx, cfg, res, scHealthAlone, health, settle, progress); err != nil {
 		return err
 	}

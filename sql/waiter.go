@@ -101,9 +101,13 @@ func (w *ReceiptWaiter) notified(n *pgconn.Notification) {
 	if !wanted {
 		return
 	}
-	if nt, ok := parseNotice(n.Payload); ok {
-		w.dispatch(nt)
+	nt := notice{id: id}
+	if strings.HasPrefix(n.Payload, "{") {
+		if nt, ok = parseNotice(n.Payload); !ok {
+			return
+		}
 	}
+	w.dispatch(nt)
 }
 
 // noticeID reads the call id of a notification's payload: the receipt as JSON, or the id alone.

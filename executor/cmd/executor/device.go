@@ -23,13 +23,8 @@ func deviceFlagSet() (*flag.FlagSet, *string) {
 // 1 when the hub refuses the device for good (its registration, its token), 2 on a bad configuration.
 func runDevice(args []string, stdout, stderr io.Writer) int {
 	fs, registryPath := deviceFlagSet()
-	if code, ok := parseFlags(fs, "device", args, stdout, stderr); !ok {
+	if code, ok := parseNoArgFlags(fs, "device", args, stdout, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "executor device: unexpected argument %q\n", fs.Arg(0))
-		printShortUsage(stderr, "device")
-		return 2
 	}
 	log, err := gemsql.NewLogger(stderr, "device", os.Getenv("GEM_LOG_LEVEL"), os.Getenv("GEM_LOG_FORMAT"))
 	if err != nil {

@@ -16,13 +16,8 @@ import (
 // history lists the months of history and, with -retire, retires those past the retention now.
 func history(args []string, stdout, stderr io.Writer) int {
 	fs, retire := historyFlagSet()
-	if code, ok := parseFlags(fs, "history", args, stdout, stderr); !ok {
+	if code, ok := parseNoArgFlags(fs, "history", args, stdout, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "executor history: unexpected argument %q\n", fs.Arg(0))
-		printShortUsage(stderr, "history")
-		return 2
 	}
 	cfg, err := executor.ConfigFromEnv(os.Getenv)
 	if err != nil {

@@ -150,15 +150,23 @@ func parseFlags(fs *flag.FlagSet, name string, args []string, stdout, stderr io.
 	return 0, true
 }
 
-func runExecutor(args []string, stdout, stderr io.Writer) int {
-	fs, flags := runFlagSet()
-	if code, ok := parseFlags(fs, "run", args, stdout, stderr); !ok {
-		return code
+// parseNoArgFlags is parseFlags for a command that takes flags only: an argument is refused.
+func parseNoArgFlags(fs *flag.FlagSet, name string, args []string, stdout, stderr io.Writer) (int, bool) {
+	if code, ok := parseFlags(fs, name, args, stdout, stderr); !ok {
+		return code, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "executor run: unexpected argument %q\n", fs.Arg(0))
-		printShortUsage(stderr, "run")
-		return 2
+		fmt.Fprintf(stderr, "executor %s: unexpected argument %q\n", name, fs.Arg(0))
+		printShortUsage(stderr, name)
+		return 2, false
+	}
+	return 0, true
+}
+
+func runExecutor(args []string, stdout, stderr io.Writer) int {
+	fs, flags := runFlagSet()
+	if code, ok := parseNoArgFlags(fs, "run", args, stdout, stderr); !ok {
+		return code
 	}
 	log, err := logger(stderr)
 	if err != nil {
@@ -217,13 +225,8 @@ func servePprof(addr string, log zerolog.Logger) {
 
 func migrate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	if code, ok := parseFlags(fs, "migrate", args, stdout, stderr); !ok {
+	if code, ok := parseNoArgFlags(fs, "migrate", args, stdout, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "executor migrate: unexpected argument %q\n", fs.Arg(0))
-		printShortUsage(stderr, "migrate")
-		return 2
 	}
 	log, err := logger(stderr)
 	if err != nil {
