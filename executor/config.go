@@ -65,6 +65,9 @@ func CommittersDefault() int { return min(max(runtime.NumCPU(), 2), CommittersMa
 type Config struct {
 	// DatabaseURL is the PostgreSQL connection URL. Required (DATABASE_URL).
 	DatabaseURL string
+	// SessionURL is where connections that keep a session go (LISTEN, the liveness lock, River's pool)
+	// when DatabaseURL is a pooler in transaction mode. Defaults to DatabaseURL (GEM_DATABASE_SESSION_URL).
+	SessionURL string
 
 	// RegistryPath is the registry file. Defaults to tools.registry.json, looked up in the working folder
 	// and its parents (GEM_REGISTRY).
@@ -280,6 +283,7 @@ func (c Config) validate() error {
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:  getenv("DATABASE_URL"),
+		SessionURL:   getenv("GEM_DATABASE_SESSION_URL"),
 		RegistryPath: getenv("GEM_REGISTRY"),
 		ID:           getenv("GEM_EXECUTOR_ID"),
 	}

@@ -51,6 +51,7 @@ func (b *testBundle) startHelper(t *testing.T, env ...string) *helperProcess {
 	select {
 	case <-ready:
 	case err := <-h.done:
+		h.done <- err // for the cleanup
 		t.Fatalf("helper executor exited before it was ready: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("helper executor did not start")

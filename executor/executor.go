@@ -154,7 +154,8 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 	e.devices = newDeviceRelay(e)
 	e.waiter = gemsql.NewReceiptWaiter(pool, gemsql.Slog(e.log))
 
-	riverCfg := pool.Config().Copy()
+	// River's notifier LISTENs and its connections set synchronous_commit: they need sessions of their own.
+	riverCfg := gemsql.Session(pool)
 	riverCfg.MaxConns = riverPoolSize
 	// River's listener, fetcher and completer each hold one.
 	riverCfg.MinConns = 3

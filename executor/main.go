@@ -85,7 +85,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
-		URL: cfg.DatabaseURL, ApplicationName: "gem-executor", MaxConns: mainPoolSize,
+		URL: cfg.DatabaseURL, SessionURL: cfg.SessionURL, ApplicationName: "gem-executor", MaxConns: mainPoolSize,
 		ConnectWait: cfg.DBConnectWait, OnRetry: connectRetryLogger(m.Log),
 	}); err != nil {
 		return err

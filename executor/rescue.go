@@ -97,7 +97,7 @@ func (e *Executor) toolReadiness() map[string]gemsql.ToolReadiness {
 }
 
 func (e *Executor) lockLiveness(ctx context.Context) (*pgx.Conn, error) {
-	cfg := e.pool.Config().ConnConfig.Copy()
+	cfg := gemsql.Session(e.pool).ConnConfig
 	cfg.RuntimeParams["application_name"] = "gem-executor-liveness"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

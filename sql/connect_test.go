@@ -15,6 +15,7 @@ import (
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -107,4 +108,59 @@ func TestConnectionError(t *testing.T) {
 	require.True(t, gemsql.ConnectionError(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P03"})), "starting up")
 	require.False(t, gemsql.ConnectionError(&pgconn.PgError{Code: "28P01"}), "wrong password")
 	require.False(t, gemsql.ConnectionError(errors.New("executor id in use")))
+}
+
+// A SessionURL sends the pool's statements without named prepared statements (unless its URL picks a mode)
+// and gives session connections their own URL, in pgx's default mode; without one, sessions use the pool's.
+func TestSessionURL(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	_, dbURL := sqltest.NewDB(t)
+	withParam := func(u, key, value string) string {
+		parsed, err := url.Parse(u)
+		require.NoError(t, err)
+		q := parsed.Query()
+		q.Set(key, value)
+		parsed.RawQuery = q.Encode()
+		return parsed.String()
+	}
+	sessionURL := withParam(dbURL, "connect_timeout", "7")
+
+	open := func(url, session string) (*pgxpool.Pool, error) {
+		pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: url, SessionURL: session, ApplicationName: "gem-session-test"})
+		if err == nil {
+			t.Cleanup(pool.Close)
+		}
+		return pool, err
+	}
+
+	pooled, err := open(dbURL, sessionURL)
+	require.NoError(t, err)
+	require.Equal(t, pgx.QueryExecModeCacheDescribe, pooled.Config().ConnConfig.DefaultQueryExecMode)
+	session := gemsql.Session(pooled)
+	require.Equal(t, 7*time.Second, session.ConnConfig.ConnectTimeout)
+	require.Equal(t, pgx.QueryExecModeCacheStatement, session.ConnConfig.DefaultQueryExecMode)
+	conn, err := gemsql.ConnectSession(ctx, pooled, "probe")
+	require.NoError(t, err)
+	var name string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT current_setting('application_name')`).Scan(&name))
+	require.Equal(t, "gem-session-test-probe", name)
+	require.NoError(t, conn.Close(ctx))
+
+	chosen, err := open(withParam(dbURL, "default_query_exec_mode", "exec"), sessionURL)
+	require.NoError(t, err)
+	require.Equal(t, pgx.QueryExecModeExec, chosen.Config().ConnConfig.DefaultQueryExecMode)
+
+	direct, err := open(dbURL, "")
+	require.NoError(t, err)
+	require.Equal(t, pgx.QueryExecModeCacheStatement, direct.Config().ConnConfig.DefaultQueryExecMode)
+	require.Equal(t, direct.Config().ConnConfig.ConnectTimeout, gemsql.Session(direct).ConnConfig.ConnectTimeout)
+
+	_, err = open(dbURL, "postgres://%zz")
+	require.ErrorContains(t, err, "GEM_DATABASE_SESSION_URL")
+
+	// A session URL on another database would never hear a receipt: refused at start.
+	_, otherURL := sqltest.NewDB(t)
+	_, err = open(dbURL, otherURL)
+	require.ErrorContains(t, err, "GEM_DATABASE_SESSION_URL does not reach the database DATABASE_URL does")
 }

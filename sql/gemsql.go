@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +41,11 @@ type DBTX interface {
 type PoolConfig struct {
 	// URL is the PostgreSQL connection URL (DATABASE_URL). Required.
 	URL string
+	// SessionURL (GEM_DATABASE_SESSION_URL) is where the connections that need a session of their own go:
+	// LISTEN, session advisory locks, River's pool (see Session). Set it when URL goes through a pooler in
+	// transaction mode; the pool's statements are then sent without named prepared statements (pgx's
+	// cache_describe mode), unless URL chooses a default_query_exec_mode itself. Empty means URL.
+	SessionURL string
 	// ApplicationName shows in pg_stat_activity. Defaults to "gem".
 	ApplicationName string
 	// MaxConns is the pool's size. Defaults to 20.
@@ -78,6 +84,17 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
 		pc.ConnConfig.RuntimeParams["application_name"] = name
 	}
+	var session *pgxpool.Config
+	if cfg.SessionURL != "" && cfg.SessionURL != cfg.URL {
+		if session, err = sessionConfig(cfg.SessionURL, pc); err != nil {
+			return nil, err
+		}
+		if !strings.Contains(cfg.URL, "default_query_exec_mode") {
+			// A transaction pooler runs each transaction on whichever server connection is free, where a
+			// statement prepared on another is unknown (26000) or already taken (42P05).
+			pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("error creating database pool: %w", err)
@@ -88,6 +105,13 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err = pool.Ping(pingCtx)
 		cancel()
+		if err == nil && session != nil {
+			if err = checkSession(ctx, pool, session); err != nil {
+				pool.Close()
+				return nil, err
+			}
+			rememberSession(pool, session)
+		}
 		if err == nil {
 			return pool, nil
 		}

@@ -53,7 +53,7 @@ func (l *listenConn) stop() {
 }
 
 func (l *listenConn) connect(ctx context.Context) (*pgx.Conn, error) {
-	cfg := l.pool.Config().ConnConfig.Copy()
+	cfg := Session(l.pool).ConnConfig
 	cfg.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + "-" + strings.ReplaceAll(l.name, " ", "-")
 	// Waiting for a notification is not a query a cancel request can stop: end it by closing the socket.
 	cfg.BuildContextWatcherHandler = func(pgConn *pgconn.PgConn) ctxwatch.Handler {

@@ -35,6 +35,17 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Mig
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg, ok := separateSession(pool); ok {
+		// Migrations hold a session advisory lock and run DDL: behind a transaction pooler, both go to the
+		// session URL.
+		cfg.MaxConns, cfg.MinConns = 2, 0
+		session, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("error connecting to migrate: %w", err)
+		}
+		defer session.Close()
+		pool = session
+	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error acquiring a connection to migrate: %w", err)

@@ -511,11 +511,12 @@ var ErrRetiring = errors.New("another executor is retiring months of history")
 // an advisory lock (ErrRetiring when another holds it). A month with calls still open is kept and the rest
 // go on; any other error stops the pass (the month is tried again next time). It returns what it did.
 func RetireBefore(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time, dir string) ([]RetiredMonth, error) {
-	conn, err := pool.Acquire(ctx)
+	// A session advisory lock: on a connection of its own, which a transaction pooler would not keep.
+	conn, err := ConnectSession(ctx, pool, "retention")
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Release()
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	var mine bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, retentionLockKey).Scan(&mine); err != nil {
 		return nil, err

@@ -132,7 +132,8 @@ func New(p *Params) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	relayCfg := p.Pool.Config().Copy()
+	// synchronous_commit is set at connect, which a transaction pooler refuses: the session URL.
+	relayCfg := gemsql.Session(p.Pool)
 	relayCfg.MaxConns, relayCfg.MinConns = 8, 0
 	relayCfg.ConnConfig.RuntimeParams["application_name"] = "gem-brain-devices"
 	relayCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"

@@ -22,6 +22,9 @@ import (
 type Config struct {
 	// DatabaseURL is the PostgreSQL URL. Required (DATABASE_URL).
 	DatabaseURL string
+	// SessionURL is where connections that keep a session go (the receipt and device listeners) when
+	// DatabaseURL is a pooler in transaction mode. Defaults to DatabaseURL (GEM_DATABASE_SESSION_URL).
+	SessionURL string
 
 	// RegistryPath is the registry file. Defaults to tools.registry.json, looked up in the working folder
 	// and its parents (GEM_REGISTRY).
@@ -158,6 +161,7 @@ func (c Config) api() api.Config {
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:  getenv("DATABASE_URL"),
+		SessionURL:   getenv("GEM_DATABASE_SESSION_URL"),
 		RegistryPath: getenv("GEM_REGISTRY"),
 		Addr:         getenv("GEM_BRAIN_ADDR"),
 		DefaultAgent: getenv("GEM_BRAIN_DEFAULT_AGENT"),

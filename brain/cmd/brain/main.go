@@ -76,6 +76,8 @@ every client command also takes:
 
 brain serve reads (defaults in brackets):
   DATABASE_URL                     PostgreSQL URL (required)
+  GEM_DATABASE_SESSION_URL         PostgreSQL URL for the listeners when DATABASE_URL is a pooler in
+                                   transaction mode [DATABASE_URL]
   GEM_REGISTRY                     registry file [tools.registry.json, in the working folder or a parent]
   GEM_BRAIN_ADDR                   listen address [127.0.0.1:8088]
   GEM_BRAIN_TOKENS                 bearer tokens, comma-separated, each name:token or token; each is a

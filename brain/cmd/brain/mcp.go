@@ -92,7 +92,9 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent stri
 		return nil, nil, err
 	}
 	reg.SetSecrets(cfg.Secrets)
-	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-brain-mcp", ConnectWait: cfg.DBConnectWait})
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{
+		URL: cfg.DatabaseURL, SessionURL: cfg.SessionURL, ApplicationName: "gem-brain-mcp", ConnectWait: cfg.DBConnectWait,
+	})
 	if err != nil {
 		return nil, nil, err
 	}

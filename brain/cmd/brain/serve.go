@@ -64,7 +64,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.Registry.SetSecrets(cfg.Secrets)
 	if m.Pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{
-		URL: cfg.DatabaseURL, ApplicationName: "gem-brain", ConnectWait: cfg.DBConnectWait,
+		URL: cfg.DatabaseURL, SessionURL: cfg.SessionURL, ApplicationName: "gem-brain", ConnectWait: cfg.DBConnectWait,
 		OnRetry: func(err error, wait time.Duration) {
 			m.Log.Warn().Err(err).Dur("retry_in", wait).Msg("database not reachable yet; waiting (GEM_DB_CONNECT_WAIT)")
 		},

@@ -27,7 +27,7 @@ func history(args []string, stdout, stderr io.Writer) int {
 	cfg = cfg.WithDefaults()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour) // a retirement copies whole months
 	defer cancel()
-	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-history"})
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, SessionURL: cfg.SessionURL, ApplicationName: "gem-history"})
 	if err != nil {
 		fmt.Fprintln(stderr, "executor history:", err)
 		return 1

@@ -235,7 +235,9 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: os.Getenv("DATABASE_URL"), ApplicationName: "gem-migrate"})
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{
+		URL: os.Getenv("DATABASE_URL"), SessionURL: os.Getenv("GEM_DATABASE_SESSION_URL"), ApplicationName: "gem-migrate",
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, "migrate:", err)
 		return 1

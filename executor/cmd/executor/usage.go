@@ -111,14 +111,14 @@ var commandUsage = map[string]command{
 		synopsis: "executor migrate",
 		summary:  "apply River's and GEM's migrations (under an advisory lock), then exit",
 		flags:    func() *flag.FlagSet { return flag.NewFlagSet("migrate", flag.ContinueOnError) },
-		env:      []string{"DATABASE_URL", "GEM_LOG_LEVEL", "GEM_LOG_FORMAT"},
+		env:      []string{"DATABASE_URL", "GEM_DATABASE_SESSION_URL", "GEM_LOG_LEVEL", "GEM_LOG_FORMAT"},
 	},
 	"history": {
 		synopsis: "executor history [-retire]",
 		summary: "list the months of history (calls, receipts, runs) with their size and when each is retired; -retire archives and drops " +
 			"those past GEM_RETENTION now, as executors do hourly; see docs/retention.md",
 		flags: func() *flag.FlagSet { fs, _ := historyFlagSet(); return fs },
-		env:   []string{"DATABASE_URL", "GEM_RETENTION", "GEM_ARCHIVE_DIR"},
+		env:   []string{"DATABASE_URL", "GEM_DATABASE_SESSION_URL", "GEM_RETENTION", "GEM_ARCHIVE_DIR"},
 	},
 	"registry check": {
 		synopsis: "executor registry check [-json] [FILE]",
@@ -155,6 +155,7 @@ type envVar struct {
 // envVars are the executor's own variables (executor.ConfigFromEnv and this command), with their defaults.
 var envVars = []envVar{
 	{"DATABASE_URL", "required", "PostgreSQL URL"},
+	{"GEM_DATABASE_SESSION_URL", "DATABASE_URL", "PostgreSQL URL for connections that keep a session (LISTEN, locks, River) when DATABASE_URL is a transaction pooler"},
 	{"GEM_REGISTRY", registry.DefaultPath + " in the working folder or its parents", "registry file"},
 	{"GEM_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"GEM_LOG_FORMAT", gemsql.LogFormatJSON, "json lines, or console (coloured only on a terminal)"},
