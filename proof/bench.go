@@ -422,46 +422,67 @@ func sequential(ctx context.Context, count int, call func(context.Context, int) 
 // before the warm-up and before each repeat (see vacuum).
 func measureLatency(ctx context.Context, cfg benchConfig, res *benchResult, scenario string,
 	call func(context.Context, int) (time.Time, error), settle func(context.Context) error, progress func(string, ...any)) error {
+	return measureInterleaved(ctx, cfg, res, []latencyScenario{{scenario, call}}, settle, progress)
+}
+
+// latencyScenario is a scenario's name and one call of it.
+type latencyScenario struct {
+	name string
+	call func(context.Context, int) (time.Time, error)
+}
+
+// measureInterleaved is measureLatency for scenarios compared with each other: each repeat runs every
+// scenario in turn, so a drift of the machine during the run weighs on all of them alike.
+func measureInterleaved(ctx context.Context, cfg benchConfig, res *benchResult, scenarios []latencyScenario,
+	settle func(context.Context) error, progress func(string, ...any)) error {
 	if err := settle(ctx); err != nil {
 		return err
 	}
-	// Warm up both load shapes: the open loop spreads calls over more connections (and their caches).
 	n := 0
-	for range cfg.Warmup {
-		start := time.Now()
-		if _, err := callWithTimeout(ctx, call, n, start); err != nil {
-			return fmt.Errorf("%s warm-up: %w", scenario, err)
-		}
-		n++
-	}
-	if _, err := openLoop(ctx, cfg.Warmup, cfg.Rate, call, &n); err != nil {
-		return fmt.Errorf("%s warm-up: %w", scenario, err)
-	}
-	seq := latencyResult{Scenario: scenario, Load: loadSeq}
-	open := latencyResult{Scenario: scenario, Load: loadOpen}
-	for rep := range cfg.Repeats {
-		if rep > 0 {
-			if err := settle(ctx); err != nil {
-				return err
+	seq := make([]latencyResult, len(scenarios))
+	open := make([]latencyResult, len(scenarios))
+	for i, sc := range scenarios {
+		// Warm up both load shapes: the open loop spreads calls over more connections (and their caches).
+		for range cfg.Warmup {
+			start := time.Now()
+			if _, err := callWithTimeout(ctx, sc.call, n, start); err != nil {
+				return fmt.Errorf("%s warm-up: %w", sc.name, err)
 			}
+			n++
 		}
-		lat, err := sequential(ctx, cfg.Calls, call, &n)
-		if err != nil {
-			return fmt.Errorf("%s sequential: %w", scenario, err)
+		if _, err := openLoop(ctx, cfg.Warmup, cfg.Rate, sc.call, &n); err != nil {
+			return fmt.Errorf("%s warm-up: %w", sc.name, err)
 		}
-		s := summarize(lat)
-		seq.Runs = append(seq.Runs, s)
-		progress("%s sequential, run %d: p50 %.2f ms, p99 %.2f ms", scenario, rep+1, ms(s.P50), ms(s.P99))
-
-		lat, err = openLoop(ctx, cfg.OpenCalls, cfg.Rate, call, &n)
-		if err != nil {
-			return fmt.Errorf("%s open loop: %w", scenario, err)
-		}
-		s = summarize(lat)
-		open.Runs = append(open.Runs, s)
-		progress("%s open loop %.0f/s, run %d: p50 %.2f ms, p99 %.2f ms", scenario, cfg.Rate, rep+1, ms(s.P50), ms(s.P99))
+		seq[i] = latencyResult{Scenario: sc.name, Load: loadSeq}
+		open[i] = latencyResult{Scenario: sc.name, Load: loadOpen}
 	}
-	res.Latency = append(res.Latency, seq, open)
+	for rep := range cfg.Repeats {
+		for i, sc := range scenarios {
+			if rep > 0 || i > 0 {
+				if err := settle(ctx); err != nil {
+					return err
+				}
+			}
+			lat, err := sequential(ctx, cfg.Calls, sc.call, &n)
+			if err != nil {
+				return fmt.Errorf("%s sequential: %w", sc.name, err)
+			}
+			s := summarize(lat)
+			seq[i].Runs = append(seq[i].Runs, s)
+			progress("%s sequential, run %d: p50 %.2f ms, p99 %.2f ms", sc.name, rep+1, ms(s.P50), ms(s.P99))
+
+			lat, err = openLoop(ctx, cfg.OpenCalls, cfg.Rate, sc.call, &n)
+			if err != nil {
+				return fmt.Errorf("%s open loop: %w", sc.name, err)
+			}
+			s = summarize(lat)
+			open[i].Runs = append(open[i].Runs, s)
+			progress("%s open loop %.0f/s, run %d: p50 %.2f ms, p99 %.2f ms", sc.name, cfg.Rate, rep+1, ms(s.P50), ms(s.P99))
+		}
+	}
+	for i := range scenarios {
+		res.Latency = append(res.Latency, seq[i], open[i])
+	}
 	return nil
 }
 

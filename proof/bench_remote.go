@@ -506,9 +506,9 @@ func benchAgentLoop(ctx context.Context, cfg benchConfig, res *benchResult, rig 
 			return end, nil
 		}
 	}
-	progress("agent loop: a chat turn with 1 tool call, then with 5 parallel tool calls")
-	if err := measureLatency(ctx, cfg, res, scAgent1, turn("one health check", 1), settle, progress); err != nil {
-		return err
-	}
-	return measureLatency(ctx, cfg, res, scAgent5, turn("five health checks", 5), settle, progress)
+	progress("agent loop: chat turns with 1 tool call and with 5 parallel tool calls, in turn")
+	return measureInterleaved(ctx, cfg, res, []latencyScenario{
+		{scAgent1, turn("one health check", 1)},
+		{scAgent5, turn("five health checks", 5)},
+	}, settle, progress)
 }
