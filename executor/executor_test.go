@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -542,30 +542,12 @@ func TestToolNotEnabledForAgent(t *testing.T) {
 	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_tasks WHERE title = 'disabled skill'`))
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestCallLogCarriesRunID checks that the executor's log lines about a call carry the call's run_id when
 // the call has one, with its id, tool and attempt.
 func TestCallLogCarriesRunID(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	var logs syncBuffer
+	var logs sqltest.SyncBuffer
 	b.startExecutorWith(t, executor.Config{}, b.reg, testHandlers(b.outsideLog, b.business), zerolog.New(&logs).Level(zerolog.WarnLevel))
 
 	run := uuid.New()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,7 @@ func TestApprovalsThroughRestarts(t *testing.T) {
 	t.Cleanup(pool.Close)
 	_, err = gemsql.Migrate(ctx, pool, nil)
 	require.NoError(t, err)
-	logs := &syncWriter{}
+	logs := &sqltest.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log("\n" + logs.String())

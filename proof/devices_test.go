@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func newRigT(t *testing.T, hubEnv ...string) *rigT {
 	t.Helper()
 	bins := testBinaries(t)
 	pool, dbURL := sqltest.NewDB(t)
-	logs := &syncWriter{}
+	logs := &sqltest.SyncBuffer{}
 	rig, err := newDeviceRig(bins, dbURL, pool, t.TempDir(), logs, hubEnv...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -583,22 +582,4 @@ func TestDeviceRegistration(t *testing.T) {
 	status, err = r.api(ctx, "GET", "/devices/laptop", nil, &deleted)
 	require.NoError(t, err)
 	require.Equal(t, 404, status)
-}
-
-// syncWriter is a log writer several processes' pumps share.
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -76,7 +76,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	hubTools := strings.ReplaceAll(matrixTools, "WHO", "hub")
 	regPath, err := registryWith(bins, jsonArray(t, hubTools)...)
 	require.NoError(t, err)
-	logs := &syncWriter{}
+	logs := &sqltest.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log("\n" + logs.String())

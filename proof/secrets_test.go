@@ -84,7 +84,7 @@ func TestSecretsStayOutOfRecords(t *testing.T) {
 	regPath, err := registryWith(bins, secretLoginTool)
 	require.NoError(t, err)
 	key := strings.Repeat("5e", 32)
-	logs := &syncWriter{}
+	logs := &sqltest.SyncBuffer{}
 	env := []string{"GEM_REGISTRY=" + regPath, "GEM_SECRET_KEY=" + key, "GEM_LAB_URL=http://" + ln.Addr().String(), "GEM_LOG_LEVEL=debug"}
 	exec, err := startExecutor(bins, dbURL, "secrets-executor", env, logs, pool, true)
 	require.NoError(t, err)

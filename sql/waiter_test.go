@@ -1,43 +1,24 @@
 package gemsql_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
-
-// syncBuffer is a bytes.Buffer safe for the waiter's goroutine and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestReceiptWaiterLogsALostListener(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	var logs syncBuffer
+	var logs sqltest.SyncBuffer
 	w := gemsql.NewReceiptWaiter(b.pool, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
