@@ -73,6 +73,7 @@ func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, e
 		}
 	}
 	resp.Content = strings.Join(text, "\n")
+	resp.scrubNUL()
 	return resp, nil
 }
 

@@ -98,6 +98,7 @@ func (o *openaiLLM) Complete(ctx context.Context, req *Request) (*Response, erro
 		}
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
+	resp.scrubNUL()
 	return resp, nil
 }
 

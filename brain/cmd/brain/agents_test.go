@@ -544,3 +544,44 @@ func TestBuiltinSkills(t *testing.T) {
 	require.Equal(t, http.StatusConflict, a.do(http.MethodDelete, "/skills/memory", nil, &e))
 	require.Contains(t, e.Errors[0].Message, "built in")
 }
+
+// TestChatModelNUL checks that a model answering with U+0000, which PostgreSQL cannot store, in its text and
+// in a tool call's arguments does not fail the person's request: the NUL becomes U+FFFD, the call is made
+// and the turn, its messages and its reply are stored.
+func TestChatModelNUL(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{llmconfig.ProviderOpenAI, llmconfig.ProviderAnthropic} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			testModelNUL(t, provider)
+		})
+	}
+}
+
+func testModelNUL(t *testing.T, provider string) {
+	title := "nul " + uniq("task")
+	newFake := llmfake.NewOpenAI
+	if provider == llmconfig.ProviderAnthropic {
+		newFake = llmfake.NewAnthropic
+	}
+	fake := newFake(t, fakeKey,
+		llmfake.Turn{Text: "let me\u0000 see", Calls: []llmfake.Call{{ID: "nul", Name: "os__create_task",
+			Arguments: `{"title": "` + title + `\u0000", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}}},
+		llmfake.Turn{Text: "done\u0000."},
+	)
+	a := llmBrain(t, provider, fake, chat.Config{})
+	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
+
+	resp, status := chatWith(t, a, agent, "make a task", "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Equal(t, "done\uFFFD.", resp.Reply)
+	require.Len(t, resp.ToolCalls, 1)
+	require.Equal(t, "succeeded", resp.ToolCalls[0].Status)
+	var stored int
+	require.NoError(t, shared.pool.QueryRow(t.Context(), `SELECT count(*) FROM os_tasks WHERE title = $1`, title+"\uFFFD").Scan(&stored))
+	require.Equal(t, 1, stored)
+	require.NoError(t, shared.pool.QueryRow(t.Context(), `SELECT count(*) FROM agent_messages m JOIN brain_runs r ON r.id = m.run_id
+		WHERE r.id = $1 AND m.role = 'assistant' AND m.content LIKE '%' || chr(65533) || '%'`, resp.RunID).Scan(&stored))
+	require.Equal(t, 2, stored, "the assistant's two messages are stored, repaired")
+}
