@@ -26,11 +26,8 @@ func TestNewPoolWaitsForTheServer(t *testing.T) {
 	target, err := url.Parse(dbURL)
 	require.NoError(t, err)
 
-	// Reserve a free port, then close it so connections are refused until the proxy listens.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	// A free port: connections are refused until the proxy listens.
+	addr := sqltest.FreeAddr(t)
 	viaProxy := *target
 	viaProxy.Host = addr
 
@@ -84,11 +81,8 @@ func TestNewPoolFailsFastOnPermanentErrors(t *testing.T) {
 	require.ErrorContains(t, err, "gem_no_such_database")
 	require.Less(t, time.Since(start), 5*time.Second)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	refused, _ := url.Parse(admin)
-	refused.Host = l.Addr().String()
-	require.NoError(t, l.Close())
+	refused.Host = sqltest.FreeAddr(t)
 	var retries atomic.Int32
 	_, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: refused.String(), OnRetry: func(error, time.Duration) { retries.Add(1) }})
 	require.ErrorContains(t, err, "error connecting to the database")
@@ -98,11 +92,7 @@ func TestNewPoolFailsFastOnPermanentErrors(t *testing.T) {
 // ConnectionError tells a lost or refused connection (worth another try) from everything else.
 func TestConnectionError(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	_, err = pgx.Connect(context.Background(), "postgres://gem@"+addr+"/gem?sslmode=disable&connect_timeout=2")
+	_, err := pgx.Connect(context.Background(), "postgres://gem@"+sqltest.FreeAddr(t)+"/gem?sslmode=disable&connect_timeout=2")
 	require.Error(t, err)
 	require.True(t, gemsql.ConnectionError(err), "refused: %v", err)
 	require.True(t, gemsql.ConnectionError(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P03"})), "starting up")

@@ -31,7 +31,8 @@ func PgBouncer(t testing.TB, dbURL string) string {
 	if err != nil {
 		t.Fatalf("error parsing %s: %v", dbURL, err)
 	}
-	port := freePort(t)
+	addr := FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
 
 	// PgBouncer refuses to run as root; as root it runs as nobody, who must read its files.
 	dir, err := os.MkdirTemp("", "gem-pgbouncer-")
@@ -47,7 +48,7 @@ func PgBouncer(t testing.TB, dbURL string) string {
 
 [pgbouncer]
 listen_addr = 127.0.0.1
-listen_port = %d
+listen_port = %s
 unix_socket_dir =
 auth_type = trust
 auth_file = %s
@@ -87,7 +88,7 @@ default_pool_size = 20
 	})
 
 	pooled := *u
-	pooled.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	pooled.Host = addr
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -106,19 +107,8 @@ default_pool_size = 20
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pgbouncer does not answer on port %d: %v\n%s", port, err, out.String())
+			t.Fatalf("pgbouncer does not answer on %s: %v\n%s", addr, err, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

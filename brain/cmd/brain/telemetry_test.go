@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -22,22 +21,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
 // TestMetricsEndpoint scrapes the brain's /metrics and its executor's, as Prometheus does, after a run, an
 // agent's chat (an LLM request), a 404 under a route, unknown routes and methods.
 func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
 	_, dbURL := sqltest.NewDB(t)
-	execAddr := freeAddr(t)
+	execAddr := sqltest.FreeAddr(t)
 	e, err := testenv.StartExecutor(dbURL, "GEM_EXECUTOR_METRICS_ADDR="+execAddr)
 	require.NoError(t, err)
 	t.Cleanup(e.Stop)
