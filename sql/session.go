@@ -58,7 +58,8 @@ func checkSession(ctx context.Context, pool *pgxpool.Pool, session *pgxpool.Conf
 	}
 	if _, err := conn.WaitForNotification(ctx); err != nil {
 		return fmt.Errorf("GEM_DATABASE_SESSION_URL does not reach the database DATABASE_URL does: a notification sent "+
-			"through DATABASE_URL did not arrive through it (%w)", err)
+			"through DATABASE_URL did not arrive through it (%w); point it at that database directly or through a "+
+			"session-mode pool, not a transaction-mode one", err)
 	}
 	return nil
 }
