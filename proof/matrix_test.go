@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -76,6 +77,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	hubTools := strings.ReplaceAll(matrixTools, "WHO", "hub")
 	regPath, err := registryWith(bins, jsonArray(t, hubTools)...)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Remove(regPath) })
 	logs := &sqltest.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -83,6 +84,7 @@ func TestSecretsStayOutOfRecords(t *testing.T) {
 
 	regPath, err := registryWith(bins, secretLoginTool)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Remove(regPath) })
 	key := strings.Repeat("5e", 32)
 	logs := &sqltest.SyncBuffer{}
 	env := []string{"GEM_REGISTRY=" + regPath, "GEM_SECRET_KEY=" + key, "GEM_LAB_URL=http://" + ln.Addr().String(), "GEM_LOG_LEVEL=debug"}
