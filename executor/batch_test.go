@@ -11,6 +11,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -344,7 +345,7 @@ func TestPoolsSynchronousCommit(t *testing.T) {
 
 	r := b.waitOne(t, ctx, b.call(t, ctx, "test.settings", `{}`))
 	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
-	require.JSONEq(t, `{"synchronous_commit": "on", "application_name": "gem-executor-calls"}`, string(r.Result))
+	require.JSONEq(t, `{"synchronous_commit": "on", "application_name": "gem-executor-calls", "plan_cache_mode": "auto"}`, string(r.Result))
 
 	rows, err := b.pool.Query(ctx, `SELECT application_name, synchronous_commit FROM test_job_writers`)
 	require.NoError(t, err)
@@ -359,6 +360,42 @@ func TestPoolsSynchronousCommit(t *testing.T) {
 		"gem-executor-river": {"off"}, // River's fetch
 		"gem-executor-calls": {"on"},  // the completion of the job with its receipt
 	}, writers)
+}
+
+// TestBatchPlans checks that the executor's own statements on the partitioned calls and receipts run under
+// generic plans (planned once per connection, not on every execution), and that a handler's statements keep
+// the database's own setting, pinned here to something other than PostgreSQL's default.
+func TestBatchPlans(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	_, err := b.pool.Exec(ctx, `
+		DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = force_custom_plan', current_database()); END $$;
+		CREATE TABLE test_receipt_writers (application_name text, plan_cache_mode text, PRIMARY KEY (application_name, plan_cache_mode));
+		CREATE FUNCTION test_record_receipt_writer() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN
+			INSERT INTO test_receipt_writers VALUES (current_setting('application_name'), current_setting('plan_cache_mode'))
+			ON CONFLICT DO NOTHING;
+			RETURN NEW;
+		END $f$;
+		CREATE TRIGGER test_record_receipt_writer BEFORE INSERT ON core_tool_receipts FOR EACH ROW EXECUTE FUNCTION test_record_receipt_writer();`)
+	require.NoError(t, err)
+	b.startExecutor(t, batched)
+
+	var ids []uuid.UUID
+	for range 8 {
+		ids = append(ids, b.call(t, ctx, "test.settings", `{}`))
+	}
+	for id, r := range b.wait(t, ctx, ids...) {
+		require.Equal(t, registry.StatusSucceeded, r.Status, "%s: %+v", id, r.Error)
+		require.JSONEq(t, `{"synchronous_commit": "on", "application_name": "gem-executor-calls", "plan_cache_mode": "force_custom_plan"}`,
+			string(r.Result))
+	}
+
+	rows, err := b.pool.Query(ctx, `SELECT application_name || ' ' || plan_cache_mode FROM test_receipt_writers ORDER BY 1`)
+	require.NoError(t, err)
+	writers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"gem-executor-calls force_generic_plan"}, writers)
 }
 
 // TestBatchHandlerStatementFails runs handlers whose statement fails (the transaction is aborted until

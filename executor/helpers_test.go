@@ -320,12 +320,13 @@ func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 		return json.RawMessage(`{"text": "a\u0000b\ud800c\udc00d\ud83d\ude00"}`), nil
 	})
 	h.Func("test.settings", func(ctx context.Context, c *executor.Call) (any, error) {
-		var sync, app string
-		err := c.DB.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('application_name')`).Scan(&sync, &app)
+		var sync, app, plans string
+		err := c.DB.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('application_name'),
+			current_setting('plan_cache_mode')`).Scan(&sync, &app, &plans)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"synchronous_commit": sync, "application_name": app}, nil
+		return map[string]any{"synchronous_commit": sync, "application_name": app, "plan_cache_mode": plans}, nil
 	})
 	h.Func("test.sql_error", func(ctx context.Context, c *executor.Call) (any, error) {
 		var in struct {
