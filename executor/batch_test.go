@@ -11,7 +11,6 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -322,6 +321,37 @@ func TestTwoJobsForOneCallInConcurrentTransactions(t *testing.T) {
 	requireOwnNote(t, r, noteCreators(t, ctx, b))
 }
 
+// recordWriters pins the database's default of setting to value, and records, with a trigger (trigger is
+// its timing and table, as "AFTER UPDATE ON river_job"), the setting in effect in every session that fires
+// it. The function it returns reads them: application_name → the values seen.
+func recordWriters(t *testing.T, ctx context.Context, b *testBundle, setting, value, trigger string) func() map[string][]string {
+	t.Helper()
+	// setting, value and trigger are constants of the tests.
+	_, err := b.pool.Exec(ctx, fmt.Sprintf(`
+		DO $$ BEGIN EXECUTE format('ALTER DATABASE %%I SET %[1]s = %[2]s', current_database()); END $$;
+		CREATE TABLE test_writers (application_name text, value text, PRIMARY KEY (application_name, value));
+		CREATE FUNCTION test_record_writer() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN
+			INSERT INTO test_writers VALUES (current_setting('application_name'), current_setting('%[1]s'))
+			ON CONFLICT DO NOTHING;
+			RETURN NEW;
+		END $f$;
+		CREATE TRIGGER test_record_writer %[3]s FOR EACH ROW EXECUTE FUNCTION test_record_writer();`, setting, value, trigger))
+	require.NoError(t, err)
+	return func() map[string][]string {
+		rows, err := b.pool.Query(ctx, `SELECT application_name, value FROM test_writers ORDER BY 1, 2`)
+		require.NoError(t, err)
+		writers := map[string][]string{}
+		for rows.Next() {
+			var app, v string
+			require.NoError(t, rows.Scan(&app, &v))
+			writers[app] = append(writers[app], v)
+		}
+		require.NoError(t, rows.Err())
+		return writers
+	}
+}
+
 // TestPoolsSynchronousCommit checks the executor's two pools: River's commits without waiting for the disk,
 // the calls' keeps the database's setting (here on).
 func TestPoolsSynchronousCommit(t *testing.T) {
@@ -330,36 +360,17 @@ func TestPoolsSynchronousCommit(t *testing.T) {
 
 	// Pin the database's default, and record the settings of every session that changes a job: River's
 	// fetch and the executor's completions.
-	_, err := b.pool.Exec(ctx, `
-		DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = on', current_database()); END $$;
-		CREATE TABLE test_job_writers (application_name text, synchronous_commit text, PRIMARY KEY (application_name, synchronous_commit));
-		CREATE FUNCTION test_record_job_writer() RETURNS trigger LANGUAGE plpgsql AS $f$
-		BEGIN
-			INSERT INTO test_job_writers VALUES (current_setting('application_name'), current_setting('synchronous_commit'))
-			ON CONFLICT DO NOTHING;
-			RETURN NULL;
-		END $f$;
-		CREATE TRIGGER test_record_job_writer AFTER UPDATE ON river_job FOR EACH ROW EXECUTE FUNCTION test_record_job_writer();`)
-	require.NoError(t, err)
+	writers := recordWriters(t, ctx, b, "synchronous_commit", "on", "AFTER UPDATE ON river_job")
 	b.startExecutor(t, nil)
 
 	r := b.waitOne(t, ctx, b.call(t, ctx, "test.settings", `{}`))
 	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
 	require.JSONEq(t, `{"synchronous_commit": "on", "application_name": "gem-executor-calls", "plan_cache_mode": "auto"}`, string(r.Result))
 
-	rows, err := b.pool.Query(ctx, `SELECT application_name, synchronous_commit FROM test_job_writers`)
-	require.NoError(t, err)
-	writers := map[string][]string{}
-	for rows.Next() {
-		var app, sync string
-		require.NoError(t, rows.Scan(&app, &sync))
-		writers[app] = append(writers[app], sync)
-	}
-	require.NoError(t, rows.Err())
 	require.Equal(t, map[string][]string{
 		"gem-executor-river": {"off"}, // River's fetch
 		"gem-executor-calls": {"on"},  // the completion of the job with its receipt
-	}, writers)
+	}, writers())
 }
 
 // TestBatchPlans checks that the executor's own statements on the partitioned calls and receipts run under
@@ -368,17 +379,7 @@ func TestPoolsSynchronousCommit(t *testing.T) {
 func TestBatchPlans(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	_, err := b.pool.Exec(ctx, `
-		DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = force_custom_plan', current_database()); END $$;
-		CREATE TABLE test_receipt_writers (application_name text, plan_cache_mode text, PRIMARY KEY (application_name, plan_cache_mode));
-		CREATE FUNCTION test_record_receipt_writer() RETURNS trigger LANGUAGE plpgsql AS $f$
-		BEGIN
-			INSERT INTO test_receipt_writers VALUES (current_setting('application_name'), current_setting('plan_cache_mode'))
-			ON CONFLICT DO NOTHING;
-			RETURN NEW;
-		END $f$;
-		CREATE TRIGGER test_record_receipt_writer BEFORE INSERT ON core_tool_receipts FOR EACH ROW EXECUTE FUNCTION test_record_receipt_writer();`)
-	require.NoError(t, err)
+	writers := recordWriters(t, ctx, b, "plan_cache_mode", "force_custom_plan", "BEFORE INSERT ON core_tool_receipts")
 	b.startExecutor(t, batched)
 
 	var ids []uuid.UUID
@@ -391,11 +392,8 @@ func TestBatchPlans(t *testing.T) {
 			string(r.Result))
 	}
 
-	rows, err := b.pool.Query(ctx, `SELECT application_name || ' ' || plan_cache_mode FROM test_receipt_writers ORDER BY 1`)
-	require.NoError(t, err)
-	writers, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Equal(t, []string{"gem-executor-calls force_generic_plan"}, writers)
+	// The receipts' INSERT, in the executor's transaction, under generic plans.
+	require.Equal(t, map[string][]string{"gem-executor-calls": {"force_generic_plan"}}, writers())
 }
 
 // TestBatchHandlerStatementFails runs handlers whose statement fails (the transaction is aborted until
