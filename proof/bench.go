@@ -739,6 +739,41 @@ func targets(r *benchResult) []targetResult {
 // printBench writes the results as tables.
 func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 	fmt.Fprintf(w, "\nGEM benchmark, %s, %d CPUs, PostgreSQL %s\n", r.Date.Format(time.DateOnly), r.CPUs, r.Postgres)
+	if len(r.Latency) > 0 {
+		printLatency(w, cfg, r)
+	}
+	if len(r.Throughput) > 0 {
+		printThroughput(w, cfg, r.Throughput)
+	}
+	printScale(w, r.Scale)
+	printHistory(w, r.History)
+	if l := r.Limits; l != nil {
+		fmt.Fprintf(w, "\nlimits: %d calls of a rest tool with concurrency %d and %d/s on %d executors, queued at once: %.1f s (%.1f/s); "+
+			"the service saw at most %d at once and %d in any second; waited p50 %.0f ms, max %.0f ms; put back to wait %.1f times per call (at most %d)\n",
+			l.Calls, l.ConcurrencyBound, l.RateBound, l.Executors, l.Seconds, float64(l.Calls)/l.Seconds, l.MaxConcurrent, l.MaxInWindow,
+			l.WaitP50MS, l.WaitMaxMS, l.SnoozesAvg, l.SnoozesMax)
+	}
+	if r.ExecutorPeakRSSK > 0 || r.BrainPeakRSSK > 0 {
+		fmt.Fprintf(w, "\nmemory: executor peak RSS %.1f MiB, brain peak RSS %.1f MiB\n", float64(r.ExecutorPeakRSSK)/1024, float64(r.BrainPeakRSSK)/1024)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tmeasured\tgoal\t\t")
+	for _, t := range r.Targets {
+		verdict := "met"
+		switch {
+		case !t.Measured:
+			verdict, t.Value = "not measured", "—"
+		case !t.Met:
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", t.Name, t.Value, t.Target, verdict)
+	}
+	_ = tw.Flush()
+}
+
+// printLatency writes the latency table: every scenario's percentiles and its ratios to River's floor.
+func printLatency(w io.Writer, cfg benchConfig, r *benchResult) {
 	fmt.Fprintf(w, "latency: call made → receipt observed (ms); median over %d runs of %d sequential calls, and of %d calls at %.0f/s\n\n",
 		cfg.Repeats, cfg.Calls, cfg.OpenCalls, cfg.Rate)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -754,38 +789,20 @@ func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 			strings.Join(runs, " "), float64(m.P50)/float64(floor.P50), float64(m.P99)/float64(floor.P99))
 	}
 	_ = tw.Flush()
+}
+
+// printThroughput writes the drains' table: calls per second and CPU per call.
+func printThroughput(w io.Writer, cfg benchConfig, rows []throughputResult) {
 	fmt.Fprintf(w, "\nthroughput: calls per second to drain %d queued calls\n\n", cfg.Drain)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tmedian\truns\tCPU µs per call: worker\tmachine\t")
-	for _, t := range r.Throughput {
+	for _, t := range rows {
 		var runs []string
 		for _, v := range t.Rates {
 			runs = append(runs, fmt.Sprintf("%.0f", v))
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.0f\t%.0f\t\n", t.Scenario, medianOf(t.Rates), strings.Join(runs, " "),
 			medianOf(t.WorkerCPU), medianOf(t.MachineCPU))
-	}
-	_ = tw.Flush()
-	printScale(w, r.Scale)
-	printHistory(w, r.History)
-	if l := r.Limits; l != nil {
-		fmt.Fprintf(w, "\nlimits: %d calls of a rest tool with concurrency %d and %d/s on %d executors, queued at once: %.1f s (%.1f/s); "+
-			"the service saw at most %d at once and %d in any second; waited p50 %.0f ms, max %.0f ms; put back to wait %.1f times per call (at most %d)\n",
-			l.Calls, l.ConcurrencyBound, l.RateBound, l.Executors, l.Seconds, float64(l.Calls)/l.Seconds, l.MaxConcurrent, l.MaxInWindow,
-			l.WaitP50MS, l.WaitMaxMS, l.SnoozesAvg, l.SnoozesMax)
-	}
-	fmt.Fprintf(w, "\nmemory: executor peak RSS %.1f MiB, brain peak RSS %.1f MiB\n\n", float64(r.ExecutorPeakRSSK)/1024, float64(r.BrainPeakRSSK)/1024)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tmeasured\tgoal\t\t")
-	for _, t := range r.Targets {
-		verdict := "met"
-		switch {
-		case !t.Measured:
-			verdict, t.Value = "not measured", "—"
-		case !t.Met:
-			verdict = "MISSED"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", t.Name, t.Value, t.Target, verdict)
 	}
 	_ = tw.Flush()
 }

@@ -106,7 +106,7 @@ func (r *scaleResult) ratio(executors int) (ratio, rate, rate1 float64, measured
 func scaleTargets(r *benchResult) []targetResult {
 	s := r.Scale
 	if s == nil {
-		s = &scaleResult{}
+		s = &scaleResult{TotalWorkers: executor.MaxWorkersDefault}
 	}
 	var out []targetResult
 	for _, n := range []int{2, 4} {

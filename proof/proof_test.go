@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -182,6 +183,11 @@ func TestTargetsNotMeasured(t *testing.T) {
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
 	require.Equal(t, 20, strings.Count(out.String(), "not measured"), out.String())
+	// Sections of scenarios left out are not printed empty, and the scale targets name the workers the
+	// scenario would have split.
+	require.NotContains(t, out.String(), "throughput:")
+	require.NotContains(t, out.String(), "peak RSS")
+	require.Contains(t, out.String(), fmt.Sprintf("(same %d workers in all)", executor.MaxWorkersDefault))
 
 	// With GEM measured too, the latency targets are judged.
 	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})
