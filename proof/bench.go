@@ -785,8 +785,12 @@ func printLatency(w io.Writer, cfg benchConfig, r *benchResult) {
 			runs = append(runs, fmt.Sprintf("%.2f", ms(s.P50)))
 		}
 		floor := r.latency(scRiver, l.Load)
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t\n", l.Scenario, l.Load, ms(m.P50), ms(m.P95), ms(m.P99), ms(m.Max),
-			strings.Join(runs, " "), float64(m.P50)/float64(floor.P50), float64(m.P99)/float64(floor.P99))
+		ratio50, ratio99 := "—", "—" // the floor was left out of this run
+		if floor.N > 0 {
+			ratio50, ratio99 = fmt.Sprintf("%.2f", float64(m.P50)/float64(floor.P50)), fmt.Sprintf("%.2f", float64(m.P99)/float64(floor.P99))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t\n", l.Scenario, l.Load, ms(m.P50), ms(m.P95), ms(m.P99), ms(m.Max),
+			strings.Join(runs, " "), ratio50, ratio99)
 	}
 	_ = tw.Flush()
 }

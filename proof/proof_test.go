@@ -189,6 +189,14 @@ func TestTargetsNotMeasured(t *testing.T) {
 	require.NotContains(t, out.String(), "peak RSS")
 	require.Contains(t, out.String(), fmt.Sprintf("(same %d workers in all)", executor.MaxWorkersDefault))
 
+	// Without the River floor, a scenario's ratios to it are not printed as infinities.
+	noFloor := &benchResult{Latency: []latencyResult{{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 3 * time.Millisecond, P99: 6 * time.Millisecond}}}}}
+	noFloor.Targets = targets(noFloor)
+	out.Reset()
+	printBench(&out, benchConfig{Repeats: 1}, noFloor)
+	require.NotContains(t, out.String(), "Inf")
+	require.Contains(t, out.String(), "—")
+
 	// With GEM measured too, the latency targets are judged.
 	res.Latency = append(res.Latency, latencyResult{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 4 * time.Millisecond, P99: 7 * time.Millisecond}}})
 	res.Targets = targets(res)
