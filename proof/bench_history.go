@@ -331,13 +331,16 @@ const (
 	historyLatencyMax = 1.2 // p50 with history / p50 on empty tables
 	historyDrainMin   = 0.8 // drain behind the backlog with history / drain on empty tables
 	auditQueryMax     = 100 * time.Millisecond
+
+	historyDefault = 10_000_000 // calls and receipts seeded, unless -history says otherwise
+	backlogDefault = 1_000_000  // calls queued behind them, unless -backlog says otherwise
 )
 
 // historyTargets compare the runs with history against those on empty tables.
 func historyTargets(r *benchResult) []targetResult {
 	h := r.History
-	if h == nil {
-		h = &historyResult{}
+	if h == nil { // left out of this run: name what a default run measures
+		h = &historyResult{Receipts: historyDefault, Backlog: backlogDefault, EmptyCalls: backlogDefault}
 	}
 	empty, full := r.latency(scHistEmpty, loadSeq), r.latency(scHistFull, loadSeq)
 	ratio := float64(full.P50) / float64(empty.P50)

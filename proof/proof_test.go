@@ -188,6 +188,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	require.NotContains(t, out.String(), "throughput:")
 	require.NotContains(t, out.String(), "peak RSS")
 	require.Contains(t, out.String(), fmt.Sprintf("(same %d workers in all)", executor.MaxWorkersDefault))
+	require.Contains(t, out.String(), "history: drain of 1M queued calls with 10M receipts / 1M calls on empty tables")
 
 	// Without the River floor, a scenario's ratios to it are not printed as infinities.
 	noFloor := &benchResult{Latency: []latencyResult{{Scenario: scGEM, Load: loadSeq, Runs: []summary{{N: 10, P50: 3 * time.Millisecond, P99: 6 * time.Millisecond}}}}}
