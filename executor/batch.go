@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/gemhq/gem/registry"
@@ -36,30 +37,57 @@ type pending struct {
 
 // committer commits batches of calls: it takes every call waiting (up to BatchMax), runs each in a
 // savepoint of one transaction, and commits their receipts and job completions together. One call's
-// failure rolls back only its own savepoint. A lone call is committed at once: batching never waits.
+// failure rolls back only its own savepoint. A lone call is committed at once: batching never waits on a
+// timer.
 func (e *Executor) committer() {
 	defer e.committersDone.Done()
 	var carry []*pending
 	for {
-		if len(carry) == 0 {
+		if len(carry) > 0 {
+			carry = e.takeWaiting(carry)
+		} else {
 			select {
 			case p := <-e.queue:
-				carry = append(carry, p)
+				carry = e.gather(append(carry, p))
 			case <-e.stopCommitters:
 				return
 			}
 		}
-	drain:
-		for len(carry) < e.cfg.BatchMax {
-			select {
-			case p := <-e.queue:
-				carry = append(carry, p)
-			default:
-				break drain
-			}
-		}
 		carry = e.runBatch(carry)
 	}
+}
+
+// gather adds to an idle committer's first call the calls arriving with it. A fetch hands River's jobs
+// over together, each on a goroutine of its own, and the first to reach the queue wakes the committer;
+// taking only what was queued at that instant committed it alone, and the rest of the fetch (a turn's
+// parallel tool calls) waited behind that commit, in a second and third batch. Yielding lets those
+// goroutines, already runnable, reach the queue; gathering stops at the first yield that brings nothing,
+// so a lone call loses microseconds, not a timer's wait. The other idle committers, waiting on the queue,
+// are handed a call each before this one takes more, so calls that arrive together spread over the free
+// committers first (with one committer gathering at a time, a short call waited behind a long one while
+// the other committer sat idle: TestSIGTERMDrains).
+func (e *Executor) gather(carry []*pending) []*pending {
+	for len(carry) < e.cfg.BatchMax {
+		n := len(carry)
+		runtime.Gosched()
+		if carry = e.takeWaiting(carry); len(carry) == n {
+			break
+		}
+	}
+	return carry
+}
+
+// takeWaiting adds the calls queued now, up to BatchMax, without waiting for any.
+func (e *Executor) takeWaiting(carry []*pending) []*pending {
+	for len(carry) < e.cfg.BatchMax {
+		select {
+		case p := <-e.queue:
+			carry = append(carry, p)
+		default:
+			return carry
+		}
+	}
+	return carry
 }
 
 // dbConn is the connection a batch runs on, between BEGIN and COMMIT.

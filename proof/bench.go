@@ -405,15 +405,33 @@ func vacuum(pool *pgxpool.Pool, tables ...string) func(context.Context) error {
 
 // sequential makes count calls one after another, numbering them from *n, and returns their latencies.
 func sequential(ctx context.Context, count int, call func(context.Context, int) (time.Time, error), n *int) ([]time.Duration, error) {
-	lat := make([]time.Duration, 0, count)
+	lat, err := sequentialInTurns(ctx, count, []latencyScenario{{call: call}}, n)
+	if err != nil {
+		return nil, err
+	}
+	return lat[0], nil
+}
+
+// sequentialInTurns makes count calls of each scenario one after another, the scenarios taking turns call
+// by call, numbering them from *n, and returns each scenario's latencies.
+func sequentialInTurns(ctx context.Context, count int, scenarios []latencyScenario, n *int) ([][]time.Duration, error) {
+	lat := make([][]time.Duration, len(scenarios))
+	for i := range lat {
+		lat[i] = make([]time.Duration, 0, count)
+	}
 	for range count {
-		start := time.Now()
-		end, err := callWithTimeout(ctx, call, *n, start)
-		if err != nil {
-			return nil, fmt.Errorf("call %d: %w", *n, err)
+		for i, sc := range scenarios {
+			start := time.Now()
+			end, err := callWithTimeout(ctx, sc.call, *n, start)
+			if err != nil {
+				if sc.name != "" {
+					return nil, fmt.Errorf("%s sequential, call %d: %w", sc.name, *n, err)
+				}
+				return nil, fmt.Errorf("call %d: %w", *n, err)
+			}
+			*n++
+			lat[i] = append(lat[i], end.Sub(start))
 		}
-		*n++
-		lat = append(lat, end.Sub(start))
 	}
 	return lat, nil
 }
@@ -431,8 +449,10 @@ type latencyScenario struct {
 	call func(context.Context, int) (time.Time, error)
 }
 
-// measureInterleaved is measureLatency for scenarios compared with each other: each repeat runs every
-// scenario in turn, so a drift of the machine during the run weighs on all of them alike.
+// measureInterleaved is measureLatency for scenarios compared with each other: in each repeat their
+// sequential calls take turns call by call, then each has its open loop, so a drift of the machine during
+// the run weighs on all of them alike (a shared machine's speed moves within seconds, the time one
+// scenario's 200 sequential calls took when they ran as a block).
 func measureInterleaved(ctx context.Context, cfg benchConfig, res *benchResult, scenarios []latencyScenario,
 	settle func(context.Context) error, progress func(string, ...any)) error {
 	if err := settle(ctx); err != nil {
@@ -457,25 +477,31 @@ func measureInterleaved(ctx context.Context, cfg benchConfig, res *benchResult, 
 		open[i] = latencyResult{Scenario: sc.name, Load: loadOpen}
 	}
 	for rep := range cfg.Repeats {
+		if rep > 0 {
+			if err := settle(ctx); err != nil {
+				return err
+			}
+		}
+		lat, err := sequentialInTurns(ctx, cfg.Calls, scenarios, &n)
+		if err != nil {
+			return err
+		}
 		for i, sc := range scenarios {
-			if rep > 0 || i > 0 {
+			s := summarize(lat[i])
+			seq[i].Runs = append(seq[i].Runs, s)
+			progress("%s sequential, run %d: p50 %.2f ms, p99 %.2f ms", sc.name, rep+1, ms(s.P50), ms(s.P99))
+		}
+		for i, sc := range scenarios {
+			if i > 0 {
 				if err := settle(ctx); err != nil {
 					return err
 				}
 			}
-			lat, err := sequential(ctx, cfg.Calls, sc.call, &n)
-			if err != nil {
-				return fmt.Errorf("%s sequential: %w", sc.name, err)
-			}
-			s := summarize(lat)
-			seq[i].Runs = append(seq[i].Runs, s)
-			progress("%s sequential, run %d: p50 %.2f ms, p99 %.2f ms", sc.name, rep+1, ms(s.P50), ms(s.P99))
-
-			lat, err = openLoop(ctx, cfg.OpenCalls, cfg.Rate, sc.call, &n)
+			lat, err := openLoop(ctx, cfg.OpenCalls, cfg.Rate, sc.call, &n)
 			if err != nil {
 				return fmt.Errorf("%s open loop: %w", sc.name, err)
 			}
-			s = summarize(lat)
+			s := summarize(lat)
 			open[i].Runs = append(open[i].Runs, s)
 			progress("%s open loop %.0f/s, run %d: p50 %.2f ms, p99 %.2f ms", sc.name, cfg.Rate, rep+1, ms(s.P50), ms(s.P99))
 		}

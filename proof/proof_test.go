@@ -214,6 +214,34 @@ func TestTargetsNotMeasured(t *testing.T) {
 	require.True(t, res.Targets[3].Met, "7/6 is within 1.3")
 }
 
+// Compared scenarios' sequential calls take turns call by call, so a drift of the machine weighs on each
+// alike; each scenario gets its own latencies, and an error names the scenario that failed.
+func TestSequentialInTurns(t *testing.T) {
+	t.Parallel()
+	var order []string
+	scenario := func(name string, took time.Duration) latencyScenario {
+		return latencyScenario{name: name, call: func(_ context.Context, i int) (time.Time, error) {
+			order = append(order, fmt.Sprintf("%s%d", name, i))
+			return time.Now().Add(took), nil
+		}}
+	}
+	n := 0
+	lat, err := sequentialInTurns(context.Background(), 3, []latencyScenario{scenario("a", time.Second), scenario("b", time.Hour)}, &n)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a0", "b1", "a2", "b3", "a4", "b5"}, order)
+	require.Equal(t, 6, n)
+	require.Len(t, lat, 2)
+	require.Len(t, lat[0], 3)
+	for i := range 3 {
+		require.Less(t, lat[0][i], time.Minute, "a's latencies are a's")
+		require.Greater(t, lat[1][i], time.Minute, "b's latencies are b's")
+	}
+
+	failing := latencyScenario{name: "c", call: func(context.Context, int) (time.Time, error) { return time.Now(), fmt.Errorf("refused") }}
+	_, err = sequentialInTurns(context.Background(), 3, []latencyScenario{scenario("a", 0), failing}, &n)
+	require.ErrorContains(t, err, "c sequential, call 7: refused")
+}
+
 // The devices' check catches what it claims to: an effect made twice, a succeeded call no device answered,
 // and a call that ended before a device ran it whose effect happened anyway.
 func TestChaosDeviceChecksFindViolations(t *testing.T) {
