@@ -463,12 +463,8 @@ func measureInterleaved(ctx context.Context, cfg benchConfig, res *benchResult, 
 	open := make([]latencyResult, len(scenarios))
 	for i, sc := range scenarios {
 		// Warm up both load shapes: the open loop spreads calls over more connections (and their caches).
-		for range cfg.Warmup {
-			start := time.Now()
-			if _, err := callWithTimeout(ctx, sc.call, n, start); err != nil {
-				return fmt.Errorf("%s warm-up: %w", sc.name, err)
-			}
-			n++
+		if _, err := sequential(ctx, cfg.Warmup, sc.call, &n); err != nil {
+			return fmt.Errorf("%s warm-up: %w", sc.name, err)
 		}
 		if _, err := openLoop(ctx, cfg.Warmup, cfg.Rate, sc.call, &n); err != nil {
 			return fmt.Errorf("%s warm-up: %w", sc.name, err)
@@ -765,12 +761,8 @@ func targets(r *benchResult) []targetResult {
 // printBench writes the results as tables.
 func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 	fmt.Fprintf(w, "\nGEM benchmark, %s, %d CPUs, PostgreSQL %s\n", r.Date.Format(time.DateOnly), r.CPUs, r.Postgres)
-	if len(r.Latency) > 0 {
-		printLatency(w, cfg, r)
-	}
-	if len(r.Throughput) > 0 {
-		printThroughput(w, cfg, r.Throughput)
-	}
+	printLatency(w, cfg, r)
+	printThroughput(w, cfg, r.Throughput)
 	printScale(w, r.Scale)
 	printHistory(w, r.History)
 	if l := r.Limits; l != nil {
@@ -800,6 +792,9 @@ func printBench(w io.Writer, cfg benchConfig, r *benchResult) {
 
 // printLatency writes the latency table: every scenario's percentiles and its ratios to River's floor.
 func printLatency(w io.Writer, cfg benchConfig, r *benchResult) {
+	if len(r.Latency) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "latency: call made → receipt observed (ms); median over %d runs of %d sequential calls, and of %d calls at %.0f/s\n\n",
 		cfg.Repeats, cfg.Calls, cfg.OpenCalls, cfg.Rate)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -823,6 +818,9 @@ func printLatency(w io.Writer, cfg benchConfig, r *benchResult) {
 
 // printThroughput writes the drains' table: calls per second and CPU per call.
 func printThroughput(w io.Writer, cfg benchConfig, rows []throughputResult) {
+	if len(rows) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "\nthroughput: calls per second to drain %d queued calls\n\n", cfg.Drain)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tmedian\truns\tCPU µs per call: worker\tmachine\t")

@@ -205,11 +205,8 @@ func measureSequential(ctx context.Context, cfg benchConfig, res *benchResult, s
 	call func(context.Context, int) (time.Time, error), settle func(context.Context) error, progress func(string, ...any)) error {
 	seq := latencyResult{Scenario: scenario, Load: loadSeq}
 	n := 0
-	for range cfg.Warmup {
-		if _, err := callWithTimeout(ctx, call, n, time.Now()); err != nil {
-			return fmt.Errorf("%s warm-up: %w", scenario, err)
-		}
-		n++
+	if _, err := sequential(ctx, cfg.Warmup, call, &n); err != nil {
+		return fmt.Errorf("%s warm-up: %w", scenario, err)
 	}
 	for rep := range cfg.Repeats {
 		if err := settle(ctx); err != nil {
