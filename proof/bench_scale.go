@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,13 +22,32 @@ import (
 // cores split as docs/scaling.md says to split them on one machine: one executor's default committers
 // between them, at least 1 each (on 2 cores 1×2, 2×1, 4×1), and the machine's CPUs through Go's GOMAXPROCS,
 // at least 1 each. Four Go runtimes that each think they own both cores spin on them looking for work: with
-// GOMAXPROCS left alone, four executors drained 0.81–0.93× of one's rate; split, 0.95–0.98×. The
-// configurations take turns (1, 2, 4, 1, 2, 4, ...) so the machine's drift falls on all three alike.
+// GOMAXPROCS left alone, four executors drained 0.81–0.93× of one's rate; split, 0.95–0.98×.
+//
+// Two more configurations say what the split measures. Holding the workers in all makes each executor's
+// batches smaller (a committer batches the calls of its own executor, and River refills an executor's
+// workers as its batches commit): so one executor drains once more with its batches capped at the size four
+// executors' reached in the same round (GEM_EXECUTOR_BATCH_MAX), and four executors drain with 200 workers
+// each, as executors are added to a deployment. The configurations take turns (1, 2, 4, capped, 4 × 200,
+// 1, 2, ...) so the machine's drift falls on all of them alike.
 //
 // Unlike the drain scenario, whose executor starts cold on a queued backlog, the executors here are started
 // and registered first and the backlog is queued in one transaction: every executor hears of it at the same
 // commit, and what is measured is the drain, not how long two or four processes take to start.
 var scaleExecutors = []int{1, 2, 4}
+
+// scaleShape says how a configuration of the scale scenario chooses its workers.
+type scaleShape string
+
+const (
+	// scaleSplit holds the workers in all at one executor's default.
+	scaleSplit scaleShape = "split"
+	// scaleCapped is one executor whose batches are capped at the calls per commit that the four split
+	// executors reached in the same round.
+	scaleCapped scaleShape = "batches capped"
+	// scaleAdded gives every executor one executor's default workers.
+	scaleAdded scaleShape = "workers each"
+)
 
 // scaleTargetMin is the least drain of several executors, as a share of one executor's, that counts as "not
 // slower": one executor's drain moves by a few percent between back-to-back runs on this shared machine.
@@ -49,13 +69,17 @@ type scaleRun struct {
 	// CallsPerCommit is how many receipts a committing transaction wrote, on average (receipts over their
 	// distinct xmin).
 	CallsPerCommit float64 `json:"calls_per_commit"`
+	// BatchMax is the executors' GEM_EXECUTOR_BATCH_MAX when the configuration sets it (scaleCapped).
+	BatchMax int `json:"batch_max,omitempty"`
 }
 
 // scaleConfig is one configuration of the scale scenario and its runs, one per repeat.
 type scaleConfig struct {
-	Executors      int `json:"executors"`
-	WorkersEach    int `json:"workers_each"`
-	CommittersEach int `json:"committers_each"`
+	// Shape is how the workers are chosen; results written before it existed are all scaleSplit.
+	Shape          scaleShape `json:"shape,omitempty"`
+	Executors      int        `json:"executors"`
+	WorkersEach    int        `json:"workers_each"`
+	CommittersEach int        `json:"committers_each"`
 	// ProcsEach is each executor's GOMAXPROCS.
 	ProcsEach int        `json:"gomaxprocs_each"`
 	Runs      []scaleRun `json:"runs"`
@@ -78,47 +102,54 @@ type scaleResult struct {
 	Storage      []tableStorage `json:"storage"`
 }
 
-// ratio is the median over the repeats of each repeat's drain rate with executors executors over the rate
-// with one (the runs of a repeat are minutes apart at most), and the two medians of the rates.
-func (r *scaleResult) ratio(executors int) (ratio, rate, rate1 float64, measured bool) {
-	var one, many *scaleConfig
+// config is the configuration of the given shape and number of executors, nil if the run had none.
+func (r *scaleResult) config(shape scaleShape, executors int) *scaleConfig {
 	for i := range r.Configs {
-		switch r.Configs[i].Executors {
-		case 1:
-			one = &r.Configs[i]
-		case executors:
-			many = &r.Configs[i]
+		c := &r.Configs[i]
+		if c.Executors == executors && (c.Shape == shape || c.Shape == "" && shape == scaleSplit) {
+			return c
 		}
 	}
-	if one == nil || many == nil || len(one.Runs) == 0 || len(one.Runs) != len(many.Runs) {
+	return nil
+}
+
+// ratio is the median over the repeats of each repeat's drain rate of c over the rate of one executor with
+// its default workers (the runs of a repeat are minutes apart at most), and the two medians of the rates.
+func (r *scaleResult) ratio(c *scaleConfig) (ratio, rate, rate1 float64, measured bool) {
+	one := r.config(scaleSplit, 1)
+	if one == nil || c == nil || len(one.Runs) == 0 || len(one.Runs) != len(c.Runs) {
 		return 0, 0, 0, false
 	}
 	var ratios, rates, rates1 []float64
 	for i := range one.Runs {
-		ratios = append(ratios, many.Runs[i].Rate/one.Runs[i].Rate)
-		rates, rates1 = append(rates, many.Runs[i].Rate), append(rates1, one.Runs[i].Rate)
+		ratios = append(ratios, c.Runs[i].Rate/one.Runs[i].Rate)
+		rates, rates1 = append(rates, c.Runs[i].Rate), append(rates1, one.Runs[i].Rate)
 	}
 	return medianOf(ratios), medianOf(rates), medianOf(rates1), true
 }
 
 // scaleTargets are the scale scenario's rows of the targets table: several executors never drain slower
-// than one.
+// than one, with the workers in all held (the issue's measure) and with their own workers each.
 func scaleTargets(r *benchResult) []targetResult {
 	s := r.Scale
 	if s == nil {
 		s = &scaleResult{TotalWorkers: executor.MaxWorkersDefault}
 	}
 	var out []targetResult
-	for _, n := range []int{2, 4} {
-		ratio, rate, rate1, measured := s.ratio(n)
+	add := func(shape scaleShape, n int, name string) {
+		ratio, rate, rate1, measured := s.ratio(s.config(shape, n))
 		out = append(out, targetResult{
-			Name:     fmt.Sprintf("several executors: %d executors' drain / 1 executor's (same %d workers in all)", n, s.TotalWorkers),
+			Name:     name,
 			Value:    fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", ratio, rate, rate1),
 			Target:   fmt.Sprintf("≥ %.2f× (never slower, within this machine's noise)", scaleTargetMin),
 			Met:      ratio >= scaleTargetMin,
 			Measured: measured,
 		})
 	}
+	for _, n := range []int{2, 4} {
+		add(scaleSplit, n, fmt.Sprintf("several executors: %d executors' drain / 1 executor's (same %d workers in all)", n, s.TotalWorkers))
+	}
+	add(scaleAdded, 4, fmt.Sprintf("several executors: 4 executors' drain / 1 executor's (%d workers each)", s.TotalWorkers))
 	return out
 }
 
@@ -132,9 +163,14 @@ func benchScale(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 	committers := executor.CommittersDefault()
 	res := &scaleResult{Tool: t.tool, Calls: cfg.Drain, TotalWorkers: executor.MaxWorkersDefault}
 	for _, n := range scaleExecutors {
-		res.Configs = append(res.Configs, scaleConfig{Executors: n, WorkersEach: res.TotalWorkers / n, CommittersEach: max(1, committers/n),
-			ProcsEach: max(1, runtime.NumCPU()/n)})
+		res.Configs = append(res.Configs, scaleConfig{Shape: scaleSplit, Executors: n, WorkersEach: res.TotalWorkers / n,
+			CommittersEach: max(1, committers/n), ProcsEach: max(1, runtime.NumCPU()/n)})
 	}
+	four := scaleExecutors[len(scaleExecutors)-1]
+	res.Configs = append(res.Configs,
+		scaleConfig{Shape: scaleCapped, Executors: 1, WorkersEach: res.TotalWorkers, CommittersEach: committers, ProcsEach: runtime.NumCPU()},
+		scaleConfig{Shape: scaleAdded, Executors: four, WorkersEach: res.TotalWorkers, CommittersEach: max(1, committers/four),
+			ProcsEach: max(1, runtime.NumCPU()/four)})
 	postmaster := postmasterPID(ctx, pool)
 	if postmaster == 0 {
 		progress("several executors: PostgreSQL's processes are not on this machine; its CPU is not measured")
@@ -142,13 +178,20 @@ func benchScale(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 	for rep := range cfg.Repeats {
 		for i := range res.Configs {
 			c := &res.Configs[i]
-			run, err := scaleDrain(ctx, cfg, bins, dbURL, pool, postmaster, *c, rep, t.tool, t.input)
-			if err != nil {
-				return nil, fmt.Errorf("several executors (%d): %w", c.Executors, err)
+			batchMax := 0
+			if c.Shape == scaleCapped {
+				// The split four executors ran just before, in this round.
+				split := res.config(scaleSplit, four).Runs
+				batchMax = max(1, int(math.Round(split[len(split)-1].CallsPerCommit)))
 			}
-			progress("several executors: %d × %d workers, %d committers and GOMAXPROCS %d each, run %d: %.0f calls/s; CPU per call: executors %.0f µs, "+
-				"PostgreSQL %.0f µs, machine %.0f µs; WAL per call: enqueue %.0f B, drain %.0f B; %.1f calls per commit", c.Executors, c.WorkersEach, c.CommittersEach,
-				c.ProcsEach, rep+1, run.Rate, run.ExecutorCPU, run.PostgresCPU, run.MachineCPU, run.WALEnqueue, run.WALDrain, run.CallsPerCommit)
+			run, err := scaleDrain(ctx, cfg, bins, dbURL, pool, postmaster, *c, batchMax, rep, t.tool, t.input)
+			if err != nil {
+				return nil, fmt.Errorf("several executors (%d, %s): %w", c.Executors, c.Shape, err)
+			}
+			progress("several executors: %d × %d workers (%s), %d committers and GOMAXPROCS %d each%s, run %d: %.0f calls/s; CPU per call: executors %.0f µs, "+
+				"PostgreSQL %.0f µs, machine %.0f µs; WAL per call: enqueue %.0f B, drain %.0f B; %.1f calls per commit", c.Executors, c.WorkersEach, c.Shape,
+				c.CommittersEach, c.ProcsEach, c.batchNote(run), rep+1, run.Rate, run.ExecutorCPU, run.PostgresCPU, run.MachineCPU, run.WALEnqueue, run.WALDrain,
+				run.CallsPerCommit)
 			c.Runs = append(c.Runs, run)
 		}
 	}
@@ -164,10 +207,18 @@ func benchScale(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 	return res, nil
 }
 
-// scaleDrain starts c.Executors executors, queues cfg.Drain calls in one transaction once they are all
-// registered, and measures the drain.
+// batchNote is ", batches ≤ n" for a run whose batches were capped, "" otherwise.
+func (c *scaleConfig) batchNote(run scaleRun) string {
+	if run.BatchMax == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", batches ≤ %d", run.BatchMax)
+}
+
+// scaleDrain starts c.Executors executors (with GEM_EXECUTOR_BATCH_MAX=batchMax unless 0), queues cfg.Drain
+// calls in one transaction once they are all registered, and measures the drain.
 func scaleDrain(ctx context.Context, cfg benchConfig, bins binaries, dbURL string, pool *pgxpool.Pool, postmaster int,
-	c scaleConfig, rep int, tool, input string) (run scaleRun, err error) {
+	c scaleConfig, batchMax, rep int, tool, input string) (run scaleRun, err error) {
 	if err := vacuum(pool, gemTables...)(ctx); err != nil {
 		return run, err
 	}
@@ -177,6 +228,9 @@ func scaleDrain(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 	}
 	env := []string{"GEM_EXECUTOR_MAX_WORKERS=" + strconv.Itoa(c.WorkersEach), "GEM_EXECUTOR_COMMITTERS=" + strconv.Itoa(c.CommittersEach),
 		"GOMAXPROCS=" + strconv.Itoa(c.ProcsEach), "GEM_EXECUTOR_METRICS_ADDR=off"}
+	if batchMax > 0 {
+		env = append(env, "GEM_EXECUTOR_BATCH_MAX="+strconv.Itoa(batchMax))
+	}
 	var execs []*proc
 	defer func() {
 		// Stop them together: each drains its running calls (none are left) and deregisters.
@@ -191,7 +245,8 @@ func scaleDrain(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 		}
 	}()
 	for i := range c.Executors {
-		p, err := startExecutor(bins, dbURL, fmt.Sprintf("bench-scale-%dx-%d-%d", c.Executors, rep, i+1), env, cfg.Log, pool, false)
+		p, err := startExecutor(bins, dbURL, fmt.Sprintf("bench-scale-%dx%d-%s-%d-%d", c.Executors, c.WorkersEach,
+			strings.ReplaceAll(string(c.Shape), " ", "-"), rep, i+1), env, cfg.Log, pool, false)
 		if err != nil {
 			return run, err
 		}
@@ -276,6 +331,7 @@ func scaleDrain(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 		return run, fmt.Errorf("%d drained calls have no succeeded receipt", missing)
 	}
 	run.CallsPerCommit = float64(receipts) / float64(max(commits, 1))
+	run.BatchMax = batchMax
 	return run, nil
 }
 
@@ -358,14 +414,19 @@ func printScale(w io.Writer, s *scaleResult) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nseveral executors: %d queued %s calls drained by 1, 2 and 4 executors with %d workers in all, taking turns; "+
-		"medians of %d runs (each run's rate in brackets); the ratio is the median of each round's ratio to 1 executor\n\n",
-		s.Calls, s.Tool, s.TotalWorkers, len(s.Configs[0].Runs))
+	fmt.Fprintf(w, "\nseveral executors: %d queued %s calls drained by 1, 2 and 4 executors with %d workers in all (split), by 1 executor "+
+		"whose batches are capped at the calls per commit of the split 4 in the same round (batches capped), and by 4 executors with %d workers "+
+		"each (workers each), taking turns; medians of %d runs (each run's rate in brackets); the ratio is the median of each round's ratio "+
+		"to 1 executor\n\n", s.Calls, s.Tool, s.TotalWorkers, s.TotalWorkers, len(s.Configs[0].Runs))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "executors\tworkers each\tcommitters each\tGOMAXPROCS each\tcalls/s\truns\t× 1 executor\tCPU µs per call: executors\tPostgreSQL\tmachine\tWAL B per call: enqueue\tdrain\tcalls per commit\t")
+	fmt.Fprintln(tw, "executors\tconfiguration\tworkers each\tcommitters each\tGOMAXPROCS each\tbatch max\tcalls/s\truns\t× 1 executor\tCPU µs per call: executors\tPostgreSQL\tmachine\tWAL B per call: enqueue\tdrain\tcalls per commit\t")
 	for _, c := range s.Configs {
 		var rates, execCPU, pgCPU, machine, walIn, walDrain, perCommit []float64
+		var caps []string
 		for _, r := range c.Runs {
+			if r.BatchMax > 0 {
+				caps = append(caps, strconv.Itoa(r.BatchMax))
+			}
 			rates, execCPU, pgCPU = append(rates, r.Rate), append(execCPU, r.ExecutorCPU), append(pgCPU, r.PostgresCPU)
 			machine, walIn, walDrain = append(machine, r.MachineCPU), append(walIn, r.WALEnqueue), append(walDrain, r.WALDrain)
 			perCommit = append(perCommit, r.CallsPerCommit)
@@ -374,18 +435,22 @@ func printScale(w io.Writer, s *scaleResult) {
 		for _, v := range rates {
 			runs = append(runs, fmt.Sprintf("%.0f", v))
 		}
-		ratio := "1.00"
-		if c.Executors != 1 {
-			x, _, _, _ := s.ratio(c.Executors)
-			ratio = fmt.Sprintf("%.2f", x)
+		x, _, _, _ := s.ratio(&c)
+		batchMax := "default"
+		if len(caps) > 0 {
+			batchMax = strings.Join(caps, " ")
+		}
+		shape := c.Shape
+		if shape == "" {
+			shape = scaleSplit
 		}
 		pg := "—"
 		if medianOf(pgCPU) > 0 {
 			pg = fmt.Sprintf("%.0f", medianOf(pgCPU))
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t(%s)\t%s\t%.0f\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t\n", c.Executors, c.WorkersEach, c.CommittersEach, c.ProcsEach,
-			medianOf(rates), strings.Join(runs, " "), ratio, medianOf(execCPU), pg, medianOf(machine), medianOf(walIn), medianOf(walDrain),
-			medianOf(perCommit))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%.0f\t(%s)\t%.2f\t%.0f\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t\n", c.Executors, shape, c.WorkersEach, c.CommittersEach,
+			c.ProcsEach, batchMax, medianOf(rates), strings.Join(runs, " "), x, medianOf(execCPU), pg, medianOf(machine), medianOf(walIn),
+			medianOf(walDrain), medianOf(perCommit))
 	}
 	_ = tw.Flush()
 	var parts []string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -136,10 +137,25 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 20)
+	require.Len(t, res.Targets, 21)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
+	// The scale scenario's control drains with its batches capped at the calls per commit the split four
+	// executors reached just before it, and the cap holds.
+	sc := res.Scale
+	require.NotNil(t, sc)
+	require.Len(t, sc.Configs, 5)
+	for _, conf := range sc.Configs {
+		require.Len(t, conf.Runs, 1, conf.Shape)
+		require.Greater(t, conf.Runs[0].Rate, 0.0, conf.Shape)
+	}
+	split4, capped, added := sc.config(scaleSplit, 4), sc.config(scaleCapped, 1), sc.config(scaleAdded, 4)
+	require.Equal(t, executor.MaxWorkersDefault/4, split4.WorkersEach)
+	require.Equal(t, max(1, int(math.Round(split4.Runs[0].CallsPerCommit))), capped.Runs[0].BatchMax)
+	require.LessOrEqual(t, capped.Runs[0].CallsPerCommit, float64(capped.Runs[0].BatchMax))
+	require.Zero(t, split4.Runs[0].BatchMax)
+	require.Equal(t, executor.MaxWorkersDefault, added.WorkersEach)
 	require.NotNil(t, res.Limits)
 	require.Equal(t, limitCalls, res.Limits.Succeeded)
 	require.LessOrEqual(t, res.Limits.MaxConcurrent, limitConcurrency)
@@ -165,7 +181,7 @@ func TestBenchSmoke(t *testing.T) {
 		drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay",
 		"limits: most calls at once", "agent loop: a turn with 5 parallel tool calls / with 1", "limits: most starts in any second", scTelemetryOff, scTelemetryMetrics, scTelemetryTraces,
 		"telemetry overhead, brain run p50: Prometheus on", "telemetry overhead, brain run p50: Prometheus and OTLP traces on",
-		scHistEmpty, scHistFull, "several executors: 2 executors' drain / 1 executor's", "history: drain of 300 queued calls with 3,000 receipts", "history: slowest audit query", "core_recent_failures"} {
+		scHistEmpty, scHistFull, "several executors: 2 executors' drain / 1 executor's", "(200 workers each)", "batches capped", "history: drain of 300 queued calls with 3,000 receipts", "history: slowest audit query", "core_recent_failures"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
 	}
 }
@@ -182,7 +198,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 20, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 21, strings.Count(out.String(), "not measured"), out.String())
 	// Sections of scenarios left out are not printed empty, and the scale targets name the workers the
 	// scenario would have split.
 	require.NotContains(t, out.String(), "throughput:")
