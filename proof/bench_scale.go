@@ -25,10 +25,11 @@ import (
 // GOMAXPROCS left alone, four executors drained 0.81–0.93× of one's rate; split, 0.95–0.98×.
 //
 // Two more configurations say what the split measures. Holding the workers in all makes each executor's
-// batches smaller (a committer batches the calls of its own executor, and River refills an executor's
-// workers as its batches commit): so one executor drains once more with its batches capped at the size four
-// executors' reached in the same round (GEM_EXECUTOR_BATCH_MAX), and four executors drain with 200 workers
-// each, as executors are added to a deployment. The configurations take turns (1, 2, 4, capped, 4 × 200,
+// batches smaller (a committer batches the calls of its own executor, and River refills an executor's free
+// workers one fetch at a time, so a quarter of the workers keeps fewer calls on hand). So one executor
+// drains once more with its batches capped at the size four executors' reached in the same round
+// (GEM_EXECUTOR_BATCH_MAX), and four executors drain with 200 workers each, as executors are added to a
+// deployment. The configurations take turns (1, 2, 4, capped, 4 × 200,
 // 1, 2, ...) so the machine's drift falls on all of them alike.
 //
 // Unlike the drain scenario, whose executor starts cold on a queued backlog, the executors here are started
@@ -190,7 +191,7 @@ func benchScale(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 			}
 			progress("several executors: %d × %d workers (%s), %d committers and GOMAXPROCS %d each%s, run %d: %.0f calls/s; CPU per call: executors %.0f µs, "+
 				"PostgreSQL %.0f µs, machine %.0f µs; WAL per call: enqueue %.0f B, drain %.0f B; %.1f calls per commit", c.Executors, c.WorkersEach, c.Shape,
-				c.CommittersEach, c.ProcsEach, c.batchNote(run), rep+1, run.Rate, run.ExecutorCPU, run.PostgresCPU, run.MachineCPU, run.WALEnqueue, run.WALDrain,
+				c.CommittersEach, c.ProcsEach, run.batchNote(), rep+1, run.Rate, run.ExecutorCPU, run.PostgresCPU, run.MachineCPU, run.WALEnqueue, run.WALDrain,
 				run.CallsPerCommit)
 			c.Runs = append(c.Runs, run)
 		}
@@ -208,11 +209,11 @@ func benchScale(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 }
 
 // batchNote is ", batches ≤ n" for a run whose batches were capped, "" otherwise.
-func (c *scaleConfig) batchNote(run scaleRun) string {
-	if run.BatchMax == 0 {
+func (r scaleRun) batchNote() string {
+	if r.BatchMax == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", batches ≤ %d", run.BatchMax)
+	return fmt.Sprintf(", batches ≤ %d", r.BatchMax)
 }
 
 // scaleDrain starts c.Executors executors (with GEM_EXECUTOR_BATCH_MAX=batchMax unless 0), queues cfg.Drain
