@@ -76,8 +76,8 @@ type scaleRun struct {
 
 // scaleConfig is one configuration of the scale scenario and its runs, one per repeat.
 type scaleConfig struct {
-	// Shape is how the workers are chosen; results written before it existed are all scaleSplit.
-	Shape          scaleShape `json:"shape,omitempty"`
+	// Shape is how the workers are chosen.
+	Shape          scaleShape `json:"shape"`
 	Executors      int        `json:"executors"`
 	WorkersEach    int        `json:"workers_each"`
 	CommittersEach int        `json:"committers_each"`
@@ -107,7 +107,7 @@ type scaleResult struct {
 func (r *scaleResult) config(shape scaleShape, executors int) *scaleConfig {
 	for i := range r.Configs {
 		c := &r.Configs[i]
-		if c.Executors == executors && (c.Shape == shape || c.Shape == "" && shape == scaleSplit) {
+		if c.Executors == executors && c.Shape == shape {
 			return c
 		}
 	}
@@ -441,15 +441,11 @@ func printScale(w io.Writer, s *scaleResult) {
 		if len(caps) > 0 {
 			batchMax = strings.Join(caps, " ")
 		}
-		shape := c.Shape
-		if shape == "" {
-			shape = scaleSplit
-		}
 		pg := "—"
 		if medianOf(pgCPU) > 0 {
 			pg = fmt.Sprintf("%.0f", medianOf(pgCPU))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%.0f\t(%s)\t%.2f\t%.0f\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t\n", c.Executors, shape, c.WorkersEach, c.CommittersEach,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%.0f\t(%s)\t%.2f\t%.0f\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t\n", c.Executors, c.Shape, c.WorkersEach, c.CommittersEach,
 			c.ProcsEach, batchMax, medianOf(rates), strings.Join(runs, " "), x, medianOf(execCPU), pg, medianOf(machine), medianOf(walIn),
 			medianOf(walDrain), medianOf(perCommit))
 	}
