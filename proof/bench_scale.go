@@ -35,7 +35,11 @@ import (
 // Unlike the drain scenario, whose executor starts cold on a queued backlog, the executors here are started
 // and registered first and the backlog is queued in one transaction: every executor hears of it at the same
 // commit, and what is measured is the drain, not how long two or four processes take to start.
-var scaleExecutors = []int{1, 2, 4}
+var scaleExecutors = []int{1, 2, scaleMost}
+
+// scaleMost is the most executors the scenario runs: the split configuration that the capped one copies
+// and the count of the executors with workers of their own.
+const scaleMost = 4
 
 // scaleShape says how a configuration of the scale scenario chooses its workers.
 type scaleShape string
@@ -147,10 +151,10 @@ func scaleTargets(r *benchResult) []targetResult {
 			Measured: measured,
 		})
 	}
-	for _, n := range []int{2, 4} {
+	for _, n := range scaleExecutors[1:] {
 		add(scaleSplit, n, fmt.Sprintf("several executors: %d executors' drain / 1 executor's (same %d workers in all)", n, s.TotalWorkers))
 	}
-	add(scaleAdded, 4, fmt.Sprintf("several executors: 4 executors' drain / 1 executor's (%d workers each)", s.TotalWorkers))
+	add(scaleAdded, scaleMost, fmt.Sprintf("several executors: %d executors' drain / 1 executor's (%d workers each)", scaleMost, s.TotalWorkers))
 	return out
 }
 
@@ -167,11 +171,10 @@ func benchScale(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 		res.Configs = append(res.Configs, scaleConfig{Shape: scaleSplit, Executors: n, WorkersEach: res.TotalWorkers / n,
 			CommittersEach: max(1, committers/n), ProcsEach: max(1, runtime.NumCPU()/n)})
 	}
-	four := scaleExecutors[len(scaleExecutors)-1]
 	res.Configs = append(res.Configs,
 		scaleConfig{Shape: scaleCapped, Executors: 1, WorkersEach: res.TotalWorkers, CommittersEach: committers, ProcsEach: runtime.NumCPU()},
-		scaleConfig{Shape: scaleAdded, Executors: four, WorkersEach: res.TotalWorkers, CommittersEach: max(1, committers/four),
-			ProcsEach: max(1, runtime.NumCPU()/four)})
+		scaleConfig{Shape: scaleAdded, Executors: scaleMost, WorkersEach: res.TotalWorkers, CommittersEach: max(1, committers/scaleMost),
+			ProcsEach: max(1, runtime.NumCPU()/scaleMost)})
 	postmaster := postmasterPID(ctx, pool)
 	if postmaster == 0 {
 		progress("several executors: PostgreSQL's processes are not on this machine; its CPU is not measured")
@@ -182,7 +185,7 @@ func benchScale(ctx context.Context, cfg benchConfig, bins binaries, dbURL strin
 			batchMax := 0
 			if c.Shape == scaleCapped {
 				// The split four executors ran just before, in this round.
-				split := res.config(scaleSplit, four).Runs
+				split := res.config(scaleSplit, scaleMost).Runs
 				batchMax = max(1, int(math.Round(split[len(split)-1].CallsPerCommit)))
 			}
 			run, err := scaleDrain(ctx, cfg, bins, dbURL, pool, postmaster, *c, batchMax, rep, t.tool, t.input)
