@@ -421,7 +421,7 @@ func TestRulesExamples(t *testing.T) {
 func TestRulesCoverEveryGEMDomain(t *testing.T) {
 	t.Parallel()
 	p, _ := gemPlanner(t)
-	gem, err := registry.Load(testenv.GEMRegistryPath())
+	gem, err := testenv.GEMRegistry()
 	require.NoError(t, err)
 	covered := map[string]int{}
 	for _, r := range p.EnabledRules() {
