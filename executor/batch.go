@@ -483,6 +483,10 @@ func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	if a.givesSlotBack() {
 		t.pipe.hold(wakeWaiterSQL, a.tool.Name)
 	}
+	if a.e.isDeviceJob(a.args) {
+		// A receipt leaves no attempt of its call open (see abandonOpenSQL).
+		t.pipe.hold(abandonOpenSQL, [16]byte(a.args.CallID))
+	}
 	if h := a.p.handOff; h != nil && h.key != "" && d.status != registry.StatusSucceeded {
 		// The hand-off committed the key; a call that failed gives it back, as a rolled-back one would.
 		t.pipe.hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))

@@ -400,6 +400,14 @@ func (k *keyBusyError) Error() string {
 	return fmt.Sprintf("idempotency key holder %s has no receipt yet", k.holder)
 }
 
+// abandonOpenSQL ends a device call's attempt still queued or sent when its receipt is written: nobody waits
+// for it any more, so no hub hands it out and the hub holding its device tells the device to cancel. The
+// relay leaves none open on its way to a receipt; this holds when it could not (a wait that timed out and
+// could not abandon its attempt, the database away). The safety net does the same for its receipts (00036).
+const abandonOpenSQL = `UPDATE core_device_attempts SET state = 'abandoned', finished_at = now()
+	WHERE call_id = $1 AND state IN ('queued', 'sent')
+	RETURNING pg_notify('` + gemsql.DeviceDispatchChannel + `', device)`
+
 // releaseKeySQL gives back the key a device call's hand-off claimed, when the call fails.
 const releaseKeySQL = `DELETE FROM core_idempotency_keys WHERE tool_name = $1 AND key_hash = $2 AND call_id = $3`
 
