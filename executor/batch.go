@@ -174,8 +174,14 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 		e.observeBatch(batchEnd{tx: tx, ran: ran, retried: retried, err: err})
 	}
 	if err != nil {
+		if tx == nil {
+			// No connection (the database away): the transaction never began, and every call of the batch
+			// is retried. They were dropped here, and their runs waited for a result for ever.
+			ran = items
+		}
 		// Nothing in the transaction was kept: every call it reached is retried.
 		e.log.Warn().Err(err).Int("batch_size", len(ran)).Msg("batch did not commit; its calls will be retried")
+		err = awayOr(err)
 		for _, p := range ran {
 			p.result <- err
 		}

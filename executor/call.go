@@ -488,6 +488,10 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 // txBrokenError marks a failure after which the transaction must not be used.
 type txBrokenError struct{ error }
 
+// Unwrap gives its cause: a transaction broken by the database going away is retried without spending an
+// attempt (see databaseAwayError).
+func (e txBrokenError) Unwrap() error { return e.error }
+
 // classify turns a handler error into a receipt, or returns it as transient. A database error with a
 // SQLSTATE of sqlstateCodes gets its code there; any other error is handler_error.
 func (a *attempt) classify(err error) (*receiptDraft, error) {
@@ -522,27 +526,23 @@ func (a *attempt) classify(err error) (*receiptDraft, error) {
 	return failed(registry.CodeHandlerError, "the handler failed: "+err.Error(), details), nil
 }
 
-// isTransient reports whether err is worth retrying: the connection or server went away, or PostgreSQL
-// aborted the statement for a reason that passes (serialization failure, deadlock, lock timeout).
+// isTransient reports whether err is worth retrying: the database is away (gemsql.DatabaseAway), or
+// PostgreSQL aborted the statement for a reason that passes (serialization failure, deadlock, lock timeout,
+// a statement cancelled), or the transaction or connection broke.
 func isTransient(err error) bool {
+	if gemsql.DatabaseAway(err) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "40001", "40P01", "55P03", "57014":
 			return true
 		}
-		switch pgErr.Code[:2] {
-		case "08", "53", "57", "58":
-			return true
-		}
 		return false
 	}
 	var tb txBrokenError
 	if errors.As(err, &tb) || pgconn.SafeToRetry(err) {
-		return true
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
 		return true
 	}
 	var ne interface{ Timeout() bool }

@@ -56,6 +56,8 @@ type Executor struct {
 	inputCutoff int64
 	// waker wakes River when jobs snoozed by a limit are due.
 	waker *waker
+	// jobs are the jobs this executor's workers hold (see rescueOrphans).
+	jobs jobTracker
 	// secrets seals and opens secret inputs (nil: no GEM_SECRET_KEY).
 	secrets *registry.Secrets
 	// metrics counts calls, batches and rescues (nil: no Config.Metrics); tracer makes calls' spans (nil: no
@@ -387,7 +389,40 @@ func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
 	return jobTimeoutMargin
 }
 
-func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
+// awayRetry is when a call whose run the database's absence cut short is taken up again.
+const awayRetry = time.Second
+
+func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) (err error) {
+	w.e.jobs.begin(job.ID)
+	defer func() { w.e.jobs.end(job.ID, err) }()
+	err = w.work(ctx, job)
+	var away databaseAwayError
+	if errors.As(err, &away) && ctx.Err() == nil {
+		// Nothing of the run was kept (or the next run finds its receipt): waiting for the database is not
+		// the call's failure, so the call is given back without spending an attempt, as River's snooze does.
+		// A restart otherwise spent the last attempt of a call that executor deaths had brought to it (they
+		// spend none), and River discarded it.
+		return river.JobSnooze(awayRetry)
+	}
+	return err
+}
+
+// databaseAwayError marks a failure of the executor's own statements (a batch's transaction, the device
+// relay's reads and writes) caused by the database being away (gemsql.DatabaseAway). A handler's errors
+// are never marked: a service it calls being away spends attempts as any transient failure does.
+type databaseAwayError struct{ error }
+
+func (e databaseAwayError) Unwrap() error { return e.error }
+
+// awayOr marks err when the database being away caused it.
+func awayOr(err error) error {
+	if gemsql.DatabaseAway(err) {
+		return databaseAwayError{err}
+	}
+	return err
+}
+
+func (w *callWorker) work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
 	e := w.e
 	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
 	if e.tracer != nil {

@@ -22,7 +22,6 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -224,6 +223,7 @@ func New(p *Params) *Server {
 	s.instrument(e, p.Telemetry) // first: it sees every request and its final status; serves /metrics
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
+	e.Use(retryAfter)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(strconv.FormatInt(s.cfg.MaxBody, 10) + "B"))
 	e.Use(checkParams)
@@ -338,6 +338,24 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503 that does not compute its own (overload
+// does): the database is away, and a restart takes seconds.
+const unavailableRetryAfter = 2
+
+// retryAfter gives every 503 a Retry-After: whichever handler answers it (an error, a run or a chat whose
+// database went away, the studio's error page), the client is told when to try again.
+func retryAfter(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		res.Before(func() {
+			if res.Status == http.StatusServiceUnavailable && res.Header().Get("Retry-After") == "" {
+				res.Header().Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
+			}
+		})
+		return next(c)
+	}
+}
+
 // errorStatus is the one place error codes become HTTP statuses.
 var errorStatus = map[string]int{
 	brain.EINVALID:      http.StatusBadRequest,
@@ -390,10 +408,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	var he *echo.HTTPError
 	var e *brain.Error
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		err = postgres.Error(err) // whatever a service did not translate
-	}
+	err = postgres.Error(err) // whatever a service did not translate: the database away, text it refused
 	switch {
 	case errors.As(err, &e):
 	case errors.As(err, &he):

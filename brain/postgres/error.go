@@ -22,9 +22,10 @@ type Beginner interface {
 //   - text PostgreSQL cannot store or read (22021 a NUL or invalid UTF-8, 22P05 an untranslatable
 //     character such as \u0000 in jsonb, 22P02 a malformed value) is the client's input: EINVALID, naming
 //     what PostgreSQL says;
-//   - a server that cannot be reached, is shutting down or out of resources (classes 08, 57, 53, and errors
-//     without a SQLSTATE) is EUNAVAILABLE;
-//   - any other error PostgreSQL returned is a bug, left for the API to log as internal.
+//   - the database being away (gemsql.DatabaseAway: the connection refused or lost, the server restarting,
+//     shutting down or out of connections or resources) is EUNAVAILABLE, which the API answers 503 with a
+//     Retry-After;
+//   - any other error is a bug, left for the API to log as internal.
 //
 // Clients' input is checked at the edge (brain/api) before it gets here; this catches what slips through.
 func Error(err error) error {
@@ -38,15 +39,14 @@ func Error(err error) error {
 		return e
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
+	case gemsql.DatabaseAway(err):
+		return &brain.Error{Code: brain.EUNAVAILABLE, Message: "the database cannot be reached: " + err.Error()}
 	case errors.As(err, &pgErr):
 		switch pgErr.Code {
 		case "22021", "22P05", "22P02":
 			return &brain.Error{Code: brain.EINVALID, Message: "the request holds text the database cannot store: " + pgErr.Message,
 				Details: map[string]any{"sqlstate": pgErr.Code}}
 		}
-		if class := pgErr.Code[:2]; class != "08" && class != "57" && class != "53" {
-			return err
-		}
 	}
-	return &brain.Error{Code: brain.EUNAVAILABLE, Message: "the database cannot be reached: " + err.Error()}
+	return err
 }
