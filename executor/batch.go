@@ -625,7 +625,7 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 			CallID: a.args.CallID, ToolName: a.toolName, Status: string(d.status), Result: d.result, Error: d.err,
 			Effects:        effectsJSON{DBWrites: d.dbWrites, Outside: d.outside, FilesWritten: d.files},
 			Fields:         []string{},
-			IdempotencyKey: a.key, IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
+			IdempotencyKey: a.shownKey(), IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
 			Attempt: a.job.Attempt, DurationMS: d.durationMS, StartedAt: a.started, Collect: d == uncollected,
 			Device: d.device, DevicesTried: d.devicesTried, LimitWaitMS: a.limitWaitMS(),
 		}

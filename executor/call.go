@@ -38,7 +38,10 @@ type attempt struct {
 
 	tool    *registry.Tool
 	handler Handler
-	key     string
+	// key is the tool's own idempotency key (registry.Tool.IdempotencyKeyFor), claimed in
+	// core_idempotency_keys; a key the client sent (explicitKey) was also claimed as its request's key when the
+	// call was inserted (core_request_keys), for a tool of any mode.
+	key string
 	// value is the decoded, valid input (limits may be counted by one of its properties).
 	value any
 	// deviceLimitKey is the concurrency limit a device call's attempts count under ("": none).
@@ -407,6 +410,14 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.U
 	return &receiptDraft{status: registry.StatusSucceeded, result: result, hit: true, hitOf: &holder}, nil
 }
 
+// shownKey is the key a receipt and a handler see: the client's, else the tool's own.
+func (a *attempt) shownKey() string {
+	if a.explicitKey != "" {
+		return a.explicitKey
+	}
+	return a.key
+}
+
 // timeout is the tool's timeout, or the shorter one the call's agent's assignments give it.
 func (a *attempt) timeout() time.Duration {
 	t := a.tool.Timeout()
@@ -429,7 +440,7 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 	defer cancel()
 	g := newGuardedDB(conn)
 	c := &Call{
-		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
+		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.shownKey(),
 		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log, invoke: a.invoke,
 	}
 	type ret struct {

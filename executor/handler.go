@@ -130,7 +130,8 @@ type Call struct {
 	Input json.RawMessage
 	// Attempt is River's attempt number, from 1.
 	Attempt int
-	// IdempotencyKey is the key the call holds (modes keyed and safe-retry), or "".
+	// IdempotencyKey is the key the client sent with the call, else a keyed tool's key_field value, or "": a
+	// handler may pass it on to a service that takes one.
 	IdempotencyKey string
 	// Agent is the agent the call is made for, or "".
 	Agent string

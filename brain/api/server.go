@@ -364,6 +364,7 @@ var errorStatus = map[string]int{
 	brain.ENOTFOUND:     http.StatusNotFound,
 	brain.EMETHOD:       http.StatusMethodNotAllowed,
 	brain.ECONFLICT:     http.StatusConflict,
+	brain.EKEYREUSED:    http.StatusUnprocessableEntity,
 	brain.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	brain.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	brain.ENOLLM:        http.StatusServiceUnavailable,

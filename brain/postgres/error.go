@@ -19,6 +19,7 @@ type Beginner interface {
 
 // Error is the one place the brain turns a database error into what a client is told:
 //   - a *brain.Error and a cancellation pass through;
+//   - an idempotency key its caller used with another input is EKEYREUSED (422), naming the earlier call;
 //   - text PostgreSQL cannot store or read (22021 a NUL or invalid UTF-8, 22P05 an untranslatable
 //     character such as \u0000 in jsonb, 22P02 a malformed value) is the client's input: EINVALID, naming
 //     what PostgreSQL says;
@@ -34,9 +35,13 @@ func Error(err error) error {
 	}
 	var e *brain.Error
 	var pgErr *pgconn.PgError
+	var reused *gemsql.IdempotencyConflictError
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &reused):
+		return &brain.Error{Code: brain.EKEYREUSED, Message: reused.Message + "; a retry sends the same input with the same key, a new request a new key",
+			Details: map[string]any{"call_id": reused.CallID, "tool": reused.Tool, "idempotency_key": reused.Key}}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
 	case gemsql.DatabaseAway(err):

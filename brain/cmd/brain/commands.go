@@ -178,7 +178,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the receipt (0 to return at once)")
-	key := fs.String("key", "", "idempotency key")
+	key := fs.String("key", "", "your key for this request: a retry with the same key (within 24 h) answers the first call's receipt and never runs it again")
 	device := fs.String("device", "", "the device the call must run on (docs/devices.md)")
 	deviceWait := fs.Duration("device-wait", 0, "how long the call waits for its device to be connected (default the executor's GEM_DEVICE_WAIT)")
 	client := clientFrom(fs, getenv)
