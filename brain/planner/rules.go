@@ -58,8 +58,9 @@ func (m *Match) Group(name string) string { return strings.TrimSpace(m.Groups[na
 // ErrNoMatch returned by a rule's Build lets the next rule try the clause.
 var ErrNoMatch = errors.New("rule does not apply")
 
-// MissingError says what a request the planner understood lacks, as a question to the person. The run
-// answers 400 with it and runs nothing: the brain asks rather than invents.
+// MissingError says what a request the planner understood lacks, or names but cannot be (30 February,
+// 99pm), as a question to the person. The run answers 400 with it and runs nothing: the brain asks rather
+// than invents.
 type MissingError struct {
 	// Field is the input property that is missing.
 	Field string
@@ -312,44 +313,6 @@ func stripPriorityWords(text string) string { return priorityStripRe.ReplaceAllS
 var weekdays = map[string]time.Weekday{
 	"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
 	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
-}
-
-var whenRe = regexp.MustCompile(`(?i)[,]?\s*\b(?:(?:by|on|due|before|for|until|till|to)\s+)?(today|tonight|tomorrow|next\s+week|(?:next\s+|this\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|in\s+(\d{1,3})\s+days?|\d{4}-\d{2}-\d{2})\b`)
-
-// extractWhen finds a due date in text and returns it (at 17:00 that day) and the text without it.
-func extractWhen(text string, now time.Time, loc *time.Location) (time.Time, string) {
-	m := whenRe.FindStringSubmatchIndex(text)
-	if m == nil {
-		return time.Time{}, text
-	}
-	phrase := strings.ToLower(text[m[2]:m[3]])
-	day := time.Date(now.Year(), now.Month(), now.Day(), 17, 0, 0, 0, loc)
-	switch {
-	case phrase == "today" || phrase == "tonight":
-	case phrase == "tomorrow":
-		day = day.AddDate(0, 0, 1)
-	case strings.HasPrefix(phrase, "next") && strings.HasSuffix(phrase, "week"):
-		day = day.AddDate(0, 0, 7)
-	case strings.HasPrefix(phrase, "in "):
-		var n int
-		fmt.Sscanf(text[m[4]:m[5]], "%d", &n)
-		day = day.AddDate(0, 0, n)
-	case len(phrase) == 10 && phrase[4] == '-':
-		d, err := time.ParseInLocation("2006-01-02", phrase, loc)
-		if err != nil {
-			return time.Time{}, text
-		}
-		day = d.Add(17 * time.Hour)
-	default:
-		name := phrase[strings.LastIndexByte(phrase, ' ')+1:]
-		wd := weekdays[name]
-		ahead := (int(wd) - int(now.Weekday()) + 7) % 7
-		if ahead == 0 || strings.HasPrefix(phrase, "next") {
-			ahead += 7
-		}
-		day = day.AddDate(0, 0, ahead)
-	}
-	return day, text[:m[0]] + text[m[1]:]
 }
 
 var (

@@ -83,7 +83,10 @@ var coreRules = []Rule{
 			domain := domainOf(domainWord(pre+" "+title), title)
 			title = stripPriorityWords(title)
 			title = domainTagRe.ReplaceAllString(title, "")
-			due, title := extractWhen(title, m.Now, m.Location)
+			due, title, err := extractWhen(title, "due_at", m.Now, m.Location)
+			if err != nil {
+				return nil, err
+			}
 			title = cleanTitle(title)
 			if title == "" {
 				return nil, Missing("title", `what is the task? Say it after "create a task to"`)
