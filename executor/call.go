@@ -183,7 +183,7 @@ func (a *attempt) precheck() *receiptDraft {
 	}
 	if !ok {
 		details := map[string]any{"tool": a.toolName}
-		if similar := a.e.similarTools(a.toolName); len(similar) > 0 {
+		if similar := a.e.reg.SimilarNames(a.toolName); len(similar) > 0 {
 			details["did_you_mean"] = similar
 		}
 		return failed(registry.CodeUnknownTool, fmt.Sprintf("no tool named %q in the registry", a.toolName), details)

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -323,52 +322,6 @@ func (a *attempt) Run(ev *zerolog.Event, _ zerolog.Level, _ string) {
 	if a.runID != nil {
 		ev.Stringer("run_id", a.runID)
 	}
-}
-
-// similarTools suggests registry names close to an unknown one.
-func (e *Executor) similarTools(name string) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	var cands []cand
-	limit := max(3, len(name)/3)
-	for _, t := range e.reg.Tools() {
-		if d := editDistance(name, t.Name); d <= limit {
-			cands = append(cands, cand{t.Name, d})
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].d != cands[j].d {
-			return cands[i].d < cands[j].d
-		}
-		return cands[i].name < cands[j].name
-	})
-	var out []string
-	for i := 0; i < len(cands) && i < 3; i++ {
-		out = append(out, cands[i].name)
-	}
-	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // callWorker is the River worker of every tool call.

@@ -275,7 +275,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if len(ctxVals) > 0 {
 		req.Context = ctxVals
 	}
-	client := &api.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
+	client := newCLIClient(*url, *token, getenv)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)+15*time.Second)
 	defer cancel()
 	resp, status, err := client.Run(ctx, req)
@@ -283,7 +283,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "brain run:", err)
 		return 1
 	}
-	printRun(stdout, stderr, resp, status, *asJSON, getenv)
+	printRun(stdout, stderr, resp, status, *asJSON, client.tokenSource)
 	if resp.OK && status < 300 {
 		return 0
 	}
@@ -320,14 +320,9 @@ func brainURL(flagValue string, getenv func(string) string) string {
 	return "http://" + api.AddrDefault
 }
 
-// brainToken finds the token: the flag, $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or the local
-// token `make run` writes to .gem/brain-token (looked up in the working folder and its parents).
-func brainToken(flagValue string, getenv func(string) string) string {
-	token, _ := findToken(flagValue, getenv)
-	return token
-}
-
-// findToken finds the token and says where it came from ("" when nowhere).
+// findToken finds the token — the flag, $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or the local token
+// `make run` writes to .gem/brain-token (looked up in the working folder and its parents) — and says where it
+// came from ("" when nowhere).
 func findToken(flagValue string, getenv func(string) string) (token, source string) {
 	if flagValue != "" {
 		return flagValue, "-token"
@@ -348,8 +343,8 @@ func findToken(flagValue string, getenv func(string) string) (token, source stri
 	return "", ""
 }
 
-// printRun prints a run's answer, as JSON or for a person, with a hint after a refused token.
-func printRun(stdout, stderr io.Writer, resp *brain.RunResponse, status int, asJSON bool, getenv func(string) string) {
+// printRun prints a run's answer, as JSON or for a person, with a hint after a refused token (from tokenSource).
+func printRun(stdout, stderr io.Writer, resp *brain.RunResponse, status int, asJSON bool, tokenSource string) {
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -357,7 +352,7 @@ func printRun(stdout, stderr io.Writer, resp *brain.RunResponse, status int, asJ
 	} else {
 		printHuman(stdout, resp, status)
 	}
-	tokenHint(stderr, status, getenv)
+	tokenHint(stderr, status, tokenSource)
 }
 
 func printHuman(w io.Writer, resp *brain.RunResponse, status int) {
