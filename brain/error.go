@@ -26,6 +26,8 @@ const (
 	EMETHOD       = "method_not_allowed"
 	ENOLLM        = "llm_not_configured" // the request needs an LLM and none is configured (503)
 	EOVERLOADED   = "overloaded"         // too many requests at once; retry after the Retry-After header (503)
+	// EREQUESTTIMEOUT: the request's body did not arrive in time; the connection is closed (408).
+	EREQUESTTIMEOUT = "request_timeout"
 )
 
 // Error is the brain's one error type: a code, a message for people, and optional structured details

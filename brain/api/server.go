@@ -86,6 +86,10 @@ type Config struct {
 	// Admission limits the routes that plan, enqueue and wait (overload.go; GEM_BRAIN_MAX_IN_FLIGHT,
 	// GEM_BRAIN_MAX_QUEUE, GEM_BRAIN_QUEUE_WAIT). Its defaults depend on the database pool: New sets them.
 	Admission AdmissionConfig
+	// Conns bound how long a client may take to send a request and how many connections one address may
+	// hold (conns.go; GEM_BRAIN_HEADER_TIMEOUT, GEM_BRAIN_BODY_TIMEOUT, GEM_BRAIN_IDLE_TIMEOUT,
+	// GEM_BRAIN_MAX_CONNS_PER_CLIENT).
+	Conns ConnLimits
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -102,6 +106,7 @@ func (c Config) WithDefaults() Config {
 	if c.Studio.SessionTTL == 0 {
 		c.Studio.SessionTTL = StudioSessionTTLDefault
 	}
+	c.Conns = c.Conns.WithDefaults()
 	return c
 }
 
@@ -136,6 +141,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("DefaultAgent %q is not an agent slug (GEM_BRAIN_DEFAULT_AGENT)", c.DefaultAgent))
 	}
 	if err := c.Admission.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Conns.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -226,6 +234,7 @@ func New(p *Params) *Server {
 	e.Use(retryAfter)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(strconv.FormatInt(s.cfg.MaxBody, 10) + "B"))
+	e.Use(readBodyWithin(s.cfg.Conns.BodyTimeout))
 	e.Use(checkParams)
 
 	e.GET("/health", s.health)
@@ -306,11 +315,11 @@ func (s *Server) Open() error {
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", s.cfg.Addr, err)
 	}
-	s.ln = ln
-	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.ln = limitPerClient(ln, s.cfg.Conns.MaxConnsPerClient)
+	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: s.cfg.Conns.HeaderTimeout, IdleTimeout: s.cfg.Conns.IdleTimeout}
 	s.done = make(chan error, 1)
 	go func() {
-		err := s.http.Serve(ln)
+		err := s.http.Serve(s.ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -374,6 +383,8 @@ var errorStatus = map[string]int{
 	brain.ETIMEOUT:      http.StatusOK,
 	brain.ECALLFAILED:   http.StatusOK,
 	brain.EAWAITING:     http.StatusOK,
+
+	brain.EREQUESTTIMEOUT: http.StatusRequestTimeout, // a body too slow to arrive (conns.go)
 }
 
 // HTTPStatus returns the HTTP status for an error code.

@@ -87,6 +87,12 @@ type Config struct {
 	// none) for at most GEM_BRAIN_QUEUE_WAIT (defaults to 2s); others get 503 overloaded with Retry-After.
 	Admission api.AdmissionConfig
 
+	// Conns bound slow clients on the brain's listener, /mcp included (docs/brain.md#slow-clients):
+	// GEM_BRAIN_HEADER_TIMEOUT (10s) to send a request's headers, GEM_BRAIN_BODY_TIMEOUT (30s) its body,
+	// GEM_BRAIN_IDLE_TIMEOUT (2m) between requests on a kept-alive connection, and
+	// GEM_BRAIN_MAX_CONNS_PER_CLIENT (256; off: none) connections open at once from one address.
+	Conns api.ConnLimits
+
 	// MCP configures the MCP server at /mcp and `brain mcp` (GEM_MCP_CALL_WAIT: how long tools/call waits for
 	// a receipt before answering pending; defaults to 25s).
 	MCP mcpserver.Config
@@ -154,7 +160,7 @@ func (c Config) validate() error {
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
 	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent,
-		HighLevel: c.HighLevel, Studio: c.Studio, Admission: c.Admission}.WithDefaults()
+		HighLevel: c.HighLevel, Studio: c.Studio, Admission: c.Admission, Conns: c.Conns}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -242,6 +248,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.Admission, err = admissionFromEnv(getenv)
 	errs = append(errs, err)
+	c.Conns, err = connLimitsFromEnv(getenv)
+	errs = append(errs, err)
 	if s := getenv("GEM_MCP_CALL_WAIT"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
@@ -307,6 +315,35 @@ func admissionFromEnv(getenv func(string) string) (api.AdmissionConfig, error) {
 		a.QueueWait = d
 	}
 	return a, errors.Join(errs...)
+}
+
+// connLimitsFromEnv reads the bounds on slow clients: timeouts are positive durations; the connections
+// per client a positive number, or off for none (0 is refused, as it would accept nothing).
+func connLimitsFromEnv(getenv func(string) string) (api.ConnLimits, error) {
+	var l api.ConnLimits
+	var errs []error
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{"GEM_BRAIN_HEADER_TIMEOUT", &l.HeaderTimeout}, {"GEM_BRAIN_BODY_TIMEOUT", &l.BodyTimeout}, {"GEM_BRAIN_IDLE_TIMEOUT", &l.IdleTimeout}} {
+		if s := strings.TrimSpace(getenv(d.name)); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil || v <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a positive duration (like 30s)", d.name, s))
+			}
+			*d.to = v
+		}
+	}
+	if s := strings.TrimSpace(getenv("GEM_BRAIN_MAX_CONNS_PER_CLIENT")); strings.EqualFold(s, "off") {
+		l.MaxConnsPerClient = api.NoConnLimit
+	} else if s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_MAX_CONNS_PER_CLIENT: %q is not a positive whole number (or off for no limit)", s))
+		}
+		l.MaxConnsPerClient = n
+	}
+	return l, errors.Join(errs...)
 }
 
 // envSwitch reads an on/off variable (on, true, 1 / off, false, 0, any case); unset is def.

@@ -89,6 +89,10 @@ brain serve reads (defaults in brackets):
                                    limit [64, or 3/4 of a larger database pool]
   GEM_BRAIN_MAX_QUEUE              more waiting for a slot; beyond them 503 overloaded; 0: none [4 x in flight]
   GEM_BRAIN_QUEUE_WAIT             longest wait for a slot before 503 overloaded (at most 1m) [2s]
+  GEM_BRAIN_HEADER_TIMEOUT         longest time to send a request's headers [10s]
+  GEM_BRAIN_BODY_TIMEOUT           longest time to send a request's body; later, 408 and the connection closed [30s]
+  GEM_BRAIN_IDLE_TIMEOUT           a kept-alive connection with no request is closed after [2m]
+  GEM_BRAIN_MAX_CONNS_PER_CLIENT   connections one address may hold open; more are answered 503; off: none [256]
   GEM_SECRET_KEY                   key sealing secret inputs, 64 hex digits or base64 of 32 bytes (the executors' too)
   GEM_SECRET_KEY_PREVIOUS          keys being rotated out, comma-separated: they still open what they sealed
   GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [GEM_BUSINESS_TIMEZONE, else Australia/Sydney]
