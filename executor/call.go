@@ -237,6 +237,14 @@ func (a *attempt) precheck() *receiptDraft {
 		})
 	}
 	a.handler = handler
+	if handler.Key != nil && a.explicitKey == "" && a.key != "" {
+		if a.key, err = handler.Key(a.key); err != nil {
+			if he, ok := asError(err); ok {
+				return failed(he.Code, he.Message, he.Details)
+			}
+			return failed(registry.CodeValidation, err.Error(), map[string]any{"key_field": tool.Idempotency.KeyField})
+		}
+	}
 
 	if a.outsideToken != nil && *a.outsideToken != a.p.outsideToken && tool.RunsAtMostOnce() {
 		started := 0

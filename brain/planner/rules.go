@@ -15,6 +15,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/phone"
 )
 
 // Rule is one thing the rules planner understands. Rules are data: to teach the planner something new,
@@ -50,6 +51,8 @@ type Match struct {
 	// Now and Location interpret dates ("tomorrow", "friday").
 	Now      time.Time
 	Location *time.Location
+	// PhoneRegion is the region phone numbers without a country code are read in (package phone).
+	PhoneRegion string
 }
 
 // Group returns a named group, trimmed.
@@ -81,20 +84,26 @@ var Rules = slices.Concat(businessRules, coreRules, officeRules, moreRules)
 
 // RulesPlanner plans with Rules. It needs no LLM and always answers the same way.
 type RulesPlanner struct {
-	reg      *registry.Registry
-	rules    []Rule
-	location *time.Location
+	reg         *registry.Registry
+	rules       []Rule
+	location    *time.Location
+	phoneRegion string
 }
 
 // NewRulesPlanner compiles rules (Rules when nil) against the registry; rules whose tool is missing are off.
-func NewRulesPlanner(reg *registry.Registry, rules []Rule, loc *time.Location) (*RulesPlanner, error) {
+// Dates in messages are read in loc (time.Local when nil), phone numbers without a country code in
+// phoneRegion (phone.RegionDefault when "").
+func NewRulesPlanner(reg *registry.Registry, rules []Rule, loc *time.Location, phoneRegion string) (*RulesPlanner, error) {
 	if rules == nil {
 		rules = Rules
 	}
 	if loc == nil {
 		loc = time.Local
 	}
-	p := &RulesPlanner{reg: reg, location: loc}
+	if phoneRegion == "" {
+		phoneRegion = phone.RegionDefault
+	}
+	p := &RulesPlanner{reg: reg, location: loc, phoneRegion: phoneRegion}
 	for _, r := range rules {
 		if _, ok := reg.Tool(r.Tool); !ok {
 			continue
@@ -157,7 +166,7 @@ func (p *RulesPlanner) Plan(_ context.Context, req brain.PlanRequest) (*brain.Pl
 			}
 			matched = true
 			tool, _ := p.reg.Tool(r.Tool)
-			in, err := r.Build(&Match{Clause: clause, Groups: groups, Tool: tool, Now: now.In(p.location), Location: p.location})
+			in, err := r.Build(&Match{Clause: clause, Groups: groups, Tool: tool, Now: now.In(p.location), Location: p.location, PhoneRegion: p.phoneRegion})
 			if errors.Is(err, ErrNoMatch) {
 				matched = false
 				continue

@@ -381,7 +381,11 @@ var businessRules = []Rule{
 		Examples: []string{"send a payment reminder sms to 0412 345 678: your invoice is now due, thanks!"},
 		Patterns: []string{`^(?:please\s+)?(?:send|text)\s+(?:an?\s+)?(?:payment\s+)?reminder\s+(?:sms|text)\s+(?:to\s+)?(?P<to>` + phonePattern + `)(?:\s+(?:for|about)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:\-]\s*(?P<message>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
-			return withID(m, "invoice_id", map[string]any{"to": m.Group("to"), "message": cut(m.Group("message"), 1000)}), nil
+			to, err := phoneInput(m, "to", "to")
+			if err != nil {
+				return nil, err
+			}
+			return withID(m, "invoice_id", map[string]any{"to": to, "message": cut(m.Group("message"), 1000)}), nil
 		},
 	},
 	{
@@ -447,7 +451,7 @@ var businessRules = []Rule{
 
 const (
 	channelPattern = `email\s+and\s+(?:sms|text)|(?:sms|text)\s+and\s+email|both|e-?mail|sms|text(?:\s+message)?`
-	phonePattern   = `\+?\d[\d\s()-]{6,}\d`
+	phonePattern   = `(?:\+|\()?\d[\d\s().-]{6,}\d`
 	fileRefPattern = `[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|heic|webp|gif|mp4|mov|pdf|docx?)`
 )
 

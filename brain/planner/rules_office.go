@@ -32,7 +32,11 @@ var officeRules = []Rule{
 		Examples: []string{"text 0412 345 678: running 10 minutes late, see you soon"},
 		Patterns: []string{`^(?:please\s+)?(?:send\s+(?:an?\s+)?(?:sms|text)(?:\s+message)?\s+to|text|sms)\s+(?P<to>` + phonePattern + `)\s*[:\-,]\s*(?P<message>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
-			return map[string]any{"to": m.Group("to"), "message": cut(m.Group("message"), 1000)}, nil
+			to, err := phoneInput(m, "to", "to")
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"to": to, "message": cut(m.Group("message"), 1000)}, nil
 		},
 	},
 	{
@@ -198,8 +202,12 @@ var officeRules = []Rule{
 		Build: func(m *Match) (map[string]any, error) {
 			rest := m.Group("rest")
 			contact := map[string]any{}
-			if loc := phoneAURe.FindStringIndex(rest); loc != nil {
-				contact["phone"] = strings.TrimSpace(rest[loc[0]:loc[1]])
+			loc, number, err := phoneIn(rest, "contact", m.PhoneRegion)
+			if err != nil {
+				return nil, err
+			}
+			if loc != nil {
+				contact["phone"] = number.Typed
 				rest = rest[:loc[0]] + " " + rest[loc[1]:]
 			}
 			if e := emailRe.FindString(rest); e != "" {

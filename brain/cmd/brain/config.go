@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 )
@@ -52,6 +53,12 @@ type Config struct {
 	// time zone, the one the executor's tools read dates in: GEM_BRAIN_TIMEZONE, else
 	// GEM_BUSINESS_TIMEZONE, else Australia/Sydney (IANA names).
 	Timezone *time.Location
+
+	// PhoneRegion is the region phone numbers in messages are read in when they have no country code, the
+	// executor's too: the rules planner asks about a number that is not one there, and the HighLevel webhook
+	// finds leads by it. Defaults to AU (GEM_PHONE_REGION; the deprecated GEM_SMS_DEFAULT_COUNTRY_CODE's
+	// region when only that is set).
+	PhoneRegion string
 
 	// Planner plans POST /brain/run: "rules" (deterministic, no LLM) or "llm" (one LLM turn with every
 	// registry tool). Defaults to rules (GEM_BRAIN_PLANNER).
@@ -134,6 +141,12 @@ func (c Config) WithDefaults() Config {
 	if c.DBConnectWait == 0 {
 		c.DBConnectWait = gemsql.ConnectWaitDefault
 	}
+	if c.PhoneRegion == "" {
+		c.PhoneRegion = phone.RegionDefault
+	}
+	if c.HighLevel.PhoneRegion == "" {
+		c.HighLevel.PhoneRegion = c.PhoneRegion
+	}
 	return c
 }
 
@@ -149,6 +162,9 @@ func (c Config) validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Devices.WithDefaults().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := phone.CheckRegion(c.PhoneRegion); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Planner != "" && c.Planner != PlannerRules && c.Planner != PlannerLLM {
@@ -216,6 +232,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Secrets = s
 	}
+	c.PhoneRegion, err = phone.Region(getenv)
+	errs = append(errs, err)
 	c.HighLevel = api.HighLevelWebhookConfigFromEnv(getenv)
 	if s := getenv("GEM_STUDIO_SESSION_TTL"); s != "" {
 		d, err := time.ParseDuration(s)

@@ -95,6 +95,8 @@ brain serve reads (defaults in brackets):
   GEM_BRAIN_MAX_CONNS_PER_CLIENT   connections one address may hold open; more are answered 503; off: none [256]
   GEM_SECRET_KEY                   key sealing secret inputs, 64 hex digits or base64 of 32 bytes (the executors' too)
   GEM_SECRET_KEY_PREVIOUS          keys being rotated out, comma-separated: they still open what they sealed
+  GEM_PHONE_REGION                 region of phone numbers without a country code, the executor's too
+                                   (GEM_SMS_DEFAULT_COUNTRY_CODE, deprecated, must agree) [AU]
   GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [GEM_BUSINESS_TIMEZONE, else Australia/Sydney]
   GEM_BUSINESS_TIMEZONE            the business's zone, which the executor's tools read dates in [Australia/Sydney]
   GEM_BRAIN_PLANNER                rules or llm [rules]
