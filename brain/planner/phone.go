@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"regexp"
-	"strings"
 	"unicode"
 
 	"github.com/gemhq/gem/registry/phone"
@@ -28,14 +27,14 @@ func phoneIn(text, field, region string) (loc []int, n phone.Number, err error) 
 				if perr == nil {
 					return []int{from, to}, number, nil
 				}
-				if notOne == nil && i == 0 && j == len(ends.ends)-1 && len(digitsIn(text[from:to])) >= 6 {
+				if notOne == nil && i == 0 && j == len(ends.ends)-1 && len(phone.Digits(text[from:to])) >= 6 {
 					notOne = perr
 				}
 			}
 		}
 	}
 	if notOne != nil {
-		return nil, phone.Number{}, Missing(field, fmt.Sprintf("%v: what is the number? For example 0412 345 678 or +61 412 345 678", notOne))
+		return nil, phone.Number{}, notANumber(field, notOne)
 	}
 	return nil, phone.Number{}, nil
 }
@@ -64,21 +63,17 @@ func wordEnds(text string, from, to int) runWords {
 	return w
 }
 
-func digitsIn(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, s)
-}
-
 // phoneInput checks a phone number a pattern captured (group) as field's value: the text as typed, or a
 // question saying why it is not a number.
 func phoneInput(m *Match, group, field string) (string, error) {
 	typed := m.Group(group)
 	if _, err := phone.Parse(typed, m.PhoneRegion); err != nil {
-		return "", Missing(field, fmt.Sprintf("%v: what is the number? For example 0412 345 678 or +61 412 345 678", err))
+		return "", notANumber(field, err)
 	}
 	return typed, nil
+}
+
+// notANumber is the question about a text that is not a phone number (err says why).
+func notANumber(field string, err error) error {
+	return Missing(field, fmt.Sprintf("%v: what is the number? For example 0412 345 678 or +61 412 345 678", err))
 }

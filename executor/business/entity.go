@@ -189,16 +189,6 @@ func samePtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// digitsOf is s with everything but its ASCII digits dropped.
-func digitsOf(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, s)
-}
-
 // checkName refuses a blank name or one longer than 200 characters.
 func checkEntityName(field, name string) (string, error) {
 	name = strings.TrimSpace(name)
@@ -467,7 +457,7 @@ func (p *pack) searchEntities(ctx context.Context, c *executor.Call, in searchEn
 		return nil, executor.Invalid("entity_type %q is not one of %s, site", in.EntityType, strings.Join(entityTypes, ", "))
 	}
 	q := strings.TrimSpace(in.Query)
-	digits := strings.TrimLeft(digitsOf(q), "0")
+	digits := strings.TrimLeft(phone.Digits(q), "0")
 	if n, err := phone.Parse(q, p.region); err == nil && p.regionErr == nil {
 		digits = n.National
 	}

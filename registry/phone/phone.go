@@ -83,6 +83,16 @@ func RegionOfCallingCode(code string) string {
 	return ""
 }
 
+// Digits is s with everything but its ASCII digits dropped ("(04) 9900-0111" → 0499000111).
+func Digits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, s)
+}
+
 // Number is a phone number read from what was typed.
 type Number struct {
 	// Typed is the text as given, trimmed: what people see.
