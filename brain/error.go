@@ -28,6 +28,7 @@ const (
 	EOVERLOADED   = "overloaded"         // too many requests at once; retry after the Retry-After header (503)
 	// EREQUESTTIMEOUT: the request's body did not arrive in time; the connection is closed (408).
 	EREQUESTTIMEOUT = "request_timeout"
+	ETOOMANY        = "too_many_failures" // too many failed authentications from one address; retry after Retry-After (429)
 )
 
 // Error is the brain's one error type: a code, a message for people, and optional structured details

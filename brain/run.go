@@ -356,9 +356,11 @@ type Run struct {
 	Errors           []*Error
 	Agent            string
 	RequestedBy      string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	CompletedAt      *time.Time
+	// ApprovedBy is the caller who approved the stored plan (mode plan), once approved.
+	ApprovedBy  string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
 }
 
 // CompactReceipt is what a run keeps of each receipt; the receipt itself stays in core_tool_receipts.
@@ -425,6 +427,10 @@ type RunResponse struct {
 	AssistantMessage string      `json:"assistant_message"`
 	NextActions      []string    `json:"next_actions"`
 	Errors           []*Error    `json:"errors"`
+	// RequestedBy is the caller who made the run; ApprovedBy the caller who approved its stored plan, whose
+	// grants bound its calls as the author's do (docs/governance.md#stored-plans).
+	RequestedBy string `json:"requested_by,omitempty"`
+	ApprovedBy  string `json:"approved_by,omitempty"`
 
 	// recorded, when set, reports the commit of the run's answer, which may still be under way; see
 	// Recorded.

@@ -104,7 +104,9 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 // transaction's lock on it, PostgreSQL reads the row again as that transaction committed it, but a subquery
 // (such as a look for the receipt) would still see the table as it was before the wait.
 //
-// The caller's grants come with the call (core_callers, 00022_callers.sql).
+// The caller's grants come with the call (core_callers, 00022_callers.sql), and so do those of the caller who
+// approved the stored plan it belongs to (approved_by, 00037_caller_scope.sql): a call runs with no more than
+// both hold.
 //
 // An input larger than $2 bytes (the largest any tool accepts) is not read: its size is, and the call is
 // refused input_too_large. Its text is made once (OFFSET 0 keeps the subquery from being inlined twice).
@@ -114,10 +116,12 @@ const loadSQL = `SELECT c.id, c.tool_name, CASE WHEN i.bytes <= $2 THEN i.input 
 		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
 		CASE WHEN c.agent IS NOT NULL THEN gem_agent_call_timeout(c.agent, coalesce(c.user_id, ''), c.tool_name) END,
 		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents,
+		coalesce(c.approved_by, ''), ap.name IS NOT NULL, ap.revoked_at IS NOT NULL, coalesce(ap.permissions, '{}'), ap.agents,
 		c.limited_since, c.rate_reserved_at, c.created_at
 	FROM core_tool_calls c
 	CROSS JOIN LATERAL (SELECT t.input, octet_length(t.input) AS bytes FROM (SELECT c.input::text AS input OFFSET 0) t) i
 	LEFT JOIN core_callers g ON g.name = c.requested_by
+	LEFT JOIN core_callers ap ON ap.name = c.approved_by
 	WHERE c.id = ANY($1::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`
 
 // callRow is a call as loadSQL reads it.
@@ -136,13 +140,12 @@ type callRow struct {
 	outsideAttempt *int
 	hasReceipt     bool
 
-	// caller is requested_by; callerKnown says core_callers has it, with these grants and (when not nil) the
-	// only agents it may act as.
-	caller        string
-	callerKnown   bool
-	callerRevoked bool
-	grants        registry.Grants
-	callerAgents  []string
+	// caller is requested_by, with what core_callers says of it; approver is approved_by ("" when the call
+	// belongs to no approved plan).
+	caller   string
+	callerOf grantee
+	approver string
+	approved grantee
 
 	// limitedSince is when the call first found its tool's concurrency or rate limit full (nil: never).
 	limitedSince *time.Time
@@ -160,7 +163,10 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 		input *string
 	)
 	err := rows.Scan(&id, &c.toolName, &input, &c.inputBytes, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
-		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS, &c.caller, &c.callerKnown, &c.callerRevoked, &c.grants, &c.callerAgents, &c.limitedSince, &c.rateReservedAt, &c.createdAt)
+		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS,
+		&c.caller, &c.callerOf.known, &c.callerOf.revoked, &c.callerOf.grants, &c.callerOf.agents,
+		&c.approver, &c.approved.known, &c.approved.revoked, &c.approved.grants, &c.approved.agents,
+		&c.limitedSince, &c.rateReservedAt, &c.createdAt)
 	if err != nil {
 		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
@@ -301,23 +307,46 @@ func redactedInvalid(tool *registry.Tool, d *receiptDraft) *receiptDraft {
 	return failed(registry.CodeValidation, ve.Error(), map[string]any{"violations": details.Violations})
 }
 
-// permitted returns the permission_denied receipt of a call its caller may not make: an unknown or revoked
-// caller, an agent the caller may not act as, or a permission of the tool's the caller lacks.
+// grantee is what core_callers says of a caller: whether it is known and revoked, its grants and (when not
+// nil) the only agents it may act as.
+type grantee struct {
+	known, revoked bool
+	grants         registry.Grants
+	agents         []string
+}
+
+// permitted returns the permission_denied receipt of a call its caller may not make, or that the caller who
+// approved its plan may not: an unknown or revoked caller, an agent the caller may not act as (a caller
+// limited to some agents acts as none of them when the call names no agent), or a permission of the tool's
+// the caller lacks.
 func (a *attempt) permitted() *receiptDraft {
-	switch {
-	case !a.callerKnown:
-		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q is not known (docs/governance.md says how to make one)", a.caller),
-			map[string]any{"caller": a.caller})
-	case a.callerRevoked:
-		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q is revoked", a.caller), map[string]any{"caller": a.caller})
-	case a.agent != "" && a.callerAgents != nil && !slices.Contains(a.callerAgents, a.agent):
-		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q may not act as agent %q", a.caller, a.agent),
-			map[string]any{"caller": a.caller, "agent": a.agent, "agents": a.callerAgents})
+	if denied := a.permittedTo(a.caller, "caller", a.callerOf); denied != nil || a.approver == "" {
+		return denied
 	}
-	if missing := a.grants.Missing(a.tool.Permissions); missing != nil {
-		return failed(registry.CodePermissionDenied, fmt.Sprintf("caller %q lacks permission %s, which %s needs",
-			a.caller, strings.Join(missing, ", "), a.tool.Name),
-			map[string]any{"caller": a.caller, "tool": a.tool.Name, "missing": missing, "permissions": a.tool.Permissions})
+	return a.permittedTo(a.approver, "approver", a.approved)
+}
+
+func (a *attempt) permittedTo(name, role string, g grantee) *receiptDraft {
+	details := map[string]any{role: name}
+	if role != "caller" {
+		details["caller"] = a.caller
+	}
+	switch {
+	case !g.known:
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("%s %q is not known (docs/governance.md says how to make one)", role, name), details)
+	case g.revoked:
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("%s %q is revoked", role, name), details)
+	case g.agents != nil && a.agent == "":
+		details["agents"] = g.agents
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("%s %q may act only as agents %v, and the call names none", role, name, g.agents), details)
+	case g.agents != nil && !slices.Contains(g.agents, a.agent):
+		details["agent"], details["agents"] = a.agent, g.agents
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("%s %q may not act as agent %q", role, name, a.agent), details)
+	}
+	if missing := g.grants.Missing(a.tool.Permissions); missing != nil {
+		details["tool"], details["missing"], details["permissions"] = a.tool.Name, missing, a.tool.Permissions
+		return failed(registry.CodePermissionDenied, fmt.Sprintf("%s %q lacks permission %s, which %s needs",
+			role, name, strings.Join(missing, ", "), a.tool.Name), details)
 	}
 	return nil
 }
@@ -663,7 +692,7 @@ func (a *attempt) invoke(ctx context.Context, tool string, input json.RawMessage
 		input = sealed
 	}
 	_, err := gemsql.CallInsert(ctx, a.e.pool, gemsql.CallInsertParams{ID: id, ToolName: tool, Input: input, RunID: a.runID,
-		Agent: a.agent, UserID: a.userID, RequestedBy: a.caller, ParentID: &a.args.CallID})
+		Agent: a.agent, UserID: a.userID, RequestedBy: a.caller, ApprovedBy: a.approver, ParentID: &a.args.CallID})
 	if err != nil {
 		return nil, "", fmt.Errorf("error making a call of %s: %w", tool, err)
 	}

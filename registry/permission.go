@@ -40,8 +40,10 @@ func (g Grants) Missing(perms []string) []string {
 const (
 	// PermissionAdmin manages callers, devices, agents and skills.
 	PermissionAdmin = "admin"
-	// PermissionApprove decides calls that await approval.
+	// PermissionApprove decides calls that await approval, and approves other callers' stored plans.
 	PermissionApprove = "approve"
+	// PermissionAudit reads every caller's calls, receipts and runs (without it a caller reads its own).
+	PermissionAudit = "audit"
 )
 
 var grantRe = regexp.MustCompile(`^(\*|[a-z][a-z0-9_-]*(:[a-z0-9_.-]+)*(:\*)?)$`)

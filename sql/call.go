@@ -31,6 +31,9 @@ type Call struct {
 	Agent          string              `json:"agent,omitempty"`
 	UserID         string              `json:"user_id,omitempty"`
 	RequestedBy    string              `json:"requested_by,omitempty"`
+	// ApprovedBy is the caller who approved the stored plan the call belongs to (its author or another): the
+	// call runs with no more than it and the author both hold (docs/governance.md#stored-plans).
+	ApprovedBy string `json:"approved_by,omitempty"`
 	// ParentID is the call this one was made from (a script tool's gem.x.y(...)), if any.
 	ParentID *uuid.UUID `json:"parent_id,omitempty"`
 	// IdempotencyOf is set on a repeated request (the same caller, tool and idempotency_key within the key's
@@ -72,6 +75,9 @@ type CallInsertParams struct {
 	// inserting database role's caller; a role that may not act for GEM always gets its own
 	// (docs/governance.md). The executor refuses a call whose caller lacks a permission its tool declares.
 	RequestedBy string
+	// ApprovedBy is the caller who approved the stored plan the call belongs to, if any: the executor refuses
+	// the call unless it, too, holds what the tool needs.
+	ApprovedBy string
 	// ParentID is the call this one is made from, if any; it runs for the same caller.
 	ParentID *uuid.UUID
 	// Device is the device the call must run on (docs/devices.md); "" for none.
@@ -192,12 +198,12 @@ func QueueCallInsertMany(ctx context.Context, b *pgx.Batch, params []CallInsertP
 // the statement is planned once per connection rather than for each number of calls).
 const callInsertSQL = `
 	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by,
-		device, device_wait_ms, parent_id, traceparent, tracestate)
+		approved_by, device, device_wait_ms, parent_id, traceparent, tracestate)
 	SELECT id, tool_name, input, idempotency_key, coalesce(max_attempts, 5), run_id, agent, user_id, requested_by,
-		device, device_wait_ms, parent_id, traceparent, tracestate
+		approved_by, device, device_wait_ms, parent_id, traceparent, tracestate
 	FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, tool_name text, input jsonb, idempotency_key text, max_attempts integer,
-		run_id uuid, agent text, user_id text, requested_by text, device text, device_wait_ms integer, parent_id uuid,
-		traceparent text, tracestate text)`
+		run_id uuid, agent text, user_id text, requested_by text, approved_by text, device text, device_wait_ms integer,
+		parent_id uuid, traceparent text, tracestate text)`
 
 // callInsertRow is one element of callInsertSQL's array.
 type callInsertRow struct {
@@ -210,6 +216,7 @@ type callInsertRow struct {
 	Agent          string          `json:"agent,omitempty"`
 	UserID         string          `json:"user_id,omitempty"`
 	RequestedBy    string          `json:"requested_by,omitempty"`
+	ApprovedBy     string          `json:"approved_by,omitempty"`
 	Device         string          `json:"device,omitempty"`
 	DeviceWaitMS   int             `json:"device_wait_ms,omitempty"`
 	ParentID       *uuid.UUID      `json:"parent_id,omitempty"`
@@ -240,7 +247,7 @@ func callInsertArgs(ctx context.Context, params []CallInsertParams) ([]uuid.UUID
 		}
 		rows[i] = callInsertRow{ID: ids[i], ToolName: p.ToolName, Input: input, IdempotencyKey: p.IdempotencyKey,
 			MaxAttempts: max(p.MaxAttempts, 0), RunID: p.RunID, Agent: p.Agent, UserID: p.UserID, RequestedBy: p.RequestedBy,
-			Device: p.Device, DeviceWaitMS: p.DeviceWaitMS, ParentID: p.ParentID, TraceParent: p.TraceParent, TraceState: p.TraceState}
+			ApprovedBy: p.ApprovedBy, Device: p.Device, DeviceWaitMS: p.DeviceWaitMS, ParentID: p.ParentID, TraceParent: p.TraceParent, TraceState: p.TraceState}
 		if rows[i].TraceParent == "" {
 			rows[i].TraceParent, rows[i].TraceState = traceparent, tracestate
 		}
@@ -255,13 +262,13 @@ func callInsertArgs(ctx context.Context, params []CallInsertParams) ([]uuid.UUID
 const callColumns = `id, tool_name, input, status, coalesce(idempotency_key, ''), attempt, max_attempts,
 	coalesce(worker, ''), coalesce(job_id, 0), run_id, coalesce(agent, ''), coalesce(user_id, ''), coalesce(requested_by, ''),
 	coalesce(error_code, ''), coalesce(error, ''), created_at, started_at, finished_at,
-	coalesce(device, ''), coalesce(ran_on_device, ''), device_wait_ms, parent_id, idempotency_of`
+	coalesce(device, ''), coalesce(ran_on_device, ''), device_wait_ms, parent_id, idempotency_of, coalesce(approved_by, '')`
 
 func scanCall(row pgx.Row) (*Call, error) {
 	var c Call
 	err := row.Scan(&c.ID, &c.ToolName, &c.Input, &c.Status, &c.IdempotencyKey, &c.Attempt, &c.MaxAttempts,
 		&c.Worker, &c.JobID, &c.RunID, &c.Agent, &c.UserID, &c.RequestedBy, &c.ErrorCode, &c.Error, &c.CreatedAt,
-		&c.StartedAt, &c.FinishedAt, &c.Device, &c.RanOnDevice, &c.DeviceWaitMS, &c.ParentID, &c.IdempotencyOf)
+		&c.StartedAt, &c.FinishedAt, &c.Device, &c.RanOnDevice, &c.DeviceWaitMS, &c.ParentID, &c.IdempotencyOf, &c.ApprovedBy)
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +296,9 @@ type CallListParams struct {
 	RequestedBy string
 	Agent       string
 	Device      string
+	// Viewer, when not empty, keeps only the calls that caller may read without the audit permission: those
+	// it made (requested_by) or approved (approved_by).
+	Viewer string
 	// Since keeps calls created at or after it.
 	Since time.Time
 	// After continues a listing after the last row of the previous page.
@@ -318,8 +328,10 @@ func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
 		  AND ($4::timestamptz IS NULL OR created_at >= $4)
 		  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
 		  AND ($8 = '' OR requested_by = $8) AND ($9 = '' OR agent = $9) AND ($10 = '' OR device = $10 OR ran_on_device = $10)
+		  AND ($11 = '' OR requested_by = $11 OR approved_by = $11)
 		ORDER BY created_at DESC, id DESC LIMIT $7`,
-		p.ToolName, string(p.Status), p.RunID, nullTime(p.Since), p.After.time(), p.After.id(), limit, p.RequestedBy, p.Agent, p.Device)
+		p.ToolName, string(p.Status), p.RunID, nullTime(p.Since), p.After.time(), p.After.id(), limit, p.RequestedBy, p.Agent, p.Device,
+		p.Viewer)
 	if err != nil {
 		return nil, fmt.Errorf("error listing calls: %w", err)
 	}

@@ -102,7 +102,7 @@ type CallerParams struct {
 
 // CallerCreate makes a caller. A token caller gets a new token, returned and stored only as its SHA-256; an
 // SQL caller ("sql:<role>") gets none, since its role logs in to PostgreSQL. A caller that exists is
-// ErrExists.
+// ErrExists; one whose name differs from an existing caller's only in case is a *NameClashError.
 func CallerCreate(ctx context.Context, db DBTX, p CallerParams) (*Caller, string, error) {
 	kind, token := CallerSQL, ""
 	var hash []byte
@@ -110,23 +110,40 @@ func CallerCreate(ctx context.Context, db DBTX, p CallerParams) (*Caller, string
 		kind, token = CallerToken, newToken("gem_")
 		hash = TokenHash(token)
 	}
-	c, err := scanCaller(db.QueryRow(ctx, `INSERT INTO core_callers (name, kind, permissions, agents, token_sha256, note)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+callerColumns, p.Name, kind, nonNil(p.Permissions), p.Agents, hash, p.Note))
+	// One statement: the insert happens only when no caller has the name in any case.
+	c, err := scanCaller(db.QueryRow(ctx, `WITH clash AS (SELECT name FROM core_callers WHERE lower(name) = lower($1) LIMIT 1),
+		made AS (INSERT INTO core_callers (name, kind, permissions, agents, token_sha256, note)
+			SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM clash) RETURNING `+callerColumns+`)
+		SELECT * FROM made
+		UNION ALL SELECT name, '', '{}', NULL, false, '', now(), now(), NULL FROM clash`,
+		p.Name, kind, nonNil(p.Permissions), p.Agents, hash, p.Note))
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505", err == nil && c.Name == p.Name && c.Kind == "":
 		return nil, "", ErrExists
-	}
-	if err != nil {
+	case err == nil && c.Kind == "":
+		return nil, "", &NameClashError{Name: p.Name, Existing: c.Name}
+	case err != nil:
 		return nil, "", fmt.Errorf("error creating caller %s: %w", p.Name, err)
 	}
 	return c, token, nil
 }
 
-// CallerUpdate changes a caller's permissions, agents (nil: any agent) and note, and lifts a revocation.
-// A caller that does not exist is ErrNotFound.
+// NameClashError refuses a caller whose name differs from an existing caller's only in case: logs, receipts
+// and people read them as one.
+type NameClashError struct {
+	Name, Existing string
+}
+
+func (e *NameClashError) Error() string {
+	return fmt.Sprintf("caller %q differs only in case from the existing caller %q", e.Name, e.Existing)
+}
+
+// CallerUpdate changes a caller's permissions, agents (nil: any agent) and note. A revoked caller stays
+// revoked (CallerEnable brings it back with a new token). A caller that does not exist is ErrNotFound.
 func CallerUpdate(ctx context.Context, db DBTX, p CallerParams) (*Caller, error) {
-	c, err := scanCaller(db.QueryRow(ctx, `UPDATE core_callers SET permissions = $2, agents = $3, note = $4, updated_at = now(),
-		revoked_at = NULL WHERE name = $1 RETURNING `+callerColumns, p.Name, nonNil(p.Permissions), p.Agents, p.Note))
+	c, err := scanCaller(db.QueryRow(ctx, `UPDATE core_callers SET permissions = $2, agents = $3, note = $4, updated_at = now()
+		WHERE name = $1 RETURNING `+callerColumns, p.Name, nonNil(p.Permissions), p.Agents, p.Note))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -162,6 +179,42 @@ func CallerRotateToken(ctx context.Context, db DBTX, name string) (string, error
 		return "", ErrNotFound
 	}
 	return token, nil
+}
+
+// ErrNotRevoked refuses to enable a caller that is not revoked.
+var ErrNotRevoked = errors.New("the caller is not revoked")
+
+// ErrConfiguredToken refuses to give a stored token to a caller whose token is in the brain's configuration.
+var ErrConfiguredToken = errors.New("the caller's token is in the brain's configuration (GEM_BRAIN_TOKENS)")
+
+// CallerEnable lifts a caller's revocation. A token caller gets a new token in the same statement (returned,
+// stored as its SHA-256), so the token it had — revoked, perhaps because it leaked — never authenticates
+// again; SQL and service callers have no bearer token (""). A caller whose token is in the brain's
+// configuration is ErrConfiguredToken: a revoked configured token stays revoked. A caller that is not
+// revoked is ErrNotRevoked; one that does not exist is ErrNotFound.
+func CallerEnable(ctx context.Context, db DBTX, name string) (*Caller, string, error) {
+	cur, err := CallerGet(ctx, db, name)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case !cur.Revoked():
+		return nil, "", ErrNotRevoked
+	case cur.Kind == CallerToken && !cur.HasToken:
+		return nil, "", ErrConfiguredToken
+	}
+	token := ""
+	var hash []byte
+	if cur.Kind == CallerToken {
+		token = newToken("gem_")
+		hash = TokenHash(token)
+	}
+	c, err := scanCaller(db.QueryRow(ctx, `UPDATE core_callers SET revoked_at = NULL, updated_at = now(), token_sha256 = $2
+		WHERE name = $1 RETURNING `+callerColumns, name, hash))
+	if err != nil {
+		return nil, "", fmt.Errorf("error enabling caller %s: %w", name, err)
+	}
+	return c, token, nil
 }
 
 // ErrCallerClash is returned by CallerEnsure for a caller whose name a caller of another kind, or one with a

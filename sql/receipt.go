@@ -105,6 +105,8 @@ type ReceiptListParams struct {
 	ErrorCode registry.ErrorCode
 	// Since keeps receipts finished at or after it.
 	Since time.Time
+	// Viewer, when not empty, keeps only the receipts of calls that caller made or approved (CallListParams).
+	Viewer string
 	// After continues a listing after the last row of the previous page (finished_at, call id).
 	After *Cursor
 	// Limit caps the rows returned. Defaults to 50; at most 1000.
@@ -142,8 +144,9 @@ func ReceiptList(ctx context.Context, db DBTX, p ReceiptListParams) ([]*registry
 		WHERE ($1 = '' OR tool_name = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR error_code = $3)
 		  AND ($4::timestamptz IS NULL OR finished_at >= $4)
 		  AND ($5::timestamptz IS NULL OR (finished_at, call_id) < ($5, $6::uuid))
+		  AND ($8 = '' OR EXISTS (SELECT 1 FROM core_tool_calls c WHERE c.id = call_id AND (c.requested_by = $8 OR c.approved_by = $8)))
 		ORDER BY finished_at DESC, call_id DESC LIMIT $7`,
-		p.ToolName, string(p.Status), string(p.ErrorCode), nullTime(p.Since), p.After.time(), p.After.id(), limit)
+		p.ToolName, string(p.Status), string(p.ErrorCode), nullTime(p.Since), p.After.time(), p.After.id(), limit, p.Viewer)
 	if err != nil {
 		return nil, fmt.Errorf("error listing receipts: %w", err)
 	}

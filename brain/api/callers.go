@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
@@ -41,50 +38,22 @@ func (p *principal) mayActAs(agent string) bool {
 	return p.agents == nil || slices.Contains(p.agents, agent)
 }
 
+// reader is the caller as a reader of calls, receipts and runs (brain.Reader: its own, or everyone's with
+// audit).
+func (p *principal) reader() brain.Reader { return brain.ReaderOf(p.name, p.grants) }
+
+// callAgent is the agent a call or run of the caller is made for (brain.CallAgent).
+func (p *principal) callAgent(named string) (string, error) {
+	return brain.CallAgent(p.name, p.agents, named)
+}
+
+// agentHeader names the agent a request is made for.
+const agentHeader = brain.AgentHeader
+
 // actAs refuses an agent the caller may not act as (403), as the executor would refuse its calls.
 func (p *principal) actAs(agent string) error {
-	if p.mayActAs(agent) {
-		return nil
-	}
-	return &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("caller %q may not act as agent %q", p.name, agent),
-		Details: map[string]any{"caller": p.name, "agent": agent, "agents": p.agents}}
-}
-
-// callerTTL is how long the brain trusts what it read of a caller. A revoked token stops authenticating
-// within it; the executor refuses a revoked caller's calls at once, whatever the brain did.
-const callerTTL = 2 * time.Second
-
-// callerCache keeps callers read from core_callers, by name and by the SHA-256 of their token.
-type callerCache struct {
-	mu      sync.Mutex
-	entries map[string]callerEntry
-}
-
-type callerEntry struct {
-	caller *gemsql.Caller
-	read   time.Time
-}
-
-// get returns the caller under key, reading it with load when it is missing or older than callerTTL. Only
-// callers found are kept: a token not yet made must work as soon as it is.
-func (cc *callerCache) get(key string, load func() (*gemsql.Caller, error)) (*gemsql.Caller, error) {
-	cc.mu.Lock()
-	e, ok := cc.entries[key]
-	cc.mu.Unlock()
-	if ok && time.Since(e.read) < callerTTL {
-		return e.caller, nil
-	}
-	c, err := load()
-	if err != nil {
-		return nil, err
-	}
-	cc.mu.Lock()
-	if cc.entries == nil || len(cc.entries) > 10_000 { // bounded: keys come from whatever tokens clients send
-		cc.entries = map[string]callerEntry{}
-	}
-	cc.entries[key] = callerEntry{caller: c, read: time.Now()}
-	cc.mu.Unlock()
-	return c, nil
+	_, err := p.callAgent(agent)
+	return err
 }
 
 // ensureCallers records the callers the brain's configuration names: its tokens, which may do everything
@@ -114,43 +83,8 @@ func (s *Server) ensureCallers(ctx context.Context) error {
 // else a token made by POST /callers. The scheme is case-insensitive (RFC 9110, section 11.1).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		if s.cfg.AuthDisabled {
-			p, err := s.principal(ctx, AnonymousCaller, "")
-			if err != nil {
-				return err
-			}
-			c.Set("principal", p)
-			return next(c)
-		}
-		authorization := strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization))
-		if authorization == "" {
-			// The studio's pages call the API with their login's cookie (and CSRF token) instead.
-			if p, found, err := s.cookiePrincipal(c, c.Request().Header.Get(csrfHeader)); found {
-				if err != nil {
-					return err
-				}
-				c.Set("principal", p)
-				return next(c)
-			}
-		}
-		scheme, token, _ := strings.Cut(authorization, " ")
-		token = strings.TrimSpace(token)
-		if !strings.EqualFold(scheme, "Bearer") || token == "" {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem"`)
-			return brain.Errorf(brain.EUNAUTHORIZED, "missing bearer token (send Authorization: Bearer <token>)")
-		}
-		name := ""
-		for _, t := range s.cfg.Tokens {
-			if subtle.ConstantTimeCompare([]byte(token), []byte(t.Value)) == 1 {
-				name = t.Name
-			}
-		}
-		p, err := s.principal(ctx, name, token)
+		p, err := s.requestPrincipal(c)
 		if err != nil {
-			if brain.ErrorCode(err) == brain.EUNAUTHORIZED {
-				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem", error="invalid_token"`)
-			}
 			return err
 		}
 		c.Set("principal", p)
@@ -158,25 +92,64 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// principal reads the caller named (a configured token's), or else the one the token authenticates.
-func (s *Server) principal(ctx context.Context, name, token string) (*principal, error) {
+// requestPrincipal is the request's caller: "anonymous" when authentication is off, else its bearer
+// token's (or, without one, its studio login's).
+func (s *Server) requestPrincipal(c echo.Context) (*principal, error) {
+	ctx := c.Request().Context()
+	if s.cfg.AuthDisabled {
+		return s.principal(ctx, AnonymousCaller, "", "")
+	}
+	authorization := strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization))
+	if authorization == "" {
+		// The studio's pages call the API with their login's cookie (and CSRF token) instead.
+		if p, found, err := s.cookiePrincipal(c, c.Request().Header.Get(csrfHeader)); found {
+			return p, err
+		}
+	}
+	scheme, token, _ := strings.Cut(authorization, " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem"`)
+		return nil, brain.Errorf(brain.EUNAUTHORIZED, "missing bearer token (send Authorization: Bearer <token>)")
+	}
+	p, err := s.principal(ctx, s.configuredName(token), token, c.Request().RemoteAddr)
+	switch brain.ErrorCode(err) {
+	case brain.EUNAUTHORIZED:
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="gem", error="invalid_token"`)
+	case brain.ETOOMANY:
+		c.Response().Header().Set("Retry-After", throttledFor(err))
+		tarpit(ctx, err)
+	}
+	return p, err
+}
+
+// configuredName is the name of the configured token a token is (compared in constant time with every
+// one), or "".
+func (s *Server) configuredName(token string) string {
+	name := ""
+	for _, t := range s.cfg.Tokens {
+		if subtle.ConstantTimeCompare([]byte(token), []byte(t.Value)) == 1 {
+			name = t.Name
+		}
+	}
+	return name
+}
+
+// principal reads the caller named (a configured token's), or else the one the token authenticates, for a
+// request from remoteAddr (tokenGuard: what is kept, and how failures from one address are slowed).
+func (s *Server) principal(ctx context.Context, name, token, remoteAddr string) (*principal, error) {
 	var (
 		caller *gemsql.Caller
 		err    error
 	)
 	if name != "" {
-		caller, err = s.callers.get("name:"+name, func() (*gemsql.Caller, error) { return gemsql.CallerGet(ctx, s.pool, name) })
+		caller, err = s.tokens.byName(ctx, s.pool, name)
 	} else {
-		sum := sha256.Sum256([]byte(token))
-		caller, err = s.callers.get("token:"+string(sum[:]), func() (*gemsql.Caller, error) { return gemsql.CallerByToken(ctx, s.pool, token) })
+		caller, err = s.tokens.byToken(ctx, s.pool, token, remoteAddr)
 	}
 	switch {
-	case errors.Is(err, gemsql.ErrNotFound) && name == "":
-		return nil, brain.Errorf(brain.EUNAUTHORIZED, "invalid bearer token")
-	case errors.Is(err, gemsql.ErrNotFound):
-		return nil, brain.Errorf(brain.EUNAUTHORIZED, "the caller of this token, %q, is not recorded (restart the brain to record its configured tokens)", name)
 	case err != nil:
-		return nil, postgres.Error(err)
+		return nil, principalErr(err, name)
 	case caller.Revoked():
 		return nil, brain.Errorf(brain.EUNAUTHORIZED, "the caller of this token, %q, is revoked", caller.Name)
 	}
@@ -268,6 +241,9 @@ func (s *Server) createCaller(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if why := reservedCallerName(p.Name); why != "" {
+		return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("name %q: %s", p.Name, why), Details: map[string]any{"field": "name"}}
+	}
 	if err := registry.CheckGrants(p.Permissions); err != nil {
 		return &brain.Error{Code: brain.EINVALID, Message: "permissions: " + err.Error(), Details: map[string]any{"field": "permissions"}}
 	}
@@ -290,8 +266,8 @@ func (s *Server) createCaller(c echo.Context) error {
 	return ok(c, http.StatusCreated, body)
 }
 
-// updateCaller changes a caller's permissions, agents or note (what the body leaves out stays), and lifts
-// a revocation.
+// updateCaller changes a caller's permissions, agents or note (what the body leaves out stays). A revoked
+// caller stays revoked: POST /callers/{name}/enable brings it back, with a new token.
 func (s *Server) updateCaller(c echo.Context) error {
 	p, _, err := decodeBody[callerParams](c, callerPatchSchema, "")
 	if err != nil {
@@ -320,8 +296,48 @@ func (s *Server) updateCaller(c echo.Context) error {
 	if err != nil {
 		return callerError(name, err)
 	}
-	return ok(c, http.StatusOK, map[string]any{"caller": caller})
+	body := map[string]any{"caller": caller}
+	if caller.Revoked() {
+		body["note"] = "the caller stays revoked: POST /callers/" + name + "/enable (brain callers enable) brings it back with a new token"
+	}
+	return ok(c, http.StatusOK, body)
 }
+
+// enableCaller lifts a revocation. A token caller gets a new token, answered this once: the token it had
+// (revoked, perhaps because it leaked) never authenticates again.
+func (s *Server) enableCaller(c echo.Context) error {
+	name := c.Param("name")
+	caller, token, err := gemsql.CallerEnable(c.Request().Context(), s.pool, name)
+	switch {
+	case errors.Is(err, gemsql.ErrNotRevoked):
+		return brain.Errorf(brain.ECONFLICT, "caller %q is not revoked (POST /callers/%s/token gives it a new token)", name, name)
+	case errors.Is(err, gemsql.ErrConfiguredToken):
+		return brain.Errorf(brain.ECONFLICT, "caller %q's token is in the brain's configuration (GEM_BRAIN_TOKENS), and a revoked configured token stays revoked: configure a new token under another name", name)
+	case err != nil:
+		return callerError(name, err)
+	}
+	body := map[string]any{"caller": caller}
+	if token != "" {
+		body["token"] = token
+		body["note"] = "the token is shown only now; the one revoked never works again"
+	}
+	return ok(c, http.StatusOK, body)
+}
+
+// reservedCallerName says why a name cannot be a caller's made by hand ("" when it can): GEM's own callers,
+// and an SQL caller without a role.
+func reservedCallerName(name string) string {
+	switch {
+	case name == AnonymousCaller || name == highLevelRequester || name == StdioCaller:
+		return "it is GEM's own caller's: choose another"
+	case name == "sql:":
+		return "an SQL caller names its database role: sql:<role>"
+	}
+	return ""
+}
+
+// StdioCaller is the caller `brain mcp` makes its calls as without -as.
+const StdioCaller = "stdio"
 
 func (s *Server) revokeCaller(c echo.Context) error {
 	name := c.Param("name")
@@ -353,7 +369,10 @@ func (s *Server) rotateCallerToken(c echo.Context) error {
 }
 
 func callerError(name string, err error) error {
+	var clash *gemsql.NameClashError
 	switch {
+	case errors.As(err, &clash):
+		return &brain.Error{Code: brain.EINVALID, Message: clash.Error() + ": choose another name", Details: map[string]any{"field": "name", "existing": clash.Existing}}
 	case errors.Is(err, gemsql.ErrNotFound):
 		return brain.Errorf(brain.ENOTFOUND, "no caller named %q", name)
 	case errors.Is(err, gemsql.ErrExists):

@@ -43,10 +43,7 @@ func (s *Server) getCall(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	call, err := gemsql.CallGet(ctx, s.pool, id)
-	if errors.Is(err, gemsql.ErrNotFound) {
-		return brain.Errorf(brain.ENOTFOUND, "no call %s", id)
-	}
+	call, err := postgres.CallReadable(ctx, s.pool, principalOf(c).reader(), id)
 	if err != nil {
 		return err
 	}
@@ -175,7 +172,7 @@ func (s *Server) listCalls(c echo.Context) error {
 		return err
 	}
 	calls, err := gemsql.CallList(c.Request().Context(), s.pool, gemsql.CallListParams{ToolName: p.tool,
-		Status: registry.CallStatus(p.status), RequestedBy: f.Caller, Agent: f.Agent, Device: f.Device,
+		Status: registry.CallStatus(p.status), RequestedBy: f.Caller, Agent: f.Agent, Device: f.Device, Viewer: principalOf(c).reader().Viewer(),
 		Since: p.since, After: p.after, Limit: p.limit, MaxInputBytes: listValueMaxBytes})
 	if err != nil {
 		return err
@@ -194,7 +191,7 @@ func (s *Server) listReceipts(c echo.Context) error {
 	}
 	receipts, err := gemsql.ReceiptList(c.Request().Context(), s.pool, gemsql.ReceiptListParams{ToolName: p.tool,
 		Status: registry.ReceiptStatus(p.status), ErrorCode: registry.ErrorCode(c.QueryParam("error_code")), Since: p.since,
-		After: p.after, Limit: p.limit, MaxResultBytes: listValueMaxBytes})
+		Viewer: principalOf(c).reader().Viewer(), After: p.after, Limit: p.limit, MaxResultBytes: listValueMaxBytes})
 	if err != nil {
 		return err
 	}
@@ -213,6 +210,9 @@ type callParams struct {
 	WaitTimeoutMS  int             `json:"wait_timeout_ms"`
 	Device         string          `json:"device"`
 	DeviceWaitMS   int             `json:"device_wait_ms"`
+	// Agent is the agent the call is made for (or the X-GEM-Agent header); a caller limited to one agent
+	// makes its calls for it without naming it (principal.callAgent).
+	Agent string `json:"agent"`
 }
 
 // createCall makes one call to a named tool (validated against the registry first) and, with
@@ -252,6 +252,9 @@ func (s *Server) createCall(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if req.Agent, err = s.callAgent(c, req.Agent, req.Tool); err != nil {
+		return err
+	}
 	id := uuid.Must(uuid.NewV7())
 	var sub *gemsql.Subscription
 	if req.WaitTimeoutMS > 0 {
@@ -259,7 +262,7 @@ func (s *Server) createCall(c echo.Context) error {
 		defer sub.Close()
 	}
 	made, err := gemsql.CallInsertOne(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
-		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Device: req.Device, DeviceWaitMS: req.DeviceWaitMS})
+		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Agent: req.Agent, Device: req.Device, DeviceWaitMS: req.DeviceWaitMS})
 	if err != nil {
 		return postgres.Error(err)
 	}
@@ -290,6 +293,39 @@ func (s *Server) createCall(c echo.Context) error {
 		body["errors"] = []*brain.Error{s.waitTimeout(ctx, []uuid.UUID{id}, time.Duration(req.WaitTimeoutMS)*time.Millisecond)}
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// callAgent is the agent a call is made for (principal.callAgent), from the body's agent field or the
+// X-GEM-Agent header, which must agree; the agent must exist and its skills enable the tool (403 otherwise),
+// as the executor will check again.
+func (s *Server) callAgent(c echo.Context, named, tool string) (string, error) {
+	if h := c.Request().Header.Get(agentHeader); h != "" {
+		if !agentSlugRe.MatchString(h) {
+			return "", brain.Errorf(brain.EINVALID, "the %s header (%q) is not an agent slug", agentHeader, h)
+		}
+		if named != "" && named != h {
+			return "", &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("the agent field (%q) and the %s header (%q) name different agents", named, agentHeader, h),
+				Details: map[string]any{"field": "agent"}}
+		}
+		named = h
+	}
+	agent, err := principalOf(c).callAgent(named)
+	if err != nil || agent == "" {
+		return agent, err
+	}
+	ctx := c.Request().Context()
+	if _, err := postgres.AgentGet(ctx, s.pool, agent); err != nil {
+		return "", err
+	}
+	missing, err := postgres.AgentToolsMissing(ctx, s.pool, agent, "", []string{tool})
+	if err != nil {
+		return "", err
+	}
+	if missing != nil {
+		return "", &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("agent %q, which the call is made for, has no enabled skill with %s", agent, tool),
+			Details: map[string]any{"agent": agent, "tool": tool}}
+	}
+	return agent, nil
 }
 
 // awaitingApproval answers a call that waits for a decision: 200, ok false, with awaiting_approval saying

@@ -167,7 +167,8 @@ var (
 			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
 			"wait_timeout_ms": {"type": "integer", "minimum": 0, "maximum": %d},
 			"device": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$"},
-			"device_wait_ms": {"type": "integer", "minimum": 0, "maximum": 3600000}
+			"device_wait_ms": {"type": "integer", "minimum": 0, "maximum": 3600000},
+			"agent": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$"}
 		},
 		"required": ["tool"],
 		"additionalProperties": false

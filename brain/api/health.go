@@ -18,35 +18,54 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// executorsRecent is how long after it stopped, died or started an executor that is not alive is still
+// listed by /health (to a caller with a token): long enough to see what just went away.
+const executorsRecent = time.Hour
+
 // health answers whether the brain can do its work: the database answers and at least one executor is
-// alive to run calls (from the executors' liveness registrations). It is 503 otherwise, saying why.
+// alive to run calls (from the executors' liveness registrations). It is 503 otherwise, saying why. Anyone
+// may ask; only a request with a caller's token (or studio login) sees which executors run where — those
+// alive and those gone within executorsRecent — and where the registry is.
 func (s *Server) health(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
+	authenticated := false
+	if c.Request().Header.Get(echo.HeaderAuthorization) != "" || s.cfg.AuthDisabled {
+		_, err := s.requestPrincipal(c)
+		authenticated = err == nil
+	}
 	start := time.Now()
 	dbErr := s.pool.Ping(ctx)
 	db := map[string]any{"reachable": dbErr == nil, "latency_ms": float64(time.Since(start).Microseconds()) / 1000}
-	if dbErr != nil {
+	if dbErr != nil && authenticated {
 		db["error"] = dbErr.Error()
 	}
-	executors := map[string]any{"alive": 0, "list": []*gemsql.Executor{}}
+	executors := map[string]any{"alive": 0}
 	var problems []string
 	if dbErr != nil {
 		problems = append(problems, "the database cannot be reached")
 	} else if list, alive, err := s.executors(ctx); err != nil {
-		problems = append(problems, "the executors cannot be listed: "+err.Error())
+		problems = append(problems, "the executors cannot be listed")
 	} else {
-		executors["alive"], executors["list"] = alive, list
+		recent := recentExecutors(list, time.Now())
+		executors["alive"], executors["gone_recently"] = alive, len(recent)-alive
+		if authenticated {
+			executors["list"] = recent
+		}
 		if alive == 0 {
 			problems = append(problems, "no executor is running: calls are accepted but none will run until one starts (executor run)")
 		}
+	}
+	registryInfo := map[string]any{"loaded": true, "version": s.reg.Version, "tools": s.reg.Len()}
+	if authenticated {
+		registryInfo["path"] = s.reg.Path
 	}
 	body := map[string]any{
 		"ok":        len(problems) == 0,
 		"version":   brain.Version,
 		"database":  db,
 		"executors": executors,
-		"registry":  map[string]any{"loaded": true, "version": s.reg.Version, "tools": s.reg.Len(), "path": s.reg.Path},
+		"registry":  registryInfo,
 		"planner":   s.runs.Planner().Name(),
 		"llm":       s.llm,
 	}
@@ -58,6 +77,24 @@ func (s *Server) health(c echo.Context) error {
 		status = http.StatusServiceUnavailable
 	}
 	return c.JSON(status, body)
+}
+
+// recentExecutors keeps the executors alive, and those that stopped, died or started within
+// executorsRecent of now.
+func recentExecutors(list []*gemsql.Executor, now time.Time) []*gemsql.Executor {
+	out := make([]*gemsql.Executor, 0, len(list))
+	for _, x := range list {
+		last := x.StartedAt
+		for _, t := range []*time.Time{x.StoppedAt, x.DeadAt} {
+			if t != nil && t.After(last) {
+				last = *t
+			}
+		}
+		if x.Alive || now.Sub(last) < executorsRecent {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // executors lists the registered executors and counts those holding their liveness lock.

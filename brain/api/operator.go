@@ -47,7 +47,11 @@ func (s *Server) operatorChat(c echo.Context) error {
 			return c.JSON(status, operatorFromChat(resp, agent.Slug))
 		}
 	}
-	run, err := s.runs.Converse(ctx, params.SessionID, params.Message, requester(c))
+	agent, err := principalOf(c).callAgent(c.Request().Header.Get(agentHeader))
+	if err != nil {
+		return err
+	}
+	run, err := s.runs.Converse(ctx, params.SessionID, params.Message, requester(c), agent)
 	if err != nil {
 		return err
 	}

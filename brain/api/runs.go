@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/run"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 )
@@ -20,7 +21,11 @@ func (s *Server) run(c echo.Context) error {
 	if params.Mode == "" {
 		params.Mode = brain.ModeDefault
 	}
-	resp, err := s.runs.Run(c.Request().Context(), params, requester(c))
+	agent, err := principalOf(c).callAgent(c.Request().Header.Get(agentHeader))
+	if err != nil {
+		return err
+	}
+	resp, err := s.runs.Run(c.Request().Context(), params, requester(c), agent)
 	if err != nil {
 		return err
 	}
@@ -60,7 +65,7 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := s.runs.GetRun(c.Request().Context(), id)
+	resp, err := s.runs.GetRun(c.Request().Context(), id, principalOf(c).reader())
 	if err != nil {
 		return err
 	}
@@ -86,7 +91,8 @@ func (s *Server) approve(c echo.Context) error {
 	if params.WaitTimeoutMS > 0 {
 		timeout = time.Duration(params.WaitTimeoutMS) * time.Millisecond
 	}
-	resp, err := s.runs.Approve(c.Request().Context(), id, params.Wait, timeout, requester(c))
+	p := principalOf(c)
+	resp, err := s.runs.Approve(c.Request().Context(), id, params.Wait, timeout, &run.Approver{Name: p.name, Grants: p.grants, Agents: p.agents})
 	if err != nil {
 		return err
 	}

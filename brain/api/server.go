@@ -124,8 +124,8 @@ func (c Config) Validate() error {
 		switch {
 		case !gemsql.CallerNameRe.MatchString(t.Name) || strings.HasPrefix(t.Name, "sql:"):
 			errs = append(errs, fmt.Errorf("token name %q: a caller's name is letters, digits and _.:@- (up to 128), not starting with sql:", t.Name))
-		case t.Name == AnonymousCaller || t.Name == highLevelRequester || t.Name == "stdio": // stdio: brain mcp's own caller
-			errs = append(errs, fmt.Errorf("token name %q is GEM's own caller: choose another", t.Name))
+		case reservedCallerName(t.Name) != "":
+			errs = append(errs, fmt.Errorf("token name %q: %s", t.Name, reservedCallerName(t.Name)))
 		case names[t.Name]:
 			errs = append(errs, fmt.Errorf("token name %q is given twice", t.Name))
 		}
@@ -169,9 +169,10 @@ type Server struct {
 	waiter *gemsql.ReceiptWaiter
 	log    zerolog.Logger
 	llm    LLMInfo
-	// callers keeps what the brain read of callers for a moment (callerTTL).
-	callers callerCache
-	studio  StudioConfig
+	// tokens keeps what the brain read of callers and tokens, and slows addresses that send bad ones
+	// (authguard.go).
+	tokens *tokenGuard
+	studio StudioConfig
 	// closing is closed when the server starts shutting down, ending the studio's event streams.
 	closing chan struct{}
 	// admission limits the expensive routes (overload.go); nil: no limit.
@@ -207,15 +208,15 @@ type Params struct {
 }
 
 // MCPHandler serves one request to /mcp for the caller its bearer token names, which may act only as
-// agents (nil: any).
+// agents (nil: any) and reads what reader may.
 type MCPHandler interface {
-	ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string)
+	ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string, reader brain.Reader)
 }
 
 // New builds the HTTP service.
 func New(p *Params) *Server {
 	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, rules: p.Rules, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter,
-		llm: p.LLM, log: p.Log, closing: make(chan struct{})}
+		llm: p.LLM, log: p.Log, closing: make(chan struct{}), tokens: newTokenGuard()}
 	s.studio = s.cfg.Studio
 	poolSize := 0
 	if p.Pool != nil {
@@ -288,13 +289,15 @@ func New(p *Params) *Server {
 	e.PATCH("/callers/:name", s.updateCaller, auth, admin)
 	e.DELETE("/callers/:name", s.revokeCaller, auth, admin)
 	e.POST("/callers/:name/token", s.rotateCallerToken, auth, admin)
+	e.POST("/callers/:name/enable", s.enableCaller, auth, admin)
 	if p.Devices != nil {
 		// Devices authenticate with their own tokens, which open no other route.
 		e.GET(DeviceConnectPath, echo.WrapHandler(p.Devices))
 	}
 	if p.MCP != nil {
 		e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", func(c echo.Context) error {
-			p.MCP.ServeMCP(c.Response(), c.Request(), requester(c), principalOf(c).agents)
+			pr := principalOf(c)
+			p.MCP.ServeMCP(c.Response(), c.Request(), pr.name, pr.agents, pr.reader())
 			return nil
 		}, auth, s.admitToolCalls)
 	}
@@ -326,6 +329,20 @@ func (s *Server) Open() error {
 		s.done <- err
 	}()
 	return nil
+}
+
+// Route is a method and path template the server answers.
+type Route struct {
+	Method, Path string
+}
+
+// Routes lists every route of the server's router (the authorization matrix test enumerates them).
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, r := range s.echo.Routes() {
+		out = append(out, Route{Method: r.Method, Path: r.Path})
+	}
+	return out
 }
 
 // Admission is the admission limit the server applies, with its defaults (overload.go).
@@ -378,6 +395,7 @@ var errorStatus = map[string]int{
 	brain.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	brain.ENOLLM:        http.StatusServiceUnavailable,
 	brain.EOVERLOADED:   http.StatusServiceUnavailable,
+	brain.ETOOMANY:      http.StatusTooManyRequests,
 	brain.EINTERNAL:     http.StatusInternalServerError,
 	brain.ENOPLAN:       http.StatusOK,
 	brain.ETIMEOUT:      http.StatusOK,

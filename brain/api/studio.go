@@ -106,7 +106,7 @@ func (s *Server) cookiePrincipal(c echo.Context, csrf string) (p *principal, fou
 			return nil, true, brain.Errorf(brain.EFORBIDDEN, "missing or wrong CSRF token (send the studio page's token in %s)", csrfHeader)
 		}
 	}
-	if p, err = s.principal(ctx, sess.Caller, ""); err != nil {
+	if p, err = s.principal(ctx, sess.Caller, "", ""); err != nil {
 		return nil, true, err
 	}
 	c.Set("studio_session", &studioSession{id: cookie.Value, csrf: sess.CSRFToken})
@@ -118,7 +118,7 @@ func (s *Server) cookiePrincipal(c echo.Context, csrf string) (p *principal, fou
 func (s *Server) studioAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.cfg.AuthDisabled {
-			p, err := s.principal(c.Request().Context(), AnonymousCaller, "")
+			p, err := s.principal(c.Request().Context(), AnonymousCaller, "", "")
 			if err != nil {
 				return err
 			}
@@ -201,15 +201,15 @@ func (s *Server) studioLogin(c echo.Context) error {
 		return s.renderLogin(c, http.StatusForbidden, s.newLoginToken(c), next, "The form expired or came from another site. Try again.")
 	}
 	token := strings.TrimSpace(c.FormValue("token"))
-	name := ""
-	for _, t := range s.cfg.Tokens {
-		if subtle.ConstantTimeCompare([]byte(token), []byte(t.Value)) == 1 {
-			name = t.Name
-		}
-	}
 	var p *principal
 	if token != "" {
-		p, err = s.principal(c.Request().Context(), name, token)
+		p, err = s.principal(c.Request().Context(), s.configuredName(token), token, c.Request().RemoteAddr)
+	}
+	if brain.ErrorCode(err) == brain.ETOOMANY {
+		c.Response().Header().Set("Retry-After", throttledFor(err))
+		tarpit(c.Request().Context(), err)
+		return s.renderLogin(c, http.StatusTooManyRequests, loginCookie.Value, next,
+			"Too many unknown tokens from your address: try again in "+throttledFor(err)+" s.")
 	}
 	if token == "" || brain.ErrorCode(err) == brain.EUNAUTHORIZED {
 		problem := "That token is not valid."

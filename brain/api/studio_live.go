@@ -82,6 +82,7 @@ func (s *Server) studioCallEvents(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	log := zerolog.Ctx(ctx)
+	reader := principalOf(c).reader()
 	keepAlive := time.NewTicker(studioKeepAlive)
 	defer keepAlive.Stop()
 	recheck := time.NewTicker(studioRecheck)
@@ -118,7 +119,7 @@ func (s *Server) studioCallEvents(c echo.Context) error {
 				log.Warn().Err(err).Str("call_id", id.String()).Msg("studio: error reading a call for the live list")
 				continue
 			}
-			if !f.matches(call) {
+			if !f.matches(call) || !reader.MayReadCall(call.RequestedBy, call.ApprovedBy, false) {
 				continue
 			}
 			data, _ := json.Marshal(callEvent(call))

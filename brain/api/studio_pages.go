@@ -112,7 +112,7 @@ func (s *Server) studioCalls(c echo.Context) error {
 		return err
 	}
 	p := gemsql.CallListParams{ToolName: f.Tool, Status: registry.CallStatus(f.Status), RequestedBy: f.Caller, Agent: f.Agent,
-		Device: f.Device, Limit: 100, MaxInputBytes: 300}
+		Device: f.Device, Viewer: principalOf(c).reader().Viewer(), Limit: 100, MaxInputBytes: 300}
 	if cur := c.QueryParam("cursor"); cur != "" {
 		if p.After, err = decodeCursor(cur); err != nil {
 			return err
@@ -139,10 +139,7 @@ func (s *Server) studioCall(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	call, err := gemsql.CallGet(ctx, s.pool, id)
-	if errors.Is(err, gemsql.ErrNotFound) {
-		return brain.Errorf(brain.ENOTFOUND, "no call %s", id)
-	}
+	call, err := postgres.CallReadable(ctx, s.pool, principalOf(c).reader(), id)
 	if err != nil {
 		return postgres.Error(err)
 	}
@@ -181,7 +178,7 @@ func (s *Server) studioRuns(c echo.Context) error {
 	if status != "" && !slices.Contains(runStatuses, status) {
 		return &brain.Error{Code: brain.EINVALID, Message: "status must be one of " + strings.Join(runStatuses, ", "), Details: map[string]any{"field": "status"}}
 	}
-	runs, err := postgres.RunList(ctx, s.pool, status, 100)
+	runs, err := postgres.RunList(ctx, s.pool, status, principalOf(c).reader(), 100)
 	if err != nil {
 		return err
 	}
@@ -198,15 +195,19 @@ func (s *Server) studioRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p := principalOf(c)
+	resp, err := s.runs.GetRun(ctx, id, p.reader())
+	if err != nil {
+		return err
+	}
 	run, err := postgres.RunGet(ctx, s.pool, id, false)
 	if err != nil {
 		return err
 	}
-	resp, err := s.runs.GetRun(ctx, id)
-	if err != nil {
-		return err
-	}
-	return s.render(c, http.StatusOK, "run.html", &studioPage{Title: "Run", Nav: "runs", Data: map[string]any{"Run": run, "Response": resp}})
+	// The button shows to those the API lets approve: the plan's author, and callers holding approve.
+	mayApprove := resp.Status == brain.RunPlanned && (run.RequestedBy == p.name || p.grants.Allows(registry.PermissionApprove))
+	return s.render(c, http.StatusOK, "run.html", &studioPage{Title: "Run", Nav: "runs", Data: map[string]any{"Run": run, "Response": resp,
+		"MayApprove": mayApprove}})
 }
 
 func (s *Server) studioApprovals(c echo.Context) error {
@@ -402,7 +403,8 @@ func (s *Server) studioExecutors(c echo.Context) error {
 	if err != nil {
 		return postgres.Error(err)
 	}
-	running, err := gemsql.CallList(ctx, s.pool, gemsql.CallListParams{Status: registry.CallRunning, Limit: 200, MaxInputBytes: 200})
+	running, err := gemsql.CallList(ctx, s.pool, gemsql.CallListParams{Status: registry.CallRunning, Viewer: principalOf(c).reader().Viewer(),
+		Limit: 200, MaxInputBytes: 200})
 	if err != nil {
 		return postgres.Error(err)
 	}

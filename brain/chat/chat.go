@@ -150,7 +150,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 // and history.
 func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 	return postgres.Error(pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID); err != nil {
+		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester); err != nil {
 			return err
 		}
 		decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -38,7 +37,7 @@ const (
 	// GetReceiptTool is GEM's own tool: a call's receipt, by call id.
 	GetReceiptTool = "gem.get_receipt"
 	// AgentHeader and AgentQuery name the agent an HTTP client speaks for (either; both must agree).
-	AgentHeader = "X-GEM-Agent"
+	AgentHeader = brain.AgentHeader
 	AgentQuery  = "agent"
 )
 
@@ -91,6 +90,8 @@ type Params struct {
 type Caller struct {
 	Name  string
 	Agent string
+	// Reader is what the caller may read of calls (gem.get_receipt): its own, or everyone's with audit.
+	Reader brain.Reader
 }
 
 // Server is GEM's MCP server: one mcp.Server for every client, HTTP or stdio, which learns who calls from the
@@ -171,10 +172,12 @@ func (c Caller) userOf() string {
 
 var agentSlugRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
-// ServeMCP serves one HTTP request to /mcp for an authenticated caller (the bearer token's name). The agent,
-// if any, comes from the X-GEM-Agent header or the ?agent= parameter; an unknown agent is a 404 before any
-// MCP message is read, and an agent the caller may not act as (agents, when not nil) a 403.
-func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string) {
+// ServeMCP serves one HTTP request to /mcp for an authenticated caller (the bearer token's name), reading
+// what reader may. The agent, if any, comes from the X-GEM-Agent header or the ?agent= parameter; a caller
+// limited to some agents (agents, when not nil) speaks for its only agent without naming it, and must name
+// one of several (400). An unknown agent is a 404 before any MCP message is read, and an agent the caller
+// may not act as a 403.
+func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string, reader brain.Reader) {
 	header, query := r.Header.Get(AgentHeader), r.URL.Query().Get(AgentQuery)
 	agent := header
 	switch {
@@ -185,16 +188,20 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string,
 	case agent == "":
 		agent = query
 	}
+	if agent != "" && !agentSlugRe.MatchString(agent) {
+		writeError(w, http.StatusBadRequest, brain.Errorf(brain.EINVALID, "%q is not an agent slug", agent))
+		return
+	}
+	agent, err := brain.CallAgent(caller, agents, agent)
+	if err != nil {
+		status := http.StatusForbidden
+		if brain.ErrorCode(err) == brain.EINVALID {
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, brain.AsError(err))
+		return
+	}
 	if agent != "" {
-		if !agentSlugRe.MatchString(agent) {
-			writeError(w, http.StatusBadRequest, brain.Errorf(brain.EINVALID, "%q is not an agent slug", agent))
-			return
-		}
-		if agents != nil && !slices.Contains(agents, agent) {
-			writeError(w, http.StatusForbidden, &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("caller %q may not act as agent %q", caller, agent),
-				Details: map[string]any{"caller": caller, "agent": agent, "agents": agents}})
-			return
-		}
 		if _, err := postgres.AgentGet(r.Context(), s.pool, agent); err != nil {
 			e := brain.AsError(err)
 			status := http.StatusInternalServerError
@@ -210,7 +217,7 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string,
 			return
 		}
 	}
-	s.http.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), Caller{Name: caller, Agent: agent})))
+	s.http.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), Caller{Name: caller, Agent: agent, Reader: reader})))
 }
 
 // writeError answers as the brain's API does: {"ok": false, "errors": [...]}.

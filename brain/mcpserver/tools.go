@@ -307,8 +307,9 @@ const getReceiptInput = `{
 
 var getReceiptSchema = registry.MustCompileSchema(GetReceiptTool+" input", []byte(getReceiptInput))
 
-// getReceipt answers gem.get_receipt: the call's receipt, waiting up to CallWait for it. A client that speaks
-// for an agent sees only that agent's calls.
+// getReceipt answers gem.get_receipt: the call's receipt, waiting up to CallWait for it. A caller reads its
+// own calls (or everyone's, with audit: brain.Reader), and a client that speaks for an agent only that
+// agent's; any other call is not found.
 func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	input := []byte(req.Params.Arguments)
 	if len(input) == 0 || string(input) == "null" {
@@ -327,9 +328,9 @@ func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err := json.Unmarshal(input, &in); err != nil {
 		return invalidArguments(GetReceiptTool, brain.Errorf(brain.EINVALID, "call_id is not a UUID")), nil
 	}
-	call, err := gemsql.CallGet(ctx, s.pool, in.CallID)
-	agent := callerOf(ctx).Agent
-	if errors.Is(err, gemsql.ErrNotFound) || err == nil && agent != "" && call.Agent != agent {
+	caller := callerOf(ctx)
+	call, err := postgres.CallReadable(ctx, s.pool, caller.Reader, in.CallID)
+	if brain.ErrorCode(err) == brain.ENOTFOUND || err == nil && caller.Agent != "" && call.Agent != caller.Agent {
 		return &mcp.CallToolResult{IsError: true,
 			StructuredContent: map[string]any{"call_id": in.CallID, "status": "not_found",
 				"error": &registry.CallError{Code: registry.CodeNotFound, Message: fmt.Sprintf("no call %s", in.CallID)}},

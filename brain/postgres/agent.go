@@ -137,6 +137,21 @@ func AgentTools(ctx context.Context, db gemsql.DBTX, reg *registry.Registry, slu
 	return tools, nil
 }
 
+// AgentToolsMissing returns the tools of tools an agent may not call for a user (gem_agent_may_call, the
+// executor's test), in the order given: nil when it may call them all.
+func AgentToolsMissing(ctx context.Context, db gemsql.DBTX, slug, user string, tools []string) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT t FROM unnest($3::text[]) WITH ORDINALITY AS u (t, n)
+		WHERE NOT gem_agent_may_call($1, $2, t) ORDER BY n`, slug, user, tools)
+	if err != nil {
+		return nil, Error(err)
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(missing) == 0 {
+		return nil, Error(err)
+	}
+	return missing, nil
+}
+
 // Assign gives a skill to an agent, or changes the assignment.
 func Assign(ctx context.Context, db gemsql.DBTX, agent, skill string, in *brain.AssignmentParams) error {
 	overrides, _ := json.Marshal(in.ConfigOverrides)

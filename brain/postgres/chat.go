@@ -14,23 +14,28 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// SessionClaim creates or touches a chat session for an agent and a user. It refuses a session of another
-// agent or user, and one still answering another message (a chat run of the session planning or waiting in
-// the last 10 minutes).
-func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID string) error {
+// SessionClaim creates or touches a chat session for an agent, a user and the caller speaking. A session
+// belongs to the caller (and agent and user) that started it: another's is ENOTFOUND, as is one a rules
+// conversation of another caller already uses (sessionOwnerSQL). It refuses a session still answering
+// another message (a chat run of the session planning or waiting in the last 10 minutes).
+func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string) error {
 	var owner uuid.UUID
 	var user string
+	var sessionCaller, firstCaller *string
 	var busy bool
-	err := db.QueryRow(ctx, `INSERT INTO agent_sessions (id, agent_id, user_id) VALUES ($1, $2, $3)
+	err := db.QueryRow(ctx, `WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
+		INSERT INTO agent_sessions (id, agent_id, user_id, caller) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET updated_at = now()
-		RETURNING agent_id, user_id, EXISTS (SELECT 1 FROM brain_runs WHERE conversation_id = $1 AND mode = 'chat'
+		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first),
+			EXISTS (SELECT 1 FROM brain_runs WHERE conversation_id = $1 AND mode = 'chat'
 			AND status IN ('planning', 'waiting') AND created_at > now() - interval '10 minutes')`,
-		sessionID, agentID, userID).Scan(&owner, &user, &busy)
+		sessionID, agentID, userID, caller).Scan(&owner, &user, &sessionCaller, &firstCaller, &busy)
 	if err != nil {
 		return Error(fmt.Errorf("error claiming session: %w", err))
 	}
-	if owner != agentID || user != userID {
-		return brain.Errorf(brain.ECONFLICT, "session %q belongs to another agent or user", sessionID)
+	if owner != agentID || user != userID || sessionCaller == nil || *sessionCaller != caller || firstCaller != nil && *firstCaller != caller {
+		// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
+		return brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
 	}
 	if busy {
 		return brain.Errorf(brain.ECONFLICT, "session %q is answering another message; wait for it", sessionID)

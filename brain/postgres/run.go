@@ -77,7 +77,7 @@ func receiptsJSON(rs []brain.CompactReceipt) []byte {
 
 // updateRunSQL writes what changes after a run is recorded: its status, calls and answer.
 const updateRunSQL = `UPDATE brain_runs SET status = $2, call_ids = $3, planned_calls = $4, receipts = $5,
-		assistant_message = $6, next_actions = $7, errors = $8, updated_at = now(),
+		assistant_message = $6, next_actions = $7, errors = $8, approved_by = coalesce($9, approved_by), updated_at = now(),
 		completed_at = CASE WHEN $2 IN ('completed', 'failed') THEN coalesce(completed_at, now()) END
 	WHERE id = $1 RETURNING updated_at, completed_at`
 
@@ -88,7 +88,7 @@ func RunUpdateArgs(r *brain.Run) []any {
 		ids = []uuid.UUID{}
 	}
 	return []any{r.ID, r.Status, ids, jsonOrEmpty(r.PlannedCalls, "[]"), receiptsJSON(r.Receipts), nullIfEmpty(r.AssistantMessage),
-		jsonOrEmpty(r.NextActions, "[]"), jsonOrEmpty(r.Errors, "[]")}
+		jsonOrEmpty(r.NextActions, "[]"), jsonOrEmpty(r.Errors, "[]"), nullIfEmpty(r.ApprovedBy)}
 }
 
 // RunUpdate writes what changes after a run is recorded: its status, calls and answer.
@@ -119,7 +119,7 @@ func RunUpdateAnswer(ctx context.Context, pool *pgxpool.Pool, args []any) error 
 func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (*brain.Run, error) {
 	q := `SELECT id, message, mode, coalesce(conversation_id, ''), context, limits, status, decision, planned_calls,
 			call_ids, receipts, coalesce(assistant_message, ''), next_actions, errors, coalesce(agent, ''),
-			coalesce(requested_by, ''), created_at, updated_at, completed_at
+			coalesce(requested_by, ''), coalesce(approved_by, ''), created_at, updated_at, completed_at
 		FROM brain_runs WHERE id = $1`
 	if forUpdate {
 		q += " FOR UPDATE"
@@ -131,7 +131,7 @@ func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (
 	)
 	err := db.QueryRow(ctx, q, id).Scan(&r.ID, &r.Message, &mode, &r.ConversationID, &ctxJSON, &limits, &r.Status,
 		&decision, &planned, &r.CallIDs, &receipts, &r.AssistantMessage, &next, &errs, &r.Agent, &r.RequestedBy,
-		&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
+		&r.ApprovedBy, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", id)
 	}
@@ -153,20 +153,32 @@ func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (
 	return &r, nil
 }
 
-// ConversationLast returns the context and calls of a conversation's latest planned run (chat runs of
-// agents keep their own history), or found false when the conversation has none.
-func ConversationLast(ctx context.Context, db gemsql.DBTX, conversationID string) (ctxIDs map[string]any, callIDs []uuid.UUID, found bool, err error) {
+// ConversationLast returns the context and calls of a conversation's latest planned run made by caller
+// (chat runs of agents keep their own history), or found false when it has none. A conversation belongs to
+// the caller that started it (SessionOwner): another caller's is ENOTFOUND.
+func ConversationLast(ctx context.Context, db gemsql.DBTX, conversationID, caller string) (ctxIDs map[string]any, callIDs []uuid.UUID, found bool, err error) {
+	var owner *string
 	var ctxJSON []byte
-	err = db.QueryRow(ctx, `SELECT context, call_ids FROM brain_runs WHERE conversation_id = $1 AND mode <> 'chat'
-		ORDER BY created_at DESC LIMIT 1`, conversationID).Scan(&ctxJSON, &callIDs)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, false, nil
-	}
+	err = db.QueryRow(ctx, `SELECT (`+sessionOwnerSQL+`), l.context, l.call_ids
+		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT context, call_ids FROM brain_runs
+			WHERE conversation_id = $1 AND mode <> 'chat' AND requested_by = $2 ORDER BY created_at DESC LIMIT 1) l ON true`,
+		conversationID, caller).Scan(&owner, &ctxJSON, &callIDs)
 	if err != nil {
 		return nil, nil, false, Error(fmt.Errorf("error loading the conversation: %w", err))
+	}
+	if owner != nil && *owner != caller {
+		return nil, nil, false, brain.Errorf(brain.ENOTFOUND, "no session %q of caller %q", conversationID, caller)
+	}
+	if ctxJSON == nil {
+		return nil, nil, false, nil
 	}
 	if err := json.Unmarshal(ctxJSON, &ctxIDs); err != nil {
 		return nil, nil, false, fmt.Errorf("error decoding the conversation's context: %w", err)
 	}
 	return ctxIDs, callIDs, true, nil
 }
+
+// sessionOwnerSQL is the caller a session or conversation ($1) belongs to: the one its agent session
+// records, else the caller of its first run; NULL for a new one.
+const sessionOwnerSQL = `coalesce((SELECT s.caller FROM agent_sessions s WHERE s.id = $1),
+	(SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1))`

@@ -77,23 +77,27 @@ type RunSummary struct {
 	Status      string     `json:"status"`
 	Agent       string     `json:"agent,omitempty"`
 	RequestedBy string     `json:"requested_by,omitempty"`
+	ApprovedBy  string     `json:"approved_by,omitempty"`
 	Calls       int        `json:"calls"`
 	CreatedAt   time.Time  `json:"created_at"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 }
 
-// RunList returns the newest runs (at most limit, up to 500), optionally only those of one status.
-func RunList(ctx context.Context, db gemsql.DBTX, status string, limit int) ([]RunSummary, error) {
+// RunList returns the newest runs the reader may read (brain.Reader), at most limit (up to 500), optionally
+// only those of one status.
+func RunList(ctx context.Context, db gemsql.DBTX, status string, reader brain.Reader, limit int) ([]RunSummary, error) {
 	limit = min(max(limit, 1), 500)
 	rows, err := db.Query(ctx, `SELECT id, left(message, 300), mode, status, coalesce(agent, ''), coalesce(requested_by, ''),
-			cardinality(call_ids), created_at, completed_at
-		FROM brain_runs WHERE ($1 = '' OR status = $1) ORDER BY created_at DESC LIMIT $2`, status, limit)
+			coalesce(approved_by, ''), cardinality(call_ids), created_at, completed_at
+		FROM brain_runs WHERE ($1 = '' OR status = $1)
+		  AND ($3 = '' OR requested_by = $3 OR approved_by = $3 OR ($4 AND status = 'planned'))
+		ORDER BY created_at DESC LIMIT $2`, status, limit, reader.Viewer(), reader.Approver)
 	if err != nil {
 		return nil, Error(err)
 	}
 	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunSummary, error) {
 		var r RunSummary
-		err := row.Scan(&r.ID, &r.Message, &r.Mode, &r.Status, &r.Agent, &r.RequestedBy, &r.Calls, &r.CreatedAt, &r.CompletedAt)
+		err := row.Scan(&r.ID, &r.Message, &r.Mode, &r.Status, &r.Agent, &r.RequestedBy, &r.ApprovedBy, &r.Calls, &r.CreatedAt, &r.CompletedAt)
 		return r, err
 	})
 	if err != nil {

@@ -23,8 +23,8 @@ func (s *Service) UseRules(p brain.Planner) { s.rules = p }
 // Converse runs one message of a conversation with the rules planner, in mode enqueue_and_wait: the
 // context is the conversation's so far (the last run's context, updated with the ids its calls' results
 // name), so a conversation goes on from the records it made.
-func (s *Service) Converse(ctx context.Context, sessionID, message, requester string) (*brain.RunResponse, error) {
-	ctxIDs, err := s.conversationContext(ctx, sessionID)
+func (s *Service) Converse(ctx context.Context, sessionID, message, requester, agent string) (*brain.RunResponse, error) {
+	ctxIDs, err := s.conversationContext(ctx, sessionID, requester)
 	if err != nil {
 		return nil, err
 	}
@@ -33,12 +33,13 @@ func (s *Service) Converse(ctx context.Context, sessionID, message, requester st
 		planner = s.planner
 	}
 	req := &brain.RunParams{Message: message, Mode: brain.ModeEnqueueAndWait, ConversationID: sessionID, Context: ctxIDs}
-	return s.run(ctx, planner, req, requester)
+	return s.run(ctx, planner, req, requester, agent)
 }
 
-// conversationContext is the context a conversation has reached, or nil for a new one.
-func (s *Service) conversationContext(ctx context.Context, sessionID string) (map[string]any, error) {
-	ctxIDs, callIDs, found, err := postgres.ConversationLast(ctx, s.pool, sessionID)
+// conversationContext is the context a conversation has reached, or nil for a new one. A conversation
+// belongs to the caller that started it: another caller's is not found (404).
+func (s *Service) conversationContext(ctx context.Context, sessionID, requester string) (map[string]any, error) {
+	ctxIDs, callIDs, found, err := postgres.ConversationLast(ctx, s.pool, sessionID, requester)
 	if err != nil || !found {
 		return nil, err
 	}

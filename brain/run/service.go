@@ -58,12 +58,13 @@ func (s *Service) UseTimezone(loc *time.Location) {
 // Planner is the service's planner.
 func (s *Service) Planner() brain.Planner { return s.planner }
 
-// Run handles one request: plan, validate, record, and — by mode — enqueue and wait.
-func (s *Service) Run(ctx context.Context, req *brain.RunParams, requester string) (*brain.RunResponse, error) {
-	return s.run(ctx, s.planner, req, requester)
+// Run handles one request: plan, validate, record, and — by mode — enqueue and wait. agent is the agent the
+// calls are made for ("" for none): the only agent of a caller limited to some (docs/governance.md).
+func (s *Service) Run(ctx context.Context, req *brain.RunParams, requester, agent string) (*brain.RunResponse, error) {
+	return s.run(ctx, s.planner, req, requester, agent)
 }
 
-func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.RunParams, requester string) (*brain.RunResponse, error) {
+func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.RunParams, requester, agent string) (*brain.RunResponse, error) {
 	if req.Mode == "" {
 		req.Mode = brain.ModeDefault
 	}
@@ -76,6 +77,7 @@ func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.Run
 		Limits:         brain.Limits{MaxToolCalls: req.MaxToolCalls(), WaitTimeoutMS: int(req.WaitTimeout().Milliseconds())},
 		Decision:       brain.Decision{Mode: req.Mode, Planner: planner.Name()},
 		RequestedBy:    requester,
+		Agent:          agent,
 	}
 	log := brain.LogRun(ctx, rec.ID)
 
@@ -128,6 +130,11 @@ func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.Run
 		rec.Errors = errs
 		rec.AssistantMessage = "The plan is not valid, so nothing was enqueued: " + errs[0].Message
 		return s.record(ctx, rec)
+	}
+	if e, err := s.agentRefuses(ctx, rec.Agent, rec.PlannedCalls); err != nil {
+		return nil, err
+	} else if e != nil {
+		return s.fail(ctx, rec, e)
 	}
 
 	switch req.Mode {
@@ -272,10 +279,54 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 	return resp, nil
 }
 
+// Approver is the caller approving a stored plan: its name, grants and (when not nil) the only agents it may
+// act as.
+type Approver struct {
+	Name   string
+	Grants registry.Grants
+	Agents []string
+}
+
+// mayApprove refuses (403) an approval the approver may not give: another caller's plan without approve, or
+// a plan with a call the approver could not make itself — the calls run with no more than it holds.
+func (a *Approver) mayApprove(rec *brain.Run, reg *registry.Registry) error {
+	if rec.RequestedBy != a.Name && !a.Grants.Allows(registry.PermissionApprove) {
+		return &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("caller %q lacks permission %s, which approving another caller's plan needs",
+			a.Name, registry.PermissionApprove), Details: map[string]any{"caller": a.Name, "missing": []string{registry.PermissionApprove}}}
+	}
+	if a.Agents != nil && !slices.Contains(a.Agents, rec.Agent) {
+		return &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("caller %q may act only as agents %v, and the plan's calls are made for %q",
+			a.Name, a.Agents, rec.Agent), Details: map[string]any{"caller": a.Name, "agents": a.Agents, "agent": rec.Agent}}
+	}
+	var lacking []map[string]any
+	var missing []string
+	for _, pc := range rec.PlannedCalls {
+		t, ok := reg.Tool(pc.Tool)
+		if !ok {
+			continue // PrepareCalls says so
+		}
+		if m := a.Grants.Missing(t.Permissions); m != nil {
+			lacking = append(lacking, map[string]any{"tool": t.Name, "missing": m})
+			for _, p := range m {
+				if !slices.Contains(missing, p) {
+					missing = append(missing, p)
+				}
+			}
+		}
+	}
+	if lacking != nil {
+		return &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("caller %q lacks permission %s, which the plan's calls need: "+
+			"its calls run with no more than the approver holds", a.Name, strings.Join(missing, ", ")),
+			Details: map[string]any{"caller": a.Name, "missing": missing, "calls": lacking}}
+	}
+	return nil
+}
+
 // Approve enqueues a stored plan (mode plan) and, when wait is set, waits for its receipts. The run is
-// locked, checked against the registry (which may have changed since the plan was made), updated and its
-// calls inserted in one transaction, so two approvals cannot both enqueue.
-func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout time.Duration, requester string) (*brain.RunResponse, error) {
+// locked, checked against the registry (which may have changed since the plan was made) and the approver's
+// grants, updated and its calls inserted in one transaction, so two approvals cannot both enqueue. The calls
+// are made in the author's name and carry the approver's (approved_by): the executor checks both.
+func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout time.Duration, approver *Approver) (*brain.RunResponse, error) {
 	var rec *brain.Run
 	var sub *gemsql.Subscription
 	var awaiting map[uuid.UUID]bool
@@ -289,12 +340,24 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 		if rec, err = postgres.RunGet(ctx, tx, id, true); err != nil {
 			return err
 		}
+		if rec.RequestedBy != approver.Name && !approver.Grants.Allows(registry.PermissionApprove) {
+			return approver.mayApprove(rec, s.reg) // before saying anything of the run
+		}
 		if rec.Status != brain.RunPlanned {
 			return brain.Errorf(brain.ECONFLICT, "run %s is %s; only a planned run (mode plan) can be approved", id, rec.Status)
 		}
 		if errs := brain.PrepareCalls(s.reg, rec.PlannedCalls, nil); len(errs) > 0 {
 			return &brain.Error{Code: brain.ECONFLICT, Message: "the stored plan no longer fits the registry: " + errs[0].Message, Details: map[string]any{"errors": errs}}
 		}
+		if err := approver.mayApprove(rec, s.reg); err != nil {
+			return err
+		}
+		if e, err := s.agentRefusesIn(ctx, tx, rec.Agent, rec.PlannedCalls); err != nil {
+			return err
+		} else if e != nil {
+			return e
+		}
+		rec.ApprovedBy = approver.Name
 		params := s.callParams(rec, wait)
 		if wait {
 			sub = s.waiter.Subscribe(rec.CallIDs) // before the calls commit
@@ -310,11 +373,34 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 	if err != nil {
 		return nil, postgres.Error(err)
 	}
-	brain.LogRun(ctx, id).Info().Str("approved_by", requester).Int("calls", len(rec.CallIDs)).Msg("plan approved")
+	brain.LogRun(ctx, id).Info().Str("approved_by", approver.Name).Int("calls", len(rec.CallIDs)).Msg("plan approved")
 	if !wait {
 		return s.response(rec, nil, rec.CallIDs), nil
 	}
 	return s.waitAndAnswer(ctx, rec, sub, timeout, awaiting)
+}
+
+// agentRefuses is the 403 of a plan with a call the agent it is made for may not make (its skills do not
+// enable the tool), checked as the executor checks (gem_agent_may_call): a plan is all or nothing. It is nil
+// for a run made for no agent.
+func (s *Service) agentRefuses(ctx context.Context, agent string, calls []brain.PlannedCall) (*brain.Error, error) {
+	return s.agentRefusesIn(ctx, s.pool, agent, calls)
+}
+
+func (s *Service) agentRefusesIn(ctx context.Context, db gemsql.DBTX, agent string, calls []brain.PlannedCall) (*brain.Error, error) {
+	if agent == "" || len(calls) == 0 {
+		return nil, nil
+	}
+	tools := make([]string, len(calls))
+	for i, pc := range calls {
+		tools[i] = pc.Tool
+	}
+	missing, err := postgres.AgentToolsMissing(ctx, db, agent, "", tools)
+	if err != nil || missing == nil {
+		return nil, err
+	}
+	return &brain.Error{Code: brain.EFORBIDDEN, Message: fmt.Sprintf("agent %q, which the calls are made for, has no enabled skill with %s; nothing was enqueued",
+		agent, strings.Join(missing, ", ")), Details: map[string]any{"agent": agent, "tools": missing}}, nil
 }
 
 // callParams gives each planned call its id and the run its status (enqueued, or waiting when the caller
@@ -327,7 +413,7 @@ func (s *Service) callParams(rec *brain.Run, wait bool) []gemsql.CallInsertParam
 		rec.CallIDs[i] = id
 		rec.PlannedCalls[i].CallID = &id
 		params[i] = gemsql.CallInsertParams{ID: id, ToolName: pc.Tool, Input: pc.Input, RunID: &rec.ID, Agent: rec.Agent,
-			RequestedBy: rec.RequestedBy}
+			RequestedBy: rec.RequestedBy, ApprovedBy: rec.ApprovedBy}
 		if pc.IdempotencyKey != nil {
 			params[i].IdempotencyKey = *pc.IdempotencyKey
 		}
@@ -339,11 +425,15 @@ func (s *Service) callParams(rec *brain.Run, wait bool) []gemsql.CallInsertParam
 	return params
 }
 
-// GetRun returns a run; a run still waiting is brought up to date from its calls' receipts.
-func (s *Service) GetRun(ctx context.Context, id uuid.UUID) (*brain.RunResponse, error) {
+// GetRun returns a run the reader may read (404 for another's: brain.Reader); a run still waiting is brought
+// up to date from its calls' receipts.
+func (s *Service) GetRun(ctx context.Context, id uuid.UUID, reader brain.Reader) (*brain.RunResponse, error) {
 	rec, err := postgres.RunGet(ctx, s.pool, id, false)
 	if err != nil {
 		return nil, postgres.Error(err)
+	}
+	if !reader.MayReadRun(rec.RequestedBy, rec.ApprovedBy, rec.Status) {
+		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", id)
 	}
 	receipts, err := gemsql.ReceiptsGet(ctx, s.pool, rec.CallIDs)
 	if err != nil {
@@ -397,6 +487,8 @@ func (s *Service) response(rec *brain.Run, receipts []*registry.Receipt, pending
 		AssistantMessage: rec.AssistantMessage,
 		NextActions:      rec.NextActions,
 		Errors:           rec.Errors,
+		RequestedBy:      rec.RequestedBy,
+		ApprovedBy:       rec.ApprovedBy,
 	}
 	if resp.NextActions == nil {
 		resp.NextActions = []string{}

@@ -266,10 +266,10 @@ func TestChatHistoryIsReused(t *testing.T) {
 	require.Equal(t, "You asked me to add a task to ring Ann.", second.Reply)
 	require.Equal(t, first.SessionID, second.SessionID)
 
-	// A session belongs to its agent and user.
+	// A session belongs to its caller, agent and user: to another agent it does not exist.
 	other := agentWithSkills(t, a, 3, nil)
 	var e errorResponse
-	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/agents/"+other+"/chat", map[string]any{"message": "hi", "user_id": "user-1", "session_id": first.SessionID}, &e))
+	require.Equal(t, http.StatusNotFound, a.do(http.MethodPost, "/agents/"+other+"/chat", map[string]any{"message": "hi", "user_id": "user-1", "session_id": first.SessionID}, &e))
 }
 
 // TestChatMetaTools gives an agent more tools than the threshold: it sees search_tools and describe_tool,

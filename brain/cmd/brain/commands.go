@@ -490,7 +490,7 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 
 // callersCommand manages callers and their permissions (docs/governance.md): brain callers [list [NAME]],
 // add NAME -grant P,P [-agents A,B] [-note TEXT], grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT],
-// revoke NAME, token NAME.
+// revoke NAME, token NAME, enable NAME.
 func callersCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	sub, name, args := splitCommand(args, "list")
 	fs := flag.NewFlagSet("callers "+sub, flag.ContinueOnError)
@@ -503,7 +503,7 @@ func callersCommand(args []string, getenv func(string) string, stdout, stderr io
 		return flagExit(err)
 	}
 	usage := func() int {
-		fmt.Fprintln(stderr, "usage: brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT] | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME")
+		fmt.Fprintln(stderr, "usage: brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT] | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME | enable NAME")
 		return 2
 	}
 	given := map[string]bool{}
@@ -551,6 +551,11 @@ func callersCommand(args []string, getenv func(string) string, stdout, stderr io
 			return usage()
 		}
 		method, path = http.MethodPost, "/callers/"+url.PathEscape(name)+"/token"
+	case "enable":
+		if name == "" {
+			return usage()
+		}
+		method, path = http.MethodPost, "/callers/"+url.PathEscape(name)+"/enable"
 	default:
 		fmt.Fprintf(stderr, "brain callers: unknown command %q\n", sub)
 		return usage()

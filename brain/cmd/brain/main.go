@@ -31,7 +31,8 @@ usage:
   brain serve [-migrate]                  serve the HTTP API until SIGINT/SIGTERM
   brain run -m MESSAGE [flags]            ask the brain; exits 0 when ok, 1 otherwise
   brain approve RUN_ID [-wait] [-timeout 30s|30000]
-                                          run a plan stored with -M plan
+                                          run a plan stored with -M plan (its author's, or any with
+                                          approve; the calls run with no more than you hold)
   brain receipt CALL_ID [-wait 30s]       print a call and its receipt (waiting up to -wait for it)
   brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY] [-device NAME [-device-wait 30s]]
                                           make one call to a named tool and print its receipt
@@ -41,10 +42,11 @@ usage:
                                           permissions its tools may declare, default *), change that,
                                           remove one, or give one a new token (docs/devices.md)
   brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT]
-               | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME
+               | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME | enable NAME
                                           who may call what: list callers, add one (a token, printed
                                           once; or sql:ROLE for a database role), change or revoke
-                                          one, give one a new token (admin; docs/governance.md)
+                                          one, give one a new token, bring a revoked one back with a
+                                          new token (admin; docs/governance.md)
   brain approvals [list] | approve CALL_ID [-reason TEXT] | reject CALL_ID -reason TEXT
                                           calls awaiting a decision, and deciding one (approve)
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)

@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/devices"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/registry"
@@ -24,7 +24,7 @@ import (
 // bearer token: the host that starts the process holds the database's credentials, so it is trusted as the
 // brain's configuration is, and the caller is recorded (kind service) with every permission unless an
 // operator narrowed it. -as names another caller, which must exist (docs/governance.md).
-const MCPCallerDefault = "stdio"
+const MCPCallerDefault = api.StdioCaller
 
 // serveMCP serves MCP over stdio until the client closes stdin or a signal comes: brain mcp [-agent SLUG]
 // [-as NAME]. It needs the database and the registry, not the HTTP service; stdout carries only the
@@ -60,14 +60,14 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, closeAll, err := openMCP(ctx, cfg, log, *as, *agent)
+	srv, caller, closeAll, err := openMCP(ctx, cfg, log, *as, *agent)
 	if err != nil {
 		log.Error().Err(err).Msg("brain mcp did not start")
 		return 1
 	}
 	defer closeAll()
-	log.Info().Str("caller", *as).Str("agent", *agent).Msg("serving MCP on stdio")
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, mcpserver.Caller{Name: *as, Agent: *agent})
+	log.Info().Str("caller", caller.Name).Str("agent", caller.Agent).Msg("serving MCP on stdio")
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
 	var unknown *brain.Error
 	if errors.As(err, &unknown) {
 		log.Error().Err(err).Msg("brain mcp did not start")
@@ -81,31 +81,31 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 }
 
 // openMCP loads the registry and connects to the database: what the MCP server needs, and nothing of the
-// HTTP service (no tokens, no planner, no LLM).
-func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent string) (srv *mcpserver.Server, closeAll func(), err error) {
+// HTTP service (no tokens, no planner, no LLM). It returns the caller the session speaks as.
+func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent string) (srv *mcpserver.Server, caller mcpserver.Caller, closeAll func(), err error) {
 	path, err := registry.Find(cfg.RegistryPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
 	reg, err := registry.Load(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
 	reg.SetSecrets(cfg.Secrets)
 	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{
 		URL: cfg.DatabaseURL, SessionURL: cfg.SessionURL, ApplicationName: "gem-brain-mcp", ConnectWait: cfg.DBConnectWait,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
-	if err := stdioCaller(ctx, pool, as, agent); err != nil {
+	if caller, err = stdioCaller(ctx, pool, as, agent); err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
 	waiter := gemsql.NewReceiptWaiter(pool, gemsql.Slog(log))
 	if err := waiter.Start(ctx); err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
 	closeAll = func() {
 		waiter.Stop()
@@ -114,44 +114,48 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent stri
 	srv, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: reg, Pool: pool, Waiter: waiter, Log: log})
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
 	// No device connects here, but the tools of connected devices are served as /mcp serves them.
 	hub, err := devices.New(&devices.Params{Config: cfg.Devices, Registry: reg, Pool: pool, Log: log})
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
 	hub.OnCatalogChange(func(_ context.Context, ch devices.CatalogChange) { srv.SetDeviceTools(ch.Added, ch.Removed) })
 	if err := hub.Start(ctx); err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, caller, nil, err
 	}
 	stopAll := closeAll
 	closeAll = func() {
 		hub.Close()
 		stopAll()
 	}
-	return srv, closeAll, nil
+	return srv, caller, closeAll, nil
 }
 
-// stdioCaller checks that `brain mcp` may act as caller as (for agent), recording MCPCallerDefault.
-func stdioCaller(ctx context.Context, db gemsql.DBTX, as, agent string) error {
+// stdioCaller is the caller `brain mcp` acts as (as, recording MCPCallerDefault), for agent: a caller limited
+// to some agents speaks for its only one without -agent, and must name one of several.
+func stdioCaller(ctx context.Context, db gemsql.DBTX, as, agent string) (mcpserver.Caller, error) {
 	if as == MCPCallerDefault {
-		return gemsql.CallerEnsure(ctx, db, as, gemsql.CallerService, []string{"*"}, "brain mcp over stdio, without -as")
+		if err := gemsql.CallerEnsure(ctx, db, as, gemsql.CallerService, []string{"*"}, "brain mcp over stdio, without -as"); err != nil {
+			return mcpserver.Caller{}, err
+		}
 	}
 	c, err := gemsql.CallerGet(ctx, db, as)
 	switch {
 	case errors.Is(err, gemsql.ErrNotFound):
-		return fmt.Errorf("-as %s: no such caller; make it with brain callers add %s -grant PERMISSIONS, or leave -as out", as, as)
+		return mcpserver.Caller{}, fmt.Errorf("-as %s: no such caller; make it with brain callers add %s -grant PERMISSIONS, or leave -as out", as, as)
 	case err != nil:
-		return err
+		return mcpserver.Caller{}, err
 	case c.Revoked():
-		return fmt.Errorf("-as %s: the caller is revoked", as)
-	case agent != "" && c.Agents != nil && !slices.Contains(c.Agents, agent):
-		return fmt.Errorf("-as %s: the caller may not act as agent %q (only %v)", as, agent, c.Agents)
+		return mcpserver.Caller{}, fmt.Errorf("-as %s: the caller is revoked", as)
 	}
-	return nil
+	if agent, err = brain.CallAgent(c.Name, c.Agents, agent); err != nil {
+		return mcpserver.Caller{}, fmt.Errorf("-as %s: %s (-agent)", as, brain.AsError(err).Message)
+	}
+	return mcpserver.Caller{Name: c.Name, Agent: agent, Reader: brain.ReaderOf(c.Name, c.Permissions)}, nil
 }
 
 // nopWriteCloser keeps the caller's stdout open when the session ends.
