@@ -24,6 +24,21 @@ func requireDenied(t *testing.T, r *registry.Receipt, want ...string) map[string
 	return decodeDetails(t, r)
 }
 
+// connectAs makes a login role, a member of in, for the test, and connects as it.
+func (b *testBundle) connectAs(t *testing.T, ctx context.Context, role, in string) *pgx.Conn {
+	t.Helper()
+	_, err := b.pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN PASSWORD 'pw-for-tests' IN ROLE `+in)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = b.pool.Exec(context.Background(), `DROP ROLE IF EXISTS `+role) })
+	u, err := url.Parse(b.url)
+	require.NoError(t, err)
+	u.User = url.UserPassword(role, "pw-for-tests")
+	conn, err := pgx.Connect(ctx, u.String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
 // TestApproverBoundsPlanCalls: a call of an approved plan carries its approver (approved_by) and runs only
 // when the approver, too, may make it: an approver lacking the tool's permission, revoked, unknown, or
 // limited to agents the call is not made for has it refused permission_denied, naming the approver. (The
@@ -78,19 +93,7 @@ func TestSQLCallersReadTheirOwn(t *testing.T) {
 	ctx, b := setup(t)
 	b.startExecutor(t, nil)
 	suffix := strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	connect := func(role, in string) *pgx.Conn {
-		t.Helper()
-		_, err := b.pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN PASSWORD 'pw-for-tests' IN ROLE `+in)
-		require.NoError(t, err)
-		t.Cleanup(func() { _, _ = b.pool.Exec(context.Background(), `DROP ROLE IF EXISTS `+role) })
-		u, err := url.Parse(b.url)
-		require.NoError(t, err)
-		u.User = url.UserPassword(role, "pw-for-tests")
-		conn, err := pgx.Connect(ctx, u.String())
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = conn.Close(context.Background()) })
-		return conn
-	}
+	connect := func(role, in string) *pgx.Conn { return b.connectAs(t, ctx, role, in) }
 	ann, bob, audit, auditor := "gem_ann_"+suffix, "gem_bob_"+suffix, "gem_aud_"+suffix, "gem_ador_"+suffix
 	annConn, bobConn := connect(ann, "gem_caller"), connect(bob, "gem_caller")
 	auditConn, auditorConn := connect(audit, "gem_caller"), connect(auditor, "gem_auditor")

@@ -1,8 +1,6 @@
 package executor_test
 
 import (
-	"context"
-	"net/url"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,7 +9,6 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,30 +29,20 @@ func TestPermissions(t *testing.T) {
 		require.NoError(t, err)
 		return b.waitOne(t, ctx, id)
 	}
-	denied := func(r *registry.Receipt, want ...string) map[string]any {
-		t.Helper()
-		require.Equal(t, registry.StatusFailed, r.Status, "%s", r.Result)
-		require.Equal(t, registry.CodePermissionDenied, r.Error.Code, r.Error.Message)
-		for _, w := range want {
-			require.Contains(t, r.Error.Message, w)
-		}
-		require.Empty(t, r.Effects.DBWrites)
-		return decodeDetails(t, r)
-	}
 
 	// A read is allowed; a write names what is missing, and writes nothing.
 	r := call("os.health_check", `{}`, "reader", "")
 	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
-	d := denied(call("os.create_task", `{"title": "not for readers", "domain": "business"}`, "reader", ""), `"reader"`, "write:db", "os.create_task")
+	d := requireDenied(t, call("os.create_task", `{"title": "not for readers", "domain": "business"}`, "reader", ""), `"reader"`, "write:db", "os.create_task")
 	require.Equal(t, []any{"write:db"}, d["missing"])
 	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM os_tasks WHERE title = 'not for readers'`))
 
 	// Unknown and revoked callers are refused, whatever the tool.
-	denied(call("os.health_check", `{}`, "nobody", ""), `"nobody"`, "not known")
-	denied(call("os.health_check", `{}`, "gone", ""), `"gone"`, "revoked")
+	requireDenied(t, call("os.health_check", `{}`, "nobody", ""), `"nobody"`, "not known")
+	requireDenied(t, call("os.health_check", `{}`, "gone", ""), `"gone"`, "revoked")
 
 	// A caller limited to some agents may not act as another.
-	denied(call("os.health_check", `{}`, "ops", "office-assistant"), `may not act as agent "office-assistant"`)
+	requireDenied(t, call("os.health_check", `{}`, "ops", "office-assistant"), `may not act as agent "office-assistant"`)
 
 	// A call inserted by hand without a caller is the migrating role's, which may do everything.
 	id := b.call(t, ctx, "os.create_task", `{"title": "by hand", "domain": "business"}`)
@@ -73,16 +60,7 @@ func TestSQLCallerRole(t *testing.T) {
 	ctx, b := setup(t)
 	b.startExecutor(t, nil)
 	role := "gem_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	_, err := b.pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN PASSWORD 'pw-for-tests' IN ROLE gem_caller`)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = b.pool.Exec(context.Background(), `DROP ROLE IF EXISTS `+role) })
-
-	u, err := url.Parse(b.url)
-	require.NoError(t, err)
-	u.User = url.UserPassword(role, "pw-for-tests")
-	conn, err := pgx.Connect(ctx, u.String())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	conn := b.connectAs(t, ctx, role, "gem_caller")
 
 	insert := func(tool, input, claimed string) uuid.UUID {
 		t.Helper()
@@ -99,7 +77,7 @@ func TestSQLCallerRole(t *testing.T) {
 	require.Contains(t, r.Error.Message, `"sql:`+role+`"`)
 
 	// Granted, it runs; and it reads its receipt through the views.
-	_, err = b.pool.Exec(ctx, `SELECT gem_caller_grant($1, '{read:db}')`, "sql:"+role)
+	_, err := b.pool.Exec(ctx, `SELECT gem_caller_grant($1, '{read:db}')`, "sql:"+role)
 	require.NoError(t, err)
 	id = insert("os.health_check", `{}`, "")
 	r = b.waitOne(t, ctx, id)

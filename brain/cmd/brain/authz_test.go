@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -45,34 +44,6 @@ func mcpAs(t *testing.T, a *testAPI, headers map[string]string) *mcp.ClientSessi
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-// events opens the studio's live calls stream for a logged-in client and returns its events (kind, data).
-func (s *studioClient) events(ctx context.Context, query string) <-chan [2]string {
-	s.t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/studio/calls/events"+query, nil)
-	require.NoError(s.t, err)
-	resp, err := s.http.Do(req)
-	require.NoError(s.t, err)
-	s.t.Cleanup(func() { resp.Body.Close() })
-	require.Equal(s.t, http.StatusOK, resp.StatusCode)
-	out := make(chan [2]string, 100)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		var event string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				out <- [2]string{event, strings.TrimPrefix(line, "data: ")}
-			}
-		}
-		close(out)
-	}()
-	require.Equal(s.t, "ready", (<-out)[0])
-	return out
 }
 
 // TestPlanApprovalNeedsApprove: approving another caller's stored plan needs approve, and its calls run with
@@ -267,24 +238,10 @@ func TestCallersReadTheirOwn(t *testing.T) {
 	events := st.events(ctx, "?tool=os.health_check")
 	other := admin.call("os.health_check", map[string]any{})
 	own := reader.call("os.health_check", map[string]any{})
-	for {
-		select {
-		case ev, open := <-events:
-			require.True(t, open, "the stream ended early")
-			if ev[0] != "call" {
-				continue
-			}
-			var c map[string]any
-			require.NoError(t, json.Unmarshal([]byte(ev[1]), &c))
-			require.NotEqual(t, other.Call.ID.String(), c["id"], "another caller's call came on the stream")
-			require.Equal(t, readerName, c["requested_by"])
-			if c["id"] == own.Call.ID.String() {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatal("the caller's own call never came on the stream")
-		}
-	}
+	awaitCallEvent(t, ctx, events, own.Call.ID.String(), func(c map[string]any) {
+		require.NotEqual(t, other.Call.ID.String(), c["id"], "another caller's call came on the stream")
+		require.Equal(t, readerName, c["requested_by"])
+	})
 }
 
 // TestChatSessionsBelongToTheirCaller: a session of POST /operator/chat or of an agent belongs to the caller

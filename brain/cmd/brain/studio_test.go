@@ -112,6 +112,35 @@ func (s *studioClient) api(method, path string, body any, withCSRF bool, origin 
 	return resp.StatusCode, out
 }
 
+// events opens the studio's live calls stream for a logged-in client and returns its events (kind, data).
+func (s *studioClient) events(ctx context.Context, query string) <-chan [2]string {
+	s.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/studio/calls/events"+query, nil)
+	require.NoError(s.t, err)
+	resp, err := s.http.Do(req)
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() { resp.Body.Close() })
+	require.Equal(s.t, http.StatusOK, resp.StatusCode)
+	require.Equal(s.t, "text/event-stream", resp.Header.Get("Content-Type"))
+	out := make(chan [2]string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		var event string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				out <- [2]string{event, strings.TrimPrefix(line, "data: ")}
+			}
+		}
+		close(out)
+	}()
+	require.Equal(s.t, "ready", (<-out)[0])
+	return out
+}
+
 // TestStudioSessions: a login with a bearer token starts a cookie session that opens the pages and the API;
 // anything that may change something needs the page's CSRF token and this origin; logout, revocation and a
 // bad token end or refuse the session.
@@ -249,28 +278,7 @@ func TestStudioLiveCalls(t *testing.T) {
 	agentless := "studio-live-" + uniq("c")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/studio/calls/events?tool=os.create_note&status=succeeded", nil)
-	require.NoError(t, err)
-	resp, err := s.http.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	events := make(chan [2]string, 100)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		var event string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				events <- [2]string{event, strings.TrimPrefix(line, "data: ")}
-			}
-		}
-		close(events)
-	}()
-	require.Equal(t, "ready", (<-events)[0])
+	events := s.events(ctx, "?tool=os.create_note&status=succeeded")
 
 	a := newAPI(t)
 	var other, ok callResponse
@@ -278,6 +286,18 @@ func TestStudioLiveCalls(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls", map[string]any{"tool": "os.create_note",
 		"input": map[string]any{"domain": "business", "title": agentless, "content": "live"}, "wait_timeout_ms": 10000}, &ok))
 	require.True(t, ok.OK)
+	c := awaitCallEvent(t, ctx, events, ok.Call.ID.String(), func(c map[string]any) {
+		require.Equal(t, "os.create_note", c["tool"], "the filter keeps out other tools")
+		require.Equal(t, "succeeded", c["status"])
+	})
+	require.Equal(t, "tester", c["requested_by"])
+	requireCallFilters(t, a, ok.Call.ID.String())
+}
+
+// awaitCallEvent reads a live stream's call events until the one of call id, which it returns; check sees
+// each call event before (and that one).
+func awaitCallEvent(t *testing.T, ctx context.Context, events <-chan [2]string, id string, check func(map[string]any)) map[string]any {
+	t.Helper()
 	for {
 		select {
 		case ev, open := <-events:
@@ -287,15 +307,12 @@ func TestStudioLiveCalls(t *testing.T) {
 			}
 			var c map[string]any
 			require.NoError(t, json.Unmarshal([]byte(ev[1]), &c))
-			require.Equal(t, "os.create_note", c["tool"], "the filter keeps out other tools")
-			require.Equal(t, "succeeded", c["status"])
-			if c["id"] == ok.Call.ID.String() {
-				require.Equal(t, "tester", c["requested_by"])
-				requireCallFilters(t, a, ok.Call.ID.String())
-				return
+			check(c)
+			if c["id"] == id {
+				return c
 			}
 		case <-ctx.Done():
-			t.Fatal("the call's receipt never came on the stream")
+			t.Fatalf("the receipt of call %s never came on the stream", id)
 		}
 	}
 }
