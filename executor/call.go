@@ -106,7 +106,8 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 //
 // The caller's grants come with the call (core_callers, 00022_callers.sql), and so do those of the caller who
 // approved the stored plan it belongs to (approved_by, 00037_caller_scope.sql): a call runs with no more than
-// both hold.
+// both hold. (The statement stays under 1,024 bytes, track_activity_query_size's default, so that
+// pg_stat_activity shows it whole.)
 //
 // An input larger than $2 bytes (the largest any tool accepts) is not read: its size is, and the call is
 // refused input_too_large. Its text is made once (OFFSET 0 keeps the subquery from being inlined twice).
@@ -116,7 +117,7 @@ const loadSQL = `SELECT c.id, c.tool_name, CASE WHEN i.bytes <= $2 THEN i.input 
 		c.agent IS NULL OR gem_agent_may_call(c.agent, coalesce(c.user_id, ''), c.tool_name),
 		CASE WHEN c.agent IS NOT NULL THEN gem_agent_call_timeout(c.agent, coalesce(c.user_id, ''), c.tool_name) END,
 		coalesce(c.requested_by, ''), g.name IS NOT NULL, g.revoked_at IS NOT NULL, coalesce(g.permissions, '{}'), g.agents,
-		coalesce(c.approved_by, ''), ap.name IS NOT NULL, ap.revoked_at IS NOT NULL, coalesce(ap.permissions, '{}'), ap.agents,
+		c.approved_by, ap.name IS NOT NULL, ap.revoked_at IS NOT NULL, ap.permissions, ap.agents,
 		c.limited_since, c.rate_reserved_at, c.created_at
 	FROM core_tool_calls c
 	CROSS JOIN LATERAL (SELECT t.input, octet_length(t.input) AS bytes FROM (SELECT c.input::text AS input OFFSET 0) t) i
@@ -158,20 +159,24 @@ type callRow struct {
 // scanCall reads one row of loadSQL.
 func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 	var (
-		id    uuid.UUID
-		c     callRow
-		input *string
+		id       uuid.UUID
+		c        callRow
+		input    *string
+		approver *string
 	)
 	err := rows.Scan(&id, &c.toolName, &input, &c.inputBytes, &c.explicitKey, &c.agent, &c.userID, &c.runID, &c.outsideToken,
 		&c.outsideAttempt, &c.hasReceipt, &c.toolEnabled, &c.agentTimeoutMS,
 		&c.caller, &c.callerOf.known, &c.callerOf.revoked, &c.callerOf.grants, &c.callerOf.agents,
-		&c.approver, &c.approved.known, &c.approved.revoked, &c.approved.grants, &c.approved.agents,
+		&approver, &c.approved.known, &c.approved.revoked, &c.approved.grants, &c.approved.agents,
 		&c.limitedSince, &c.rateReservedAt, &c.createdAt)
 	if err != nil {
 		return id, c, fmt.Errorf("error loading call: %w", err)
 	}
 	if input != nil {
 		c.input = []byte(*input)
+	}
+	if approver != nil {
+		c.approver = *approver
 	}
 	return id, c, nil
 }
