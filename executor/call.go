@@ -105,7 +105,7 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 // (such as a look for the receipt) would still see the table as it was before the wait.
 //
 // The caller's grants come with the call (core_callers, 00022_callers.sql), and so do those of the caller who
-// approved the stored plan it belongs to (approved_by, 00037_caller_scope.sql): a call runs with no more than
+// approved the stored plan it belongs to (approved_by, 00040_caller_scope.sql): a call runs with no more than
 // both hold. (The statement stays under 1,024 bytes, track_activity_query_size's default, so that
 // pg_stat_activity shows it whole.)
 //
