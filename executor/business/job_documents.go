@@ -318,7 +318,7 @@ const warrantyTerms = "The work listed above is guaranteed against faults in wor
 	"others after we finished. Manufacturers' warranties on materials apply as well, on their own terms. This warranty " +
 	"is in addition to your rights under the Australian Consumer Law."
 
-// generateWarrantyCertificate writes a warranty certificate for a completed job into the file store as a
+// generateWarrantyCertificate puts the warranty of a finished job into the file store as a
 // PDF under the business's letterhead: customer, site, job, completion date, term (and when it runs out, for a term such as "10 years")
 // and the work covered.
 func (p *pack) generateWarrantyCertificate(ctx context.Context, c *executor.Call, in warrantyCertificateInput) (*warrantyCertificateOutput, error) {
