@@ -16,7 +16,8 @@
 #                  /usr/lib/postgresql/*/bin.
 #   GEM_PG_USER    the non-root user that runs the server when this script runs as root. Defaults to
 #                  "postgres" if that user exists, else "nobody".
-#   GEM_PG_PORT    TCP port on 127.0.0.1, chosen on first start. Defaults to the first free port from 25432,
+#   GEM_PG_PORT    TCP port on 127.0.0.1, chosen on first start (and again at a start that finds it taken by
+#                  another program while the cluster was stopped). Defaults to the first free port from 25432,
 #                  below the kernel's ephemeral range: a port in that range can be held for a minute by a
 #                  client connection's local end (TIME_WAIT), and the server then cannot bind it.
 #
@@ -109,6 +110,13 @@ url() {
 	echo "postgres://gem@127.0.0.1:$port/gem?sslmode=disable"
 }
 
+# free_port is the first free port from 25432.
+free_port() {
+	local port=25432
+	while ! port_free "$port"; do port=$((port + 1)); done
+	echo "$port"
+}
+
 running() { [ -f "$data/postmaster.pid" ] && as_server_user "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; }
 
 init_cluster() {
@@ -119,10 +127,7 @@ init_cluster() {
 		as_server_user "$bindir/initdb" -D "$data" -U gem --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
 		die "initdb failed; see $dir/initdb.log"
 	local port=${GEM_PG_PORT:-}
-	if [ -z "$port" ]; then
-		port=25432
-		while ! port_free "$port"; do port=$((port + 1)); done
-	fi
+	if [ -z "$port" ]; then port=$(free_port); fi
 	# Loopback only, no Unix socket (its path could exceed the 107-byte limit), room for parallel tests.
 	cat >>"$data/postgresql.conf" <<CONF
 
@@ -163,7 +168,17 @@ start() {
 	if ! running; then
 		local port
 		port=$(cat "$dir/port")
-		port_free "$port" || die "port $port is taken by another program; remove $dir or set GEM_PG_PORT"
+		if ! port_free "$port"; then
+			# Taken while the cluster was stopped (another cluster, another program). Nothing can be connected
+			# to a stopped server, so it moves to a free port, unless one was asked for.
+			[ -z "${GEM_PG_PORT:-}" ] || die "port $port (GEM_PG_PORT) is taken by another program"
+			local moved
+			moved=$(free_port)
+			log "port $port is taken by another program; the cluster moves to $moved"
+			printf '\nport = %s\n' "$moved" >>"$data/postgresql.conf"
+			echo "$moved" >"$dir/port"
+			port=$moved
+		fi
 		if [ -n "$server_user" ]; then touch "$dir/server.log" && chown "$server_user" "$dir/server.log"; fi
 		start_server || die "the server did not start; see $dir/server.log"
 		log "started PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port"
