@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -506,6 +509,8 @@ func TestDeviceRegistration(t *testing.T) {
 	ctx := context.Background()
 
 	// The same device started again: the newer connection wins, the older process is told and ends.
+	var firstReg uuid.UUID
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT registration FROM core_devices WHERE name = 'laptop'`).Scan(&firstReg))
 	path, err := r.writeRegistry("laptop", "")
 	require.NoError(t, err)
 	second, err := r.startDeviceAt("laptop", r.tokens["laptop"], path, "", false)
@@ -519,6 +524,13 @@ func TestDeviceRegistration(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("neither device process ended")
 	}
+	// The older connection is closed (and what it read stored) before the newer registration is recorded:
+	// wait for that record, or it could land after the next process's.
+	require.Eventually(t, func() bool {
+		var reg uuid.UUID
+		err := r.pool.QueryRow(ctx, `SELECT registration FROM core_devices WHERE name = 'laptop'`).Scan(&reg)
+		return err == nil && reg != firstReg
+	}, 20*time.Second, 20*time.Millisecond, "the newer connection's registration is recorded")
 	first.kill()
 	second.kill()
 
@@ -609,4 +621,116 @@ func TestDeviceRegistration(t *testing.T) {
 	status, err = r.api(ctx, "GET", "/devices/laptop", nil, &deleted)
 	require.NoError(t, err)
 	require.Equal(t, 404, status)
+}
+
+// scriptedDevice is a device speaking the protocol from the test itself, over a real WebSocket to the hub:
+// it registers the lab tools and does exactly what the test says, nothing else (no heartbeats).
+type scriptedDevice struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+// connectScripted connects as device name and registers the lab tools, naming no running call and no answer
+// (a fresh process).
+func (r *rigT) connectScripted(name string) *scriptedDevice {
+	r.t.Helper()
+	ctx := context.Background()
+	reg, err := registry.Parse([]byte(strings.ReplaceAll(labTools, "DEVICE", name)))
+	require.NoError(r.t, err)
+	hello := registry.DeviceMessage{Type: registry.DeviceMsgRegister}
+	for _, tl := range reg.Tools() {
+		hello.Tools = append(hello.Tools, tl.Contract())
+	}
+	url := strings.Replace(r.brain.url, "http://", "ws://", 1) + "/devices/connect"
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + r.tokens[name]}}})
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { ws.CloseNow() })
+	ws.SetReadLimit(1 << 20)
+	require.NoError(r.t, wsjson.Write(ctx, ws, &hello))
+	d := &scriptedDevice{t: r.t, ws: ws}
+	require.Equal(r.t, registry.DeviceMsgRegistered, d.next(registry.DeviceMsgRegistered).Type)
+	return d
+}
+
+// next reads messages until one of type typ.
+func (d *scriptedDevice) next(typ string) registry.DeviceMessage {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		var m registry.DeviceMessage
+		require.NoError(d.t, wsjson.Read(ctx, d.ws, &m), "waiting for a %q message", typ)
+		if m.Type == typ {
+			return m
+		}
+	}
+}
+
+// answerAllThenVanish reads n calls, writes a succeeded answer to each in one burst, and cuts its socket at
+// once, without a close frame: a device SIGKILLed right after it answered.
+func (d *scriptedDevice) answerAllThenVanish(n int, device string) []int64 {
+	d.t.Helper()
+	calls := make([]registry.DeviceMessage, n)
+	for i := range calls {
+		calls[i] = d.next(registry.DeviceMsgCall)
+	}
+	ids := make([]int64, n)
+	for i, c := range calls {
+		ids[i] = c.Attempt
+		ans := registry.DeviceAnswer{Attempt: c.Attempt, Status: registry.StatusSucceeded,
+			Result: json.RawMessage(fmt.Sprintf(`{"device": %q, "hits": %d}`, device, i+1))}
+		require.NoError(d.t, wsjson.Write(context.Background(), d.ws, &registry.DeviceMessage{Type: registry.DeviceMsgAnswer, Answer: &ans}))
+	}
+	require.NoError(d.t, d.ws.CloseNow())
+	return ids
+}
+
+// A device that answers and is gone the next moment (its socket cut as by SIGKILL, before any ack): every
+// answer the hub read is the call's result, whether the device comes back at once as a fresh process
+// (which names no running call, so its registration ends every attempt it was sent) or never. The hub
+// once dropped the answers its store had not finished when the socket ended, logging that the device
+// would send them again, and those calls ended outcome_unknown (37-60 of each `make chaos` run).
+func TestDeviceAnswersThenVanishes(t *testing.T) {
+	t.Parallel()
+	// A device is dead 10 s after its last heartbeat here: the scripted device sends none, and its calls must
+	// reach it before its deadline however slow the machine is.
+	r := newRigT(t, "GEM_DEVICE_MISSED_HEARTBEATS=50")
+	ctx := context.Background()
+	token, err := r.addDevice(ctx, "scripted")
+	require.NoError(t, err)
+	r.tokens["scripted"] = token
+	const n = 8
+	round := func(name string) []uuid.UUID {
+		ids := make([]uuid.UUID, n)
+		for i := range ids {
+			ids[i], err = r.call(ctx, "lab.effect", map[string]any{"key": fmt.Sprint(name, i)}, "scripted", 0)
+			require.NoError(t, err)
+		}
+		return ids
+	}
+	awaitSucceeded := func(ids []uuid.UUID) {
+		t.Helper()
+		for _, id := range ids {
+			rc, err := r.receipt(ctx, id, 40*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, registry.StatusSucceeded, rc.Status, "the device answered, yet: %+v", rc.Error)
+			dev, _ := labResult(t, rc)
+			require.Equal(t, "scripted", dev)
+			var states []string
+			require.NoError(t, r.pool.QueryRow(ctx, `SELECT array_agg(state ORDER BY id) FROM core_device_attempts WHERE call_id = $1`, id).Scan(&states))
+			require.Equal(t, []string{gemsql.AttemptSucceeded}, states)
+		}
+	}
+
+	// Answered, gone, and back at once as a fresh process.
+	first := r.connectScripted("scripted")
+	calls := round("back")
+	first.answerAllThenVanish(n, "scripted")
+	again := r.connectScripted("scripted")
+	awaitSucceeded(calls)
+
+	// Answered and gone for good: the calls end at its answers, not at its heartbeat deadline.
+	calls = round("gone")
+	again.answerAllThenVanish(n, "scripted")
+	awaitSucceeded(calls)
 }

@@ -277,7 +277,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(h.cfg.MaxMessage)
 	s := &session{h: h, name: name, grants: grants, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{},
-		answers: make(chan *registry.DeviceAnswer, 16), acks: make(chan int64, 1024)}
+		answers: make(chan *registry.DeviceAnswer, 16), acks: make(chan int64, 1024), stored: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(h.base)
 	s.serve()
 }

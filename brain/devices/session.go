@@ -54,9 +54,12 @@ type session struct {
 	lastBeat time.Time      // when a heartbeat was last recorded
 
 	// answers are answers read and not yet stored (see store); acks are answers stored and not yet
-	// acknowledged to the device (see acknowledge).
+	// acknowledged to the device (see acknowledge). Only serve sends on answers, and closes it when the
+	// socket has ended: the store stores every answer read, whatever became of the socket.
 	answers chan *registry.DeviceAnswer
 	acks    chan int64
+	// stored is closed once the session has stored every answer it read (or never got to read one).
+	stored chan struct{}
 }
 
 func (s *session) close(code websocket.StatusCode, reason string) {
@@ -105,19 +108,26 @@ func (s *session) serve() {
 		return
 	}
 	s.registration = uuid.Must(uuid.NewV7())
-	if err := s.register(tools, &hello); err != nil {
-		s.log.Error().Err(err).Msg("error recording a device's registration")
-		s.close(websocket.StatusTryAgainLater, "the hub cannot record the registration now")
-		return
-	}
+	// The answers the replaced session read are stored before this registration ends the attempts the
+	// device no longer names: a device killed right after answering and started again at once gets its
+	// answers counted, not its calls ended outcome_unknown.
 	s.h.adopt(s)
 	// The session's workers stop before the device is recorded disconnected: none of them may write after.
 	var workers sync.WaitGroup
 	defer func() {
 		s.cancel()
 		workers.Wait()
+		close(s.stored)
 		s.release()
 	}()
+	if s.ctx.Err() != nil {
+		return // replaced (or the hub closing) while it waited
+	}
+	if err := s.register(tools, &hello); err != nil {
+		s.log.Error().Err(err).Msg("error recording a device's registration")
+		s.close(websocket.StatusTryAgainLater, "the hub cannot record the registration now")
+		return
+	}
 	if err := s.write(&registry.DeviceMessage{Type: registry.DeviceMsgRegistered, Device: s.name, HeartbeatMS: s.h.cfg.Heartbeat.Milliseconds()}); err != nil {
 		return
 	}
@@ -136,13 +146,11 @@ func (s *session) serve() {
 			work()
 		}()
 	}
+	// The store ends once it has stored the last answer read (before the workers are waited for).
+	defer close(s.answers)
 	// The answers kept while away are stored and acknowledged like any other.
 	for i := range hello.Answers {
-		select {
-		case s.answers <- &hello.Answers[i]:
-		case <-s.ctx.Done():
-			return
-		}
+		s.answers <- &hello.Answers[i]
 	}
 	s.read()
 }
@@ -262,19 +270,30 @@ func (s *session) register(tools []*registry.Tool, hello *registry.DeviceMessage
 	})
 }
 
-// adopt makes s the device's session on this hub, closing the one it replaces.
+// adopt makes s the device's session on this hub, closing the one it replaces and waiting until that one
+// has stored every answer it read.
 func (h *Hub) adopt(s *session) {
 	h.mu.Lock()
 	old := h.sessions[s.name]
 	h.sessions[s.name] = s
 	h.mu.Unlock()
-	if old != nil {
+	if old == nil {
+		return
+	}
+	if old.ctx.Err() == nil {
 		old.log.Warn().Msg("device connected again; closing its older connection")
 		old.close(CloseReplaced, "replaced by a newer connection of this device")
+	}
+	select {
+	case <-old.stored:
+	case <-s.ctx.Done():
 	}
 }
 
 // release ends the session: the device is recorded disconnected (if this was its latest registration).
+// It runs after the last answer is stored, and its write waits for the disk, as does every write that
+// makes it change nothing (a newer registration, the device's expiry or deletion): the answers stored
+// without waiting and never acknowledged are on disk before the session is gone.
 func (s *session) release() {
 	s.h.mu.Lock()
 	if s.h.sessions[s.name] == s {
@@ -318,11 +337,8 @@ func (s *session) read() {
 				s.close(websocket.StatusPolicyViolation, "an answer message must carry an answer")
 				return
 			}
-			select {
-			case s.answers <- m.Answer:
-			case <-s.ctx.Done():
-				return
-			}
+			// The store takes every answer, also once the session is ending: an answer read is never dropped.
+			s.answers <- m.Answer
 		default:
 			s.close(websocket.StatusPolicyViolation, fmt.Sprintf("unknown message type %q", m.Type))
 			return
@@ -439,22 +455,21 @@ func (s *session) acknowledge() {
 const storeBatchBytes = 1 << 20
 
 // store stores the answers the device sends, every answer waiting in one statement: under load one commit
-// (and one turn at the lock PostgreSQL takes to commit a transaction that notified) serves many calls.
+// (and one turn at the lock PostgreSQL takes to commit a transaction that notified) serves many calls. It
+// runs until serve closes answers, so an answer read just before the socket ended (a device killed right
+// after answering) is stored too: the device will not send it again.
 func (s *session) store() {
 	batch := make([]*registry.DeviceAnswer, 0, 64)
-	for {
-		batch = batch[:0]
-		select {
-		case <-s.ctx.Done():
-			return
-		case a := <-s.answers:
-			batch = append(batch, a)
-		}
-		size := len(batch[0].Result)
+	for first := range s.answers {
+		batch = append(batch[:0], first)
+		size := len(first.Result)
 	more:
 		for len(batch) < cap(batch) && size < storeBatchBytes {
 			select {
-			case a := <-s.answers:
+			case a, ok := <-s.answers:
+				if !ok {
+					break more
+				}
 				batch, size = append(batch, a), size+len(a.Result)
 			default:
 				break more
@@ -469,18 +484,18 @@ func (s *session) store() {
 		for _, id := range stored {
 			select {
 			case s.acks <- id:
-			case <-s.ctx.Done():
-				return
+			case <-s.ctx.Done(): // the socket has ended: there is nobody to acknowledge
 			}
 		}
 	}
 }
 
 // storeAnswers stores a batch of answers and returns the attempts stored; when the batch does not store
-// (a result PostgreSQL refuses), each answer is stored alone, and one that still fails is left to the
-// device, which keeps it and sends it again.
+// (a result PostgreSQL refuses), each answer is stored alone. One that still fails (the database away) is
+// left to the device, which keeps an answer until it is acknowledged and sends it again when it
+// registers: the connection is closed, so that it does. Storing does not end with the socket.
 func (s *session) storeAnswers(batch []*registry.DeviceAnswer) []int64 {
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 10*time.Second)
 	defer cancel()
 	rows := make([]answerRow, len(batch))
 	ids := make([]int64, len(batch))
@@ -495,6 +510,7 @@ func (s *session) storeAnswers(batch []*registry.DeviceAnswer) []int64 {
 		s.log.Debug().Err(err).Int("answers", len(batch)).Msg("a batch of answers did not store; storing them one by one")
 	}
 	ids = ids[:0]
+	var unstored int
 	for _, row := range rows {
 		if len(batch) > 1 {
 			err = s.storeRows(ctx, []answerRow{row})
@@ -507,10 +523,15 @@ func (s *session) storeAnswers(batch []*registry.DeviceAnswer) []int64 {
 			err = s.storeRows(ctx, []answerRow{{Attempt: row.Attempt, State: gemsql.AttemptFailed, Error: failed}})
 		}
 		if err != nil {
-			s.log.Warn().Err(err).Int64("device_attempt", row.Attempt).Msg("could not store a device's answer; the device keeps it and sends it again")
+			unstored++
+			s.log.Warn().Err(err).Int64("device_attempt", row.Attempt).Bool("connected", s.ctx.Err() == nil).
+				Msg("could not store a device's answer; it counts only if the device sends it again when it registers")
 			continue
 		}
 		ids = append(ids, row.Attempt)
+	}
+	if unstored > 0 && s.ctx.Err() == nil {
+		s.close(websocket.StatusTryAgainLater, "the hub cannot store answers now")
 	}
 	return ids
 }
