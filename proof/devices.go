@@ -88,6 +88,9 @@ type labService struct {
 	url  string
 	mu   sync.Mutex
 	hits map[string]int // "effect/key" → requests
+	// answered counts the requests whose answer was written in full, by the same key: the device had the
+	// result unless it died in the instant after.
+	answered map[string]int
 	// inFlight and mostInFlight count the requests being served, by kind ("whoami").
 	inFlight, mostInFlight map[string]int
 	// started is signalled when a request with sleep_ms begins, so a test knows a call is under way.
@@ -99,7 +102,7 @@ func startLabService() (*labService, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &labService{url: "http://" + ln.Addr().String(), hits: map[string]int{}, started: make(chan string, 1000),
+	l := &labService{url: "http://" + ln.Addr().String(), hits: map[string]int{}, answered: map[string]int{}, started: make(chan string, 1000),
 		inFlight: map[string]int{}, mostInFlight: map[string]int{}}
 	mux := http.NewServeMux()
 	handle := func(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +134,14 @@ func startLabService() (*labService, error) {
 			_ = json.NewEncoder(w).Encode(map[string]any{"error": "refused, as asked"})
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"device": q.Get("device"), "hits": n})
+		if json.NewEncoder(w).Encode(map[string]any{"device": q.Get("device"), "hits": n}) == nil {
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			l.mu.Lock()
+			l.answered[key]++
+			l.mu.Unlock()
+		}
 	}
 	mux.HandleFunc("GET /whoami", handle)
 	mux.HandleFunc("POST /effect", handle)
@@ -145,6 +155,13 @@ func (l *labService) count(kind, key string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.hits[kind+"/"+key]
+}
+
+// answeredCount is how many requests of kind and key got their whole answer written.
+func (l *labService) answeredCount(kind, key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.answered[kind+"/"+key]
 }
 
 // most is the most requests of kind the service has served at once.

@@ -689,7 +689,8 @@ func (d *scriptedDevice) answerAllThenVanish(n int, device string) []int64 {
 // answer the hub read is the call's result, whether the device comes back at once as a fresh process
 // (which names no running call, so its registration ends every attempt it was sent) or never. The hub
 // once dropped the answers its store had not finished when the socket ended, logging that the device
-// would send them again, and those calls ended outcome_unknown (37-60 of each `make chaos` run).
+// would send them again: 6-45 answers a `make chaos` run, whose calls ended outcome_unknown (or ran again
+// on another device, when they could).
 func TestDeviceAnswersThenVanishes(t *testing.T) {
 	t.Parallel()
 	// A device is dead 10 s after its last heartbeat here: the scripted device sends none, and its calls must
