@@ -17,6 +17,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -110,6 +111,9 @@ func (s *Server) addSkills() error {
 }
 
 func (s *Server) listSkills(ctx context.Context, ss *mcp.ServerSession, p *listSkillsParams) (*listSkillsResult, error) {
+	if p == nil {
+		p = &listSkillsParams{} // no params (or null): the whole catalog
+	}
 	skills, err := s.catalog(ctx)
 	if err != nil {
 		return nil, err
@@ -130,6 +134,9 @@ func (s *Server) listSkills(ctx context.Context, ss *mcp.ServerSession, p *listS
 }
 
 func (s *Server) getSkill(ctx context.Context, ss *mcp.ServerSession, p *getSkillParams) (*getSkillResult, error) {
+	if p == nil || p.URI == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: skills/get needs {"uri": "skill://<name>/SKILL.md"}`}
+	}
 	slug, path, ok := parseSkillURI(p.URI)
 	if !ok || path != skillFileName {
 		return nil, mcp.ResourceNotFoundError(p.URI)
