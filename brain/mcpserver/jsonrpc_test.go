@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,12 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -112,29 +111,12 @@ func addPanicTool(s *Server) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { panic("a deliberate fault") })
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestHandlerPanicIsAnswered: a handler that panics is answered with a JSON-RPC internal error, over HTTP
 // and stdio, logged with the request's id and its stack, and the server answers the next request (a panic
 // in the SDK's handler goroutine ended the process).
 func TestHandlerPanicIsAnswered(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs sqltest.SyncBuffer
 	s := newTestServer(t, zerolog.New(&logs))
 	addPanicTool(s)
 	call := `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"` + panicTool + `","arguments":{}}}`

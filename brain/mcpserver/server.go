@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -303,19 +302,20 @@ func (s *Server) scopeToolList(next mcp.MethodHandler) mcp.MethodHandler {
 // else recovers.
 func (s *Server) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-		defer func() {
-			p := recover()
-			if p == nil {
-				return
-			}
-			ev := s.logger(ctx).Error().Str("method", method).Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack())
-			if extra := req.GetExtra(); extra != nil && extra.Header.Get(jsonrpcIDHeader) != "" {
-				ev = ev.Str("jsonrpc_id", extra.Header.Get(jsonrpcIDHeader))
-			}
-			ev.Msg("an MCP handler panicked; answered an internal error")
-			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the brain failed to handle %s (the failure is logged)", method)}
-		}()
-		return next(ctx, method, req)
+		logCtx := s.logger(ctx).With().Str("method", method)
+		if extra := req.GetExtra(); extra != nil && extra.Header.Get(jsonrpcIDHeader) != "" {
+			logCtx = logCtx.Str("jsonrpc_id", extra.Header.Get(jsonrpcIDHeader))
+		}
+		log := logCtx.Logger()
+		err = gemsql.Guarded(&log, "an MCP handler", func() error {
+			res, err = next(ctx, method, req)
+			return err
+		})
+		var panicked *gemsql.PanicError
+		if errors.As(err, &panicked) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the brain failed to handle %s (the failure is logged)", method)}
+		}
+		return res, err
 	}
 }
 

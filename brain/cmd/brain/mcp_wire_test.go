@@ -10,12 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -90,25 +90,8 @@ type stdioPeer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte
-	stderr *lockedBuffer
+	stderr *sqltest.SyncBuffer
 	pings  atomic.Int64
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startStdioPeer starts `brain mcp` (with env added) on a database and opens an MCP session (initialize);
@@ -117,7 +100,7 @@ func startStdioPeer(t testing.TB, dbURL string, env ...string) (p *stdioPeer, st
 	t.Helper()
 	cmd := exec.Command(brainBinary(t), "mcp")
 	cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_LOG_LEVEL=warn"), env...)
-	p = &stdioPeer{cmd: cmd, lines: make(chan []byte, 64), stderr: &lockedBuffer{}}
+	p = &stdioPeer{cmd: cmd, lines: make(chan []byte, 64), stderr: &sqltest.SyncBuffer{}}
 	cmd.Stderr = p.stderr
 	var err error
 	p.stdin, err = cmd.StdinPipe()
