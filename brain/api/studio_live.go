@@ -176,7 +176,9 @@ var studioFuncs = template.FuncMap{
 		return "st"
 	},
 	"join":  strings.Join,
-	"short": func(s string) string { return s[:min(len(s), 8)] },
+	// short is a call's id as the pages show it: its last 8 characters. A UUIDv7 starts with its time, so its
+	// first 8 are the same for every call of a minute; its last 8 are random, and a search for them finds it.
+	"short": shortID,
 	"mode": func(t *registry.Tool) string {
 		m := string(t.Idempotency.Mode)
 		if t.Idempotency.KeyField != "" {
@@ -207,3 +209,8 @@ var studioFuncs = template.FuncMap{
 		return p
 	},
 }
+
+// shortIDLen is how many of an id's last characters the studio shows.
+const shortIDLen = 8
+
+func shortID(id string) string { return id[max(0, len(id)-shortIDLen):] }
