@@ -156,11 +156,13 @@ func checkMessage(data []byte) (*checked, json.RawMessage, *rpcError) {
 			members["id"], _ = json.Marshal(msg.surrogate)
 		}
 	}
-	body, err := json.Marshal(members)
-	if err != nil {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // the members as sent, not re-escaped
+	if err := enc.Encode(members); err != nil {
 		return nil, answerID, &rpcError{jsonrpc.CodeParseError, "parse error: " + err.Error()}
 	}
-	msg.body = body
+	msg.body = bytes.TrimSuffix(body.Bytes(), []byte("\n"))
 	return msg, nil, nil
 }
 

@@ -315,8 +315,23 @@ func (s *Server) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
 		if errors.As(err, &panicked) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the brain failed to handle %s (the failure is logged)", method)}
 		}
-		return res, err
+		return res, encodableError(err, req)
 	}
+}
+
+// encodableError mends an error whose data JSON cannot read, which would make its whole answer unwritable
+// (the client got nothing): the SDK's ResourceNotFoundError quotes the URI Go's way (a DEL as \x7f), as it
+// does for a URI no resource matches. The data is written again from the request's URI, or left out.
+func encodableError(err error, req mcp.Request) error {
+	var e *jsonrpc.Error
+	if !errors.As(err, &e) || len(e.Data) == 0 || json.Valid(e.Data) {
+		return err
+	}
+	mended := &jsonrpc.Error{Code: e.Code, Message: e.Message}
+	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && e.Code == mcp.CodeResourceNotFound {
+		mended.Data, _ = json.Marshal(map[string]string{"uri": p.URI})
+	}
+	return mended
 }
 
 // internal logs an unexpected error and returns what the client is told: the brain's message for errors it

@@ -182,12 +182,8 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
-		// The SDK refuses some requests with a bare error (one before initialize): a client's mistake.
-		var coded *jsonrpc.Error
-		if !errors.As(resp.Error, &coded) || coded.Code == 0 {
-			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + resp.Error.Error()}
-		}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		codeBareError(resp)
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -254,7 +250,9 @@ func (w *httpAnswer) Write(b []byte) (int, error) {
 	if w.plain {
 		return w.text.Write(b)
 	}
-	if _, err := w.ResponseWriter.Write(restoreID(b, w.surrogate, w.id)); err != nil {
+	// The SDK writes each message (an event of a stream, or a JSON body) in one Write. Its errors are coded
+	// while the id is still the surrogate, which the SDK reads back unchanged.
+	if _, err := w.ResponseWriter.Write(restoreID(codeBareErrors(b), w.surrogate, w.id)); err != nil {
 		return 0, err
 	}
 	return len(b), nil
@@ -285,4 +283,51 @@ func writeAnswer(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// codeBareError gives an error answer without a JSON-RPC code one: the SDK refuses some requests with a bare
+// error (code 0) before any handler (one sent before initialize, initialize's params that do not decode),
+// all of them a client's mistake.
+func codeBareError(resp *jsonrpc.Response) bool {
+	if resp.Error == nil {
+		return false
+	}
+	var coded *jsonrpc.Error
+	if errors.As(resp.Error, &coded) && coded.Code != 0 {
+		return false
+	}
+	resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + resp.Error.Error()}
+	return true
+}
+
+// bareErrorMark is in every error answer without a code, as the SDK encodes one.
+var bareErrorMark = []byte(`"error":{"code":0,`)
+
+// codeBareErrors codes the bare errors in what the SDK writes to /mcp: an event stream's data lines, or one
+// JSON message.
+func codeBareErrors(data []byte) []byte {
+	if !bytes.Contains(data, bareErrorMark) {
+		return data
+	}
+	recode := func(msg []byte) []byte {
+		decoded, err := jsonrpc.DecodeMessage(msg)
+		resp, ok := decoded.(*jsonrpc.Response)
+		if err != nil || !ok || !codeBareError(resp) {
+			return msg
+		}
+		if out, err := jsonrpc.EncodeMessage(resp); err == nil {
+			return out
+		}
+		return msg
+	}
+	if data[0] == '{' {
+		return recode(data)
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	for i, line := range lines {
+		if payload, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			lines[i] = append([]byte("data: "), recode(payload)...)
+		}
+	}
+	return bytes.Join(lines, []byte("\n"))
 }

@@ -47,12 +47,18 @@ func (m rpcMessage) code(t testing.TB) int64 {
 // status and the JSON-RPC messages answered (a stream's events, or a JSON body).
 func mcpPost(t testing.TB, url, token string, body []byte) (int, []rpcMessage) {
 	t.Helper()
+	return mcpPostWithin(t, url, token, body, time.Minute)
+}
+
+// mcpPostWithin is mcpPost, failing when the answer takes longer than wait.
+func mcpPostWithin(t testing.TB, url, token string, body []byte, wait time.Duration) (int, []rpcMessage) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+"/mcp", bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	client := &http.Client{Timeout: time.Minute}
+	client := &http.Client{Timeout: wait}
 	resp, err := client.Do(req)
 	require.NoError(t, err, "body %q: the brain did not answer", body)
 	defer resp.Body.Close()
@@ -92,6 +98,8 @@ type stdioPeer struct {
 	lines  chan []byte
 	stderr *sqltest.SyncBuffer
 	pings  atomic.Int64
+	// wait bounds how long exchange waits for the answers (a minute unless set).
+	wait time.Duration
 }
 
 // startStdioPeer starts `brain mcp` (with env added) on a database and opens an MCP session (initialize);
@@ -100,7 +108,7 @@ func startStdioPeer(t testing.TB, dbURL string, env ...string) (p *stdioPeer, st
 	t.Helper()
 	cmd := exec.Command(brainBinary(t), "mcp")
 	cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_LOG_LEVEL=warn"), env...)
-	p = &stdioPeer{cmd: cmd, lines: make(chan []byte, 64), stderr: &sqltest.SyncBuffer{}}
+	p = &stdioPeer{cmd: cmd, lines: make(chan []byte, 64), stderr: &sqltest.SyncBuffer{}, wait: time.Minute}
 	cmd.Stderr = p.stderr
 	var err error
 	p.stdin, err = cmd.StdinPipe()
@@ -147,7 +155,7 @@ func (p *stdioPeer) exchange(t testing.TB, line []byte, wantAnswer bool) []rpcMe
 	require.NoError(t, err, "line %q: brain mcp no longer reads (stderr: %s)", line, p.stderr.String())
 	var out []rpcMessage
 	pinged := false
-	deadline := time.After(time.Minute)
+	deadline := time.After(p.wait)
 	for !pinged || (wantAnswer && len(out) == 0) {
 		select {
 		case raw, ok := <-p.lines:
@@ -164,7 +172,7 @@ func (p *stdioPeer) exchange(t testing.TB, line []byte, wantAnswer bool) []rpcMe
 			}
 			out = append(out, m)
 		case <-deadline:
-			t.Fatalf("line %q: no answer within a minute (stderr: %s)", line, p.stderr.String())
+			t.Fatalf("line %q: no answer within %s (stderr: %s)", line, p.wait, p.stderr.String())
 		}
 	}
 	return out
@@ -255,6 +263,10 @@ var wireCases = []struct {
 	{`{"jsonrpc":"2.0","id":10,"method":"tools/call"}`, `10`, -32602, http.StatusOK},
 	{`{"jsonrpc":"2.0","id":11,"method":"tools/list","params":[1]}`, `11`, -32602, http.StatusOK},
 	{`{"jsonrpc":"2.0","id":12,"method":"notifications/initialized"}`, `12`, -32600, http.StatusBadRequest},
+	{`{"jsonrpc":"2.0","id":16,"method":"initialize","params":{"protocolVersion":5}}`, `16`, -32600, http.StatusOK}, // the SDK's bare error, coded
+	// A URI with a DEL: the SDK's not-found error quoted it as \x7f, which is not JSON, and nothing was answered.
+	{`{"jsonrpc":"2.0","id":17,"method":"resources/read","params":{"uri":"skill:\u007f"}}`, `17`, -32602, http.StatusOK},
+	{`{"jsonrpc":"2.0","id":18,"method":"resources/read","params":{"uri":"skill://x/\u007f"}}`, `18`, -32602, http.StatusOK},
 	{`{"jsonrpc":"2.0","id":13,"method":7}`, `13`, -32600, http.StatusBadRequest},
 	{`{"jsonrpc":"2.0","id":14}`, `14`, -32600, http.StatusBadRequest},
 	{`{`, `null`, -32700, http.StatusBadRequest},
