@@ -12,7 +12,7 @@ BIN := $(CURDIR)/bin
 # db exports DATABASE_URL for the rest of a recipe line.
 db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 
-.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean mcp-peers
+.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean mcp-peers gem-contract
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -45,6 +45,14 @@ mcp-peers: ## install the MCP Inspector and server-everything the tests run agai
 		echo "installing the MCP test peers into $(MCP_PEERS)/node_modules (npm ci)"; \
 		npm ci --no-audit --no-fund --loglevel=error --prefix $(MCP_PEERS); \
 	fi
+
+# gem-contract: the original GEM's registry is not in the repository (a clone has no ../shared); its contract
+# is, as facts only (no description or title text) plus hashes of its prose's 5-word runs, in
+# registry/gemcontract/testdata, which every test that holds us to GEM's contract reads. Re-running it on the
+# same file changes nothing.
+GEM_CONTRACT_SOURCE ?= ../shared/gem/tools.registry.json
+gem-contract: ## regenerate registry/gemcontract/testdata from GEM's registry (GEM_CONTRACT_SOURCE)
+	$(GO) run ./registry/gemcontract/cmd/gem-contract -from $(GEM_CONTRACT_SOURCE) -to registry/gemcontract/testdata
 
 # make test gives the fuzzers a count of inputs rather than a duration: a duration's deadline races Go 1.26's
 # fuzzing coordinator (go.dev/issue/75804) and can fail a run that found nothing.

@@ -3,25 +3,31 @@ package brain
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Error codes. Each maps to one HTTP status in the API's status table (brain/api); clients match on the code.
 const (
-	EINVALID      = "invalid"           // the request or the plan it leads to is invalid (400)
-	EUNAUTHORIZED = "unauthorized"      // missing or wrong bearer token (401)
-	EFORBIDDEN    = "forbidden"         // the caller lacks a permission the request needs (403)
-	ENOTFOUND     = "not_found"         // unknown run, call or route (404)
-	ECONFLICT     = "conflict"          // the request does not fit the current state (409)
-	ETOOLARGE     = "too_large"         // the request body is over the limit (413)
-	EUNAVAILABLE  = "unavailable"       // the database or the LLM cannot be reached (503)
-	EINTERNAL     = "internal"          // a bug or an unexpected failure (500)
-	ENOPLAN       = "no_plan"           // nothing in the message matched what the brain can do (200, ok false)
-	ETIMEOUT      = "wait_timeout"      // receipts did not all arrive in time; the calls keep running (200, ok false)
-	ECALLFAILED   = "call_failed"       // a call ended with a failed or not_configured receipt (200, ok false)
-	EAWAITING     = "awaiting_approval" // a call waits for a person's decision (200, ok false)
+	EINVALID      = "invalid"              // the request or the plan it leads to is invalid (400)
+	EUNAUTHORIZED = "unauthorized"         // missing or wrong bearer token (401)
+	EFORBIDDEN    = "forbidden"            // the caller lacks a permission the request needs (403)
+	ENOTFOUND     = "not_found"            // unknown run, call or route (404)
+	ECONFLICT     = "conflict"             // the request does not fit the current state (409)
+	EKEYREUSED    = "idempotency_conflict" // an idempotency key its caller used with another input (422)
+	ETOOLARGE     = "too_large"            // the request body is over the limit (413)
+	EUNAVAILABLE  = "unavailable"          // the database or the LLM cannot be reached (503)
+	EINTERNAL     = "internal"             // a bug or an unexpected failure (500)
+	ENOPLAN       = "no_plan"              // nothing in the message matched what the brain can do (200, ok false)
+	ETIMEOUT      = "wait_timeout"         // receipts did not all arrive in time; the calls keep running (200, ok false)
+	ECALLFAILED   = "call_failed"          // a call ended with a failed or not_configured receipt (200, ok false)
+	EAWAITING     = "awaiting_approval"    // a call waits for a person's decision (200, ok false)
 	EMETHOD       = "method_not_allowed"
 	ENOLLM        = "llm_not_configured" // the request needs an LLM and none is configured (503)
 	EOVERLOADED   = "overloaded"         // too many requests at once; retry after the Retry-After header (503)
+	// EREQUESTTIMEOUT: the request's body did not arrive in time; the connection is closed (408).
+	EREQUESTTIMEOUT = "request_timeout"
 )
 
 // Error is the brain's one error type: a code, a message for people, and optional structured details
@@ -55,4 +61,41 @@ func AsError(err error) *Error {
 		return e
 	}
 	return &Error{Code: EINTERNAL, Message: "internal error"}
+}
+
+// IdempotencyKeyHeader is the HTTP request header that carries a client's key for its request (the IETF
+// HTTPAPI draft's Idempotency-Key), as a body's idempotency_key does.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// RequestKeyMaxLen bounds a client's key for its request.
+const RequestKeyMaxLen = 1000
+
+// RequestKey is the client's key for its request from the Idempotency-Key header's values (a structured-field
+// string, quoted, or the bare key) and the key the body or the protocol's own field gives: either, or both
+// when they agree.
+func RequestKey(header []string, field string) (string, error) {
+	if len(header) == 0 {
+		return field, nil
+	}
+	if len(header) > 1 {
+		return "", Errorf(EINVALID, "send one %s header, not %d", IdempotencyKeyHeader, len(header))
+	}
+	key := strings.TrimSpace(header[0])
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		unquoted, err := strconv.Unquote(key)
+		if err != nil {
+			return "", Errorf(EINVALID, "the %s header is not a valid quoted string", IdempotencyKeyHeader)
+		}
+		key = unquoted
+	}
+	switch {
+	case key == "" || utf8.RuneCountInString(key) > RequestKeyMaxLen:
+		return "", Errorf(EINVALID, "the %s header must hold 1 to %d characters", IdempotencyKeyHeader, RequestKeyMaxLen)
+	case strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) || !utf8.ValidString(key):
+		return "", Errorf(EINVALID, "the %s header holds a control character or invalid UTF-8", IdempotencyKeyHeader)
+	case field != "" && field != key:
+		return "", Errorf(EINVALID, "the %s header (%q) and the request's idempotency_key (%q) differ; send one key",
+			IdempotencyKeyHeader, key, field)
+	}
+	return key, nil
 }

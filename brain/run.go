@@ -192,15 +192,19 @@ func (d *Decision) UnmarshalJSON(data []byte) error {
 }
 
 // PrepareCalls merges the context into each planned input and validates it against the registry. It
-// returns one EINVALID error per call that fails, listing every violation.
+// returns one EINVALID error per call that fails, listing every violation. Errors name a call by its tool,
+// and by its place in the plan when there are several.
 func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string]any) []*Error {
 	var errs []*Error
 	for i := range calls {
 		pc := &calls[i]
+		label := pc.Tool
+		if len(calls) > 1 {
+			label = fmt.Sprintf("planned call %d (%s)", i, pc.Tool)
+		}
 		tool, ok := reg.Tool(pc.Tool)
 		if !ok {
-			errs = append(errs, &Error{Code: EINVALID, Message: fmt.Sprintf("planned call %d: no tool named %q in the registry", i, pc.Tool),
-				Details: map[string]any{"call": i, "tool": pc.Tool}})
+			errs = append(errs, unknownTool(reg, calls, i))
 			continue
 		}
 		input := map[string]any{}
@@ -208,7 +212,7 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 			// A stored plan holds its secrets sealed: they are checked in clear, and sealed again below.
 			clear, err := reg.OpenInput(tool.Name, pc.Input)
 			if err != nil {
-				errs = append(errs, &Error{Code: EUNAVAILABLE, Message: fmt.Sprintf("planned call %d (%s): %v", i, pc.Tool, err)})
+				errs = append(errs, &Error{Code: EUNAVAILABLE, Message: fmt.Sprintf("%s: %v", label, err)})
 				continue
 			}
 			pc.Input = clear
@@ -217,7 +221,7 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 			dec := json.NewDecoder(bytes.NewReader(pc.Input))
 			dec.UseNumber()
 			if err := dec.Decode(&input); err != nil {
-				errs = append(errs, &Error{Code: EINVALID, Message: fmt.Sprintf("planned call %d (%s): input is not a JSON object", i, pc.Tool)})
+				errs = append(errs, &Error{Code: EINVALID, Message: fmt.Sprintf("%s: the input is not a JSON object", label)})
 				continue
 			}
 		}
@@ -239,7 +243,7 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 				registry.RedactViolations(tool, ve.Violations)
 				details["violations"] = ve.Violations
 			}
-			errs = append(errs, &Error{Code: EINVALID, Message: fmt.Sprintf("planned call %d (%s) has invalid input: %v", i, pc.Tool, err), Details: details})
+			errs = append(errs, &Error{Code: EINVALID, Message: fmt.Sprintf("%s has invalid input: %v", label, err), Details: details})
 			continue
 		}
 		sealed, err := SealInput(reg, tool.Name, pc.Input)
@@ -250,6 +254,23 @@ func PrepareCalls(reg *registry.Registry, calls []PlannedCall, ctxIDs map[string
 		pc.Input = sealed
 	}
 	return errs
+}
+
+// unknownTool is the error of a call to a tool the registry lacks, suggesting the closest names.
+func unknownTool(reg *registry.Registry, calls []PlannedCall, i int) *Error {
+	name := calls[i].Tool
+	msg := fmt.Sprintf("no tool named %q in the registry", name)
+	if len(calls) > 1 {
+		msg = fmt.Sprintf("planned call %d: %s", i, msg)
+	}
+	details := map[string]any{"call": i, "tool": name}
+	if similar := reg.SimilarNames(name); len(similar) > 0 {
+		details["did_you_mean"] = similar
+		msg += "; did you mean " + strings.Join(similar, ", ") + "?"
+	} else {
+		msg += ", nor one close to it: GET /brain/tools lists them"
+	}
+	return &Error{Code: EINVALID, Message: msg, Details: details}
 }
 
 // ErrSealedInput refuses a request whose secret property holds a sealed value ({"$gem_secret": …}): it was

@@ -9,15 +9,16 @@ import (
 	gemsql "github.com/gemhq/gem/sql"
 )
 
-// syncTools writes what a call's insert must know of each registry tool into core_tools: its permissions and
-// whether its calls need approval (docs/governance.md#approvals). Every executor does it at start; the last
+// syncTools writes what a call's insert must know of each registry tool into core_tools: its permissions,
+// where its secret inputs are (a request key's fingerprint leaves them out), and whether its calls need approval (docs/governance.md#approvals). Every executor does it at start; the last
 // one started wins, as its registry is the newest.
 func (e *Executor) syncTools(ctx context.Context) error {
 	type row struct {
-		Name        string   `json:"name"`
-		Permissions []string `json:"permissions"`
-		Required    bool     `json:"approval_required"`
-		ExpiresMS   int64    `json:"approval_expires_ms"`
+		Name        string     `json:"name"`
+		Permissions []string   `json:"permissions"`
+		Required    bool       `json:"approval_required"`
+		ExpiresMS   int64      `json:"approval_expires_ms"`
+		SecretPaths [][]string `json:"secret_paths"`
 	}
 	var rows []row
 	for _, t := range e.reg.Tools() {
@@ -25,24 +26,32 @@ func (e *Executor) syncTools(ctx context.Context) error {
 		if !required {
 			expires = 24 * time.Hour
 		}
-		rows = append(rows, row{Name: t.Name, Permissions: t.Permissions, Required: required, ExpiresMS: expires.Milliseconds()})
+		paths := t.SecretPaths()
+		if paths == nil {
+			paths = [][]string{}
+		}
+		rows = append(rows, row{Name: t.Name, Permissions: t.Permissions, Required: required, ExpiresMS: expires.Milliseconds(), SecretPaths: paths})
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {
 		return err
 	}
-	_, err = e.pool.Exec(ctx, `INSERT INTO core_tools (name, permissions, approval_required, approval_expires_ms)
-		SELECT name, permissions, approval_required, approval_expires_ms
-		FROM jsonb_to_recordset($1::jsonb) AS t(name text, permissions text[], approval_required boolean, approval_expires_ms integer)
+	_, err = e.pool.Exec(ctx, `INSERT INTO core_tools (name, permissions, approval_required, approval_expires_ms, secret_paths)
+		SELECT name, permissions, approval_required, approval_expires_ms, secret_paths
+		FROM jsonb_to_recordset($1::jsonb)
+			AS t(name text, permissions text[], approval_required boolean, approval_expires_ms integer, secret_paths jsonb)
 		ON CONFLICT (name) DO UPDATE SET permissions = EXCLUDED.permissions, approval_required = EXCLUDED.approval_required,
-			approval_expires_ms = EXCLUDED.approval_expires_ms, updated_at = now()
-		WHERE (core_tools.permissions, core_tools.approval_required, core_tools.approval_expires_ms)
-			IS DISTINCT FROM (EXCLUDED.permissions, EXCLUDED.approval_required, EXCLUDED.approval_expires_ms)`, string(doc))
+			approval_expires_ms = EXCLUDED.approval_expires_ms, secret_paths = EXCLUDED.secret_paths, updated_at = now()
+		WHERE (core_tools.permissions, core_tools.approval_required, core_tools.approval_expires_ms, core_tools.secret_paths)
+			IS DISTINCT FROM (EXCLUDED.permissions, EXCLUDED.approval_required, EXCLUDED.approval_expires_ms, EXCLUDED.secret_paths)`, string(doc))
 	if err != nil {
 		return fmt.Errorf("error recording the registry's tools in core_tools: %w", err)
 	}
 	return nil
 }
+
+// forgetRequestKeysSQL deletes the request keys past their window (docs/architecture.md#idempotency).
+const forgetRequestKeysSQL = `DELETE FROM core_request_keys WHERE created_at < now() - gem_idempotency_window()`
 
 // approvalsLoop ends, with their receipt (approval_expired), the calls whose approval expired undecided: it
 // sleeps until the next expiry, and looks again at least every second for approvals made meanwhile (none
@@ -56,6 +65,10 @@ func (e *Executor) approvalsLoop() {
 			lastForget = time.Now()
 			if _, err := e.pool.Exec(e.dbCtx, forgetRatesSQL); err != nil && e.dbCtx.Err() == nil {
 				e.log.Warn().Err(err).Msg("error forgetting old rate windows")
+			}
+			// So would the request keys clients send; a key past its window no longer holds anyway.
+			if _, err := e.pool.Exec(e.dbCtx, forgetRequestKeysSQL); err != nil && e.dbCtx.Err() == nil {
+				e.log.Warn().Err(err).Msg("error forgetting request keys past their window")
 			}
 		}
 		wait := time.Second

@@ -182,8 +182,14 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 		e.observeBatch(batchEnd{tx: tx, ran: ran, retried: retried, err: err})
 	}
 	if err != nil {
+		if tx == nil {
+			// No connection (the database away): the transaction never began, and every call of the batch
+			// is retried. They were dropped here, and their runs waited for a result for ever.
+			ran = items
+		}
 		// Nothing in the transaction was kept: every call it reached is retried.
 		e.log.Warn().Err(err).Int("batch_size", len(ran)).Msg("batch did not commit; its calls will be retried")
+		err = awayOr(err)
 		for _, p := range ran {
 			p.result <- err
 		}
@@ -491,6 +497,10 @@ func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	if a.givesSlotBack() {
 		t.pipe.hold(wakeWaiterSQL, a.tool.Name)
 	}
+	if a.e.isDeviceJob(a.args) {
+		// A receipt leaves no attempt of its call open (see abandonOpenSQL).
+		t.pipe.hold(abandonOpenSQL, [16]byte(a.args.CallID))
+	}
 	if h := a.p.handOff; h != nil && h.key != "" && d.status != registry.StatusSucceeded {
 		// The hand-off committed the key; a call that failed gives it back, as a rolled-back one would.
 		t.pipe.hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
@@ -623,7 +633,7 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 			CallID: a.args.CallID, ToolName: a.toolName, Status: string(d.status), Result: d.result, Error: d.err,
 			Effects:        effectsJSON{DBWrites: d.dbWrites, Outside: d.outside, FilesWritten: d.files},
 			Fields:         []string{},
-			IdempotencyKey: a.key, IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
+			IdempotencyKey: a.shownKey(), IdempotencyHit: d.hit, IdempotencyOf: d.hitOf,
 			Attempt: a.job.Attempt, DurationMS: d.durationMS, StartedAt: a.started, Collect: d == uncollected,
 			Device: d.device, DevicesTried: d.devicesTried, LimitWaitMS: a.limitWaitMS(),
 		}

@@ -222,7 +222,8 @@ func TestBatchKeyedDuplicatesInOneTransaction(t *testing.T) {
 		phone := fmt.Sprintf("0413 %03d %03d", i, i)
 		require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM leads WHERE phone = $1`, phone), "pair %d", i)
 		var keyHolder uuid.UUID
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT call_id FROM core_idempotency_keys WHERE tool_name = 'leads.create' AND key = $1`, phone).Scan(&keyHolder))
+		key := fmt.Sprintf("+61413%03d%03d", i, i) // the number in E.164
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT call_id FROM core_idempotency_keys WHERE tool_name = 'leads.create' AND key = $1`, key).Scan(&keyHolder))
 		require.Equal(t, orig.CallID, keyHolder, "pair %d", i)
 		if txOf[orig.CallID] == txOf[hit.CallID] {
 			together++

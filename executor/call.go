@@ -38,7 +38,10 @@ type attempt struct {
 
 	tool    *registry.Tool
 	handler Handler
-	key     string
+	// key is the tool's own idempotency key (registry.Tool.IdempotencyKeyFor), claimed in
+	// core_idempotency_keys; a key the client sent (explicitKey) was also claimed as its request's key when the
+	// call was inserted (core_request_keys), for a tool of any mode.
+	key string
 	// value is the decoded, valid input (limits may be counted by one of its properties).
 	value any
 	// deviceLimitKey is the concurrency limit a device call's attempts count under ("": none).
@@ -180,7 +183,7 @@ func (a *attempt) precheck() *receiptDraft {
 	}
 	if !ok {
 		details := map[string]any{"tool": a.toolName}
-		if similar := a.e.similarTools(a.toolName); len(similar) > 0 {
+		if similar := a.e.reg.SimilarNames(a.toolName); len(similar) > 0 {
 			details["did_you_mean"] = similar
 		}
 		return failed(registry.CodeUnknownTool, fmt.Sprintf("no tool named %q in the registry", a.toolName), details)
@@ -234,6 +237,14 @@ func (a *attempt) precheck() *receiptDraft {
 		})
 	}
 	a.handler = handler
+	if handler.Key != nil && a.explicitKey == "" && a.key != "" {
+		if a.key, err = handler.Key(a.key); err != nil {
+			if he, ok := asError(err); ok {
+				return failed(he.Code, he.Message, he.Details)
+			}
+			return failed(registry.CodeValidation, err.Error(), map[string]any{"key_field": tool.Idempotency.KeyField})
+		}
+	}
 
 	if a.outsideToken != nil && *a.outsideToken != a.p.outsideToken && tool.RunsAtMostOnce() {
 		started := 0
@@ -407,6 +418,14 @@ func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.U
 	return &receiptDraft{status: registry.StatusSucceeded, result: result, hit: true, hitOf: &holder}, nil
 }
 
+// shownKey is the key a receipt and a handler see: the client's, else the tool's own.
+func (a *attempt) shownKey() string {
+	if a.explicitKey != "" {
+		return a.explicitKey
+	}
+	return a.key
+}
+
 // timeout is the tool's timeout, or the shorter one the call's agent's assignments give it.
 func (a *attempt) timeout() time.Duration {
 	t := a.tool.Timeout()
@@ -429,7 +448,7 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 	defer cancel()
 	g := newGuardedDB(conn)
 	c := &Call{
-		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.key,
+		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.shownKey(),
 		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log, invoke: a.invoke,
 	}
 	type ret struct {
@@ -488,6 +507,10 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 // txBrokenError marks a failure after which the transaction must not be used.
 type txBrokenError struct{ error }
 
+// Unwrap gives its cause: a transaction broken by the database going away is retried without spending an
+// attempt (see databaseAwayError).
+func (e txBrokenError) Unwrap() error { return e.error }
+
 // classify turns a handler error into a receipt, or returns it as transient. A database error with a
 // SQLSTATE of sqlstateCodes gets its code there; any other error is handler_error.
 func (a *attempt) classify(err error) (*receiptDraft, error) {
@@ -522,27 +545,23 @@ func (a *attempt) classify(err error) (*receiptDraft, error) {
 	return failed(registry.CodeHandlerError, "the handler failed: "+err.Error(), details), nil
 }
 
-// isTransient reports whether err is worth retrying: the connection or server went away, or PostgreSQL
-// aborted the statement for a reason that passes (serialization failure, deadlock, lock timeout).
+// isTransient reports whether err is worth retrying: the database is away (gemsql.DatabaseAway), or
+// PostgreSQL aborted the statement for a reason that passes (serialization failure, deadlock, lock timeout,
+// a statement cancelled), or the transaction or connection broke.
 func isTransient(err error) bool {
+	if gemsql.DatabaseAway(err) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "40001", "40P01", "55P03", "57014":
 			return true
 		}
-		switch pgErr.Code[:2] {
-		case "08", "53", "57", "58":
-			return true
-		}
 		return false
 	}
 	var tb txBrokenError
 	if errors.As(err, &tb) || pgconn.SafeToRetry(err) {
-		return true
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
 		return true
 	}
 	var ne interface{ Timeout() bool }

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -168,6 +170,37 @@ func TestExecutorDeathsDoNotSpendAttempts(t *testing.T) {
 	require.Equal(t, registry.CodeJobDiscarded, r.Error.Code)
 }
 
+// The database going away under a call does not spend the call's attempts: its connection is ended in the
+// middle of its transaction, as a restart ends every connection, and the call, on its last attempt, runs
+// again and succeeds. (It was discarded: `make chaos` found calls whose attempts executor deaths had brought
+// to the last one, and which a restart then ended.)
+func TestDatabaseAwayDoesNotSpendAttempts(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startHelper(t)
+	var id uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, max_attempts)
+		VALUES ('test.slow_db', '{"ms": 1500}', 1) RETURNING id`).Scan(&id))
+	// Its handler has written its note and sleeps: the transaction is open on the helper's call connection.
+	var pid int
+	require.Eventually(t, func() bool {
+		err := b.pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+			AND application_name = 'gem-executor-calls' AND state = 'idle in transaction'`).Scan(&pid)
+		return err == nil
+	}, 20*time.Second, 5*time.Millisecond)
+	_, err := b.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
+
+	r := b.waitOne(t, ctx, id)
+	if r.Error != nil {
+		t.Fatalf("%s %s: %s %s", r.Status, r.Error.Code, r.Error.Message, r.Error.Details)
+	}
+	require.Equal(t, registry.StatusSucceeded, r.Status)
+	require.Equal(t, 1, r.Attempt, "the run the database cut short spent no attempt")
+	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM os_notes WHERE title = $1`, "slow "+id.String()),
+		"the cut-short run's note was rolled back with it")
+}
+
 // TestSIGTERMDrains stops an executor with SIGTERM while it runs three calls: the short one finishes within
 // the drain deadline; the long one is cancelled at the deadline, rolled back and finished by another
 // executor; the one that had sent a message is not sent again (River retries an interrupted run with the
@@ -224,4 +257,40 @@ func TestDuplicateExecutorIDRefused(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	require.Contains(t, string(out), fmt.Sprintf("another executor with id %q is running", id))
+}
+
+// A run of a device call that hands it to another device (its attempt never reached its device) does not
+// when the call has its receipt, also one being committed while it hands it out: the insert waits for that
+// commit and then inserts nothing. Two runs of one call can overlap (another executor takes a call up while
+// the executor waiting on its device has lost its liveness connection), and a device must never run a call
+// whose receipt says it did not run (device_unavailable).
+func TestNoAttemptForReceiptedCall(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	id := b.call(t, ctx, "os.health_check", `{}`)
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, error, error_code, attempt)
+		VALUES ($1, 'os.health_check', 'failed', '{"code": "device_unavailable", "message": "no device came"}', 'device_unavailable', 1)`, id)
+	require.NoError(t, err)
+
+	inserted := make(chan error, 1)
+	go func() {
+		var attempt int64
+		inserted <- b.pool.QueryRow(ctx, executor.AttemptInsertSQL, id, "laptop", 1000).Scan(&attempt)
+	}()
+	select {
+	case err := <-inserted:
+		t.Fatalf("the insert did not wait for the receipt's transaction: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit(ctx))
+	select {
+	case err := <-inserted:
+		require.ErrorIs(t, err, pgx.ErrNoRows, "nothing is handed out for a call that has its receipt")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the insert still waits after the receipt committed")
+	}
+	require.Zero(t, b.count(t, ctx, `SELECT count(*) FROM core_device_attempts WHERE call_id = $1`, id))
 }

@@ -303,13 +303,13 @@ func (e *Executor) runDevice(p *pending) error {
 	for {
 		dc, err := e.devices.route(p.ctx, p.args)
 		if err != nil {
-			return err
+			return awayOr(err)
 		}
 		if dc != nil && dc.early == nil && len(dc.alive) == 0 && !dc.handedOut {
 			alive, err := e.devices.awaitDevice(p.ctx, dc.candidates, dc.deadline, time.Now().Add(deviceWaitChunk))
 			switch {
 			case err != nil:
-				return err
+				return awayOr(err)
 			case len(alive) == 0 && time.Now().Before(dc.deadline):
 				return river.JobSnooze(0) // still waiting: go on in the job's next run
 			case len(alive) == 0:
@@ -330,7 +330,7 @@ func (e *Executor) runDevice(p *pending) error {
 		case errors.As(err, &busy):
 			// Another call holds the key and is still with its device: its receipt decides this one.
 			if err := e.awaitReceipt(p, dc, busy.holder); err != nil {
-				return err
+				return awayOr(err)
 			}
 			continue
 		case !errors.Is(err, errHandedOff):
@@ -347,9 +347,12 @@ func (e *Executor) runDevice(p *pending) error {
 			return p.ctx.Err() // shut down: the job's next run waits on
 		case timedOut:
 			ans.err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("no answer from a device within the tool's %s timeout (and the call's wait for a device)", dc.tool.Timeout())}
-		case he != nil && he.retryable && p.job.Attempt < p.job.MaxAttempts:
+		case he != nil && he.retryable:
+			// Never a receipt: the call may be with its device. The next run waits on from its attempts; a
+			// call that keeps failing is discarded by River, and the safety net ends it outcome_unknown and
+			// abandons its attempt (00036).
 			a.log.Warn().Err(ans.err).Msg("transient failure waiting for a device; the call will be retried")
-			return ans.err
+			return awayOr(ans.err)
 		}
 		p.handOff.answer = ans
 		p.phase = phaseRun
@@ -399,6 +402,14 @@ type keyBusyError struct{ holder uuid.UUID }
 func (k *keyBusyError) Error() string {
 	return fmt.Sprintf("idempotency key holder %s has no receipt yet", k.holder)
 }
+
+// abandonOpenSQL ends a device call's attempt still queued or sent when its receipt is written: nobody waits
+// for it any more, so no hub hands it out and the hub holding its device tells the device to cancel. The
+// relay leaves none open on its way to a receipt; this holds when it could not (a wait that timed out and
+// could not abandon its attempt, the database away). The safety net does the same for its receipts (00036).
+const abandonOpenSQL = `UPDATE core_device_attempts SET state = 'abandoned', finished_at = now()
+	WHERE call_id = $1 AND state IN ('queued', 'sent')
+	RETURNING pg_notify('` + gemsql.DeviceDispatchChannel + `', device)`
 
 // releaseKeySQL gives back the key a device call's hand-off claimed, when the call fails.
 const releaseKeySQL = `DELETE FROM core_idempotency_keys WHERE tool_name = $1 AND key_hash = $2 AND call_id = $3`
@@ -515,10 +526,14 @@ const firstAttemptSQL = `WITH prior AS (SELECT id, device, state, result, error 
 		RETURNING id, device, state, result, error)
 	SELECT * FROM prior UNION ALL SELECT * FROM ins ORDER BY id`
 
-// attemptInsertSQL hands a call to a device (the insert's trigger tells the hubs).
-// A failover's attempt counts under the same concurrency limit as the call's first.
+// attemptInsertSQL hands a call to a device (the insert's trigger tells the hubs), unless the call has its
+// receipt: another run of it may have ended it (runs overlap when an executor's liveness connection drops),
+// and its receipt may say it never ran. The call's row is share-locked, so a receipt being committed is
+// waited for and then seen. A failover's attempt counts under the same concurrency limit as the call's first.
 const attemptInsertSQL = `INSERT INTO core_device_attempts (call_id, device, timeout_ms, limit_key)
-	VALUES ($1, $2, $3, (SELECT limit_key FROM core_device_attempts WHERE call_id = $1 ORDER BY id LIMIT 1)) RETURNING id`
+	SELECT c.id, $2, $3, (SELECT limit_key FROM core_device_attempts WHERE call_id = $1 ORDER BY id LIMIT 1)
+	FROM core_tool_calls c WHERE c.id = $1 AND c.status = 'queued' FOR SHARE OF c
+	RETURNING id`
 
 func scanAttempts(rows pgx.Rows, err error) ([]deviceAttempt, error) {
 	if err != nil {
@@ -604,6 +619,11 @@ func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []devic
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.ConstraintName == "core_device_attempts_one_open" {
 			continue // another run of this call handed it out first: wait on its attempt
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Another run of the call wrote its receipt: this one ends, and the job's next run completes it.
+			ans.err = Retryable(errors.New("the call has its receipt (another run of it ended it); not handing it out again"))
+			return ans
 		}
 		if err != nil {
 			ans.err = Retryable(fmt.Errorf("error handing the call to device %s: %w", dev, err))

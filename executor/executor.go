@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -56,6 +55,8 @@ type Executor struct {
 	inputCutoff int64
 	// waker wakes River when jobs snoozed by a limit are due.
 	waker *waker
+	// jobs are the jobs this executor's workers hold (see rescueOrphans).
+	jobs jobTracker
 	// secrets seals and opens secret inputs (nil: no GEM_SECRET_KEY).
 	secrets *registry.Secrets
 	// metrics counts calls, batches and rescues (nil: no Config.Metrics); tracer makes calls' spans (nil: no
@@ -323,52 +324,6 @@ func (a *attempt) Run(ev *zerolog.Event, _ zerolog.Level, _ string) {
 	}
 }
 
-// similarTools suggests registry names close to an unknown one.
-func (e *Executor) similarTools(name string) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	var cands []cand
-	limit := max(3, len(name)/3)
-	for _, t := range e.reg.Tools() {
-		if d := editDistance(name, t.Name); d <= limit {
-			cands = append(cands, cand{t.Name, d})
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].d != cands[j].d {
-			return cands[i].d < cands[j].d
-		}
-		return cands[i].name < cands[j].name
-	})
-	var out []string
-	for i := 0; i < len(cands) && i < 3; i++ {
-		out = append(out, cands[i].name)
-	}
-	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // callWorker is the River worker of every tool call.
 type callWorker struct {
 	river.WorkerDefaults[registry.CallArgs]
@@ -387,7 +342,40 @@ func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
 	return jobTimeoutMargin
 }
 
-func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
+// awayRetry is when a call whose run the database's absence cut short is taken up again.
+const awayRetry = time.Second
+
+func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) (err error) {
+	w.e.jobs.begin(job.ID)
+	defer func() { w.e.jobs.end(job.ID, err) }()
+	err = w.work(ctx, job)
+	var away databaseAwayError
+	if errors.As(err, &away) && ctx.Err() == nil {
+		// Nothing of the run was kept (or the next run finds its receipt): waiting for the database is not
+		// the call's failure, so the call is given back without spending an attempt, as River's snooze does.
+		// A restart otherwise spent the last attempt of a call that executor deaths had brought to it (they
+		// spend none), and River discarded it.
+		return river.JobSnooze(awayRetry)
+	}
+	return err
+}
+
+// databaseAwayError marks a failure of the executor's own statements (a batch's transaction, the device
+// relay's reads and writes) caused by the database being away (gemsql.DatabaseAway). A handler's errors
+// are never marked: a service it calls being away spends attempts as any transient failure does.
+type databaseAwayError struct{ error }
+
+func (e databaseAwayError) Unwrap() error { return e.error }
+
+// awayOr marks err when the database being away caused it.
+func awayOr(err error) error {
+	if gemsql.DatabaseAway(err) {
+		return databaseAwayError{err}
+	}
+	return err
+}
+
+func (w *callWorker) work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
 	e := w.e
 	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
 	if e.tracer != nil {

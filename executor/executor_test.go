@@ -182,13 +182,13 @@ func TestIdempotencyKeyed(t *testing.T) {
 	require.True(t, r2.IdempotencyHit)
 	require.Equal(t, &first, r2.IdempotencyOf)
 	require.JSONEq(t, string(r1.Result), string(r2.Result))
-	require.Equal(t, "0412 345 678", r2.IdempotencyKey)
+	require.Equal(t, "+61412345678", r2.IdempotencyKey, "the key is the number in E.164")
 
-	// The same number typed differently is another key, but still one lead: the handler finds it.
+	// The same number typed differently is the same key (leads.create's Handler.Key).
 	third := b.call(t, ctx, "leads.create", `{"name": "Ann", "phone": "0412345678", "suburb": "Newtown"}`)
 	r3 := b.waitOne(t, ctx, third)
-	require.False(t, r3.IdempotencyHit)
-	require.Equal(t, false, decodeResult(t, r3).get(t, "created"))
+	require.True(t, r3.IdempotencyHit)
+	require.Equal(t, &first, r3.IdempotencyOf)
 	require.Empty(t, r3.Effects.DBWrites)
 
 	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM leads`))

@@ -2,18 +2,24 @@ package executor_test
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemcontract"
 	"github.com/stretchr/testify/require"
 )
 
-// gemRegistryPath is the original GEM's registry (../shared beside the repository): its output schemas are
-// the contract GEM's users read results by.
-const gemRegistryPath = "../../shared/gem/tools.registry.json"
-
-var gemRegistry = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(gemRegistryPath) })
+// gemRegistry is the original GEM's contract (the repository's extract, registry/gemcontract): its output
+// schemas are the contract GEM's users read results by.
+var gemRegistry = sync.OnceValues(func() (*registry.Registry, error) {
+	ours, err := os.ReadFile("../tools.registry.json")
+	if err != nil {
+		return nil, err
+	}
+	return gemcontract.Registry(ours)
+})
 
 // requireGEMOutput checks a result of a GEM tool against GEM's output schema (as well as ours, which the
 // executor checked before writing the receipt). Tools that exist only here, and failed calls, pass.
@@ -25,7 +31,7 @@ func requireGEMOutput(t testing.TB, r *registry.Receipt) {
 func gemOutputError(r *registry.Receipt) error {
 	gem, err := gemRegistry()
 	if err != nil {
-		return fmt.Errorf("GEM's registry must be at %s: %w", gemRegistryPath, err)
+		return fmt.Errorf("GEM's contract: %w", err)
 	}
 	tool, ok := gem.Tool(r.ToolName)
 	if !ok || r.Status != registry.StatusSucceeded {

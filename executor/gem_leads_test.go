@@ -32,14 +32,15 @@ func TestGEMLeadsCreateOnePerPhone(t *testing.T) {
 	require.Equal(t, registry.StatusSucceeded, r2.Status)
 	require.True(t, r2.IdempotencyHit)
 	require.Equal(t, &first, r2.IdempotencyOf)
-	require.Equal(t, "0400 111 222", r2.IdempotencyKey)
+	require.Equal(t, "+61400111222", r2.IdempotencyKey, "keyed by the number in E.164")
 	require.JSONEq(t, string(r1.Result), string(r2.Result), "the second call answers with the first call's result")
 	require.Empty(t, r2.Effects.DBWrites, "the handler did not run again")
 
-	// The same number typed differently: the handler finds the lead on file.
-	r3, rc := b.ok(t, ctx, "leads.create", J{"name": "Tom", "phone": "0400-111-222", "suburb": "Newtown"})
+	// The same number typed differently is the same key: the first call's receipt again.
+	r3, rc := b.ok(t, ctx, "leads.create", J{"name": "Tom", "phone": "+61 400 111 222", "suburb": "Newtown"})
 	require.Equal(t, res1.str(t, "lead_id"), r3.str(t, "lead_id"))
-	require.Equal(t, false, r3.get(t, "created"))
+	require.True(t, rc.IdempotencyHit)
+	require.Equal(t, &first, rc.IdempotencyOf)
 	require.Empty(t, rc.Effects.DBWrites)
 	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM leads`))
 	require.Equal(t, "Tom Nguyen", b.str(t, ctx, `SELECT name FROM leads`))

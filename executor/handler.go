@@ -37,6 +37,11 @@ type Handler struct {
 	// that wait on something outside PostgreSQL (an HTTP API), so they never hold up other calls' commits.
 	// Tools whose permissions mean outside effects are always isolated.
 	Isolated bool
+
+	// Key, for a keyed tool, turns the value of its key_field into the idempotency key the call is kept
+	// under, so one thing written two ways is one key (leads.create: a phone number in E.164). An error ends
+	// the call before it runs, as Run's would. A key the caller gave is kept as it is.
+	Key func(value string) (string, error)
 }
 
 // MissingEnv lists the variables of names that are unset or empty here: what keeps a handler's RequiredEnv
@@ -130,7 +135,8 @@ type Call struct {
 	Input json.RawMessage
 	// Attempt is River's attempt number, from 1.
 	Attempt int
-	// IdempotencyKey is the key the call holds (modes keyed and safe-retry), or "".
+	// IdempotencyKey is the key the client sent with the call, else a keyed tool's key_field value, or "": a
+	// handler may pass it on to a service that takes one.
 	IdempotencyKey string
 	// Agent is the agent the call is made for, or "".
 	Agent string

@@ -119,7 +119,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return nil
 		}
 		m.Executor.closePools()
-		if !gemsql.ConnectionError(err) || ctx.Err() != nil || time.Now().Add(time.Second).After(deadline) {
+		if !gemsql.DatabaseAway(err) || ctx.Err() != nil || time.Now().Add(time.Second).After(deadline) {
 			m.Pool.Close()
 			return err
 		}

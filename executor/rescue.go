@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	gemsql "github.com/gemhq/gem/sql"
@@ -65,6 +66,72 @@ RETURNING j.id, j.state`
 
 // crashRescuesMax is how many executor deaths a call may live through beyond its attempts.
 const crashRescuesMax = 10
+
+// rescueOrphansSQL gives back the running jobs of this executor ($1) that it is not working on: River's
+// fetch committed them (or River was to record how their run ended), but the database went away before
+// River could hand them over or record it. Nothing else frees them while the executor lives and holds its
+// lock: River's rescue of stuck jobs waits the longest tool timeout and more (a PostgreSQL restart left
+// calls running for 2.5 minutes). $2 are the jobs it is working on or whose run ended less than
+// orphanGrace ago (River may still be recording it); a job fetched less than orphanGrace ago may be on its
+// way to a worker. The run that was lost spends no attempt, as a snooze does; the job's errors say why.
+const rescueOrphansSQL = `
+UPDATE river_job j
+SET state = 'available', scheduled_at = now(), attempt = greatest(j.attempt - 1, 0),
+	errors = array_append(j.errors, jsonb_build_object('at', now(), 'attempt', j.attempt, 'trace', '',
+		'error', 'executor ' || $1 || ' lost this run (the database went away between River and the call); given back'))
+WHERE j.kind = 'gem.tool_call' AND j.state = 'running' AND j.attempted_by[array_upper(j.attempted_by, 1)] = $1
+	AND j.attempted_at < now() - make_interval(secs => $3) AND NOT (j.id = ANY ($2::bigint[]))
+RETURNING j.id`
+
+// orphanGrace is how long a job of this executor's may be running without a worker before it is an orphan:
+// longer than River takes from its fetch to the worker, and than its completer retries recording a run.
+const orphanGrace = 10 * time.Second
+
+// jobTracker knows the jobs this executor's workers hold, and those whose run ended with an error (a
+// retry or snooze River's completer records) less than orphanGrace ago.
+type jobTracker struct {
+	mu      sync.Mutex
+	working map[int64]bool
+	ended   map[int64]time.Time
+}
+
+func (j *jobTracker) begin(id int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.working == nil {
+		j.working, j.ended = map[int64]bool{}, map[int64]time.Time{}
+	}
+	j.working[id] = true
+	delete(j.ended, id)
+}
+
+// end records that a run returned; a run that returned nil completed its job in its own transaction.
+func (j *jobTracker) end(id int64, err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.working, id)
+	if err != nil {
+		j.ended[id] = time.Now()
+	}
+}
+
+// held lists the jobs that are not orphans, forgetting runs that ended long enough ago.
+func (j *jobTracker) held() []int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ids := make([]int64, 0, len(j.working)+len(j.ended))
+	for id := range j.working {
+		ids = append(ids, id)
+	}
+	for id, at := range j.ended {
+		if time.Since(at) > orphanGrace {
+			delete(j.ended, id)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
 
 // startLiveness registers the executor and takes its liveness lock. It fails if another running executor
 // has the same id.
@@ -170,6 +237,9 @@ func (e *Executor) rescueLoop() {
 		if err := gemsql.Guarded(&e.log, "rescuing dead executors' calls", rescue); err != nil && e.dbCtx.Err() == nil {
 			e.log.Warn().Err(err).Msg("error rescuing the calls of dead executors")
 		}
+		if err := e.rescueOrphans(e.dbCtx); err != nil && e.dbCtx.Err() == nil {
+			e.log.Warn().Err(err).Msg("error giving back the calls this executor lost")
+		}
 	}
 }
 
@@ -206,4 +276,24 @@ func (e *Executor) rescueDead(ctx context.Context) (int, error) {
 		e.log.Warn().Int("retried", retried).Int("discarded", discarded).Msg("took up the running calls of a dead executor")
 	}
 	return retried + discarded, nil
+}
+
+// rescueOrphans gives back the running jobs this executor lost (see rescueOrphansSQL).
+func (e *Executor) rescueOrphans(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rows, err := e.pool.Query(ctx, rescueOrphansSQL, e.cfg.ID, e.jobs.held(), orphanGrace.Seconds())
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		e.metrics.observeRescue(len(ids), 0)
+		e.wakeRiver()
+		e.log.Warn().Int("retried", len(ids)).Ints64("job_ids", ids).Msg("gave back running calls this executor lost when the database went away")
+	}
+	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	gemsql "github.com/gemhq/gem/sql"
-	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -19,22 +17,7 @@ func TestApprovalsThroughRestarts(t *testing.T) {
 	bins := testBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := startCluster(bins.root, defaultChaosDir(bins.root)+"-approvals") // a folder the server's user can reach
-	require.NoError(t, err)
-	t.Cleanup(c.stop)
-	dbURL, err := c.freshDatabase(ctx, "gem_approvals")
-	require.NoError(t, err)
-	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-proof", MaxConns: 5, ConnectWait: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, err = gemsql.Migrate(ctx, pool, nil)
-	require.NoError(t, err)
-	logs := &sqltest.SyncBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log("\n" + logs.String())
-		}
-	})
+	c, dbURL, pool, logs := restartableDB(t, ctx, bins, "approvals")
 	env := []string{"GEM_DB_CONNECT_WAIT=2m"}
 	exec, err := startExecutor(bins, dbURL, "approvals-1", env, logs, pool, true)
 	require.NoError(t, err)

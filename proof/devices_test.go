@@ -342,6 +342,33 @@ func TestDeviceKilledMidCall(t *testing.T) {
 	require.Equal(t, "laptop", dev)
 }
 
+// A device killed mid-call and started again at once, before its heartbeat deadline (10 s here), registers
+// knowing nothing of the call: its registration ends the attempt lost there and then, so the call ends
+// outcome_unknown at once. (A registration naming no running calls used to end nothing: the attempt stayed
+// sent until the tool's 20 s timeout, and `make chaos` found calls whose job ran out of attempts meanwhile.)
+func TestDeviceRestartedMidCall(t *testing.T) {
+	t.Parallel()
+	r := newRigT(t, "GEM_DEVICE_MISSED_HEARTBEATS=50")
+	r.device("laptop", "", "")
+	ctx := context.Background()
+
+	id, err := r.call(ctx, "lab.effect", map[string]any{"key": "restarted", "sleep_ms": 5000}, "laptop", 0)
+	require.NoError(t, err)
+	require.Equal(t, "laptop", r.awaitStarted("restarted"))
+	r.procs["laptop"].kill()
+	killed := time.Now()
+	r.device("laptop", "", "")
+	var state string
+	require.NoError(t, r.pool.QueryRow(ctx, `SELECT state FROM core_device_attempts WHERE call_id = $1`, id).Scan(&state))
+	require.Equal(t, gemsql.AttemptLost, state, "the new registration names no running call: the attempt it was sent ended")
+
+	rc, err := r.receipt(ctx, id, 40*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, registry.CodeOutcomeUnknown, rc.Error.Code, rc.Error.Message)
+	require.Less(t, time.Since(killed), 10*time.Second, "ended by the registration, not by the tool's timeout")
+	require.Equal(t, 1, r.lab.count("effect", "restarted"))
+}
+
 // The freshest device's hub dies: its device can no longer be reached, the call handed to it is never sent,
 // and after the device's heartbeat deadline it goes to the device on the other hub.
 func TestDeviceFailoverAcrossHubs(t *testing.T) {

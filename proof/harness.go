@@ -48,11 +48,12 @@ type cluster struct {
 	url    string
 	script string
 	env    []string // GEM_PG_* for dev-postgres.sh; nil for DATABASE_URL
+	dir    string   // a private cluster's folder, when the test chose it
 }
 
 // startCluster starts the private cluster in dir (empty: the repository's usual one) and returns it.
 func startCluster(root, dir string) (*cluster, error) {
-	c := &cluster{script: filepath.Join(root, "sql", "dev-postgres.sh"), env: []string{}}
+	c := &cluster{script: filepath.Join(root, "sql", "dev-postgres.sh"), env: []string{}, dir: dir}
 	if dir != "" {
 		// A cluster of its own picks a free port, whatever port the usual one was told to use.
 		c.env = append(c.env, "GEM_PG_DIR="+dir, "GEM_PG_PORT=")
@@ -92,6 +93,32 @@ func (c *cluster) restart() error {
 	}
 	_, err := c.run("restart")
 	return err
+}
+
+// crash stops a private server at once, as a crash would: an immediate shutdown (SIGQUIT to the
+// postmaster), which cuts every connection without a checkpoint; starting it again recovers from its log.
+func (c *cluster) crash() error {
+	if c.dir == "" {
+		return errors.New("only a cluster in a folder of its own can be crashed")
+	}
+	pidFile := filepath.Join(c.dir, "data", "postmaster.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		return fmt.Errorf("%s: %w", pidFile, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGQUIT); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postmaster %d still running 30s after SIGQUIT", pid)
+		}
+	}
+	return nil
 }
 
 // stop stops the private server.

@@ -1,6 +1,7 @@
 package registry_test
 
-// GEM's contract: the original GEM's registry (../shared/gem/tools.registry.json) is what GEM's users call.
+// GEM's contract: the original GEM's registry is what GEM's users call. The repository keeps it as facts (the
+// gemcontract package's extract, made by make gem-contract), so these tests read nothing outside it.
 // Every GEM tool must be in ours under its name, accept exactly the inputs GEM's accepts and refuse the
 // ones it refuses, and carry the same idempotency, permissions, timeout and receipt fields. Inputs are
 // generated from GEM's schemas: required-only and full, each enum value, each format, the bounds, and an
@@ -11,8 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -20,22 +21,30 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemcontract"
 	"github.com/stretchr/testify/require"
 )
 
-// gemRegistryPath is GEM's registry, beside the repository (CI clones ../shared next to it).
-const gemRegistryPath = "../../shared/gem/tools.registry.json"
+// ourRegistryPath is the repository's registry.
+var ourRegistryPath = filepath.Join("..", registry.DefaultPath)
 
-// The two registries, loaded once for every test (a registry is read-only).
+// The two registries, loaded once for every test (a registry is read-only). GEM's is the extract, each tool
+// described in our words (the extract has none of GEM's).
 var (
-	loadGEM  = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(gemRegistryPath) })
-	loadOurs = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(filepath.Join("..", registry.DefaultPath)) })
+	loadGEM = sync.OnceValues(func() (*registry.Registry, error) {
+		ours, err := os.ReadFile(ourRegistryPath)
+		if err != nil {
+			return nil, err
+		}
+		return gemcontract.Registry(ours)
+	})
+	loadOurs = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(ourRegistryPath) })
 )
 
 func loadGEMRegistries(t *testing.T) (gem, ours *registry.Registry) {
 	t.Helper()
 	gem, err := loadGEM()
-	require.NoError(t, err, "GEM's registry must be at %s (../shared beside the repository)", gemRegistryPath)
+	require.NoError(t, err, "GEM's contract (registry/gemcontract)")
 	require.Equal(t, 105, gem.Len())
 	ours, err = loadOurs()
 	require.NoError(t, err)
@@ -156,47 +165,100 @@ func narrowerProblems(path string, gem, ours *jsonSchema) []string {
 	return probs
 }
 
-// TestGEMDescriptionsInOurWords checks that every tool and every property has a description, and that none
-// repeats GEM's wording.
+// TestGEMDescriptionsInOurWords checks that every tool and every property of a GEM tool has a description,
+// and that no description or title of ours repeats GEM's wording: shares a run of five words with one of GEM's
+// texts (tool descriptions and schema annotations), compared by the hashes the extract keeps of those runs.
 func TestGEMDescriptionsInOurWords(t *testing.T) {
 	gem, ours := loadGEMRegistries(t)
-	gemTexts := map[string]bool{}
-	for _, g := range gem.Tools() {
-		gemTexts[normalize(g.Description)] = true
-		for _, raw := range []json.RawMessage{g.InputSchema, g.OutputSchema} {
-			var s jsonSchema
-			require.NoError(t, json.Unmarshal(raw, &s))
-			s.walk("", func(_ string, s *jsonSchema) {
-				if s.Description != "" {
-					gemTexts[normalize(s.Description)] = true
-				}
-			})
-		}
+	problems, checked := wordingProblems(t, ours, gem, gemcontract.ProseShingles())
+	for _, p := range problems {
+		t.Error(p)
 	}
+	t.Logf("%d texts of ours checked against %d hashed 5-word runs of GEM's", checked, len(gemcontract.ProseShingles()))
+	require.Greater(t, checked, 1000, "every tool's and property's text")
+}
+
+// TestGEMWordingCheckCanFail: the check above finds a tool description and a property description that share
+// five words in a row with a text whose runs are the hashes, and a missing description of a GEM tool's
+// property; four shared words are not a find. The hashes are made here from a made-up text.
+func TestGEMWordingCheckCanFail(t *testing.T) {
+	theirs := map[string]bool{}
+	for _, h := range gemcontract.Shingles("Stack the blue crates by the loading dock before noon.") {
+		theirs[h] = true
+	}
+	gem := mustParse(t, `{"version": "1", "tools": [`+wordingTool("crates.stack", "Another text entirely.", "What to stack")+`]}`)
+	ours := mustParse(t, `{"version": "1", "tools": [`+
+		wordingTool("crates.stack", "Puts crates in a pile; stack the blue crates by the loading dock.", "")+`,`+
+		wordingTool("crates.count", "Counts what sits by the loading dock.", "Crates, blue crates by the loading dock, and boxes")+`,`+
+		wordingTool("crates.move", "Moves the blue crates by hand.", "Which of the crates")+`]}`)
+	problems, checked := wordingProblems(t, ours, gem, theirs)
+	require.Equal(t, 5, checked)
+	require.ElementsMatch(t, []string{
+		"crates.stack: its description repeats GEM's wording",
+		"crates.stack: input.what has no description",
+		"crates.count: input.what's description repeats GEM's wording",
+	}, problems)
+}
+
+func mustParse(t *testing.T, doc string) *registry.Registry {
+	t.Helper()
+	reg, err := registry.Parse([]byte(doc))
+	require.NoError(t, err, doc)
+	return reg
+}
+
+// wordingTool is a registry entry with one input property, described as given ("" for none).
+func wordingTool(name, description, propertyDescription string) string {
+	prop := map[string]any{"type": "string"}
+	if propertyDescription != "" {
+		prop["description"] = propertyDescription
+	}
+	entry, _ := json.Marshal(map[string]any{"name": name, "description": description,
+		"input_schema":  map[string]any{"type": "object", "properties": map[string]any{"what": prop}},
+		"output_schema": map[string]any{"type": "object"}, "permissions": []string{"read:db"},
+		"idempotency": map[string]any{"mode": "safe-retry"}, "timeout_ms": 1000, "receipt_fields": []string{}})
+	return string(entry)
+}
+
+// wordingProblems lists the texts of ours that repeat the wording whose 5-word runs are gemProse, and the
+// missing descriptions of GEM tools' properties; checked counts the texts compared.
+func wordingProblems(t *testing.T, ours, gem *registry.Registry, gemProse map[string]bool) (problems []string, checked int) {
+	t.Helper()
 	for _, o := range ours.Tools() {
-		assert(t, strings.TrimSpace(o.Description) != "" && !strings.Contains(o.Description, "TODO"), "%s: no description of its own", o.Name)
-		assert(t, !gemTexts[normalize(o.Description)], "%s: its description is GEM's wording", o.Name)
-		if _, isGEM := gem.Tool(o.Name); !isGEM {
-			continue
+		checked++
+		if strings.TrimSpace(o.Description) == "" || strings.Contains(o.Description, "TODO") {
+			problems = append(problems, o.Name+": no description of its own")
 		}
-		for which, raw := range map[string]json.RawMessage{"input": o.InputSchema, "output": o.OutputSchema} {
+		if gemcontract.Repeats(o.Description, gemProse) {
+			problems = append(problems, o.Name+": its description repeats GEM's wording")
+		}
+		_, isGEM := gem.Tool(o.Name)
+		for _, which := range []string{"input", "output"} {
+			raw := map[string]json.RawMessage{"input": o.InputSchema, "output": o.OutputSchema}[which]
+			prose, err := gemcontract.Annotations(raw)
+			require.NoError(t, err, o.Name)
+			for _, a := range prose {
+				checked++
+				if gemcontract.Repeats(a.Text, gemProse) {
+					problems = append(problems, fmt.Sprintf("%s: %s's %s repeats GEM's wording", o.Name, strings.TrimSuffix(which+"."+a.Path, "."), a.Keyword))
+				}
+			}
+			if !isGEM {
+				continue
+			}
 			var s jsonSchema
 			require.NoError(t, json.Unmarshal(raw, &s))
 			s.walk(which, func(path string, p *jsonSchema) {
 				if path == which || strings.HasSuffix(path, "[]") {
 					return // the schema itself, or a list's item: the tool's or the list's description says it
 				}
-				assert(t, strings.TrimSpace(p.Description) != "", "%s: %s has no description", o.Name, path)
-				assert(t, !gemTexts[normalize(p.Description)], "%s: %s's description is GEM's wording", o.Name, path)
+				if strings.TrimSpace(p.Description) == "" {
+					problems = append(problems, fmt.Sprintf("%s: %s has no description", o.Name, path))
+				}
 			})
 		}
 	}
-}
-
-var spaceRe = regexp.MustCompile(`[^a-z0-9]+`)
-
-func normalize(s string) string {
-	return strings.Trim(spaceRe.ReplaceAllString(strings.ToLower(s), " "), " ")
+	return problems, checked
 }
 
 func assert(t *testing.T, ok bool, format string, args ...any) bool {

@@ -460,9 +460,11 @@ func jsonErrorText(data []byte, err error) string {
 	return err.Error()
 }
 
-// IdempotencyKeyFor returns the idempotency key of a call to the tool, or "" when the call has none.
-// An explicit key (the call's idempotency_key) wins for modes keyed and safe-retry; a keyed tool otherwise
-// takes the value of its key_field from the decoded input. ModeNone never uses a key.
+// IdempotencyKeyFor returns the tool's own idempotency key of a call (claimed by the executor in
+// core_idempotency_keys, across callers), or "" when the call has none. An explicit key (the call's
+// idempotency_key) wins for modes keyed and safe-retry, as GEM's contract says; a keyed tool otherwise takes
+// the value of its key_field from the decoded input. ModeNone never uses one here. (Every explicit key is
+// also its caller's request key, claimed when the call is inserted, for every mode: core_request_keys.)
 func (t *Tool) IdempotencyKeyFor(input any, explicit string) (string, error) {
 	switch t.Idempotency.Mode {
 	case ModeSafeRetry:

@@ -12,6 +12,7 @@ import (
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Call is a call as the core_calls view shows it: its core_tool_calls row, with the live status (running,
@@ -32,6 +33,9 @@ type Call struct {
 	RequestedBy    string              `json:"requested_by,omitempty"`
 	// ParentID is the call this one was made from (a script tool's gem.x.y(...)), if any.
 	ParentID *uuid.UUID `json:"parent_id,omitempty"`
+	// IdempotencyOf is set on a repeated request (the same caller, tool and idempotency_key within the key's
+	// window): the call it repeats. It never runs; its receipt repeats that call's.
+	IdempotencyOf *uuid.UUID `json:"idempotency_of,omitempty"`
 	// Device is the device the call names; RanOnDevice the device that ran it (docs/devices.md).
 	Device       string     `json:"device,omitempty"`
 	RanOnDevice  string     `json:"ran_on_device,omitempty"`
@@ -51,7 +55,9 @@ type CallInsertParams struct {
 	ToolName string
 	// Input is the tool's input, a JSON object. Defaults to {}.
 	Input json.RawMessage
-	// IdempotencyKey is an explicit idempotency key (modes keyed and safe-retry). Defaults to none.
+	// IdempotencyKey is the client's key for this request, for a tool of any mode: a second call with the same
+	// caller, tool and key within the key's window repeats the first's receipt and never runs; one with another
+	// input is refused (IdempotencyConflictError). Defaults to none.
 	IdempotencyKey string
 	// MaxAttempts bounds retries of transient failures. Defaults to the column default (5).
 	MaxAttempts int
@@ -100,9 +106,36 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) (_ 
 		return nil, err
 	}
 	if _, err := db.Exec(ctx, callInsertSQL, args...); err != nil {
-		return nil, fmt.Errorf("error inserting calls: %w", err)
+		return nil, insertError(err)
 	}
 	return ids, nil
+}
+
+// Inserted is what the insert made of a call.
+type Inserted struct {
+	ID uuid.UUID
+	// Awaiting: the call awaits approval (docs/governance.md#approvals).
+	Awaiting bool
+	// IdempotencyOf is the call this one repeats (the same caller, tool and key): it never runs, and its
+	// receipt, written as soon as that call has one, repeats it.
+	IdempotencyOf *uuid.UUID
+}
+
+// CallInsertOne makes one call and says what became of it: made, awaiting approval, or a repeat of an
+// earlier request. A key used with another input is refused with *IdempotencyConflictError.
+func CallInsertOne(ctx context.Context, db DBTX, p CallInsertParams) (_ Inserted, err error) {
+	ctx, end := StartEnqueue(ctx, []CallInsertParams{p})
+	defer func() { end(err) }()
+	ids, args, err := callInsertArgs(ctx, []CallInsertParams{p})
+	if err != nil {
+		return Inserted{}, err
+	}
+	in := Inserted{ID: ids[0]}
+	err = db.QueryRow(ctx, callInsertSQL+` RETURNING status = 'awaiting_approval', idempotency_of`, args...).Scan(&in.Awaiting, &in.IdempotencyOf)
+	if err != nil {
+		return Inserted{}, insertError(err)
+	}
+	return in, nil
 }
 
 // CallInsertAwaiting makes one call and says whether it awaits approval (docs/governance.md#approvals): such
@@ -126,7 +159,7 @@ func CallInsertManyAwaiting(ctx context.Context, db DBTX, params []CallInsertPar
 	}
 	rows, err := db.Query(ctx, callInsertSQL+` RETURNING id, status = 'awaiting_approval'`, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("error inserting calls: %w", err)
+		return nil, nil, insertError(err)
 	}
 	awaiting := map[uuid.UUID]bool{}
 	var id uuid.UUID
@@ -138,7 +171,7 @@ func CallInsertManyAwaiting(ctx context.Context, db DBTX, params []CallInsertPar
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("error inserting calls: %w", err)
+		return nil, nil, insertError(err)
 	}
 	return ids, awaiting, nil
 }
@@ -222,13 +255,13 @@ func callInsertArgs(ctx context.Context, params []CallInsertParams) ([]uuid.UUID
 const callColumns = `id, tool_name, input, status, coalesce(idempotency_key, ''), attempt, max_attempts,
 	coalesce(worker, ''), coalesce(job_id, 0), run_id, coalesce(agent, ''), coalesce(user_id, ''), coalesce(requested_by, ''),
 	coalesce(error_code, ''), coalesce(error, ''), created_at, started_at, finished_at,
-	coalesce(device, ''), coalesce(ran_on_device, ''), device_wait_ms, parent_id`
+	coalesce(device, ''), coalesce(ran_on_device, ''), device_wait_ms, parent_id, idempotency_of`
 
 func scanCall(row pgx.Row) (*Call, error) {
 	var c Call
 	err := row.Scan(&c.ID, &c.ToolName, &c.Input, &c.Status, &c.IdempotencyKey, &c.Attempt, &c.MaxAttempts,
 		&c.Worker, &c.JobID, &c.RunID, &c.Agent, &c.UserID, &c.RequestedBy, &c.ErrorCode, &c.Error, &c.CreatedAt,
-		&c.StartedAt, &c.FinishedAt, &c.Device, &c.RanOnDevice, &c.DeviceWaitMS, &c.ParentID)
+		&c.StartedAt, &c.FinishedAt, &c.Device, &c.RanOnDevice, &c.DeviceWaitMS, &c.ParentID, &c.IdempotencyOf)
 	if err != nil {
 		return nil, err
 	}
@@ -384,4 +417,34 @@ func CallIdempotencyHits(ctx context.Context, db DBTX, original uuid.UUID, limit
 		return nil, fmt.Errorf("error listing idempotency hits: %w", err)
 	}
 	return ids, nil
+}
+
+// IdempotencyConflictError is the refusal of a call whose caller used its idempotency key for an earlier call
+// of the tool with another input, within the key's window (SQLSTATE GI001, 00038_request_keys.sql):
+// nothing was made. CallID is the earlier call.
+type IdempotencyConflictError struct {
+	Message string
+	CallID  uuid.UUID
+	Tool    string
+	Key     string
+}
+
+func (e *IdempotencyConflictError) Error() string { return e.Message }
+
+// insertError is the error of a calls' insert: an *IdempotencyConflictError for GI001.
+func insertError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "GI001" {
+		ce := &IdempotencyConflictError{Message: pgErr.Message}
+		var d struct {
+			CallID uuid.UUID `json:"call_id"`
+			Tool   string    `json:"tool"`
+			Key    string    `json:"idempotency_key"`
+		}
+		if json.Unmarshal([]byte(pgErr.Detail), &d) == nil {
+			ce.CallID, ce.Tool, ce.Key = d.CallID, d.Tool, d.Key
+		}
+		return ce
+	}
+	return fmt.Errorf("error inserting calls: %w", err)
 }

@@ -89,15 +89,46 @@ func TestNewPoolFailsFastOnPermanentErrors(t *testing.T) {
 	require.Zero(t, retries.Load())
 }
 
-// ConnectionError tells a lost or refused connection (worth another try) from everything else.
-func TestConnectionError(t *testing.T) {
+// DatabaseAway tells the database being away (worth waiting for) from everything else, on real errors:
+// a refused connection, and a connection the server ends as a restart does.
+func TestDatabaseAway(t *testing.T) {
 	t.Parallel()
-	_, err := pgx.Connect(context.Background(), "postgres://gem@"+sqltest.FreeAddr(t)+"/gem?sslmode=disable&connect_timeout=2")
-	require.Error(t, err)
-	require.True(t, gemsql.ConnectionError(err), "refused: %v", err)
-	require.True(t, gemsql.ConnectionError(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P03"})), "starting up")
-	require.False(t, gemsql.ConnectionError(&pgconn.PgError{Code: "28P01"}), "wrong password")
-	require.False(t, gemsql.ConnectionError(errors.New("executor id in use")))
+	ctx := context.Background()
+	_, refused := pgx.Connect(ctx, "postgres://gem@"+sqltest.FreeAddr(t)+"/gem?sslmode=disable&connect_timeout=2")
+	require.Error(t, refused)
+	pool, url := sqltest.NewDB(t)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, conn.PgConn().PID())
+	require.NoError(t, err)
+	_, terminated := conn.Exec(ctx, `SELECT 1`)
+	require.Error(t, terminated)
+	_, afterwards := conn.Exec(ctx, `SELECT 1`)
+	require.Error(t, afterwards)
+
+	for _, tt := range []struct {
+		err  error
+		away bool
+	}{
+		{refused, true},
+		{terminated, true}, // 57P01, as every connection gets when the server restarts
+		{afterwards, true}, // the connection the driver closed
+		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P03"}), true}, // starting up or shutting down
+		{&pgconn.PgError{Code: "53300"}, true},                            // too many connections
+		{&pgconn.PgError{Code: "08006"}, true},
+		{&pgconn.PgError{Code: "58030"}, true},
+		{&pgconn.PgError{Code: "28P01"}, false}, // wrong password
+		{&pgconn.PgError{Code: "57014"}, false}, // a statement cancelled: the caller's deadline
+		{&pgconn.PgError{Code: "08P01"}, false}, // a protocol violation is a bug
+		{&pgconn.PgError{Code: "23505"}, false},
+		{fmt.Errorf("reading: %w", context.DeadlineExceeded), false},
+		{context.Canceled, false},
+		{errors.New("executor id in use"), false},
+		{nil, false},
+	} {
+		require.Equal(t, tt.away, gemsql.DatabaseAway(tt.err), "%v", tt.err)
+	}
 }
 
 // A SessionURL sends the pool's statements without named prepared statements (unless its URL picks a mode)

@@ -10,8 +10,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"time"
 
@@ -115,7 +113,9 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		if err == nil {
 			return pool, nil
 		}
-		if !ConnectionError(err) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
+		// A ping that ran out of its own time (ctx still alive) is a server too busy to answer: wait too.
+		away := DatabaseAway(err) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+		if !away || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			pool.Close()
 			return nil, fmt.Errorf("error connecting to the database: %w", err)
 		}
@@ -130,24 +130,4 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		}
 		pause = min(2*pause, 2*time.Second)
 	}
-}
-
-// ConnectionError says whether waiting may fix err: the connection was refused or lost, or the server
-// answered that it is starting, stopping or out of connections. Other server errors (authentication, a
-// missing database, bad parameters) are the operator's to fix, and errors that are not about the
-// connection are not retried either.
-func ConnectionError(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "57P03", // cannot_connect_now: starting up or shutting down
-			"57P01", "57P02", // admin_shutdown, crash_shutdown
-			"53300": // too_many_connections
-			return true
-		}
-		return false
-	}
-	var connectErr *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

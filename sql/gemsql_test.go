@@ -397,6 +397,69 @@ func TestSafetyNetReceipts(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// The safety net's receipt ends the call's open device attempt in its transaction: abandoned, so no hub
+// hands it out (a queued one) and the hub tells the device running it (a sent one) to cancel; the hubs and
+// any executor still waiting are told. `make chaos` found sent attempts left open for good after the safety
+// net had written their calls' receipts.
+func TestSafetyNetEndsDeviceAttempts(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `LISTEN `+gemsql.DeviceDispatchChannel)
+	require.NoError(t, err)
+
+	for _, tt := range []struct {
+		state    string
+		wantCode registry.ErrorCode
+	}{
+		{gemsql.AttemptSent, registry.CodeOutcomeUnknown}, // it may be running on the device
+		{gemsql.AttemptQueued, registry.CodeJobDiscarded}, // never handed over, and now never will be
+	} {
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		require.NoError(t, err)
+		_, err = b.pool.Exec(ctx, `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms) VALUES ($1, 'laptop', $2, 1000)`, id, tt.state)
+		require.NoError(t, err)
+		c, _ := gemsql.CallGet(ctx, b.pool, id)
+		_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, c.JobID)
+		require.NoError(t, err)
+
+		r, err := gemsql.ReceiptGet(ctx, b.pool, id)
+		require.NoError(t, err, tt.state)
+		require.Equal(t, tt.wantCode, r.Error.Code, tt.state)
+		require.Equal(t, gemsql.AttemptAbandoned, b.stringOf(t, ctx, `SELECT state FROM core_device_attempts WHERE call_id = $1`, id), tt.state)
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		require.NoError(t, err, "the hubs are told, %s", tt.state)
+		require.Equal(t, "laptop", n.Payload)
+	}
+	require.Zero(t, b.count(t, ctx, `SELECT count(*) FROM core_device_attempts WHERE state IN ('queued', 'sent')`))
+}
+
+// A device registering again with no running calls named (a fresh process: the list is empty, or NULL)
+// ends every attempt it had been sent.
+func TestDeviceAttemptsEndWithNoneKept(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	var ids []int64
+	for range 3 {
+		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		require.NoError(t, err)
+		var att int64
+		require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms, sent_at)
+			VALUES ($1, 'laptop', 'sent', 1000, now()) RETURNING id`, id).Scan(&att))
+		ids = append(ids, att)
+	}
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT gem_device_attempts_end('laptop', true, $1)`, []int64{ids[0]}).Scan(&n))
+	require.Equal(t, 2, n, "the one kept stays sent")
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT gem_device_attempts_end('laptop', true, NULL)`).Scan(&n))
+	require.Equal(t, 1, n, "a NULL list keeps nothing")
+	require.Zero(t, b.count(t, ctx, `SELECT count(*) FROM core_device_attempts WHERE state IN ('queued', 'sent')`))
+}
+
 // TestLiveCallStatus checks core_calls: a call shows its job's state (running, attempt, worker) until its
 // receipt, while its row keeps status queued (River's fetch writes no call rows).
 func TestLiveCallStatus(t *testing.T) {

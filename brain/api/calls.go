@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -247,6 +248,9 @@ func (s *Server) createCall(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if req.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), req.IdempotencyKey); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	id := uuid.Must(uuid.NewV7())
 	var sub *gemsql.Subscription
@@ -254,13 +258,20 @@ func (s *Server) createCall(c echo.Context) error {
 		sub = s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 		defer sub.Close()
 	}
-	_, awaiting, err := gemsql.CallInsertAwaiting(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
+	made, err := gemsql.CallInsertOne(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
 		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Device: req.Device, DeviceWaitMS: req.DeviceWaitMS})
 	if err != nil {
-		return err
+		return postgres.Error(err)
 	}
-	if awaiting {
-		return s.awaitingApproval(c, id)
+	if made.Awaiting {
+		return s.awaitingApproval(c, id, nil)
+	}
+	if of := made.IdempotencyOf; of != nil && sub != nil {
+		// A repeated request: its receipt comes when the first one's does. If that one waits for a person,
+		// so does this answer.
+		if first, err := gemsql.CallGet(ctx, s.pool, *of); err == nil && first.Status == registry.CallAwaitingApproval {
+			return s.awaitingApproval(c, *of, &id)
+		}
 	}
 	var receipt *registry.Receipt
 	if sub != nil {
@@ -282,8 +293,9 @@ func (s *Server) createCall(c echo.Context) error {
 }
 
 // awaitingApproval answers a call that waits for a decision: 200, ok false, with awaiting_approval saying
-// until when and how to decide it. The call is made; nothing is wrong with it.
-func (s *Server) awaitingApproval(c echo.Context, id uuid.UUID) error {
+// until when and how to decide it. The call is made; nothing is wrong with it. A repeated request (repeat)
+// waits for the first, which is the one to decide.
+func (s *Server) awaitingApproval(c echo.Context, id uuid.UUID, repeat *uuid.UUID) error {
 	ctx := c.Request().Context()
 	call, err := gemsql.CallGet(ctx, s.pool, id)
 	if err != nil {
@@ -295,7 +307,14 @@ func (s *Server) awaitingApproval(c echo.Context, id uuid.UUID) error {
 	}
 	e := &brain.Error{Code: brain.EAWAITING, Message: fmt.Sprintf("call %s awaits approval (%s) until %s: POST /calls/%s/approve or /reject, by a caller holding approve",
 		id, approval.RequiredBy, approval.ExpiresAt.Format(time.RFC3339), id), Details: map[string]any{"call_id": id, "expires_at": approval.ExpiresAt}}
-	return c.JSON(http.StatusOK, map[string]any{"ok": false, "call": call, "receipt": nil, "approval": approval, "errors": []*brain.Error{e}})
+	body := map[string]any{"ok": false, "call": call, "receipt": nil, "approval": approval, "errors": []*brain.Error{e}}
+	if repeat != nil {
+		if body["call"], err = gemsql.CallGet(ctx, s.pool, *repeat); err != nil {
+			return err
+		}
+		e.Message = fmt.Sprintf("this request repeats call %s (the same idempotency key), which ", id) + strings.TrimPrefix(e.Message, fmt.Sprintf("call %s ", id))
+	}
+	return c.JSON(http.StatusOK, body)
 }
 
 // waitTimeout is the error of a wait that ended before the receipts came, saying whether an executor is

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -58,6 +59,9 @@ type HighLevelWebhookConfig struct {
 	PipelineID string
 	// StageByID maps HighLevel pipeline stage ids to GEM stages. No default (stage moves are ignored).
 	StageByID map[string]string
+	// PhoneRegion is the region a contact's phone number without a country code is read in to find its
+	// lead, as the executor reads leads' numbers (GEM_PHONE_REGION). Defaults to phone.RegionDefault.
+	PhoneRegion string
 	// Err is what was wrong with the configuration; the webhook then answers 503 to every delivery.
 	Err error
 }
@@ -69,6 +73,11 @@ func HighLevelWebhookConfigFromEnv(getenv func(string) string) HighLevelWebhookC
 		cfg.Ed25519Keys, cfg.RSAKeys, cfg.Err = parsePublicKeys(keys)
 	}
 	cfg.PipelineID = strings.TrimSpace(getenv(envHighLevelPipelineID))
+	if region, err := phone.Region(getenv); err != nil && cfg.Err == nil {
+		cfg.Err = err
+	} else {
+		cfg.PhoneRegion = region
+	}
 	cfg.StageByID = map[string]string{}
 	for _, pair := range strings.Split(getenv(envHighLevelStageIDs), ",") {
 		if stage, id, ok := strings.Cut(strings.TrimSpace(pair), "="); ok && strings.TrimSpace(id) != "" {
@@ -82,6 +91,9 @@ func HighLevelWebhookConfigFromEnv(getenv func(string) string) HighLevelWebhookC
 func (cfg HighLevelWebhookConfig) withDefaults() HighLevelWebhookConfig {
 	if cfg.Err == nil && len(cfg.Ed25519Keys)+len(cfg.RSAKeys) == 0 {
 		cfg.Ed25519Keys, cfg.RSAKeys, cfg.Err = parsePublicKeys(HighLevelWebhookPublicKeyDefault)
+	}
+	if cfg.PhoneRegion == "" {
+		cfg.PhoneRegion = phone.RegionDefault
 	}
 	return cfg
 }
@@ -265,21 +277,36 @@ func truncate(s string, n int) string {
 }
 
 // findLead is the GEM lead of a HighLevel contact: the lead tied to it, or the lead with the phone number
-// the contact's events gave.
-func findLead(ctx context.Context, tx pgx.Tx, contactID, phone string) (*uuid.UUID, error) {
-	if contactID == "" && phone == "" {
+// the contact's events gave (read in region, as the executor reads leads' numbers: gemsql.LeadByPhoneSQL).
+func findLead(ctx context.Context, tx pgx.Tx, region, contactID, typed string) (*uuid.UUID, error) {
+	if contactID == "" && strings.TrimSpace(typed) == "" {
 		return nil, nil
 	}
 	var id uuid.UUID
-	err := tx.QueryRow(ctx, `SELECT id FROM leads WHERE highlevel_contact_id = $1
-		UNION ALL
-		SELECT l.id FROM leads l
-		WHERE l.phone_digits = regexp_replace(coalesce(nullif($2, ''), (
-			SELECT e.payload ->> 'phone' FROM integration_webhook_events e
+	err := tx.QueryRow(ctx, `SELECT id FROM leads WHERE highlevel_contact_id = $1`, contactID).Scan(&id)
+	if err == nil {
+		return &id, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
+	}
+	if strings.TrimSpace(typed) == "" {
+		err = tx.QueryRow(ctx, `SELECT e.payload ->> 'phone' FROM integration_webhook_events e
 			WHERE e.provider = 'highlevel' AND e.payload ->> 'id' = $1 AND e.payload ->> 'phone' <> ''
 			  AND e.event_type IN ('ContactCreate', 'ContactUpdate')
-			ORDER BY e.received_at DESC LIMIT 1)), '[^0-9+]', '', 'g')
-		LIMIT 1`, contactID, phone).Scan(&id)
+			ORDER BY e.received_at DESC LIMIT 1`, contactID).Scan(&typed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	number, err := phone.Parse(typed, region)
+	if err != nil {
+		return nil, nil // no lead has a number that is not one
+	}
+	err = tx.QueryRow(ctx, gemsql.LeadByPhoneSQL("id", ""), gemsql.LeadByPhoneArgs(number)...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -293,7 +320,7 @@ func findLead(ctx context.Context, tx pgx.Tx, contactID, phone string) (*uuid.UU
 func (cfg HighLevelWebhookConfig) planHighLevelCall(ctx context.Context, tx pgx.Tx, ev highLevelEvent) (plannedCall, error) {
 	switch ev.Type {
 	case "ContactCreate", "ContactUpdate":
-		lead, err := findLead(ctx, tx, ev.ID, ev.Phone)
+		lead, err := findLead(ctx, tx, cfg.PhoneRegion, ev.ID, ev.Phone)
 		if err != nil {
 			return plannedCall{}, err
 		}
@@ -351,7 +378,7 @@ func (cfg HighLevelWebhookConfig) planHighLevelCall(ctx context.Context, tx pgx.
 		if addr := strings.TrimSpace(a.Address); addr != "" {
 			input["location"] = addr
 		}
-		lead, err := findLead(ctx, tx, a.ContactID, "")
+		lead, err := findLead(ctx, tx, cfg.PhoneRegion, a.ContactID, "")
 		if err != nil {
 			return plannedCall{}, err
 		}
@@ -373,7 +400,7 @@ func (cfg HighLevelWebhookConfig) planHighLevelCall(ctx context.Context, tx pgx.
 		default:
 			return ignore("GEM stage %s is not one leads.update_stage takes", stage), nil
 		}
-		lead, err := findLead(ctx, tx, ev.ContactID, "")
+		lead, err := findLead(ctx, tx, cfg.PhoneRegion, ev.ContactID, "")
 		if err != nil {
 			return plannedCall{}, err
 		}
@@ -394,7 +421,7 @@ func (cfg HighLevelWebhookConfig) planHighLevelCall(ctx context.Context, tx pgx.
 		if due, ok := parseEventTime(ev.DueDate); ok {
 			input["due_at"] = due.Format(time.RFC3339)
 		}
-		lead, err := findLead(ctx, tx, ev.ContactID, "")
+		lead, err := findLead(ctx, tx, cfg.PhoneRegion, ev.ContactID, "")
 		if err != nil {
 			return plannedCall{}, err
 		}
@@ -409,7 +436,7 @@ func (cfg HighLevelWebhookConfig) planHighLevelCall(ctx context.Context, tx pgx.
 		}
 		input := map[string]any{"domain": "business", "title": truncate("HighLevel note: "+strings.SplitN(strings.TrimSpace(ev.Body), "\n", 2)[0], 140),
 			"content": ev.Body}
-		lead, err := findLead(ctx, tx, ev.ContactID, "")
+		lead, err := findLead(ctx, tx, cfg.PhoneRegion, ev.ContactID, "")
 		if err != nil {
 			return plannedCall{}, err
 		}

@@ -22,7 +22,6 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -87,6 +86,10 @@ type Config struct {
 	// Admission limits the routes that plan, enqueue and wait (overload.go; GEM_BRAIN_MAX_IN_FLIGHT,
 	// GEM_BRAIN_MAX_QUEUE, GEM_BRAIN_QUEUE_WAIT). Its defaults depend on the database pool: New sets them.
 	Admission AdmissionConfig
+	// Conns bound how long a client may take to send a request and how many connections one address may
+	// hold (conns.go; GEM_BRAIN_HEADER_TIMEOUT, GEM_BRAIN_BODY_TIMEOUT, GEM_BRAIN_IDLE_TIMEOUT,
+	// GEM_BRAIN_MAX_CONNS_PER_CLIENT).
+	Conns ConnLimits
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -103,6 +106,7 @@ func (c Config) WithDefaults() Config {
 	if c.Studio.SessionTTL == 0 {
 		c.Studio.SessionTTL = StudioSessionTTLDefault
 	}
+	c.Conns = c.Conns.WithDefaults()
 	return c
 }
 
@@ -137,6 +141,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("DefaultAgent %q is not an agent slug (GEM_BRAIN_DEFAULT_AGENT)", c.DefaultAgent))
 	}
 	if err := c.Admission.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Conns.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -224,8 +231,10 @@ func New(p *Params) *Server {
 	s.instrument(e, p.Telemetry) // first: it sees every request and its final status; serves /metrics
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
+	e.Use(retryAfter)
 	e.Use(recoverPanics)
 	e.Use(middleware.BodyLimit(strconv.FormatInt(s.cfg.MaxBody, 10) + "B"))
+	e.Use(readBodyWithin(s.cfg.Conns.BodyTimeout))
 	e.Use(checkParams)
 
 	e.GET("/health", s.health)
@@ -306,11 +315,11 @@ func (s *Server) Open() error {
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", s.cfg.Addr, err)
 	}
-	s.ln = ln
-	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.ln = limitPerClient(ln, s.cfg.Conns.MaxConnsPerClient)
+	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: s.cfg.Conns.HeaderTimeout, IdleTimeout: s.cfg.Conns.IdleTimeout}
 	s.done = make(chan error, 1)
 	go func() {
-		err := s.http.Serve(ln)
+		err := s.http.Serve(s.ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -338,6 +347,24 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503 that does not compute its own (overload
+// does): the database is away, and a restart takes seconds.
+const unavailableRetryAfter = 2
+
+// retryAfter gives every 503 a Retry-After: whichever handler answers it (an error, a run or a chat whose
+// database went away, the studio's error page), the client is told when to try again.
+func retryAfter(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		res.Before(func() {
+			if res.Status == http.StatusServiceUnavailable && res.Header().Get("Retry-After") == "" {
+				res.Header().Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
+			}
+		})
+		return next(c)
+	}
+}
+
 // errorStatus is the one place error codes become HTTP statuses.
 var errorStatus = map[string]int{
 	brain.EINVALID:      http.StatusBadRequest,
@@ -346,6 +373,7 @@ var errorStatus = map[string]int{
 	brain.ENOTFOUND:     http.StatusNotFound,
 	brain.EMETHOD:       http.StatusMethodNotAllowed,
 	brain.ECONFLICT:     http.StatusConflict,
+	brain.EKEYREUSED:    http.StatusUnprocessableEntity,
 	brain.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	brain.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	brain.ENOLLM:        http.StatusServiceUnavailable,
@@ -355,6 +383,8 @@ var errorStatus = map[string]int{
 	brain.ETIMEOUT:      http.StatusOK,
 	brain.ECALLFAILED:   http.StatusOK,
 	brain.EAWAITING:     http.StatusOK,
+
+	brain.EREQUESTTIMEOUT: http.StatusRequestTimeout, // a body too slow to arrive (conns.go)
 }
 
 // HTTPStatus returns the HTTP status for an error code.
@@ -390,10 +420,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	var he *echo.HTTPError
 	var e *brain.Error
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		err = postgres.Error(err) // whatever a service did not translate
-	}
+	err = postgres.Error(err) // whatever a service did not translate: the database away, text it refused
 	switch {
 	case errors.As(err, &e):
 	case errors.As(err, &he):

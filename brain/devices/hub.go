@@ -256,7 +256,12 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.log.Error().Err(err).Msg("error reading a device token")
+		if !gemsql.DatabaseAway(err) {
+			h.log.Error().Err(err).Msg("error reading a device token")
+			httpError(w, http.StatusInternalServerError, "internal", "internal error")
+			return
+		}
+		h.log.Warn().Err(err).Msg("cannot read a device token: the database is away")
 		httpError(w, http.StatusServiceUnavailable, "unavailable", "the database cannot be reached")
 		return
 	}

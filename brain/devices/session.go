@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -239,7 +238,9 @@ func (s *session) register(tools []*registry.Tool, hello *registry.DeviceMessage
 	if err != nil {
 		return err
 	}
-	keep := slices.Clone(hello.Running)
+	// Never nil: a nil slice is SQL NULL, and a registration naming nothing must end every sent attempt.
+	keep := make([]int64, 0, len(hello.Running)+len(hello.Answers))
+	keep = append(keep, hello.Running...)
 	for _, a := range hello.Answers {
 		keep = append(keep, a.Attempt)
 	}

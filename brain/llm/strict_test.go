@@ -22,7 +22,7 @@ func TestStrictEveryTool(t *testing.T) {
 	t.Parallel()
 	ours, err := registry.Load(testenv.RegistryPath())
 	require.NoError(t, err)
-	gem, err := registry.Load(testenv.GEMRegistryPath())
+	gem, err := testenv.GEMRegistry()
 	require.NoError(t, err)
 	require.Equal(t, 105, gem.Len())
 	for _, reg := range []*registry.Registry{ours, gem} {

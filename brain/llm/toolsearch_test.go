@@ -47,7 +47,7 @@ func TestToolSearchAccuracy(t *testing.T) {
 	pool, _ := sqltest.NewDB(t)
 	reg, err := registry.Load(testenv.RegistryPath())
 	require.NoError(t, err)
-	gem, err := registry.Load(testenv.GEMRegistryPath())
+	gem, err := testenv.GEMRegistry()
 	require.NoError(t, err)
 	require.NoError(t, postgres.ToolCatalogLoad(ctx, pool, reg.Tools()))
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/llm"
@@ -73,19 +74,32 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		if err != nil {
 			return invalidArguments(tool.Name, err), nil
 		}
+		key, err := requestKeyOf(req)
+		if err != nil {
+			return invalidArguments(tool.Name, err), nil
+		}
 		id := uuid.Must(uuid.NewV7())
 		sub := s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 		defer sub.Close()
-		_, awaiting, err := gemsql.CallInsertAwaiting(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
-			Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name, Device: device})
+		made, err := gemsql.CallInsertOne(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
+			IdempotencyKey: key, Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name, Device: device})
 		if err != nil {
-			if e := brain.AsError(postgres.Error(err)); e.Code == brain.EINVALID {
-				return invalidArguments(tool.Name, e), nil // text PostgreSQL cannot store
+			switch e := brain.AsError(postgres.Error(err)); e.Code {
+			case brain.EINVALID: // text PostgreSQL cannot store
+				return invalidArguments(tool.Name, e), nil
+			case brain.EKEYREUSED:
+				return keyReused(tool.Name, e), nil
 			}
 			return nil, s.internal(ctx, err, "error enqueueing the call")
 		}
-		if awaiting {
+		if made.Awaiting {
 			return s.awaitingAnswer(ctx, tool.Name, id)
+		}
+		if of := made.IdempotencyOf; of != nil {
+			// A repeated request: its receipt comes with the first one's, which may wait for a person.
+			if first, err := gemsql.CallGet(ctx, s.pool, *of); err == nil && first.Status == registry.CallAwaitingApproval {
+				return s.awaitingAnswer(ctx, tool.Name, *of)
+			}
 		}
 		s.logger(ctx).Debug().Str("call_id", id.String()).Str("tool", tool.Name).Str("agent", c.Agent).Msg("mcp call enqueued")
 		receipt, err := s.await(ctx, req, id, fmt.Sprintf("call %s enqueued", id), sub.Wait)
@@ -358,6 +372,38 @@ func deviceOf(meta mcp.Meta) (string, error) {
 		return "", brain.Errorf(brain.EINVALID, "_meta.%s must be a device name (a slug such as \"laptop\"), not %v", metaDevice, v)
 	}
 	return name, nil
+}
+
+// metaIdempotencyKey is the _meta field of a tools/call that carries the client's key for the request; over
+// HTTP the Idempotency-Key header may carry it instead (both must agree).
+const metaIdempotencyKey = "gem/idempotency_key"
+
+// requestKeyOf is a tools/call's key for its request: _meta's gem/idempotency_key and the HTTP request's
+// Idempotency-Key header, either, or both when they agree.
+func requestKeyOf(req *mcp.CallToolRequest) (string, error) {
+	var field string
+	if v, ok := req.Params.Meta[metaIdempotencyKey]; ok && v != nil {
+		s, ok := v.(string)
+		if !ok || s == "" || utf8.RuneCountInString(s) > brain.RequestKeyMaxLen {
+			return "", brain.Errorf(brain.EINVALID, "_meta.%s must be a string of 1 to %d characters, not %v",
+				metaIdempotencyKey, brain.RequestKeyMaxLen, v)
+		}
+		field = s
+	}
+	var header []string
+	if req.Extra != nil {
+		header = req.Extra.Header.Values(brain.IdempotencyKeyHeader)
+	}
+	return brain.RequestKey(header, field)
+}
+
+// keyReused answers a call whose key its caller used before with other arguments: nothing was made.
+func keyReused(tool string, e *brain.Error) *mcp.CallToolResult {
+	ce := &registry.CallError{Code: registry.ErrorCode(brain.EKEYREUSED), Message: e.Message}
+	ce.Details, _ = json.Marshal(e.Details)
+	return &mcp.CallToolResult{IsError: true,
+		StructuredContent: map[string]any{"tool": tool, "status": string(registry.StatusFailed), "error": ce},
+		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s was not called: %s", tool, e.Message)}}}
 }
 
 // SetDeviceTools adds the tools devices started serving and removes those no device serves any more:

@@ -16,7 +16,7 @@ func TestHelpHandsOutCopies(t *testing.T) {
 	t.Parallel()
 	reg, err := registry.Load(testenv.RegistryPath())
 	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, nil, time.UTC)
+	p, err := planner.NewRulesPlanner(reg, nil, time.UTC, "")
 	require.NoError(t, err)
 	// What a rule says (a rule also holds functions, which compare unequal to themselves).
 	said := func(rules []planner.Rule) [][]string {

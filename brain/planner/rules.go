@@ -15,6 +15,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/phone"
 )
 
 // Rule is one thing the rules planner understands. Rules are data: to teach the planner something new,
@@ -50,6 +51,8 @@ type Match struct {
 	// Now and Location interpret dates ("tomorrow", "friday").
 	Now      time.Time
 	Location *time.Location
+	// PhoneRegion is the region phone numbers without a country code are read in (package phone).
+	PhoneRegion string
 }
 
 // Group returns a named group, trimmed.
@@ -58,8 +61,9 @@ func (m *Match) Group(name string) string { return strings.TrimSpace(m.Groups[na
 // ErrNoMatch returned by a rule's Build lets the next rule try the clause.
 var ErrNoMatch = errors.New("rule does not apply")
 
-// MissingError says what a request the planner understood lacks, as a question to the person. The run
-// answers 400 with it and runs nothing: the brain asks rather than invents.
+// MissingError says what a request the planner understood lacks, or names but cannot be (30 February,
+// 99pm), as a question to the person. The run answers 400 with it and runs nothing: the brain asks rather
+// than invents.
 type MissingError struct {
 	// Field is the input property that is missing.
 	Field string
@@ -80,20 +84,26 @@ var Rules = slices.Concat(businessRules, coreRules, officeRules, moreRules)
 
 // RulesPlanner plans with Rules. It needs no LLM and always answers the same way.
 type RulesPlanner struct {
-	reg      *registry.Registry
-	rules    []Rule
-	location *time.Location
+	reg         *registry.Registry
+	rules       []Rule
+	location    *time.Location
+	phoneRegion string
 }
 
 // NewRulesPlanner compiles rules (Rules when nil) against the registry; rules whose tool is missing are off.
-func NewRulesPlanner(reg *registry.Registry, rules []Rule, loc *time.Location) (*RulesPlanner, error) {
+// Dates in messages are read in loc (time.Local when nil), phone numbers without a country code in
+// phoneRegion (phone.RegionDefault when "").
+func NewRulesPlanner(reg *registry.Registry, rules []Rule, loc *time.Location, phoneRegion string) (*RulesPlanner, error) {
 	if rules == nil {
 		rules = Rules
 	}
 	if loc == nil {
 		loc = time.Local
 	}
-	p := &RulesPlanner{reg: reg, location: loc}
+	if phoneRegion == "" {
+		phoneRegion = phone.RegionDefault
+	}
+	p := &RulesPlanner{reg: reg, location: loc, phoneRegion: phoneRegion}
 	for _, r := range rules {
 		if _, ok := reg.Tool(r.Tool); !ok {
 			continue
@@ -163,7 +173,7 @@ func (p *RulesPlanner) Plan(_ context.Context, req brain.PlanRequest) (*brain.Pl
 			}
 			matched = true
 			tool, _ := p.reg.Tool(r.Tool)
-			in, err := r.Build(&Match{Clause: clause, Groups: groups, Tool: tool, Now: now.In(p.location), Location: p.location})
+			in, err := r.Build(&Match{Clause: clause, Groups: groups, Tool: tool, Now: now.In(p.location), Location: p.location, PhoneRegion: p.phoneRegion})
 			if errors.Is(err, ErrNoMatch) {
 				matched = false
 				continue
@@ -319,44 +329,6 @@ func stripPriorityWords(text string) string { return priorityStripRe.ReplaceAllS
 var weekdays = map[string]time.Weekday{
 	"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
 	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
-}
-
-var whenRe = regexp.MustCompile(`(?i)[,]?\s*\b(?:(?:by|on|due|before|for|until|till|to)\s+)?(today|tonight|tomorrow|next\s+week|(?:next\s+|this\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|in\s+(\d{1,3})\s+days?|\d{4}-\d{2}-\d{2})\b`)
-
-// extractWhen finds a due date in text and returns it (at 17:00 that day) and the text without it.
-func extractWhen(text string, now time.Time, loc *time.Location) (time.Time, string) {
-	m := whenRe.FindStringSubmatchIndex(text)
-	if m == nil {
-		return time.Time{}, text
-	}
-	phrase := strings.ToLower(text[m[2]:m[3]])
-	day := time.Date(now.Year(), now.Month(), now.Day(), 17, 0, 0, 0, loc)
-	switch {
-	case phrase == "today" || phrase == "tonight":
-	case phrase == "tomorrow":
-		day = day.AddDate(0, 0, 1)
-	case strings.HasPrefix(phrase, "next") && strings.HasSuffix(phrase, "week"):
-		day = day.AddDate(0, 0, 7)
-	case strings.HasPrefix(phrase, "in "):
-		var n int
-		fmt.Sscanf(text[m[4]:m[5]], "%d", &n)
-		day = day.AddDate(0, 0, n)
-	case len(phrase) == 10 && phrase[4] == '-':
-		d, err := time.ParseInLocation("2006-01-02", phrase, loc)
-		if err != nil {
-			return time.Time{}, text
-		}
-		day = d.Add(17 * time.Hour)
-	default:
-		name := phrase[strings.LastIndexByte(phrase, ' ')+1:]
-		wd := weekdays[name]
-		ahead := (int(wd) - int(now.Weekday()) + 7) % 7
-		if ahead == 0 || strings.HasPrefix(phrase, "next") {
-			ahead += 7
-		}
-		day = day.AddDate(0, 0, ahead)
-	}
-	return day, text[:m[0]] + text[m[1]:]
 }
 
 var (

@@ -22,8 +22,11 @@ var businessRules = []Rule{
 		Examples: []string{"remind me to call Ann tomorrow at 3pm"},
 		Patterns: []string{`^(?:please\s+)?(?:remind\s+me\s+to|set\s+a\s+reminder\s+to)\s+(?P<title>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
-			when, title, ok := extractDateTime(m.Group("title"), m.Now, m.Location, 9)
-			if !ok {
+			when, title, err := extractDateTime(m.Group("title"), "remind_at", m.Now, m.Location, 9)
+			if err != nil {
+				return nil, err
+			}
+			if when.IsZero() {
 				return nil, ErrNoMatch // no time given: the create_task rule makes it a task
 			}
 			title = cleanTitle(title)
@@ -75,8 +78,11 @@ var businessRules = []Rule{
 		Examples: []string{"schedule an inspection on friday at 10am", "book an inspection for lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 tomorrow"},
 		Patterns: []string{`^(?:please\s+)?(?:schedule|book|arrange|set\s+up)\s+(?:an?\s+|the\s+)?(?:roof\s+)?inspection(?:\s+for\s+(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?)?(?P<when>.*)$`},
 		Build: func(m *Match) (map[string]any, error) {
-			window, ok := preferredWindow(m.Group("when"), m.Now, m.Location)
-			if !ok {
+			window, err := preferredWindow(m.Group("when"), "preferred_window", m.Now, m.Location)
+			if err != nil {
+				return nil, err
+			}
+			if window == nil {
 				return nil, Missing("preferred_window", `when should the inspection be? Say a day (and a time), like "friday at 10am"`)
 			}
 			return withID(m, "lead_id", map[string]any{"preferred_window": window}), nil
@@ -254,12 +260,19 @@ var businessRules = []Rule{
 		Examples: []string{"schedule the job for monday", "schedule the job from 2026-12-01 to 2026-12-03"},
 		Patterns: []string{`^(?:please\s+)?(?:schedule|assign|set|book)\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:to\s+start\s+|starting\s+|for\s+|on\s+|from\s+|dates?\s+)?(?P<when>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
-			when, rest := extractWhen(m.Group("when"), m.Now, m.Location)
+			when, rest, err := extractWhen(m.Group("when"), "start_date", m.Now, m.Location)
+			if err != nil {
+				return nil, err
+			}
 			if when.IsZero() {
 				return nil, Missing("start_date", `when does the job start? Say a day, like "monday" or 2026-12-01`)
 			}
 			in := map[string]any{"start_date": when.Format(time.DateOnly)}
-			if end, _ := extractWhen(rest, m.Now, m.Location); !end.IsZero() && end.After(when) {
+			end, _, err := extractWhen(rest, "end_date", m.Now, m.Location)
+			if err != nil {
+				return nil, err
+			}
+			if !end.IsZero() && end.After(when) {
 				in["end_date"] = end.Format(time.DateOnly)
 			}
 			return withID(m, "job_id", in), nil
@@ -368,7 +381,11 @@ var businessRules = []Rule{
 		Examples: []string{"send a payment reminder sms to 0412 345 678: your invoice is now due, thanks!"},
 		Patterns: []string{`^(?:please\s+)?(?:send|text)\s+(?:an?\s+)?(?:payment\s+)?reminder\s+(?:sms|text)\s+(?:to\s+)?(?P<to>` + phonePattern + `)(?:\s+(?:for|about)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:\-]\s*(?P<message>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
-			return withID(m, "invoice_id", map[string]any{"to": m.Group("to"), "message": cut(m.Group("message"), 1000)}), nil
+			to, err := phoneInput(m, "to", "to")
+			if err != nil {
+				return nil, err
+			}
+			return withID(m, "invoice_id", map[string]any{"to": to, "message": cut(m.Group("message"), 1000)}), nil
 		},
 	},
 	{
@@ -434,7 +451,7 @@ var businessRules = []Rule{
 
 const (
 	channelPattern = `email\s+and\s+(?:sms|text)|(?:sms|text)\s+and\s+email|both|e-?mail|sms|text(?:\s+message)?`
-	phonePattern   = `\+?\d[\d\s()-]{6,}\d`
+	phonePattern   = `(?:\+|\()?\d[\d\s().-]{6,}\d`
 	fileRefPattern = `[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|heic|webp|gif|mp4|mov|pdf|docx?)`
 )
 
@@ -457,66 +474,6 @@ func channelOf(m *Match) (string, error) {
 		return "sms", nil
 	}
 	return "", Missing("channel", `by email, SMS or both? For example "send the quote by email"`)
-}
-
-// preferredWindow is an inspection's window: an hour from the time named, or the working day (8:00 to
-// 17:00) of the day named.
-func preferredWindow(text string, now time.Time, loc *time.Location) (map[string]any, bool) {
-	start, _, ok := extractDateTime(text, now, loc, -1)
-	if !ok {
-		return nil, false
-	}
-	end := start.Add(time.Hour)
-	if start.Hour() == 0 && start.Minute() == 0 && !timeOfDayRe.MatchString(text) {
-		start = time.Date(start.Year(), start.Month(), start.Day(), 8, 0, 0, 0, loc)
-		end = time.Date(start.Year(), start.Month(), start.Day(), 17, 0, 0, 0, loc)
-	}
-	return map[string]any{"start": start.Format(time.RFC3339), "end": end.Format(time.RFC3339)}, true
-}
-
-var timeOfDayRe = regexp.MustCompile(`(?i)\s*\b(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)\b|\s*\bat\s+(\d{1,2}):(\d{2})\b|\s*\b(noon|midday)\b`)
-
-// extractDateTime finds a day (and a time of day, else defaultHour; -1 for midnight) in text.
-func extractDateTime(text string, now time.Time, loc *time.Location, defaultHour int) (time.Time, string, bool) {
-	day, rest := extractWhen(text, now, loc)
-	hour, minute, found := max(defaultHour, 0), 0, false
-	if tm := timeOfDayRe.FindStringSubmatchIndex(rest); tm != nil {
-		sub := func(i int) string {
-			if tm[2*i] < 0 {
-				return ""
-			}
-			return rest[tm[2*i]:tm[2*i+1]]
-		}
-		found = true
-		switch {
-		case sub(6) != "":
-			hour, minute = 12, 0
-		case sub(4) != "":
-			hour, _ = strconv.Atoi(sub(4))
-			minute, _ = strconv.Atoi(sub(5))
-		default:
-			hour, _ = strconv.Atoi(sub(1))
-			minute, _ = strconv.Atoi(sub(2))
-			if strings.EqualFold(sub(3), "pm") && hour < 12 {
-				hour += 12
-			} else if strings.EqualFold(sub(3), "am") && hour == 12 {
-				hour = 0
-			}
-		}
-		rest = rest[:tm[0]] + rest[tm[1]:]
-	}
-	if day.IsZero() {
-		if !found {
-			return time.Time{}, text, false
-		}
-		// A time alone is today's, or tomorrow's once it has passed.
-		day = time.Date(now.Year(), now.Month(), now.Day(), hour, minute, 0, 0, loc)
-		if !day.After(now) {
-			day = day.AddDate(0, 0, 1)
-		}
-		return day, rest, true
-	}
-	return time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc), rest, true
 }
 
 var (

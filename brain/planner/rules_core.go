@@ -83,7 +83,10 @@ var coreRules = []Rule{
 			domain := domainOf(domainWord(pre+" "+title), title)
 			title = stripPriorityWords(title)
 			title = domainTagRe.ReplaceAllString(title, "")
-			due, title := extractWhen(title, m.Now, m.Location)
+			due, title, err := extractWhen(title, "due_at", m.Now, m.Location)
+			if err != nil {
+				return nil, err
+			}
 			title = cleanTitle(title)
 			if title == "" {
 				return nil, Missing("title", `what is the task? Say it after "create a task to"`)
@@ -237,11 +240,9 @@ func slug(text string) string {
 }
 
 var (
-	phoneAURe    = regexp.MustCompile(`(?:\+?61[\s-]?|\b0)[2-478](?:[\s-]?\d){8}\b`)
-	phoneOtherRe = regexp.MustCompile(`\+?\d(?:[\s()-]?\d){6,14}\b`)
-	emailRe      = regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`)
-	suburbRe     = regexp.MustCompile(`(?i)\b(?:in|at|from|suburb:?)\s+([a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2})`)
-	namedRe      = regexp.MustCompile(`(?i)\b(?:named|called|name:?)\s+([A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})`)
+	emailRe  = regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`)
+	suburbRe = regexp.MustCompile(`(?i)\b(?:in|at|from|suburb:?)\s+([a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2})`)
+	namedRe  = regexp.MustCompile(`(?i)\b(?:named|called|name:?)\s+([A-Za-z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})`)
 )
 
 // sourceSynonyms map the words people use to GEM's lead sources; only values the tool's enum has are used.
@@ -296,14 +297,14 @@ func parseLead(m *Match) (map[string]any, error) {
 	rest := m.Group("rest")
 	in := map[string]any{}
 
-	phoneLoc := phoneAURe.FindStringIndex(rest)
-	if phoneLoc == nil {
-		phoneLoc = phoneOtherRe.FindStringIndex(rest)
+	phoneLoc, number, err := phoneIn(rest, "phone", m.PhoneRegion)
+	if err != nil {
+		return nil, err
 	}
 	if phoneLoc == nil {
 		return nil, Missing("phone", `what is the lead's phone number? For example "new lead Ann Lee 0412 345 678 in Newtown"`)
 	}
-	in["phone"] = strings.TrimSpace(rest[phoneLoc[0]:phoneLoc[1]])
+	in["phone"] = number.Typed
 	before := rest[:phoneLoc[0]]
 	rest = rest[:phoneLoc[0]] + " , " + rest[phoneLoc[1]:]
 

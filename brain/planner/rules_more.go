@@ -193,13 +193,9 @@ var moreRules = []Rule{
 			in := map[string]any{}
 			rest := m.Group("rest")
 			if sm := syncSinceRe.FindStringSubmatchIndex(rest); sm != nil {
-				d := rest[sm[2]:sm[3]]
-				since, err := time.ParseInLocation(time.DateOnly, d[:10], m.Location)
-				if len(d) > 10 {
-					since, err = time.Parse(time.RFC3339, d)
-				}
+				since, err := syncSince(rest[sm[2]:sm[3]], m.Now, m.Location)
 				if err != nil {
-					return nil, ErrNoMatch
+					return nil, err
 				}
 				in["since"] = since.Format(time.RFC3339)
 				rest = rest[:sm[0]] + rest[sm[1]:]
@@ -298,11 +294,24 @@ var moreRules = []Rule{
 const highLevelPattern = `high\s*level|ghl|lead\s*connector`
 
 var (
-	syncSinceRe = regexp.MustCompile(`(?i)\s*\bsince\s+(\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))?)`)
+	syncSinceRe = regexp.MustCompile(`(?i)\s*\bsince\s+(` + isoDatePattern + `(?:T\d+:\d+:\d+(?:\.\d+)?(?:Z|[+-]\d+:\d+))?)`)
 	dryRunRe    = regexp.MustCompile(`(?i)\s*\b(?:as\s+a\s+)?dry[\s-]*run\b`)
 	metricRe    = regexp.MustCompile(`(?i)(\$?)\s*(\d[\d,]*(?:\.\d+)?)\s*(?:in\s+)?([a-z][a-z ]*?)\s*(?:,|;|\band\b|$)`)
 	regionRe    = regexp.MustCompile(`\s+(?:for|in|around|across)\s+(?:the\s+)?([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s*[.!]*$`)
 )
+
+// syncSince is a sync's since: a day (its midnight), or an RFC 3339 time. One that cannot be is a question.
+func syncSince(said string, now time.Time, loc *time.Location) (time.Time, error) {
+	day, clock, timed := strings.Cut(said, "T")
+	since, err := isoDay("since", day, 0, now, loc)
+	if err != nil || !timed {
+		return since, err
+	}
+	if since, err = time.Parse(time.RFC3339, said); err != nil {
+		return time.Time{}, notATime("since", clock, "write it like 2026-01-31T09:30:00+11:00")
+	}
+	return since, nil
+}
 
 // topicAndRegion splits "roof restorations for Penrith" into its topic and its (capitalised) place.
 func topicAndRegion(text string) (string, string, error) {

@@ -32,7 +32,11 @@ var officeRules = []Rule{
 		Examples: []string{"text 0412 345 678: running 10 minutes late, see you soon"},
 		Patterns: []string{`^(?:please\s+)?(?:send\s+(?:an?\s+)?(?:sms|text)(?:\s+message)?\s+to|text|sms)\s+(?P<to>` + phonePattern + `)\s*[:\-,]\s*(?P<message>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
-			return map[string]any{"to": m.Group("to"), "message": cut(m.Group("message"), 1000)}, nil
+			to, err := phoneInput(m, "to", "to")
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"to": to, "message": cut(m.Group("message"), 1000)}, nil
 		},
 	},
 	{
@@ -71,7 +75,10 @@ var officeRules = []Rule{
 			`^(?:please\s+)?follow[\s-]*up\s*(?P<title>(?:with|on)\s+.+)$`,
 		},
 		Build: func(m *Match) (map[string]any, error) {
-			due, title := extractWhen(m.Group("title"), m.Now, m.Location)
+			due, title, err := extractWhen(m.Group("title"), "due_at", m.Now, m.Location)
+			if err != nil {
+				return nil, err
+			}
 			title = cleanTitle(title)
 			if strings.HasPrefix(strings.ToLower(m.Clause), "follow") || strings.HasPrefix(strings.ToLower(m.Clause), "please follow") {
 				title = "Follow up " + title
@@ -98,7 +105,10 @@ var officeRules = []Rule{
 		Build: func(m *Match) (map[string]any, error) {
 			rest := m.Group("rest")
 			minutes, rest := durationIn(rest)
-			from, to := slotRange(rest, m.Now, m.Location)
+			from, to, err := slotRange(rest, "from", m.Now, m.Location)
+			if err != nil {
+				return nil, err
+			}
 			in := map[string]any{"from": from.Format(time.RFC3339), "to": to.Format(time.RFC3339)}
 			if minutes > 0 {
 				in["duration_minutes"] = min(max(minutes, 15), 480)
@@ -117,8 +127,11 @@ var officeRules = []Rule{
 		Build: func(m *Match) (map[string]any, error) {
 			text := m.Group("title") + " " + m.Group("rest")
 			minutes, text := durationIn(text)
-			start, text, ok := extractDateTime(text, m.Now, m.Location, 9)
-			if !ok {
+			start, text, err := extractDateTime(text, "start_at", m.Now, m.Location, 9)
+			if err != nil {
+				return nil, err
+			}
+			if start.IsZero() {
 				return nil, Missing("start_at", `when is it? Say a day and a time, like "friday at 2pm"`)
 			}
 			if minutes == 0 {
@@ -144,8 +157,11 @@ var officeRules = []Rule{
 		Patterns: []string{`^(?:please\s+)?(?:move|reschedule|shift)\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:to\s+)?(?P<when>.+)$`},
 		Build: func(m *Match) (map[string]any, error) {
 			minutes, text := durationIn(m.Group("when"))
-			start, _, ok := extractDateTime(text, m.Now, m.Location, 9)
-			if !ok {
+			start, _, err := extractDateTime(text, "patch", m.Now, m.Location, 9)
+			if err != nil {
+				return nil, err
+			}
+			if start.IsZero() {
 				return nil, Missing("patch", `to when? Say a day and a time, like "friday at 3pm"`)
 			}
 			patch := map[string]any{"start_at": start.Format(time.RFC3339)}
@@ -186,8 +202,12 @@ var officeRules = []Rule{
 		Build: func(m *Match) (map[string]any, error) {
 			rest := m.Group("rest")
 			contact := map[string]any{}
-			if loc := phoneAURe.FindStringIndex(rest); loc != nil {
-				contact["phone"] = strings.TrimSpace(rest[loc[0]:loc[1]])
+			loc, number, err := phoneIn(rest, "contact", m.PhoneRegion)
+			if err != nil {
+				return nil, err
+			}
+			if loc != nil {
+				contact["phone"] = number.Typed
 				rest = rest[:loc[0]] + " " + rest[loc[1]:]
 			}
 			if e := emailRe.FindString(rest); e != "" {
@@ -277,7 +297,11 @@ var officeRules = []Rule{
 			text := m.Group("title")
 			in := map[string]any{}
 			if loc := reviewRe.FindStringSubmatchIndex(text); loc != nil {
-				if when, _ := extractWhen(text[loc[2]:loc[3]], m.Now, m.Location); !when.IsZero() {
+				when, _, err := extractWhen(text[loc[2]:loc[3]], "review_at", m.Now, m.Location)
+				if err != nil {
+					return nil, err
+				}
+				if !when.IsZero() {
 					in["review_at"] = when.Format(time.RFC3339)
 					text = text[:loc[0]]
 				}
@@ -371,10 +395,13 @@ var officeRules = []Rule{
 		Name: "defer_task", Tool: "os.defer_task",
 		Help:     "put a task off to a later day",
 		Examples: []string{"defer task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to friday: waiting on parts"},
-		Patterns: []string{`^(?:please\s+)?(?:defer|postpone|push\s+back|delay|reschedule)\s+(?:the\s+)?task(?:\s+(?P<id>` + uuidPattern + `))?\s+(?P<when>.+?)(?:\s*(?:because|reason:?|[:,-])\s*(?P<reason>[^:]+))?$`},
+		Patterns: []string{`^(?:please\s+)?(?:defer|postpone|push\s+back|delay|reschedule)\s+(?:the\s+)?task(?:\s+(?P<id>` + uuidPattern + `))?\s+(?P<when>.+?)(?:(?:\s+(?:because|reason:?|-)|\s*[:,])\s*(?P<reason>[^:]+))?$`},
 		Build: func(m *Match) (map[string]any, error) {
-			due, _, ok := extractDateTime(m.Group("when"), m.Now, m.Location, 17)
-			if !ok {
+			due, _, err := extractDateTime(m.Group("when"), "due_at", m.Now, m.Location, 17)
+			if err != nil {
+				return nil, err
+			}
+			if due.IsZero() {
 				return nil, Missing("due_at", `until when? For example "defer task <id> to friday"`)
 			}
 			return withGroup(m, "reason", "reason", withID(m, "task_id", map[string]any{"due_at": due.Format(time.RFC3339)})), nil
@@ -402,7 +429,10 @@ var officeRules = []Rule{
 				}
 				patch["priority"] = p
 			case strings.HasPrefix(field, "due"):
-				due, _ := extractWhen(value, m.Now, m.Location)
+				due, _, err := extractWhen(value, "patch", m.Now, m.Location)
+				if err != nil {
+					return nil, err
+				}
 				if due.IsZero() {
 					return nil, Missing("patch", `to which day? For example "set task <id> due date to friday"`)
 				}
@@ -484,7 +514,6 @@ var (
 	reviewRe    = regexp.MustCompile(`(?i)[,;]?\s*(?:review(?:\s+it)?|check\s+in)\s+(?:on\s+|by\s+)?(.+)$`)
 	durationRe  = regexp.MustCompile(`(?i)\s*\b(?:for|of|lasting)?\s*(an?|\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|m)\b`)
 	optionSepRe = regexp.MustCompile(`(?i)\s*(?:,|\bor\b|\band\b|\bvs\.?\b|\bversus\b)\s*`)
-	sinceAgoRe  = regexp.MustCompile(`^(?:in\s+)?(?:the\s+)?(?:last|past)\s+(\d+)\s+(hours?|days?)$|^(\d+)\s+(hours?|days?)\s+ago$`)
 )
 
 func callOutcome(said string) string {
@@ -526,25 +555,30 @@ func durationIn(text string) (int, string) {
 	return minutes, text[:loc[0]] + text[loc[1]:]
 }
 
-// slotRange is where to look for free time: the day named, this or next week, or the next 7 days.
-func slotRange(text string, now time.Time, loc *time.Location) (time.Time, time.Time) {
+// slotRange is where to look for free time: the day named, this or next week, or the next 7 days. A day
+// that cannot be is a question about field.
+func slotRange(text, field string, now time.Time, loc *time.Location) (time.Time, time.Time, error) {
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
 	switch {
 	case hasWord(text, "next week"):
 		monday := today.AddDate(0, 0, 7-((int(today.Weekday())+6)%7))
-		return monday, monday.AddDate(0, 0, 7)
+		return monday, monday.AddDate(0, 0, 7), nil
 	case hasWord(text, "this week"):
 		monday := today.AddDate(0, 0, -((int(today.Weekday()) + 6) % 7))
-		return now, monday.AddDate(0, 0, 7)
+		return now, monday.AddDate(0, 0, 7), nil
 	}
-	if day, _ := extractWhen(text, now, loc); !day.IsZero() {
+	day, _, err := extractWhen(text, field, now, loc)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	if !day.IsZero() {
 		start := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, loc)
 		if start.Before(now) {
-			return now, start.AddDate(0, 0, 1)
+			return now, start.AddDate(0, 0, 1), nil
 		}
-		return start, start.AddDate(0, 0, 1)
+		return start, start.AddDate(0, 0, 1), nil
 	}
-	return now, today.AddDate(0, 0, 8)
+	return now, today.AddDate(0, 0, 8), nil
 }
 
 // withSince adds the time the since group names (see sinceOf) to an input; words that are not a time
@@ -554,37 +588,12 @@ func withSince(m *Match, in map[string]any) (map[string]any, error) {
 	if s == "" {
 		return in, nil
 	}
-	since, ok := sinceOf(s, m.Now, m.Location)
-	if !ok {
-		return nil, ErrNoMatch
+	since, err := sinceOf(s, "since", m.Now, m.Location)
+	if err != nil {
+		return nil, err
 	}
 	in["since"] = since.Format(time.RFC3339)
 	return in, nil
-}
-
-// sinceOf reads "today", "yesterday", "this week", "the last 3 hours", "2 days ago" or a date.
-func sinceOf(text string, now time.Time, loc *time.Location) (time.Time, bool) {
-	text = strings.ToLower(strings.Trim(text, " ?.!"))
-	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
-	switch text {
-	case "today":
-		return today, true
-	case "yesterday":
-		return today.AddDate(0, 0, -1), true
-	case "this week":
-		return today.AddDate(0, 0, -((int(today.Weekday()) + 6) % 7)), true
-	}
-	if m := sinceAgoRe.FindStringSubmatch(text); m != nil {
-		n, _ := strconv.Atoi(m[1] + m[3])
-		if strings.HasPrefix(m[2]+m[4], "h") {
-			return now.Add(-time.Duration(n) * time.Hour), true
-		}
-		return today.AddDate(0, 0, -n), true
-	}
-	if d, err := time.ParseInLocation(time.DateOnly, text, loc); err == nil {
-		return d, true
-	}
-	return time.Time{}, false
 }
 
 func snapshotDomain(said string) string {

@@ -36,7 +36,7 @@ func gemPlanner(t *testing.T) (*planner.RulesPlanner, *registry.Registry) {
 	require.NoError(t, err)
 	loc, err := time.LoadLocation("Australia/Sydney")
 	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, nil, loc)
+	p, err := planner.NewRulesPlanner(reg, nil, loc, "")
 	require.NoError(t, err)
 	return p, reg
 }
@@ -421,7 +421,7 @@ func TestRulesExamples(t *testing.T) {
 func TestRulesCoverEveryGEMDomain(t *testing.T) {
 	t.Parallel()
 	p, _ := gemPlanner(t)
-	gem, err := registry.Load(testenv.GEMRegistryPath())
+	gem, err := testenv.GEMRegistry()
 	require.NoError(t, err)
 	covered := map[string]int{}
 	for _, r := range p.EnabledRules() {
@@ -545,7 +545,7 @@ func TestRulesForMissingToolsAreOff(t *testing.T) {
 		Name: "schedule_rocket", Tool: "space.launch", Help: "launch a rocket", Examples: []string{"launch"}, Patterns: []string{`^launch`},
 		Build: func(*planner.Match) (map[string]any, error) { return map[string]any{}, nil },
 	}}, planner.Rules...)
-	p, err := planner.NewRulesPlanner(reg, rules, time.UTC)
+	p, err := planner.NewRulesPlanner(reg, rules, time.UTC, "")
 	require.NoError(t, err)
 	plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: "launch now"})
 	require.NoError(t, err)

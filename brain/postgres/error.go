@@ -19,12 +19,14 @@ type Beginner interface {
 
 // Error is the one place the brain turns a database error into what a client is told:
 //   - a *brain.Error and a cancellation pass through;
+//   - an idempotency key its caller used with another input is EKEYREUSED (422), naming the earlier call;
 //   - text PostgreSQL cannot store or read (22021 a NUL or invalid UTF-8, 22P05 an untranslatable
 //     character such as \u0000 in jsonb, 22P02 a malformed value) is the client's input: EINVALID, naming
 //     what PostgreSQL says;
-//   - a server that cannot be reached, is shutting down or out of resources (classes 08, 57, 53, and errors
-//     without a SQLSTATE) is EUNAVAILABLE;
-//   - any other error PostgreSQL returned is a bug, left for the API to log as internal.
+//   - the database being away (gemsql.DatabaseAway: the connection refused or lost, the server restarting,
+//     shutting down or out of connections or resources) is EUNAVAILABLE, which the API answers 503 with a
+//     Retry-After;
+//   - any other error is a bug, left for the API to log as internal.
 //
 // Clients' input is checked at the edge (brain/api) before it gets here; this catches what slips through.
 func Error(err error) error {
@@ -33,20 +35,23 @@ func Error(err error) error {
 	}
 	var e *brain.Error
 	var pgErr *pgconn.PgError
+	var reused *gemsql.IdempotencyConflictError
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &reused):
+		return &brain.Error{Code: brain.EKEYREUSED, Message: reused.Message + "; a retry sends the same input with the same key, a new request a new key",
+			Details: map[string]any{"call_id": reused.CallID, "tool": reused.Tool, "idempotency_key": reused.Key}}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
+	case gemsql.DatabaseAway(err):
+		return &brain.Error{Code: brain.EUNAVAILABLE, Message: "the database cannot be reached: " + err.Error()}
 	case errors.As(err, &pgErr):
 		switch pgErr.Code {
 		case "22021", "22P05", "22P02":
 			return &brain.Error{Code: brain.EINVALID, Message: "the request holds text the database cannot store: " + pgErr.Message,
 				Details: map[string]any{"sqlstate": pgErr.Code}}
 		}
-		if class := pgErr.Code[:2]; class != "08" && class != "57" && class != "53" {
-			return err
-		}
 	}
-	return &brain.Error{Code: brain.EUNAVAILABLE, Message: "the database cannot be reached: " + err.Error()}
+	return err
 }

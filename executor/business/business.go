@@ -16,6 +16,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/filestore"
+	"github.com/gemhq/gem/registry/phone"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -29,6 +30,7 @@ func Register(h executor.Handlers) {
 func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	p.loc, p.locErr = p.cfg.location()
+	p.region, p.regionErr = p.cfg.ResolvePhoneRegion()
 	p.files = filestore.New(p.cfg.FileStore)
 	registerOS(h, p)
 	registerReminders(h)
@@ -38,7 +40,7 @@ func RegisterWithConfig(h executor.Handlers, cfg Config) {
 	registerIdentity(h)
 	registerPersonal(h)
 	registerLeads(h, p)
-	registerEntity(h)
+	registerEntity(h, p)
 	registerInspection(h, p)
 	registerQuote(h, p)
 	registerJob(h, p)
@@ -55,7 +57,10 @@ type pack struct {
 	cfg    Config
 	loc    *time.Location
 	locErr error
-	files  *filestore.Store
+	// region is the region phone numbers are read in (Config.phoneRegion).
+	region    string
+	regionErr error
+	files     *filestore.Store
 }
 
 // today is the business's current date, in its time zone.
@@ -65,6 +70,23 @@ func (p *pack) today() (civilDate, error) {
 			"Set "+EnvTimeZone+" to an IANA time zone such as Australia/Sydney, or unset it for the default.")
 	}
 	return dateOf(time.Now().In(p.loc)), nil
+}
+
+// readPhone reads a phone number as people type it (phone.Parse, in the business's region). One that is not
+// a number is a validation_error saying why; field, when not "", names the input it came from.
+func (p *pack) readPhone(field, typed string) (phone.Number, error) {
+	if p.regionErr != nil {
+		return phone.Number{}, executor.NotConfigured(p.regionErr.Error(), []string{phone.EnvRegion},
+			"Set "+phone.EnvRegion+" to a two-letter region such as AU, NZ or GB (or unset it for AU), and restart the executor.")
+	}
+	n, err := phone.Parse(typed, p.region)
+	switch {
+	case err != nil && field != "":
+		return phone.Number{}, inputError(field, "%s", err.Error())
+	case err != nil:
+		return phone.Number{}, executor.Invalid("%s", err.Error())
+	}
+	return n, nil
 }
 
 // notFoundIfNoRows maps pgx.ErrNoRows to a not_found receipt naming what is missing; other errors pass

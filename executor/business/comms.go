@@ -12,6 +12,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/phone"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -125,7 +126,7 @@ func (p *pack) smsReady() error {
 		return executor.NotConfigured("no SMS provider is configured: GEM sends SMS through Twilio", smsRequiredEnv,
 			fmt.Sprintf("Set %s (the Account SID, AC...) and %s (its auth token) from the Twilio console.", EnvTwilioAccountSID, EnvTwilioAuthToken),
 			fmt.Sprintf("Set %s to the sender: a Twilio number in E.164 (+61...), an alphanumeric sender id, or a Messaging Service SID (MG...).", EnvSMSFrom),
-			fmt.Sprintf("Optionally set %s (default %s) for local numbers, and restart the executor.", EnvSMSCountryCode, CountryCodeDefault))
+			fmt.Sprintf("Optionally set %s (default %s), the region of numbers without a country code, and restart the executor.", phone.EnvRegion, phone.RegionDefault))
 	}
 	if err := cfg.validate(); err != nil {
 		return executor.NotConfigured(err.Error(), smsRequiredEnv, "Fix the variable named and restart the executor.")
@@ -154,9 +155,10 @@ func (p *pack) smtpServer() (*smtpServer, error) {
 }
 
 // smsRecipient is a phone number as people type it in the E.164 form Twilio needs (validation_error when it
-// cannot be one).
-func (p *pack) smsRecipient(phone string) (string, error) {
-	return e164(phone, p.cfg.SMS.CountryCode)
+// cannot be one): the form leads are keyed by.
+func (p *pack) smsRecipient(typed string) (string, error) {
+	n, err := p.readPhone("", typed)
+	return n.E164, err
 }
 
 // emailRecipient parses an email address ("Ann <ann@example.com>" or a bare address).
@@ -170,7 +172,7 @@ func emailRecipient(address string) (*mail.Address, error) {
 
 // smsDelivery is one SMS for deliverSMS.
 type smsDelivery struct {
-	// To is the phone number as typed; a local number gets the default country code.
+	// To is the phone number as typed; one without a country code is read in the business's region.
 	To string
 	// Body is the text.
 	Body string

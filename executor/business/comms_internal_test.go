@@ -7,11 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
 
-func TestE164(t *testing.T) {
+func TestSMSRecipient(t *testing.T) {
 	t.Parallel()
+	p := &pack{}
+	p.region, p.regionErr = Config{}.ResolvePhoneRegion()
 	tests := []struct{ in, want string }{
 		{"0412 345 678", "+61412345678"},
 		{"(02) 9555 1234", "+61295551234"},
@@ -21,17 +25,30 @@ func TestE164(t *testing.T) {
 		{"61412345678", "+61412345678"},
 	}
 	for _, tt := range tests {
-		got, err := e164(tt.in, "61")
+		got, err := p.smsRecipient(tt.in)
 		require.NoError(t, err, tt.in)
 		require.Equal(t, tt.want, got, tt.in)
 	}
 	for _, bad := range []string{"0412", "+1234567890123456", "000"} {
-		_, err := e164(bad, "61")
+		_, err := p.smsRecipient(bad)
 		require.Error(t, err, bad)
 	}
-	got, err := e164("021 555 0100", "64")
-	require.NoError(t, err)
-	require.Equal(t, "+64215550100", got, "another default country")
+	for _, cfg := range []Config{{PhoneRegion: "NZ"}, {SMS: TwilioConfig{CountryCode: "64"}}, {PhoneRegion: "NZ", SMS: TwilioConfig{CountryCode: "64"}}} {
+		p.region, p.regionErr = cfg.ResolvePhoneRegion()
+		got, err := p.smsRecipient("021 555 0100")
+		require.NoError(t, err)
+		require.Equal(t, "+64215550100", got, "another region: %+v", cfg)
+	}
+	for cfg, says := range map[*Config]string{
+		{PhoneRegion: "AU", SMS: TwilioConfig{CountryCode: "64"}}: "disagree",
+		{SMS: TwilioConfig{CountryCode: "999"}}:                   "no country's calling code",
+		{PhoneRegion: "XX"}:                                       "GEM_PHONE_REGION",
+	} {
+		p.region, p.regionErr = cfg.ResolvePhoneRegion()
+		_, err := p.smsRecipient("021 555 0100")
+		require.ErrorContains(t, err, says)
+		require.Equal(t, registry.CodeNotConfigured, err.(*executor.Error).Code)
+	}
 }
 
 func TestSMTPConfigParse(t *testing.T) {
@@ -98,7 +115,9 @@ func TestConfigFromEnv(t *testing.T) {
 	require.Empty(t, c.SMS.missing())
 	require.Empty(t, c.Email.missing())
 	require.Equal(t, TwilioBaseURLDefault, c.SMS.BaseURL)
-	require.Equal(t, CountryCodeDefault, c.SMS.CountryCode)
+	region, err := c.ResolvePhoneRegion()
+	require.NoError(t, err)
+	require.Equal(t, "AU", region)
 	loc, err := c.location()
 	require.NoError(t, err)
 	require.Equal(t, "Australia/Perth", loc.String())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/registry/phone"
 )
 
 // Defaults of Config.
@@ -22,8 +23,6 @@ const (
 	TimeZoneDefault = "Australia/Sydney"
 	// TwilioBaseURLDefault is Twilio's REST API.
 	TwilioBaseURLDefault = "https://api.twilio.com"
-	// CountryCodeDefault is the country calling code given to local phone numbers (0412 345 678 → +61412345678).
-	CountryCodeDefault = "61"
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -33,7 +32,7 @@ const (
 	EnvTwilioAuthToken  = "GEM_SMS_TWILIO_AUTH_TOKEN"
 	EnvSMSFrom          = "GEM_SMS_FROM"
 	EnvTwilioBaseURL    = "GEM_SMS_TWILIO_BASE_URL"
-	EnvSMSCountryCode   = "GEM_SMS_DEFAULT_COUNTRY_CODE"
+	EnvSMSCountryCode   = phone.EnvCallingCode
 	EnvSMTPURL          = "GEM_SMTP_URL"
 	EnvEmailFrom        = "GEM_EMAIL_FROM"
 )
@@ -55,6 +54,11 @@ type Config struct {
 	// parts of the day in, like "Mon-Fri 07:00-17:00; Sat 08:00-12:00" (GEM_BUSINESS_HOURS). Defaults to
 	// BusinessHoursDefault.
 	BusinessHours string
+
+	// PhoneRegion is the region phone numbers without a country code are read in (phone.EnvRegion): leads
+	// are one per number in its E.164 form, and SMS go to that form. Defaults to phone.RegionDefault, or to
+	// the region of SMS.CountryCode when only that (deprecated) is set.
+	PhoneRegion string
 
 	// SMS configures comms.send_sms (Twilio).
 	SMS TwilioConfig
@@ -90,8 +94,8 @@ type TwilioConfig struct {
 	From string
 	// BaseURL is the API's address; tests point it at a fake server. Defaults to TwilioBaseURLDefault.
 	BaseURL string
-	// CountryCode is the calling code given to local numbers that start with 0. Defaults to
-	// CountryCodeDefault.
+	// CountryCode is the deprecated GEM_SMS_DEFAULT_COUNTRY_CODE: the calling code of the region numbers
+	// without one are read in. Config.PhoneRegion replaces it; when both are set they must agree.
 	CountryCode string
 	// HTTPClient makes the requests; the call's deadline bounds each one. Defaults to a client of its own.
 	HTTPClient *http.Client
@@ -116,6 +120,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	return Config{
 		TimeZone:      get(EnvTimeZone),
 		BusinessHours: get(EnvBusinessHours),
+		PhoneRegion:   strings.ToUpper(get(phone.EnvRegion)),
 		SMS: TwilioConfig{
 			AccountSID:  get(EnvTwilioAccountSID),
 			AuthToken:   get(EnvTwilioAuthToken),
@@ -143,9 +148,6 @@ func (c Config) WithDefaults() Config {
 		c.SMS.BaseURL = TwilioBaseURLDefault
 	}
 	c.SMS.BaseURL = strings.TrimRight(c.SMS.BaseURL, "/")
-	if c.SMS.CountryCode == "" {
-		c.SMS.CountryCode = CountryCodeDefault
-	}
 	c.SMS.CountryCode = strings.TrimPrefix(c.SMS.CountryCode, "+")
 	if c.SMS.HTTPClient == nil {
 		c.SMS.HTTPClient = &http.Client{}
@@ -154,6 +156,11 @@ func (c Config) WithDefaults() Config {
 		c.FileStore = filestore.DefaultDir
 	}
 	return c
+}
+
+// ResolvePhoneRegion resolves PhoneRegion with the deprecated SMS.CountryCode (phone.ResolveRegion).
+func (c Config) ResolvePhoneRegion() (string, error) {
+	return phone.ResolveRegion(c.PhoneRegion, c.SMS.CountryCode)
 }
 
 // location resolves TimeZone.
@@ -180,11 +187,6 @@ func (c TwilioConfig) validate() error {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("%s=%q is not an http(s) URL", EnvTwilioBaseURL, c.BaseURL)
-	}
-	for _, r := range c.CountryCode {
-		if r < '0' || r > '9' {
-			return fmt.Errorf("%s=%q is not a country calling code (digits, like 61)", EnvSMSCountryCode, c.CountryCode)
-		}
 	}
 	return nil
 }

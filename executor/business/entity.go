@@ -14,15 +14,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/registry/phone"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
-func registerEntity(h executor.Handlers) {
-	h.Func("entity.create", executor.Typed(createEntity))
-	h.Func("entity.update", executor.Typed(updateEntity))
+func registerEntity(h executor.Handlers, p *pack) {
+	h.Func("entity.create", executor.Typed(p.createEntity))
+	h.Func("entity.update", executor.Typed(p.updateEntity))
 	h.Func("entity.get", executor.Typed(getEntity))
-	h.Func("entity.search", executor.Typed(searchEntities))
+	h.Func("entity.search", executor.Typed(p.searchEntities))
 	h.Func("entity.link_to_conversation", executor.Typed(linkEntityToConversation))
 	h.Func("entity.add_interaction", executor.Typed(addEntityInteraction))
 	h.Func("entity.add_address_site_details", executor.Typed(addEntitySiteDetails))
@@ -107,8 +108,8 @@ func requireLeadExists(ctx context.Context, c *executor.Call, id uuid.UUID) erro
 }
 
 // readContact reads a contact object: keys of contactKeys with text values; null (or blank text) clears a
-// key. A phone needs 6 digits or more and an email must be an address.
-func readContact(field string, raw json.RawMessage) (map[string]*string, error) {
+// key. A phone must be a phone number (kept as typed; see readPhone) and an email an address.
+func (p *pack) readContact(field string, raw json.RawMessage) (map[string]*string, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, executor.Invalid("%s must be an object of %s", field, strings.Join(contactKeys, ", "))
@@ -125,8 +126,8 @@ func readContact(field string, raw json.RawMessage) (map[string]*string, error) 
 		if v != nil {
 			switch k {
 			case "phone":
-				if digitCount(*v) < 6 {
-					return nil, executor.Invalid("%s.phone %q is not a phone number (it has fewer than 6 digits)", field, *v)
+				if _, err := p.readPhone(field+".phone", *v); err != nil {
+					return nil, err
 				}
 			case "email":
 				a, err := mail.ParseAddress(*v)
@@ -188,18 +189,6 @@ func samePtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-func digitCount(s string) int { return len(digitsOf(s)) }
-
-// digitsOf is s with everything but its ASCII digits dropped.
-func digitsOf(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, s)
-}
-
 // checkName refuses a blank name or one longer than 200 characters.
 func checkEntityName(field, name string) (string, error) {
 	name = strings.TrimSpace(name)
@@ -226,14 +215,14 @@ type entityCreated struct {
 }
 
 // createEntity records a client, supplier, partner, friend, lead or other contact.
-func createEntity(ctx context.Context, c *executor.Call, in createEntityInput) (*entityCreated, error) {
+func (p *pack) createEntity(ctx context.Context, c *executor.Call, in createEntityInput) (*entityCreated, error) {
 	name, err := checkEntityName("name", in.Name)
 	if err != nil {
 		return nil, err
 	}
 	var ct entityContact
 	if len(in.Contact) > 0 && string(in.Contact) != "null" {
-		fields, err := readContact("contact", in.Contact)
+		fields, err := p.readContact("contact", in.Contact)
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +260,7 @@ type updateEntityOutput struct {
 
 // updateEntity applies a patch: the keys given change (null clears notes, lead_id and contact fields; the
 // contact object is merged key by key). Only what changes is written, so repeating an update writes nothing.
-func updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (*updateEntityOutput, error) {
+func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (*updateEntityOutput, error) {
 	if err := checkPatchKeys(in.Patch, entityPatchKeys); err != nil {
 		return nil, err
 	}
@@ -323,7 +312,7 @@ func updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (
 		}
 	}
 	if raw, ok := in.Patch["contact"]; ok {
-		fields, err := readContact("patch.contact", raw)
+		fields, err := p.readContact("patch.contact", raw)
 		if err != nil {
 			return nil, err
 		}
@@ -457,8 +446,9 @@ type searchEntitiesOutput struct {
 }
 
 // searchEntities finds entities whose name, email, address, suburb or postcode contains the query, or whose
-// phone number contains its digits. Name matches rank first.
-func searchEntities(ctx context.Context, c *executor.Call, in searchEntitiesInput) (*searchEntitiesOutput, error) {
+// phone number contains its digits: a whole number's national digits, so "+61 499 000 111" finds "0499 000
+// 111" and the other way round. Name matches rank first.
+func (p *pack) searchEntities(ctx context.Context, c *executor.Call, in searchEntitiesInput) (*searchEntitiesOutput, error) {
 	typ := strings.ToLower(strings.TrimSpace(in.EntityType))
 	if typ == "customer" {
 		typ = "client"
@@ -467,7 +457,10 @@ func searchEntities(ctx context.Context, c *executor.Call, in searchEntitiesInpu
 		return nil, executor.Invalid("entity_type %q is not one of %s, site", in.EntityType, strings.Join(entityTypes, ", "))
 	}
 	q := strings.TrimSpace(in.Query)
-	digits := strings.TrimLeft(digitsOf(q), "0")
+	digits := strings.TrimLeft(phone.Digits(q), "0")
+	if n, err := phone.Parse(q, p.region); err == nil && p.regionErr == nil {
+		digits = n.National
+	}
 	if len(digits) < 4 {
 		digits = "" // too short to mean a phone number
 	}

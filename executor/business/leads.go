@@ -13,12 +13,18 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 func registerLeads(h executor.Handlers, p *pack) {
-	h.Func("leads.create", executor.Typed(createLead))
+	// One lead per number however it is typed: the key of a call is the number in E.164, so "+61 499 000 111"
+	// after "0499 000 111" is the first call's receipt again.
+	h.Add("leads.create", executor.Handler{Run: executor.Typed(p.createLead), Key: func(typed string) (string, error) {
+		n, err := p.readPhone("phone", typed)
+		return n.E164, err
+	}})
 	h.Func("leads.update_stage", executor.Typed(updateLeadStage))
 	h.Func("leads.list_by_stage", executor.Typed(listLeadsByStage))
 	h.Func("leads.add_source", executor.Typed(addLeadSource))
@@ -80,8 +86,9 @@ type leadCreated struct {
 	Lead    lead      `json:"lead"`
 }
 
-// createLead records a lead; a phone number already on file (however it is formatted) returns that lead.
-func createLead(ctx context.Context, c *executor.Call, in createLeadInput) (*leadCreated, error) {
+// createLead records a lead; a phone number already on file (however it is typed) returns that lead. The
+// number is kept as typed, for people, and in E.164 (phone_e164), the key.
+func (p *pack) createLead(ctx context.Context, c *executor.Call, in createLeadInput) (*leadCreated, error) {
 	name, err := checkEntityName("name", in.Name)
 	if err != nil {
 		return nil, err
@@ -90,8 +97,9 @@ func createLead(ctx context.Context, c *executor.Call, in createLeadInput) (*lea
 	if suburb == "" {
 		return nil, executor.Invalid("suburb is empty")
 	}
-	if n := digitCount(in.Phone); n < 6 || n > 20 || len(in.Phone) > 40 {
-		return nil, executor.Invalid("phone %q is not a phone number (6 to 20 digits, at most 40 characters)", truncateRunes(in.Phone, 40))
+	number, err := p.readPhone("phone", in.Phone)
+	if err != nil {
+		return nil, err
 	}
 	email := trimmedText(in.Email)
 	if email != nil {
@@ -104,18 +112,25 @@ func createLead(ctx context.Context, c *executor.Call, in createLeadInput) (*lea
 	if in.Source == "" {
 		in.Source = "other"
 	}
-	l, err := scanLead(c.DB.QueryRow(ctx, `INSERT INTO leads (name, phone, email, suburb, address, source, notes)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (phone_digits) DO NOTHING
-		RETURNING `+leadColumns, name, strings.TrimSpace(in.Phone), email, suburb, trimmedText(in.Address), in.Source, trimmedText(in.Notes)))
+	l, err := scanLead(c.DB.QueryRow(ctx, gemsql.LeadByPhoneSQL(leadColumns, ""), gemsql.LeadByPhoneArgs(number)...))
+	if err == nil {
+		return &leadCreated{LeadID: l.LeadID, Lead: l}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
+	}
+	l, err = scanLead(c.DB.QueryRow(ctx, `INSERT INTO leads (name, phone, phone_e164, email, suburb, address, source, notes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (phone_e164) DO NOTHING
+		RETURNING `+leadColumns, name, number.Typed, number.E164, email, suburb, trimmedText(in.Address), in.Source, trimmedText(in.Notes)))
 	if err == nil {
 		return &leadCreated{LeadID: l.LeadID, Created: true, Lead: l}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
 	}
-	l, err = scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads
-		WHERE phone_digits = regexp_replace($1, '[^0-9+]', '', 'g')`, strings.TrimSpace(in.Phone)))
+	// Another call recorded the number between the two statements.
+	l, err = scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads WHERE phone_e164 = $1`, number.E164))
 	if err != nil {
 		return nil, err
 	}

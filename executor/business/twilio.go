@@ -111,21 +111,3 @@ func twilioFailure(status int, raw []byte) error {
 			Message: fmt.Sprintf("Twilio failed (%s): %s; the SMS may not have been sent, check the Twilio console before sending again", desc, te.Message)}
 	}
 }
-
-// e164 turns a phone number as people type it into E.164, which Twilio needs: "+61 412 345 678" stays,
-// "0412 345 678" gets the default country code (+61412345678), "0061..." becomes "+61...".
-func e164(phone, countryCode string) (string, error) {
-	digits := digitsOf(phone)
-	trimmed := strings.TrimSpace(phone)
-	switch {
-	case strings.HasPrefix(trimmed, "+"):
-	case strings.HasPrefix(digits, "00"):
-		digits = digits[2:]
-	case strings.HasPrefix(digits, "0"):
-		digits = countryCode + digits[1:]
-	}
-	if len(digits) < 8 || len(digits) > 15 {
-		return "", executor.Invalid("%q is not a phone number that can receive SMS", phone)
-	}
-	return "+" + digits, nil
-}

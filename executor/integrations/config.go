@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor/business"
+	"github.com/gemhq/gem/registry/phone"
 )
 
 // Environment variables read by ConfigFromEnv. docs/integrations.md explains each one.
@@ -103,6 +104,9 @@ type Config struct {
 	GoogleAds GoogleAdsConfig
 	// Meta configures integrations.ads.pull_summary with channel meta (Marketing API insights).
 	Meta MetaConfig
+	// PhoneRegion is the region a contact's phone number without a country code is read in, to find its
+	// lead: the business pack's (GEM_PHONE_REGION). Defaults to phone.RegionDefault.
+	PhoneRegion string
 	// SMS is the business pack's Twilio account, checked by integrations.sms_provider.health.
 	SMS business.TwilioConfig
 	// Email is the business pack's SMTP server, checked by integrations.email_provider.health.
@@ -232,6 +236,10 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		problems[EnvHighLevelStageIDs] = err.Error()
 	}
 	biz := business.ConfigFromEnv(getenv)
+	region, err := biz.ResolvePhoneRegion()
+	if err != nil {
+		problems[phone.EnvRegion] = err.Error()
+	}
 	cfg := Config{
 		HighLevel: HighLevelConfig{
 			Token:            get(EnvHighLevelToken),
@@ -272,8 +280,9 @@ func ConfigFromEnv(getenv func(string) string) Config {
 			APIVersion:        get(EnvMetaAPIVersion),
 			ConversionActions: splitList(get(EnvMetaConversionActions)),
 		},
-		SMS:   biz.SMS,
-		Email: biz.Email,
+		PhoneRegion: region,
+		SMS:         biz.SMS,
+		Email:       biz.Email,
 	}
 	for _, base := range []struct{ env, value string }{
 		{EnvHighLevelBaseURL, cfg.HighLevel.BaseURL}, {EnvGoogleOAuthTokenURL, cfg.Google.TokenURL},
@@ -292,6 +301,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 
 // WithDefaults returns the config with defaults in place of zero values.
 func (c Config) WithDefaults() Config {
+	c.PhoneRegion = or(c.PhoneRegion, phone.RegionDefault)
 	hl := &c.HighLevel
 	hl.BaseURL = strings.TrimRight(or(hl.BaseURL, HighLevelBaseURLDefault), "/")
 	hl.APIVersion = or(hl.APIVersion, HighLevelAPIVersionDefault)

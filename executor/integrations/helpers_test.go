@@ -3,6 +3,7 @@ package integrations_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemcontract"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
@@ -18,16 +20,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// registryPath is the repository's registry; gemRegistryPath is the original GEM's (../shared beside the
-// repository), whose output schemas every result must also match.
-const (
-	registryPath    = "../../tools.registry.json"
-	gemRegistryPath = "../../../shared/gem/tools.registry.json"
-)
+// registryPath is the repository's registry. Every result must also match the original GEM's output schema
+// (GEM's contract, the repository's extract in registry/gemcontract).
+const registryPath = "../../tools.registry.json"
 
 var (
 	ourRegistry = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(registryPath) })
-	gemRegistry = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(gemRegistryPath) })
+	gemRegistry = sync.OnceValues(func() (*registry.Registry, error) {
+		ours, err := os.ReadFile(registryPath)
+		if err != nil {
+			return nil, err
+		}
+		return gemcontract.Registry(ours)
+	})
 )
 
 // testBundle is a private database with an executor running the integrations pack.
@@ -86,7 +91,7 @@ func requireGEMOutput(t *testing.T, r *registry.Receipt) {
 		return
 	}
 	gem, err := gemRegistry()
-	require.NoError(t, err, "GEM's registry must be at %s", gemRegistryPath)
+	require.NoError(t, err, "GEM's contract")
 	tool, ok := gem.Tool(r.ToolName)
 	require.True(t, ok, "%s is not a GEM tool", r.ToolName)
 	require.NoError(t, tool.ValidateOutput(r.Result), "%s: the result does not match GEM's output schema: %s", r.ToolName, r.Result)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/registry/phone"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -219,6 +221,10 @@ func (p *pack) syncContacts(ctx context.Context, c *executor.Call, in syncContac
 	if !p.highLevel.configured() {
 		return nil, highLevelNotConfigured()
 	}
+	if problem := p.cfg.Problems[phone.EnvRegion]; problem != "" {
+		return nil, executor.NotConfigured(problem, []string{phone.EnvRegion},
+			"Set "+phone.EnvRegion+" to a two-letter region such as AU (or unset it for AU), and restart the executor.")
+	}
 	location := or(strings.TrimSpace(in.LocationID), p.cfg.HighLevel.LocationID)
 	limit := in.Limit
 	if limit <= 0 {
@@ -403,25 +409,33 @@ func (p *pack) upsertContactTx(ctx context.Context, c *executor.Call, ct hlConta
 		return row.Scan(&id, &linked, &cur.Name, &cur.Phone, &cur.Email, &cur.Suburb, &cur.Address)
 	}
 	const columns = `id, highlevel_contact_id, name, phone, email, suburb, address`
+	// A contact's number is read as leads.create reads one, so it finds the lead however either was typed.
+	var number phone.Number
+	if typed := strings.TrimSpace(ct.Phone); typed != "" {
+		n, err := phone.Parse(typed, p.cfg.PhoneRegion)
+		if err != nil {
+			return false, &contactError{reason: "its phone number cannot be a lead's: " + err.Error()}
+		}
+		number = n
+	}
 	err := scan(c.DB.QueryRow(ctx, `SELECT `+columns+` FROM leads WHERE highlevel_contact_id = $1 FOR UPDATE`, ct.ID))
-	if errors.Is(err, pgx.ErrNoRows) && strings.TrimSpace(ct.Phone) != "" {
-		err = scan(c.DB.QueryRow(ctx, `SELECT `+columns+` FROM leads
-			WHERE phone_digits = regexp_replace($1, '[^0-9+]', '', 'g') FOR UPDATE`, ct.Phone))
+	if errors.Is(err, pgx.ErrNoRows) && number.E164 != "" {
+		err = scan(c.DB.QueryRow(ctx, gemsql.LeadByPhoneSQL(columns, "FOR UPDATE"), gemsql.LeadByPhoneArgs(number)...))
 		if err == nil && linked != nil && *linked != ct.ID {
 			return false, &contactError{reason: fmt.Sprintf("its phone number belongs to lead %s, already tied to HighLevel contact %s", id, *linked)}
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		if strings.TrimSpace(ct.Phone) == "" {
+		if number.E164 == "" {
 			return false, &contactError{reason: "the contact has no phone number, which a GEM lead needs"}
 		}
 		if dryRun {
 			return true, nil
 		}
 		f := leadFields{}.merged(ct)
-		_, err := c.DB.Exec(ctx, `INSERT INTO leads (name, phone, email, suburb, address, source, notes, highlevel_contact_id)
-			VALUES ($1, $2, $3, $4, $5, 'other', $6, $7)`,
-			f.Name, f.Phone, f.Email, f.Suburb, f.Address, "From HighLevel contact "+ct.ID, ct.ID)
+		_, err := c.DB.Exec(ctx, `INSERT INTO leads (name, phone, phone_e164, email, suburb, address, source, notes, highlevel_contact_id)
+			VALUES ($1, $2, $3, $4, $5, $6, 'other', $7, $8)`,
+			f.Name, f.Phone, number.E164, f.Email, f.Suburb, f.Address, "From HighLevel contact "+ct.ID, ct.ID)
 		return true, asContactError(err)
 	}
 	if err != nil {
@@ -434,9 +448,10 @@ func (p *pack) upsertContactTx(ctx context.Context, c *executor.Call, ct hlConta
 	if dryRun {
 		return true, nil
 	}
+	// The lead's key follows its number when the contact brings one (a lead from before keys gets its key).
 	_, err = c.DB.Exec(ctx, `UPDATE leads SET name = $2, phone = $3, email = $4, suburb = $5, address = $6,
-			highlevel_contact_id = $7, updated_at = now()
-		WHERE id = $1`, id, want.Name, want.Phone, want.Email, want.Suburb, want.Address, ct.ID)
+			highlevel_contact_id = $7, phone_e164 = coalesce($8, phone_e164), updated_at = now()
+		WHERE id = $1`, id, want.Name, want.Phone, want.Email, want.Suburb, want.Address, ct.ID, optionalText(number.E164))
 	return true, asContactError(err)
 }
 

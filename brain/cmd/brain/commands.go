@@ -21,12 +21,22 @@ import (
 	"github.com/gemhq/gem/registry"
 )
 
-func clientFrom(fs *flag.FlagSet, getenv func(string) string) func() *api.Client {
+// cliClient is a client of the brain, and where its token came from for the hint after a 401.
+type cliClient struct {
+	*api.Client
+	tokenSource string
+}
+
+// newCLIClient finds the brain's URL and the token (see findToken) from the flags' values and the environment.
+func newCLIClient(urlFlag, tokenFlag string, getenv func(string) string) *cliClient {
+	token, source := findToken(tokenFlag, getenv)
+	return &cliClient{Client: &api.Client{BaseURL: brainURL(urlFlag, getenv), Token: token}, tokenSource: source}
+}
+
+func clientFrom(fs *flag.FlagSet, getenv func(string) string) func() *cliClient {
 	url := fs.String("url", "", "brain URL")
 	token := fs.String("token", "", "bearer token")
-	return func() *api.Client {
-		return &api.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
-	}
+	return func() *cliClient { return newCLIClient(*url, *token, getenv) }
 }
 
 // flagExit is the exit status of a command whose flags did not parse: 0 for -h (the flag package printed
@@ -63,7 +73,7 @@ func approveRun(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "brain approve:", err)
 		return 1
 	}
-	printRun(stdout, stderr, resp, status, *asJSON, getenv)
+	printRun(stdout, stderr, resp, status, *asJSON, c.tokenSource)
 	if resp.OK && status < 300 {
 		return 0
 	}
@@ -91,7 +101,7 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	body, ok := printJSON(ctx, client(), http.MethodGet, path, nil, "brain receipt", stdout, stderr, getenv)
+	body, ok := printJSON(ctx, client(), http.MethodGet, path, nil, "brain receipt", stdout, stderr)
 	if !ok {
 		return 1
 	}
@@ -108,8 +118,7 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 
 // printJSON sends a request and prints the JSON answer indented, or the error answer (with a token hint after
 // a 401); it reports whether the request succeeded.
-func printJSON(ctx context.Context, c *api.Client, method, path string, req any, name string, stdout, stderr io.Writer,
-	getenv func(string) string) (map[string]any, bool) {
+func printJSON(ctx context.Context, c *cliClient, method, path string, req any, name string, stdout, stderr io.Writer) (map[string]any, bool) {
 	var body map[string]any
 	status, err := c.Do(ctx, method, path, req, &body)
 	if err != nil {
@@ -117,7 +126,7 @@ func printJSON(ctx context.Context, c *api.Client, method, path string, req any,
 		return nil, false
 	}
 	if apiError(stdout, name, status, body) {
-		tokenHint(stderr, status, getenv)
+		tokenHint(stderr, status, c.tokenSource)
 		return nil, false
 	}
 	enc := json.NewEncoder(stdout)
@@ -134,13 +143,12 @@ func firstArg(args []string) (string, []string) {
 	return "", args
 }
 
-// tokenHint says, after a 401, where the CLI looked for a token, so a person outside the repository knows
-// what to set.
-func tokenHint(w io.Writer, status int, getenv func(string) string) {
+// tokenHint says, after a 401, where the CLI looked for a token and where the one it sent came from, so a
+// person outside the repository knows what to set.
+func tokenHint(w io.Writer, status int, source string) {
 	if status != http.StatusUnauthorized {
 		return
 	}
-	_, source := findToken("", getenv)
 	if source == "" {
 		source = "none found"
 	}
@@ -178,7 +186,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the receipt (0 to return at once)")
-	key := fs.String("key", "", "idempotency key")
+	key := fs.String("key", "", "your key for this request: a retry with the same key (within 24 h) answers the first call's receipt and never runs it again")
 	device := fs.String("device", "", "the device the call must run on (docs/devices.md)")
 	deviceWait := fs.Duration("device-wait", 0, "how long the call waits for its device to be connected (default the executor's GEM_DEVICE_WAIT)")
 	client := clientFrom(fs, getenv)
@@ -213,7 +221,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	body, ok := printJSON(ctx, client(), http.MethodPost, "/calls", req, "brain call", stdout, stderr, getenv)
+	body, ok := printJSON(ctx, client(), http.MethodPost, "/calls", req, "brain call", stdout, stderr)
 	if !ok {
 		return 1
 	}
@@ -477,7 +485,7 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintf(stderr, "brain devices: unknown command %q\n", sub)
 		return usage()
 	}
-	return callAPI(client(), method, path, req, "brain devices "+sub, stdout, stderr, getenv)
+	return callAPI(client(), method, path, req, "brain devices "+sub, stdout, stderr)
 }
 
 // callersCommand manages callers and their permissions (docs/governance.md): brain callers [list [NAME]],
@@ -547,7 +555,7 @@ func callersCommand(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintf(stderr, "brain callers: unknown command %q\n", sub)
 		return usage()
 	}
-	return callAPI(client(), method, path, req, "brain callers "+sub, stdout, stderr, getenv)
+	return callAPI(client(), method, path, req, "brain callers "+sub, stdout, stderr)
 }
 
 // splitCommand takes "SUB [NAME] [flags]" apart: the subcommand (def when none is given), the name or id
@@ -562,10 +570,10 @@ func splitCommand(args []string, def string) (sub, name string, rest []string) {
 }
 
 // callAPI sends one request, prints the answer and returns the command's exit status: 0 when ok.
-func callAPI(c *api.Client, method, path string, req any, label string, stdout, stderr io.Writer, getenv func(string) string) int {
+func callAPI(c *cliClient, method, path string, req any, label string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, ok := printJSON(ctx, c, method, path, req, label, stdout, stderr, getenv)
+	out, ok := printJSON(ctx, c, method, path, req, label, stdout, stderr)
 	if !ok {
 		return 1
 	}
@@ -618,5 +626,5 @@ func approvalsCommand(args []string, getenv func(string) string, stdout, stderr 
 		fmt.Fprintf(stderr, "brain approvals: unknown command %q\n", sub)
 		return usage()
 	}
-	return callAPI(client(), method, path, req, "brain approvals "+sub, stdout, stderr, getenv)
+	return callAPI(client(), method, path, req, "brain approvals "+sub, stdout, stderr)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 )
@@ -53,6 +54,12 @@ type Config struct {
 	// GEM_BUSINESS_TIMEZONE, else Australia/Sydney (IANA names).
 	Timezone *time.Location
 
+	// PhoneRegion is the region phone numbers in messages are read in when they have no country code, the
+	// executor's too: the rules planner asks about a number that is not one there, and the HighLevel webhook
+	// finds leads by it. Defaults to AU (GEM_PHONE_REGION; the deprecated GEM_SMS_DEFAULT_COUNTRY_CODE's
+	// region when only that is set).
+	PhoneRegion string
+
 	// Planner plans POST /brain/run: "rules" (deterministic, no LLM) or "llm" (one LLM turn with every
 	// registry tool). Defaults to rules (GEM_BRAIN_PLANNER).
 	Planner string
@@ -86,6 +93,12 @@ type Config struct {
 	// 85 connections; off: no limit), GEM_BRAIN_MAX_QUEUE more wait in line (defaults to 4 × in flight; 0:
 	// none) for at most GEM_BRAIN_QUEUE_WAIT (defaults to 2s); others get 503 overloaded with Retry-After.
 	Admission api.AdmissionConfig
+
+	// Conns bound slow clients on the brain's listener, /mcp included (docs/brain.md#slow-clients):
+	// GEM_BRAIN_HEADER_TIMEOUT (10s) to send a request's headers, GEM_BRAIN_BODY_TIMEOUT (30s) its body,
+	// GEM_BRAIN_IDLE_TIMEOUT (2m) between requests on a kept-alive connection, and
+	// GEM_BRAIN_MAX_CONNS_PER_CLIENT (256; off: none) connections open at once from one address.
+	Conns api.ConnLimits
 
 	// MCP configures the MCP server at /mcp and `brain mcp` (GEM_MCP_CALL_WAIT: how long tools/call waits for
 	// a receipt before answering pending; defaults to 25s).
@@ -128,6 +141,12 @@ func (c Config) WithDefaults() Config {
 	if c.DBConnectWait == 0 {
 		c.DBConnectWait = gemsql.ConnectWaitDefault
 	}
+	if c.PhoneRegion == "" {
+		c.PhoneRegion = phone.RegionDefault
+	}
+	if c.HighLevel.PhoneRegion == "" {
+		c.HighLevel.PhoneRegion = c.PhoneRegion
+	}
 	return c
 }
 
@@ -145,6 +164,9 @@ func (c Config) validate() error {
 	if err := c.Devices.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := phone.CheckRegion(c.PhoneRegion); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Planner != "" && c.Planner != PlannerRules && c.Planner != PlannerLLM {
 		errs = append(errs, fmt.Errorf("Planner must be rules or llm, not %q", c.Planner))
 	}
@@ -154,7 +176,7 @@ func (c Config) validate() error {
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
 	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent,
-		HighLevel: c.HighLevel, Studio: c.Studio, Admission: c.Admission}.WithDefaults()
+		HighLevel: c.HighLevel, Studio: c.Studio, Admission: c.Admission, Conns: c.Conns}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -210,6 +232,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Secrets = s
 	}
+	c.PhoneRegion, err = phone.Region(getenv)
+	errs = append(errs, err)
 	c.HighLevel = api.HighLevelWebhookConfigFromEnv(getenv)
 	if s := getenv("GEM_STUDIO_SESSION_TTL"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -241,6 +265,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.Chat.WaitTimeout = d
 	}
 	c.Admission, err = admissionFromEnv(getenv)
+	errs = append(errs, err)
+	c.Conns, err = connLimitsFromEnv(getenv)
 	errs = append(errs, err)
 	if s := getenv("GEM_MCP_CALL_WAIT"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -307,6 +333,35 @@ func admissionFromEnv(getenv func(string) string) (api.AdmissionConfig, error) {
 		a.QueueWait = d
 	}
 	return a, errors.Join(errs...)
+}
+
+// connLimitsFromEnv reads the bounds on slow clients: timeouts are positive durations; the connections
+// per client a positive number, or off for none (0 is refused, as it would accept nothing).
+func connLimitsFromEnv(getenv func(string) string) (api.ConnLimits, error) {
+	var l api.ConnLimits
+	var errs []error
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{"GEM_BRAIN_HEADER_TIMEOUT", &l.HeaderTimeout}, {"GEM_BRAIN_BODY_TIMEOUT", &l.BodyTimeout}, {"GEM_BRAIN_IDLE_TIMEOUT", &l.IdleTimeout}} {
+		if s := strings.TrimSpace(getenv(d.name)); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil || v <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a positive duration (like 30s)", d.name, s))
+			}
+			*d.to = v
+		}
+	}
+	if s := strings.TrimSpace(getenv("GEM_BRAIN_MAX_CONNS_PER_CLIENT")); strings.EqualFold(s, "off") {
+		l.MaxConnsPerClient = api.NoConnLimit
+	} else if s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_MAX_CONNS_PER_CLIENT: %q is not a positive whole number (or off for no limit)", s))
+		}
+		l.MaxConnsPerClient = n
+	}
+	return l, errors.Join(errs...)
 }
 
 // envSwitch reads an on/off variable (on, true, 1 / off, false, 0, any case); unset is def.

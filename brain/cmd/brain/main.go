@@ -89,8 +89,14 @@ brain serve reads (defaults in brackets):
                                    limit [64, or 3/4 of a larger database pool]
   GEM_BRAIN_MAX_QUEUE              more waiting for a slot; beyond them 503 overloaded; 0: none [4 x in flight]
   GEM_BRAIN_QUEUE_WAIT             longest wait for a slot before 503 overloaded (at most 1m) [2s]
+  GEM_BRAIN_HEADER_TIMEOUT         longest time to send a request's headers [10s]
+  GEM_BRAIN_BODY_TIMEOUT           longest time to send a request's body; later, 408 and the connection closed [30s]
+  GEM_BRAIN_IDLE_TIMEOUT           a kept-alive connection with no request is closed after [2m]
+  GEM_BRAIN_MAX_CONNS_PER_CLIENT   connections one address may hold open; more are answered 503; off: none [256]
   GEM_SECRET_KEY                   key sealing secret inputs, 64 hex digits or base64 of 32 bytes (the executors' too)
   GEM_SECRET_KEY_PREVIOUS          keys being rotated out, comma-separated: they still open what they sealed
+  GEM_PHONE_REGION                 region of phone numbers without a country code, the executor's too
+                                   (GEM_SMS_DEFAULT_COUNTRY_CODE, deprecated, must agree) [AU]
   GEM_BRAIN_TIMEZONE               IANA zone for dates in messages [GEM_BUSINESS_TIMEZONE, else Australia/Sydney]
   GEM_BUSINESS_TIMEZONE            the business's zone, which the executor's tools read dates in [Australia/Sydney]
   GEM_BRAIN_PLANNER                rules or llm [rules]
@@ -275,7 +281,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if len(ctxVals) > 0 {
 		req.Context = ctxVals
 	}
-	client := &api.Client{BaseURL: brainURL(*url, getenv), Token: brainToken(*token, getenv)}
+	client := newCLIClient(*url, *token, getenv)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)+15*time.Second)
 	defer cancel()
 	resp, status, err := client.Run(ctx, req)
@@ -283,7 +289,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "brain run:", err)
 		return 1
 	}
-	printRun(stdout, stderr, resp, status, *asJSON, getenv)
+	printRun(stdout, stderr, resp, status, *asJSON, client.tokenSource)
 	if resp.OK && status < 300 {
 		return 0
 	}
@@ -320,14 +326,9 @@ func brainURL(flagValue string, getenv func(string) string) string {
 	return "http://" + api.AddrDefault
 }
 
-// brainToken finds the token: the flag, $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or the local
-// token `make run` writes to .gem/brain-token (looked up in the working folder and its parents).
-func brainToken(flagValue string, getenv func(string) string) string {
-	token, _ := findToken(flagValue, getenv)
-	return token
-}
-
-// findToken finds the token and says where it came from ("" when nowhere).
+// findToken finds the token — the flag, $GEM_BRAIN_TOKEN, the first of $GEM_BRAIN_TOKENS, or the local token
+// `make run` writes to .gem/brain-token (looked up in the working folder and its parents) — and says where it
+// came from ("" when nowhere).
 func findToken(flagValue string, getenv func(string) string) (token, source string) {
 	if flagValue != "" {
 		return flagValue, "-token"
@@ -348,8 +349,8 @@ func findToken(flagValue string, getenv func(string) string) (token, source stri
 	return "", ""
 }
 
-// printRun prints a run's answer, as JSON or for a person, with a hint after a refused token.
-func printRun(stdout, stderr io.Writer, resp *brain.RunResponse, status int, asJSON bool, getenv func(string) string) {
+// printRun prints a run's answer, as JSON or for a person, with a hint after a refused token (from tokenSource).
+func printRun(stdout, stderr io.Writer, resp *brain.RunResponse, status int, asJSON bool, tokenSource string) {
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -357,7 +358,7 @@ func printRun(stdout, stderr io.Writer, resp *brain.RunResponse, status int, asJ
 	} else {
 		printHuman(stdout, resp, status)
 	}
-	tokenHint(stderr, status, getenv)
+	tokenHint(stderr, status, tokenSource)
 }
 
 func printHuman(w io.Writer, resp *brain.RunResponse, status int) {

@@ -168,9 +168,13 @@ func TestCLI(t *testing.T) {
 func TestTokenLookup(t *testing.T) {
 	t.Parallel()
 	none := func(string) string { return "" }
-	require.Equal(t, "flag", brainToken("flag", none))
-	require.Equal(t, "env", brainToken("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKEN": "env"}[k] }))
-	require.Equal(t, "first", brainToken("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKENS": "a:first,b:second"}[k] }))
+	token := func(flagValue string, getenv func(string) string) string {
+		token, _ := findToken(flagValue, getenv)
+		return token
+	}
+	require.Equal(t, "flag", token("flag", none))
+	require.Equal(t, "env", token("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKEN": "env"}[k] }))
+	require.Equal(t, "first", token("", func(k string) string { return map[string]string{"GEM_BRAIN_TOKENS": "a:first,b:second"}[k] }))
 	require.Equal(t, "http://127.0.0.1:9999", brainURL("", func(k string) string { return map[string]string{"GEM_BRAIN_ADDR": "127.0.0.1:9999"}[k] }))
 	require.Equal(t, "http://"+api.AddrDefault, brainURL("", none))
 
@@ -182,7 +186,7 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 	getenvRe := regexp.MustCompile(`getenv\("([A-Z_]+)"\)`)
 	envConstRe := regexp.MustCompile(`Env\w+\s*=\s*"([A-Z_]+)"`)
 	var names []string
-	for _, file := range []string{"config.go", "main.go", "../../../llmconfig/llmconfig.go"} {
+	for _, file := range []string{"config.go", "main.go", "../../../llmconfig/llmconfig.go", "../../../registry/phone/phone.go"} {
 		src, err := os.ReadFile(file)
 		require.NoError(t, err)
 		for _, m := range getenvRe.FindAllStringSubmatch(string(src), -1) {

@@ -761,10 +761,14 @@ func TestMCPInspectorStdio(t *testing.T) {
 	})
 	t.Run("tools/list --strict on GEM's registry", func(t *testing.T) {
 		t.Parallel()
-		// The original GEM's 105 tools, as its registry has them, pass the Inspector's portability check too.
-		gemPath := filepath.Join(repoRoot(t), "..", "shared", "gem", "tools.registry.json")
+		// The original GEM's 105 tools, with GEM's schemas (the repository's extract of its contract, described
+		// in our words), pass the Inspector's portability check too.
+		doc, err := testenv.GEMRegistryDocument()
+		require.NoError(t, err)
+		gemPath := filepath.Join(t.TempDir(), "gem.registry.json")
+		require.NoError(t, os.WriteFile(gemPath, doc, 0o600))
 		gemReg, err := registry.Load(gemPath)
-		require.NoError(t, err, "GEM's registry must be beside the repository (../shared)")
+		require.NoError(t, err)
 		r := inspect(t, "--method", "tools/list", "--strict", "--format", "json", "-e", "DATABASE_URL="+shared.dbURL,
 			"-e", "GEM_REGISTRY="+gemPath, "-e", "GEM_LOG_LEVEL=warn", "--", brainBinary(t), "mcp")
 		require.Equal(t, 0, r.code, r.stderr)

@@ -107,7 +107,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	// The rules planner always exists: it plans runs (unless the LLM does), answers GET /brain/help and
 	// POST /operator/chat when no agent can.
-	rules, err := planner.NewRulesPlanner(m.Registry, nil, cfg.Timezone)
+	rules, err := planner.NewRulesPlanner(m.Registry, nil, cfg.Timezone, cfg.PhoneRegion)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ package testenv
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemcontract"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -33,47 +33,34 @@ func RepoRoot() string {
 // RegistryPath is the repository's registry.
 func RegistryPath() string { return filepath.Join(RepoRoot(), "tools.registry.json") }
 
-// GEMRegistryPath is the original GEM's registry, the contract GEM's users call (../shared beside the
-// repository).
-func GEMRegistryPath() string {
-	return filepath.Join(RepoRoot(), "..", "shared", "gem", "tools.registry.json")
+// GEMRegistry is the original GEM's contract, the one GEM's users call, from the repository's extract
+// (registry/gemcontract): GEM's 105 tools with GEM's schemas, modes, permissions, timeouts and receipt fields,
+// described in the words of the repository's registry.
+func GEMRegistry() (*registry.Registry, error) {
+	ours, err := os.ReadFile(RegistryPath())
+	if err != nil {
+		return nil, err
+	}
+	return gemcontract.Registry(ours)
 }
 
-// GEMContractRegistry is GEM's registry with the repository's own tools added (those GEM has not): every
+// GEMRegistryDocument is GEMRegistry as a registry document, for a process that loads a registry file.
+func GEMRegistryDocument() ([]byte, error) {
+	ours, err := os.ReadFile(RegistryPath())
+	if err != nil {
+		return nil, err
+	}
+	return gemcontract.Document(ours)
+}
+
+// GEMContractRegistry is GEM's contract with the repository's own tools added (those GEM has not): every
 // GEM tool with exactly GEM's contract, whatever state the repository's registry is in.
 func GEMContractRegistry() (*registry.Registry, error) {
-	var gem, ours struct {
-		Version string            `json:"version"`
-		Tools   []json.RawMessage `json:"tools"`
+	ours, err := os.ReadFile(RegistryPath())
+	if err != nil {
+		return nil, err
 	}
-	for path, doc := range map[string]any{GEMRegistryPath(): &gem, RegistryPath(): &ours} {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(data, doc); err != nil {
-			return nil, fmt.Errorf("error reading %s: %w", path, err)
-		}
-	}
-	names := map[string]bool{}
-	for _, raw := range gem.Tools {
-		var t struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(raw, &t)
-		names[t.Name] = true
-	}
-	for _, raw := range ours.Tools {
-		var t struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(raw, &t)
-		if !names[t.Name] {
-			gem.Tools = append(gem.Tools, raw)
-		}
-	}
-	data, _ := json.Marshal(gem)
-	return registry.Parse(data)
+	return gemcontract.WithOurTools(ours)
 }
 
 // ExecutorBinary builds the executor once per test binary and returns its path.

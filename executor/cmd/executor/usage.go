@@ -17,6 +17,7 @@ import (
 	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 )
@@ -233,7 +234,8 @@ var providerEnvVars = withIntegrations([]envVar{
 	{business.EnvTwilioAuthToken, "unset", "Twilio auth token, for comms.send_sms"},
 	{business.EnvSMSFrom, "unset", "SMS sender, for comms.send_sms"},
 	{business.EnvTwilioBaseURL, business.TwilioBaseURLDefault, "Twilio's API"},
-	{business.EnvSMSCountryCode, business.CountryCodeDefault, "calling code given to local phone numbers"},
+	{phone.EnvRegion, phone.RegionDefault, "region of phone numbers typed without a country code: leads are one per number in E.164, SMS go there"},
+	{business.EnvSMSCountryCode, "unset", "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
 	{business.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
 	{business.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
 	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "file store for the PDFs and packs tools write"},

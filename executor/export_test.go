@@ -1,0 +1,4 @@
+package executor
+
+// AttemptInsertSQL is the relay's statement handing a call to another device, for tests of its guard.
+const AttemptInsertSQL = attemptInsertSQL
