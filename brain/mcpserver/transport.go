@@ -265,6 +265,9 @@ func (w *httpAnswer) Flush() {
 	}
 }
 
+// Unwrap gives http.ResponseController the brain's writer (deadlines), past the methods defined here.
+func (w *httpAnswer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // finish writes the JSON-RPC error a plain-text error became.
 func (w *httpAnswer) finish() {
 	if !w.plain {
