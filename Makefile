@@ -61,9 +61,11 @@ BRAIN_FUZZTIME ?= $(FUZZTIME)
 fuzz: ## run each fuzz target for FUZZTIME (a duration like 30s, or a count like 100000x)
 	cd registry && $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 .
 	cd registry && $(GO) test -run '^$$' -fuzz '^FuzzValidateInput$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 .
-	@# The brain's fuzz target builds all of the brain with coverage (~1.5 min on 2 cores) and runs ~1,200
-	@# bodies/s: make test runs its seeds (with the package's tests) and leaves the fuzzing to make fuzz.
+	@# The brain's fuzz targets build all of the brain with coverage (~1.5 min on 2 cores each): make test runs
+	@# their seeds (with their packages' tests) and leaves the fuzzing to make fuzz. FuzzMCP drives a real brain's
+	@# /mcp and a `brain mcp` process, with an executor, on the tests' PostgreSQL.
 	$(if $(BRAIN_FUZZTIME),cd brain && $(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(BRAIN_FUZZTIME) -fuzzminimizetime 0 ./api/)
+	$(if $(BRAIN_FUZZTIME),cd brain && $(GO) test -run '^$$' -fuzz '^FuzzMCP$$' -fuzztime $(BRAIN_FUZZTIME) -fuzzminimizetime 0 ./cmd/brain/)
 
 # bench: the bare River floor, GEM's executor and the brain (latency, sequential and open loop), drain
 # throughput and peak memory, printed as one table (and .gem/bench.json); then the Go benchmarks of the hot

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
 )
 
 // syncTools writes what a call's insert must know of each registry tool into core_tools: its permissions,
@@ -70,7 +72,11 @@ func (e *Executor) approvalsLoop() {
 			}
 		}
 		wait := time.Second
-		next, err := e.expireApprovals(e.dbCtx)
+		var next *time.Time
+		err := gemsql.Guarded(&e.log, "ending expired approvals", func() (err error) {
+			next, err = e.expireApprovals(e.dbCtx)
+			return err
+		})
 		switch {
 		case err != nil && e.dbCtx.Err() == nil:
 			e.log.Warn().Err(err).Msg("error ending expired approvals")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -131,45 +132,52 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 	var tx *batchTx
 	var retried []*attempt
 	err := e.withConn(func(ctx context.Context, conn *pgxpool.Conn) error {
-		t := &batchTx{e: e, pipe: newPipe(conn.Conn())}
-		tx = t
-		defer func() { snoozes = t.snoozes }()
-		attempts, dups, err := t.begin(ctx, items)
-		rest = dups
-		for _, a := range attempts {
-			ran = append(ran, a.p)
-		}
-		if err != nil {
-			return err
-		}
-		start := time.Now()
-		for i, a := range attempts {
-			if i > 0 && time.Since(start) > e.cfg.BatchMaxDuration {
-				rest, ran = append(rest, ran[i:]...), ran[:i]
-				break
+		// A panic of the batch's own code (a handler's is recovered where it runs) fails the batch as an
+		// error does: nothing is committed, every call it reached is retried, and the executor goes on.
+		return gemsql.Guarded(&e.log, "a batch of calls", func() error {
+			t := &batchTx{e: e, pipe: newPipe(conn.Conn())}
+			tx = t
+			defer func() { snoozes = t.snoozes }()
+			attempts, dups, err := t.begin(ctx, items)
+			rest = dups
+			for _, a := range attempts {
+				ran = append(ran, a.p)
 			}
-			var out outcome
-			if err := a.p.ctx.Err(); err != nil {
-				// The job was cancelled while it waited (shutdown): River retries it.
-				out = outcome{kind: outcomeRetry, err: err}
-			} else {
-				out = t.run(ctx, a, a.p.phase)
+			if err != nil {
+				return err
 			}
-			if out.txBroken {
-				rest, ran = append(rest, ran[i+1:]...), ran[:i+1]
-				return out.err
+			start := time.Now()
+			for i, a := range attempts {
+				if i > 0 && time.Since(start) > e.cfg.BatchMaxDuration {
+					rest, ran = append(rest, ran[i:]...), ran[:i]
+					break
+				}
+				var out outcome
+				if err := a.p.ctx.Err(); err != nil {
+					// The job was cancelled while it waited (shutdown): River retries it.
+					out = outcome{kind: outcomeRetry, err: err}
+				} else {
+					out = t.run(ctx, a, a.p.phase)
+				}
+				if out.txBroken {
+					rest, ran = append(rest, ran[i+1:]...), ran[:i+1]
+					return out.err
+				}
+				if out.kind == outcomeRetry {
+					retried = append(retried, a)
+				}
+				if out.kind == outcomeMissing {
+					a.log.Error().Msg("job names a call that does not exist; cancelling it")
+					out.err = river.JobCancel(out.err)
+				}
+				results, prepared = append(results, out.err), append(prepared, out.kind == outcomePrepared)
 			}
-			if out.kind == outcomeRetry {
-				retried = append(retried, a)
-			}
-			if out.kind == outcomeMissing {
-				a.log.Error().Msg("job names a call that does not exist; cancelling it")
-				out.err = river.JobCancel(out.err)
-			}
-			results, prepared = append(results, out.err), append(prepared, out.kind == outcomePrepared)
-		}
-		return t.commit(ctx)
+			return t.commit(ctx)
+		})
 	})
+	if _, panicked := errors.AsType[*gemsql.PanicError](err); panicked {
+		ran, rest = items, nil // every call is answered (retried): none may wait on a batch that ended
+	}
 	if e.metrics != nil || e.tracer != nil {
 		e.observeBatch(batchEnd{tx: tx, ran: ran, retried: retried, err: err})
 	}

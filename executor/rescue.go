@@ -233,7 +233,8 @@ func (e *Executor) rescueLoop() {
 			return
 		case <-ticker.C:
 		}
-		if _, err := e.rescueDead(e.dbCtx); err != nil && e.dbCtx.Err() == nil {
+		rescue := func() error { _, err := e.rescueDead(e.dbCtx); return err }
+		if err := gemsql.Guarded(&e.log, "rescuing dead executors' calls", rescue); err != nil && e.dbCtx.Err() == nil {
 			e.log.Warn().Err(err).Msg("error rescuing the calls of dead executors")
 		}
 		if err := e.rescueOrphans(e.dbCtx); err != nil && e.dbCtx.Err() == nil {

@@ -17,7 +17,7 @@ const maintenanceInterval = time.Hour
 func (e *Executor) maintenanceLoop() {
 	defer close(e.maintenanceDone)
 	for {
-		e.Maintain(e.dbCtx, time.Now())
+		_ = gemsql.Guarded(&e.log, "history maintenance", func() error { e.Maintain(e.dbCtx, time.Now()); return nil })
 		timer := time.NewTimer(maintenanceInterval)
 		select {
 		case <-e.stopLiveness:

@@ -132,8 +132,8 @@ func (t *Tool) HasOutsideEffects() bool {
 	return false
 }
 
-// InputProperties returns the input schema's top-level property names, sorted.
-func (t *Tool) InputProperties() []string { return t.inputProps }
+// InputProperties returns the input schema's top-level property names, sorted, in a slice of the caller's own.
+func (t *Tool) InputProperties() []string { return slices.Clone(t.inputProps) }
 
 // HasInputProperty reports whether the input schema declares a top-level property name.
 func (t *Tool) HasInputProperty(name string) bool {
@@ -192,7 +192,9 @@ func permissionMatches(patterns []string, permission string) bool {
 	return false
 }
 
-// Registry is a loaded, checked registry. It is safe for concurrent use.
+// Registry is a loaded, checked registry. It is safe for concurrent use: what its accessors return is the
+// caller's own (a fresh slice or map) or shared and never changed (a *Tool: read it, never change it), so no
+// reader can change what another sees.
 type Registry struct {
 	// Version is the registry document's version string.
 	Version string
@@ -229,9 +231,12 @@ func (r *Registry) Tool(name string) (*Tool, bool) {
 	return t, ok
 }
 
-// Tools returns every tool, sorted by name: the registry's and those connected devices serve. The slice
-// must not be modified.
-func (r *Registry) Tools() []*Tool {
+// Tools returns every tool, sorted by name: the registry's and those connected devices serve, in a slice of
+// the caller's own (sort or filter it freely).
+func (r *Registry) Tools() []*Tool { return slices.Clone(r.all()) }
+
+// all is every tool, in the registry's own slice: for reading here, never handed out.
+func (r *Registry) all() []*Tool {
 	if d := r.devices.Load(); d != nil {
 		return d.all
 	}
@@ -244,21 +249,26 @@ func (r *Registry) OwnTool(name string) (*Tool, bool) {
 	return t, ok
 }
 
-// OwnTools returns the registry document's tools, sorted by name, without devices' tools.
-func (r *Registry) OwnTools() []*Tool { return r.tools }
+// OwnTools returns the registry document's tools, sorted by name, without devices' tools, in a slice of the
+// caller's own.
+func (r *Registry) OwnTools() []*Tool { return slices.Clone(r.tools) }
 
 // Len is the number of tools (Tools).
-func (r *Registry) Len() int { return len(r.Tools()) }
+func (r *Registry) Len() int { return len(r.all()) }
 
 // SetDeviceTools makes the tools connected devices serve part of Tool and Tools (replacing those set
 // before): tools, each once by name, and servedBy, the devices serving each tool name (registry tools
-// included). A device tool named like a registry tool is the registry's. Safe to call while others read.
+// included). A device tool named like a registry tool is the registry's. Safe to call while others read; the
+// registry keeps copies of tools and servedBy, so the caller may reuse them.
 func (r *Registry) SetDeviceTools(tools []*Tool, servedBy map[string][]string) {
 	if len(tools) == 0 && len(servedBy) == 0 {
 		r.devices.Store(nil)
 		return
 	}
-	d := &deviceCatalog{all: slices.Clone(r.tools), byName: map[string]*Tool{}, servedBy: servedBy}
+	d := &deviceCatalog{all: slices.Clone(r.tools), byName: map[string]*Tool{}, servedBy: make(map[string][]string, len(servedBy))}
+	for name, devices := range servedBy {
+		d.servedBy[name] = slices.Clone(devices)
+	}
 	for _, t := range tools {
 		if _, own := r.byName[t.Name]; own {
 			continue
@@ -273,10 +283,11 @@ func (r *Registry) SetDeviceTools(tools []*Tool, servedBy map[string][]string) {
 	r.devices.Store(d)
 }
 
-// ServedBy names the connected devices that serve a tool (as SetDeviceTools last said), or nil.
+// ServedBy names the connected devices that serve a tool (as SetDeviceTools last said), or nil, in a slice of
+// the caller's own.
 func (r *Registry) ServedBy(name string) []string {
 	if d := r.devices.Load(); d != nil {
-		return d.servedBy[name]
+		return slices.Clone(d.servedBy[name])
 	}
 	return nil
 }
@@ -284,7 +295,7 @@ func (r *Registry) ServedBy(name string) []string {
 // LongestTimeout is the largest tool timeout, or zero for an empty registry.
 func (r *Registry) LongestTimeout() time.Duration {
 	var longest time.Duration
-	for _, t := range r.Tools() {
+	for _, t := range r.all() {
 		longest = max(longest, t.Timeout())
 	}
 	return longest
@@ -293,7 +304,7 @@ func (r *Registry) LongestTimeout() time.Duration {
 // Domains returns the tools grouped by domain, with domains sorted.
 func (r *Registry) Domains() ([]string, map[string][]*Tool) {
 	byDomain := make(map[string][]*Tool)
-	for _, t := range r.Tools() {
+	for _, t := range r.all() {
 		byDomain[t.Domain()] = append(byDomain[t.Domain()], t)
 	}
 	domains := make([]string, 0, len(byDomain))

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,8 +31,17 @@ const SecretRedacted = "[secret]"
 const secretPathMaxDepth = 8
 
 // SecretPaths are the paths of the tool's secret input properties: property names, "*" for every element
-// of an array. Nil: the tool has none.
-func (t *Tool) SecretPaths() [][]string { return t.secretPaths }
+// of an array. Nil: the tool has none. The paths are the caller's own.
+func (t *Tool) SecretPaths() [][]string {
+	if t.secretPaths == nil {
+		return nil
+	}
+	out := make([][]string, len(t.secretPaths))
+	for i, p := range t.secretPaths {
+		out[i] = slices.Clone(p)
+	}
+	return out
+}
 
 // HasSecrets reports whether any input property of the tool is secret.
 func (t *Tool) HasSecrets() bool { return len(t.secretPaths) > 0 }

@@ -227,11 +227,20 @@ var ErrCallerClash = errors.New("a caller of that name exists and is another")
 func CallerEnsure(ctx context.Context, db DBTX, name, kind string, permissions []string, note string) error {
 	var existingKind string
 	var hasToken bool
-	err := db.QueryRow(ctx, `WITH made AS (
-			INSERT INTO core_callers (name, kind, permissions, note) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (name) DO NOTHING RETURNING kind, false AS has_token)
-		SELECT kind, has_token FROM made UNION ALL SELECT kind, token_sha256 IS NOT NULL FROM core_callers WHERE name = $1`,
-		name, kind, nonNil(permissions), note).Scan(&existingKind, &hasToken)
+	var err error
+	// Twice at most: when another session inserts the caller at the same moment, the insert waits for it
+	// and does nothing, and the statement's snapshot, taken before that commit, does not show its row (two
+	// brain mcp started together: one did not start). The second statement's snapshot shows it.
+	for range 2 {
+		err = db.QueryRow(ctx, `WITH made AS (
+				INSERT INTO core_callers (name, kind, permissions, note) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (name) DO NOTHING RETURNING kind, false AS has_token)
+			SELECT kind, has_token FROM made UNION ALL SELECT kind, token_sha256 IS NOT NULL FROM core_callers WHERE name = $1`,
+			name, kind, nonNil(permissions), note).Scan(&existingKind, &hasToken)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("error recording caller %s: %w", name, err)
 	}

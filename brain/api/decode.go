@@ -81,7 +81,8 @@ func invalidRequest(err error) *brain.Error {
 }
 
 // checkParams refuses query parameters and path segments that are not text PostgreSQL can store (%00,
-// %FF), naming the parameter, before any handler sees them.
+// %FF), naming the parameter, before any handler sees them. The whole path is checked too: echo keeps a
+// wildcard's segments escaped (/studio/static/%ff reached the file server, which answered 500).
 func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		for name, values := range c.QueryParams() {
@@ -102,6 +103,9 @@ func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
 						Details: map[string]any{"parameter": name, "problem": problem}}
 				}
 			}
+		}
+		if problem := plainTextProblem(c.Request().URL.Path); problem != "" {
+			return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("the path %s", problem), Details: map[string]any{"problem": problem}}
 		}
 		return next(c)
 	}

@@ -233,7 +233,7 @@ func New(p *Params) *Server {
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
 	e.Use(retryAfter)
-	e.Use(middleware.Recover())
+	e.Use(recoverPanics)
 	e.Use(middleware.BodyLimit(strconv.FormatInt(s.cfg.MaxBody, 10) + "B"))
 	e.Use(readBodyWithin(s.cfg.Conns.BodyTimeout))
 	e.Use(checkParams)
@@ -495,6 +495,15 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		ev.Str("method", c.Request().Method).Str("route", c.Path()).Str("path", c.Request().URL.Path).Int("status", status).
 			Str("requester", requester(c)).Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
 		return nil
+	}
+}
+
+// recoverPanics answers a handler's panic as an internal error (500, {"ok": false, ...}) and logs it with
+// the request's id and the stack, instead of echo's own recovery, which logged every goroutine's stack on
+// echo's logger without the request id.
+func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return gemsql.Guarded(zerolog.Ctx(c.Request().Context()), "a request's handler", func() error { return next(c) })
 	}
 }
 

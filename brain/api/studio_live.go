@@ -177,7 +177,7 @@ var studioFuncs = template.FuncMap{
 		return "st"
 	},
 	"join":  strings.Join,
-	"short": func(s string) string { return s[:min(len(s), 8)] },
+	"short": shortID,
 	"mode": func(t *registry.Tool) string {
 		m := string(t.Idempotency.Mode)
 		if t.Idempotency.KeyField != "" {
@@ -208,3 +208,10 @@ var studioFuncs = template.FuncMap{
 		return p
 	},
 }
+
+// shortIDLen is how many of an id's last characters the studio shows.
+const shortIDLen = 8
+
+// shortID is a call's id as the pages show it: its last 8 characters. A UUIDv7 starts with its time, so its
+// first 8 are the same for every call of a minute; its last 8 are random, and a search for them finds it.
+func shortID(id string) string { return id[max(0, len(id)-shortIDLen):] }

@@ -44,7 +44,9 @@ func (h *Hub) watchCatalog(ctx context.Context) {
 	t := time.NewTicker(catalogPoll)
 	defer t.Stop()
 	for {
-		if err := h.RefreshCatalog(ctx); err != nil && ctx.Err() == nil {
+		// A panic in a refresh (a bug, a callback's) is logged and the next refresh tries again.
+		refresh := func() error { return h.RefreshCatalog(ctx) }
+		if err := gemsql.Guarded(&h.log, "refreshing the device catalog", refresh); err != nil && ctx.Err() == nil {
 			h.log.Warn().Err(err).Msg("could not read the devices' tools; the catalog keeps what it had")
 		}
 		select {

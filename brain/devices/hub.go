@@ -207,20 +207,25 @@ func (h *Hub) sweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		rows, err := h.pool.Query(ctx, `SELECT gem_devices_expire()`)
-		if err != nil {
-			if ctx.Err() == nil {
-				h.log.Warn().Err(err).Msg("could not expire silent devices")
-			}
-			continue
+		_ = gemsql.Guarded(&h.log, "expiring silent devices", func() error { h.expire(ctx); return nil })
+	}
+}
+
+// expire ends the devices whose heartbeat deadline passed.
+func (h *Hub) expire(ctx context.Context) {
+	rows, err := h.pool.Query(ctx, `SELECT gem_devices_expire()`)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn().Err(err).Msg("could not expire silent devices")
 		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			continue
-		}
-		for _, n := range names {
-			h.log.Warn().Str("device", n).Dur("dead_after", h.cfg.deadAfter()).Msg("device stopped heartbeating: its tools leave the catalog and its open calls end")
-		}
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		h.log.Warn().Str("device", n).Dur("dead_after", h.cfg.deadAfter()).Msg("device stopped heartbeating: its tools leave the catalog and its open calls end")
 	}
 }
 
@@ -279,5 +284,5 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &session{h: h, name: name, grants: grants, ws: ws, log: h.log.With().Str("device", name).Logger(), inflight: map[int64]bool{},
 		answers: make(chan *registry.DeviceAnswer, 16), acks: make(chan int64, 1024), stored: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(h.base)
-	s.serve()
+	s.guarded(s.serve)
 }

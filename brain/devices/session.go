@@ -73,6 +73,16 @@ func (s *session) write(m *registry.DeviceMessage) error {
 	return wsjson.Write(ctx, s.ws, m)
 }
 
+// guarded runs one of the session's works; a panic in it is logged (with the device's name) and ends the
+// session with an internal error, as a lost connection does: the device reconnects, and its calls' attempts
+// are settled as after any disconnection.
+func (s *session) guarded(work func()) {
+	err := gemsql.Guarded(&s.log, "a device session", func() error { work(); return nil })
+	if err != nil {
+		s.close(websocket.StatusInternalError, "the hub failed; reconnect")
+	}
+}
+
 // serve runs a session from its registration to its end.
 func (s *session) serve() {
 	defer s.cancel()
@@ -143,7 +153,7 @@ func (s *session) serve() {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			work()
+			s.guarded(work)
 		}()
 	}
 	// The store ends once it has stored the last answer read (before the workers are waited for).

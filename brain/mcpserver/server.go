@@ -5,10 +5,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 )
@@ -139,6 +142,8 @@ func New(p *Params) (*Server, error) {
 	if err := s.addSkills(); err != nil {
 		return nil, err
 	}
+	// Outermost, so that it also catches what the middleware above it does.
+	s.mcp.AddReceivingMiddleware(s.recoverPanics)
 	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog})
 	return s, nil
@@ -217,7 +222,37 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string,
 			return
 		}
 	}
-	s.http.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), Caller{Name: caller, Agent: agent, Reader: reader})))
+	r = r.WithContext(WithCaller(r.Context(), Caller{Name: caller, Agent: agent, Reader: reader}))
+	r.Header.Del(jsonrpcIDHeader)
+	answer := &httpAnswer{ResponseWriter: w, id: jsonNull}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			// The brain's body limit cuts a body sent without a length (one with a length too long never gets here).
+			writeAnswer(w, http.StatusBadRequest, errorAnswer(nil, &rpcError{jsonrpc.CodeParseError, "parse error: the body could not be read: " + err.Error()}))
+			return
+		}
+		msg, id, rerr := checkMessage(body)
+		switch {
+		case rerr != nil:
+			status := http.StatusBadRequest
+			if rerr.code == jsonrpc.CodeMethodNotFound || rerr.code == jsonrpc.CodeInvalidParams {
+				status = http.StatusOK // a well-formed request, answered with an error as its handler would
+			}
+			writeAnswer(w, status, errorAnswer(id, rerr))
+			return
+		case msg.ignore:
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if msg.id != nil {
+			answer.id, answer.surrogate = msg.id, msg.surrogate
+			r.Header.Set(jsonrpcIDHeader, string(msg.id))
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(msg.body)), int64(len(msg.body))
+	}
+	s.http.ServeHTTP(answer, r)
+	answer.finish()
 }
 
 // writeError answers as the brain's API does: {"ok": false, "errors": [...]}.
@@ -269,6 +304,43 @@ func (s *Server) scopeToolList(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// recoverPanics answers a handler's panic with a JSON-RPC internal error and logs it with the request's id,
+// so that no request ends the process: the SDK runs each handler in a goroutine of its own, where nothing
+// else recovers.
+func (s *Server) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		logCtx := s.logger(ctx).With().Str("method", method)
+		if extra := req.GetExtra(); extra != nil && extra.Header.Get(jsonrpcIDHeader) != "" {
+			logCtx = logCtx.Str("jsonrpc_id", extra.Header.Get(jsonrpcIDHeader))
+		}
+		log := logCtx.Logger()
+		err = gemsql.Guarded(&log, "an MCP handler", func() error {
+			res, err = next(ctx, method, req)
+			return err
+		})
+		var panicked *gemsql.PanicError
+		if errors.As(err, &panicked) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the brain failed to handle %s (the failure is logged)", method)}
+		}
+		return res, encodableError(err, req)
+	}
+}
+
+// encodableError mends an error whose data JSON cannot read, which would make its whole answer unwritable
+// (the client got nothing): the SDK's ResourceNotFoundError quotes the URI Go's way (a DEL as \x7f), as it
+// does for a URI no resource matches. The data is written again from the request's URI, or left out.
+func encodableError(err error, req mcp.Request) error {
+	var e *jsonrpc.Error
+	if !errors.As(err, &e) || len(e.Data) == 0 || json.Valid(e.Data) {
+		return err
+	}
+	mended := &jsonrpc.Error{Code: e.Code, Message: e.Message}
+	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && e.Code == mcp.CodeResourceNotFound {
+		mended.Data, _ = json.Marshal(map[string]string{"uri": p.URI})
+	}
+	return mended
+}
+
 // internal logs an unexpected error and returns what the client is told: the brain's message for errors it
 // knows (a database that cannot be reached), "internal error" otherwise.
 func (s *Server) internal(ctx context.Context, err error, msg string) error {
@@ -276,7 +348,7 @@ func (s *Server) internal(ctx context.Context, err error, msg string) error {
 	if e.Code == brain.EINTERNAL {
 		s.logger(ctx).Error().Err(err).Msg(msg)
 	}
-	return fmt.Errorf("%s: %s", msg, e.Message)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: %s", msg, e.Message)}
 }
 
 // logger is the request's logger (with its request id) when there is one, else the server's.

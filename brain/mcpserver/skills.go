@@ -17,6 +17,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -110,6 +111,9 @@ func (s *Server) addSkills() error {
 }
 
 func (s *Server) listSkills(ctx context.Context, ss *mcp.ServerSession, p *listSkillsParams) (*listSkillsResult, error) {
+	if p == nil {
+		p = &listSkillsParams{} // no params (or null): the whole catalog
+	}
 	skills, err := s.catalog(ctx)
 	if err != nil {
 		return nil, err
@@ -130,16 +134,19 @@ func (s *Server) listSkills(ctx context.Context, ss *mcp.ServerSession, p *listS
 }
 
 func (s *Server) getSkill(ctx context.Context, ss *mcp.ServerSession, p *getSkillParams) (*getSkillResult, error) {
+	if p == nil || p.URI == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: skills/get needs {"uri": "skill://<name>/SKILL.md"}`}
+	}
 	slug, path, ok := parseSkillURI(p.URI)
 	if !ok || path != skillFileName {
-		return nil, mcp.ResourceNotFoundError(p.URI)
+		return nil, resourceNotFound(p.URI)
 	}
 	sk, err := s.skill(ctx, slug)
 	if err != nil {
 		return nil, err
 	}
 	if sk == nil {
-		return nil, mcp.ResourceNotFoundError(p.URI)
+		return nil, resourceNotFound(p.URI)
 	}
 	files, err := postgres.SkillResources(ctx, s.pool, sk.Slug)
 	if err != nil {
@@ -148,19 +155,26 @@ func (s *Server) getSkill(ctx context.Context, ss *mcp.ServerSession, p *getSkil
 	return &getSkillResult{Cacheable: privateCache, ResultType: resultTypeOf(ss, p.GetMeta()), Skill: entry(sk, files)}, nil
 }
 
+// resourceNotFound is mcp.ResourceNotFoundError with its data encoded as JSON: the SDK's quotes the URI
+// Go's way (a DEL as \x7f), which JSON cannot read, and the answer carrying it could not be written.
+func resourceNotFound(uri string) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
+}
+
 // readSkillFile serves a skill's file with exactly the bytes its digest and size describe.
 func (s *Server) readSkillFile(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	slug, path, ok := parseSkillURI(uri)
 	if !ok {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, resourceNotFound(uri)
 	}
 	sk, err := s.skill(ctx, slug)
 	if err != nil {
 		return nil, err
 	}
 	if sk == nil {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, resourceNotFound(uri)
 	}
 	var content []byte
 	mediaType := "text/markdown"
@@ -169,7 +183,7 @@ func (s *Server) readSkillFile(ctx context.Context, req *mcp.ReadResourceRequest
 	} else {
 		f, err := postgres.SkillResourceGet(ctx, s.pool, slug, path)
 		if brain.ErrorCode(err) == brain.ENOTFOUND {
-			return nil, mcp.ResourceNotFoundError(uri)
+			return nil, resourceNotFound(uri)
 		}
 		if err != nil {
 			return nil, s.internal(ctx, err, "error reading a skill file")

@@ -135,7 +135,14 @@ func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, id uuid.UU
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := wait(waitCtx)
+		var res *gemsql.WaitResult
+		err := gemsql.Guarded(s.logger(ctx), "waiting for a receipt", func() (err error) {
+			res, err = wait(waitCtx)
+			return err
+		})
+		if res == nil {
+			res = &gemsql.WaitResult{}
+		}
 		done <- outcome{res, err}
 	}()
 	token := req.Params.GetProgressToken()

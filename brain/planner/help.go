@@ -61,13 +61,13 @@ func (p *RulesPlanner) Help() *Help {
 	}
 	for _, r := range p.rules {
 		dh := get(domainOfTool(r.Tool))
-		dh.Rules = append(dh.Rules, RuleHelp{Rule: r.Name, Tool: r.Tool, Help: r.Help, Examples: r.Examples})
+		dh.Rules = append(dh.Rules, RuleHelp{Rule: r.Name, Tool: r.Tool, Help: r.Help, Examples: slices.Clone(r.Examples)})
 	}
 	for _, t := range p.reg.Tools() {
 		dh := get(domainOfTool(t.Name))
 		dh.Tools = append(dh.Tools, toolHelp(t))
 	}
-	h := &Help{Modes: brain.Modes}
+	h := &Help{Modes: slices.Clone(brain.Modes)} // the caller's own: nothing it does reaches the next request
 	for _, d := range domainOrder(byDomain) {
 		dh := *byDomain[d]
 		sort.SliceStable(dh.Rules, func(i, j int) bool { return featuredRank(dh.Rules[i].Rule) < featuredRank(dh.Rules[j].Rule) })

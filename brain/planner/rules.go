@@ -124,8 +124,15 @@ func NewRulesPlanner(reg *registry.Registry, rules []Rule, loc *time.Location, p
 // Name is "rules".
 func (p *RulesPlanner) Name() string { return "rules" }
 
-// EnabledRules are the rules whose tools the registry has, in the order they are tried.
-func (p *RulesPlanner) EnabledRules() []Rule { return p.rules }
+// EnabledRules are the rules whose tools the registry has, in the order they are tried, in a slice of the
+// caller's own (each rule's examples and patterns too).
+func (p *RulesPlanner) EnabledRules() []Rule {
+	out := slices.Clone(p.rules)
+	for i := range out {
+		out[i].Examples, out[i].Patterns = slices.Clone(out[i].Examples), slices.Clone(out[i].Patterns)
+	}
+	return out
+}
 
 // Capabilities lists what the planner can do, one line per enabled rule.
 func (p *RulesPlanner) Capabilities() []string {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -273,7 +274,11 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 	// for the database, and a lost update only leaves the run waiting until GET /brain/runs/{id}.
 	args := postgres.RunUpdateArgs(rec)
 	recorded := make(chan error, 1)
-	go func() { recorded <- postgres.RunUpdateAnswer(context.WithoutCancel(ctx), s.pool, args) }()
+	go func() {
+		recorded <- gemsql.Guarded(zerolog.Ctx(ctx), "recording a run's answer", func() error {
+			return postgres.RunUpdateAnswer(context.WithoutCancel(ctx), s.pool, args)
+		})
+	}()
 	resp := s.response(rec, ordered, pending)
 	resp.SetRecording(recorded)
 	return resp, nil

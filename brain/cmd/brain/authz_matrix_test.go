@@ -361,7 +361,7 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 			}},
 		{method: "POST", path: "/mcp", what: "tools/list", kind: "open", want: all5(ok200),
 			cell: func(a *matrixActor) string {
-				code, _ := mcpPost(t, base, a.api.token, `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`)
+				code, _ := mcpRaw(t, base, a.api.token, `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`)
 				return fmt.Sprint(code)
 			}},
 		{method: "GET", path: "/mcp", what: "a stream (stateless: none)", kind: "open", want: all5("405"),
@@ -527,8 +527,8 @@ func matrixDevice(t *testing.T, admin *testAPI) string {
 	return name
 }
 
-// mcpPost sends one JSON-RPC message to /mcp and returns the status and body.
-func mcpPost(t *testing.T, base, token, message string) (int, string) {
+// mcpRaw sends one JSON-RPC message to /mcp and returns the status and body.
+func mcpRaw(t *testing.T, base, token, message string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(message))
 	require.NoError(t, err)

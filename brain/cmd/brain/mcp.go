@@ -16,7 +16,6 @@ import (
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 )
 
@@ -67,7 +66,9 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	defer closeAll()
 	log.Info().Str("caller", caller.Name).Str("agent", caller.Agent).Msg("serving MCP on stdio")
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
+	// GEM's stdio transport answers a malformed line with a JSON-RPC error and reads on (the SDK's ends the
+	// session on it).
+	err = srv.Run(ctx, &mcpserver.StdioTransport{Reader: stdin, Writer: stdout}, caller)
 	var unknown *brain.Error
 	if errors.As(err, &unknown) {
 		log.Error().Err(err).Msg("brain mcp did not start")
@@ -157,8 +158,3 @@ func stdioCaller(ctx context.Context, db gemsql.DBTX, as, agent string) (mcpserv
 	}
 	return mcpserver.Caller{Name: c.Name, Agent: agent, Reader: brain.ReaderOf(c.Name, c.Permissions)}, nil
 }
-
-// nopWriteCloser keeps the caller's stdout open when the session ends.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

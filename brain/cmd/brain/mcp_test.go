@@ -113,7 +113,7 @@ var (
 )
 
 // brainBinary builds this command once: `brain mcp` is the Inspector's stdio server.
-func brainBinary(t *testing.T) string {
+func brainBinary(t testing.TB) string {
 	t.Helper()
 	brainBuild.Do(func() {
 		dir, err := os.MkdirTemp("", "gem-brain-")

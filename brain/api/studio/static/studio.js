@@ -162,7 +162,7 @@
     const st = td(""); st.appendChild(el("span", { class: statusClass(c.status) }, c.status));
     td(c.error_code); td(c.requested_by); td(c.agent); td(c.device);
     td(c.duration_ms ? c.duration_ms.toFixed(1) + " ms" : "", "nw");
-    const link = td(""); link.appendChild(el("a", { class: "mono", href: "/studio/calls/" + c.id }, c.id.slice(0, 8)));
+    const link = td(""); link.appendChild(el("a", { class: "mono", href: "/studio/calls/" + c.id, title: c.id }, c.id.slice(-8))); // as the pages show ids: the last 8 characters (a UUIDv7's first 8 are its minute)
     return tr;
   }
 

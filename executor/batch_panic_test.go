@@ -1,0 +1,43 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBatchPanicRetriesItsCalls: a panic in the batch's own code (here, a call handed over without its job,
+// which no caller does) fails the batch as an error does: it is logged with its stack, every call of the
+// batch is answered with the error (River retries it) and none is left waiting, and the committer goes on
+// (the panic ended the executor).
+func TestBatchPanicRetriesItsCalls(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := sqltest.NewDB(t)
+	reg, err := registry.Load("../tools.registry.json")
+	require.NoError(t, err)
+	var logs sqltest.SyncBuffer
+	e, err := New(Config{DatabaseURL: dbURL, ID: "batch-panic"}, reg, Handlers{}, pool, zerolog.New(&logs))
+	require.NoError(t, err)
+
+	broken := &pending{ctx: context.Background(), result: make(chan error, 1)}
+	other := &pending{ctx: context.Background(), result: make(chan error, 1)}
+	rest := e.runBatch([]*pending{broken, other})
+	require.Empty(t, rest, "nothing is carried to a next batch")
+	for _, p := range []*pending{broken, other} {
+		select {
+		case err := <-p.result:
+			_, panicked := errors.AsType[*gemsql.PanicError](err)
+			require.True(t, panicked, "%v", err)
+		default:
+			t.Fatal("a call of the batch was left waiting")
+		}
+	}
+	require.Contains(t, logs.String(), "a batch of calls panicked")
+	require.Contains(t, logs.String(), "batch.go", "the stack")
+}
