@@ -658,3 +658,35 @@ func TestReceiptWaiterSubscribe(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, []uuid.UUID{id}, res.Pending)
 }
+
+// TestReceiptWaiterSurvivesHostileNotifications: any database login can NOTIFY gem_receipt with anything.
+// Payloads that are not receipts (or name an awaited call with fields of the wrong shape) are ignored, and the
+// waiter still hears the awaited call's real receipt.
+func TestReceiptWaiterSurvivesHostileNotifications(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.NoError(t, w.Start(ctx))
+	defer w.Stop()
+
+	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+	require.NoError(t, err)
+	sub := w.Subscribe([]uuid.UUID{id})
+	defer sub.Close()
+	hostile := []string{"", "{", "}", "null", "[]", `{"call_id": 5}`, `{"call_id": "not-a-uuid"}`, id.String() + "x",
+		fmt.Sprintf(`{"call_id": %q, "status": {"no": "string"}}`, id),
+		fmt.Sprintf(`{"call_id": %q, "status": "succeeded", "started_at": "yesterday"}`, id),
+		fmt.Sprintf(`{"call_id": %q, "effects": {"db_writes": "many"}}`, id),
+		strings.Repeat("[", 3900) + strings.Repeat("]", 3900)}
+	for _, p := range hostile {
+		_, err := b.pool.Exec(ctx, `SELECT pg_notify('gem_receipt', $1)`, p)
+		require.NoError(t, err)
+	}
+	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, result) VALUES ($1, 'a.b', 'succeeded', '{"ok": true}')`, id)
+	require.NoError(t, err)
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := sub.Wait(waitCtx)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"ok": true}`, string(res.Receipts[id].Result), "the real receipt, not a hostile one")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -98,7 +99,7 @@ func (l *listenConn) run(ctx context.Context, conn *pgx.Conn) {
 			}
 			conn, backoff = c, 50*time.Millisecond
 			l.logger.Info(l.name + " reconnected")
-			l.onReconnect()
+			l.safely("reconnect", l.onReconnect)
 		}
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -110,8 +111,20 @@ func (l *listenConn) run(ctx context.Context, conn *pgx.Conn) {
 			conn = nil
 			continue
 		}
-		l.onNotify(n)
+		l.safely("notification", func() { l.onNotify(n) })
 	}
+}
+
+// safely runs a handler of the loop: a panic in it (a bug meeting a payload any database login can NOTIFY)
+// is logged and the loop goes on, rather than ending the process.
+func (l *listenConn) safely(what string, fn func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.logger.Error(l.name+": handling a "+what+" panicked; recovered",
+				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	fn()
 }
 
 // Listener wakes goroutines when PostgreSQL notifies a channel with a given payload. A watcher is woken,
