@@ -63,6 +63,17 @@ func (a *testAPI) call(tool string, input any) *callResponse {
 	return &resp
 }
 
+// approvalPolicy makes every call of a tool declaring permission wait for a person (only agents' calls with
+// agentsOnly), on the package's shared database, until the test ends.
+func approvalPolicy(t *testing.T, permission string, agentsOnly bool, expiresMS int) {
+	t.Helper()
+	ctx := context.Background()
+	var policy int64
+	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, agents_only, expires_ms, note)
+		VALUES ($1, $2, $3, $4) RETURNING id`, permission, agentsOnly, expiresMS, t.Name()).Scan(&policy))
+	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+}
+
 func requireDenied(t *testing.T, r *callResponse, caller string, missing ...string) {
 	t.Helper()
 	require.False(t, r.OK)
@@ -248,10 +259,7 @@ func TestApprovalsHTTP(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// os.list_reminders is the only tool declaring read:reminders, and no other test calls it.
-	var policy int64
-	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, expires_ms, note)
-		VALUES ('read:reminders', 60000, $1) RETURNING id`, t.Name()).Scan(&policy))
-	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+	approvalPolicy(t, "read:reminders", false, 60000)
 
 	admin := newAPI(t)
 	approverName, approver := addCaller(t, admin, []string{"approve", "read:*"}, nil)
@@ -382,11 +390,7 @@ func TestApprovalsHTTP(t *testing.T) {
 // "awaiting approval, call id …" at once, the run answers, and the call runs once a person approves it.
 func TestApprovalsInChat(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	var policy int64
-	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, agents_only, expires_ms, note)
-		VALUES ('read:reminders', true, 60000, $1) RETURNING id`, t.Name()).Scan(&policy))
-	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+	approvalPolicy(t, "read:reminders", true, 60000)
 
 	var waiting, waiting2 map[string]any
 	var told, told2 string
@@ -467,11 +471,7 @@ func TestApprovalsInChat(t *testing.T) {
 // TestApprovalsInRuns (not parallel: its policy holds every write while it runs): a run whose call awaits
 // approval answers at once, saying so, and completes once the call is approved and has run.
 func TestApprovalsInRuns(t *testing.T) {
-	ctx := context.Background()
-	var policy int64
-	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, expires_ms, note)
-		VALUES ('write:db', 60000, $1) RETURNING id`, t.Name()).Scan(&policy))
-	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+	approvalPolicy(t, "write:db", false, 60000)
 
 	a := newAPI(t)
 	start := time.Now()

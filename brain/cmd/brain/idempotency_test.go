@@ -209,10 +209,7 @@ func TestRequestKeyApproval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// invoice.list_overdue is the only tool declaring read:invoices, and no other test here calls it.
-	var policy int64
-	require.NoError(t, shared.pool.QueryRow(ctx, `INSERT INTO core_approval_policies (permission, expires_ms, note)
-		VALUES ('read:invoices', 600000, $1) RETURNING id`, t.Name()).Scan(&policy))
-	t.Cleanup(func() { _, _ = shared.pool.Exec(ctx, `DELETE FROM core_approval_policies WHERE id = $1`, policy) })
+	approvalPolicy(t, "read:invoices", false, 600000)
 
 	key := uuid.NewString()
 	body := map[string]any{"tool": "invoice.list_overdue", "input": map[string]any{}, "wait_timeout_ms": 20000}
