@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -140,4 +141,39 @@ func TestSQLCallersReadTheirOwn(t *testing.T) {
 	// A role cannot name an approver to borrow its reads (or anything else): approved_by is not its to write.
 	_, err = annConn.Exec(ctx, `INSERT INTO core_tool_calls (tool_name, input, approved_by) VALUES ('os.health_check', '{}', $1)`, "sql:"+bob)
 	require.ErrorContains(t, err, "permission denied")
+}
+
+// TestReceiptNotificationsCarryOnlyTheCallID: PostgreSQL has no permissions on notification channels, so
+// any login — a gem_caller member whom row-level security keeps to its own calls — may LISTEN gem_receipt.
+// What it hears of another caller's call is the call id alone: not the input, not the result; and reading
+// the receipt that id names finds nothing under its role.
+func TestReceiptNotificationsCarryOnlyTheCallID(t *testing.T) {
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+	suffix := strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	ann, eve := "gem_ann_"+suffix, "gem_eve_"+suffix
+	annConn, eveConn := b.connectAs(t, ctx, ann, "gem_caller"), b.connectAs(t, ctx, eve, "gem_caller")
+	_, err := b.pool.Exec(ctx, `SELECT gem_caller_grant($1, '{*}'), gem_caller_grant($2, '{read:db}')`, "sql:"+ann, "sql:"+eve)
+	require.NoError(t, err)
+	_, err = eveConn.Exec(ctx, `LISTEN gem_receipt`)
+	require.NoError(t, err)
+
+	const secret = "ann's tender for the harbour roof"
+	var id uuid.UUID
+	require.NoError(t, annConn.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input) VALUES ('os.create_task', $1) RETURNING id`,
+		`{"title": "`+secret+`", "domain": "business"}`).Scan(&id))
+	r := b.waitOne(t, ctx, id)
+	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
+	require.Contains(t, string(r.Result), secret, "the receipt holds what eve must not hear")
+
+	listenCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := eveConn.WaitForNotification(listenCtx)
+	require.NoError(t, err)
+	require.Equal(t, id.String(), n.Payload, "the notification is the call id alone")
+	require.NotContains(t, n.Payload, secret)
+
+	var seen int
+	require.NoError(t, eveConn.QueryRow(ctx, `SELECT count(*) FROM core_tool_receipts WHERE call_id = $1`, id).Scan(&seen))
+	require.Zero(t, seen, "eve reads the receipt under her role: not hers, so nothing")
 }

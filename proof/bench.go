@@ -275,7 +275,7 @@ func benchRiverFloor(ctx context.Context, cfg benchConfig, res *benchResult, bin
 	if err := worker.awaitReady(30 * time.Second); err != nil {
 		return err
 	}
-	riverListener, err := listen(ctx, riverURL, "bench_receipt", identity)
+	riverListener, err := listen(ctx, riverURL, "bench_receipt")
 	if err != nil {
 		worker.kill()
 		return err
@@ -309,7 +309,7 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 		}
 		peakKB = exec.peakRSS()
 	}()
-	gemListener, err := listen(ctx, gemURL, gemsql.ReceiptChannel, receiptKey)
+	gemListener, err := listen(ctx, gemURL, gemsql.ReceiptChannel)
 	if err != nil {
 		return 0, err
 	}

@@ -140,7 +140,7 @@ func historyLatency(ctx context.Context, cfg benchConfig, res *benchResult, bins
 			err = stopErr
 		}
 	}()
-	l, err := listen(ctx, dbURL, gemsql.ReceiptChannel, receiptKey)
+	l, err := listen(ctx, dbURL, gemsql.ReceiptChannel)
 	if err != nil {
 		return err
 	}

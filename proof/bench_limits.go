@@ -128,7 +128,7 @@ func benchLimits(ctx context.Context, cfg benchConfig, res *benchResult, bins bi
 		}
 		execs = append(execs, e)
 	}
-	listener, err := listen(ctx, gemURL, gemsql.ReceiptChannel, receiptKey)
+	listener, err := listen(ctx, gemURL, gemsql.ReceiptChannel)
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,7 @@ func benchREST(ctx context.Context, cfg benchConfig, res *benchResult, bins bina
 			err = stopErr
 		}
 	}()
-	listener, err := listen(ctx, gemURL, gemsql.ReceiptChannel, receiptKey)
+	listener, err := listen(ctx, gemURL, gemsql.ReceiptChannel)
 	if err != nil {
 		return err
 	}

@@ -2,21 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// listener observes notifications on one channel from its own connection and records when each key's
-// notification arrived: the "observed by a LISTEN waiter" end of a latency measurement. A key may arrive
-// before anyone waits for it (the insert's reply can come after the receipt's notification).
+// listener observes notifications on one channel from its own connection and records when each payload
+// arrived: the "observed by a LISTEN waiter" end of a latency measurement. The payload is an id (a
+// gem_receipt notification's is the call id, the River floor's bench_receipt one's the job id). An id may
+// arrive before anyone waits for it (the insert's reply can come after the receipt's notification).
 type listener struct {
-	conn  *pgx.Conn
-	keyOf func(payload string) string
+	conn *pgx.Conn
 
 	mu      sync.Mutex
 	arrived map[string]time.Time
@@ -26,7 +24,7 @@ type listener struct {
 	cancel  context.CancelFunc
 }
 
-func listen(ctx context.Context, dbURL, channel string, keyOf func(string) string) (*listener, error) {
+func listen(ctx context.Context, dbURL, channel string) (*listener, error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return nil, err
@@ -36,7 +34,7 @@ func listen(ctx context.Context, dbURL, channel string, keyOf func(string) strin
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	l := &listener{conn: conn, keyOf: keyOf, arrived: map[string]time.Time{}, waiting: map[string]chan time.Time{},
+	l := &listener{conn: conn, arrived: map[string]time.Time{}, waiting: map[string]chan time.Time{},
 		done: make(chan struct{}), cancel: cancel}
 	go l.run(lctx)
 	return l, nil
@@ -57,7 +55,7 @@ func (l *listener) run(ctx context.Context) {
 			l.mu.Unlock()
 			return
 		}
-		key := l.keyOf(n.Payload)
+		key := n.Payload
 		l.mu.Lock()
 		if ch, ok := l.waiting[key]; ok {
 			delete(l.waiting, key)
@@ -105,17 +103,3 @@ func (l *listener) close() {
 	<-l.done
 	_ = l.conn.Close(context.Background())
 }
-
-// receiptKey reads the call id from a gem_receipt payload: the receipt as JSON, or the bare call id.
-func receiptKey(payload string) string {
-	if !strings.HasPrefix(payload, "{") {
-		return payload
-	}
-	var r struct {
-		CallID string `json:"call_id"`
-	}
-	_ = json.Unmarshal([]byte(payload), &r)
-	return r.CallID
-}
-
-func identity(payload string) string { return payload }

@@ -21,7 +21,9 @@ import (
 //go:embed migrations/*.sql
 var migrationsFS embed.FS
 
-// ReceiptChannel is the LISTEN channel a receipt insert notifies; the payload is the call id.
+// ReceiptChannel is the LISTEN channel a receipt insert notifies. The payload is the call id alone, a
+// wake-up: any database login may LISTEN and NOTIFY it, so a listener reads the receipt itself, under its
+// own role's row-level security.
 const ReceiptChannel = "gem_receipt"
 
 // ErrNotFound is returned when a call or receipt does not exist.

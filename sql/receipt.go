@@ -33,7 +33,15 @@ func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 			return nil, fmt.Errorf("error decoding receipt effects: %w", err)
 		}
 	}
-	normalizeReceipt(&r)
+	if r.Effects.DBWrites == nil {
+		r.Effects.DBWrites = []registry.DBWrite{}
+	}
+	if len(r.Result) == 0 {
+		r.Result = json.RawMessage("null")
+	}
+	if len(r.DevicesTried) == 0 {
+		r.DevicesTried = nil
+	}
 	if len(errJSON) > 0 {
 		r.Error = &registry.CallError{}
 		if err := json.Unmarshal(errJSON, r.Error); err != nil {
@@ -46,19 +54,6 @@ func scanReceipt(row pgx.Row) (*registry.Receipt, error) {
 		}
 	}
 	return &r, nil
-}
-
-// normalizeReceipt gives a decoded receipt the same empty values however it was read.
-func normalizeReceipt(r *registry.Receipt) {
-	if r.Effects.DBWrites == nil {
-		r.Effects.DBWrites = []registry.DBWrite{}
-	}
-	if len(r.Result) == 0 {
-		r.Result = json.RawMessage("null")
-	}
-	if len(r.DevicesTried) == 0 {
-		r.DevicesTried = nil
-	}
 }
 
 // ReceiptGet returns the receipt of a call, or ErrNotFound while the call has none.

@@ -2,10 +2,8 @@ package gemsql
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,33 +15,40 @@ import (
 )
 
 // ReceiptWaiter waits for calls' receipts. One LISTEN connection serves every waiter: a receipt's insert
-// notifies its call id at commit, and the waiter then reads the receipt. After a lost connection it
-// reconnects by itself and re-reads what its waiters still wait for, so no receipt is missed.
+// notifies its call id at commit (a wake-up, never the receipt: any database login may NOTIFY gem_receipt),
+// and one reader then reads the receipts of every awaited call it heard of since its last read, in one
+// query with the waiter's own connection. A forged id only causes a read that finds the true receipt or
+// none. After a lost connection it reconnects by itself and re-reads what its waiters still wait for, so
+// no receipt is missed.
 type ReceiptWaiter struct {
-	pool *pgxpool.Pool
-	conn listenConn
+	pool   *pgxpool.Pool
+	conn   listenConn
+	logger *slog.Logger
 
 	mu      sync.Mutex
 	waiters map[uuid.UUID]map[*waiter]struct{}
 	// watchers hear of every receipt (Watch).
 	watchers map[*Watch]struct{}
-	// resync is closed (and replaced) each time the listener reconnects, telling waiters to re-read.
-	resync chan struct{}
+	// toRead holds the awaited calls heard of and not read yet; wake tells the reader there are some.
+	toRead map[uuid.UUID]struct{}
+	wake   chan struct{}
 
-	startMu sync.Mutex
-	started bool
-	stopped bool
+	startMu      sync.Mutex
+	started      bool
+	stopped      bool
+	readerCancel context.CancelFunc
+	readerDone   chan struct{}
 }
 
 type waiter struct {
-	notify chan notice
+	receipts chan *registry.Receipt
 }
 
-// notice is one notification: a call id, and its receipt when the notification carried it.
-type notice struct {
-	id      uuid.UUID
-	receipt *registry.Receipt
-}
+// readBatchMax bounds the calls one read asks for (after a reconnection, every awaited call is re-read).
+const readBatchMax = 1000
+
+// readRetry is how long the reader waits after a failed read (the database may be restarting).
+const readRetry = 200 * time.Millisecond
 
 // NewReceiptWaiter returns a waiter that reads receipts through pool. Call Start before Wait.
 func NewReceiptWaiter(pool *pgxpool.Pool, logger *slog.Logger) *ReceiptWaiter {
@@ -52,11 +57,13 @@ func NewReceiptWaiter(pool *pgxpool.Pool, logger *slog.Logger) *ReceiptWaiter {
 	}
 	w := &ReceiptWaiter{
 		pool:    pool,
+		logger:  logger,
 		waiters: make(map[uuid.UUID]map[*waiter]struct{}),
-		resync:  make(chan struct{}),
+		toRead:  make(map[uuid.UUID]struct{}),
+		wake:    make(chan struct{}, 1),
 	}
 	w.conn = listenConn{pool: pool, name: "receipt listener", channels: []string{ReceiptChannel}, logger: logger,
-		onReconnect: w.broadcastResync,
+		onReconnect: w.reconnected,
 		onNotify:    w.notified}
 	return w
 }
@@ -76,95 +83,129 @@ func (w *ReceiptWaiter) Start(ctx context.Context) error {
 	if err := w.conn.start(ctx); err != nil {
 		return err
 	}
+	readCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.readerCancel, w.readerDone = cancel, make(chan struct{})
+	go w.read(readCtx)
 	w.started = true
 	return nil
 }
 
-// Stop stops listening and waits for the listener to end. A later Start fails.
+// Stop stops listening and reading and waits for both to end. A later Start fails.
 func (w *ReceiptWaiter) Stop() {
 	w.startMu.Lock()
 	defer w.startMu.Unlock()
 	w.stopped = true
 	w.conn.stop()
+	if w.readerCancel != nil {
+		w.readerCancel()
+		<-w.readerDone
+	}
 }
 
-// notified handles one notification. Every receipt is announced to every listener, and most are for calls
-// no one here waits on: those are dropped after reading their call id only.
+// notified handles one notification, whose payload is a call id. Every receipt is announced to every
+// listener, and most are for calls no one here waits on: those are dropped. Anything else on the channel
+// (any login may NOTIFY it) is not an id and is dropped too.
 func (w *ReceiptWaiter) notified(n *pgconn.Notification) {
-	id, ok := noticeID(n.Payload)
-	if !ok {
+	id, err := uuid.Parse(n.Payload)
+	if err != nil {
 		return
 	}
-	w.mu.Lock()
-	wanted := len(w.watchers) > 0 || len(w.waiters[id]) > 0
-	w.mu.Unlock()
-	if !wanted {
-		return
-	}
-	nt := notice{id: id}
-	if strings.HasPrefix(n.Payload, "{") {
-		if nt, ok = parseNotice(n.Payload); !ok {
-			return
-		}
-	}
-	w.dispatch(nt)
-}
-
-// noticeID reads the call id of a notification's payload: the receipt as JSON, or the id alone.
-func noticeID(payload string) (uuid.UUID, bool) {
-	if !strings.HasPrefix(payload, "{") {
-		id, err := uuid.Parse(payload)
-		return id, err == nil
-	}
-	var r struct {
-		CallID uuid.UUID `json:"call_id"`
-	}
-	if err := json.Unmarshal([]byte(payload), &r); err != nil || r.CallID == uuid.Nil {
-		return uuid.Nil, false
-	}
-	return r.CallID, true
-}
-
-// parseNotice reads a notification's payload: the receipt as JSON, or just the call id (a receipt too large
-// for a notification, which the waiter then reads).
-func parseNotice(payload string) (notice, bool) {
-	if strings.HasPrefix(payload, "{") {
-		var r registry.Receipt
-		if err := json.Unmarshal([]byte(payload), &r); err != nil || r.CallID == uuid.Nil {
-			return notice{}, false
-		}
-		normalizeReceipt(&r)
-		return notice{id: r.CallID, receipt: &r}, true
-	}
-	id, err := uuid.Parse(payload)
-	return notice{id: id}, err == nil
-}
-
-func (w *ReceiptWaiter) dispatch(nt notice) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for wa := range w.watchers {
 		select {
-		case wa.ch <- nt.id:
+		case wa.ch <- id:
 		default:
 			wa.lagged.Store(true)
 		}
 	}
-	for wt := range w.waiters[nt.id] {
-		// Each waiter hears of each id once (it is removed here), and its buffer holds all its ids, so the
-		// send never blocks.
-		wt.notify <- nt
+	if len(w.waiters[id]) > 0 {
+		w.toRead[id] = struct{}{}
+		signal(w.wake)
 	}
-	delete(w.waiters, nt.id)
 }
 
-func (w *ReceiptWaiter) broadcastResync() {
+// reconnected re-reads every awaited call: receipts may have come while the listener was away.
+func (w *ReceiptWaiter) reconnected() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	close(w.resync)
-	w.resync = make(chan struct{})
 	for wa := range w.watchers {
-		wa.lagged.Store(true) // receipts may have come while the listener was away
+		wa.lagged.Store(true)
+	}
+	for id := range w.waiters {
+		w.toRead[id] = struct{}{}
+	}
+	signal(w.wake)
+}
+
+// read is the reader: each time it is woken it reads the receipts of the calls heard of since its last
+// read, in one query (a burst of notifications costs one read), and hands each to the calls' waiters. A
+// call with no receipt yet (a forged notification) stays awaited.
+func (w *ReceiptWaiter) read(ctx context.Context) {
+	defer close(w.readerDone)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		ids := w.takeToRead()
+		if len(ids) == 0 {
+			continue
+		}
+		found, err := ReceiptsGet(ctx, w.pool, ids)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.logger.Warn("error reading receipts; retrying", slog.String("error", err.Error()), slog.Int("calls", len(ids)))
+			w.mu.Lock()
+			for _, id := range ids {
+				w.toRead[id] = struct{}{}
+			}
+			w.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(readRetry):
+			}
+			signal(w.wake)
+			continue
+		}
+		w.deliver(found)
+	}
+}
+
+// takeToRead takes up to readBatchMax of the calls to read that are still awaited, and wakes the reader
+// again when it left some.
+func (w *ReceiptWaiter) takeToRead() []uuid.UUID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]uuid.UUID, 0, min(len(w.toRead), readBatchMax))
+	for id := range w.toRead {
+		if len(ids) == readBatchMax {
+			signal(w.wake)
+			break
+		}
+		delete(w.toRead, id)
+		if len(w.waiters[id]) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// deliver hands each receipt to the waiters of its call, which then no longer wait on it.
+func (w *ReceiptWaiter) deliver(found map[uuid.UUID]*registry.Receipt) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, r := range found {
+		for wt := range w.waiters[id] {
+			// Each waiter is handed each call's receipt once (it is removed here), and its buffer holds
+			// all its calls, so the send never blocks.
+			wt.receipts <- r
+		}
+		delete(w.waiters, id)
 	}
 }
 
@@ -201,7 +242,7 @@ func (wa *Watch) Close() {
 	delete(wa.w.watchers, wa)
 }
 
-func (w *ReceiptWaiter) register(wt *waiter, ids []uuid.UUID) <-chan struct{} {
+func (w *ReceiptWaiter) register(wt *waiter, ids []uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {
@@ -212,7 +253,6 @@ func (w *ReceiptWaiter) register(wt *waiter, ids []uuid.UUID) <-chan struct{} {
 		}
 		set[wt] = struct{}{}
 	}
-	return w.resync
 }
 
 func (w *ReceiptWaiter) unregister(wt *waiter, ids []uuid.UUID) {
@@ -226,12 +266,6 @@ func (w *ReceiptWaiter) unregister(wt *waiter, ids []uuid.UUID) {
 			}
 		}
 	}
-}
-
-func (w *ReceiptWaiter) resyncChan() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.resync
 }
 
 // WaitResult is what Wait found.
@@ -255,10 +289,9 @@ func (w *ReceiptWaiter) Wait(ctx context.Context, callIDs []uuid.UUID) (*WaitRes
 // Subscription hears of the receipts of some calls. Subscribe before the calls are inserted (before the
 // transaction that inserts them commits), and the wait hears of every receipt without reading first.
 type Subscription struct {
-	w      *ReceiptWaiter
-	wt     *waiter
-	ids    []uuid.UUID
-	resync <-chan struct{}
+	w   *ReceiptWaiter
+	wt  *waiter
+	ids []uuid.UUID
 }
 
 // Subscribe registers to hear of the calls' receipts. Close it when done.
@@ -271,9 +304,9 @@ func (w *ReceiptWaiter) Subscribe(callIDs []uuid.UUID) *Subscription {
 			ids = append(ids, id)
 		}
 	}
-	sub := &Subscription{w: w, wt: &waiter{notify: make(chan notice, len(ids))}, ids: ids}
+	sub := &Subscription{w: w, wt: &waiter{receipts: make(chan *registry.Receipt, len(ids))}, ids: ids}
 	if len(ids) > 0 {
-		sub.resync = w.register(sub.wt, ids)
+		w.register(sub.wt, ids)
 	}
 	return sub
 }
@@ -292,34 +325,11 @@ func (sub *Subscription) Wait(ctx context.Context) (*WaitResult, error) {
 
 // wait waits for the calls' receipts; reread reads them first (the calls may have them already).
 func (sub *Subscription) wait(ctx context.Context, reread bool) (*WaitResult, error) {
-	w, ids, resync := sub.w, sub.ids, sub.resync
+	w, ids := sub.w, sub.ids
 	res := &WaitResult{Receipts: make(map[uuid.UUID]*registry.Receipt, len(ids))}
-	if len(ids) == 0 {
-		return res, nil
-	}
 	pending := make(map[uuid.UUID]struct{}, len(ids))
 	for _, id := range ids {
 		pending[id] = struct{}{}
-	}
-	wt := sub.wt
-
-	var retry <-chan time.Time
-	load := func(batch []uuid.UUID) error {
-		found, err := ReceiptsGet(ctx, w.pool, batch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			// The database may be restarting: try again shortly instead of failing the wait.
-			w.conn.logger.Warn("error reading receipts; retrying", slog.String("error", err.Error()))
-			retry = time.After(200 * time.Millisecond)
-			return nil
-		}
-		for id, r := range found {
-			res.Receipts[id] = r
-			delete(pending, id)
-		}
-		return nil
 	}
 	pendingIDs := func() []uuid.UUID {
 		out := make([]uuid.UUID, 0, len(pending))
@@ -331,52 +341,34 @@ func (sub *Subscription) wait(ctx context.Context, reread bool) (*WaitResult, er
 		return out
 	}
 
-	if reread {
-		if err := load(ids); err != nil {
-			res.Pending = pendingIDs()
-			return res, err
+	// load reads the pending calls' receipts: first, when the calls may have them already, and again after
+	// a failed read (the database may be restarting), shortly after, instead of failing the wait.
+	var retry <-chan time.Time
+	load := func() {
+		found, err := ReceiptsGet(ctx, w.pool, pendingIDs())
+		if err != nil {
+			if ctx.Err() == nil {
+				w.logger.Warn("error reading receipts; retrying", slog.String("error", err.Error()))
+				retry = time.After(readRetry)
+			}
+			return
 		}
+		for id, r := range found {
+			res.Receipts[id] = r
+			delete(pending, id)
+		}
+	}
+	if reread && len(pending) > 0 {
+		load()
 	}
 	for len(pending) > 0 {
 		select {
-		case nt := <-wt.notify:
-			var batch []uuid.UUID
-			take := func(nt notice) {
-				if nt.receipt != nil {
-					res.Receipts[nt.id] = nt.receipt
-					delete(pending, nt.id)
-				} else {
-					batch = append(batch, nt.id)
-				}
-			}
-			take(nt)
-		drain:
-			for {
-				select {
-				case more := <-wt.notify:
-					take(more)
-				default:
-					break drain
-				}
-			}
-			if len(batch) > 0 {
-				if err := load(batch); err != nil {
-					res.Pending = pendingIDs()
-					return res, err
-				}
-			}
-		case <-resync:
-			resync = w.resyncChan()
-			if err := load(pendingIDs()); err != nil {
-				res.Pending = pendingIDs()
-				return res, err
-			}
+		case r := <-sub.wt.receipts:
+			res.Receipts[r.CallID] = r
+			delete(pending, r.CallID)
 		case <-retry:
 			retry = nil
-			if err := load(pendingIDs()); err != nil {
-				res.Pending = pendingIDs()
-				return res, err
-			}
+			load()
 		case <-ctx.Done():
 			res.Pending = pendingIDs()
 			return res, ctx.Err()

@@ -18,7 +18,8 @@ import (
 
 // The calls page is live: GET /studio/calls/events is a server-sent event stream of the calls whose
 // receipts are written, fed by the receipt notifications the brain already listens to (one LISTEN
-// connection for every viewer), filtered as the page is.
+// connection for every viewer; each carries a call id), filtered as the page is and by what the viewer
+// may read.
 
 const (
 	// studioEventBuffer is how many receipts a viewer may fall behind before it is told to reload.
@@ -111,10 +112,15 @@ func (s *Server) studioCallEvents(c echo.Context) error {
 					return nil
 				}
 			}
+			// The id is a wake-up (any database login may NOTIFY one): the call, if there is one, is read
+			// here and shown only to a viewer who may read it.
 			call, err := gemsql.CallGet(ctx, s.pool, id)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
+				}
+				if errors.Is(err, gemsql.ErrNotFound) {
+					continue
 				}
 				log.Warn().Err(err).Str("call_id", id.String()).Msg("studio: error reading a call for the live list")
 				continue

@@ -461,3 +461,57 @@ func TestListCallsAndReceipts(t *testing.T) {
 		require.Equal(t, "os.search_notes", r.ToolName)
 	}
 }
+
+// TestForgedReceiptNoticeIsNotAnAnswer: any database login may NOTIFY gem_receipt (PostgreSQL has no
+// permissions on channels). A receipt made up as JSON, and the bare id of a call that has no receipt, sent
+// while a POST /calls client waits, must not become its answer: on a database no executor serves, the
+// client is told its call is still pending, with the call queued and no receipt.
+func TestForgedReceiptNoticeIsNotAnAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, dbURL := sqltest.NewDB(t)
+	m, err := startBrain(dbURL, nil)
+	require.NoError(t, err)
+	defer m.Close(ctx)
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+
+	forged := make(chan error, 1)
+	go func() {
+		forged <- func() error {
+			deadline := time.Now().Add(10 * time.Second)
+			var id uuid.UUID
+			for {
+				err := pool.QueryRow(ctx, `SELECT id FROM core_tool_calls WHERE tool_name = 'os.health_check'`).Scan(&id)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the call never appeared: %w", err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			fake := fmt.Sprintf(`{"call_id": %q, "tool": "os.health_check", "status": "succeeded", "result": {"forged": true}, `+
+				`"effects": {"db_writes": []}, "attempt": 1, "started_at": %q, "finished_at": %q}`,
+				id, time.Now().Format(time.RFC3339Nano), time.Now().Format(time.RFC3339Nano))
+			for _, payload := range []string{fake, id.String()} {
+				if _, err := pool.Exec(ctx, `SELECT pg_notify('gem_receipt', $1)`, payload); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+	}()
+
+	var body struct {
+		OK      bool              `json:"ok"`
+		Call    gemsql.Call       `json:"call"`
+		Receipt *registry.Receipt `json:"receipt"`
+		Errors  []brain.Error     `json:"errors"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls", map[string]any{"tool": "os.health_check", "wait_timeout_ms": 1500}, &body))
+	require.NoError(t, <-forged)
+	require.Nil(t, body.Receipt, "a forged notification is not a receipt")
+	require.False(t, body.OK)
+	require.Equal(t, registry.CallQueued, body.Call.Status)
+	require.Equal(t, brain.ETIMEOUT, body.Errors[0].Code)
+}
