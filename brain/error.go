@@ -29,6 +29,9 @@ const (
 	// EREQUESTTIMEOUT: the request's body did not arrive in time; the connection is closed (408).
 	EREQUESTTIMEOUT = "request_timeout"
 	ETOOMANY        = "too_many_failures" // too many failed authentications from one address; retry after Retry-After (429)
+	// ELLMREJECTED: the LLM's provider refused the request as it is (context too long, a bad request): the
+	// same request will fail again, so it is not a 503 (422, with the provider's message).
+	ELLMREJECTED = "llm_rejected"
 )
 
 // Error is the brain's one error type: a code, a message for people, and optional structured details

@@ -19,6 +19,10 @@ const (
 	EnvModel     = "GEM_LLM_MODEL"
 	EnvMaxTokens = "GEM_LLM_MAX_TOKENS"
 	EnvTimeout   = "GEM_LLM_TIMEOUT"
+	// EnvStepTimeout bounds one LLM step of the brain: every attempt and the waits between them.
+	EnvStepTimeout = "GEM_LLM_STEP_TIMEOUT"
+	// EnvRetryAfterMax is the longest Retry-After of a provider the brain waits for before trying again.
+	EnvRetryAfterMax = "GEM_LLM_RETRY_AFTER_MAX"
 )
 
 // Providers.
@@ -40,6 +44,11 @@ const (
 	AnthropicBaseURLDefault = "https://api.anthropic.com"
 	// TimeoutDefault bounds one LLM request when GEM_LLM_TIMEOUT is unset.
 	TimeoutDefault = 60 * time.Second
+	// StepAttempts is how many requests one LLM step may make (the first and two retries); a step's
+	// deadline defaults to that many GEM_LLM_TIMEOUTs.
+	StepAttempts = 3
+	// RetryAfterMaxDefault is the longest Retry-After waited for when GEM_LLM_RETRY_AFTER_MAX is unset.
+	RetryAfterMaxDefault = 10 * time.Second
 )
 
 // Config is the language model configuration. Zero values mean the defaults (see WithDefaults).
@@ -61,6 +70,14 @@ type Config struct {
 	// Timeout bounds one request (GEM_LLM_TIMEOUT). Defaults to 60s. A tool call is also bounded by its
 	// timeout_ms.
 	Timeout time.Duration
+	// StepTimeout bounds one LLM step of the brain (GEM_LLM_STEP_TIMEOUT): all its attempts, retries and the
+	// waits between them included. Defaults to StepAttempts × Timeout. The executor's tools make one
+	// request per call and do not read it.
+	StepTimeout time.Duration
+	// RetryAfterMax is the longest Retry-After (or retry-after-ms) of a provider the brain waits for before
+	// trying again (GEM_LLM_RETRY_AFTER_MAX); a longer one, or one past the step's deadline, ends the step
+	// at once with 503 and the provider's Retry-After. Defaults to 10s.
+	RetryAfterMax time.Duration
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in production): values trimmed, the provider
@@ -87,6 +104,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Timeout = max(d, 0)
 	}
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{{EnvStepTimeout, &c.StepTimeout}, {EnvRetryAfterMax, &c.RetryAfterMax}} {
+		if s := get(v.name); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration (like 30s)", v.name, s))
+			}
+			*v.to = max(d, 0)
+		}
+	}
 	return c, errors.Join(errs...)
 }
 
@@ -105,6 +134,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = TimeoutDefault
+	}
+	if c.StepTimeout == 0 {
+		c.StepTimeout = StepAttempts * c.Timeout
+	}
+	if c.RetryAfterMax == 0 {
+		c.RetryAfterMax = RetryAfterMaxDefault
 	}
 	return c
 }

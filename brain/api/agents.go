@@ -131,6 +131,7 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 	resp, err := s.chat.Chat(c.Request().Context(), c.Param("slug"), params, requester(c))
 	if err != nil {
 		if resp != nil {
+			setRetryAfter(c, brain.AsError(err))
 			return c.JSON(HTTPStatus(brain.ErrorCode(err)), resp)
 		}
 		return err

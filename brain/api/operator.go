@@ -43,6 +43,7 @@ func (s *Server) operatorChat(c echo.Context) error {
 			status := http.StatusOK
 			if err != nil {
 				status = HTTPStatus(brain.ErrorCode(err))
+				setRetryAfter(c, brain.AsError(err))
 			}
 			return c.JSON(status, operatorFromChat(resp, agent.Slug))
 		}

@@ -44,6 +44,7 @@ func (s *Server) writeRun(c echo.Context, status int, resp *brain.RunResponse) e
 		h := c.Response().Header()
 		h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 		h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+		setRetryAfter(c, resp.Errors...)
 		c.Response().WriteHeader(status)
 		_, err = c.Response().Write(body)
 		c.Response().Flush()

@@ -401,8 +401,20 @@ var errorStatus = map[string]int{
 	brain.ETIMEOUT:      http.StatusOK,
 	brain.ECALLFAILED:   http.StatusOK,
 	brain.EAWAITING:     http.StatusOK,
+	brain.ELLMREJECTED:  http.StatusUnprocessableEntity,
 
 	brain.EREQUESTTIMEOUT: http.StatusRequestTimeout, // a body too slow to arrive (conns.go)
+}
+
+// setRetryAfter tells the client when to try again: the retry_after_s of the first of errs whose details
+// carry one (the LLM provider's Retry-After, on a 503).
+func setRetryAfter(c echo.Context, errs ...*brain.Error) {
+	for _, e := range errs {
+		if d, ok := e.Details.(map[string]any); ok && d["retry_after_s"] != nil {
+			c.Response().Header().Set("Retry-After", fmt.Sprint(d["retry_after_s"]))
+			return
+		}
+	}
 }
 
 // HTTPStatus returns the HTTP status for an error code.
@@ -465,6 +477,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.studioError(c, e)
 		return
 	}
+	setRetryAfter(c, e)
 	_ = c.JSON(HTTPStatus(e.Code), errorBody{Errors: []*brain.Error{e}})
 }
 

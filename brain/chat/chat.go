@@ -140,7 +140,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	if err := postgres.RunFinish(context.WithoutCancel(ctx), c.pool, r.runID, status, r.calls, r.resp.Reply, r.resp.Errors); err != nil {
 		return nil, err
 	}
-	if loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE {
+	if code := brain.ErrorCode(loopErr); code == brain.EUNAVAILABLE || code == brain.ELLMREJECTED {
 		return r.resp, loopErr
 	}
 	return r.resp, nil
@@ -225,23 +225,29 @@ func (c *Chat) loop(ctx context.Context, r *chatRun) error {
 	}
 	for iteration := 1; ; iteration++ {
 		req := &llm.Request{Model: model, System: r.system, Messages: conversation, Tools: c.offeredDefs(r), Temperature: r.agent.Temperature}
+		turn := turnRecord{iteration: iteration, attempt: 1, model: model, req: req}
+		// Every attempt is recorded: those retried as they fail, the last with its outcome.
+		req.OnRetry = func(a llm.Attempt) {
+			c.recordTurn(ctx, r, turnRecord{iteration: iteration, attempt: a.N, model: model, req: req, err: a.Err, latency: a.Latency})
+			turn.attempt = a.N + 1
+		}
 		start := time.Now()
 		resp, err := c.llm.Complete(ctx, req)
-		latency := time.Since(start)
+		turn.resp, turn.err, turn.latency = resp, err, time.Since(start)
 		if err != nil {
-			c.recordTurn(ctx, r, iteration, model, req, resp, err, latency)
+			c.recordTurn(ctx, r, turn)
 			return err
 		}
 		r.resp.Iterations = iteration
 		assistant := llm.Message{Role: "assistant", Content: resp.Content, ToolCalls: resp.ToolCalls}
 		if len(resp.ToolCalls) == 0 {
-			c.recordTurn(ctx, r, iteration, model, req, resp, nil, latency)
+			c.recordTurn(ctx, r, turn)
 			r.resp.Reply = r.scrub(resp.Content)
 			return c.saveMessages(ctx, r, postgres.SessionMessage{Message: assistant})
 		}
 		results := c.runToolCalls(ctx, r, iteration, resp.ToolCalls)
 		// Recorded once its calls are made: their secret inputs are known then, and scrubbed from it.
-		c.recordTurn(ctx, r, iteration, model, req, resp, nil, latency)
+		c.recordTurn(ctx, r, turn)
 		if err := c.saveMessages(ctx, r, append([]postgres.SessionMessage{{Message: assistant}}, results...)...); err != nil {
 			return err
 		}
@@ -627,8 +633,20 @@ func (r *chatRun) scrubCalls(calls []llm.ToolCall) []llm.ToolCall {
 	return out
 }
 
-// recordTurn stores one LLM turn with the run (what was asked, in summary, and what came back).
-func (c *Chat) recordTurn(ctx context.Context, r *chatRun, iteration int, model string, req *llm.Request, resp *llm.Response, err error, latency time.Duration) {
+// turnRecord is one attempt of an LLM turn, as brain_turns records it.
+type turnRecord struct {
+	iteration, attempt int
+	model              string
+	req                *llm.Request
+	resp               *llm.Response
+	err                error
+	latency            time.Duration
+}
+
+// recordTurn stores one attempt of an LLM turn with the run (what was asked, in summary, and what came
+// back).
+func (c *Chat) recordTurn(ctx context.Context, r *chatRun, t turnRecord) {
+	req, resp, err := t.req, t.resp, t.err
 	tools := make([]string, len(req.Tools))
 	for i, t := range req.Tools {
 		tools[i] = t.Name
@@ -644,8 +662,8 @@ func (c *Chat) recordTurn(ctx context.Context, r *chatRun, iteration int, model 
 	if err != nil {
 		errJSON, _ = json.Marshal(brain.AsError(err))
 	}
-	if dbErr := postgres.TurnInsert(context.WithoutCancel(ctx), c.pool, &postgres.TurnInsertParams{RunID: r.runID, Iteration: iteration,
-		Provider: c.llm.Provider(), Model: model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: latency}); dbErr != nil {
+	if dbErr := postgres.TurnInsert(context.WithoutCancel(ctx), c.pool, &postgres.TurnInsertParams{RunID: r.runID, Iteration: t.iteration, Attempt: t.attempt,
+		Provider: c.llm.Provider(), Model: t.model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: t.latency}); dbErr != nil {
 		r.log.Warn().Err(dbErr).Msg("error recording an LLM turn")
 	}
 	ev := r.log.Info()
@@ -656,5 +674,6 @@ func (c *Chat) recordTurn(ctx context.Context, r *chatRun, iteration int, model 
 	if resp != nil {
 		calls = len(resp.ToolCalls)
 	}
-	ev.Int("iteration", iteration).Str("model", model).Int("tool_calls", calls).Float64("latency_ms", float64(latency.Microseconds())/1000).Msg("llm turn")
+	ev.Int("iteration", t.iteration).Int("attempt", t.attempt).Str("model", t.model).Int("tool_calls", calls).
+		Float64("latency_ms", float64(t.latency.Microseconds())/1000).Msg("llm turn")
 }

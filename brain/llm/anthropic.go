@@ -23,7 +23,8 @@ type anthropicLLM struct {
 }
 
 func newAnthropicLLM(cfg llmconfig.Config) *anthropicLLM {
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithRequestTimeout(cfg.Timeout), option.WithMaxRetries(2)}
+	// One request per Complete: Retrying retries, so that every attempt is seen, counted and bounded.
+	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
 	}
@@ -54,9 +55,15 @@ func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, e
 	if err != nil {
 		var apiErr *anthropic.Error
 		if errors.As(err, &apiErr) {
-			return nil, providerError(llmconfig.ProviderAnthropic, apiErr.StatusCode, err)
+			var body struct {
+				Error struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
+			return nil, apiFailure(llmconfig.ProviderAnthropic, apiErr.StatusCode, headerOf(apiErr.Response), body.Error.Message, err)
 		}
-		return nil, providerError(llmconfig.ProviderAnthropic, 0, err)
+		return nil, transportFailure(llmconfig.ProviderAnthropic, err)
 	}
 	resp := &Response{StopReason: string(msg.StopReason), Usage: Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens}}
 	var text []string

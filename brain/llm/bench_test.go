@@ -102,7 +102,7 @@ func checkProviderAccepts(b *testing.B, provider string, defs []ToolDef) {
 		srv = llmfake.NewAnthropic(b, key, llmfake.Turn{Text: "ok"})
 		cfg.BaseURL = srv.URL
 	}
-	llm, err := New(cfg)
+	llm, err := New(cfg, nil)
 	require.NoError(b, err)
 	_, err = llm.Complete(b.Context(), &Request{Model: cfg.Model, Messages: []Message{{Role: "user", Content: "hi"}}, Tools: defs})
 	require.NoError(b, err)

@@ -9,8 +9,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
-
-	"github.com/gemhq/gem/brain"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Client is a chat model with tool calling.
@@ -23,16 +22,23 @@ type Client interface {
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }
 
-// New builds the configured provider's client (cfg's defaults filled in).
-func New(cfg llmconfig.Config) (Client, error) {
+// New builds the configured provider's client (cfg's defaults filled in): each LLM step is one or more
+// attempts (retried here, never inside the SDKs, within one deadline per step, see Retrying), and each
+// attempt is counted in reg (Observed; reg nil counts nothing).
+func New(cfg llmconfig.Config, reg prometheus.Registerer) (Client, error) {
 	if missing := cfg.Missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("no LLM is configured: set %s (GEM_LLM_BASE_URL names a local server, which needs no key)", strings.Join(missing, " and "))
 	}
 	cfg = cfg.WithDefaults()
+	var c Client = newOpenAILLM(cfg)
 	if cfg.Provider == llmconfig.ProviderAnthropic {
-		return newAnthropicLLM(cfg), nil
+		c = newAnthropicLLM(cfg)
 	}
-	return newOpenAILLM(cfg), nil
+	c, err := Observed(c, reg)
+	if err != nil {
+		return nil, err
+	}
+	return Retrying(c, cfg), nil
 }
 
 // Request is one request for the next assistant message.
@@ -42,6 +48,9 @@ type Request struct {
 	Messages    []Message
 	Tools       []ToolDef
 	Temperature *float64
+	// OnRetry, when set, is told of each failed attempt of the step that is tried again (the step's last
+	// attempt is what Complete returns), so that every attempt can be recorded.
+	OnRetry func(Attempt) `json:"-"`
 }
 
 // Message is one message of a conversation, in a provider-neutral form.
@@ -88,18 +97,4 @@ type Response struct {
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
-}
-
-// providerError turns a provider failure into an EUNAVAILABLE error a client can act on.
-func providerError(provider string, status int, err error) error {
-	msg := fmt.Sprintf("the LLM (%s) failed: %v", provider, err)
-	switch {
-	case status == 401 || status == 403:
-		msg = fmt.Sprintf("the LLM (%s) refused the API key (HTTP %d); check GEM_LLM_API_KEY", provider, status)
-	case status == 429:
-		msg = fmt.Sprintf("the LLM (%s) is rate limiting requests (HTTP 429); try again shortly", provider)
-	case status == 404:
-		msg = fmt.Sprintf("the LLM (%s) does not know the model or endpoint (HTTP 404); check GEM_LLM_MODEL and GEM_LLM_BASE_URL", provider)
-	}
-	return &brain.Error{Code: brain.EUNAVAILABLE, Message: msg, Details: map[string]any{"provider": provider, "status": status}}
 }

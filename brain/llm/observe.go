@@ -27,7 +27,7 @@ func Observed(c Client, reg prometheus.Registerer) (Client, error) {
 		return o, nil
 	}
 	o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gem_llm_requests_total",
-		Help: "LLM requests by provider, model and outcome (ok, error)."}, []string{"provider", "model", "outcome"})
+		Help: "LLM requests (each attempt of a step, retries included) by provider, model and outcome (ok, rejected, rate_limited, timeout, error)."}, []string{"provider", "model", "outcome"})
 	o.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gem_llm_tokens_total",
 		Help: "LLM tokens by provider, model and kind (input, output), as the provider reported them."}, []string{"provider", "model", "kind"})
 	o.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gem_llm_request_duration_seconds",
@@ -83,9 +83,13 @@ func (o *observed) Complete(ctx context.Context, req *Request) (*Response, error
 	if o.requests == nil {
 		return resp, err
 	}
-	outcome := "ok"
-	if err != nil {
-		outcome = "error"
+	outcome := outcomeOK
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		outcome = f.outcome()
+	case err != nil:
+		outcome = outcomeError
 	}
 	o.requests.WithLabelValues(provider, model, outcome).Inc()
 	o.duration.WithLabelValues(provider, model).Observe(time.Since(start).Seconds())

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
@@ -20,7 +21,8 @@ type openaiLLM struct {
 }
 
 func newOpenAILLM(cfg llmconfig.Config) *openaiLLM {
-	opts := []option.RequestOption{option.WithRequestTimeout(cfg.Timeout), option.WithMaxRetries(2)}
+	// One request per Complete: Retrying retries, so that every attempt is seen, counted and bounded.
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	} else {
@@ -76,12 +78,12 @@ func (o *openaiLLM) Complete(ctx context.Context, req *Request) (*Response, erro
 	if err != nil {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
-			return nil, providerError(llmconfig.ProviderOpenAI, apiErr.StatusCode, err)
+			return nil, apiFailure(llmconfig.ProviderOpenAI, apiErr.StatusCode, headerOf(apiErr.Response), apiErr.Message, err)
 		}
-		return nil, providerError(llmconfig.ProviderOpenAI, 0, err)
+		return nil, transportFailure(llmconfig.ProviderOpenAI, err)
 	}
 	if len(completion.Choices) == 0 {
-		return nil, providerError(llmconfig.ProviderOpenAI, 0, errors.New("the answer has no choices"))
+		return nil, apiFailure(llmconfig.ProviderOpenAI, http.StatusOK, nil, "the answer has no choices", nil)
 	}
 	choice := completion.Choices[0]
 	resp := &Response{

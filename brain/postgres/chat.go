@@ -127,12 +127,14 @@ func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string,
 	return nil
 }
 
-// TurnInsertParams describe one LLM turn of a run.
+// TurnInsertParams describe one LLM request of a run: an attempt of one of its turns.
 type TurnInsertParams struct {
 	RunID     uuid.UUID
 	Iteration int
-	Provider  string
-	Model     string
+	// Attempt numbers the requests of one turn from 1 (a turn retried after a 429 has several).
+	Attempt  int
+	Provider string
+	Model    string
 	// Request summarises what was asked; Response, Error and Usage are JSON (nil when absent).
 	Request, Response, Error, Usage []byte
 	Latency                         time.Duration
@@ -140,8 +142,8 @@ type TurnInsertParams struct {
 
 // TurnInsert records one LLM turn with its run.
 func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error {
-	_, err := db.Exec(ctx, `INSERT INTO brain_turns (run_id, iteration, provider, model, request, response, error, usage, latency_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, p.RunID, p.Iteration, p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage,
+	_, err := db.Exec(ctx, `INSERT INTO brain_turns (run_id, iteration, attempt, provider, model, request, response, error, usage, latency_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, p.RunID, p.Iteration, max(p.Attempt, 1), p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage,
 		float64(p.Latency.Microseconds())/1000)
 	if err != nil {
 		return fmt.Errorf("error recording an LLM turn: %w", err)

@@ -118,7 +118,9 @@ brain serve reads (defaults in brackets):
   GEM_LLM_API_KEY                  the LLM API key
   GEM_LLM_MODEL                    the default model (required for an LLM)
   GEM_LLM_MAX_TOKENS               bound on each answer [4096 for anthropic, the server's for openai]
-  GEM_LLM_TIMEOUT                  bound on one LLM request [60s]
+  GEM_LLM_TIMEOUT                  bound on one LLM request (one attempt) [60s]
+  GEM_LLM_STEP_TIMEOUT             bound on one LLM step, all its attempts and waits [3 × GEM_LLM_TIMEOUT]
+  GEM_LLM_RETRY_AFTER_MAX          longest provider Retry-After waited for; longer ends the step with 503 [10s]
   GEM_DB_CONNECT_WAIT              how long start-up waits for the database [1m]
   GEM_BRAIN_METRICS                on or off: count and serve /metrics (docs/observability.md) [on]
   GEM_METRICS_TOKEN                a bearer token that opens /metrics and nothing else [none: a caller's token]

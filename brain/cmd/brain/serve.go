@@ -97,10 +97,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	var client llm.Client
 	info := api.LLMInfo{}
 	if cfg.LLM.Configured() {
-		if client, err = llm.New(cfg.LLM); err != nil {
-			return err
-		}
-		if client, err = llm.Observed(client, m.Telemetry.Registerer()); err != nil {
+		if client, err = llm.New(cfg.LLM, m.Telemetry.Registerer()); err != nil {
 			return err
 		}
 		info = api.LLMInfo{Configured: true, Provider: client.Provider(), Model: client.DefaultModel()}

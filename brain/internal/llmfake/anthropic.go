@@ -145,6 +145,11 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, http.StatusInternalServerError, "api_error", "the fake's script is exhausted")
 		return
 	}
+	if f := turn.Fail; f != nil {
+		f.writeHeader(w)
+		anthropicError(w, f.Status, f.errorType(true), f.Message)
+		return
+	}
 	var content []any
 	if turn.Text != "" {
 		content = append(content, map[string]any{"type": "text", "text": turn.Text})

@@ -30,6 +30,49 @@ type Turn struct {
 	// on the server's handler goroutine, so its t only records failures; the test fails with them when it
 	// ends (from the test's own goroutine, at cleanup).
 	Check func(t require.TestingT, req *Request)
+	// Fail, when set, answers the request with the provider's error instead of a message.
+	Fail *Failure
+}
+
+// Failure is a scripted error answer, in the provider's error format.
+type Failure struct {
+	// Status is the HTTP status (400, 429, 500, 529 ...).
+	Status int
+	// Type is the provider's error type; defaults to one fitting Status.
+	Type string
+	// Message is the provider's message.
+	Message string
+	// Header is sent with the answer (Retry-After, retry-after-ms ...).
+	Header map[string]string
+}
+
+// errorType is f's Type, or the one the providers send with its status.
+func (f *Failure) errorType(anthropic bool) string {
+	if f.Type != "" {
+		return f.Type
+	}
+	switch {
+	case f.Status == http.StatusTooManyRequests && anthropic:
+		return "rate_limit_error"
+	case f.Status == http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
+	case f.Status == http.StatusRequestEntityTooLarge && anthropic:
+		return "request_too_large"
+	case f.Status == 529:
+		return "overloaded_error"
+	case f.Status >= 500 && anthropic:
+		return "api_error"
+	case f.Status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+// writeHeader sends f's header; the caller then writes the error body.
+func (f *Failure) writeHeader(w http.ResponseWriter) {
+	for k, v := range f.Header {
+		w.Header().Set(k, v)
+	}
 }
 
 // Call is a scripted tool call. Arguments is sent as given (it may be malformed on purpose); for

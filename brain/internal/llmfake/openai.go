@@ -114,6 +114,11 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, http.StatusInternalServerError, "server_error", "the fake's script is exhausted")
 		return
 	}
+	if f := turn.Fail; f != nil {
+		f.writeHeader(w)
+		openAIError(w, f.Status, f.errorType(false), f.Message)
+		return
+	}
 	message := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 	finish := "stop"
 	if turn.Text != "" || len(turn.Calls) == 0 {
