@@ -213,6 +213,9 @@ const (
 	ChatCallAnswered = "answered"
 	// ChatCallSkillNotLoaded: the tool comes with a skill the LLM has not loaded (load_skill) yet.
 	ChatCallSkillNotLoaded = "skill_not_loaded"
+	// ChatCallTooMany: the LLM's answer asked for more tool calls than one answer may make
+	// (GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN); this one was not made.
+	ChatCallTooMany = "too_many_tool_calls"
 )
 
 // OperatorChatParams are a message to the default agent: the body of POST /operator/chat (GEM's).

@@ -33,6 +33,9 @@ const (
 	historyMessages = 60
 	// toolResultMax caps the JSON of one tool result fed back to the LLM.
 	toolResultMax = 16 << 10
+	// MaxToolCallsPerAnswerDefault is the most tool calls one LLM answer may make: POST /brain/run's cap on
+	// a plan.
+	MaxToolCallsPerAnswerDefault = brain.MaxToolCallsMax
 )
 
 // Meta-tools offered to agents with many tools. They are answered by the brain itself (they only read the
@@ -50,6 +53,7 @@ type Chat struct {
 	waiter    *gemsql.ReceiptWaiter
 	threshold int
 	wait      time.Duration
+	maxCalls  int
 }
 
 // Config tunes the loop.
@@ -59,6 +63,10 @@ type Config struct {
 	ToolSearchThreshold int
 	// WaitTimeout bounds the wait for one iteration's receipts. Defaults to 30s (GEM_BRAIN_CHAT_WAIT_TIMEOUT).
 	WaitTimeout time.Duration
+	// MaxToolCallsPerAnswer is the most tool calls one LLM answer may make; the rest are answered to the
+	// LLM as refused (too_many_tool_calls) and nothing is enqueued for them. Defaults to 50, POST
+	// /brain/run's cap on a plan (GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN).
+	MaxToolCallsPerAnswer int
 }
 
 // New builds the loop; client may be nil (chat then answers that no LLM is configured).
@@ -70,7 +78,11 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 	if cfg.WaitTimeout <= 0 {
 		cfg.WaitTimeout = WaitTimeoutDefault
 	}
-	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout}
+	if cfg.MaxToolCallsPerAnswer <= 0 {
+		cfg.MaxToolCallsPerAnswer = MaxToolCallsPerAnswerDefault
+	}
+	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
+		maxCalls: cfg.MaxToolCallsPerAnswer}
 }
 
 // chatRun is the state of one chat request.
@@ -319,6 +331,12 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 	for i, tc := range calls {
 		o := &toolOutcome{msg: postgres.SessionMessage{Message: llm.Message{Role: "tool", ToolCallID: tc.ID}}, report: brain.ChatToolCall{Tool: tc.Name, Iteration: iteration}}
 		outcomes[i] = o
+		if i >= c.maxCalls {
+			o.fail(codeTooManyToolCalls, fmt.Sprintf("this answer asked for %d tool calls and one answer may make at most %d: this call (number %d) was not made; "+
+				"make the calls still needed in a later answer", len(calls), c.maxCalls, i+1), nil)
+			o.report.Status = brain.ChatCallTooMany
+			continue
+		}
 		if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
 			o.msg.Content, o.msg.IsError = c.answerSkillMeta(ctx, r, tc)
 			o.report.Status = brain.ChatCallAnswered
@@ -412,6 +430,9 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 
 // codeNotDescribed answers a call of a tool the agent has not described yet (with the meta-tools).
 const codeNotDescribed = "not_described"
+
+// codeTooManyToolCalls answers the calls of one LLM answer beyond Config.MaxToolCallsPerAnswer.
+const codeTooManyToolCalls = brain.ChatCallTooMany
 
 func (o *toolOutcome) fail(code registry.ErrorCode, message string, details any) {
 	body := map[string]any{"status": "failed", "error": map[string]any{"code": code, "message": message}}

@@ -72,7 +72,8 @@ type Config struct {
 	// Defaults to 1m (GEM_DB_CONNECT_WAIT).
 	DBConnectWait time.Duration
 
-	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT).
+	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT,
+	// GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN).
 	Chat chat.Config
 
 	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
@@ -263,6 +264,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("GEM_BRAIN_CHAT_WAIT_TIMEOUT: %q is not a duration", s))
 		}
 		c.Chat.WaitTimeout = d
+	}
+	if s := getenv("GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN: %q is not a positive number", s))
+		}
+		c.Chat.MaxToolCallsPerAnswer = n
 	}
 	c.Admission, err = admissionFromEnv(getenv)
 	errs = append(errs, err)

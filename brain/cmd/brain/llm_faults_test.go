@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/sql/telemetry/telemetrytest"
@@ -180,4 +182,48 @@ func TestLLMRetriesAreRecorded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestToolCallsPerAnswerAreCapped: one answer asking for 1,000 tool calls makes
+// GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN of them; the others go back to the model refused, with nothing enqueued.
+func TestToolCallsPerAnswerAreCapped(t *testing.T) {
+	t.Parallel()
+	const asked, limit = 1000, 4
+	calls := make([]llmfake.Call, asked)
+	for i := range calls {
+		calls[i] = llmfake.Call{ID: fmt.Sprintf("call_%d", i), Name: "os__list_tasks", Arguments: `{"status": null, "domain": null, "limit": 1}`}
+	}
+	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Turn{Calls: calls}, llmfake.Turn{Text: "Done.",
+		Check: func(t require.TestingT, req *llmfake.Request) {
+			results := req.ToolResults()
+			require.Len(t, results, asked, "every call is answered")
+			for i, c := range calls {
+				r := resultOf(t, results[c.ID])
+				if i < limit {
+					require.Equal(t, "succeeded", r["status"], c.ID)
+					continue
+				}
+				require.Equal(t, "failed", r["status"], c.ID)
+				require.Equal(t, brain.ChatCallTooMany, r["error"].(map[string]any)["code"], c.ID)
+			}
+		}})
+	a := faultBrain(t, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{MaxToolCallsPerAnswer: limit} })
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
+
+	got := chatTimed(t, a, agent, "list my tasks a thousand times")
+	require.Equal(t, http.StatusOK, got.status, "%+v", got.resp.Errors)
+	require.True(t, got.resp.OK, "%+v", got.resp.Errors)
+	require.Equal(t, limit, countCalls(t, shared.pool, got.resp.RunID), "only the first calls are enqueued")
+	var enqueued int
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE run_id = $1`, got.resp.RunID).Scan(&enqueued))
+	require.Equal(t, limit, enqueued)
+	tooMany := 0
+	for _, tc := range got.resp.ToolCalls {
+		if tc.Status == brain.ChatCallTooMany {
+			tooMany++
+			require.Nil(t, tc.CallID)
+		}
+	}
+	require.Equal(t, asked-limit, tooMany)
+	require.Equal(t, 0, fake.Remaining())
 }
