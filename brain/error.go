@@ -32,6 +32,8 @@ const (
 	// ELLMREJECTED: the LLM's provider refused the request as it is (context too long, a bad request): the
 	// same request will fail again, so it is not a 503 (422, with the provider's message).
 	ELLMREJECTED = "llm_rejected"
+	// ETOOLITERATIONS: the agent reached its max_tool_iterations before answering in text (200, ok false).
+	ETOOLITERATIONS = "tool_iterations_exhausted"
 )
 
 // Error is the brain's one error type: a code, a message for people, and optional structured details

@@ -403,6 +403,8 @@ var errorStatus = map[string]int{
 	brain.EAWAITING:     http.StatusOK,
 	brain.ELLMREJECTED:  http.StatusUnprocessableEntity,
 
+	brain.ETOOLITERATIONS: http.StatusOK, // a chat turn's answer: ok false, limit_reached true
+
 	brain.EREQUESTTIMEOUT: http.StatusRequestTimeout, // a body too slow to arrive (conns.go)
 }
 

@@ -268,7 +268,11 @@ func (c *Chat) loop(ctx context.Context, r *chatRun) error {
 			conversation = append(conversation, m.Message)
 		}
 		if iteration >= r.agent.MaxToolIterations {
+			// The agent did not finish: the turn is not ok, though its calls were made.
 			r.resp.LimitReached = true
+			r.resp.Errors = append(r.resp.Errors, &brain.Error{Code: brain.ETOOLITERATIONS,
+				Message: fmt.Sprintf("agent %s made %d rounds of tool calls, its max_tool_iterations, without answering", r.agent.Slug, iteration),
+				Details: map[string]any{"max_tool_iterations": r.agent.MaxToolIterations}})
 			note := fmt.Sprintf("I stopped after %d rounds of tool calls, the limit for agent %s, before finishing.", iteration, r.agent.Slug)
 			if strings.TrimSpace(resp.Content) != "" {
 				note = strings.TrimSpace(resp.Content) + "\n\n" + note

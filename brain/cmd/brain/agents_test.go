@@ -181,11 +181,25 @@ func TestChatIterationLimit(t *testing.T) {
 	resp, status := chatWith(t, a, agent, "keep checking my tasks", "")
 	require.Equal(t, http.StatusOK, status)
 	require.True(t, resp.LimitReached)
+	require.False(t, resp.OK, "an agent stopped by its limit did not finish")
+	require.Len(t, resp.Errors, 1)
+	require.Equal(t, brain.ETOOLITERATIONS, resp.Errors[0].Code)
+	require.False(t, getRunOK(t, a, resp.RunID), "GET /brain/runs/{id} says so too")
 	require.Equal(t, 2, resp.Iterations)
 	require.Len(t, fake.Requests(), 2, "no third LLM request after the limit")
 	require.Contains(t, resp.Reply, "I stopped after 2 rounds of tool calls")
 	require.Contains(t, resp.Reply, "Let me look again.")
 	require.Len(t, resp.ToolCalls, 2)
+}
+
+// getRunOK is GET /brain/runs/{id}'s ok.
+func getRunOK(t *testing.T, a *testAPI, id uuid.UUID) bool {
+	t.Helper()
+	var run struct {
+		OK bool `json:"ok"`
+	}
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+id.String(), nil, &run))
+	return run.OK
 }
 
 // TestChatRefusalsGoBackToTheLLM checks that malformed arguments, schema violations and tools the agent may
