@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/llm"
@@ -36,6 +37,14 @@ const (
 	// MaxToolCallsPerAnswerDefault is the most tool calls one LLM answer may make: POST /brain/run's cap on
 	// a plan.
 	MaxToolCallsPerAnswerDefault = brain.MaxToolCallsMax
+	// answerTextMax bounds an LLM answer's text as it is kept (the session's messages), sent back (the
+	// reply) and fed to the next iteration; the rest is cut with a note.
+	answerTextMax = 64 << 10
+	// turnResponseMax bounds an LLM answer as brain_turns records it; a larger one is recorded in summary.
+	turnResponseMax = 64 << 10
+	// toolArgumentsMax bounds the arguments of one tool call of an LLM answer: a call with more is refused,
+	// and its arguments are not kept.
+	toolArgumentsMax = 64 << 10
 )
 
 // Meta-tools offered to agents with many tools. They are answered by the brain itself (they only read the
@@ -251,6 +260,7 @@ func (c *Chat) loop(ctx context.Context, r *chatRun) error {
 			return err
 		}
 		r.resp.Iterations = iteration
+		resp.Content = boundText(resp.Content, answerTextMax)
 		assistant := llm.Message{Role: "assistant", Content: resp.Content, ToolCalls: resp.ToolCalls}
 		if len(resp.ToolCalls) == 0 {
 			c.recordTurn(ctx, r, turn)
@@ -336,9 +346,17 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 		o := &toolOutcome{msg: postgres.SessionMessage{Message: llm.Message{Role: "tool", ToolCallID: tc.ID}}, report: brain.ChatToolCall{Tool: tc.Name, Iteration: iteration}}
 		outcomes[i] = o
 		if i >= c.maxCalls {
+			// The answer as kept and sent again (calls is its slice) holds no arguments of calls not made.
+			calls[i].Arguments = "{}"
 			o.fail(codeTooManyToolCalls, fmt.Sprintf("this answer asked for %d tool calls and one answer may make at most %d: this call (number %d) was not made; "+
 				"make the calls still needed in a later answer", len(calls), c.maxCalls, i+1), nil)
 			o.report.Status = brain.ChatCallTooMany
+			continue
+		}
+		if n := len(tc.Arguments); n > toolArgumentsMax {
+			calls[i].Arguments = "{}"
+			o.fail(registry.CodeValidation, fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax), nil)
+			o.report.Status = brain.ChatCallInvalidArguments
 			continue
 		}
 		if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
@@ -669,7 +687,7 @@ type turnRecord struct {
 }
 
 // recordTurn stores one attempt of an LLM turn with the run (what was asked, in summary, and what came
-// back).
+// back, bounded).
 func (c *Chat) recordTurn(ctx context.Context, r *chatRun, t turnRecord) {
 	req, resp, err := t.req, t.resp, t.err
 	tools := make([]string, len(req.Tools))
@@ -682,6 +700,11 @@ func (c *Chat) recordTurn(ctx context.Context, r *chatRun, t turnRecord) {
 	var response, usage, errJSON []byte
 	if resp != nil {
 		response = r.scrubJSON(must(json.Marshal(resp)))
+		if len(response) > turnResponseMax {
+			response = r.scrubJSON(must(json.Marshal(map[string]any{"truncated": true, "bytes": len(response),
+				"content": boundText(resp.Content, turnResponseMax/2), "tool_calls": len(resp.ToolCalls),
+				"stop_reason": resp.StopReason, "usage": resp.Usage})))
+		}
 		usage, _ = json.Marshal(resp.Usage)
 	}
 	if err != nil {
@@ -701,4 +724,17 @@ func (c *Chat) recordTurn(ctx context.Context, r *chatRun, t turnRecord) {
 	}
 	ev.Int("iteration", t.iteration).Int("attempt", t.attempt).Str("model", t.model).Int("tool_calls", calls).
 		Float64("latency_ms", float64(t.latency.Microseconds())/1000).Msg("llm turn")
+}
+
+// boundText cuts s to at most limit bytes (at a character's start), saying so at the end.
+func boundText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := fmt.Sprintf("\n\n[GEM: the answer was %d bytes; only the first %d are kept]", len(s), limit)
+	cut := limit - len(note)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
 }

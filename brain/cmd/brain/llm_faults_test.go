@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,4 +227,34 @@ func TestToolCallsPerAnswerAreCapped(t *testing.T) {
 	}
 	require.Equal(t, asked-limit, tooMany)
 	require.Equal(t, 0, fake.Remaining())
+}
+
+// TestOversizedAnswersAreBounded: a 300 KB answer is kept, recorded and sent back cut to a bound, saying so.
+func TestOversizedAnswersAreBounded(t *testing.T) {
+	t.Parallel()
+	const bound = 64 << 10
+	huge := strings.Repeat("Ünïcödé roofing report. ", 300<<10/len("Ünïcödé roofing report. "))
+	hugeArgs := `{"status": null, "domain": null, "limit": 1, "padding": "` + strings.Repeat("x", 300<<10) + `"}`
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "huge", Name: "os__list_tasks", Arguments: hugeArgs}}},
+		llmfake.Turn{Text: huge, Check: func(t require.TestingT, req *llmfake.Request) {
+			r := resultOf(t, req.ToolResults()["huge"])
+			require.Equal(t, "validation_error", r["error"].(map[string]any)["code"])
+			require.Contains(t, r["error"].(map[string]any)["message"], "more than the 65536 one call may have", "arguments over the bound are refused unread")
+		}})
+	a := faultBrain(t, llmconfig.ProviderOpenAI, fake, nil)
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
+
+	got := chatTimed(t, a, agent, "write me everything")
+	require.Zero(t, countCalls(t, shared.pool, got.resp.RunID))
+	require.Equal(t, http.StatusOK, got.status, "%+v", got.resp.Errors)
+	require.LessOrEqual(t, len(got.resp.Reply), bound)
+	require.Contains(t, got.resp.Reply, fmt.Sprintf("the answer was %d bytes", len(huge)))
+	require.True(t, strings.HasPrefix(huge, strings.SplitN(got.resp.Reply, "\n\n[GEM:", 2)[0]), "the kept part is the answer's start, whole characters")
+	var stored, recorded int
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT max(octet_length(content) + coalesce(octet_length(tool_calls::text), 0))
+		FROM agent_messages WHERE run_id = $1`, got.resp.RunID).Scan(&stored))
+	require.LessOrEqual(t, stored, bound)
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT max(octet_length(response::text)) FROM brain_turns WHERE run_id = $1`, got.resp.RunID).Scan(&recorded))
+	require.LessOrEqual(t, recorded, bound+1024)
 }
