@@ -258,3 +258,30 @@ func TestOversizedAnswersAreBounded(t *testing.T) {
 	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT max(octet_length(response::text)) FROM brain_turns WHERE run_id = $1`, got.resp.RunID).Scan(&recorded))
 	require.LessOrEqual(t, recorded, bound+1024)
 }
+
+// TestLLMPlannerFaults: POST /brain/run with the llm planner answers a provider's refusal 422 llm_rejected
+// and its rate limit 503 with the provider's Retry-After, as chat does.
+func TestLLMPlannerFaults(t *testing.T) {
+	t.Parallel()
+	fake := llmfake.NewAnthropic(t, fakeKey,
+		llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusRequestEntityTooLarge, Message: "request exceeds the maximum size"}},
+		llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusTooManyRequests, Message: "slow down", Header: map[string]string{"retry-after": "120"}}})
+	a := faultBrain(t, llmconfig.ProviderAnthropic, fake, func(c *Config) { c.Planner = PlannerLLM })
+
+	resp, status := a.run(map[string]any{"message": "create a task to call John tomorrow", "mode": "enqueue"})
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%+v", resp.Errors)
+	require.Equal(t, brain.ELLMREJECTED, resp.Errors[0].Code)
+	require.Contains(t, resp.Errors[0].Message, "request exceeds the maximum size")
+
+	body := strings.NewReader(`{"message": "create a task to call John tomorrow", "mode": "enqueue"}`)
+	req, err := http.NewRequest(http.MethodPost, a.url+"/brain/run", body)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.Equal(t, "120", res.Header.Get("Retry-After"))
+	require.Len(t, fake.Requests(), 2, "neither is retried: a refusal fails again, 120 s is over GEM_LLM_RETRY_AFTER_MAX")
+}
