@@ -27,17 +27,7 @@ const fakeKey = "sk-fake-0123456789"
 // llmBrain starts a brain on the shared database whose LLM is a fake.
 func llmBrain(t *testing.T, provider string, fake *llmfake.Server, chatCfg chat.Config) *testAPI {
 	t.Helper()
-	base := fake.URL + "/v1"
-	if provider == llmconfig.ProviderAnthropic {
-		base = fake.URL
-	}
-	m, err := startBrain(shared.dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: provider, BaseURL: base, APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chatCfg
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	return &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	return llmBrainWith(t, provider, fake, func(c *Config) { c.Chat = chatCfg })
 }
 
 // uniq makes a slug unique to the test (tests share one database).

@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// faultBrain starts a brain on the shared database whose LLM is a fake of provider, with edit applied to
-// its configuration.
-func faultBrain(t *testing.T, provider string, fake *llmfake.Server, edit func(*Config)) *testAPI {
+// llmBrainWith starts a brain on the shared database whose LLM is a fake of provider, with edit (if any)
+// applied to its configuration.
+func llmBrainWith(t *testing.T, provider string, fake *llmfake.Server, edit func(*Config)) *testAPI {
 	t.Helper()
 	base := fake.URL + "/v1"
 	if provider == llmconfig.ProviderAnthropic {
@@ -98,7 +98,7 @@ func TestLLMRejectedIs422(t *testing.T) {
 			t.Parallel()
 			const msg = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens."
 			fake := newFake(t, provider, llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: msg}})
-			a := faultBrain(t, provider, fake, nil)
+			a := llmBrainWith(t, provider, fake, nil)
 			agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
 
 			got := chatTimed(t, a, agent, "summarise everything")
@@ -125,7 +125,7 @@ func TestLLMRetryAfterIsBounded(t *testing.T) {
 			fake := newFake(t, provider,
 				llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusTooManyRequests, Message: "slow down", Header: map[string]string{"Retry-After": "300"}}},
 				llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusServiceUnavailable, Message: "busy", Header: map[string]string{"Retry-After": "8"}}})
-			a := faultBrain(t, provider, fake, func(c *Config) {
+			a := llmBrainWith(t, provider, fake, func(c *Config) {
 				c.LLM.Timeout, c.LLM.StepTimeout, c.LLM.RetryAfterMax = 5*time.Second, 6*time.Second, 10*time.Second
 			})
 			agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
@@ -164,7 +164,7 @@ func TestLLMRetriesAreRecorded(t *testing.T) {
 				overloaded.Status = 529
 			}
 			fake := newFake(t, provider, llmfake.Turn{Fail: rateLimited}, llmfake.Turn{Fail: overloaded}, llmfake.Turn{Text: "You have no tasks."})
-			a := faultBrain(t, provider, fake, func(c *Config) { c.LLM.RetryAfterMax = 5 * time.Second })
+			a := llmBrainWith(t, provider, fake, func(c *Config) { c.LLM.RetryAfterMax = 5 * time.Second })
 			agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
 
 			got := chatTimed(t, a, agent, "what is on my list?")
@@ -208,7 +208,7 @@ func TestToolCallsPerAnswerAreCapped(t *testing.T) {
 				require.Equal(t, brain.ChatCallTooMany, r["error"].(map[string]any)["code"], c.ID)
 			}
 		}})
-	a := faultBrain(t, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{MaxToolCallsPerAnswer: limit} })
+	a := llmBrainWith(t, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{MaxToolCallsPerAnswer: limit} })
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
 
 	got := chatTimed(t, a, agent, "list my tasks a thousand times")
@@ -242,7 +242,7 @@ func TestOversizedAnswersAreBounded(t *testing.T) {
 			require.Equal(t, "validation_error", r["error"].(map[string]any)["code"])
 			require.Contains(t, r["error"].(map[string]any)["message"], "more than the 65536 one call may have", "arguments over the bound are refused unread")
 		}})
-	a := faultBrain(t, llmconfig.ProviderOpenAI, fake, nil)
+	a := llmBrainWith(t, llmconfig.ProviderOpenAI, fake, nil)
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
 
 	got := chatTimed(t, a, agent, "write me everything")
@@ -266,7 +266,7 @@ func TestLLMPlannerFaults(t *testing.T) {
 	fake := llmfake.NewAnthropic(t, fakeKey,
 		llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusRequestEntityTooLarge, Message: "request exceeds the maximum size"}},
 		llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusTooManyRequests, Message: "slow down", Header: map[string]string{"retry-after": "120"}}})
-	a := faultBrain(t, llmconfig.ProviderAnthropic, fake, func(c *Config) { c.Planner = PlannerLLM })
+	a := llmBrainWith(t, llmconfig.ProviderAnthropic, fake, func(c *Config) { c.Planner = PlannerLLM })
 
 	resp, status := a.run(map[string]any{"message": "create a task to call John tomorrow", "mode": "enqueue"})
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%+v", resp.Errors)
