@@ -212,8 +212,8 @@ func (r *retrying) Complete(ctx context.Context, req *Request) (*Response, error
 		if err == nil {
 			return resp, nil
 		}
-		if ctx.Err() != nil { // the caller is gone: nobody to answer
-			return nil, ctx.Err()
+		if ctx.Err() != nil { // the caller is gone (or its own deadline passed): the step ends here
+			return nil, transportFailure(r.Provider(), ctx.Err()).asError(n, "the request ended before the LLM answered")
 		}
 		var f *failure
 		if !errors.As(err, &f) {
@@ -232,7 +232,7 @@ func (r *retrying) Complete(ctx context.Context, req *Request) (*Response, error
 		case <-step.Done():
 			t.Stop()
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, transportFailure(r.Provider(), ctx.Err()).asError(n, "the request ended before the LLM answered")
 			}
 			return nil, f.asError(n, "the step's deadline passed (GEM_LLM_STEP_TIMEOUT)")
 		}

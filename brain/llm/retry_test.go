@@ -1,10 +1,16 @@
 package llm
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/llmconfig"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,4 +43,36 @@ func TestRetryAfterOf(t *testing.T) {
 		require.Equal(t, c.ok, ok, "%v", c.header)
 		require.Equal(t, c.want, got, "%v", c.header)
 	}
+}
+
+// TestStepDeadline: a provider that never answers costs one step's deadline, not attempts × the request
+// timeout, and the step ends unavailable (timeout), each attempt counted.
+func TestStepDeadline(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body) // then the server hears the client hang up
+		<-r.Context().Done()
+	}))
+	t.Cleanup(silent.Close)
+	for _, provider := range []string{llmconfig.ProviderOpenAI, llmconfig.ProviderAnthropic} {
+		c, err := New(llmconfig.Config{Provider: provider, BaseURL: silent.URL, APIKey: "k", Model: "m",
+			Timeout: 400 * time.Millisecond, StepTimeout: time.Second}, nil)
+		require.NoError(t, err)
+		var retried []Attempt
+		start := time.Now()
+		_, err = c.Complete(context.Background(), &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hi"}},
+			OnRetry: func(a Attempt) { retried = append(retried, a) }})
+		took := time.Since(start)
+		require.Equal(t, brain.EUNAVAILABLE, brain.ErrorCode(err), "%v", err)
+		require.Contains(t, err.Error(), "did not answer in time")
+		require.Less(t, took, 3*time.Second, "one step's deadline (1 s), not 3 × 400 ms plus waits unbounded")
+		require.NotEmpty(t, retried, provider)
+		for i, a := range retried {
+			require.Equal(t, i+1, a.N)
+			require.Equal(t, brain.EUNAVAILABLE, a.Err.Code)
+		}
+	}
+	require.GreaterOrEqual(t, requests.Load(), int32(4), "each provider was asked more than once")
 }
