@@ -16,10 +16,20 @@ func TestFromEnv(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, llmconfig.Config{Provider: "anthropic", APIKey: "k", Model: "m", MaxTokens: 512, Timeout: 5 * time.Second}, c)
 	require.Equal(t, llmconfig.AnthropicBaseURLDefault, c.WithDefaults().BaseURL)
+	// A step is three requests' worth unless set; a provider's Retry-After is waited for up to 10 s.
+	require.Equal(t, 15*time.Second, c.WithDefaults().StepTimeout)
+	require.Equal(t, 10*time.Second, c.WithDefaults().RetryAfterMax)
 
-	env = map[string]string{"GEM_LLM_PROVIDER": "gemini", "GEM_LLM_MAX_TOKENS": "-1", "GEM_LLM_TIMEOUT": "soon"}
+	env["GEM_LLM_STEP_TIMEOUT"], env["GEM_LLM_RETRY_AFTER_MAX"] = "40s", "2s"
+	c, err = llmconfig.FromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, 40*time.Second, c.WithDefaults().StepTimeout)
+	require.Equal(t, 2*time.Second, c.WithDefaults().RetryAfterMax)
+
+	env = map[string]string{"GEM_LLM_PROVIDER": "gemini", "GEM_LLM_MAX_TOKENS": "-1", "GEM_LLM_TIMEOUT": "soon",
+		"GEM_LLM_STEP_TIMEOUT": "0s", "GEM_LLM_RETRY_AFTER_MAX": "later"}
 	_, err = llmconfig.FromEnv(func(k string) string { return env[k] })
-	for _, name := range []string{"GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT"} {
+	for _, name := range []string{"GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT", "GEM_LLM_STEP_TIMEOUT", "GEM_LLM_RETRY_AFTER_MAX"} {
 		require.ErrorContains(t, err, name)
 	}
 }
