@@ -160,6 +160,11 @@ type ChatParams struct {
 	// Resume asks for a turn without a message, to tell the agent the decisions on its calls that waited
 	// for approval (every turn tells them; this one only them).
 	Resume bool `json:"resume,omitempty"`
+	// IdempotencyKey is the client's key for this request (or the Idempotency-Key header): the same caller
+	// and key within the window is the same turn, answered again, never made twice (docs/durable-runs.md).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Fingerprint is the request's, set by its door (RequestFingerprint) when it has a key.
+	Fingerprint []byte `json:"-"`
 }
 
 // ChatDecided is a call of the session that waited for approval and was decided (and, if approved, ran)
@@ -195,6 +200,12 @@ type ChatResponse struct {
 	// Decided are the calls that waited for approval whose outcome this turn told the agent.
 	Decided []ChatDecided `json:"decided"`
 	Errors  []*Error      `json:"errors"`
+	// Status is the turn's run's: completed or failed, or planning or waiting for a repeated request
+	// answered before its turn ended (HTTP 202).
+	Status string `json:"status,omitempty"`
+	// Repeated says the request repeated an earlier one's key: this is the earlier request's turn, and
+	// nothing was asked or made again.
+	Repeated bool `json:"repeated,omitempty"`
 }
 
 // Statuses of a chat tool call other than a receipt's.
@@ -223,6 +234,8 @@ type OperatorChatParams struct {
 	Message string `json:"message"`
 	// SessionID continues a conversation; a new one is started when it is empty (or null).
 	SessionID string `json:"session_id,omitempty"`
+	// IdempotencyKey is the client's key for this request (or the Idempotency-Key header), as for a chat.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // Operator chat modes: how POST /operator/chat answered.

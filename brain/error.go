@@ -1,6 +1,8 @@
 package brain
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -104,4 +106,16 @@ func RequestKey(header []string, field string) (string, error) {
 			IdempotencyKeyHeader, key, field)
 	}
 	return key, nil
+}
+
+// RequestFingerprint is the SHA-256 of a request as its door decoded it, without its key: door names the
+// endpoint, parts are what decides the work (the body with its key cleared, the agent acted as). A request
+// key held by another fingerprint is a conflict, by the same one a repeat.
+func RequestFingerprint(door string, parts ...any) []byte {
+	b, err := json.Marshal(append([]any{door}, parts...)) // struct fields in order, map keys sorted
+	if err != nil {
+		b = fmt.Appendf(nil, "%s %#v", door, parts)
+	}
+	sum := sha256.Sum256(b)
+	return sum[:]
 }

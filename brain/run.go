@@ -31,6 +31,10 @@ const (
 	ModeEnqueueAndWait Mode = "enqueue_and_wait"
 )
 
+// ModeChat is the mode of a run that is an agent's chat turn (POST /agents/{slug}/chat); no request asks
+// for it.
+const ModeChat Mode = "chat"
+
 // RunParams is what a run is asked to do: the body of POST /brain/run.
 type RunParams struct {
 	// Message is what the person asked, in their words.
@@ -44,6 +48,11 @@ type RunParams struct {
 	Context map[string]any `json:"context,omitempty"`
 	// Limits bound the run.
 	Limits *Limits `json:"limits,omitempty"`
+	// IdempotencyKey is the client's key for this request (or the Idempotency-Key header): the same caller
+	// and key within the window is the same run, answered again, never made twice (docs/durable-runs.md).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Fingerprint is the request's, set by its door (RequestFingerprint) when it has a key.
+	Fingerprint []byte `json:"-"`
 }
 
 // ModeHelp describes a mode for people.
@@ -357,7 +366,13 @@ type Run struct {
 	Agent            string
 	RequestedBy      string
 	// ApprovedBy is the caller who approved the stored plan (mode plan), once approved.
-	ApprovedBy  string
+	ApprovedBy string
+	// IdempotencyKey is the client's key for the request that made the run, and Fingerprint that request's
+	// (RequestFingerprint): the run's insert claims the key for RequestedBy, or fails as a repeat.
+	IdempotencyKey string
+	Fingerprint    []byte
+	// Response is a chat turn's response as it was sent, once it ended.
+	Response    json.RawMessage
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt *time.Time
@@ -431,6 +446,9 @@ type RunResponse struct {
 	// grants bound its calls as the author's do (docs/governance.md#stored-plans).
 	RequestedBy string `json:"requested_by,omitempty"`
 	ApprovedBy  string `json:"approved_by,omitempty"`
+	// Repeated says the request repeated an earlier one's key: this is the earlier request's run, and
+	// nothing was made again.
+	Repeated bool `json:"repeated,omitempty"`
 
 	// recorded, when set, reports the commit of the run's answer, which may still be under way; see
 	// Recorded.

@@ -50,8 +50,10 @@ func (e *Executor) syncTools(ctx context.Context) error {
 	return nil
 }
 
-// forgetRequestKeysSQL deletes the request keys past their window (docs/architecture.md#idempotency).
-const forgetRequestKeysSQL = `DELETE FROM core_request_keys WHERE created_at < now() - gem_idempotency_window()`
+// forgetRequestKeysSQL deletes the request keys past their window, the calls' (docs/architecture.md#idempotency)
+// and the brain's runs' (docs/durable-runs.md#request-keys). One implicit transaction.
+const forgetRequestKeysSQL = `WITH calls AS (DELETE FROM core_request_keys WHERE created_at < now() - gem_idempotency_window())
+	DELETE FROM brain_request_keys WHERE created_at < now() - gem_idempotency_window()`
 
 // approvalsLoop ends, with their receipt (approval_expired), the calls whose approval expired undecided: it
 // sleeps until the next expiry, and looks again at least every second for approvals made meanwhile (none

@@ -13,6 +13,7 @@ import (
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
@@ -700,4 +701,55 @@ func TestReceiptWaiterSurvivesHostileNotifications(t *testing.T) {
 	res, err := sub.Wait(waitCtx)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"ok": true}`, string(res.Receipts[id].Result), "the real receipt, not a hostile one")
+}
+
+// TestRunKeyClaim: gem_run_key_claim, which a brain run's insert calls through its trigger, claims a request
+// key for a run once per caller: the same request again is GI002 naming the first run, another request GI001,
+// another caller's key is another key, the same run may claim its key twice, and past the window the key is
+// free again.
+func TestRunKeyClaim(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	fp, other := []byte("request-1"), []byte("request-2")
+	insert := func(caller, key string, fp []byte) (uuid.UUID, error) {
+		id := uuid.Must(uuid.NewV7())
+		_, err := conn.Exec(ctx, `INSERT INTO brain_runs (id, message, mode, status, requested_by, idempotency_key, request_fingerprint)
+			VALUES ($1, 'm', 'enqueue', 'enqueued', $2, $3, $4)`, id, caller, key, fp)
+		return id, err
+	}
+	code := func(err error) string {
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr)
+		return pgErr.Code
+	}
+	key := "k-" + uuid.NewString()
+	first, err := insert("ann", key, fp)
+	require.NoError(t, err)
+
+	_, err = insert("ann", key, fp)
+	require.Equal(t, "GI002", code(err))
+	require.Contains(t, err.(*pgconn.PgError).Detail, first.String())
+	_, err = insert("ann", key, other)
+	require.Equal(t, "GI001", code(err))
+	_, err = insert("bob", key, other)
+	require.NoError(t, err, "keys are each caller's")
+	_, err = conn.Exec(ctx, `SELECT gem_run_key_claim('ann', $1, $2, $3)`, key, fp, first)
+	require.NoError(t, err, "the run holding the key claims it again")
+	var runs int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM brain_runs WHERE idempotency_key = $1`, key).Scan(&runs))
+	require.Equal(t, 2, runs, "a refused insert writes nothing")
+
+	_, err = conn.Exec(ctx, `SET gem.idempotency_window = '100 milliseconds'`)
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond)
+	later, err := insert("ann", key, other)
+	require.NoError(t, err, "past its window the key is free")
+	var holder uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT run_id FROM brain_request_keys WHERE requested_by = 'ann' AND key = $1`, key).Scan(&holder))
+	require.Equal(t, later, holder)
+	_, err = conn.Exec(ctx, `RESET gem.idempotency_window`)
+	require.NoError(t, err)
 }

@@ -128,6 +128,14 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+		return err
+	}
+	if params.IdempotencyKey != "" {
+		fp := *params
+		fp.IdempotencyKey = ""
+		params.Fingerprint = brain.RequestFingerprint("POST /agents/{slug}/chat", c.Param("slug"), &fp)
+	}
 	resp, err := s.chat.Chat(c.Request().Context(), c.Param("slug"), params, requester(c))
 	if err != nil {
 		if resp != nil {
@@ -136,7 +144,16 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 		}
 		return err
 	}
-	return c.JSON(http.StatusOK, resp)
+	return c.JSON(chatStatus(resp), resp)
+}
+
+// chatStatus is a chat answer's HTTP status: 202 for a repeated request whose turn is still answering
+// (its run_id says where to look), 200 otherwise.
+func chatStatus(resp *brain.ChatResponse) int {
+	if resp.Status == brain.RunPlanning || resp.Status == brain.RunWaiting {
+		return http.StatusAccepted
+	}
+	return http.StatusOK
 }
 
 func (s *Server) listSkills(c echo.Context) error {

@@ -128,6 +128,7 @@ var (
 			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
 			"mode": {"type": ["string", "null"], "enum": ["answer", "plan", "enqueue", "enqueue_and_wait", null]},
 			"conversation_id": {"type": ["string", "null"], "maxLength": 200},
+			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
 			"context": {
 				"type": ["object", "null"],
 				"properties": {
@@ -246,7 +247,8 @@ var (
 		"type": "object",
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
-			"session_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200}
+			"session_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200},
+			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000}
 		},
 		"required": ["message"],
 		"additionalProperties": false
@@ -260,7 +262,8 @@ var (
 			"message": {"type": "string", "minLength": 1, "maxLength": 20000},
 			"user_id": {"type": "string", "minLength": 1, "maxLength": 200},
 			"session_id": {"type": "string", "minLength": 1, "maxLength": 200},
-			"resume": {"type": "boolean"}
+			"resume": {"type": "boolean"},
+			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000}
 		},
 		"required": ["user_id"],
 		"if": {"properties": {"resume": {"const": true}}, "required": ["resume"]},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/gemhq/gem/brain"
@@ -19,10 +20,39 @@ func (s *Server) operatorChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var fp []byte
+	if params.IdempotencyKey != "" {
+		// Fingerprinted before a session is made up for it: a retry without session_id is the same request.
+		body := *params
+		body.IdempotencyKey = ""
+		fp = brain.RequestFingerprint("POST /operator/chat", c.Request().Header.Get(agentHeader), &body)
+		// A repeat is answered the way its first request was: by the agent, or by the rules planner.
+		err := postgres.RequestKeyCheck(ctx, s.pool, requester(c), params.IdempotencyKey, fp)
+		var repeat *postgres.RepeatedRequest
+		if errors.As(err, &repeat) {
+			rec, err := postgres.RunGet(ctx, s.pool, repeat.RunID, false)
+			if err != nil {
+				return postgres.Error(err)
+			}
+			if rec.Mode == brain.ModeChat {
+				resp, err := s.chat.Repeated(ctx, repeat)
+				if err != nil {
+					return err
+				}
+				return c.JSON(chatStatus(resp), operatorFromChat(resp, rec.Agent))
+			}
+			params.SessionID = rec.ConversationID // Converse answers the repeat from the run
+		} else if err != nil {
+			return err
+		}
+	}
 	if params.SessionID == "" {
 		params.SessionID = uuid.NewString()
 	}
-	ctx := c.Request().Context()
 	fallback := "no LLM is configured (GEM_LLM_MODEL), so the rules planner answered"
 	if s.llm.Configured {
 		agent, err := postgres.AgentGet(ctx, s.pool, s.cfg.DefaultAgent)
@@ -36,7 +66,8 @@ func (s *Server) operatorChat(c echo.Context) error {
 		case !principalOf(c).mayActAs(agent.Slug):
 			fallback = "caller " + requester(c) + " may not act as the default agent " + agent.Slug + ", so the rules planner answered"
 		default:
-			resp, err := s.chat.Chat(ctx, agent.Slug, &brain.ChatParams{Message: params.Message, UserID: requester(c), SessionID: params.SessionID}, requester(c))
+			resp, err := s.chat.Chat(ctx, agent.Slug, &brain.ChatParams{Message: params.Message, UserID: requester(c), SessionID: params.SessionID,
+				IdempotencyKey: params.IdempotencyKey, Fingerprint: fp}, requester(c))
 			if resp == nil {
 				return err
 			}
@@ -45,6 +76,9 @@ func (s *Server) operatorChat(c echo.Context) error {
 				status = HTTPStatus(brain.ErrorCode(err))
 				setRetryAfter(c, brain.AsError(err))
 			}
+			if err == nil {
+				status = chatStatus(resp)
+			}
 			return c.JSON(status, operatorFromChat(resp, agent.Slug))
 		}
 	}
@@ -52,7 +86,8 @@ func (s *Server) operatorChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := s.runs.Converse(ctx, params.SessionID, params.Message, requester(c), agent)
+	run, err := s.runs.Converse(ctx, &brain.RunParams{Message: params.Message, ConversationID: params.SessionID,
+		IdempotencyKey: params.IdempotencyKey, Fingerprint: fp}, requester(c), agent)
 	if err != nil {
 		return err
 	}

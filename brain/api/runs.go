@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -24,6 +25,14 @@ func (s *Server) run(c echo.Context) error {
 	agent, err := principalOf(c).callAgent(c.Request().Header.Get(agentHeader))
 	if err != nil {
 		return err
+	}
+	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+		return err
+	}
+	if params.IdempotencyKey != "" {
+		fp := *params
+		fp.IdempotencyKey = ""
+		params.Fingerprint = brain.RequestFingerprint("POST /brain/run", agent, &fp)
 	}
 	resp, err := s.runs.Run(c.Request().Context(), params, requester(c), agent)
 	if err != nil {
@@ -59,6 +68,29 @@ func awaitRecorded(ctx context.Context, resp *brain.RunResponse) {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("run_id", resp.RunID.String()).
 			Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
 	}
+}
+
+// findRun answers GET /brain/runs?idempotency_key=K: the caller's run its request with that key made,
+// within the key's window, as GET /brain/runs/{id} answers it. A client whose connection dropped finds
+// whether its request was made, and what became of it.
+func (s *Server) findRun(c echo.Context) error {
+	key := c.QueryParam("idempotency_key")
+	if key == "" {
+		return brain.Errorf(brain.EINVALID, "GET /brain/runs needs ?idempotency_key=K (a run is at GET /brain/runs/{id})")
+	}
+	key, err := brain.RequestKey([]string{key}, "")
+	if err != nil {
+		return err
+	}
+	id, err := postgres.RunByKey(c.Request().Context(), s.pool, requester(c), key)
+	if err != nil {
+		return err
+	}
+	resp, err := s.runs.GetRun(c.Request().Context(), id, principalOf(c).reader())
+	if err != nil {
+		return err
+	}
+	return s.writeRun(c, http.StatusOK, resp)
 }
 
 func (s *Server) getRun(c echo.Context) error {

@@ -252,6 +252,7 @@ func New(p *Params) *Server {
 	e.POST("/brain/run", s.run, auth, admit)
 	e.GET("/brain/help", s.help, auth)
 	e.POST("/operator/chat", s.operatorChat, auth, admit)
+	e.GET("/brain/runs", s.findRun, auth)
 	e.GET("/brain/runs/:id", s.getRun, auth)
 	e.POST("/brain/runs/:id/approve", s.approve, auth, admit)
 	e.GET("/calls", s.listCalls, auth)

@@ -45,6 +45,9 @@ const (
 	// toolArgumentsMax bounds the arguments of one tool call of an LLM answer: a call with more is refused,
 	// and its arguments are not kept.
 	toolArgumentsMax = 64 << 10
+	// RepeatWaitDefault bounds how long a repeated request (the same key) waits for the turn its first made
+	// to end before it is answered 202 with the turn's run.
+	RepeatWaitDefault = 60 * time.Second
 )
 
 // Meta-tools offered to agents with many tools. They are answered by the brain itself (they only read the
@@ -60,6 +63,7 @@ type Chat struct {
 	reg       *registry.Registry
 	pool      *pgxpool.Pool
 	waiter    *gemsql.ReceiptWaiter
+	ended     *gemsql.Listener // on postgres.RunEndedChannel
 	threshold int
 	wait      time.Duration
 	maxCalls  int
@@ -78,9 +82,10 @@ type Config struct {
 	MaxToolCallsPerAnswer int
 }
 
-// New builds the loop; client may be nil (chat then answers that no LLM is configured).
-// It logs through the logger in each request's context.
-func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter, cfg Config) *Chat {
+// New builds the loop; client may be nil (chat then answers that no LLM is configured). waiter and ended (a
+// listener on postgres.RunEndedChannel) must be started. It logs through the logger in each request's
+// context.
+func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter, ended *gemsql.Listener, cfg Config) *Chat {
 	if cfg.ToolSearchThreshold <= 0 {
 		cfg.ToolSearchThreshold = ToolSearchThresholdDefault
 	}
@@ -90,7 +95,7 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 	if cfg.MaxToolCallsPerAnswer <= 0 {
 		cfg.MaxToolCallsPerAnswer = MaxToolCallsPerAnswerDefault
 	}
-	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
+	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
 		maxCalls: cfg.MaxToolCallsPerAnswer}
 }
 
@@ -122,7 +127,15 @@ type chatRun struct {
 
 // Chat handles one message to an agent. An error comes with a response when the run was recorded (its
 // answer says what went wrong).
+//
+// A request with a key its caller sent before with the same request is answered with the first request's
+// turn (Repeated), once it has ended or after RepeatWaitDefault; nothing is asked or made again.
 func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, requester string) (*brain.ChatResponse, error) {
+	if req.IdempotencyKey != "" {
+		if err := postgres.RequestKeyCheck(ctx, c.pool, requester, req.IdempotencyKey, req.Fingerprint); err != nil {
+			return c.Repeated(ctx, err)
+		}
+	}
 	agent, err := postgres.AgentGet(ctx, c.pool, slug)
 	if err != nil {
 		return nil, err
@@ -144,7 +157,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("agent", slug).Str("session_id", req.SessionID) })
 
 	if err := c.begin(ctx, r, requester); err != nil {
-		return nil, err
+		return c.Repeated(ctx, err)
 	}
 
 	loopErr := c.loop(ctx, r)
@@ -158,7 +171,13 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	}
 	r.resp.OK = len(r.resp.Errors) == 0
 	r.resp.Reply = r.scrub(r.resp.Reply)
-	if err := postgres.RunFinish(context.WithoutCancel(ctx), c.pool, r.runID, status, r.calls, r.resp.Reply, r.resp.Errors); err != nil {
+	r.resp.Status = status
+	// A turn that made no call and failed for want of the LLM or the database did no work: its key is given
+	// up, so the client's retry tries again.
+	noWork := loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE && len(r.calls) == 0
+	response, _ := json.Marshal(r.resp)
+	if err := postgres.RunFinish(context.WithoutCancel(ctx), c.pool, r.runID, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
+		response, noWork); err != nil {
 		return nil, err
 	}
 	if code := brain.ErrorCode(loopErr); code == brain.EUNAVAILABLE || code == brain.ELLMREJECTED {
@@ -167,11 +186,44 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	return r.resp, nil
 }
 
+// Repeated answers a request whose key holds an earlier turn (err a *postgres.RepeatedRequest) with that
+// turn's response, once the turn has ended or RepeatWaitDefault has passed (then its status says it is
+// still answering). Any other err is returned as it is.
+func (c *Chat) Repeated(ctx context.Context, err error) (*brain.ChatResponse, error) {
+	var repeat *postgres.RepeatedRequest
+	if !errors.As(err, &repeat) {
+		return nil, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, RepeatWaitDefault)
+	defer cancel()
+	rec, err := postgres.RunAwaitEnd(waitCtx, c.pool, c.ended, repeat.RunID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &brain.ChatResponse{}
+	if len(rec.Response) == 0 || json.Unmarshal(rec.Response, resp) != nil {
+		// Still answering (or ended without its response stored): what the run says so far.
+		resp = &brain.ChatResponse{OK: rec.Status == brain.RunCompleted && len(rec.Errors) == 0, Reply: rec.AssistantMessage,
+			SessionID: rec.ConversationID, ToolCalls: []brain.ChatToolCall{}, Decided: []brain.ChatDecided{}, Errors: rec.Errors}
+		if resp.Errors == nil {
+			resp.Errors = []*brain.Error{}
+		}
+	}
+	resp.RunID, resp.Status, resp.Repeated = rec.ID, rec.Status, true
+	return resp, nil
+}
+
 // begin claims the session, records the run and the user's message, and loads the agent's skills, tools
 // and history.
 func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 	return postgres.Error(pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester); err != nil {
+		if r.req.IdempotencyKey != "" {
+			// First: a repeat racing its first request is a repeat, not a busy session.
+			if err := postgres.RunKeyClaim(ctx, tx, requester, r.req.IdempotencyKey, r.req.Fingerprint, r.runID); err != nil {
+				return err
+			}
+		}
+		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester, r.runID); err != nil {
 			return err
 		}
 		decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)
@@ -191,9 +243,9 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		if r.userContent == "" {
 			r.userContent = message
 		}
-		run := &brain.Run{ID: r.runID, Message: message, Mode: "chat", ConversationID: r.req.SessionID, Status: brain.RunPlanning,
+		run := &brain.Run{ID: r.runID, Message: message, Mode: brain.ModeChat, ConversationID: r.req.SessionID, Status: brain.RunPlanning,
 			Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
-			Agent: r.agent.Slug, RequestedBy: requester}
+			Agent: r.agent.Slug, RequestedBy: requester, IdempotencyKey: r.req.IdempotencyKey, Fingerprint: r.req.Fingerprint}
 		if err := postgres.RunInsert(ctx, tx, run); err != nil {
 			return err
 		}

@@ -14,22 +14,24 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// SessionClaim creates or touches a chat session for an agent, a user and the caller speaking. A session
-// belongs to the caller (and agent and user) that started it: another's is ENOTFOUND, as is one a rules
-// conversation of another caller already uses (sessionOwnerSQL). It refuses a session still answering
-// another message (a chat run of the session planning or waiting in the last 10 minutes).
-func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string) error {
-	var owner uuid.UUID
+// SessionClaim creates or touches a chat session for an agent, a user and the caller speaking, and makes run
+// the session's turn. A session belongs to the caller (and agent and user) that started it: another's is
+// ENOTFOUND, as is one a rules conversation of another caller already uses (sessionOwnerSQL). A session
+// whose turn is another run (taken in the last 10 minutes) is
+// ECONFLICT, naming that run. The turn is a column written under the session row's lock and decided from
+// the row alone, so of requests arriving at once exactly one gets it; RunFinish gives it back, and a turn
+// held 10 minutes is taken as abandoned.
+func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) error {
+	var owner, turn uuid.UUID
 	var user string
 	var sessionCaller, firstCaller *string
-	var busy bool
 	err := db.QueryRow(ctx, `WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
-		INSERT INTO agent_sessions (id, agent_id, user_id, caller) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (id) DO UPDATE SET updated_at = now()
-		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first),
-			EXISTS (SELECT 1 FROM brain_runs WHERE conversation_id = $1 AND mode = 'chat'
-			AND status IN ('planning', 'waiting') AND created_at > now() - interval '10 minutes')`,
-		sessionID, agentID, userID, caller).Scan(&owner, &user, &sessionCaller, &firstCaller, &busy)
+		INSERT INTO agent_sessions AS s (id, agent_id, user_id, caller, turn_run, turn_since) VALUES ($1, $2, $3, $4, $5, now())
+		ON CONFLICT (id) DO UPDATE SET updated_at = now(),
+			turn_run = CASE WHEN s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes' THEN EXCLUDED.turn_run ELSE s.turn_run END,
+			turn_since = CASE WHEN s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes' THEN now() ELSE s.turn_since END
+		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`,
+		sessionID, agentID, userID, caller, run).Scan(&owner, &user, &sessionCaller, &firstCaller, &turn)
 	if err != nil {
 		return Error(fmt.Errorf("error claiming session: %w", err))
 	}
@@ -37,8 +39,9 @@ func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID
 		// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
 		return brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
 	}
-	if busy {
-		return brain.Errorf(brain.ECONFLICT, "session %q is answering another message; wait for it", sessionID)
+	if turn != run {
+		return &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, turn, turn),
+			Details: map[string]any{"session_id": sessionID, "run_id": turn}}
 	}
 	return nil
 }
@@ -162,11 +165,25 @@ func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uui
 	return nil
 }
 
-// RunFinish records how a chat run ended.
-func RunFinish(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, status string, planned []brain.PlannedCall, reply string, errs []*brain.Error) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5,
-		updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"))
-	return Error(err)
+// RunFinish records a chat run's end: its status, calls, reply and errors, the response as it was sent (what a
+// repeat of its request is answered), and gives the session's turn back. releaseKey gives the request's key
+// up too, for a run that did no work (the LLM unavailable before any call): a retry with it tries again.
+func RunFinish(ctx context.Context, db Batcher, runID uuid.UUID, sessionID, status string, planned []brain.PlannedCall, reply string, errs []*brain.Error,
+	response []byte, releaseKey bool) error {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
+		updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
+	b.Queue(`UPDATE agent_sessions SET turn_run = NULL, turn_since = NULL WHERE id = $1 AND turn_run = $2`, sessionID, runID)
+	if releaseKey {
+		b.Queue(`DELETE FROM brain_request_keys WHERE run_id = $1`, runID)
+	}
+	// A batch is one implicit transaction (or part of db's own).
+	return Error(db.SendBatch(ctx, b).Close())
+}
+
+// Batcher sends batches: a pool, a connection or a transaction.
+type Batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // ProgramRecord records a run_code program on its run: the code, what it returned, printed and called, and

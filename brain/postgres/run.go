@@ -33,8 +33,9 @@ func nullIfEmpty(s string) *string {
 }
 
 const insertRunSQL = `INSERT INTO brain_runs (id, message, mode, conversation_id, context, limits, status, decision,
-		planned_calls, call_ids, receipts, assistant_message, next_actions, errors, agent, requested_by, completed_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+		planned_calls, call_ids, receipts, assistant_message, next_actions, errors, agent, requested_by, idempotency_key,
+		request_fingerprint, completed_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
 		CASE WHEN $7 IN ('completed', 'failed') THEN now() END)
 	RETURNING created_at, updated_at, completed_at`
 
@@ -46,14 +47,14 @@ func insertRunArgs(r *brain.Run) []any {
 	return []any{r.ID, r.Message, string(r.Mode), nullIfEmpty(r.ConversationID), jsonOrEmpty(r.Context, "{}"), jsonOrEmpty(r.Limits, "{}"),
 		r.Status, jsonOrEmpty(r.Decision, "null"), jsonOrEmpty(r.PlannedCalls, "[]"), ids, receiptsJSON(r.Receipts),
 		nullIfEmpty(r.AssistantMessage), jsonOrEmpty(r.NextActions, "[]"), jsonOrEmpty(r.Errors, "[]"),
-		nullIfEmpty(r.Agent), nullIfEmpty(r.RequestedBy)}
+		nullIfEmpty(r.Agent), nullIfEmpty(r.RequestedBy), nullIfEmpty(r.IdempotencyKey), r.Fingerprint}
 }
 
 // RunInsert records a run.
 func RunInsert(ctx context.Context, db gemsql.DBTX, r *brain.Run) error {
 	err := db.QueryRow(ctx, insertRunSQL, insertRunArgs(r)...).Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
 	if err != nil {
-		return fmt.Errorf("error recording run: %w", err)
+		return Error(fmt.Errorf("error recording run: %w", err))
 	}
 	return nil
 }
@@ -119,7 +120,7 @@ func RunUpdateAnswer(ctx context.Context, pool *pgxpool.Pool, args []any) error 
 func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (*brain.Run, error) {
 	q := `SELECT id, message, mode, coalesce(conversation_id, ''), context, limits, status, decision, planned_calls,
 			call_ids, receipts, coalesce(assistant_message, ''), next_actions, errors, coalesce(agent, ''),
-			coalesce(requested_by, ''), coalesce(approved_by, ''), created_at, updated_at, completed_at
+			coalesce(requested_by, ''), coalesce(approved_by, ''), created_at, updated_at, completed_at, response
 		FROM brain_runs WHERE id = $1`
 	if forUpdate {
 		q += " FOR UPDATE"
@@ -131,7 +132,7 @@ func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (
 	)
 	err := db.QueryRow(ctx, q, id).Scan(&r.ID, &r.Message, &mode, &r.ConversationID, &ctxJSON, &limits, &r.Status,
 		&decision, &planned, &r.CallIDs, &receipts, &r.AssistantMessage, &next, &errs, &r.Agent, &r.RequestedBy,
-		&r.ApprovedBy, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
+		&r.ApprovedBy, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt, &r.Response)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", id)
 	}

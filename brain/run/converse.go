@@ -23,8 +23,10 @@ func (s *Service) UseRules(p brain.Planner) { s.rules = p }
 // Converse runs one message of a conversation with the rules planner, in mode enqueue_and_wait: the
 // context is the conversation's so far (the last run's context, updated with the ids its calls' results
 // name), so a conversation goes on from the records it made.
-func (s *Service) Converse(ctx context.Context, sessionID, message, requester, agent string) (*brain.RunResponse, error) {
-	ctxIDs, err := s.conversationContext(ctx, sessionID, requester)
+//
+// req holds the message, the session (ConversationID) and the request's key and fingerprint, if any.
+func (s *Service) Converse(ctx context.Context, req *brain.RunParams, requester, agent string) (*brain.RunResponse, error) {
+	ctxIDs, err := s.conversationContext(ctx, req.ConversationID, requester)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +34,7 @@ func (s *Service) Converse(ctx context.Context, sessionID, message, requester, a
 	if planner == nil {
 		planner = s.planner
 	}
-	req := &brain.RunParams{Message: message, Mode: brain.ModeEnqueueAndWait, ConversationID: sessionID, Context: ctxIDs}
+	req.Mode, req.Context = brain.ModeEnqueueAndWait, ctxIDs
 	return s.run(ctx, planner, req, requester, agent)
 }
 

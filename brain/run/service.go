@@ -69,6 +69,46 @@ func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.Run
 	if req.Mode == "" {
 		req.Mode = brain.ModeDefault
 	}
+	if req.IdempotencyKey != "" {
+		// A repeat is answered before it is planned again; two requests at once are decided by the insert.
+		if err := postgres.RequestKeyCheck(ctx, s.pool, requester, req.IdempotencyKey, req.Fingerprint); err != nil {
+			return s.repeated(ctx, err, req, requester)
+		}
+	}
+	resp, err := s.plan(ctx, planner, req, requester, agent)
+	if err != nil {
+		return s.repeated(ctx, err, req, requester)
+	}
+	return resp, nil
+}
+
+// repeated answers a request whose key holds an earlier run (err a *postgres.RepeatedRequest) with that
+// run, as GET /brain/runs/{id} answers it: a run still waiting for receipts is waited for up to the
+// request's wait_timeout_ms first, as the first request was. Any other err is returned as it is.
+func (s *Service) repeated(ctx context.Context, err error, req *brain.RunParams, requester string) (*brain.RunResponse, error) {
+	var repeat *postgres.RepeatedRequest
+	if !errors.As(err, &repeat) {
+		return nil, err
+	}
+	rec, err := postgres.RunGet(ctx, s.pool, repeat.RunID, false)
+	if err != nil {
+		return nil, postgres.Error(err)
+	}
+	if rec.Status == brain.RunWaiting {
+		waitCtx, cancel := context.WithTimeout(ctx, req.WaitTimeout())
+		_, _ = s.waiter.Wait(waitCtx, rec.CallIDs) // GetRun answers from the receipts there are
+		cancel()
+	}
+	resp, err := s.GetRun(ctx, repeat.RunID, brain.Reader{Name: requester})
+	if err != nil {
+		return nil, err
+	}
+	resp.Repeated = true
+	return resp, nil
+}
+
+// plan handles a request that is no repeat: plan, validate, record, and — by mode — enqueue and wait.
+func (s *Service) plan(ctx context.Context, planner brain.Planner, req *brain.RunParams, requester, agent string) (*brain.RunResponse, error) {
 	rec := &brain.Run{
 		ID:             uuid.Must(uuid.NewV7()),
 		Message:        req.Message,
@@ -79,6 +119,8 @@ func (s *Service) run(ctx context.Context, planner brain.Planner, req *brain.Run
 		Decision:       brain.Decision{Mode: req.Mode, Planner: planner.Name()},
 		RequestedBy:    requester,
 		Agent:          agent,
+		IdempotencyKey: req.IdempotencyKey,
+		Fingerprint:    req.Fingerprint,
 	}
 	log := brain.LogRun(ctx, rec.ID)
 

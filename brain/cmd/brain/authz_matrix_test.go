@@ -15,6 +15,7 @@ import (
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,6 +91,8 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 	}
 	theirHeld := held()
 	theirRun := admin.runOK(map[string]any{"message": "health check", "mode": "enqueue_and_wait"}).RunID.String()
+	theirKey := "matrix-" + uuid.NewString()
+	admin.runOK(map[string]any{"message": "health check", "idempotency_key": theirKey})
 	plan := func(a *testAPI) string {
 		t.Helper()
 		resp, status := a.run(map[string]any{"message": "list my tasks", "mode": "plan"})
@@ -217,6 +220,14 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 		{method: "POST", path: "/operator/chat", what: "another's session", kind: "read own", want: all5(notFound),
 			cell: func(a *matrixActor) string {
 				return status(a, "POST", "/operator/chat", map[string]any{"message": "list leads", "session_id": theirSession})
+			}},
+		{method: "GET", path: "/brain/runs", what: "another's request key", kind: "read own (keys are each caller's)", want: all5(notFound),
+			cell: func(a *matrixActor) string { return status(a, "GET", "/brain/runs?idempotency_key="+theirKey, nil) }},
+		{method: "GET", path: "/brain/runs", what: "its own request key", kind: "read own", want: all5(ok200),
+			cell: func(a *matrixActor) string {
+				key := "matrix-" + uuid.NewString()
+				a.api.runOK(map[string]any{"message": "health check", "idempotency_key": key})
+				return status(a, "GET", "/brain/runs?idempotency_key="+key, nil)
 			}},
 		{method: "GET", path: "/brain/runs/:id", what: "another's run", kind: "read all", want: readers,
 			cell: func(a *matrixActor) string { return status(a, "GET", "/brain/runs/"+theirRun, nil) }},

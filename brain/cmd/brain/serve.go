@@ -37,11 +37,13 @@ type Main struct {
 	Registry *registry.Registry
 	Pool     *pgxpool.Pool
 	Waiter   *gemsql.ReceiptWaiter
-	Runs     *run.Service
-	Chat     *chat.Chat
-	MCP      *mcpserver.Server
-	Devices  *devices.Hub
-	Server   *api.Server
+	// RunEnds hears runs end (postgres.RunEndedChannel): a repeated request waits on it.
+	RunEnds *gemsql.Listener
+	Runs    *run.Service
+	Chat    *chat.Chat
+	MCP     *mcpserver.Server
+	Devices *devices.Hub
+	Server  *api.Server
 	// Telemetry is the brain's metrics registry and tracer provider (docs/observability.md).
 	Telemetry *telemetry.Telemetry
 	// RiverUI is River UI, served to admins at /studio/river; stopRiverUI ends its background services.
@@ -94,6 +96,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Waiter = nil
 		return err
 	}
+	m.RunEnds = gemsql.NewListener(m.Pool, "run listener", []string{postgres.RunEndedChannel}, gemsql.Slog(m.Log))
+	if err := m.RunEnds.Start(ctx); err != nil {
+		m.RunEnds = nil
+		return err
+	}
 	var client llm.Client
 	info := api.LLMInfo{}
 	if cfg.LLM.Configured() {
@@ -118,7 +125,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.Runs = run.NewService(m.Registry, plans, m.Pool, m.Waiter)
 	m.Runs.UseRules(rules)
 	m.Runs.UseTimezone(cfg.Timezone)
-	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, cfg.Chat)
+	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, m.RunEnds, cfg.Chat)
 	if m.MCP, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, Log: m.Log}); err != nil {
 		return err
 	}
@@ -177,6 +184,9 @@ func (m *Main) closeAll() {
 	}
 	if m.Waiter != nil {
 		m.Waiter.Stop()
+	}
+	if m.RunEnds != nil {
+		m.RunEnds.Stop()
 	}
 	if m.Pool != nil {
 		m.Pool.Close()

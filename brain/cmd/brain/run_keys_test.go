@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/llmconfig"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// post sends a JSON request from any goroutine (it never calls t), with extra headers.
+func post(a *testAPI, path string, body any, header map[string]string) (int, []byte, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, a.url+path, bytes.NewReader(data))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+
+// TestRunRequestKey: POST /brain/run with an Idempotency-Key (or the body's idempotency_key) is made once.
+// Twenty requests with one key at the same instant all answer the same run, which made one task; a retry
+// later answers it again (repeated); the same key with another message is refused 422 and makes nothing;
+// GET /brain/runs?idempotency_key= finds the run. Before, the key was an unknown property (400) and every
+// retry made another task.
+func TestRunRequestKey(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	key := "run-key-" + uuid.NewString()
+	title := "retry-safe " + uuid.NewString()[:8]
+	body := map[string]any{"message": "create a task to " + title, "mode": "enqueue_and_wait"}
+
+	const n = 20
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	runs := make([]brain.RunResponse, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			var out []byte
+			statuses[i], out, errs[i] = post(a, "/brain/run", body, map[string]string{brain.IdempotencyKeyHeader: key})
+			if errs[i] == nil {
+				errs[i] = json.Unmarshal(out, &runs[i])
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	first := runs[0].RunID
+	repeated := 0
+	for i := range n {
+		require.NoError(t, errs[i])
+		require.Equal(t, http.StatusOK, statuses[i], "%+v", runs[i].Errors)
+		require.Equal(t, first, runs[i].RunID, "every request with the key answers one run")
+		require.True(t, runs[i].OK, "%+v", runs[i].Errors)
+		if runs[i].Repeated {
+			repeated++
+		}
+	}
+	require.Equal(t, n-1, repeated, "one request made the run; the others repeated it")
+	require.Equal(t, 1, countCalls(t, shared.pool, first))
+	var tasks int
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT count(*) FROM os_tasks WHERE title = $1`, title).Scan(&tasks))
+	require.Equal(t, 1, tasks, "one task, however many retries")
+
+	// Later, in the body: the same run, its receipts as GET /brain/runs/{id} gives them.
+	again, status := a.run(map[string]any{"message": body["message"], "mode": "enqueue_and_wait", "idempotency_key": key})
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, first, again.RunID)
+	require.True(t, again.Repeated)
+	require.Len(t, again.Receipts, 1)
+
+	var e errorResponse
+	require.Equal(t, http.StatusUnprocessableEntity, a.do(http.MethodPost, "/brain/run",
+		map[string]any{"message": "create a task to something else", "mode": "enqueue_and_wait", "idempotency_key": key}, &e))
+	require.Equal(t, brain.EKEYREUSED, e.Errors[0].Code)
+	require.Equal(t, first.String(), e.Errors[0].Details.(map[string]any)["run_id"])
+
+	var found brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs?idempotency_key="+key, nil, &found))
+	require.Equal(t, first, found.RunID)
+	require.Equal(t, http.StatusNotFound, a.do(http.MethodGet, "/brain/runs?idempotency_key=never-sent-"+uuid.NewString(), nil, &e))
+	require.Equal(t, http.StatusBadRequest, a.do(http.MethodGet, "/brain/runs", nil, &e))
+}
+
+// TestOperatorChatRequestKey: a retried POST /operator/chat (rules, no LLM) with its key answers the first
+// request's run and session and makes no second task, even without the session_id the first was given.
+func TestOperatorChatRequestKey(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	key := "op-key-" + uuid.NewString()
+	title := "operator retry " + uuid.NewString()[:8]
+	var first, second brain.OperatorChatResponse
+	body := map[string]any{"message": "create a task to " + title, "idempotency_key": key}
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/operator/chat", body, &first))
+	require.True(t, first.OK, "%+v", first.Errors)
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/operator/chat", body, &second))
+	require.Equal(t, first.RunID, second.RunID)
+	require.Equal(t, first.SessionID, second.SessionID)
+	require.Equal(t, 1, countCalls(t, shared.pool, first.RunID))
+}
+
+// blockingTurn is a scripted LLM answer that waits for release before it is sent, and says when it is asked.
+func blockingTurn(turn llmfake.Turn, asked chan<- struct{}, release <-chan struct{}) llmfake.Turn {
+	check := turn.Check
+	turn.Check = func(t require.TestingT, req *llmfake.Request) {
+		asked <- struct{}{}
+		<-release
+		if check != nil {
+			check(t, req)
+		}
+	}
+	return turn
+}
+
+// TestChatOneTurnAtATime: fifty messages sent at the same instant to one session. Exactly one turn runs;
+// the 49 others are refused 409 naming its run, while it runs — none is admitted beside it, so no LLM
+// request sees another client's message. Before, the session's guard was a check of other runs followed by
+// an insert, which requests arriving together all passed.
+func TestChatOneTurnAtATime(t *testing.T) {
+	t.Parallel()
+	asked, release := make(chan struct{}, 64), make(chan struct{})
+	fake := llmfake.NewOpenAI(t, fakeKey, blockingTurn(llmfake.Turn{Text: "One at a time."}, asked, release))
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the brain closes: a failed test must not leave it blocked
+	agent := agentWithSkills(t, a, 3, nil)
+	session := "one-turn-" + uuid.NewString()
+
+	const n = 50
+	type answer struct {
+		status int
+		resp   brain.ChatResponse
+		err    errorResponse
+		fail   error
+	}
+	answers := make(chan answer, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			var an answer
+			var out []byte
+			an.status, out, an.fail = post(a, "/agents/"+agent+"/chat", map[string]any{"message": "hello", "user_id": "user-1", "session_id": session}, nil)
+			if an.fail == nil && an.status == http.StatusOK {
+				an.fail = json.Unmarshal(out, &an.resp)
+			} else if an.fail == nil {
+				an.fail = json.Unmarshal(out, &an.err)
+			}
+			answers <- an
+		}()
+	}
+	close(start)
+	var refused []answer
+	for range n - 1 {
+		select {
+		case an := <-answers:
+			require.NoError(t, an.fail)
+			require.Equal(t, http.StatusConflict, an.status, "a second turn was admitted beside the first: %+v %+v", an.resp, an.err.Errors)
+			refused = append(refused, an)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d of %d requests were answered while the turn ran", len(refused), n-1)
+		}
+	}
+	once.Do(func() { close(release) })
+	admitted := <-answers
+	require.NoError(t, admitted.fail)
+	require.Equal(t, http.StatusOK, admitted.status, "%+v", admitted.err)
+	require.Equal(t, "One at a time.", admitted.resp.Reply)
+	for _, an := range refused {
+		require.Equal(t, brain.ECONFLICT, an.err.Errors[0].Code)
+		require.Equal(t, admitted.resp.RunID.String(), an.err.Errors[0].Details.(map[string]any)["run_id"], "the refusal names the running turn")
+	}
+	require.Len(t, fake.Requests(), 1, "one LLM request, with one user message")
+	require.Len(t, asked, 1)
+
+	// The turn over, the session takes the next message.
+	fake.Push(llmfake.Turn{Text: "Next."})
+	next, status := chatWith(t, a, agent, "and now?", session)
+	require.Equal(t, http.StatusOK, status, "%+v", next.Errors)
+	require.Equal(t, "Next.", next.Reply)
+}
+
+// TestChatRequestKey: a chat turn that made a task, retried with its key — while it still runs, and after —
+// answers the first turn (repeated) and asks the LLM nothing more, makes no second task; the same key with
+// another message is refused 422.
+func TestChatRequestKey(t *testing.T) {
+	t.Parallel()
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	create := llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task", Arguments: `{"title": "ring Bea", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}}}
+	fake := llmfake.NewOpenAI(t, fakeKey, create, blockingTurn(llmfake.Turn{Text: "Bea is on your list."}, asked, release))
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	key := "chat-key-" + uuid.NewString()
+	body := map[string]any{"message": "add a task to ring Bea", "user_id": "user-1"}
+	header := map[string]string{brain.IdempotencyKeyHeader: key}
+
+	type answer struct {
+		status int
+		resp   brain.ChatResponse
+		fail   error
+	}
+	send := func(out chan<- answer) {
+		var an answer
+		var data []byte
+		an.status, data, an.fail = post(a, "/agents/"+agent+"/chat", body, header)
+		if an.fail == nil {
+			an.fail = json.Unmarshal(data, &an.resp)
+		}
+		out <- an
+	}
+	firstC, retryC := make(chan answer, 1), make(chan answer, 1)
+	go send(firstC)
+	<-asked // the first turn made its task and waits for its final answer
+	go send(retryC)
+	time.Sleep(200 * time.Millisecond) // the retry is waiting for the first turn, not making its own
+	once.Do(func() { close(release) })
+	first, retry := <-firstC, <-retryC
+	require.NoError(t, first.fail)
+	require.NoError(t, retry.fail)
+	require.Equal(t, http.StatusOK, first.status, "%+v", first.resp.Errors)
+	require.Equal(t, http.StatusOK, retry.status, "%+v", retry.resp.Errors)
+	require.False(t, first.resp.Repeated)
+	require.True(t, retry.resp.Repeated)
+	require.Equal(t, first.resp.RunID, retry.resp.RunID)
+	require.Equal(t, first.resp.SessionID, retry.resp.SessionID)
+	require.Equal(t, "Bea is on your list.", retry.resp.Reply)
+	require.Equal(t, first.resp.ToolCalls, retry.resp.ToolCalls)
+
+	// After: the same answer again, from the run's record.
+	var later brain.ChatResponse
+	status, data, err := post(a, "/agents/"+agent+"/chat", body, header)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+	require.NoError(t, json.Unmarshal(data, &later))
+	require.Equal(t, first.resp.RunID, later.RunID)
+	require.Equal(t, "Bea is on your list.", later.Reply)
+
+	require.Len(t, fake.Requests(), 2, "the LLM was asked for the first turn only")
+	require.Equal(t, 1, countCalls(t, shared.pool, first.resp.RunID))
+
+	status, data, err = post(a, "/agents/"+agent+"/chat", map[string]any{"message": "add a task to ring Cy", "user_id": "user-1"}, header)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", data)
+	require.Contains(t, string(data), brain.EKEYREUSED)
+}
