@@ -42,7 +42,6 @@ func post(a *testAPI, path string, body any, header map[string]string) (int, []b
 	return resp.StatusCode, out, err
 }
 
-
 // TestRunRequestKey: POST /brain/run with an Idempotency-Key (or the body's idempotency_key) is made once.
 // Twenty requests with one key at the same instant all answer the same run, which made one task; a retry
 // later answers it again (repeated); the same key with another message is refused 422 and makes nothing;
