@@ -67,6 +67,13 @@ type Chat struct {
 	threshold int
 	wait      time.Duration
 	maxCalls  int
+	owner     string
+	lease     time.Duration
+	// runs are the chat runs this brain is working on, whose leases it renews.
+	runs leases
+	// stopLoops ends the lease renewal and takeover loop (Start), which closes loopsDone.
+	stopLoops context.CancelFunc
+	loopsDone chan struct{}
 }
 
 // Config tunes the loop.
@@ -80,6 +87,11 @@ type Config struct {
 	// LLM as refused (too_many_tool_calls) and nothing is enqueued for them. Defaults to 50, POST
 	// /brain/run's cap on a plan (GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN).
 	MaxToolCallsPerAnswer int
+	// Owner names this brain as the owner of the runs it works on (a brain id). Defaults to a new one.
+	Owner string
+	// Lease is how long a run stays this brain's without a renewal: a brain that dies, its runs are taken
+	// over within about Lease (GEM_BRAIN_RUN_LEASE, 5s).
+	Lease time.Duration
 }
 
 // New builds the loop; client may be nil (chat then answers that no LLM is configured). waiter and ended (a
@@ -95,8 +107,14 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 	if cfg.MaxToolCallsPerAnswer <= 0 {
 		cfg.MaxToolCallsPerAnswer = MaxToolCallsPerAnswerDefault
 	}
+	if cfg.Owner == "" {
+		cfg.Owner = NewOwner()
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = LeaseDefault
+	}
 	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
-		maxCalls: cfg.MaxToolCallsPerAnswer}
+		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{ids: map[uuid.UUID]struct{}{}}}
 }
 
 // chatRun is the state of one chat request.
@@ -159,8 +177,30 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	if err := c.begin(ctx, r, requester); err != nil {
 		return c.Repeated(ctx, err)
 	}
+	c.runs.add(r.runID)
+	defer c.runs.remove(r.runID)
+	// The turn goes on if the client goes away: it is the run's, and a retry with its key answers it.
+	work := context.WithoutCancel(ctx)
+	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.userContent})
+	resp, err := c.drive(work, r, conversation, 1)
+	if errors.Is(err, postgres.ErrTakenOver) {
+		// This brain lost the run (its lease expired, as when the database was away): the brain that took
+		// it over answers, and so does this request, with that answer.
+		return c.Repeated(ctx, &postgres.RepeatedRequest{RunID: r.runID})
+	}
+	return resp, err
+}
 
-	loopErr := c.loop(ctx, r)
+// drive runs a turn's loop from conversation, at iteration, and records its end.
+// A nil conversation ends a turn whose reply is journaled already.
+func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message, iteration int) (*brain.ChatResponse, error) {
+	var loopErr error
+	if conversation != nil {
+		loopErr = c.loop(ctx, r, conversation, iteration)
+	}
+	if errors.Is(loopErr, postgres.ErrTakenOver) {
+		return nil, loopErr
+	}
 	status := brain.RunCompleted
 	if loopErr != nil {
 		status = brain.RunFailed
@@ -176,7 +216,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	// up, so the client's retry tries again.
 	noWork := loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE && len(r.calls) == 0
 	response, _ := json.Marshal(r.resp)
-	if err := postgres.RunFinish(context.WithoutCancel(ctx), c.pool, r.runID, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
+	if err := postgres.RunFinish(ctx, c.pool, r.runID, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
 		response, noWork); err != nil {
 		return nil, err
 	}
@@ -249,6 +289,9 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		if err := postgres.RunInsert(ctx, tx, run); err != nil {
 			return err
 		}
+		if err := postgres.RunLease(ctx, tx, r.runID, c.owner, c.lease); err != nil {
+			return err
+		}
 
 		// History first (before this message is stored).
 		if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
@@ -262,41 +305,46 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 			return err
 		}
 
-		tools, err := postgres.AgentTools(ctx, tx, c.reg, r.agent.Slug, r.req.UserID)
-		if err != nil {
-			return err
-		}
-		r.tools = llm.NewToolSet(tools)
-		r.meta = r.tools.Len() > c.threshold
-		r.offered = map[string]bool{}
-		if r.skills, err = postgres.AgentSkills(ctx, tx, r.agent.Slug, r.req.UserID); err != nil {
-			return err
-		}
-		r.discloseSkills()
-
-		var b strings.Builder
-		b.WriteString(strings.TrimSpace(r.agent.Instructions))
-		writeSkills(&b, r.skills)
-		b.WriteString("\n\n# Tools\n\nEach tool result is JSON: {\"status\": \"succeeded\", \"result\": ...} or {\"status\": \"failed\", \"error\": {\"code\", \"message\", \"details\"}}. " +
-			"When a call fails, correct the input if you can, or tell the user what went wrong. Never invent a result.")
-		if r.meta {
-			b.WriteString(fmt.Sprintf(" You have %d tools: find them with %s, read one's input schema with %s, and then call it by the name %s gives.",
-				r.tools.Len(), metaSearchTools, metaDescribeTool, metaDescribeTool))
-		}
-		r.system = strings.TrimSpace(b.String())
-		return nil
+		return c.prepare(ctx, tx, r)
 	}))
+}
+
+// prepare gives a turn its agent's tools and skills for its user, what its history loaded, and its system
+// prompt.
+func (c *Chat) prepare(ctx context.Context, db gemsql.DBTX, r *chatRun) error {
+	tools, err := postgres.AgentTools(ctx, db, c.reg, r.agent.Slug, r.req.UserID)
+	if err != nil {
+		return err
+	}
+	r.tools = llm.NewToolSet(tools)
+	r.meta = r.tools.Len() > c.threshold
+	r.offered = map[string]bool{}
+	if r.skills, err = postgres.AgentSkills(ctx, db, r.agent.Slug, r.req.UserID); err != nil {
+		return err
+	}
+	r.discloseSkills()
+
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(r.agent.Instructions))
+	writeSkills(&b, r.skills)
+	b.WriteString("\n\n# Tools\n\nEach tool result is JSON: {\"status\": \"succeeded\", \"result\": ...} or {\"status\": \"failed\", \"error\": {\"code\", \"message\", \"details\"}}. " +
+		"When a call fails, correct the input if you can, or tell the user what went wrong. Never invent a result.")
+	if r.meta {
+		b.WriteString(fmt.Sprintf(" You have %d tools: find them with %s, read one's input schema with %s, and then call it by the name %s gives.",
+			r.tools.Len(), metaSearchTools, metaDescribeTool, metaDescribeTool))
+	}
+	r.system = strings.TrimSpace(b.String())
+	return nil
 }
 
 // loop asks the LLM, runs the tool calls it wants through the queue, feeds back their receipts, and
 // repeats until the LLM answers in text or the agent's max_tool_iterations is reached.
-func (c *Chat) loop(ctx context.Context, r *chatRun) error {
-	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.userContent})
+func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message, first int) error {
 	model := c.llm.DefaultModel()
 	if r.agent.Model != nil && *r.agent.Model != "" {
 		model = *r.agent.Model
 	}
-	for iteration := 1; ; iteration++ {
+	for iteration := first; ; iteration++ {
 		req := &llm.Request{Model: model, System: r.system, Messages: conversation, Tools: c.offeredDefs(r), Temperature: r.agent.Temperature}
 		turn := turnRecord{iteration: iteration, attempt: 1, model: model, req: req}
 		// Every attempt is recorded: those retried as they fail, the last with its outcome.
@@ -315,14 +363,11 @@ func (c *Chat) loop(ctx context.Context, r *chatRun) error {
 		resp.Content = boundText(resp.Content, answerTextMax)
 		assistant := llm.Message{Role: "assistant", Content: resp.Content, ToolCalls: resp.ToolCalls}
 		if len(resp.ToolCalls) == 0 {
-			c.recordTurn(ctx, r, turn)
 			r.resp.Reply = r.scrub(resp.Content)
-			return c.saveMessages(ctx, r, postgres.SessionMessage{Message: assistant})
+			return c.journal(ctx, r, &turn, []postgres.SessionMessage{{Message: assistant}}, nil)
 		}
-		results := c.runToolCalls(ctx, r, iteration, resp.ToolCalls)
-		// Recorded once its calls are made: their secret inputs are known then, and scrubbed from it.
-		c.recordTurn(ctx, r, turn)
-		if err := c.saveMessages(ctx, r, append([]postgres.SessionMessage{{Message: assistant}}, results...)...); err != nil {
+		results, err := c.runToolCalls(ctx, r, iteration, &turn, assistant)
+		if err != nil {
 			return err
 		}
 		conversation = append(conversation, assistant)
@@ -340,7 +385,7 @@ func (c *Chat) loop(ctx context.Context, r *chatRun) error {
 				note = strings.TrimSpace(resp.Content) + "\n\n" + note
 			}
 			r.resp.Reply = note
-			return c.saveMessages(ctx, r, postgres.SessionMessage{Message: llm.Message{Role: "assistant", Content: note}})
+			return c.journal(ctx, r, nil, []postgres.SessionMessage{{Message: llm.Message{Role: "assistant", Content: note}}}, nil)
 		}
 	}
 }
@@ -390,7 +435,8 @@ type toolOutcome struct {
 
 // runToolCalls answers meta-tools, refuses malformed or disallowed calls, enqueues the rest together (one
 // transaction), waits for their receipts and returns one tool message per call, in the LLM's order.
-func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, calls []llm.ToolCall) []postgres.SessionMessage {
+func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn *turnRecord, assistant llm.Message) ([]postgres.SessionMessage, error) {
+	calls := assistant.ToolCalls
 	outcomes := make([]*toolOutcome, len(calls))
 	var params []gemsql.CallInsertParams
 	var ids []uuid.UUID
@@ -479,8 +525,40 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 		r.calls = append(r.calls, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: fmt.Sprintf("LLM tool call %s (iteration %d)", tc.ID, iteration), CallID: &id})
 	}
 
-	if len(params) > 0 {
-		receipts, pending, awaiting, err := c.enqueueAndWait(ctx, r, params, ids)
+	// The journal: the answer, its messages (a call's tool message says it is pending until its receipt)
+	// and its calls, in one transaction. Recorded once the calls are prepared: their secret inputs are
+	// known then, and scrubbed from it.
+	msgs := []postgres.SessionMessage{{Message: assistant}}
+	for _, o := range outcomes {
+		o.msg.CallID = o.report.CallID
+		if o.report.CallID != nil {
+			o.msg.Content, o.msg.IsError, _ = toolResultContent(nil, *o.report.CallID, nil, true)
+			o.msg.AwaitingReceipt = true
+		}
+		msgs = append(msgs, o.msg)
+	}
+	var sub *gemsql.Subscription
+	if len(ids) > 0 {
+		sub = c.waiter.Subscribe(ids) // before the calls exist, so the wait need not read first
+		defer sub.Close()
+	}
+	var awaiting map[uuid.UUID]bool
+	if err := c.journal(ctx, r, turn, msgs, func(tx pgx.Tx) error {
+		if len(params) == 0 {
+			return nil
+		}
+		var err error
+		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
+			return err
+		}
+		return postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls)
+	}); err != nil {
+		return nil, err
+	}
+	if len(ids) > 0 {
+		receipts, pending := c.waitReceipts(ctx, sub, ids, awaiting)
+		var settled []uuid.UUID
+		var contents []string
 		for _, o := range outcomes {
 			if o.report.CallID == nil {
 				continue
@@ -488,18 +566,59 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, call
 			id := *o.report.CallID
 			if awaiting[id] {
 				o.msg.Content, o.msg.IsError, o.report.Status = awaitingContent(id), false, brain.ChatCallAwaitingApproval
-				continue
+			} else {
+				o.msg.Content, o.msg.IsError, o.report.Status = toolResultContent(receipts[id], id, nil, slices.Contains(pending, id))
 			}
-			o.msg.Content, o.msg.IsError, o.report.Status = toolResultContent(receipts[id], id, err, slices.Contains(pending, id))
+			o.msg.AwaitingReceipt = false
+			settled, contents = append(settled, id), append(contents, r.scrub(o.msg.Content))
+		}
+		if err := postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, settled, contents); err != nil {
+			return nil, err
 		}
 	}
-	msgs := make([]postgres.SessionMessage, len(outcomes))
+	results := make([]postgres.SessionMessage, len(outcomes))
 	for i, o := range outcomes {
-		o.msg.CallID = o.report.CallID
-		msgs[i] = o.msg
+		results[i] = o.msg
 		r.resp.ToolCalls = append(r.resp.ToolCalls, o.report)
 	}
-	return msgs
+	return results, nil
+}
+
+// journal records one step of the turn in one transaction, under the run's fence: the LLM answer (turn,
+// when not nil), the step's messages, and what also belongs to the step (also: its calls). A brain that no
+// longer owns the run records nothing (postgres.ErrTakenOver).
+func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs []postgres.SessionMessage, also func(pgx.Tx) error) error {
+	if len(r.secretValues) > 0 {
+		msgs = slices.Clone(msgs)
+		for i := range msgs {
+			msgs[i].Content = r.scrub(msgs[i].Content)
+			msgs[i].ToolCalls = r.scrubCalls(msgs[i].ToolCalls)
+		}
+	}
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if err := postgres.RunFence(ctx, tx, r.runID, c.owner); err != nil {
+			return err
+		}
+		if turn != nil {
+			if err := postgres.TurnInsert(ctx, tx, c.turnParams(r, *turn)); err != nil {
+				return err
+			}
+		}
+		if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, msgs...); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
+	})
+	if err == nil && turn != nil {
+		c.logTurn(r, *turn)
+	}
+	if errors.Is(err, postgres.ErrTakenOver) {
+		return err
+	}
+	return postgres.Error(err)
 }
 
 // codeNotDescribed answers a call of a tool the agent has not described yet (with the meta-tools).
@@ -516,34 +635,21 @@ func (o *toolOutcome) fail(code registry.ErrorCode, message string, details any)
 	o.msg.Content, o.msg.IsError = capJSON(body), true
 }
 
-// enqueueAndWait makes one iteration's calls in one transaction (with the run's new status), then waits for
-// the receipts of those that do not await approval.
-func (c *Chat) enqueueAndWait(ctx context.Context, r *chatRun, params []gemsql.CallInsertParams, ids []uuid.UUID) (
-	receipts map[uuid.UUID]*registry.Receipt, pending []uuid.UUID, awaiting map[uuid.UUID]bool, err error) {
-	sub := c.waiter.Subscribe(ids) // before the calls exist, so the wait need not read first
-	defer sub.Close()
-	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		var err error
-		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
-			return err
-		}
-		return postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls)
-	})
-	if err != nil {
-		return nil, ids, nil, postgres.Error(err)
-	}
+// waitReceipts waits for the receipts of a step's calls (sub, subscribed before they were made), those that
+// do not await approval, up to the chat's wait.
+func (c *Chat) waitReceipts(ctx context.Context, sub *gemsql.Subscription, ids []uuid.UUID, awaiting map[uuid.UUID]bool) (map[uuid.UUID]*registry.Receipt, []uuid.UUID) {
 	waitCtx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
 	if len(awaiting) == 0 {
 		res, _ := sub.Wait(waitCtx)
-		return res.Receipts, res.Pending, awaiting, nil
+		return res.Receipts, res.Pending
 	}
 	rest := slices.DeleteFunc(slices.Clone(ids), func(id uuid.UUID) bool { return awaiting[id] })
 	if len(rest) == 0 {
-		return map[uuid.UUID]*registry.Receipt{}, nil, awaiting, nil
+		return map[uuid.UUID]*registry.Receipt{}, nil
 	}
 	res, _ := c.waiter.Wait(waitCtx, rest) // reads first: receipts may have come before this subscription
-	return res.Receipts, res.Pending, awaiting, nil
+	return res.Receipts, res.Pending
 }
 
 // awaitingContent tells the LLM a call waits for a person's decision, so it does not make it again.
@@ -672,17 +778,6 @@ func (c *Chat) answerMeta(ctx context.Context, r *chatRun, tc llm.ToolCall) (str
 		"input_schema": def.Parameters, "idempotency": tool.Idempotency.Mode, "note": "you can call this tool now"}}), false
 }
 
-func (c *Chat) saveMessages(ctx context.Context, r *chatRun, msgs ...postgres.SessionMessage) error {
-	if len(r.secretValues) > 0 {
-		msgs = slices.Clone(msgs)
-		for i := range msgs {
-			msgs[i].Content = r.scrub(msgs[i].Content)
-			msgs[i].ToolCalls = r.scrubCalls(msgs[i].ToolCalls)
-		}
-	}
-	return postgres.SessionMessageInsert(ctx, c.pool, r.req.SessionID, r.runID, msgs...)
-}
-
 // noteSecrets remembers the clear values of a call's secret inputs, to scrub them from the run's records.
 func (r *chatRun) noteSecrets(tool *registry.Tool, input []byte) {
 	if !tool.HasSecrets() {
@@ -741,6 +836,14 @@ type turnRecord struct {
 // recordTurn stores one attempt of an LLM turn with the run (what was asked, in summary, and what came
 // back, bounded).
 func (c *Chat) recordTurn(ctx context.Context, r *chatRun, t turnRecord) {
+	if dbErr := postgres.TurnInsert(context.WithoutCancel(ctx), c.pool, c.turnParams(r, t)); dbErr != nil {
+		r.log.Warn().Err(dbErr).Msg("error recording an LLM turn")
+	}
+	c.logTurn(r, t)
+}
+
+// turnParams is an LLM turn as brain_turns records it: what was asked, in summary, and what came back.
+func (c *Chat) turnParams(r *chatRun, t turnRecord) *postgres.TurnInsertParams {
 	req, resp, err := t.req, t.resp, t.err
 	tools := make([]string, len(req.Tools))
 	for i, t := range req.Tools {
@@ -762,17 +865,19 @@ func (c *Chat) recordTurn(ctx context.Context, r *chatRun, t turnRecord) {
 	if err != nil {
 		errJSON, _ = json.Marshal(brain.AsError(err))
 	}
-	if dbErr := postgres.TurnInsert(context.WithoutCancel(ctx), c.pool, &postgres.TurnInsertParams{RunID: r.runID, Iteration: t.iteration, Attempt: t.attempt,
-		Provider: c.llm.Provider(), Model: t.model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: t.latency}); dbErr != nil {
-		r.log.Warn().Err(dbErr).Msg("error recording an LLM turn")
-	}
+	return &postgres.TurnInsertParams{RunID: r.runID, Iteration: t.iteration, Attempt: t.attempt,
+		Provider: c.llm.Provider(), Model: t.model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: t.latency}
+}
+
+// logTurn logs an LLM turn.
+func (c *Chat) logTurn(r *chatRun, t turnRecord) {
 	ev := r.log.Info()
-	if err != nil {
-		ev = r.log.Warn().Err(err)
+	if t.err != nil {
+		ev = r.log.Warn().Err(t.err)
 	}
 	calls := 0
-	if resp != nil {
-		calls = len(resp.ToolCalls)
+	if t.resp != nil {
+		calls = len(t.resp.ToolCalls)
 	}
 	ev.Int("iteration", t.iteration).Int("attempt", t.attempt).Str("model", t.model).Int("tool_calls", calls).
 		Float64("latency_ms", float64(t.latency.Microseconds())/1000).Msg("llm turn")

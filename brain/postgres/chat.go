@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -83,6 +84,9 @@ func SessionDecisions(ctx context.Context, db gemsql.DBTX, sessionID string, run
 type SessionMessage struct {
 	llm.Message
 	CallID *uuid.UUID
+	// AwaitingReceipt marks a tool message recorded before its call's receipt (its content says the call
+	// is pending); ToolMessagesSettle gives it the receipt's content.
+	AwaitingReceipt bool
 }
 
 // SessionMessageList returns a session's last limit messages, oldest first.
@@ -113,18 +117,18 @@ func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string,
 		return nil
 	}
 	roles, contents, toolCallIDs := make([]string, n), make([]string, n), make([]*string, n)
-	calls, callIDs := make([][]byte, n), make([]*uuid.UUID, n)
+	calls, callIDs, awaiting := make([][]byte, n), make([]*uuid.UUID, n), make([]bool, n)
 	for i, m := range msgs {
-		roles[i], contents[i], toolCallIDs[i], callIDs[i] = m.Role, m.Content, nullIfEmpty(m.ToolCallID), m.CallID
+		roles[i], contents[i], toolCallIDs[i], callIDs[i], awaiting[i] = m.Role, m.Content, nullIfEmpty(m.ToolCallID), m.CallID, m.AwaitingReceipt
 		if len(m.ToolCalls) > 0 {
 			calls[i], _ = json.Marshal(m.ToolCalls)
 		}
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO agent_messages (session_id, run_id, role, content, tool_calls, tool_call_id, call_id)
-		SELECT $1, $2, m.role, m.content, m.tool_calls, m.tool_call_id, m.call_id
-		FROM unnest($3::text[], $4::text[], $5::jsonb[], $6::text[], $7::uuid[]) WITH ORDINALITY
-		     AS m (role, content, tool_calls, tool_call_id, call_id, ord)
-		ORDER BY m.ord`, sessionID, runID, roles, contents, calls, toolCallIDs, callIDs); err != nil {
+	if _, err := db.Exec(ctx, `INSERT INTO agent_messages (session_id, run_id, role, content, tool_calls, tool_call_id, call_id, awaiting_receipt)
+		SELECT $1, $2, m.role, m.content, m.tool_calls, m.tool_call_id, m.call_id, m.awaiting
+		FROM unnest($3::text[], $4::text[], $5::jsonb[], $6::text[], $7::uuid[], $8::boolean[]) WITH ORDINALITY
+		     AS m (role, content, tool_calls, tool_call_id, call_id, awaiting, ord)
+		ORDER BY m.ord`, sessionID, runID, roles, contents, calls, toolCallIDs, callIDs, awaiting); err != nil {
 		return Error(fmt.Errorf("error storing messages: %w", err))
 	}
 	return nil
@@ -207,4 +211,143 @@ func ProgramRecord(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, iterati
 		return fmt.Errorf("error recording a program: %w", err)
 	}
 	return nil
+}
+
+// ToolMessagesSettle gives the tool messages of a session's calls that were recorded awaiting their receipts
+// the content their receipts say (contents[i] for callIDs[i]). Settling twice writes the same content.
+func ToolMessagesSettle(ctx context.Context, db gemsql.DBTX, sessionID string, callIDs []uuid.UUID, contents []string) error {
+	if len(callIDs) == 0 {
+		return nil
+	}
+	_, err := db.Exec(ctx, `UPDATE agent_messages m SET content = s.content, awaiting_receipt = false
+		FROM unnest($2::uuid[], $3::text[]) AS s (call_id, content)
+		WHERE m.session_id = $1 AND m.call_id = s.call_id AND m.awaiting_receipt`, sessionID, callIDs, contents)
+	return Error(err)
+}
+
+// StoredMessage is a message of a session as stored, with its run and call.
+type StoredMessage struct {
+	SessionMessage
+	RunID *uuid.UUID
+}
+
+// RunMessages returns a chat run's journal as its session stores it: the run's own messages in order, and
+// the last limit messages before them (the history its turn was given, never starting inside a tool
+// exchange).
+func RunMessages(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, limit int) (history []llm.Message, own []SessionMessage, err error) {
+	rows, err := db.Query(ctx, `SELECT id, role, content, tool_calls, coalesce(tool_call_id, ''), call_id, awaiting_receipt
+		FROM agent_messages WHERE session_id = $1 AND run_id = $2 ORDER BY id`, sessionID, runID)
+	if err != nil {
+		return nil, nil, Error(fmt.Errorf("error loading a run's messages: %w", err))
+	}
+	first := int64(-1)
+	own, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (SessionMessage, error) {
+		var m SessionMessage
+		var id int64
+		var calls []byte
+		err := row.Scan(&id, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.CallID, &m.AwaitingReceipt)
+		if len(calls) > 0 {
+			_ = json.Unmarshal(calls, &m.ToolCalls)
+		}
+		if first < 0 {
+			first = id
+		}
+		return m, err
+	})
+	if err != nil || first < 0 {
+		return nil, own, Error(err)
+	}
+	rows, err = db.Query(ctx, `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
+			SELECT * FROM agent_messages WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) m ORDER BY id`, sessionID, first, limit)
+	if err != nil {
+		return nil, nil, Error(fmt.Errorf("error loading messages: %w", err))
+	}
+	history, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (llm.Message, error) {
+		var m llm.Message
+		var calls []byte
+		err := row.Scan(&m.Role, &m.Content, &calls, &m.ToolCallID)
+		if len(calls) > 0 {
+			_ = json.Unmarshal(calls, &m.ToolCalls)
+		}
+		return m, err
+	})
+	for len(history) > 0 && history[0].Role != "user" {
+		history = history[1:]
+	}
+	return history, own, Error(err)
+}
+
+// SessionOf returns the user a chat session speaks for.
+func SessionOf(ctx context.Context, db gemsql.DBTX, sessionID string) (userID string, err error) {
+	err = db.QueryRow(ctx, `SELECT user_id FROM agent_sessions WHERE id = $1`, sessionID).Scan(&userID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", brain.Errorf(brain.ENOTFOUND, "no session %q", sessionID)
+	}
+	return userID, Error(err)
+}
+
+// ErrTakenOver is the refusal of a journal write by a brain that no longer owns the run: another brain took
+// it over when its lease expired.
+var ErrTakenOver = errors.New("the run was taken over by another brain")
+
+// RunFence locks a run for the transaction and checks that owner still owns it (ErrTakenOver otherwise): a
+// brain writes its run's journal only under this check, so of two brains that believe they own a run, one
+// journals each step.
+func RunFence(ctx context.Context, tx pgx.Tx, runID uuid.UUID, owner string) error {
+	var held *string
+	if err := tx.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1 FOR UPDATE`, runID).Scan(&held); err != nil {
+		return Error(fmt.Errorf("error locking a run: %w", err))
+	}
+	if held == nil || *held != owner {
+		return ErrTakenOver
+	}
+	return nil
+}
+
+// RunLease makes owner the run's owner, with a lease of d.
+func RunLease(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, owner string, d time.Duration) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs SET owner = $2, lease_until = now() + $3::interval WHERE id = $1`, runID, owner, d)
+	return Error(err)
+}
+
+// RunLeasesRenew renews owner's leases of the runs it is working on.
+func RunLeasesRenew(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, owner string, d time.Duration) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs SET lease_until = now() + $3::interval
+		WHERE id = ANY($1) AND owner = $2 AND status IN ('planning', 'waiting')`, runIDs, owner, d)
+	return Error(err)
+}
+
+// RunLeasesGive ends owner's leases of runs at once, so another brain takes them over (a brain shutting
+// down hands its runs over).
+func RunLeasesGive(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, owner string) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs SET lease_until = now() - interval '1 millisecond'
+		WHERE id = ANY($1) AND owner = $2 AND status IN ('planning', 'waiting')`, runIDs, owner)
+	return Error(err)
+}
+
+// RunsTakeOver makes owner the owner of up to limit chat runs whose lease expired, and returns them.
+func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `UPDATE brain_runs r SET owner = $1, lease_until = now() + $2::interval
+		FROM (SELECT id FROM brain_runs WHERE status IN ('planning', 'waiting') AND lease_until < now() AND mode = 'chat'
+		      ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) t
+		WHERE r.id = t.id RETURNING r.id`, owner, d, limit)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error taking runs over: %w", err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, Error(err)
+}
+
+// CallsAwaitingApproval says which of the calls wait for a person's decision.
+func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+	rows, err := db.Query(ctx, `SELECT call_id FROM core_approvals WHERE call_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, Error(err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	set := map[uuid.UUID]bool{}
+	for _, id := range found {
+		set[id] = true
+	}
+	return set, Error(err)
 }

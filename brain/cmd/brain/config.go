@@ -265,6 +265,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Chat.WaitTimeout = d
 	}
+	if s := getenv("GEM_BRAIN_RUN_LEASE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 300*time.Millisecond {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_RUN_LEASE: %q is not a duration of at least 300ms (like 5s)", s))
+		}
+		c.Chat.Lease = d
+	}
 	if s := getenv("GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -126,6 +126,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.Runs.UseRules(rules)
 	m.Runs.UseTimezone(cfg.Timezone)
 	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, m.RunEnds, cfg.Chat)
+	m.Chat.Start(ctx, &m.Log)
 	if m.MCP, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, Log: m.Log}); err != nil {
 		return err
 	}
@@ -181,6 +182,14 @@ func (m *Main) closeAll() {
 	if m.Devices != nil {
 		// Devices' sockets are hijacked connections the HTTP server's shutdown does not wait for.
 		m.Devices.Close()
+	}
+	if m.Chat != nil {
+		// Turns still running after the server's drain are handed over, not abandoned to their lease.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := m.Chat.Stop(ctx); err != nil {
+			m.Log.Warn().Err(err).Msg("error handing chat turns over to other brains")
+		}
+		cancel()
 	}
 	if m.Waiter != nil {
 		m.Waiter.Stop()

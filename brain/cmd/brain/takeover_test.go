@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// freeAddr is a local address no one listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// TestChatTurnSurvivesItsBrain: brain A answers a chat turn whose first LLM answer made a task; A is
+// SIGKILLed while it waits for the LLM's second answer. Brain B takes the run over when A's lease expires
+// and finishes it from the journal: the first answer is not asked of the LLM again and the task is not made
+// again, the reply is the LLM's, and the session takes the next message. The client's retry with its key,
+// sent to B, answers the turn B finished. Before, the run stayed planning forever, the session answered 409
+// for 10 minutes, and the retry made a second task.
+func TestChatTurnSurvivesItsBrain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, dbURL := sqltest.NewDB(t)
+	executor, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	defer executor.Stop()
+
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	title := "ring Bea " + uuid.NewString()[:8]
+	create := llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task",
+		Arguments: fmt.Sprintf(`{"title": %q, "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`, title)}}}
+	fake := llmfake.NewOpenAI(t, fakeKey, create,
+		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
+		llmfake.Turn{Text: "Bea is on your list.", Check: func(t require.TestingT, req *llmfake.Request) {
+			roles := []string{}
+			for _, m := range req.Messages {
+				roles = append(roles, m.Role)
+			}
+			require.Equal(t, []string{"user", "assistant", "tool"}, roles, "the resumed turn sends the journal: the message, the answer, its result")
+			require.Contains(t, req.Messages[2].Content, `"status":"succeeded"`)
+		}})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	// Brain A, a process of its own.
+	addrA := freeAddr(t)
+	a := exec.Command(brainBinary(t), "serve")
+	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
+		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL="+fake.URL+"/v1", "GEM_LLM_API_KEY="+fakeKey,
+		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
+	a.Stdout, a.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, a.Start())
+	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
+	apiA := &testAPI{t: t, url: "http://" + addrA, token: testToken}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(apiA.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
+
+	// Brain B, in this process, on the same database and LLM.
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{Lease: time.Second}
+	})
+	require.NoError(t, err)
+	defer m.Close(ctx)
+	apiB := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
+
+	key := "survive-" + uuid.NewString()
+	body := map[string]any{"message": "add a task to ring Bea", "user_id": "user-1"}
+	header := map[string]string{brain.IdempotencyKeyHeader: key}
+	lost := make(chan error, 1)
+	go func() {
+		_, _, err := post(apiA, "/agents/"+agent+"/chat", body, header)
+		lost <- err
+	}()
+	select {
+	case <-asked: // A journaled the first answer, its task was made, and A waits for the second answer
+	case <-time.After(30 * time.Second):
+		t.Fatal("brain A never asked for the second answer")
+	}
+	require.NoError(t, a.Process.Kill())
+	killed := time.Now()
+	_ = a.Wait()
+	once.Do(func() { close(release) })
+	require.Error(t, <-lost, "the client's connection to A is gone")
+
+	// The retry goes to B: the same turn, finished by B.
+	status, data, err := post(apiB, "/agents/"+agent+"/chat", body, header)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status, "%s", data)
+	var resp brain.ChatResponse
+	require.NoError(t, json.Unmarshal(data, &resp))
+	t.Logf("the retry was answered %s after A was killed (lease 1s)", time.Since(killed).Round(time.Millisecond))
+	require.True(t, resp.Repeated)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Equal(t, brain.RunCompleted, resp.Status)
+	require.Equal(t, "Bea is on your list.", resp.Reply, "the reply is the LLM's")
+	require.Len(t, resp.ToolCalls, 1)
+	require.Equal(t, "succeeded", resp.ToolCalls[0].Status)
+
+	require.Len(t, fake.Requests(), 3, "the first answer was journaled: asked once; the second, lost with A, asked again by B")
+	var tasks, calls int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM os_tasks WHERE title = $1`, title).Scan(&tasks))
+	require.Equal(t, 1, tasks, "the task was made once")
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_calls WHERE run_id = $1`, resp.RunID).Scan(&calls))
+	require.Equal(t, 1, calls)
+	var owner string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1`, resp.RunID).Scan(&owner))
+	require.Equal(t, m.Chat.Owner(), owner, "B owns the run it finished")
+
+	// The session is free for the next message.
+	fake.Push(llmfake.Turn{Text: "Anything else?"})
+	next, status := chatWith(t, apiB, agent, "thanks", resp.SessionID)
+	require.Equal(t, http.StatusOK, status, "%+v", next.Errors)
+	require.Equal(t, "Anything else?", next.Reply)
+}
