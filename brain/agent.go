@@ -165,6 +165,11 @@ type ChatParams struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Fingerprint is the request's, set by its door (RequestFingerprint) when it has a key.
 	Fingerprint []byte `json:"-"`
+	// Async asks for 202 and the run's id at once (or Prefer: respond-async); the turn goes on. Not part of
+	// the request's fingerprint: how to answer, not what to do.
+	Async bool `json:"async,omitempty"`
+	// OnBegun, when set, is told the turn's run as soon as it is recorded (or the run a repeat answers).
+	OnBegun func(runID uuid.UUID) `json:"-"`
 }
 
 // ChatDecided is a call of the session that waited for approval and was decided (and, if approved, ran)
@@ -236,6 +241,8 @@ type OperatorChatParams struct {
 	SessionID string `json:"session_id,omitempty"`
 	// IdempotencyKey is the client's key for this request (or the Idempotency-Key header), as for a chat.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Async asks for 202 and the run's id at once, as for a chat.
+	Async bool `json:"async,omitempty"`
 }
 
 // Operator chat modes: how POST /operator/chat answered.

@@ -53,6 +53,12 @@ type RunParams struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Fingerprint is the request's, set by its door (RequestFingerprint) when it has a key.
 	Fingerprint []byte `json:"-"`
+	// Async asks for 202 and the run's id once the run is recorded (or Prefer: respond-async); the wait for
+	// its receipts goes on. Not part of the request's fingerprint.
+	Async bool `json:"async,omitempty"`
+	// OnRecorded, when set, is told the run as soon as it and its calls are recorded (or the run a repeat
+	// answers), before the wait for receipts.
+	OnRecorded func(runID uuid.UUID) `json:"-"`
 }
 
 // ModeHelp describes a mode for people.

@@ -66,7 +66,7 @@ type HistoryMonth struct {
 }
 
 // partitionName matches the partitions gem_ensure_month and migration 00033 make.
-var partitionName = regexp.MustCompile(`^(core_tool_calls|core_tool_receipts|brain_runs|brain_turns|brain_run_programs)_p_?(\d{4}_\d{2}|before|nonv7)$`)
+var partitionName = regexp.MustCompile(`^(core_tool_calls|core_tool_receipts|brain_runs|brain_turns|brain_run_programs|brain_run_events)_p_?(\d{4}_\d{2}|before|nonv7)$`)
 
 // Partition is the name of table's partition for the month: table_p2026_11, or table_p_before and
 // table_p_nonv7.
@@ -86,7 +86,7 @@ func HistoryMonths(ctx context.Context, db DBTX) ([]HistoryMonth, error) {
 		       pg_total_relation_size(c.oid), c.reltuples::bigint
 		FROM pg_class c
 		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
-		  AND c.relname ~ '^(core_tool_calls|core_tool_receipts|brain_runs|brain_turns|brain_run_programs)_p'`)
+		  AND c.relname ~ '^(core_tool_calls|core_tool_receipts|brain_runs|brain_turns|brain_run_programs|brain_run_events)_p'`)
 	if err != nil {
 		return nil, fmt.Errorf("error listing the history partitions: %w", err)
 	}
@@ -161,14 +161,14 @@ func HistoryMonths(ctx context.Context, db DBTX) ([]HistoryMonth, error) {
 }
 
 // historyTables are the partitioned tables, parents before the tables that reference them.
-var historyTables = []string{"core_tool_calls", "core_tool_receipts", "brain_runs", "brain_turns", "brain_run_programs"}
+var historyTables = []string{"core_tool_calls", "core_tool_receipts", "brain_runs", "brain_turns", "brain_run_programs", "brain_run_events"}
 
 func tableOrder(t string) int { return slices.Index(historyTables, t) }
 
 // partitionKeys are the columns the tables are partitioned by.
 var partitionKeys = map[string]string{
 	"core_tool_calls": "id", "core_tool_receipts": "call_id", "brain_runs": "id", "brain_turns": "run_id",
-	"brain_run_programs": "run_id",
+	"brain_run_programs": "run_id", "brain_run_events": "run_id",
 }
 
 // ArchiveManifest describes an archived month: manifest.json beside its files.

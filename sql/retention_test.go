@@ -56,7 +56,7 @@ func TestRetireArchivesAndDropsAMonth(t *testing.T) {
 			hm = m
 		}
 	}
-	require.Equal(t, []string{"core_tool_calls", "core_tool_receipts", "brain_runs", "brain_turns", "brain_run_programs"}, hm.Tables)
+	require.Equal(t, []string{"core_tool_calls", "core_tool_receipts", "brain_runs", "brain_turns", "brain_run_programs", "brain_run_events"}, hm.Tables)
 	require.Equal(t, time.Date(next.Year(), next.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, 1, 0), hm.End)
 
 	// A call still waiting for its receipt keeps its month.
@@ -73,6 +73,7 @@ func TestRetireArchivesAndDropsAMonth(t *testing.T) {
 	require.Equal(t, int64(1), manifest.Tables["brain_runs"].Rows)
 	require.Equal(t, int64(1), manifest.Tables["brain_turns"].Rows)
 	require.Equal(t, int64(0), manifest.Tables["brain_run_programs"].Rows)
+	require.Equal(t, int64(1), manifest.Tables["brain_run_events"].Rows, "the run's run_started goes with its month")
 
 	// The archive: gzip-compressed CSV with a header, as the manifest says, that reads back whole.
 	f := manifest.Tables["core_tool_calls"]

@@ -133,18 +133,24 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 	}
 	if params.IdempotencyKey != "" {
 		fp := *params
-		fp.IdempotencyKey = ""
+		fp.IdempotencyKey, fp.Async = "", false
 		params.Fingerprint = brain.RequestFingerprint("POST /agents/{slug}/chat", c.Param("slug"), &fp)
 	}
-	resp, err := s.chat.Chat(c.Request().Context(), c.Param("slug"), params, requester(c))
-	if err != nil {
-		if resp != nil {
-			setRetryAfter(c, brain.AsError(err))
-			return c.JSON(HTTPStatus(brain.ErrorCode(err)), resp)
+	respond := func(resp *brain.ChatResponse, err error) error {
+		if err != nil {
+			if resp != nil {
+				setRetryAfter(c, brain.AsError(err))
+				return c.JSON(HTTPStatus(brain.ErrorCode(err)), resp)
+			}
+			return err
 		}
-		return err
+		return c.JSON(chatStatus(resp), resp)
 	}
-	return c.JSON(chatStatus(resp), resp)
+	if async, stream := wantsAsync(c, params.Async), wantsStream(c); async || stream {
+		return s.chatLive(c, c.Param("slug"), params, stream && !async, respond, func(resp *brain.ChatResponse) any { return resp })
+	}
+	resp, err := s.chat.Chat(c.Request().Context(), c.Param("slug"), params, requester(c))
+	return respond(resp, err)
 }
 
 // chatStatus is a chat answer's HTTP status: 202 for a repeated request whose turn is still answering

@@ -129,6 +129,7 @@ var (
 			"mode": {"type": ["string", "null"], "enum": ["answer", "plan", "enqueue", "enqueue_and_wait", null]},
 			"conversation_id": {"type": ["string", "null"], "maxLength": 200},
 			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
+			"async": {"type": "boolean"},
 			"context": {
 				"type": ["object", "null"],
 				"properties": {
@@ -248,7 +249,8 @@ var (
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
 			"session_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200},
-			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000}
+			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
+			"async": {"type": "boolean"}
 		},
 		"required": ["message"],
 		"additionalProperties": false
@@ -263,7 +265,8 @@ var (
 			"user_id": {"type": "string", "minLength": 1, "maxLength": 200},
 			"session_id": {"type": "string", "minLength": 1, "maxLength": 200},
 			"resume": {"type": "boolean"},
-			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000}
+			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
+			"async": {"type": "boolean"}
 		},
 		"required": ["user_id"],
 		"if": {"properties": {"resume": {"const": true}}, "required": ["resume"]},

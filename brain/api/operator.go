@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -24,11 +25,12 @@ func (s *Server) operatorChat(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	async, stream := wantsAsync(c, params.Async), wantsStream(c)
 	var fp []byte
 	if params.IdempotencyKey != "" {
 		// Fingerprinted before a session is made up for it: a retry without session_id is the same request.
 		body := *params
-		body.IdempotencyKey = ""
+		body.IdempotencyKey, body.Async = "", false
 		fp = brain.RequestFingerprint("POST /operator/chat", c.Request().Header.Get(agentHeader), &body)
 		// A repeat is answered the way its first request was: by the agent, or by the rules planner.
 		err := postgres.RequestKeyCheck(ctx, s.pool, requester(c), params.IdempotencyKey, fp)
@@ -37,6 +39,9 @@ func (s *Server) operatorChat(c echo.Context) error {
 			rec, err := postgres.RunGet(ctx, s.pool, repeat.RunID, false)
 			if err != nil {
 				return postgres.Error(err)
+			}
+			if async {
+				return s.acceptedChat(c, rec.ID, rec.ConversationID, true)
 			}
 			if rec.Mode == brain.ModeChat {
 				resp, err := s.chat.Repeated(ctx, repeat)
@@ -66,28 +71,57 @@ func (s *Server) operatorChat(c echo.Context) error {
 		case !principalOf(c).mayActAs(agent.Slug):
 			fallback = "caller " + requester(c) + " may not act as the default agent " + agent.Slug + ", so the rules planner answered"
 		default:
-			resp, err := s.chat.Chat(ctx, agent.Slug, &brain.ChatParams{Message: params.Message, UserID: requester(c), SessionID: params.SessionID,
-				IdempotencyKey: params.IdempotencyKey, Fingerprint: fp}, requester(c))
-			if resp == nil {
-				return err
+			chatParams := &brain.ChatParams{Message: params.Message, UserID: requester(c), SessionID: params.SessionID,
+				IdempotencyKey: params.IdempotencyKey, Fingerprint: fp}
+			respond := func(resp *brain.ChatResponse, err error) error {
+				if resp == nil {
+					return err
+				}
+				status := http.StatusOK
+				if err != nil {
+					status = HTTPStatus(brain.ErrorCode(err))
+					setRetryAfter(c, brain.AsError(err))
+				}
+				if err == nil {
+					status = chatStatus(resp)
+				}
+				return c.JSON(status, operatorFromChat(resp, agent.Slug))
 			}
-			status := http.StatusOK
-			if err != nil {
-				status = HTTPStatus(brain.ErrorCode(err))
-				setRetryAfter(c, brain.AsError(err))
+			if async || stream {
+				return s.chatLive(c, agent.Slug, chatParams, stream && !async, respond,
+					func(resp *brain.ChatResponse) any { return operatorFromChat(resp, agent.Slug) })
 			}
-			if err == nil {
-				status = chatStatus(resp)
-			}
-			return c.JSON(status, operatorFromChat(resp, agent.Slug))
+			resp, err := s.chat.Chat(ctx, agent.Slug, chatParams, requester(c))
+			return respond(resp, err)
 		}
 	}
 	agent, err := principalOf(c).callAgent(c.Request().Header.Get(agentHeader))
 	if err != nil {
 		return err
 	}
-	run, err := s.runs.Converse(ctx, &brain.RunParams{Message: params.Message, ConversationID: params.SessionID,
-		IdempotencyKey: params.IdempotencyKey, Fingerprint: fp}, requester(c), agent)
+	runParams := &brain.RunParams{Message: params.Message, ConversationID: params.SessionID,
+		IdempotencyKey: params.IdempotencyKey, Fingerprint: fp}
+	if async {
+		caller := requester(c)
+		d := detach(context.WithoutCancel(ctx), func(ctx context.Context, begun func(uuid.UUID)) (*brain.RunResponse, error) {
+			runParams.OnRecorded = begun
+			resp, err := s.runs.Converse(ctx, runParams, caller, agent)
+			if err == nil {
+				awaitRecorded(ctx, resp)
+			}
+			return resp, err
+		})
+		select {
+		case id := <-d.begun:
+			return s.acceptedChat(c, id, params.SessionID, false)
+		case res := <-d.done:
+			if res.err != nil {
+				return res.err
+			}
+			return s.acceptedChat(c, res.value.RunID, params.SessionID, res.value.Repeated)
+		}
+	}
+	run, err := s.runs.Converse(ctx, runParams, requester(c), agent)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 )
@@ -31,14 +32,42 @@ func (s *Server) run(c echo.Context) error {
 	}
 	if params.IdempotencyKey != "" {
 		fp := *params
-		fp.IdempotencyKey = ""
+		fp.IdempotencyKey, fp.Async = "", false
 		params.Fingerprint = brain.RequestFingerprint("POST /brain/run", agent, &fp)
+	}
+	if wantsAsync(c, params.Async) {
+		return s.runAsync(c, params, agent)
 	}
 	resp, err := s.runs.Run(c.Request().Context(), params, requester(c), agent)
 	if err != nil {
 		return err
 	}
 	return s.writeRun(c, runStatus(resp), resp)
+}
+
+// runAsync answers a run 202 once it is recorded with its calls; the wait for their receipts and the answer
+// go on after the request (a rules run's answer is derived from the receipts by whoever reads it, should
+// this brain stop first).
+func (s *Server) runAsync(c echo.Context, params *brain.RunParams, agent string) error {
+	caller := requester(c)
+	d := detach(context.WithoutCancel(c.Request().Context()), func(ctx context.Context, begun func(uuid.UUID)) (*brain.RunResponse, error) {
+		params.OnRecorded = begun
+		resp, err := s.runs.Run(ctx, params, caller, agent)
+		if err == nil {
+			awaitRecorded(ctx, resp)
+		}
+		return resp, err
+	})
+	select {
+	case id := <-d.begun:
+		return accepted(c, id, "", false)
+	case res := <-d.done:
+		// Ended before its wait (answered, planned, refused): its run is recorded, or it failed whole.
+		if res.err != nil {
+			return res.err
+		}
+		return accepted(c, res.value.RunID, "", res.value.Repeated)
+	}
 }
 
 // writeRun sends a run's response, then waits for its answer to be recorded (see RunResponse.Recorded): the

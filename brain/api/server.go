@@ -167,8 +167,10 @@ type Server struct {
 	reg    *registry.Registry
 	pool   *pgxpool.Pool
 	waiter *gemsql.ReceiptWaiter
-	log    zerolog.Logger
-	llm    LLMInfo
+	// runEvents hears runs' events recorded (postgres.RunEventChannel): GET /brain/runs/{id}/events waits on it.
+	runEvents *gemsql.Listener
+	log       zerolog.Logger
+	llm       LLMInfo
 	// tokens keeps what the brain read of callers and tokens, and slows addresses that send bad ones
 	// (authguard.go).
 	tokens *tokenGuard
@@ -195,8 +197,10 @@ type Params struct {
 	Registry *registry.Registry
 	Pool     *pgxpool.Pool
 	Waiter   *gemsql.ReceiptWaiter
-	LLM      LLMInfo
-	Log      zerolog.Logger
+	// RunEvents is a started listener on postgres.RunEventChannel (the run events' streams wait on it).
+	RunEvents *gemsql.Listener
+	LLM       LLMInfo
+	Log       zerolog.Logger
 	// MCP serves the Model Context Protocol at /mcp (brain/mcpserver); nil serves no /mcp.
 	MCP MCPHandler
 	// Devices accepts devices' WebSockets at DeviceConnectPath (brain/devices); nil accepts none.
@@ -215,7 +219,7 @@ type MCPHandler interface {
 
 // New builds the HTTP service.
 func New(p *Params) *Server {
-	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, rules: p.Rules, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter,
+	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, rules: p.Rules, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter, runEvents: p.RunEvents,
 		llm: p.LLM, log: p.Log, closing: make(chan struct{}), tokens: newTokenGuard()}
 	s.studio = s.cfg.Studio
 	poolSize := 0
@@ -254,6 +258,7 @@ func New(p *Params) *Server {
 	e.POST("/operator/chat", s.operatorChat, auth, admit)
 	e.GET("/brain/runs", s.findRun, auth)
 	e.GET("/brain/runs/:id", s.getRun, auth)
+	e.GET("/brain/runs/:id/events", s.getRunEvents, auth)
 	e.POST("/brain/runs/:id/approve", s.approve, auth, admit)
 	e.GET("/calls", s.listCalls, auth)
 	e.POST("/calls", s.createCall, auth, admit)

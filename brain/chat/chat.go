@@ -151,7 +151,7 @@ type chatRun struct {
 func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, requester string) (*brain.ChatResponse, error) {
 	if req.IdempotencyKey != "" {
 		if err := postgres.RequestKeyCheck(ctx, c.pool, requester, req.IdempotencyKey, req.Fingerprint); err != nil {
-			return c.Repeated(ctx, err)
+			return c.Repeated(ctx, begunRepeat(req, err))
 		}
 	}
 	agent, err := postgres.AgentGet(ctx, c.pool, slug)
@@ -175,10 +175,13 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("agent", slug).Str("session_id", req.SessionID) })
 
 	if err := c.begin(ctx, r, requester); err != nil {
-		return c.Repeated(ctx, err)
+		return c.Repeated(ctx, begunRepeat(req, err))
 	}
 	c.runs.add(r.runID)
 	defer c.runs.remove(r.runID)
+	if req.OnBegun != nil {
+		req.OnBegun(r.runID)
+	}
 	// The turn goes on if the client goes away: it is the run's, and a retry with its key answers it.
 	work := context.WithoutCancel(ctx)
 	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.userContent})
@@ -224,6 +227,16 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 		return r.resp, loopErr
 	}
 	return r.resp, nil
+}
+
+// begunRepeat tells req's OnBegun the run a repeated request answers (err a *postgres.RepeatedRequest),
+// and returns err.
+func begunRepeat(req *brain.ChatParams, err error) error {
+	var repeat *postgres.RepeatedRequest
+	if req.OnBegun != nil && errors.As(err, &repeat) {
+		req.OnBegun(repeat.RunID)
+	}
+	return err
 }
 
 // Repeated answers a request whose key holds an earlier turn (err a *postgres.RepeatedRequest) with that
@@ -351,6 +364,10 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 		req.OnRetry = func(a llm.Attempt) {
 			c.recordTurn(ctx, r, turnRecord{iteration: iteration, attempt: a.N, model: model, req: req, err: a.Err, latency: a.Latency})
 			turn.attempt = a.N + 1
+		}
+		// A watcher learns the step began (events are a view: a failed write does not stop the turn).
+		if err := postgres.RunEventAdd(ctx, c.pool, r.runID, postgres.EventLLMStarted, map[string]any{"iteration": iteration, "model": model}); err != nil {
+			r.log.Warn().Err(err).Msg("error recording an llm_started event")
 		}
 		start := time.Now()
 		resp, err := c.llm.Complete(ctx, req)
@@ -551,7 +568,10 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
 			return err
 		}
-		return postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls)
+		if err := postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls); err != nil {
+			return err
+		}
+		return postgres.RunCallsAdded(ctx, tx, r.runID, ids)
 	}); err != nil {
 		return nil, err
 	}

@@ -166,6 +166,9 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID) error {
 	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context {
 		return c.Str("agent", agent.Slug).Str("session_id", rec.ConversationID).Bool("resumed", true)
 	})
+	if err := postgres.RunEventAdd(ctx, c.pool, runID, postgres.EventRunResumed, map[string]any{"owner": c.owner}); err != nil {
+		r.log.Warn().Err(err).Msg("error recording a run_resumed event")
+	}
 	if len(own) == 0 || own[0].Role != "user" {
 		// The turn's first transaction stores its message with the run: a run without one is not a turn.
 		return c.finishResumed(ctx, r, fmt.Errorf("run %s has no message to answer", runID))

@@ -147,11 +147,22 @@ type TurnInsertParams struct {
 	Latency                         time.Duration
 }
 
-// TurnInsert records one LLM turn with its run.
+// TurnInsert records one LLM turn with its run, and its llm_ended event in the same statement.
 func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error {
-	_, err := db.Exec(ctx, `INSERT INTO brain_turns (run_id, iteration, attempt, provider, model, request, response, error, usage, latency_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, p.RunID, p.Iteration, max(p.Attempt, 1), p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage,
-		float64(p.Latency.Microseconds())/1000)
+	latency := float64(p.Latency.Microseconds()) / 1000
+	event := map[string]any{"iteration": p.Iteration, "attempt": max(p.Attempt, 1), "retries": max(p.Attempt, 1) - 1,
+		"provider": p.Provider, "model": p.Model, "latency_ms": latency}
+	if len(p.Usage) > 0 {
+		event["tokens"] = json.RawMessage(p.Usage)
+	}
+	if len(p.Error) > 0 {
+		event["error"] = json.RawMessage(p.Error)
+	}
+	data, _ := json.Marshal(event)
+	_, err := db.Exec(ctx, `WITH t AS (INSERT INTO brain_turns (run_id, iteration, attempt, provider, model, request, response, error, usage, latency_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING run_id)
+		SELECT gem_run_events_add(run_id, ARRAY['`+EventLLMEnded+`'], ARRAY[$11::jsonb]) FROM t`,
+		p.RunID, p.Iteration, max(p.Attempt, 1), p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage, latency, data)
 	if err != nil {
 		return fmt.Errorf("error recording an LLM turn: %w", err)
 	}
@@ -219,9 +230,14 @@ func ToolMessagesSettle(ctx context.Context, db gemsql.DBTX, sessionID string, c
 	if len(callIDs) == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, `UPDATE agent_messages m SET content = s.content, awaiting_receipt = false
-		FROM unnest($2::uuid[], $3::text[]) AS s (call_id, content)
-		WHERE m.session_id = $1 AND m.call_id = s.call_id AND m.awaiting_receipt`, sessionID, callIDs, contents)
+	// The receipt events of the calls settled, in the same statement (once per call: a second settle adds none).
+	_, err := db.Exec(ctx, `WITH settled AS (
+			UPDATE agent_messages m SET content = s.content, awaiting_receipt = false
+			FROM unnest($2::uuid[], $3::text[]) AS s (call_id, content)
+			WHERE m.session_id = $1 AND m.call_id = s.call_id AND m.awaiting_receipt
+			RETURNING m.id, m.run_id, m.call_id)
+		SELECT gem_run_receipts_settled(run_id, array_agg(call_id ORDER BY id)) FROM settled WHERE run_id IS NOT NULL GROUP BY run_id`,
+		sessionID, callIDs, contents)
 	return Error(err)
 }
 

@@ -108,6 +108,8 @@ func RunUpdateAnswer(ctx context.Context, pool *pgxpool.Pool, args []any) error 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
+	// The receipts it answers from, as events (once per call), before the answer's own (the update's trigger).
+	b.Queue(`SELECT gem_run_receipts_settled($1, $2)`, args[0], args[2])
 	b.Queue(updateRunSQL, args...)
 	b.Queue("COMMIT")
 	if err := pool.SendBatch(ctx, b).Close(); err != nil {

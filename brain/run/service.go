@@ -94,7 +94,9 @@ func (s *Service) repeated(ctx context.Context, err error, req *brain.RunParams,
 	if err != nil {
 		return nil, postgres.Error(err)
 	}
-	if rec.Status == brain.RunWaiting {
+	if req.OnRecorded != nil {
+		req.OnRecorded(rec.ID) // an async repeat is answered at once
+	} else if rec.Status == brain.RunWaiting {
 		waitCtx, cancel := context.WithTimeout(ctx, req.WaitTimeout())
 		_, _ = s.waiter.Wait(waitCtx, rec.CallIDs) // GetRun answers from the receipts there are
 		cancel()
@@ -208,6 +210,9 @@ func (s *Service) plan(ctx context.Context, planner brain.Planner, req *brain.Ru
 		return nil, err
 	}
 	log.Info().Str("mode", string(req.Mode)).Int("calls", len(rec.CallIDs)).Int("awaiting_approval", len(awaiting)).Msg("run enqueued")
+	if req.OnRecorded != nil {
+		req.OnRecorded(rec.ID)
+	}
 	if !wait {
 		return s.response(rec, nil, rec.CallIDs), nil
 	}
@@ -234,6 +239,7 @@ func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.C
 	if err != nil {
 		return nil, err
 	}
+	postgres.RunCallsAddedQueue(b, rec.ID, ids)
 	var awaiting []uuid.UUID
 	b.Queue(`SELECT call_id FROM core_approvals WHERE call_id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
 		var err error
@@ -414,8 +420,11 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 		if err := postgres.RunUpdate(ctx, tx, rec); err != nil {
 			return err
 		}
-		_, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params)
-		return err
+		var ids []uuid.UUID
+		if ids, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
+			return err
+		}
+		return postgres.RunCallsAdded(ctx, tx, rec.ID, ids)
 	})
 	if err != nil {
 		return nil, postgres.Error(err)

@@ -237,6 +237,12 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 			cell: func(a *matrixActor) string {
 				return status(a, "GET", "/brain/runs/"+a.api.runOK(map[string]any{"message": "health check"}).RunID.String(), nil)
 			}},
+		{method: "GET", path: "/brain/runs/:id/events", what: "another's run's events", kind: "read all", want: readers,
+			cell: func(a *matrixActor) string { return status(a, "GET", "/brain/runs/"+theirRun+"/events", nil) }},
+		{method: "GET", path: "/brain/runs/:id/events", what: "its own run's events", kind: "read own", want: all5(ok200),
+			cell: func(a *matrixActor) string {
+				return status(a, "GET", "/brain/runs/"+a.api.runOK(map[string]any{"message": "health check"}).RunID.String()+"/events", nil)
+			}},
 		{method: "POST", path: "/brain/runs/:id/approve", what: "another's plan (list my tasks)", kind: "approve", want: approvers(ok200),
 			cell: func(a *matrixActor) string {
 				return status(a, "POST", "/brain/runs/"+plan(admin)+"/approve", map[string]any{"wait": true})

@@ -37,7 +37,8 @@ type Main struct {
 	Registry *registry.Registry
 	Pool     *pgxpool.Pool
 	Waiter   *gemsql.ReceiptWaiter
-	// RunEnds hears runs end (postgres.RunEndedChannel): a repeated request waits on it.
+	// RunEnds hears runs end (postgres.RunEndedChannel): a repeated request waits on it; and runs' events
+	// recorded (postgres.RunEventChannel): their streams wait on it.
 	RunEnds *gemsql.Listener
 	Runs    *run.Service
 	Chat    *chat.Chat
@@ -96,7 +97,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Waiter = nil
 		return err
 	}
-	m.RunEnds = gemsql.NewListener(m.Pool, "run listener", []string{postgres.RunEndedChannel}, gemsql.Slog(m.Log))
+	m.RunEnds = gemsql.NewListener(m.Pool, "run listener", []string{postgres.RunEndedChannel, postgres.RunEventChannel}, gemsql.Slog(m.Log))
 	if err := m.RunEnds.Start(ctx); err != nil {
 		m.RunEnds = nil
 		return err
@@ -150,7 +151,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.Server = api.New(&api.Params{
 		Config: cfg.api(),
-		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, LLM: info, Log: m.Log,
+		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, RunEvents: m.RunEnds, LLM: info, Log: m.Log,
 		MCP: m.MCP, Devices: m.Devices, Telemetry: m.Telemetry, River: m.RiverUI,
 	})
 	if err := m.Server.Open(); err != nil {

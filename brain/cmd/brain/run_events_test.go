@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/llmconfig"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// sseEvent is one server-sent event as a client reads it.
+type sseEvent struct {
+	ID    int64 // 0 when the event had no id
+	Event string
+	Data  string
+}
+
+// readSSE parses server-sent events from r onto a channel, closed when r ends.
+func readSSE(r io.Reader) <-chan sseEvent {
+	out := make(chan sseEvent, 64)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var ev sseEvent
+		var data []string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.Event != "" || len(data) > 0 {
+					ev.Data = strings.Join(data, "\n")
+					out <- ev
+				}
+				ev, data = sseEvent{}, nil
+			case strings.HasPrefix(line, ":"):
+			case strings.HasPrefix(line, "id: "):
+				ev.ID, _ = strconv.ParseInt(strings.TrimPrefix(line, "id: "), 10, 64)
+			case strings.HasPrefix(line, "event: "):
+				ev.Event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data = append(data, strings.TrimPrefix(line, "data: "))
+			}
+		}
+	}()
+	return out
+}
+
+// openStream sends a request that answers a stream of events; the response's body is the caller's to close.
+func openStream(t *testing.T, a *testAPI, method, path string, body any, header map[string]string) *http.Response {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.url+path, r)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// collect reads events until the channel closes or within, whichever is first.
+func collect(t *testing.T, events <-chan sseEvent, within time.Duration) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	deadline := time.After(within)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return out
+			}
+			out = append(out, e)
+		case <-deadline:
+			t.Fatalf("the stream did not end within %s; it sent %v", within, kinds(out))
+		}
+	}
+}
+
+func kinds(events []sseEvent) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.Event
+	}
+	return out
+}
+
+// requireSeq checks the events are numbered from first, one after another.
+func requireSeq(t *testing.T, events []sseEvent, first int64) {
+	t.Helper()
+	for i, e := range events {
+		require.Equal(t, first+int64(i), e.ID, "event %d (%s)", i, e.Event)
+	}
+}
+
+// TestChatStreamsItsEvents: a chat turn asked with Accept: text/event-stream streams its journal as it is
+// recorded — run started, each LLM step started and ended (with its tokens, attempt and latency), the call
+// enqueued, its receipt, the answer, run ended — and ends with the turn's response. GET
+// /brain/runs/{id}/events gives the same events from the database, and resumes after Last-Event-ID.
+// Before, the chat answered once at the end and ignored the Accept header, and no run had events.
+func TestChatStreamsItsEvents(t *testing.T) {
+	t.Parallel()
+	title := "stream " + uuid.NewString()[:8]
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task",
+			Arguments: fmt.Sprintf(`{"title": %q, "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`, title)}}},
+		llmfake.Turn{Text: "Done: it is on your list."})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
+
+	sent := time.Now()
+	resp := openStream(t, a, http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"message": "add a task", "user_id": "user-1"}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	stream := readSSE(resp.Body)
+	first := <-stream
+	t.Logf("first event %s after the request", time.Since(sent).Round(time.Microsecond))
+	events := append([]sseEvent{first}, collect(t, stream, 30*time.Second)...)
+
+	want := []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started", "llm_ended", "answer", "run_ended", "response"}
+	require.Equal(t, want, kinds(events))
+	requireSeq(t, events[:len(events)-1], 1)
+	require.Zero(t, events[len(events)-1].ID, "the response is no event of the run: a client resuming never sees it again")
+
+	var ended map[string]any
+	require.NoError(t, json.Unmarshal([]byte(events[2].Data), &ended))
+	require.EqualValues(t, 1, ended["iteration"])
+	require.EqualValues(t, 1, ended["attempt"])
+	require.EqualValues(t, 0, ended["retries"])
+	require.Contains(t, ended, "latency_ms")
+	require.Contains(t, ended["tokens"], "input_tokens")
+	var call, receipt map[string]any
+	require.NoError(t, json.Unmarshal([]byte(events[3].Data), &call))
+	require.Equal(t, "os.create_task", call["tool"])
+	require.NoError(t, json.Unmarshal([]byte(events[4].Data), &receipt))
+	require.Equal(t, call["call_id"], receipt["call_id"])
+	require.Equal(t, "succeeded", receipt["status"])
+	require.JSONEq(t, `{"reply": "Done: it is on your list."}`, events[7].Data)
+	require.JSONEq(t, `{"status": "completed"}`, events[8].Data)
+	var final brain.ChatResponse
+	require.NoError(t, json.Unmarshal([]byte(events[9].Data), &final))
+	require.True(t, final.OK, "%+v", final.Errors)
+	require.Equal(t, "Done: it is on your list.", final.Reply)
+	var started map[string]any
+	require.NoError(t, json.Unmarshal([]byte(events[0].Data), &started))
+	require.Equal(t, final.SessionID, started["session_id"])
+
+	// The same events, read back from the database; and from after the third.
+	path := "/brain/runs/" + final.RunID.String() + "/events"
+	again := collect(t, readSSE(openStream(t, a, http.MethodGet, path, nil, nil).Body), 10*time.Second)
+	require.Equal(t, want[:len(want)-1], kinds(again))
+	for i := range again {
+		require.Equal(t, events[i], again[i])
+	}
+	rest := collect(t, readSSE(openStream(t, a, http.MethodGet, path, nil, map[string]string{"Last-Event-ID": "3"}).Body), 10*time.Second)
+	require.Equal(t, want[3:len(want)-1], kinds(rest))
+	requireSeq(t, rest, 4)
+
+	var e errorResponse
+	require.Equal(t, http.StatusNotFound, a.do(http.MethodGet, "/brain/runs/"+uuid.Must(uuid.NewV7()).String()+"/events", nil, &e))
+	require.Equal(t, http.StatusBadRequest, openStream(t, a, http.MethodGet, path, nil, map[string]string{"Last-Event-ID": "x"}).StatusCode)
+}
+
+// TestAsyncRequests: "async": true (or Prefer: respond-async) on POST /brain/run, /agents/{slug}/chat and
+// /operator/chat answers 202 at once with the run (and the session) and its Location; the work goes on, and
+// its events tell when it ends. A retry with the request's key answers the same run. Before, async was an
+// unknown property (400) and the header was ignored: the client waited for the whole turn.
+func TestAsyncRequests(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	asked := make(chan struct{}, 4)
+	fake := llmfake.NewOpenAI(t, fakeKey, blockingTurn(llmfake.Turn{Text: "Later, as promised."}, asked, release))
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
+
+	// A chat: 202 while the LLM has not answered yet.
+	key := "async-" + uuid.NewString()
+	body := map[string]any{"message": "take your time", "user_id": "user-1", "async": true}
+	status, data, err := post(a, "/agents/"+agent+"/chat", body, map[string]string{brain.IdempotencyKeyHeader: key})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status, "%s", data)
+	var accepted struct {
+		OK        bool      `json:"ok"`
+		RunID     uuid.UUID `json:"run_id"`
+		SessionID string    `json:"session_id"`
+		Location  string    `json:"location"`
+		Events    string    `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(data, &accepted))
+	require.True(t, accepted.OK)
+	require.NotEmpty(t, accepted.SessionID)
+	require.Equal(t, "/brain/runs/"+accepted.RunID.String(), accepted.Location)
+	<-asked
+	run := a.getRun(accepted.RunID)
+	require.Equal(t, brain.RunPlanning, run.Status, "the turn is still answering")
+
+	// The retry, with the header this time: the same run, at once.
+	delete(body, "async")
+	status, data, err = post(a, "/agents/"+agent+"/chat", body, map[string]string{brain.IdempotencyKeyHeader: key, "Prefer": "respond-async"})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status, "%s", data)
+	var repeat map[string]any
+	require.NoError(t, json.Unmarshal(data, &repeat))
+	require.Equal(t, accepted.RunID.String(), repeat["run_id"])
+	require.Equal(t, accepted.SessionID, repeat["session_id"])
+
+	close(release)
+	events := collect(t, readSSE(openStream(t, a, http.MethodGet, accepted.Events, nil, nil).Body), 30*time.Second)
+	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "answer", "run_ended"}, kinds(events))
+	require.JSONEq(t, `{"reply": "Later, as promised."}`, events[3].Data)
+	require.Len(t, fake.Requests(), 1, "the retry asked nothing")
+
+	// POST /brain/run: 202 once the run and its call are recorded; its events end with the answer.
+	runKey := "async-run-" + uuid.NewString()
+	title := "async run " + uuid.NewString()[:8]
+	runBody := map[string]any{"message": "create a task to " + title, "mode": "enqueue_and_wait", "async": true}
+	status, data, err = post(a, "/brain/run", runBody, map[string]string{brain.IdempotencyKeyHeader: runKey})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status, "%s", data)
+	var runAccepted map[string]any
+	require.NoError(t, json.Unmarshal(data, &runAccepted))
+	runID := runAccepted["run_id"].(string)
+	events = collect(t, readSSE(openStream(t, a, http.MethodGet, "/brain/runs/"+runID+"/events", nil, nil).Body), 30*time.Second)
+	require.Equal(t, []string{"run_started", "call_enqueued", "receipt", "answer", "run_ended"}, kinds(events))
+	require.Contains(t, events[2].Data, `"status": "succeeded"`)
+	status, data, err = post(a, "/brain/run", runBody, map[string]string{brain.IdempotencyKeyHeader: runKey})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status, "%s", data)
+	require.NoError(t, json.Unmarshal(data, &runAccepted))
+	require.Equal(t, runID, runAccepted["run_id"], "a retry answers the same run")
+	require.Equal(t, 1, countCalls(t, shared.pool, uuid.MustParse(runID)))
+
+	// POST /operator/chat, answered by the rules (the shared brain has no LLM).
+	rules := newAPI(t)
+	status, data, err = post(rules, "/operator/chat", map[string]any{"message": "health check"}, map[string]string{"Prefer": "respond-async"})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status, "%s", data)
+	var op map[string]any
+	require.NoError(t, json.Unmarshal(data, &op))
+	require.NotEmpty(t, op["session_id"])
+	events = collect(t, readSSE(openStream(t, rules, http.MethodGet, "/brain/runs/"+op["run_id"].(string)+"/events", nil, nil).Body), 30*time.Second)
+	require.Equal(t, "run_ended", events[len(events)-1].Event)
+}

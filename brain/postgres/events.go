@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	gemsql "github.com/gemhq/gem/sql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// A run's events (migration 00045, docs/durable-runs.md#async-and-live) are written in the transactions of
+// the journal writes they describe: the run's start and end by brain_runs' triggers, its calls with their
+// insert (RunCallsAdded), receipts when they are settled, LLM steps with their brain_turns row.
+
+// RunEventChannel is notified with a run's id when events are added to it, at commit: a wake-up, after
+// which the events are read.
+const RunEventChannel = "gem_run_event"
+
+// Kinds of run events.
+const (
+	EventRunStarted           = "run_started"
+	EventRunResumed           = "run_resumed"
+	EventLLMStarted           = "llm_started"
+	EventLLMEnded             = "llm_ended"
+	EventCallEnqueued         = "call_enqueued"
+	EventCallAwaitingApproval = "call_awaiting_approval"
+	EventReceipt              = "receipt"
+	EventAnswer               = "answer"
+	EventError                = "error"
+	EventRunEnded             = "run_ended"
+)
+
+// RunEvent is one event of a run: Seq counts the run's events from 1.
+type RunEvent struct {
+	Seq  int64           `json:"seq"`
+	At   time.Time       `json:"at"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+// RunEventAdd appends an event to a run (data is marshalled to JSON).
+func RunEventAdd(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, kind string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("error encoding a run event: %w", err)
+	}
+	if _, err := db.Exec(ctx, `SELECT gem_run_events_add($1, ARRAY[$2::text], ARRAY[$3::jsonb])`, runID, kind, b); err != nil {
+		return Error(fmt.Errorf("error recording a run event: %w", err))
+	}
+	return nil
+}
+
+// RunCallsAdded records call_enqueued (and call_awaiting_approval for those held for approval) for calls a
+// run has just inserted, in the transaction that inserts them.
+func RunCallsAdded(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := db.Exec(ctx, runCallsAddedSQL, runID, ids); err != nil {
+		return Error(fmt.Errorf("error recording a run's calls as events: %w", err))
+	}
+	return nil
+}
+
+const runCallsAddedSQL = `SELECT gem_run_calls_added($1, $2)`
+
+// RunCallsAddedQueue queues RunCallsAdded on a batch.
+func RunCallsAddedQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID) {
+	if len(ids) > 0 {
+		b.Queue(runCallsAddedSQL, runID, ids)
+	}
+}
+
+// RunEventsAfter returns a run's events after seq, oldest first, at most limit.
+func RunEventsAfter(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, after int64, limit int) ([]RunEvent, error) {
+	rows, err := db.Query(ctx, `SELECT seq, at, kind, data FROM brain_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		runID, after, limit)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error reading a run's events: %w", err))
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunEvent, error) {
+		var e RunEvent
+		err := row.Scan(&e.Seq, &e.At, &e.Kind, &e.Data)
+		return e, err
+	})
+	return events, Error(err)
+}
