@@ -1,12 +1,16 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,4 +99,145 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return resp.StatusCode, fmt.Errorf("the brain answered %d with something that is not JSON: %.200s", resp.StatusCode, data)
 	}
 	return resp.StatusCode, nil
+}
+
+// Event is one server-sent event of a run (GET /brain/runs/{id}/events), or the last of a chat's stream
+// (Kind "response", ID 0).
+type Event struct {
+	ID   int64
+	Kind string
+	Data json.RawMessage
+}
+
+// ReadEvents reads server-sent events from r, calling fn for each, until r ends or fn errs.
+func ReadEvents(r io.Reader, fn func(Event) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var ev Event
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch {
+		case line == "":
+			if ev.Kind != "" || len(data) > 0 {
+				ev.Data = json.RawMessage(strings.Join(data, "\n"))
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+			ev, data = Event{}, nil
+		case field == "": // a comment (keep-alive)
+		case field == "id":
+			ev.ID, _ = strconv.ParseInt(value, 10, 64)
+		case field == "event":
+			ev.Kind = value
+		case field == "data":
+			data = append(data, value)
+		}
+	}
+	return sc.Err()
+}
+
+// errStreamEnded says a stream ended before its run did.
+var errStreamEnded = errors.New("the event stream ended before the run")
+
+// FollowRun calls fn with each event of a run after seq after, until run_ended. A stream that breaks (its
+// brain restarted) is opened again from the last event seen, until ctx ends: any brain serves it.
+func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(Event) error) error {
+	for {
+		var stop error // fn's error, or io.EOF at run_ended
+		status, err := c.stream(ctx, http.MethodGet, "/brain/runs/"+id+"/events", nil, after, func(e Event) error {
+			if e.Kind == "json" {
+				return nil // an error's body: the status says it
+			}
+			after = e.ID
+			if stop = fn(e); stop == nil && e.Kind == "run_ended" {
+				stop = io.EOF
+			}
+			return stop
+		})
+		switch {
+		case errors.Is(stop, io.EOF):
+			return nil
+		case stop != nil:
+			return stop
+		case status >= 400:
+			return err
+		}
+		select { // the stream broke (its brain went away): again, from the last event seen
+		case <-ctx.Done():
+			return fmt.Errorf("following run %s: %w (%v)", id, ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// ChatStream posts a chat message asking for its events (Accept: text/event-stream) and calls fn with each,
+// the last being the turn's response (Kind "response"). A request refused before its turn began is answered
+// in JSON: its status and body come back instead (status >= 400, body not nil).
+func (c *Client) ChatStream(ctx context.Context, slug string, req *brain.ChatParams, fn func(Event) error) (status int, body json.RawMessage, err error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	var refused json.RawMessage
+	status, err = c.stream(ctx, http.MethodPost, "/agents/"+url.PathEscape(slug)+"/chat", data, 0, func(e Event) error {
+		if e.Kind == "json" {
+			refused = e.Data
+			return nil
+		}
+		return fn(e)
+	})
+	if errors.Is(err, errStreamEnded) && refused == nil {
+		err = nil
+	}
+	return status, refused, err
+}
+
+// stream sends a request for server-sent events and reads them; a JSON answer (an error) comes to fn as one
+// event of Kind "json". It returns errStreamEnded when the stream ends without fn ending it.
+func (c *Client) stream(ctx context.Context, method, path string, body []byte, after int64, fn func(Event) error) (int, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, r)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if after > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err := fn(Event{Kind: "json", Data: data}); err != nil {
+			return resp.StatusCode, err
+		}
+		if resp.StatusCode >= 400 {
+			return resp.StatusCode, fmt.Errorf("the brain answered %d: %.300s", resp.StatusCode, data)
+		}
+		return resp.StatusCode, errStreamEnded
+	}
+	if err := ReadEvents(resp.Body, fn); err != nil {
+		return resp.StatusCode, err
+	}
+	return resp.StatusCode, errStreamEnded
 }

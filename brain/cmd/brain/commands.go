@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -632,4 +633,86 @@ func approvalsCommand(args []string, getenv func(string) string, stdout, stderr 
 		return usage()
 	}
 	return callAPI(client(), method, path, req, "brain approvals "+sub, stdout, stderr)
+}
+
+// printEvent prints one event of a run as a line: its number, kind and data.
+func printEvent(w io.Writer, e api.Event) {
+	var data bytes.Buffer
+	if json.Compact(&data, e.Data) != nil {
+		data.Write(e.Data)
+	}
+	fmt.Fprintf(w, "  %3d %-22s %s\n", e.ID, e.Kind, data.String())
+}
+
+// chatMessage sends an agent a message and prints its turn as it runs: brain chat AGENT MESSAGE.
+func chatMessage(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	session := fs.String("session", "", "go on with this session (a new one when empty)")
+	user := fs.String("user", "cli", "the user the agent speaks for (its user_id)")
+	key := fs.String("key", "", "idempotency key: a retry with it answers the same turn")
+	asJSON := fs.Bool("json", false, "print the turn's JSON response (its events go to stderr)")
+	timeout := waitFlag(10 * time.Minute)
+	fs.Var(&timeout, "timeout", "how long to wait for the turn (a duration)")
+	client := clientFrom(fs, getenv)
+	agent, rest := firstArg(args)
+	if err := fs.Parse(rest); err != nil {
+		return flagExit(err)
+	}
+	message := strings.Join(fs.Args(), " ")
+	if agent == "" || strings.TrimSpace(message) == "" {
+		fmt.Fprintln(stderr, "usage: brain chat AGENT MESSAGE [-session ID] [-user ID] [-key K] [-json]")
+		return 2
+	}
+	c := client()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout))
+	defer cancel()
+	events := stdout
+	if *asJSON {
+		events = stderr
+	}
+	var resp *brain.ChatResponse
+	var raw json.RawMessage
+	status, refused, err := c.ChatStream(ctx, agent, &brain.ChatParams{Message: message, UserID: *user, SessionID: *session, IdempotencyKey: *key},
+		func(e api.Event) error {
+			if e.Kind == "response" {
+				raw, resp = e.Data, &brain.ChatResponse{}
+				return json.Unmarshal(e.Data, resp)
+			}
+			printEvent(events, e)
+			return nil
+		})
+	if refused != nil {
+		var body map[string]any
+		_ = json.Unmarshal(refused, &body)
+		if apiError(stdout, "brain chat", status, body) {
+			tokenHint(stderr, status, c.tokenSource)
+			return 1
+		}
+		// Answered in JSON with no stream: a repeated request's turn, as it was sent.
+		raw, resp = refused, &brain.ChatResponse{}
+		err = json.Unmarshal(refused, resp)
+	}
+	if err != nil || resp == nil {
+		fmt.Fprintln(stderr, "brain chat: the stream ended without the turn's response:", err)
+		return 1
+	}
+	if *asJSON {
+		var out bytes.Buffer
+		_ = json.Indent(&out, raw, "", "  ")
+		fmt.Fprintln(stdout, out.String())
+	} else {
+		mark := "ok"
+		if !resp.OK {
+			mark = "NOT OK"
+		}
+		fmt.Fprintf(stdout, "\n%s  run %s  session %s  %s\n\n%s\n", mark, resp.RunID, resp.SessionID, resp.Status, resp.Reply)
+		for _, e := range resp.Errors {
+			fmt.Fprintf(stdout, "  error %s: %s\n", e.Code, e.Message)
+		}
+	}
+	if resp.OK {
+		return 0
+	}
+	return 1
 }

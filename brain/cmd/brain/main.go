@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +31,9 @@ const usage = `brain: GEM's brain, an HTTP service that plans tool calls, and a 
 usage:
   brain serve [-migrate]                  serve the HTTP API until SIGINT/SIGTERM
   brain run -m MESSAGE [flags]            ask the brain; exits 0 when ok, 1 otherwise
+  brain chat AGENT MESSAGE [-session ID] [-user ID] [-key K] [-json]
+                                          send an agent a message, printing the turn's events as they
+                                          come, then its reply; -session goes on with a conversation
   brain approve RUN_ID [-wait] [-timeout 30s|30000]
                                           run a plan stored with -M plan (its author's, or any with
                                           approve; the calls run with no more than you hold)
@@ -151,6 +155,8 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return serve(args[1:], getenv, stderr)
 	case "run":
 		return runMessage(args[1:], getenv, stdout, stderr)
+	case "chat":
+		return chatMessage(args[1:], getenv, stdout, stderr)
 	case "call":
 		return callTool(args[1:], getenv, stdout, stderr)
 	case "devices":
@@ -252,6 +258,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 		conversation = fs.String("conversation", "", "conversation id")
 		maxCalls     = fs.Int("max-calls", 0, "most tool calls to plan (1..50; default 10)")
 		asJSON       = fs.Bool("json", false, "print the JSON response")
+		follow       = fs.Bool("follow", false, "answer at once and print the run's events as they come, then its answer")
 		url          = fs.String("url", "", "brain URL")
 		token        = fs.String("token", "", "bearer token")
 	)
@@ -290,10 +297,26 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 	client := newCLIClient(*url, *token, getenv)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)+15*time.Second)
 	defer cancel()
+	req.Async = *follow
 	resp, status, err := client.Run(ctx, req)
 	if err != nil {
 		fmt.Fprintln(stderr, "brain run:", err)
 		return 1
+	}
+	if *follow && status == http.StatusAccepted {
+		events := stdout
+		if *asJSON {
+			events = stderr // stdout is the answer's JSON
+		}
+		if err := client.FollowRun(ctx, resp.RunID.String(), 0, func(e api.Event) error { printEvent(events, e); return nil }); err != nil {
+			fmt.Fprintln(stderr, "brain run:", err)
+			return 1
+		}
+		if resp, status, err = client.GetRun(ctx, resp.RunID.String()); err != nil {
+			fmt.Fprintln(stderr, "brain run:", err)
+			return 1
+		}
+		fmt.Fprintln(events)
 	}
 	printRun(stdout, stderr, resp, status, *asJSON, client.tokenSource)
 	if resp.OK && status < 300 {

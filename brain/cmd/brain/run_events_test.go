@@ -1,21 +1,27 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
@@ -27,33 +33,15 @@ type sseEvent struct {
 	Data  string
 }
 
-// readSSE parses server-sent events from r onto a channel, closed when r ends.
+// readSSE parses server-sent events from r onto a channel (with the CLI's reader), closed when r ends.
 func readSSE(r io.Reader) <-chan sseEvent {
 	out := make(chan sseEvent, 64)
 	go func() {
 		defer close(out)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var ev sseEvent
-		var data []string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if ev.Event != "" || len(data) > 0 {
-					ev.Data = strings.Join(data, "\n")
-					out <- ev
-				}
-				ev, data = sseEvent{}, nil
-			case strings.HasPrefix(line, ":"):
-			case strings.HasPrefix(line, "id: "):
-				ev.ID, _ = strconv.ParseInt(strings.TrimPrefix(line, "id: "), 10, 64)
-			case strings.HasPrefix(line, "event: "):
-				ev.Event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				data = append(data, strings.TrimPrefix(line, "data: "))
-			}
-		}
+		_ = api.ReadEvents(r, func(e api.Event) error {
+			out <- sseEvent{ID: e.ID, Event: e.Kind, Data: string(e.Data)}
+			return nil
+		})
 	}()
 	return out
 }
@@ -262,4 +250,142 @@ func TestAsyncRequests(t *testing.T) {
 	require.NotEmpty(t, op["session_id"])
 	events = collect(t, readSSE(openStream(t, rules, http.MethodGet, "/brain/runs/"+op["run_id"].(string)+"/events", nil, nil).Body), 30*time.Second)
 	require.Equal(t, "run_ended", events[len(events)-1].Event)
+}
+
+// TestRunEventsAcrossBrainRestart: a client follows a chat turn's events from brain A; A is SIGKILLed while
+// it waits for the LLM's second answer, and the stream breaks. The client reconnects to brain B with
+// Last-Event-ID: B, which took the turn over, streams the rest from the database — the takeover, the second
+// LLM step, the answer, run ended — with no event lost or repeated. Before, there were no events to follow.
+func TestRunEventsAcrossBrainRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, dbURL := sqltest.NewDB(t)
+	executor, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	defer executor.Stop()
+
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "h1", Name: "os__health_check", Arguments: `{}`}}},
+		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
+		llmfake.Turn{Text: "All healthy."})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	addrA := freeAddr(t)
+	a := exec.Command(brainBinary(t), "serve")
+	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
+		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL="+fake.URL+"/v1", "GEM_LLM_API_KEY="+fakeKey,
+		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
+	a.Stdout, a.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, a.Start())
+	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
+	apiA := &testAPI{t: t, url: "http://" + addrA, token: testToken}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(apiA.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
+
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{Lease: time.Second}
+	})
+	require.NoError(t, err)
+	defer m.Close(ctx)
+	apiB := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("health"): {"os.health_check"}})
+
+	status, data, err := post(apiA, "/agents/"+agent+"/chat", map[string]any{"message": "is all well?", "user_id": "user-1", "async": true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status, "%s", data)
+	var accepted struct {
+		RunID  uuid.UUID `json:"run_id"`
+		Events string    `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(data, &accepted))
+
+	// From A, until A asks for the second answer.
+	fromA := readSSE(openStream(t, apiA, http.MethodGet, accepted.Events, nil, nil).Body)
+	var seen []sseEvent
+	for len(seen) == 0 || seen[len(seen)-1].Event != "llm_started" || len(seen) < 6 {
+		select {
+		case e, ok := <-fromA:
+			require.True(t, ok, "A's stream ended early: %v", kinds(seen))
+			seen = append(seen, e)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("A's stream stalled: %v", kinds(seen))
+		}
+	}
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("brain A never asked for the second answer")
+	}
+	require.NoError(t, a.Process.Kill())
+	_ = a.Wait()
+	once.Do(func() { close(release) })
+	for range fromA { // A's stream breaks with A
+	}
+	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started"}, kinds(seen))
+
+	// The rest from B, after the last event the client saw.
+	last := seen[len(seen)-1].ID
+	rest := collect(t, readSSE(openStream(t, apiB, http.MethodGet, accepted.Events, nil,
+		map[string]string{"Last-Event-ID": strconv.FormatInt(last, 10)}).Body), 30*time.Second)
+	require.Equal(t, []string{"run_resumed", "llm_started", "llm_ended", "answer", "run_ended"}, kinds(rest))
+	requireSeq(t, append(seen, rest...), 1)
+	require.JSONEq(t, `{"reply": "All healthy."}`, rest[3].Data)
+	require.JSONEq(t, `{"owner": "`+m.Chat.Owner()+`"}`, rest[0].Data)
+}
+
+// TestCLIFollowsRuns: `brain run --follow` answers at once and prints the run's events as they come, then
+// its answer; `brain chat AGENT MESSAGE` prints the turn's events, then the agent's reply. Before, neither
+// existed (unknown flag, unknown command).
+func TestCLIFollowsRuns(t *testing.T) {
+	t.Parallel()
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "h1", Name: "os__health_check", Arguments: `{}`}}},
+		llmfake.Turn{Text: "Everything is running."})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("health"): {"os.health_check"}})
+	env := map[string]string{"GEM_BRAIN_URL": a.url, "GEM_BRAIN_TOKEN": testToken}
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := cli(args, func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	// eventKinds are the kinds of the event lines printed ("  N kind {data}"), in order.
+	eventKinds := func(out string) []string {
+		var kinds []string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && strings.HasPrefix(f[2], "{") {
+				if _, err := strconv.Atoi(f[0]); err == nil {
+					kinds = append(kinds, f[1])
+				}
+			}
+		}
+		return kinds
+	}
+
+	title := "follow " + uuid.NewString()[:8]
+	code, out, errOut := run("run", "--follow", "-m", "create a task to "+title)
+	require.Equal(t, 0, code, out+errOut)
+	require.Equal(t, []string{"run_started", "call_enqueued", "receipt", "answer", "run_ended"}, eventKinds(out), out)
+	require.Contains(t, out, "ok (HTTP 200)")
+	require.Contains(t, out, "os.create_task")
+	require.Contains(t, out, "Created task")
+
+	code, out, errOut = run("chat", agent, "is", "everything", "running?")
+	require.Equal(t, 0, code, out+errOut)
+	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started", "llm_ended", "answer", "run_ended"},
+		eventKinds(out), out)
+	require.Contains(t, out, "Everything is running.")
+	require.Regexp(t, `ok  run [0-9a-f-]{36}  session [0-9a-f-]{36}  completed`, out)
+
+	code, out, _ = run("chat", "no-such-agent", "hello")
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "HTTP 404")
 }
