@@ -123,7 +123,7 @@ func (b *browserSteps) open(path, ready string) {
 
 // TestStudioInBrowser drives the studio in headless Chromium as an operator would: log in, create and
 // edit a skill (a bad slug shows the API's message by the field), assign it to a new agent, chat with the
-// agent and see its calls arrive, approve a held call, watch a receipt arrive live, and find a failed call
+// agent and see its turn's steps and calls arrive as they happen (the turn's event stream), approve a held call, watch a receipt arrive live, and find a failed call
 // by filter. It saves a screenshot of each page.
 func TestStudioInBrowser(t *testing.T) {
 	t.Parallel()
@@ -209,6 +209,12 @@ func TestStudioInBrowser(t *testing.T) {
 	calls := b.text("#chat-calls")
 	require.Contains(t, calls, "os.create_note")
 	require.Contains(t, calls, "succeeded")
+	// The turn was streamed: its steps, as its run's events told them, stay under the reply.
+	steps := b.text("#transcript .steps")
+	require.Contains(t, steps, "asking the model (step 1)")
+	require.Contains(t, steps, "calling os.create_note")
+	require.Contains(t, steps, "os.create_note succeeded")
+	require.Contains(t, steps, "asking the model (step 2)")
 	b.shot("05-chat")
 
 	// Approve a held call: it runs, and its receipt is written.

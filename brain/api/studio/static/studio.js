@@ -192,8 +192,9 @@
     source.onerror = () => state && state.classList.remove("on");
   }
 
-  // Chat: a turn posts the message; the agent's calls appear as their receipts arrive (the event stream,
-  // filtered to the agent), and the reply when the turn ends.
+  // Chat: a turn posts the message and reads its run's events as they are recorded (the turn's steps, its
+  // calls and their receipts), then the reply; the calls list also hears the agent's calls from the studio's
+  // call stream.
   const transcript = document.getElementById("transcript");
   function say(who, text, cls) {
     const p = el("div", { class: "msg " + (cls || who) });
@@ -204,6 +205,60 @@
     return p;
   }
 
+  // stream posts a request asking for its run's events (Accept: text/event-stream) and calls onEvent with
+  // each as it comes; it returns the status and the last event's data (the turn's response), or the JSON
+  // answer of a request refused before its turn began.
+  async function stream(url, body, onEvent) {
+    const resp = await fetch(url, { method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+      headers: { "X-CSRF-Token": csrf, Accept: "text/event-stream", "Content-Type": "application/json" } });
+    if (resp.status === 401) location.href = "/studio/login?next=" + encodeURIComponent(location.pathname + location.search);
+    if (!(resp.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
+      let data = null;
+      try { data = await resp.json(); } catch (_) { data = null; }
+      return { status: resp.status, data: data || {} };
+    }
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "", last = {};
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buf.indexOf("\n\n")) >= 0) {
+        const ev = { event: "message", data: [] };
+        for (const line of buf.slice(0, end).split("\n")) {
+          const i = line.indexOf(":");
+          if (i <= 0) continue; // a comment (keep-alive)
+          const field = line.slice(0, i), val = line.slice(i + 1).replace(/^ /, "");
+          if (field === "event") ev.event = val; else if (field === "data") ev.data.push(val); else if (field === "id") ev.id = Number(val);
+        }
+        buf = buf.slice(end + 2);
+        if (!ev.data.length) continue;
+        let data = {};
+        try { data = JSON.parse(ev.data.join("\n")); } catch (_) { data = {}; }
+        if (ev.event === "response") last = data; else onEvent(ev.event, data);
+      }
+    }
+    return { status: resp.status, data: last };
+  }
+
+  // stepText says an event of the turn in a few words; "" for the ones not shown.
+  function stepText(kind, d) {
+    switch (kind) {
+      case "llm_started": return `asking the model (step ${d.iteration})`;
+      case "llm_ended": return d.error ? `the model failed (attempt ${d.attempt})` : `the model answered (step ${d.iteration}, ${Math.round(d.latency_ms)} ms)`;
+      case "call_enqueued": return `calling ${d.tool}`;
+      case "call_awaiting_approval": return `${d.tool} awaits approval`;
+      case "receipt": return `${d.tool} ${d.status}`;
+      case "run_resumed": return "taken over by another brain";
+      case "error": return `error ${d.code}: ${d.message}`;
+    }
+    return "";
+  }
+
+  // chatTurn streams a turn: its steps show under the pending reply as they happen, its calls in the list,
+  // and the reply when it ends.
   async function chatTurn(form, url, body) {
     const message = body.message;
     if (!message || !message.trim()) {
@@ -213,14 +268,24 @@
     say("you", message);
     form.elements.message.value = "";
     const wait = say("agent", "…", "agent pending");
+    const steps = el("ol", { class: "steps" });
+    wait.appendChild(steps);
     const button = form.querySelector("button");
     button.disabled = true;
     try {
-      const { status, data } = await api("POST", url, body);
-      wait.remove();
+      const { status, data } = await stream(url, body, (kind, d) => {
+        if (kind === "run_started" && d.session_id) document.getElementById("chat-session").value = d.session_id;
+        if (kind === "call_enqueued") addChatCall({ id: d.call_id, tool: d.tool, status: "queued", error_code: "" });
+        if (kind === "call_awaiting_approval") addChatCall({ id: d.call_id, tool: d.tool, status: "awaiting_approval", error_code: "" });
+        if (kind === "receipt") addChatCall({ id: d.call_id, tool: d.tool, status: d.status, error_code: d.error_code || "" });
+        const text = stepText(kind, d);
+        if (text) { steps.appendChild(el("li", {}, text)); transcript.scrollTop = transcript.scrollHeight; }
+      });
       if (data.session_id) document.getElementById("chat-session").value = data.session_id;
       for (const tc of data.tool_calls || []) addChatCall({ id: tc.call_id, tool: tc.tool, status: tc.status, error_code: tc.error_code || "" });
-      if (data.reply) say("agent", data.reply);
+      wait.classList.remove("pending");
+      wait.querySelector(".text").textContent = data.reply || "";
+      if (!data.reply && !steps.children.length) wait.remove();
       if (status >= 400 || data.ok === false) showErrors(form, data.errors || [{ message: `The turn failed (HTTP ${status}).` }]);
     } catch (e) {
       wait.remove();
