@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -379,6 +380,9 @@ const (
 	// in one answer, which the loop makes at once and waits for together.
 	scAgent1 = "brain chat, 1 tool call in a turn (instant fake LLM)"
 	scAgent5 = "brain chat, 5 parallel tool calls in a turn (instant fake LLM)"
+	// The same one-call turn asked with Accept: text/event-stream, measured to its first event (run_started,
+	// read from the database after the turn's first transaction): how soon a client sees its turn begin.
+	scAgentStream = "brain chat, first event of a streamed turn (1 tool call, instant fake LLM)"
 
 	fakeLLMKey       = "bench-fake-llm-key-0123456789"
 	fiveCallsProgram = `{"code": "const n = []; for (let i = 0; i < 5; i++) { n.push(Object.keys(gem.os.health_check({})).length); } return n;"}`
@@ -506,9 +510,48 @@ func benchAgentLoop(ctx context.Context, cfg benchConfig, res *benchResult, rig 
 			return end, nil
 		}
 	}
-	progress("agent loop: chat turns with 1 tool call and with 5 parallel tool calls, in turn")
+	progress("agent loop: chat turns with 1 tool call, with 5 parallel tool calls, and streamed (to the first event), in turn")
 	return measureInterleaved(ctx, cfg, res, []latencyScenario{
 		{scAgent1, turn("one health check", 1)},
 		{scAgent5, turn("five health checks", 5)},
+		{scAgentStream, func(ctx context.Context, i int) (time.Time, error) {
+			return firstStreamedEvent(ctx, rig, "one health check")
+		}},
 	}, settle, progress)
+}
+
+// firstStreamedEvent sends a chat turn asking for its events and returns when the first arrived; it reads
+// the stream to its end (the turn's response) before returning, so turns do not pile up.
+func firstStreamedEvent(ctx context.Context, rig *deviceRig, message string) (time.Time, error) {
+	body, _ := json.Marshal(map[string]any{"message": message, "user_id": "bench"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rig.brain.url+"/agents/"+benchAgent+"/chat", bytes.NewReader(body))
+	if err != nil {
+		return time.Time{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+rig.brain.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := rig.client.Do(req)
+	if err != nil {
+		return time.Now(), err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return time.Now(), fmt.Errorf("a streamed chat answered %s (%s): %.300s", resp.Status, resp.Header.Get("Content-Type"), data)
+	}
+	r := bufio.NewReader(resp.Body)
+	line, err := r.ReadString('\n')
+	first := time.Now()
+	if err != nil || line != "id: 1\n" {
+		return first, fmt.Errorf("a streamed chat's first line was %q (%v), not its first event", line, err)
+	}
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		return first, err
+	}
+	if !bytes.Contains(rest, []byte("event: response\ndata: {\"ok\":true")) {
+		return first, fmt.Errorf("a streamed chat did not end with an ok response: %.500s", rest)
+	}
+	return first, nil
 }

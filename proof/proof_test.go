@@ -117,7 +117,7 @@ func TestBenchSmoke(t *testing.T) {
 		History: 3000, Backlog: 300, dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 37, "16 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
+	require.Len(t, res.Latency, 39, "17 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
 	for _, l := range res.Latency {
 		m := l.median()
 		if l.Scenario == scHealthBusy {
@@ -177,9 +177,9 @@ func TestBenchSmoke(t *testing.T) {
 
 	var out bytes.Buffer
 	printBench(&out, cfg, res)
-	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scAgent1, scAgent5, scREST, scRESTGo, scDevice, scHealthAlone, scHealthBusy,
+	for _, want := range []string{scRiver, scGEM, scGEMNote, scBrain, scBrainHealth, scMCP, scMCPSDK, scCode5, scRuns5, scAgent1, scAgent5, scAgentStream, scREST, scRESTGo, scDevice, scHealthAlone, scHealthBusy,
 		drNoop, drReceipt, drGEM, drGEMNote, "peak RSS", "GEM / River floor p50", "MCP tools/call / POST /brain/run", "device relay",
-		"limits: most calls at once", "agent loop: a turn with 5 parallel tool calls / with 1", "limits: most starts in any second", scTelemetryOff, scTelemetryMetrics, scTelemetryTraces,
+		"limits: most calls at once", "agent loop: a turn with 5 parallel tool calls / with 1", "streamed chat turn: first event p50", "limits: most starts in any second", scTelemetryOff, scTelemetryMetrics, scTelemetryTraces,
 		"telemetry overhead, brain run p50: Prometheus on", "telemetry overhead, brain run p50: Prometheus and OTLP traces on",
 		scHistEmpty, scHistFull, "several executors: 2 executors' drain / 1 executor's", "(200 workers each)", "batches capped", "history: drain of 300 queued calls with 3,000 receipts", "history: slowest audit query", "core_recent_failures"} {
 		require.True(t, strings.Contains(out.String(), want), "the table lacks %q:\n%s", want, out.String())
