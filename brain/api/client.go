@@ -67,14 +67,15 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, out any)
 	return c.do(ctx, method, path, data, out)
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) (int, error) {
+// send sends a request with a JSON body (nil for none) and the bearer token.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, header map[string]string) (*http.Response, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, r)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -82,11 +83,18 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	resp, err := hc.Do(req)
+	return hc.Do(req)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) (int, error) {
+	resp, err := c.send(ctx, method, path, body, nil)
 	if err != nil {
 		return 0, fmt.Errorf("error calling the brain at %s: %w", c.BaseURL, err)
 	}
@@ -199,29 +207,11 @@ func (c *Client) ChatStream(ctx context.Context, slug string, req *brain.ChatPar
 // stream sends a request for server-sent events and reads them; a JSON answer (an error) comes to fn as one
 // event of Kind "json". It returns errStreamEnded when the stream ends without fn ending it.
 func (c *Client) stream(ctx context.Context, method, path string, body []byte, after int64, fn func(Event) error) (int, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, r)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	header := map[string]string{"Accept": "text/event-stream"}
 	if after > 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+		header["Last-Event-ID"] = strconv.FormatInt(after, 10)
 	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.send(ctx, method, path, body, header)
 	if err != nil {
 		return 0, err
 	}

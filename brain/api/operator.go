@@ -103,23 +103,10 @@ func (s *Server) operatorChat(c echo.Context) error {
 		IdempotencyKey: params.IdempotencyKey, Fingerprint: fp}
 	if async {
 		caller := requester(c)
-		d := detach(context.WithoutCancel(ctx), func(ctx context.Context, begun func(uuid.UUID)) (*brain.RunResponse, error) {
-			runParams.OnRecorded = begun
-			resp, err := s.runs.Converse(ctx, runParams, caller, agent)
-			if err == nil {
-				awaitRecorded(ctx, resp)
-			}
-			return resp, err
-		})
-		select {
-		case id := <-d.begun:
-			return s.acceptedChat(c, id, params.SessionID, false)
-		case res := <-d.done:
-			if res.err != nil {
-				return res.err
-			}
-			return s.acceptedChat(c, res.value.RunID, params.SessionID, res.value.Repeated)
-		}
+		return s.runAsync(c, runParams, func(ctx context.Context, p *brain.RunParams) (*brain.RunResponse, error) {
+			return s.runs.Converse(ctx, p, caller, agent)
+		},
+			func(id uuid.UUID, repeated bool) error { return s.acceptedChat(c, id, params.SessionID, repeated) })
 	}
 	run, err := s.runs.Converse(ctx, runParams, requester(c), agent)
 	if err != nil {

@@ -36,7 +36,11 @@ func (s *Server) run(c echo.Context) error {
 		params.Fingerprint = brain.RequestFingerprint("POST /brain/run", agent, &fp)
 	}
 	if wantsAsync(c, params.Async) {
-		return s.runAsync(c, params, agent)
+		caller := requester(c)
+		return s.runAsync(c, params, func(ctx context.Context, p *brain.RunParams) (*brain.RunResponse, error) {
+			return s.runs.Run(ctx, p, caller, agent)
+		},
+			func(id uuid.UUID, repeated bool) error { return accepted(c, id, "", repeated) })
 	}
 	resp, err := s.runs.Run(c.Request().Context(), params, requester(c), agent)
 	if err != nil {
@@ -45,14 +49,14 @@ func (s *Server) run(c echo.Context) error {
 	return s.writeRun(c, runStatus(resp), resp)
 }
 
-// runAsync answers a run 202 once it is recorded with its calls; the wait for their receipts and the answer
-// go on after the request (a rules run's answer is derived from the receipts by whoever reads it, should
-// this brain stop first).
-func (s *Server) runAsync(c echo.Context, params *brain.RunParams, agent string) error {
-	caller := requester(c)
+// runAsync answers a run 202 (answer) once run has recorded it with its calls; the wait for their receipts
+// and the answer go on after the request (a rules run's answer is derived from the receipts by whoever reads
+// it, should this brain stop first). A request that failed before a run was recorded is answered its error.
+func (s *Server) runAsync(c echo.Context, params *brain.RunParams, run func(context.Context, *brain.RunParams) (*brain.RunResponse, error),
+	answer func(id uuid.UUID, repeated bool) error) error {
 	d := detach(context.WithoutCancel(c.Request().Context()), func(ctx context.Context, begun func(uuid.UUID)) (*brain.RunResponse, error) {
 		params.OnRecorded = begun
-		resp, err := s.runs.Run(ctx, params, caller, agent)
+		resp, err := run(ctx, params)
 		if err == nil {
 			awaitRecorded(ctx, resp)
 		}
@@ -60,13 +64,13 @@ func (s *Server) runAsync(c echo.Context, params *brain.RunParams, agent string)
 	})
 	select {
 	case id := <-d.begun:
-		return accepted(c, id, "", false)
+		return answer(id, false)
 	case res := <-d.done:
 		// Ended before its wait (answered, planned, refused): its run is recorded, or it failed whole.
 		if res.err != nil {
 			return res.err
 		}
-		return accepted(c, res.value.RunID, "", res.value.Repeated)
+		return answer(res.value.RunID, res.value.Repeated)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"net/http"
 	"strings"
 	"time"
 
@@ -64,11 +63,7 @@ func (s *Server) studioCallEvents(c echo.Context) error {
 		return errors.New("no receipt waiter")
 	}
 	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	w.WriteHeader(http.StatusOK)
+	startEventStream(c)
 	watch := s.waiter.Watch(studioEventBuffer)
 	defer watch.Close()
 	send := func(event, data string) error {

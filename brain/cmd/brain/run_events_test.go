@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,7 +255,6 @@ func TestAsyncRequests(t *testing.T) {
 // LLM step, the answer, run ended — with no event lost or repeated. Before, there were no events to follow.
 func TestRunEventsAcrossBrainRestart(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	_, dbURL := sqltest.NewDB(t)
 	executor, err := testenv.StartExecutor(dbURL)
 	require.NoError(t, err)
@@ -272,30 +268,7 @@ func TestRunEventsAcrossBrainRestart(t *testing.T) {
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 
-	addrA := freeAddr(t)
-	a := exec.Command(brainBinary(t), "serve")
-	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
-		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL="+fake.URL+"/v1", "GEM_LLM_API_KEY="+fakeKey,
-		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
-	a.Stdout, a.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, a.Start())
-	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
-	apiA := &testAPI{t: t, url: "http://" + addrA, token: testToken}
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(apiA.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
-
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{Lease: time.Second}
-	})
-	require.NoError(t, err)
-	defer m.Close(ctx)
-	apiB := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a, apiA, m, apiB := twoBrains(t, dbURL, fake.URL)
 	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("health"): {"os.health_check"}})
 
 	status, data, err := post(apiA, "/agents/"+agent+"/chat", map[string]any{"message": "is all well?", "user_id": "user-1", "async": true}, nil)

@@ -32,6 +32,36 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// twoBrains starts brain A, a process of its own (to be SIGKILLed), and brain B in this process, on one
+// database and one fake LLM (OpenAI's wire format at llmURL), both with a 1 s lease.
+func twoBrains(t *testing.T, dbURL, llmURL string) (a *exec.Cmd, apiA *testAPI, b *Main, apiB *testAPI) {
+	t.Helper()
+	addrA := freeAddr(t)
+	a = exec.Command(brainBinary(t), "serve")
+	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
+		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL="+llmURL+"/v1", "GEM_LLM_API_KEY="+fakeKey,
+		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
+	a.Stdout, a.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, a.Start())
+	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
+	apiA = &testAPI{t: t, url: "http://" + addrA, token: testToken}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(apiA.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
+
+	b, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: llmURL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{Lease: time.Second}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	return a, apiA, b, &testAPI{t: t, url: b.Server.URL(), token: testToken}
+}
+
 // TestChatTurnSurvivesItsBrain: brain A answers a chat turn whose first LLM answer made a task; A is
 // SIGKILLed while it waits for the LLM's second answer. Brain B takes the run over when A's lease expires
 // and finishes it from the journal: the first answer is not asked of the LLM again and the task is not made
@@ -63,32 +93,7 @@ func TestChatTurnSurvivesItsBrain(t *testing.T) {
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 
-	// Brain A, a process of its own.
-	addrA := freeAddr(t)
-	a := exec.Command(brainBinary(t), "serve")
-	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
-		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL="+fake.URL+"/v1", "GEM_LLM_API_KEY="+fakeKey,
-		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
-	a.Stdout, a.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, a.Start())
-	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
-	apiA := &testAPI{t: t, url: "http://" + addrA, token: testToken}
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(apiA.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
-
-	// Brain B, in this process, on the same database and LLM.
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{Lease: time.Second}
-	})
-	require.NoError(t, err)
-	defer m.Close(ctx)
-	apiB := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a, apiA, m, apiB := twoBrains(t, dbURL, fake.URL)
 	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
 
 	key := "survive-" + uuid.NewString()
