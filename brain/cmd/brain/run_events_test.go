@@ -362,3 +362,28 @@ func TestCLIFollowsRuns(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "HTTP 404")
 }
+
+// TestRunEventsHeldCall: a turn whose call waits for a person's approval tells it in its events
+// (call_awaiting_approval, after call_enqueued), and no receipt until it is decided.
+func TestRunEventsHeldCall(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := sqltest.NewDB(t)
+	executor, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	defer executor.Stop()
+	_, err = pool.Exec(t.Context(), `INSERT INTO core_approval_policies (permission, expires_ms, note) VALUES ('read:reminders', 600000, 'events test')`)
+	require.NoError(t, err)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "r1", Name: "os__list_reminders", Arguments: `{}`}}},
+		llmfake.Turn{Text: "It waits for your approval."})
+	a := llmBrainWith(t, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.DatabaseURL = dbURL }) // its own database: the policy holds no other test
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("reminders"): {"os.list_reminders"}})
+
+	resp := openStream(t, a, http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"message": "my reminders?", "user_id": "user-1"}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := collect(t, readSSE(resp.Body), 30*time.Second)
+	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "call_awaiting_approval", "llm_started", "llm_ended",
+		"answer", "run_ended", "response"}, kinds(events))
+	require.Equal(t, events[3].Data, events[4].Data, "the same call")
+	require.Contains(t, events[4].Data, `"tool": "os.list_reminders"`)
+}
