@@ -199,6 +199,9 @@ type ChatResponse struct {
 	LimitReached bool `json:"limit_reached"`
 	// Decided are the calls that waited for approval whose outcome this turn told the agent.
 	Decided []ChatDecided `json:"decided"`
+	// Finished are the calls still running when an earlier turn answered whose receipts this turn told the
+	// agent.
+	Finished []ChatDecided `json:"finished,omitempty"`
 	Errors  []*Error      `json:"errors"`
 	// Status is the turn's run's: completed or failed, or planning or waiting for a repeated request
 	// answered before its turn ended (HTTP 202).

@@ -270,13 +270,17 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		if err != nil {
 			return err
 		}
-		if r.req.Resume && len(decided) == 0 {
-			return brain.Errorf(brain.ECONFLICT, "nothing to resume: no call of session %q that waited for approval has been decided since the agent was last told", r.req.SessionID)
+		finished, err := c.settleFinished(ctx, tx, r)
+		if err != nil {
+			return err
 		}
-		r.userContent = decisionsNote(decided, r.resp)
+		if r.req.Resume && len(decided) == 0 && len(finished) == 0 {
+			return brain.Errorf(brain.ECONFLICT, "nothing to resume: no call of session %q that waited for approval has been decided, and none that was still running has finished, since the agent was last told", r.req.SessionID)
+		}
+		r.userContent = joinNotes(decisionsNote(decided, r.resp), finishedNote(finished))
 		message := r.req.Message
 		if message == "" {
-			message = fmt.Sprintf("(resumed: %d decided %s)", len(decided), brain.Plural(len(decided), "call", "calls"))
+			message = fmt.Sprintf("(resumed: %d decided %s, %d finished)", len(decided), brain.Plural(len(decided), "call", "calls"), len(finished))
 		} else if r.userContent != "" {
 			r.userContent += "\n\n" + message
 		}
@@ -569,6 +573,9 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			} else {
 				o.msg.Content, o.msg.IsError, o.report.Status = toolResultContent(receipts[id], id, nil, slices.Contains(pending, id))
 			}
+			if o.report.Status == brain.ChatCallPending {
+				continue // still awaiting its receipt: the next turn settles it and tells the agent (settleFinished)
+			}
 			o.msg.AwaitingReceipt = false
 			settled, contents = append(settled, id), append(contents, r.scrub(o.msg.Content))
 		}
@@ -706,6 +713,56 @@ func decisionsNote(decided []postgres.Decided, resp *brain.ChatResponse) string 
 	}
 	return "[GEM] Calls you made earlier that waited for a person's approval have been decided (approved calls have run): " +
 		capJSON(map[string]any{"status": "decided", "calls": list})
+}
+
+// settleFinished gives the session's tool messages of calls that were still running when their turn's wait
+// ended the content of the receipts they have now, and returns those calls (with their receipts' status)
+// for the agent to be told, in the transaction that starts the next turn.
+func (c *Chat) settleFinished(ctx context.Context, tx pgx.Tx, r *chatRun) ([]brain.ChatDecided, error) {
+	ids, err := postgres.SessionCallsAwaitingReceipts(ctx, tx, r.req.SessionID)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	receipts, err := gemsql.ReceiptsGet(ctx, tx, ids)
+	if err != nil {
+		return nil, postgres.Error(err)
+	}
+	var settled []uuid.UUID
+	var contents []string
+	var finished []brain.ChatDecided
+	for _, id := range ids {
+		rec := receipts[id]
+		if rec == nil {
+			continue
+		}
+		content, _, status := toolResultContent(rec, id, nil, false)
+		settled, contents = append(settled, id), append(contents, content)
+		f := brain.ChatDecided{CallID: id, Tool: rec.ToolName, Status: status}
+		if rec.Error != nil {
+			f.ErrorCode = string(rec.Error.Code)
+		}
+		finished = append(finished, f)
+	}
+	if err := postgres.ToolMessagesSettle(ctx, tx, r.req.SessionID, settled, contents); err != nil {
+		return nil, err
+	}
+	r.resp.Finished = append(r.resp.Finished, finished...)
+	return finished, nil
+}
+
+// finishedNote tells the agent which of its calls that were still running have finished since: their
+// results are now in the tool messages that said they were pending. "" when none.
+func finishedNote(finished []brain.ChatDecided) string {
+	if len(finished) == 0 {
+		return ""
+	}
+	return "[GEM] Calls you made earlier that were still running have finished; their results replace the pending results above: " +
+		capJSON(map[string]any{"status": "finished", "calls": finished})
+}
+
+// joinNotes joins the non-empty notes with a blank line.
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(s string) bool { return s == "" }), "\n\n")
 }
 
 // capJSON marshals v, replacing a result too large for the LLM with a note.

@@ -351,3 +351,15 @@ func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID)
 	}
 	return set, Error(err)
 }
+
+// SessionCallsAwaitingReceipts are the calls whose tool messages in the session still await their receipts
+// (they were running when their turn's wait ended), their messages locked for the transaction.
+func SessionCallsAwaitingReceipts(ctx context.Context, db gemsql.DBTX, sessionID string) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `SELECT call_id FROM agent_messages
+		WHERE session_id = $1 AND awaiting_receipt AND call_id IS NOT NULL ORDER BY id FOR UPDATE`, sessionID)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error reading the session's running calls: %w", err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, Error(err)
+}

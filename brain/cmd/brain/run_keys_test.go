@@ -242,6 +242,22 @@ func TestChatRequestKey(t *testing.T) {
 	firstC, retryC := make(chan answer, 1), make(chan answer, 1)
 	go send(firstC)
 	<-asked // the first turn made its task and waits for its final answer
+
+	// Meanwhile the run is shown as it is: waiting on its brain, with its journaled step; reading it does
+	// not "complete" it with a made-up answer. Before, GET /brain/runs/{id} answered a chat run whose
+	// receipts were in from the rules' describer, and marked it completed.
+	var runID string
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT id FROM brain_runs WHERE idempotency_key = $1`, key).Scan(&runID))
+	var during brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+runID, nil, &during))
+	require.Equal(t, brain.RunWaiting, during.Status)
+	require.Empty(t, during.AssistantMessage)
+	require.NotEmpty(t, during.Owner)
+	require.NotNil(t, during.LeaseUntil)
+	require.Len(t, during.Steps, 1)
+	require.Equal(t, 1, during.Steps[0].ToolCalls)
+	require.Len(t, during.Receipts, 1)
+
 	go send(retryC)
 	time.Sleep(200 * time.Millisecond) // the retry is waiting for the first turn, not making its own
 	once.Do(func() { close(release) })
@@ -267,6 +283,12 @@ func TestChatRequestKey(t *testing.T) {
 	require.Equal(t, "Bea is on your list.", later.Reply)
 
 	require.Len(t, fake.Requests(), 2, "the LLM was asked for the first turn only")
+	var after brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+runID, nil, &after))
+	require.Equal(t, brain.RunCompleted, after.Status)
+	require.Equal(t, "Bea is on your list.", after.AssistantMessage, "the agent's reply, not a describer's")
+	require.Empty(t, after.Owner)
+	require.Len(t, after.Steps, 2)
 	require.Equal(t, 1, countCalls(t, shared.pool, first.resp.RunID))
 
 	status, data, err = post(a, "/agents/"+agent+"/chat", map[string]any{"message": "add a task to ring Cy", "user_id": "user-1"}, header)
