@@ -202,7 +202,7 @@ type ChatResponse struct {
 	// Finished are the calls still running when an earlier turn answered whose receipts this turn told the
 	// agent.
 	Finished []ChatDecided `json:"finished,omitempty"`
-	Errors  []*Error      `json:"errors"`
+	Errors   []*Error      `json:"errors"`
 	// Status is the turn's run's: completed or failed, or planning or waiting for a repeated request
 	// answered before its turn ended (HTTP 202).
 	Status string `json:"status,omitempty"`
