@@ -163,9 +163,18 @@ type ChatParams struct {
 	// IdempotencyKey is the client's key for this request (or the Idempotency-Key header): the same caller
 	// and key within the window is the same turn, answered again, never made twice (docs/durable-runs.md).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// IfBusy is what to do when the session is answering another message: IfBusyReject (409 naming the
+	// running turn's run, the default) or IfBusyEnqueue (the turn waits behind it, then runs).
+	IfBusy string `json:"if_busy,omitempty"`
 	// Fingerprint is the request's, set by its door (RequestFingerprint) when it has a key.
 	Fingerprint []byte `json:"-"`
 }
+
+// What a chat message does when its session is answering another (ChatParams.IfBusy).
+const (
+	IfBusyReject  = "reject"
+	IfBusyEnqueue = "enqueue"
+)
 
 // ChatDecided is a call of the session that waited for approval and was decided (and, if approved, ran)
 // since the agent was last told: this turn told it.

@@ -343,6 +343,8 @@ const (
 	RunPlanned   = "planned"
 	RunEnqueued  = "enqueued"
 	RunWaiting   = "waiting"
+	// RunQueued: a chat turn waiting behind the session's running turn (if_busy enqueue).
+	RunQueued    = "queued"
 	RunCompleted = "completed"
 	RunFailed    = "failed"
 )

@@ -150,7 +150,7 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 // chatStatus is a chat answer's HTTP status: 202 for a repeated request whose turn is still answering
 // (its run_id says where to look), 200 otherwise.
 func chatStatus(resp *brain.ChatResponse) int {
-	if resp.Status == brain.RunPlanning || resp.Status == brain.RunWaiting {
+	if resp.Status == brain.RunQueued || resp.Status == brain.RunPlanning || resp.Status == brain.RunWaiting {
 		return http.StatusAccepted
 	}
 	return http.StatusOK

@@ -263,7 +263,8 @@ var (
 			"user_id": {"type": "string", "minLength": 1, "maxLength": 200},
 			"session_id": {"type": "string", "minLength": 1, "maxLength": 200},
 			"resume": {"type": "boolean"},
-			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000}
+			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
+			"if_busy": {"type": "string", "enum": ["reject", "enqueue"]}
 		},
 		"required": ["user_id"],
 		"if": {"properties": {"resume": {"const": true}}, "required": ["resume"]},

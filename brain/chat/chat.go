@@ -74,6 +74,8 @@ type Chat struct {
 	// stopLoops ends the lease renewal and takeover loop (Start), which closes loopsDone.
 	stopLoops context.CancelFunc
 	loopsDone chan struct{}
+	// wake asks the loop to look for queued turns now (a turn ended), not at its next tick.
+	wake chan struct{}
 }
 
 // Config tunes the loop.
@@ -114,7 +116,7 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 		cfg.Lease = LeaseDefault
 	}
 	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
-		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{ids: map[uuid.UUID]struct{}{}}}
+		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{ids: map[uuid.UUID]struct{}{}}, wake: make(chan struct{}, 1)}
 }
 
 // chatRun is the state of one chat request.
@@ -141,6 +143,9 @@ type chatRun struct {
 	log          *zerolog.Logger
 	// requester is the caller the agent acts for: its calls are made in that caller's name, with its grants.
 	requester string
+	// message is the turn's message as its run records it; queued says the turn waits behind another.
+	message string
+	queued  bool
 }
 
 // Chat handles one message to an agent. An error comes with a response when the run was recorded (its
@@ -177,6 +182,11 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	if err := c.begin(ctx, r, requester); err != nil {
 		return c.Repeated(ctx, err)
 	}
+	if r.queued {
+		c.kick() // the turn before may have ended meanwhile
+		// Answered as a repeat is: once it has run, or 202 with its run while it waits or runs.
+		return c.answerRun(ctx, r.runID, false)
+	}
 	c.runs.add(r.runID)
 	defer c.runs.remove(r.runID)
 	// The turn goes on if the client goes away: it is the run's, and a retry with its key answers it.
@@ -186,7 +196,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	if errors.Is(err, postgres.ErrTakenOver) {
 		// This brain lost the run (its lease expired, as when the database was away): the brain that took
 		// it over answers, and so does this request, with that answer.
-		return c.Repeated(ctx, &postgres.RepeatedRequest{RunID: r.runID})
+		return c.answerRun(ctx, r.runID, false)
 	}
 	return resp, err
 }
@@ -212,6 +222,7 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	r.resp.OK = len(r.resp.Errors) == 0
 	r.resp.Reply = r.scrub(r.resp.Reply)
 	r.resp.Status = status
+	defer c.kick() // a turn queued behind this one may start
 	// A turn that made no call and failed for want of the LLM or the database did no work: its key is given
 	// up, so the client's retry tries again.
 	noWork := loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE && len(r.calls) == 0
@@ -234,9 +245,15 @@ func (c *Chat) Repeated(ctx context.Context, err error) (*brain.ChatResponse, er
 	if !errors.As(err, &repeat) {
 		return nil, err
 	}
+	return c.answerRun(ctx, repeat.RunID, true)
+}
+
+// answerRun answers with a turn's response once the turn has ended, or after RepeatWaitDefault with what its
+// run says so far (its status: queued, planning or waiting). repeated marks a repeated request's answer.
+func (c *Chat) answerRun(ctx context.Context, runID uuid.UUID, repeated bool) (*brain.ChatResponse, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, RepeatWaitDefault)
 	defer cancel()
-	rec, err := postgres.RunAwaitEnd(waitCtx, c.pool, c.ended, repeat.RunID)
+	rec, err := postgres.RunAwaitEnd(waitCtx, c.pool, c.ended, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +266,7 @@ func (c *Chat) Repeated(ctx context.Context, err error) (*brain.ChatResponse, er
 			resp.Errors = []*brain.Error{}
 		}
 	}
-	resp.RunID, resp.Status, resp.Repeated = rec.ID, rec.Status, true
+	resp.RunID, resp.Status, resp.Repeated = rec.ID, rec.Status, repeated
 	return resp, nil
 }
 
@@ -263,54 +280,72 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 				return err
 			}
 		}
-		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester, r.runID); err != nil {
-			return err
-		}
-		decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)
-		if err != nil {
-			return err
-		}
-		finished, err := c.settleFinished(ctx, tx, r)
-		if err != nil {
-			return err
-		}
-		if r.req.Resume && len(decided) == 0 && len(finished) == 0 {
-			return brain.Errorf(brain.ECONFLICT, "nothing to resume: no call of session %q that waited for approval has been decided, and none that was still running has finished, since the agent was last told", r.req.SessionID)
-		}
-		r.userContent = joinNotes(decisionsNote(decided, r.resp), finishedNote(finished))
-		message := r.req.Message
-		if message == "" {
-			message = fmt.Sprintf("(resumed: %d decided %s, %d finished)", len(decided), brain.Plural(len(decided), "call", "calls"), len(finished))
-		} else if r.userContent != "" {
-			r.userContent += "\n\n" + message
-		}
-		if r.userContent == "" {
-			r.userContent = message
-		}
-		run := &brain.Run{ID: r.runID, Message: message, Mode: brain.ModeChat, ConversationID: r.req.SessionID, Status: brain.RunPlanning,
+		run := &brain.Run{ID: r.runID, Message: r.req.Message, Mode: brain.ModeChat, ConversationID: r.req.SessionID, Status: brain.RunPlanning,
 			Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
 			Agent: r.agent.Slug, RequestedBy: requester, IdempotencyKey: r.req.IdempotencyKey, Fingerprint: r.req.Fingerprint}
+		if busy, err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester, r.runID); err != nil {
+			if busy == uuid.Nil || r.req.IfBusy != brain.IfBusyEnqueue {
+				return err
+			}
+			// Queued behind the running turn: recorded now, started by a brain once the session is free
+			// (startQueued), its message stored then, after the running turn's.
+			run.Status, r.queued = brain.RunQueued, true
+			return postgres.RunInsert(ctx, tx, run)
+		}
+		if err := c.openTurn(ctx, tx, r); err != nil {
+			return err
+		}
+		run.Message = r.message
 		if err := postgres.RunInsert(ctx, tx, run); err != nil {
 			return err
 		}
 		if err := postgres.RunLease(ctx, tx, r.runID, c.owner, c.lease); err != nil {
 			return err
 		}
-
-		// History first (before this message is stored).
-		if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
-			return err
-		}
-		// Never start in the middle of a tool exchange.
-		for len(r.history) > 0 && r.history[0].Role != "user" {
-			r.history = r.history[1:]
-		}
-		if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}}); err != nil {
-			return err
-		}
-
-		return c.prepare(ctx, tx, r)
+		return c.startTurn(ctx, tx, r)
 	}))
+}
+
+// openTurn tells a turn what became of the session's calls since the agent was last told (decided
+// approvals, calls that were still running), which opens its message to the agent.
+func (c *Chat) openTurn(ctx context.Context, tx pgx.Tx, r *chatRun) error {
+	decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)
+	if err != nil {
+		return err
+	}
+	finished, err := c.settleFinished(ctx, tx, r)
+	if err != nil {
+		return err
+	}
+	if r.req.Resume && len(decided) == 0 && len(finished) == 0 {
+		return brain.Errorf(brain.ECONFLICT, "nothing to resume: no call of session %q that waited for approval has been decided, and none that was still running has finished, since the agent was last told", r.req.SessionID)
+	}
+	r.userContent = joinNotes(decisionsNote(decided, r.resp), finishedNote(finished))
+	r.message = r.req.Message
+	if r.message == "" {
+		r.message = fmt.Sprintf("(resumed: %d decided %s, %d finished)", len(decided), brain.Plural(len(decided), "call", "calls"), len(finished))
+	} else if r.userContent != "" {
+		r.userContent += "\n\n" + r.message
+	}
+	if r.userContent == "" {
+		r.userContent = r.message
+	}
+	return nil
+}
+
+// startTurn loads the history its turn is given, stores the turn's message after it, and prepares the turn.
+func (c *Chat) startTurn(ctx context.Context, tx pgx.Tx, r *chatRun) (err error) {
+	if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
+		return err
+	}
+	// Never start in the middle of a tool exchange.
+	for len(r.history) > 0 && r.history[0].Role != "user" {
+		r.history = r.history[1:]
+	}
+	if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}}); err != nil {
+		return err
+	}
+	return c.prepare(ctx, tx, r)
 }
 
 // prepare gives a turn its agent's tools and skills for its user, what its history loaded, and its system

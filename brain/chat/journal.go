@@ -16,6 +16,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 )
 
@@ -93,31 +94,48 @@ func (c *Chat) Start(ctx context.Context, log *zerolog.Logger) {
 					}
 				}
 			case <-takeover.C:
-				if c.llm == nil {
-					continue
-				}
-				ids, err := postgres.RunsTakeOver(ctx, c.pool, c.owner, c.lease, takeoverBatch)
-				if err != nil {
-					if ctx.Err() == nil {
-						log.Warn().Err(err).Msg("error looking for runs to take over")
-					}
-					continue
-				}
-				for _, id := range ids {
-					c.runs.add(id)
-					go func() {
-						defer c.runs.remove(id)
-						_ = gemsql.Guarded(log, "resuming a run", func() error {
-							if err := c.Resume(log.WithContext(ctx), id); err != nil && !errors.Is(err, postgres.ErrTakenOver) && ctx.Err() == nil {
-								log.Warn().Err(err).Str("run_id", id.String()).Msg("error resuming a run")
-							}
-							return nil
-						})
-					}()
-				}
+				c.takeOver(ctx, log, postgres.RunsTakeOver, "error looking for runs to take over")
+				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")
+			case <-c.wake:
+				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")
 			}
 		}
 	}()
+}
+
+// kick asks the loop to start queued turns now.
+func (c *Chat) kick() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeOver takes the runs take gives this brain and resumes each in the background.
+func (c *Chat) takeOver(ctx context.Context, log *zerolog.Logger,
+	take func(context.Context, gemsql.DBTX, string, time.Duration, int) ([]uuid.UUID, error), failure string) {
+	if c.llm == nil {
+		return // a run is resumed with this brain's LLM
+	}
+	ids, err := take(ctx, c.pool, c.owner, c.lease, takeoverBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn().Err(err).Msg(failure)
+		}
+		return
+	}
+	for _, id := range ids {
+		c.runs.add(id)
+		go func() {
+			defer c.runs.remove(id)
+			_ = gemsql.Guarded(log, "resuming a run", func() error {
+				if err := c.Resume(log.WithContext(ctx), id); err != nil && !errors.Is(err, postgres.ErrTakenOver) && ctx.Err() == nil {
+					log.Warn().Err(err).Str("run_id", id.String()).Msg("error resuming a run")
+				}
+				return nil
+			})
+		}()
+	}
 }
 
 // Stop ends the loops and hands this brain's runs over: their leases end now, so another brain takes them
@@ -166,8 +184,12 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID) error {
 	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context {
 		return c.Str("agent", agent.Slug).Str("session_id", rec.ConversationID).Bool("resumed", true)
 	})
-	if len(own) == 0 || own[0].Role != "user" {
-		// The turn's first transaction stores its message with the run: a run without one is not a turn.
+	if len(own) == 0 {
+		// A turn queued behind another (or taken over before its message was stored, which the first
+		// transaction of a turn never leaves): it starts here.
+		return c.startQueued(ctx, r, rec.Message)
+	}
+	if own[0].Role != "user" {
 		return c.finishResumed(ctx, r, fmt.Errorf("run %s has no message to answer", runID))
 	}
 	r.userContent = own[0].Content
@@ -319,4 +341,28 @@ func (r *chatRun) reportJournaled(ctx context.Context, db gemsql.DBTX, own []pos
 			r.resp.ToolCalls = append(r.resp.ToolCalls, report)
 		}
 	}
+}
+
+// startQueued starts a turn that was queued behind another, now that it has the session's turn: it is told
+// what became of the session's calls, its message is stored after the turn before it, and it runs.
+func (c *Chat) startQueued(ctx context.Context, r *chatRun, message string) error {
+	r.req.Message = message
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if err := postgres.RunFence(ctx, tx, r.runID, c.owner); err != nil {
+			return err
+		}
+		if err := c.openTurn(ctx, tx, r); err != nil {
+			return err
+		}
+		return c.startTurn(ctx, tx, r)
+	})
+	if err != nil {
+		if errors.Is(err, postgres.ErrTakenOver) {
+			return err
+		}
+		return c.finishResumed(ctx, r, postgres.Error(err))
+	}
+	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.userContent})
+	_, err = c.drive(ctx, r, conversation, 1)
+	return err
 }

@@ -22,7 +22,9 @@ import (
 // ECONFLICT, naming that run. The turn is a column written under the session row's lock and decided from
 // the row alone, so of requests arriving at once exactly one gets it; RunFinish gives it back, and a turn
 // held 10 minutes is taken as abandoned.
-func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) error {
+//
+// When the session is busy it returns the running turn's run with the ECONFLICT.
+func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) (uuid.UUID, error) {
 	var owner, turn uuid.UUID
 	var user string
 	var sessionCaller, firstCaller *string
@@ -34,17 +36,17 @@ func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID
 		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`,
 		sessionID, agentID, userID, caller, run).Scan(&owner, &user, &sessionCaller, &firstCaller, &turn)
 	if err != nil {
-		return Error(fmt.Errorf("error claiming session: %w", err))
+		return uuid.Nil, Error(fmt.Errorf("error claiming session: %w", err))
 	}
 	if owner != agentID || user != userID || sessionCaller == nil || *sessionCaller != caller || firstCaller != nil && *firstCaller != caller {
 		// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
-		return brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
+		return uuid.Nil, brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
 	}
 	if turn != run {
-		return &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, turn, turn),
+		return turn, &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, turn, turn),
 			Details: map[string]any{"session_id": sessionID, "run_id": turn}}
 	}
-	return nil
+	return uuid.Nil, nil
 }
 
 // Decided is a call of a session that waited for approval and has its receipt.
@@ -359,6 +361,27 @@ func SessionCallsAwaitingReceipts(ctx context.Context, db gemsql.DBTX, sessionID
 		WHERE session_id = $1 AND awaiting_receipt AND call_id IS NOT NULL ORDER BY id FOR UPDATE`, sessionID)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error reading the session's running calls: %w", err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, Error(err)
+}
+
+// QueuedTurnsStart starts, for owner, up to limit chat turns queued behind others (if_busy enqueue) whose
+// session is free now: the oldest queued turn of each such session takes the session's turn — under its
+// row's lock, as any turn does — and becomes its owner's, planning. It returns them.
+func QueuedTurnsStart(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `WITH q AS (
+			SELECT r.id, r.conversation_id FROM brain_runs r
+			WHERE r.status = 'queued' AND NOT EXISTS (SELECT 1 FROM brain_runs e
+				WHERE e.status = 'queued' AND e.conversation_id = r.conversation_id AND e.id < r.id)
+			ORDER BY r.id LIMIT $3 FOR UPDATE SKIP LOCKED),
+		s AS (UPDATE agent_sessions s SET turn_run = q.id, turn_since = now() FROM q
+			WHERE s.id = q.conversation_id AND (s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes')
+			RETURNING q.id)
+		UPDATE brain_runs r SET status = 'planning', owner = $1, lease_until = now() + $2::interval, updated_at = now()
+		FROM s WHERE r.id = s.id RETURNING r.id`, owner, d, limit)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error starting queued turns: %w", err))
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return ids, Error(err)

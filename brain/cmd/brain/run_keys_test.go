@@ -296,3 +296,79 @@ func TestChatRequestKey(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", data)
 	require.Contains(t, string(data), brain.EKEYREUSED)
 }
+
+// TestChatIfBusyEnqueue: two messages sent while a turn runs, with "if_busy": "enqueue", wait behind it
+// instead of being refused, and run after it, in the order they came: each LLM request sees the turns
+// before it whole, never two user messages in a row. Before, if_busy was an unknown property (400).
+func TestChatIfBusyEnqueue(t *testing.T) {
+	t.Parallel()
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	roles := func(req *llmfake.Request) []string {
+		out := []string{}
+		for _, m := range req.Messages {
+			out = append(out, m.Role+":"+m.Content)
+		}
+		return out
+	}
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		blockingTurn(llmfake.Turn{Text: "first"}, asked, release),
+		llmfake.Turn{Text: "second", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Equal(t, []string{"user:one", "assistant:first", "user:two"}, roles(req))
+		}},
+		llmfake.Turn{Text: "third", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Equal(t, []string{"user:one", "assistant:first", "user:two", "assistant:second", "user:three"}, roles(req))
+		}})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	agent := agentWithSkills(t, a, 3, nil)
+	session := "queue-" + uuid.NewString()
+
+	type answer struct {
+		status int
+		resp   brain.ChatResponse
+		fail   error
+	}
+	send := func(message string, ifBusy string, out chan<- answer) {
+		body := map[string]any{"message": message, "user_id": "user-1", "session_id": session}
+		if ifBusy != "" {
+			body["if_busy"] = ifBusy
+		}
+		var an answer
+		var data []byte
+		an.status, data, an.fail = post(a, "/agents/"+agent+"/chat", body, nil)
+		if an.fail == nil {
+			an.fail = json.Unmarshal(data, &an.resp)
+		}
+		out <- an
+	}
+	queued := func(n int) {
+		require.Eventually(t, func() bool {
+			var got int
+			require.NoError(t, shared.pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM brain_runs WHERE conversation_id = $1 AND status = 'queued'`, session).Scan(&got))
+			return got == n
+		}, 10*time.Second, 10*time.Millisecond)
+	}
+	one, two, three := make(chan answer, 1), make(chan answer, 1), make(chan answer, 1)
+	go send("one", "", one)
+	<-asked
+	go send("two", "enqueue", two)
+	queued(1)
+	go send("three", "enqueue", three)
+	queued(2)
+	var refused errorResponse
+	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/agents/"+agent+"/chat",
+		map[string]any{"message": "four", "user_id": "user-1", "session_id": session}, &refused), "without if_busy a busy session still refuses")
+	once.Do(func() { close(release) })
+
+	for i, ch := range []chan answer{one, two, three} {
+		an := <-ch
+		require.NoError(t, an.fail)
+		require.Equal(t, http.StatusOK, an.status, "message %d: %+v", i+1, an.resp)
+		require.True(t, an.resp.OK, "message %d: %+v", i+1, an.resp.Errors)
+		require.Equal(t, []string{"first", "second", "third"}[i], an.resp.Reply)
+		require.Equal(t, brain.RunCompleted, an.resp.Status)
+	}
+	require.Zero(t, fake.Remaining())
+}
