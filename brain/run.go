@@ -338,11 +338,11 @@ func contextRef(tool *registry.Tool, ctxIDs map[string]any) map[string]any {
 
 // Run statuses (brain_runs.status).
 const (
-	RunCreated   = "created"
-	RunPlanning  = "planning"
-	RunPlanned   = "planned"
-	RunEnqueued  = "enqueued"
-	RunWaiting   = "waiting"
+	RunCreated  = "created"
+	RunPlanning = "planning"
+	RunPlanned  = "planned"
+	RunEnqueued = "enqueued"
+	RunWaiting  = "waiting"
 	// RunQueued: a chat turn waiting behind the session's running turn (if_busy enqueue).
 	RunQueued    = "queued"
 	RunCompleted = "completed"
