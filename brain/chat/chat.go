@@ -211,6 +211,12 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	if errors.Is(loopErr, postgres.ErrTakenOver) {
 		return nil, loopErr
 	}
+	var away *databaseAway
+	if errors.As(loopErr, &away) {
+		// A journal write found the database away: the turn is not failed, it is left to its lease, and a
+		// brain resumes it from its journal once the database is back.
+		return c.leftToLease(r, away.err)
+	}
 	status := brain.RunCompleted
 	if loopErr != nil {
 		status = brain.RunFailed
@@ -229,6 +235,9 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	response, _ := json.Marshal(r.resp)
 	if err := postgres.RunFinish(ctx, c.pool, r.runID, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
 		response, noWork); err != nil {
+		if gemsql.DatabaseAway(err) {
+			return c.leftToLease(r, err)
+		}
 		return nil, err
 	}
 	if code := brain.ErrorCode(loopErr); code == brain.EUNAVAILABLE || code == brain.ELLMREJECTED {
@@ -615,6 +624,9 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			settled, contents = append(settled, id), append(contents, r.scrub(o.msg.Content))
 		}
 		if err := postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, settled, contents); err != nil {
+			if brain.ErrorCode(err) == brain.EUNAVAILABLE {
+				return nil, &databaseAway{err: err}
+			}
 			return nil, err
 		}
 	}
@@ -624,6 +636,24 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		r.resp.ToolCalls = append(r.resp.ToolCalls, o.report)
 	}
 	return results, nil
+}
+
+// databaseAway is a journal write that found the database away (gemsql.DatabaseAway).
+type databaseAway struct{ err error }
+
+func (e *databaseAway) Error() string { return e.err.Error() }
+func (e *databaseAway) Unwrap() error { return e.err }
+
+// leftToLease answers a turn that could not be recorded because the database was away: 503 with its run,
+// still planning, which a brain resumes from its journal once its lease lapses (this brain no longer renews
+// it), so the client's retry with its key, or GET /brain/runs/{id}, finds the answer.
+func (c *Chat) leftToLease(r *chatRun, err error) (*brain.ChatResponse, error) {
+	e := &brain.Error{Code: brain.EUNAVAILABLE, Message: fmt.Sprintf("the database was away while the turn was recorded (%v); the turn is not lost: "+
+		"it goes on once the database is back (GET /brain/runs/%s, or send the request again with its key)", err, r.runID),
+		Details: map[string]any{"run_id": r.runID}}
+	r.resp.OK, r.resp.Status, r.resp.Reply = false, brain.RunPlanning, ""
+	r.resp.Errors = append(r.resp.Errors, e)
+	return r.resp, e
 }
 
 // journal records one step of the turn in one transaction, under the run's fence: the LLM answer (turn,
@@ -659,6 +689,9 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 	}
 	if errors.Is(err, postgres.ErrTakenOver) {
 		return err
+	}
+	if err != nil && gemsql.DatabaseAway(err) {
+		return &databaseAway{err: err}
 	}
 	return postgres.Error(err)
 }
