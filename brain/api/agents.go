@@ -128,13 +128,8 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+	if params.Fingerprint, err = requestKey(c, &params.IdempotencyKey, params, c.Param("slug")); err != nil {
 		return err
-	}
-	if params.IdempotencyKey != "" {
-		fp := *params
-		fp.IdempotencyKey = ""
-		params.Fingerprint = brain.RequestFingerprint("POST /agents/{slug}/chat", c.Param("slug"), &fp)
 	}
 	resp, err := s.chat.Chat(c.Request().Context(), c.Param("slug"), params, requester(c))
 	if err != nil {

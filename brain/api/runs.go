@@ -26,13 +26,8 @@ func (s *Server) run(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+	if params.Fingerprint, err = requestKey(c, &params.IdempotencyKey, params, agent); err != nil {
 		return err
-	}
-	if params.IdempotencyKey != "" {
-		fp := *params
-		fp.IdempotencyKey = ""
-		params.Fingerprint = brain.RequestFingerprint("POST /brain/run", agent, &fp)
 	}
 	resp, err := s.runs.Run(c.Request().Context(), params, requester(c), agent)
 	if err != nil {
@@ -130,4 +125,18 @@ func (s *Server) approve(c echo.Context) error {
 		return err
 	}
 	return s.writeRun(c, runStatus(resp), resp)
+}
+
+// requestKey reads a request's key into *key — the Idempotency-Key header or the body's key, which must
+// agree — and returns, when it has one, the request's fingerprint: its route, its body (a pointer to the
+// decoded params holding *key) without the key, and what else decides the work (the agent acted as).
+func requestKey(c echo.Context, key *string, body any, parts ...any) ([]byte, error) {
+	k, err := brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), *key)
+	if err != nil || k == "" {
+		return nil, err
+	}
+	*key = ""
+	fp := brain.RequestFingerprint(c.Request().Method+" "+c.Path(), append([]any{body}, parts...)...)
+	*key = k
+	return fp, nil
 }

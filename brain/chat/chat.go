@@ -347,10 +347,6 @@ func (c *Chat) startTurn(ctx context.Context, tx pgx.Tx, r *chatRun) (err error)
 	if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
 		return err
 	}
-	// Never start in the middle of a tool exchange.
-	for len(r.history) > 0 && r.history[0].Role != "user" {
-		r.history = r.history[1:]
-	}
 	if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}}); err != nil {
 		return err
 	}

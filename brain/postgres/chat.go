@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -93,8 +94,14 @@ type SessionMessage struct {
 
 // SessionMessageList returns a session's last limit messages, oldest first.
 func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, limit int) ([]llm.Message, error) {
+	return messagesBefore(ctx, db, sessionID, math.MaxInt64, limit)
+}
+
+// messagesBefore returns the last limit messages of a session before message id before, oldest first, never
+// starting in the middle of a tool exchange.
+func messagesBefore(ctx context.Context, db gemsql.DBTX, sessionID string, before int64, limit int) ([]llm.Message, error) {
 	rows, err := db.Query(ctx, `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
-			SELECT * FROM agent_messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2) m ORDER BY id`, sessionID, limit)
+			SELECT * FROM agent_messages WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) m ORDER BY id`, sessionID, before, limit)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error loading messages: %w", err))
 	}
@@ -107,6 +114,9 @@ func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, l
 		}
 		return m, err
 	})
+	for len(msgs) > 0 && msgs[0].Role != "user" {
+		msgs = msgs[1:]
+	}
 	return msgs, Error(err)
 }
 
@@ -259,24 +269,8 @@ func RunMessages(ctx context.Context, db gemsql.DBTX, sessionID string, runID uu
 	if err != nil || first < 0 {
 		return nil, own, Error(err)
 	}
-	rows, err = db.Query(ctx, `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
-			SELECT * FROM agent_messages WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) m ORDER BY id`, sessionID, first, limit)
-	if err != nil {
-		return nil, nil, Error(fmt.Errorf("error loading messages: %w", err))
-	}
-	history, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (llm.Message, error) {
-		var m llm.Message
-		var calls []byte
-		err := row.Scan(&m.Role, &m.Content, &calls, &m.ToolCallID)
-		if len(calls) > 0 {
-			_ = json.Unmarshal(calls, &m.ToolCalls)
-		}
-		return m, err
-	})
-	for len(history) > 0 && history[0].Role != "user" {
-		history = history[1:]
-	}
-	return history, own, Error(err)
+	history, err = messagesBefore(ctx, db, sessionID, first, limit)
+	return history, own, err
 }
 
 // SessionOf returns the user a chat session speaks for.
