@@ -257,6 +257,13 @@ func TestChatRequestKey(t *testing.T) {
 	require.Len(t, during.Steps, 1)
 	require.Equal(t, 1, during.Steps[0].ToolCalls)
 	require.Len(t, during.Receipts, 1)
+	studio := newStudioClient(t, a.url)
+	studio.login(testToken)
+	status, page := studio.get("/studio/runs/" + runID)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, `id="run-owner">`+during.Owner+`<`, "the studio shows which brain answers the turn")
+	require.Contains(t, page, `id="run-lease"`)
+	require.Contains(t, page, `id="run-steps"`)
 
 	go send(retryC)
 	time.Sleep(200 * time.Millisecond) // the retry is waiting for the first turn, not making its own
