@@ -116,7 +116,7 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 		cfg.Lease = LeaseDefault
 	}
 	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
-		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{ids: map[uuid.UUID]struct{}{}}, wake: make(chan struct{}, 1)}
+		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{claims: map[uuid.UUID]string{}}, wake: make(chan struct{}, 1)}
 }
 
 // chatRun is the state of one chat request.
@@ -146,6 +146,8 @@ type chatRun struct {
 	// message is the turn's message as its run records it; queued says the turn waits behind another.
 	message string
 	queued  bool
+	// claim is this brain's claim on the run (postgres.NewClaim): every journal write is fenced by it.
+	claim string
 }
 
 // Chat handles one message to an agent. An error comes with a response when the run was recorded (its
@@ -187,7 +189,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 		// Answered as a repeat is: once it has run, or 202 with its run while it waits or runs.
 		return c.answerRun(ctx, r.runID, false)
 	}
-	c.runs.add(r.runID)
+	c.runs.add(r.runID, r.claim)
 	defer c.runs.remove(r.runID)
 	// The turn goes on if the client goes away: it is the run's, and a retry with its key answers it.
 	work := context.WithoutCancel(ctx)
@@ -233,9 +235,12 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	// up, so the client's retry tries again.
 	noWork := loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE && len(r.calls) == 0
 	response, _ := json.Marshal(r.resp)
-	if err := postgres.RunFinish(ctx, c.pool, r.runID, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
+	if err := postgres.RunFinish(ctx, c.pool, r.runID, r.claim, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
 		response, noWork); err != nil {
-		if gemsql.DatabaseAway(err) {
+		if errors.Is(err, postgres.ErrTakenOver) {
+			return nil, err
+		}
+		if brain.ErrorCode(err) == brain.EUNAVAILABLE {
 			return c.leftToLease(r, err)
 		}
 		return nil, err
@@ -308,7 +313,8 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		if err := postgres.RunInsert(ctx, tx, run); err != nil {
 			return err
 		}
-		if err := postgres.RunLease(ctx, tx, r.runID, c.owner, c.lease); err != nil {
+		r.claim = postgres.NewClaim(c.owner)
+		if err := postgres.RunLease(ctx, tx, r.runID, r.claim, c.lease); err != nil {
 			return err
 		}
 		return c.startTurn(ctx, tx, r)
@@ -420,10 +426,7 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 		}
 		if iteration >= r.agent.MaxToolIterations {
 			// The agent did not finish: the turn is not ok, though its calls were made.
-			r.resp.LimitReached = true
-			r.resp.Errors = append(r.resp.Errors, &brain.Error{Code: brain.ETOOLITERATIONS,
-				Message: fmt.Sprintf("agent %s made %d rounds of tool calls, its max_tool_iterations, without answering", r.agent.Slug, iteration),
-				Details: map[string]any{"max_tool_iterations": r.agent.MaxToolIterations}})
+			r.limitReached(iteration)
 			note := fmt.Sprintf("I stopped after %d rounds of tool calls, the limit for agent %s, before finishing.", iteration, r.agent.Slug)
 			if strings.TrimSpace(resp.Content) != "" {
 				note = strings.TrimSpace(resp.Content) + "\n\n" + note
@@ -432,6 +435,14 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 			return c.journal(ctx, r, nil, []postgres.SessionMessage{{Message: llm.Message{Role: "assistant", Content: note}}}, nil)
 		}
 	}
+}
+
+// limitReached marks the turn as one that ran out of rounds: not ok, though its calls were made.
+func (r *chatRun) limitReached(iteration int) {
+	r.resp.LimitReached = true
+	r.resp.Errors = append(r.resp.Errors, &brain.Error{Code: brain.ETOOLITERATIONS,
+		Message: fmt.Sprintf("agent %s made %d rounds of tool calls, its max_tool_iterations, without answering", r.agent.Slug, iteration),
+		Details: map[string]any{"max_tool_iterations": r.agent.MaxToolIterations}})
 }
 
 // offeredDefs are the functions offered this iteration: the agent's tools, or the meta-tools plus the tools
@@ -469,12 +480,18 @@ func metaToolDefs() []llm.ToolDef {
 	}
 }
 
+// programRunning is a run_code tool message while its program runs: the journal holds it so, and a brain
+// that takes the turn over finds it so if the program's brain died (programInterrupted).
+const programRunning = `{"status":"running","message":"the program is running"}`
+
 // toolOutcome is one tool call's result message, with what to report about it.
 type toolOutcome struct {
-	msg    postgres.SessionMessage
-	report brain.ChatToolCall
-	call   *gemsql.CallInsertParams
-	tool   *registry.Tool
+	// program is a run_code call, run once its step is journaled.
+	program *llm.ToolCall
+	msg     postgres.SessionMessage
+	report  brain.ChatToolCall
+	call    *gemsql.CallInsertParams
+	tool    *registry.Tool
 }
 
 // runToolCalls answers meta-tools, refuses malformed or disallowed calls, enqueues the rest together (one
@@ -482,6 +499,7 @@ type toolOutcome struct {
 func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn *turnRecord, assistant llm.Message) ([]postgres.SessionMessage, error) {
 	calls := assistant.ToolCalls
 	outcomes := make([]*toolOutcome, len(calls))
+	var planned []brain.PlannedCall // the calls of this step, the run's once the step is journaled
 	var params []gemsql.CallInsertParams
 	var ids []uuid.UUID
 	for i, tc := range calls {
@@ -512,7 +530,9 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			continue
 		}
 		if r.agent.CodeMode && tc.Name == metaRunCode {
-			o.msg.Content, o.msg.IsError = c.runCode(ctx, r, iteration, tc)
+			// Run once the answer is journaled: a program makes calls, which must belong to a journaled step.
+			o.program = &calls[i]
+			o.msg.Content, o.msg.IsError, o.msg.AwaitingReceipt = programRunning, false, true
 			o.report.Status = brain.ChatCallAnswered
 			continue
 		}
@@ -566,7 +586,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		params = append(params, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input, RunID: &r.runID,
 			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester})
 		ids = append(ids, id)
-		r.calls = append(r.calls, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: fmt.Sprintf("LLM tool call %s (iteration %d)", tc.ID, iteration), CallID: &id})
+		planned = append(planned, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: fmt.Sprintf("LLM tool call %s (iteration %d)", tc.ID, iteration), CallID: &id})
 	}
 
 	// The journal: the answer, its messages (a call's tool message says it is pending until its receipt)
@@ -595,9 +615,24 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
 			return err
 		}
-		return postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls)
+		return postgres.RunAddCalls(ctx, tx, r.runID, ids, append(slices.Clone(r.calls), planned...))
 	}); err != nil {
 		return nil, err
+	}
+	r.calls = append(r.calls, planned...)
+	// Programs run now, their step journaled; each one's tool message is settled with what it returned.
+	for _, o := range outcomes {
+		if o.program == nil {
+			continue
+		}
+		o.msg.Content, o.msg.IsError = c.runCode(ctx, r, iteration, *o.program)
+		o.msg.AwaitingReceipt = false
+		if err := postgres.ToolMessageSettleByToolCall(ctx, c.pool, r.req.SessionID, r.runID, o.program.ID, r.scrub(o.msg.Content)); err != nil {
+			if brain.ErrorCode(err) == brain.EUNAVAILABLE {
+				return nil, &databaseAway{err: err}
+			}
+			return nil, err
+		}
 	}
 	if len(ids) > 0 {
 		receipts, pending := c.waitReceipts(ctx, sub, ids, awaiting)
@@ -664,7 +699,7 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 		}
 	}
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if err := postgres.RunFence(ctx, tx, r.runID, c.owner); err != nil {
+		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
 			return err
 		}
 		if turn != nil {

@@ -19,10 +19,10 @@ import (
 // SessionClaim creates or touches a chat session for an agent, a user and the caller speaking, and makes run
 // the session's turn. A session belongs to the caller (and agent and user) that started it: another's is
 // ENOTFOUND, as is one a rules conversation of another caller already uses (sessionOwnerSQL). A session
-// whose turn is another run (taken in the last 10 minutes) is
+// whose turn is another run is
 // ECONFLICT, naming that run. The turn is a column written under the session row's lock and decided from
-// the row alone, so of requests arriving at once exactly one gets it; RunFinish gives it back, and a turn
-// held 10 minutes is taken as abandoned.
+// the row alone, so of requests arriving at once exactly one gets it; RunFinish gives it back. A turn whose
+// brain died is not abandoned: another brain takes it over and ends it (docs/durable-runs.md).
 //
 // When the session is busy it returns the running turn's run with the ECONFLICT.
 func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) (uuid.UUID, error) {
@@ -32,8 +32,8 @@ func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID
 	err := db.QueryRow(ctx, `WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
 		INSERT INTO agent_sessions AS s (id, agent_id, user_id, caller, turn_run, turn_since) VALUES ($1, $2, $3, $4, $5, now())
 		ON CONFLICT (id) DO UPDATE SET updated_at = now(),
-			turn_run = CASE WHEN s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes' THEN EXCLUDED.turn_run ELSE s.turn_run END,
-			turn_since = CASE WHEN s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes' THEN now() ELSE s.turn_since END
+			turn_run = CASE WHEN s.turn_run IS NULL THEN EXCLUDED.turn_run ELSE s.turn_run END,
+			turn_since = CASE WHEN s.turn_run IS NULL THEN now() ELSE s.turn_since END
 		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`,
 		sessionID, agentID, userID, caller, run).Scan(&owner, &user, &sessionCaller, &firstCaller, &turn)
 	if err != nil {
@@ -181,25 +181,29 @@ func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uui
 	return nil
 }
 
-// RunFinish records a chat run's end: its status, calls, reply and errors, the response as it was sent (what a
-// repeat of its request is answered), and gives the session's turn back. releaseKey gives the request's key
-// up too, for a run that did no work (the LLM unavailable before any call): a retry with it tries again.
-func RunFinish(ctx context.Context, db Batcher, runID uuid.UUID, sessionID, status string, planned []brain.PlannedCall, reply string, errs []*brain.Error,
-	response []byte, releaseKey bool) error {
-	b := &pgx.Batch{}
-	b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
-		updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
-	b.Queue(`UPDATE agent_sessions SET turn_run = NULL, turn_since = NULL WHERE id = $1 AND turn_run = $2`, sessionID, runID)
-	if releaseKey {
-		b.Queue(`DELETE FROM brain_request_keys WHERE run_id = $1`, runID)
+// RunFinish records a chat run's end, under its fence (RunFence: ErrTakenOver when claim no longer owns
+// it): its status, calls, reply and errors, the response as it was sent (what a repeat of its request is
+// answered), and gives the session's turn back. releaseKey gives the request's key up too, for a run that
+// did no work (the LLM unavailable before any call): a retry with it tries again.
+func RunFinish(ctx context.Context, db Beginner, runID uuid.UUID, claim, sessionID, status string, planned []brain.PlannedCall, reply string,
+	errs []*brain.Error, response []byte, releaseKey bool) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := RunFence(ctx, tx, runID, claim); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
+			updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
+		b.Queue(`UPDATE agent_sessions SET turn_run = NULL, turn_since = NULL WHERE id = $1 AND turn_run = $2`, sessionID, runID)
+		if releaseKey {
+			b.Queue(`DELETE FROM brain_request_keys WHERE run_id = $1`, runID)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if errors.Is(err, ErrTakenOver) {
+		return err
 	}
-	// A batch is one implicit transaction (or part of db's own).
-	return Error(db.SendBatch(ctx, b).Close())
-}
-
-// Batcher sends batches: a pool, a connection or a transaction.
-type Batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	return Error(err)
 }
 
 // ProgramRecord records a run_code program on its run: the code, what it returned, printed and called, and
@@ -300,43 +304,58 @@ func RunFence(ctx context.Context, tx pgx.Tx, runID uuid.UUID, owner string) err
 	return nil
 }
 
-// RunLease makes owner the run's owner, with a lease of d.
-func RunLease(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, owner string, d time.Duration) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET owner = $2, lease_until = now() + $3::interval WHERE id = $1`, runID, owner, d)
+// NewClaim is a claim of owner on a run: the owner's id and a token of this taking, so that a brain that takes
+// over a run it was itself working on (its lease lapsed while it was away from the database) fences out its
+// earlier self.
+func NewClaim(owner string) string { return owner + "#" + uuid.NewString()[:8] }
+
+// RunLease makes claim the run's owner, with a lease of d.
+func RunLease(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, claim string, d time.Duration) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs SET owner = $2, lease_until = now() + $3::interval WHERE id = $1`, runID, claim, d)
 	return Error(err)
 }
 
-// RunLeasesRenew renews owner's leases of the runs it is working on.
-func RunLeasesRenew(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, owner string, d time.Duration) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET lease_until = now() + $3::interval
-		WHERE id = ANY($1) AND owner = $2 AND status IN ('planning', 'waiting')`, runIDs, owner, d)
+// RunLeasesRenew renews the leases of the runs a brain is working on, each under its claim.
+func RunLeasesRenew(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, claims []string, d time.Duration) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs b SET lease_until = now() + $3::interval
+		FROM unnest($1::uuid[], $2::text[]) AS l (id, claim)
+		WHERE b.id = l.id AND b.owner = l.claim AND b.status IN ('planning', 'waiting')`, runIDs, claims, d)
 	return Error(err)
 }
 
-// RunLeasesGive ends owner's leases of runs at once, so another brain takes them over (a brain shutting
-// down hands its runs over).
-func RunLeasesGive(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, owner string) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET lease_until = now() - interval '1 millisecond'
-		WHERE id = ANY($1) AND owner = $2 AND status IN ('planning', 'waiting')`, runIDs, owner)
+// RunLeasesGive ends the leases of runs at once, each under its claim, so another brain takes them over (a
+// brain shutting down hands its runs over).
+func RunLeasesGive(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, claims []string) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs b SET lease_until = now() - interval '1 millisecond'
+		FROM unnest($1::uuid[], $2::text[]) AS l (id, claim)
+		WHERE b.id = l.id AND b.owner = l.claim AND b.status IN ('planning', 'waiting')`, runIDs, claims)
 	return Error(err)
 }
 
-// RunsTakeOver makes owner the owner of up to limit chat runs whose lease expired, and returns them.
-func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, `UPDATE brain_runs r SET owner = $1, lease_until = now() + $2::interval
+// Taken is a run a brain took, with its claim.
+type Taken struct {
+	ID    uuid.UUID
+	Claim string
+}
+
+// RunsTakeOver gives owner up to limit chat runs whose lease expired, but for those it is working on (busy),
+// each under a new claim, and returns them.
+func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, busy []uuid.UUID) ([]Taken, error) {
+	rows, err := db.Query(ctx, `UPDATE brain_runs r SET owner = $1 || '#' || substr(md5(random()::text), 1, 8), lease_until = now() + $2::interval
 		FROM (SELECT id FROM brain_runs WHERE status IN ('planning', 'waiting') AND lease_until < now() AND mode = 'chat'
-		      ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) t
-		WHERE r.id = t.id RETURNING r.id`, owner, d, limit)
+		      AND NOT (id = ANY($4)) ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) t
+		WHERE r.id = t.id RETURNING r.id, r.owner`, owner, d, limit, busy)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error taking runs over: %w", err))
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, Error(err)
+	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Taken])
+	return taken, Error(err)
 }
 
-// CallsAwaitingApproval says which of the calls wait for a person's decision.
+// CallsAwaitingApproval says which of the calls wait for a person's decision (undecided: an approved call
+// runs and has a receipt to wait for, a rejected or expired one has its receipt).
 func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
-	rows, err := db.Query(ctx, `SELECT call_id FROM core_approvals WHERE call_id = ANY($1)`, ids)
+	rows, err := db.Query(ctx, `SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`, ids)
 	if err != nil {
 		return nil, Error(err)
 	}
@@ -363,20 +382,29 @@ func SessionCallsAwaitingReceipts(ctx context.Context, db gemsql.DBTX, sessionID
 // QueuedTurnsStart starts, for owner, up to limit chat turns queued behind others (if_busy enqueue) whose
 // session is free now: the oldest queued turn of each such session takes the session's turn — under its
 // row's lock, as any turn does — and becomes its owner's, planning. It returns them.
-func QueuedTurnsStart(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int) ([]uuid.UUID, error) {
+func QueuedTurnsStart(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, _ []uuid.UUID) ([]Taken, error) {
 	rows, err := db.Query(ctx, `WITH q AS (
 			SELECT r.id, r.conversation_id FROM brain_runs r
 			WHERE r.status = 'queued' AND NOT EXISTS (SELECT 1 FROM brain_runs e
 				WHERE e.status = 'queued' AND e.conversation_id = r.conversation_id AND e.id < r.id)
 			ORDER BY r.id LIMIT $3 FOR UPDATE SKIP LOCKED),
 		s AS (UPDATE agent_sessions s SET turn_run = q.id, turn_since = now() FROM q
-			WHERE s.id = q.conversation_id AND (s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes')
+			WHERE s.id = q.conversation_id AND s.turn_run IS NULL
 			RETURNING q.id)
-		UPDATE brain_runs r SET status = 'planning', owner = $1, lease_until = now() + $2::interval, updated_at = now()
-		FROM s WHERE r.id = s.id RETURNING r.id`, owner, d, limit)
+		UPDATE brain_runs r SET status = 'planning', owner = $1 || '#' || substr(md5(random()::text), 1, 8),
+			lease_until = now() + $2::interval, updated_at = now()
+		FROM s WHERE r.id = s.id RETURNING r.id, r.owner`, owner, d, limit)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error starting queued turns: %w", err))
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, Error(err)
+	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Taken])
+	return taken, Error(err)
+}
+
+// ToolMessageSettleByToolCall gives a run's tool message answering the LLM's tool call toolCallID (a run_code
+// program's, which has no call of its own) its content.
+func ToolMessageSettleByToolCall(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, toolCallID, content string) error {
+	_, err := db.Exec(ctx, `UPDATE agent_messages SET content = $4, awaiting_receipt = false
+		WHERE session_id = $1 AND run_id = $2 AND tool_call_id = $3 AND role = 'tool' AND awaiting_receipt`, sessionID, runID, toolCallID, content)
+	return Error(err)
 }

@@ -135,6 +135,11 @@ func (s *Service) plan(ctx context.Context, planner brain.Planner, req *brain.Ru
 		if !errors.As(err, &e) {
 			log.Error().Err(err).Msg("planner failed")
 		}
+		if brain.ErrorCode(err) == brain.EUNAVAILABLE {
+			// Nothing was done (the LLM planner could not be asked): the key is not spent, so the client's
+			// retry with it tries again.
+			rec.IdempotencyKey, rec.Fingerprint = "", nil
+		}
 		return s.fail(ctx, rec, brain.AsError(err))
 	}
 	rec.Decision.Reason, rec.Decision.Rules, rec.PlannedCalls = plan.Reason, plan.Rules, plan.Calls
