@@ -140,3 +140,100 @@ func TestChatTurnSurvivesItsBrain(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%+v", next.Errors)
 	require.Equal(t, "Anything else?", next.Reply)
 }
+
+// TestTakeoverStaysWithItsProvider: brain A (Anthropic, a process of its own) is SIGKILLed while it waits
+// for a turn's second LLM answer. Brain B, whose LLM is OpenAI, does not take the turn over — it would ask
+// its own provider to continue a conversation begun on another's wire — but brain C, Anthropic, does, and
+// the client's retry gets the reply from the Anthropic script. Before, any brain took any turn over: B took
+// it within a second and asked OpenAI.
+func TestTakeoverStaysWithItsProvider(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, dbURL := sqltest.NewDB(t)
+	executor, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	defer executor.Stop()
+
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	title := "ring Cal " + uuid.NewString()[:8]
+	anthropic := llmfake.NewAnthropic(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task",
+			Arguments: fmt.Sprintf(`{"title": %q, "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`, title)}}},
+		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
+		llmfake.Turn{Text: "Cal is on your list."})
+	openai := llmfake.NewOpenAI(t, fakeKey) // no script: a request is a failure of the test
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	addrA := freeAddr(t)
+	a := exec.Command(brainBinary(t), "serve")
+	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
+		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=anthropic", "GEM_LLM_BASE_URL="+anthropic.URL, "GEM_LLM_API_KEY="+fakeKey,
+		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
+	a.Stdout, a.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, a.Start())
+	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
+	apiA := &testAPI{t: t, url: "http://" + addrA, token: testToken}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(apiA.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
+
+	inProcess := func(provider, base string) *Main {
+		m, err := startBrain(dbURL, func(c *Config) {
+			c.LLM = llmconfig.Config{Provider: provider, BaseURL: base, APIKey: fakeKey, Model: "fake-model"}
+			c.Chat = chat.Config{Lease: time.Second}
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Close(ctx) })
+		return m
+	}
+	b := inProcess(llmconfig.ProviderOpenAI, openai.URL+"/v1")
+	apiB := &testAPI{t: t, url: b.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
+
+	key := "provider-" + uuid.NewString()
+	body := map[string]any{"message": "add a task to ring Cal", "user_id": "user-1"}
+	header := map[string]string{brain.IdempotencyKeyHeader: key}
+	lost := make(chan error, 1)
+	go func() {
+		_, _, err := post(apiA, "/agents/"+agent+"/chat", body, header)
+		lost <- err
+	}()
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("brain A never asked for the second answer")
+	}
+	require.NoError(t, a.Process.Kill())
+	_ = a.Wait()
+	once.Do(func() { close(release) })
+	require.Error(t, <-lost)
+
+	// A's lease (1 s) ends; B looks for runs to take over every second, and must leave this one.
+	var runID uuid.UUID
+	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM brain_runs WHERE idempotency_key = $1`, key).Scan(&runID))
+	time.Sleep(3500 * time.Millisecond)
+	var owner, status string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT owner, status FROM brain_runs WHERE id = $1`, runID).Scan(&owner, &status))
+	require.NotEqual(t, b.Chat.Owner(), owner, "an OpenAI brain took over a turn begun on Anthropic")
+	require.Contains(t, []string{brain.RunPlanning, brain.RunWaiting}, status)
+	require.Empty(t, openai.Requests())
+
+	// An Anthropic brain takes it over and finishes it; the retry, to it, gets the reply.
+	c := inProcess(llmconfig.ProviderAnthropic, anthropic.URL)
+	apiC := &testAPI{t: t, url: c.Server.URL(), token: testToken}
+	code, data, err := post(apiC, "/agents/"+agent+"/chat", body, header)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "%s", data)
+	var resp brain.ChatResponse
+	require.NoError(t, json.Unmarshal(data, &resp))
+	require.Equal(t, runID, resp.RunID)
+	require.Equal(t, "Cal is on your list.", resp.Reply)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1`, runID).Scan(&owner))
+	require.Equal(t, c.Chat.Owner(), owner)
+	require.Empty(t, openai.Requests())
+}
