@@ -32,6 +32,29 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// brainProcess starts a brain in a process of its own (one a test can SIGKILL) on dbURL, its LLM provider at
+// base, with a 1 s lease, and waits until it answers.
+func brainProcess(t *testing.T, dbURL, provider, base string) (*exec.Cmd, *testAPI) {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(brainBinary(t), "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addr,
+		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER="+provider, "GEM_LLM_BASE_URL="+base, "GEM_LLM_API_KEY="+fakeKey,
+		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	api := &testAPI{t: t, url: "http://" + addr, token: testToken}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(api.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "the brain process did not start")
+	return cmd, api
+}
+
 // TestChatTurnSurvivesItsBrain: brain A answers a chat turn whose first LLM answer made a task; A is
 // SIGKILLed while it waits for the LLM's second answer. Brain B takes the run over when A's lease expires
 // and finishes it from the journal: the first answer is not asked of the LLM again and the task is not made
@@ -64,22 +87,7 @@ func TestChatTurnSurvivesItsBrain(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 
 	// Brain A, a process of its own.
-	addrA := freeAddr(t)
-	a := exec.Command(brainBinary(t), "serve")
-	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
-		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL="+fake.URL+"/v1", "GEM_LLM_API_KEY="+fakeKey,
-		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
-	a.Stdout, a.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, a.Start())
-	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
-	apiA := &testAPI{t: t, url: "http://" + addrA, token: testToken}
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(apiA.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
+	a, apiA := brainProcess(t, dbURL, llmconfig.ProviderOpenAI, fake.URL+"/v1")
 
 	// Brain B, in this process, on the same database and LLM.
 	m, err := startBrain(dbURL, func(c *Config) {
@@ -165,22 +173,7 @@ func TestTakeoverStaysWithItsProvider(t *testing.T) {
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 
-	addrA := freeAddr(t)
-	a := exec.Command(brainBinary(t), "serve")
-	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
-		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=anthropic", "GEM_LLM_BASE_URL="+anthropic.URL, "GEM_LLM_API_KEY="+fakeKey,
-		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
-	a.Stdout, a.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, a.Start())
-	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
-	apiA := &testAPI{t: t, url: "http://" + addrA, token: testToken}
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(apiA.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
+	a, apiA := brainProcess(t, dbURL, llmconfig.ProviderAnthropic, anthropic.URL)
 
 	inProcess := func(provider, base string) *Main {
 		m, err := startBrain(dbURL, func(c *Config) {
