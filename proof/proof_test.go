@@ -33,11 +33,12 @@ func testBinaries(t *testing.T) binaries {
 }
 
 // A smaller chaos run: 1,000 calls, an executor killed every second, PostgreSQL restarted, the brain in
-// front, two devices of which one is killed every 1.5 s. It must find no violation.
+// front, two devices of which one is killed every 1.5 s, eight sessions chatting through two brains per LLM
+// provider of which one is killed every 2 s. It must find no violation.
 func TestChaos(t *testing.T) {
 	bins := testBinaries(t)
 	cfg := chaosConfig{Calls: 1000, Rate: 100, Executors: 2, KillEvery: time.Second, RestartPG: true, Brain: true,
-		Devices: 2, KillDeviceEvery: 1500 * time.Millisecond,
+		Devices: 2, KillDeviceEvery: 1500 * time.Millisecond, ChatSessions: 8, ChatBrains: 2, KillBrainEvery: 2 * time.Second,
 		PGDir: defaultChaosDir(bins.root) + "-test", SettleTime: 2 * time.Minute, Seed: uint64(time.Now().UnixNano())}
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -68,6 +69,15 @@ func TestChaos(t *testing.T) {
 	// Only a call killed during its SMS send may fail (outcome_unknown); executor deaths and the restart
 	// must not fail healthy calls.
 	require.Equal(t, "0", counts["receipts failed: other codes"])
+
+	var turns, answered int
+	_, err = fmt.Sscanf(counts["chat: turns sent / answered 200 (by provider)"], "%d / %d", &turns, &answered)
+	require.NoError(t, err, counts["chat: turns sent / answered 200 (by provider)"])
+	require.Positive(t, answered, "chat turns were answered")
+	require.Equal(t, turns, answered)
+	require.NotEqual(t, "0", counts["chat: brains SIGKILLed (and restarted)"])
+	require.Equal(t, "0", counts["chat: steps asked after their answer was journaled"])
+	require.Equal(t, "0", counts["chat: sessions interleaving turns"])
 }
 
 // The checks catch what they claim to: on a database where calls were lost, left without a receipt, wrote

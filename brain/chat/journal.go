@@ -95,7 +95,9 @@ func (c *Chat) Start(ctx context.Context, log *zerolog.Logger) {
 					}
 				}
 			case <-takeover.C:
-				c.takeOver(ctx, log, postgres.RunsTakeOver, "error looking for runs to take over")
+				c.takeOver(ctx, log, func(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, busy []uuid.UUID) ([]postgres.Taken, error) {
+					return postgres.RunsTakeOver(ctx, db, owner, "llm:"+c.llm.Provider(), d, limit, busy)
+				}, "error looking for runs to take over")
 				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")
 			case <-c.wake:
 				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")

@@ -338,13 +338,21 @@ type Taken struct {
 	Claim string
 }
 
-// RunsTakeOver gives owner up to limit chat runs whose lease expired, but for those it is working on (busy),
-// each under a new claim, and returns them.
-func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, busy []uuid.UUID) ([]Taken, error) {
+// CrossPlannerTakeover is how long after its lease expired a chat run may be taken over by a brain whose LLM
+// is not the run's: until then only a brain of the run's planner (llm:<provider>) takes it, so a fleet of
+// brains per provider sharing one database resumes each turn with its own provider; after, any brain does,
+// so a run is never stranded when the provider changed.
+const CrossPlannerTakeover = time.Minute
+
+// RunsTakeOver gives owner up to limit chat runs whose lease expired, each under a new claim, and returns
+// them: runs of planner (the run's decision.planner, "llm:<provider>"), or of any planner once their lease
+// expired CrossPlannerTakeover ago; never those owner is working on (busy).
+func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner, planner string, d time.Duration, limit int, busy []uuid.UUID) ([]Taken, error) {
 	rows, err := db.Query(ctx, `UPDATE brain_runs r SET owner = $1 || '#' || substr(md5(random()::text), 1, 8), lease_until = now() + $2::interval
 		FROM (SELECT id FROM brain_runs WHERE status IN ('planning', 'waiting') AND lease_until < now() AND mode = 'chat'
-		      AND NOT (id = ANY($4)) ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) t
-		WHERE r.id = t.id RETURNING r.id, r.owner`, owner, d, limit, busy)
+		        AND (decision->>'planner' = $4 OR lease_until < now() - $5::interval) AND NOT (id = ANY($6))
+		      ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) t
+		WHERE r.id = t.id RETURNING r.id, r.owner`, owner, d, limit, planner, CrossPlannerTakeover, busy)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error taking runs over: %w", err))
 	}
