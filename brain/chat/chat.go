@@ -621,6 +621,16 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 	}
 	r.calls = append(r.calls, planned...)
 	// Programs run now, their step journaled; each one's tool message is settled with what it returned.
+	known := len(r.secretValues)
+	defer func() {
+		// A program's calls may name secrets the step's records were written without: they are scrubbed
+		// of them now (the program's code holds what it passed its tools).
+		if len(r.secretValues) > known {
+			if err := postgres.StepScrub(context.WithoutCancel(ctx), c.pool, r.req.SessionID, r.runID, iteration, r.scrub); err != nil {
+				r.log.Warn().Err(err).Msg("error scrubbing a step's records of its program's secrets")
+			}
+		}
+	}()
 	for _, o := range outcomes {
 		if o.program == nil {
 			continue

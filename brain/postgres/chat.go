@@ -416,3 +416,58 @@ func ToolMessageSettleByToolCall(ctx context.Context, db gemsql.DBTX, sessionID 
 		WHERE session_id = $1 AND run_id = $2 AND tool_call_id = $3 AND role = 'tool' AND awaiting_receipt`, sessionID, runID, toolCallID, content)
 	return Error(err)
 }
+
+// StepScrub rewrites a journaled step's records — its assistant message and its LLM turns — through scrub,
+// for secrets learned after they were written (a run_code program's calls name them).
+func StepScrub(ctx context.Context, db Beginner, sessionID string, runID uuid.UUID, iteration int, scrub func(string) string) error {
+	return Error(pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		type row struct {
+			id   int64
+			a, b string
+			hasB bool
+		}
+		read := func(q string, args ...any) ([]row, error) {
+			rows, err := tx.Query(ctx, q, args...)
+			if err != nil {
+				return nil, err
+			}
+			return pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+				var x row
+				var b *string
+				err := r.Scan(&x.id, &x.a, &b)
+				if b != nil {
+					x.b, x.hasB = *b, true
+				}
+				return x, err
+			})
+		}
+		msgs, err := read(`SELECT id, content, tool_calls::text FROM agent_messages
+			WHERE session_id = $1 AND run_id = $2 AND role = 'assistant' AND tool_calls IS NOT NULL ORDER BY id`, sessionID, runID)
+		if err != nil {
+			return err
+		}
+		// The step's assistant message is the iteration-th of the run's that asked for tool calls.
+		if iteration >= 1 && iteration <= len(msgs) {
+			m := msgs[iteration-1]
+			if _, err := tx.Exec(ctx, `UPDATE agent_messages SET content = $2, tool_calls = $3::jsonb WHERE id = $1`, m.id, scrub(m.a), scrub(m.b)); err != nil {
+				return err
+			}
+		}
+		turns, err := read(`SELECT id, request::text, response::text FROM brain_turns WHERE run_id = $1 AND iteration = $2`, runID, iteration)
+		if err != nil {
+			return err
+		}
+		for _, t := range turns {
+			var response *string
+			if t.hasB {
+				v := scrub(t.b)
+				response = &v
+			}
+			if _, err := tx.Exec(ctx, `UPDATE brain_turns SET request = $3::jsonb, response = $4::jsonb WHERE run_id = $1 AND id = $2`,
+				runID, t.id, scrub(t.a), response); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
