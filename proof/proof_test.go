@@ -127,12 +127,15 @@ func TestBenchSmoke(t *testing.T) {
 		History: 3000, Backlog: 300, dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 37, "16 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
+	require.Len(t, res.Latency, 38, "16 scenarios, each sequential and open loop, the limits scenario's two sequential rows, the telemetry scenario's three and the takeover's one")
 	for _, l := range res.Latency {
 		m := l.median()
-		if l.Scenario == scHealthBusy {
+		switch l.Scenario {
+		case scHealthBusy:
 			require.Greater(t, m.N, 0, "calls are made until the limited calls are done")
-		} else {
+		case scTakeover:
+			require.Equal(t, takeoverSamples, m.N, "each sample starts a brain and kills it")
+		default:
 			require.Equal(t, 40, m.N, l.Scenario)
 		}
 		require.Greater(t, m.P50, time.Duration(0), l.Scenario)
@@ -147,7 +150,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 21)
+	require.Len(t, res.Targets, 22)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
@@ -208,7 +211,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 21, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 22, strings.Count(out.String(), "not measured"), out.String())
 	// Sections of scenarios left out are not printed empty, and the scale targets name the workers the
 	// scenario would have split.
 	require.NotContains(t, out.String(), "throughput:")
