@@ -78,7 +78,7 @@ bench: build ## measure GEM against bare River: latency, throughput, memory (doc
 
 # chaos: always on a private cluster of its own (it restarts the server), never on DATABASE_URL.
 # CHAOS_FLAGS passes flags to bin/proof chaos (e.g. -calls 20000 -kill-every 1s).
-chaos: build ## 10,000 calls while executors are SIGKILLed and PostgreSQL restarts; exits 1 on any lost or doubled call
+chaos: build ## 10,000 calls and 24 chat sessions while executors, devices and brains are SIGKILLed and PostgreSQL restarts; exits 1 on any lost or doubled call or turn
 	@$(BIN)/proof chaos -bin $(BIN) $(CHAOS_FLAGS)
 
 # lint also keeps binaries out of git: a tracked (or staged) file git diffs as binary (a NUL byte in its first

@@ -163,6 +163,9 @@ type ChatParams struct {
 	// IdempotencyKey is the client's key for this request (or the Idempotency-Key header): the same caller
 	// and key within the window is the same turn, answered again, never made twice (docs/durable-runs.md).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// IfBusy is what to do when the session is answering another message: IfBusyReject (409 naming the
+	// running turn's run, the default) or IfBusyEnqueue (the turn waits behind it, then runs).
+	IfBusy string `json:"if_busy,omitempty"`
 	// Fingerprint is the request's, set by its door (RequestFingerprint) when it has a key.
 	Fingerprint []byte `json:"-"`
 	// Async asks for 202 and the run's id at once (or Prefer: respond-async); the turn goes on. Not part of
@@ -171,6 +174,12 @@ type ChatParams struct {
 	// OnBegun, when set, is told the turn's run as soon as it is recorded (or the run a repeat answers).
 	OnBegun func(runID uuid.UUID) `json:"-"`
 }
+
+// What a chat message does when its session is answering another (ChatParams.IfBusy).
+const (
+	IfBusyReject  = "reject"
+	IfBusyEnqueue = "enqueue"
+)
 
 // ChatDecided is a call of the session that waited for approval and was decided (and, if approved, ran)
 // since the agent was last told: this turn told it.
@@ -204,7 +213,10 @@ type ChatResponse struct {
 	LimitReached bool `json:"limit_reached"`
 	// Decided are the calls that waited for approval whose outcome this turn told the agent.
 	Decided []ChatDecided `json:"decided"`
-	Errors  []*Error      `json:"errors"`
+	// Finished are the calls still running when an earlier turn answered whose receipts this turn told the
+	// agent.
+	Finished []ChatDecided `json:"finished,omitempty"`
+	Errors   []*Error      `json:"errors"`
 	// Status is the turn's run's: completed or failed, or planning or waiting for a repeated request
 	// answered before its turn ended (HTTP 202).
 	Status string `json:"status,omitempty"`

@@ -344,11 +344,13 @@ func contextRef(tool *registry.Tool, ctxIDs map[string]any) map[string]any {
 
 // Run statuses (brain_runs.status).
 const (
-	RunCreated   = "created"
-	RunPlanning  = "planning"
-	RunPlanned   = "planned"
-	RunEnqueued  = "enqueued"
-	RunWaiting   = "waiting"
+	RunCreated  = "created"
+	RunPlanning = "planning"
+	RunPlanned  = "planned"
+	RunEnqueued = "enqueued"
+	RunWaiting  = "waiting"
+	// RunQueued: a chat turn waiting behind the session's running turn (if_busy enqueue).
+	RunQueued    = "queued"
 	RunCompleted = "completed"
 	RunFailed    = "failed"
 )
@@ -377,6 +379,9 @@ type Run struct {
 	// (RequestFingerprint): the run's insert claims the key for RequestedBy, or fails as a repeat.
 	IdempotencyKey string
 	Fingerprint    []byte
+	// Owner and LeaseUntil: the brain answering a chat turn and until when (docs/durable-runs.md).
+	Owner      string
+	LeaseUntil *time.Time
 	// Response is a chat turn's response as it was sent, once it ended.
 	Response    json.RawMessage
 	CreatedAt   time.Time
@@ -455,6 +460,12 @@ type RunResponse struct {
 	// Repeated says the request repeated an earlier one's key: this is the earlier request's run, and
 	// nothing was made again.
 	Repeated bool `json:"repeated,omitempty"`
+	// Owner is the brain answering a chat turn still planning or waiting, and LeaseUntil when another brain
+	// may take it over (docs/durable-runs.md#owners-and-leases).
+	Owner      string     `json:"owner,omitempty"`
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	// Steps are a chat turn's LLM requests, in order: its journal, with its calls in planned_tool_calls.
+	Steps []RunStep `json:"steps,omitempty"`
 
 	// recorded, when set, reports the commit of the run's answer, which may still be under way; see
 	// Recorded.
@@ -511,4 +522,19 @@ func LogRun(ctx context.Context, runID uuid.UUID) *zerolog.Logger {
 	}
 	l.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("run_id", runID.String()) })
 	return l
+}
+
+// RunStep is one LLM request of a chat turn (a brain_turns row): its step (iteration) and attempt, what it
+// cost and what came back.
+type RunStep struct {
+	Iteration int     `json:"iteration"`
+	Attempt   int     `json:"attempt"`
+	Model     string  `json:"model"`
+	LatencyMS float64 `json:"latency_ms"`
+	// ToolCalls is how many tool calls the answer asked for.
+	ToolCalls    int       `json:"tool_calls"`
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	Error        *Error    `json:"error,omitempty"`
+	At           time.Time `json:"at"`
 }

@@ -29,7 +29,7 @@ type benchConfig struct {
 	Warmup    int             // unmeasured calls before each latency scenario
 	Log       io.Writer       // progress and the children's logs (nil: progress only to Out's stderr)
 	Timeout   time.Duration   // the whole run
-	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, drain, scale, history); empty: all
+	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, takeover, drain, scale, history); empty: all
 	History   int             // calls and receipts seeded as history (the history scenario)
 	Backlog   int             // calls queued behind the history for its drain
 	dbPrefix  string          // names of the databases made for the run (default gem_bench)
@@ -211,6 +211,13 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 	if cfg.runs("limits") {
 		if err := benchLimits(ctx, cfg, res, bins, gemURL, gemPool, vacuum(gemPool, gemTables...), progress); err != nil {
 			return nil, err
+		}
+	}
+
+	// 4b. A chat turn whose brain is SIGKILLed, taken over by another brain.
+	if cfg.runs("takeover") {
+		if err := benchTakeover(ctx, cfg, res, bins, gemURL, gemPool, progress); err != nil {
+			return nil, fmt.Errorf("takeover: %w", err)
 		}
 	}
 
@@ -730,6 +737,7 @@ func targets(r *benchResult) []targetResult {
 	agent1, agent5 := r.latency(scAgent1, loadSeq), r.latency(scAgent5, loadSeq)
 	agentRatio := float64(agent5.P50) / float64(agent1.P50)
 	firstEvent := r.latency(scAgentStream, loadSeq)
+	takeover := r.latency(scTakeover, loadSeq)
 	return append([]targetResult{
 		{"GEM insert → receipt p50", fmt.Sprintf("%.2f ms", ms(gem.P50)), "≤ 3 ms", gem.P50 <= 3*time.Millisecond, haveGEM},
 		{"GEM insert → receipt p99", fmt.Sprintf("%.2f ms", ms(gem.P99)), "≤ 6 ms", gem.P99 <= 6*time.Millisecond, haveGEM},
@@ -756,6 +764,8 @@ func targets(r *benchResult) []targetResult {
 			"≤ 1.5×", agentRatio <= 1.5, agent1.N > 0 && agent5.N > 0},
 		{"streamed chat turn: first event p50", fmt.Sprintf("%.2f ms (the whole turn unstreamed: %.2f ms)", ms(firstEvent.P50), ms(agent1.P50)),
 			"≤ 50 ms", firstEvent.P50 <= 50*time.Millisecond, firstEvent.N > 0},
+		{"chat turn taken over: brain SIGKILL → turn's end p50", fmt.Sprintf("%.0f ms (lease %s)", ms(takeover.P50), takeoverLease),
+			"≤ lease + 1 s", takeover.P50 <= takeoverLease+time.Second, takeover.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
 	}, append(scaleTargets(r), historyTargets(r)...)...)

@@ -38,6 +38,9 @@ type chaosConfig struct {
 	SettleTime      time.Duration // how long calls may take to finish after the last insert
 	Devices         int           // devices serving the lab tools (needs Brain); one is SIGKILLed and restarted each KillDeviceEvery
 	KillDeviceEvery time.Duration
+	ChatSessions    int           // sessions chatting with the scripted LLM through the LLM brains (0: none)
+	ChatBrains      int           // LLM brains per provider (OpenAI, Anthropic)
+	KillBrainEvery  time.Duration // one LLM brain is SIGKILLed and restarted this often
 	Seed            uint64
 	Log             io.Writer
 }
@@ -63,7 +66,8 @@ func (r *chaosReport) print(w io.Writer) {
 	}
 	_ = tw.Flush()
 	if len(r.Violations) == 0 {
-		fmt.Fprintln(w, "\nchaos: no violations: every call has exactly one receipt, none lost or left running, keyed effects once per key, no outside effect twice")
+		fmt.Fprintln(w, "\nchaos: no violations: every call has exactly one receipt, none lost or left running, keyed effects once per key, no outside effect twice;"+
+			" every chat turn answered once, by its run, no journaled LLM step asked again nor its calls made twice")
 		return
 	}
 	fmt.Fprintf(w, "\nchaos: %d VIOLATIONS\n", len(r.Violations))
@@ -219,6 +223,16 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 		defer fleet.close()
 	}
 
+	var chat *chatFleet
+	if cfg.ChatSessions > 0 {
+		if chat, err = startChatFleet(ctx, bins, dbURL, cfg.ChatBrains, cfg.Log); err != nil {
+			return nil, err
+		}
+		defer chat.close()
+		progress("%d chat sessions through %d brains per provider (openai, anthropic), one SIGKILLed every %s",
+			cfg.ChatSessions, cfg.ChatBrains, cfg.KillBrainEvery)
+	}
+
 	calls := planChaos(cfg.Calls, cfg.Seed, cfg.Devices)
 	progress("%d calls at %.0f/s, %d executors, one SIGKILLed every %s, PostgreSQL restart: %v, brain: %v, devices: %d (one SIGKILLed every %s)",
 		cfg.Calls, cfg.Rate, cfg.Executors, cfg.KillEvery, cfg.RestartPG, cfg.Brain, cfg.Devices, cfg.KillDeviceEvery)
@@ -257,6 +271,22 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 		go func() {
 			defer background.Done()
 			fleet.killLoop(runCtx, cfg.KillDeviceEvery, progress)
+		}()
+	}
+
+	// The chat sessions send turns while the calls are made; each then finishes the turn it is in, for up to
+	// two minutes after the last call.
+	chatDone, endChat := context.WithCancel(ctx)
+	defer endChat()
+	if chat != nil {
+		background.Add(2)
+		go func() {
+			defer background.Done()
+			chat.killLoop(runCtx, cfg.KillBrainEvery, progress)
+		}()
+		go func() {
+			defer background.Done()
+			chat.converse(runCtx, chatDone, cfg.ChatSessions, cfg.Seed)
 		}()
 	}
 
@@ -353,7 +383,9 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 	close(work)
 	inserters.Wait()
 	stopChaos()
+	stopChat := time.AfterFunc(2*time.Minute, endChat)
 	background.Wait()
+	stopChat.Stop()
 	progress("all calls made in %s; waiting for every receipt (up to %s)", time.Since(begin).Round(time.Millisecond), cfg.SettleTime)
 
 	// Let the surviving executors finish; restart any that died.
@@ -376,6 +408,12 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 				return false, nil
 			}
 			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	if chat != nil {
+		// Turns of brains killed last are finished by the others; their calls need receipts too.
+		if err := awaitTurns(ctx, pool, deadline); err != nil {
+			return nil, err
 		}
 	}
 	settled, err := allReceipted()
@@ -440,6 +478,12 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 	}
 	if fleet != nil {
 		if err := fleet.check(ctx, pool, rep); err != nil {
+			return nil, err
+		}
+	}
+	if chat != nil {
+		chat.close()
+		if err := chat.check(ctx, pool, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -605,14 +649,17 @@ func chaosCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.SettleTime, "settle", 3*time.Minute, "how long calls may take to finish after the last one is made")
 	fs.IntVar(&cfg.Devices, "devices", 2, "devices serving tools through the brain (0: none)")
 	fs.DurationVar(&cfg.KillDeviceEvery, "kill-device-every", 1500*time.Millisecond, "SIGKILL a device (and restart it) this often")
+	fs.IntVar(&cfg.ChatSessions, "chat-sessions", 24, "sessions chatting with the scripted LLM through the LLM brains (0: none)")
+	fs.IntVar(&cfg.ChatBrains, "chat-brains", 2, "LLM brains per provider (OpenAI, Anthropic)")
+	fs.DurationVar(&cfg.KillBrainEvery, "kill-brain-every", 3*time.Second, "SIGKILL an LLM brain (and restart it) this often")
 	seed := fs.Uint64("seed", 0, "random seed (default: from the clock)")
 	bin := fs.String("bin", "", "folder with the executor and brain binaries (default: build them)")
 	verbose := fs.Bool("v", false, "show the children's logs")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if cfg.Calls < 1 || cfg.Rate <= 0 || cfg.Executors < 1 || cfg.KillEvery <= 0 {
-		fmt.Fprintln(stderr, "chaos: -calls, -rate, -executors and -kill-every must be positive")
+	if cfg.Calls < 1 || cfg.Rate <= 0 || cfg.Executors < 1 || cfg.KillEvery <= 0 || (cfg.ChatSessions > 0 && (cfg.ChatBrains < 1 || cfg.KillBrainEvery <= 0)) {
+		fmt.Fprintln(stderr, "chaos: -calls, -rate, -executors, -kill-every (and with chat sessions -chat-brains and -kill-brain-every) must be positive")
 		return 2
 	}
 	cfg.Seed = *seed

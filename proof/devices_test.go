@@ -376,9 +376,9 @@ func TestDeviceRestartedMidCall(t *testing.T) {
 // and after the device's heartbeat deadline it goes to the device on the other hub.
 func TestDeviceFailoverAcrossHubs(t *testing.T) {
 	t.Parallel()
-	// Devices are dead after 2 s here: on a loaded machine the call may take a while to be routed, and it
-	// must find the laptop still counted alive.
-	slow := "GEM_DEVICE_MISSED_HEARTBEATS=10"
+	// Devices are dead after 5 s here: on a loaded machine the call may take a while to be routed, and it
+	// must find the laptop still counted alive (at 2 s it did not, once, with the machine's load at 9).
+	slow := "GEM_DEVICE_MISSED_HEARTBEATS=25"
 	r := newRigT(t, slow)
 	hub2, err := startBrain(r.bins, r.dbURL, append(slices.Clone(deviceRigEnv), slow), r.logw)
 	require.NoError(t, err)
@@ -392,7 +392,8 @@ func TestDeviceFailoverAcrossHubs(t *testing.T) {
 	require.Eventually(t, func() bool { return freshest(r) == "laptop" }, 5*time.Second, 10*time.Millisecond)
 	r.brain.kill()
 	ctx := context.Background()
-	id, err := r.call(ctx, "lab.whoami", map[string]any{"key": "over"}, "", 0)
+	// It may wait 30 s for a device: the laptop's deadline, then the server's coming back, fit in it.
+	id, err := r.call(ctx, "lab.whoami", map[string]any{"key": "over"}, "", 30000)
 	require.NoError(t, err)
 	// The server comes back once the call is handed to the laptop (however slow this machine is).
 	require.Eventually(t, func() bool {

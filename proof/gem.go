@@ -44,16 +44,21 @@ type brainProc struct {
 // startBrain runs the brain (rules planner, bearer-token auth) on a free loopback port and waits for
 // GET /health.
 func startBrain(bins binaries, dbURL string, env []string, logw io.Writer) (*brainProc, error) {
+	return startBrainAs(bins, dbURL, "brain", randomHex(24), env, logw)
+}
+
+// startBrainAs is startBrain with the process's name (in logs) and its caller's token chosen: brains given
+// one token serve one caller, whose request keys are the same on each.
+func startBrainAs(bins binaries, dbURL, name, token string, env []string, logw io.Writer) (*brainProc, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	token := randomHex(24)
 	env = append([]string{"DATABASE_URL=" + dbURL, "GEM_REGISTRY=" + filepath.Join(bins.root, "tools.registry.json"),
 		"GEM_BRAIN_ADDR=" + addr, "GEM_BRAIN_TOKENS=proof:" + token, "GEM_BRAIN_PLANNER=rules", "GEM_LOG_LEVEL=warn"}, env...)
-	p, err := startProc("brain", bins.brain, []string{"serve"}, env, logw)
+	p, err := startProc(name, bins.brain, []string{"serve"}, env, logw)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bin := fs.String("bin", "", "folder with the executor and brain binaries (default: build them)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	verbose := fs.Bool("v", false, "show the children's logs")
-	only := fs.String("only", "", "comma-separated scenarios to run: river, gem, brain, mcp, code, rest, limits, telemetry, drain, scale, history (default: all)")
+	only := fs.String("only", "", "comma-separated scenarios to run: river, gem, brain, mcp, code, rest, limits, telemetry, takeover, drain, scale, history (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -73,10 +73,10 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		cfg.Only = map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			switch s = strings.TrimSpace(s); s {
-			case "river", "gem", "brain", "mcp", "code", "rest", "limits", "telemetry", "drain", "scale", "history":
+			case "river", "gem", "brain", "mcp", "code", "rest", "limits", "telemetry", "takeover", "drain", "scale", "history":
 				cfg.Only[s] = true
 			default:
-				fmt.Fprintf(stderr, "bench: unknown scenario %q in -only (river, gem, brain, mcp, code, rest, limits, telemetry, drain, scale, history)\n", s)
+				fmt.Fprintf(stderr, "bench: unknown scenario %q in -only (river, gem, brain, mcp, code, rest, limits, telemetry, takeover, drain, scale, history)\n", s)
 				return 2
 			}
 		}

@@ -33,11 +33,12 @@ func testBinaries(t *testing.T) binaries {
 }
 
 // A smaller chaos run: 1,000 calls, an executor killed every second, PostgreSQL restarted, the brain in
-// front, two devices of which one is killed every 1.5 s. It must find no violation.
+// front, two devices of which one is killed every 1.5 s, eight sessions chatting through two brains per LLM
+// provider of which one is killed every 2 s. It must find no violation.
 func TestChaos(t *testing.T) {
 	bins := testBinaries(t)
 	cfg := chaosConfig{Calls: 1000, Rate: 100, Executors: 2, KillEvery: time.Second, RestartPG: true, Brain: true,
-		Devices: 2, KillDeviceEvery: 1500 * time.Millisecond,
+		Devices: 2, KillDeviceEvery: 1500 * time.Millisecond, ChatSessions: 8, ChatBrains: 2, KillBrainEvery: 2 * time.Second,
 		PGDir: defaultChaosDir(bins.root) + "-test", SettleTime: 2 * time.Minute, Seed: uint64(time.Now().UnixNano())}
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -68,6 +69,15 @@ func TestChaos(t *testing.T) {
 	// Only a call killed during its SMS send may fail (outcome_unknown); executor deaths and the restart
 	// must not fail healthy calls.
 	require.Equal(t, "0", counts["receipts failed: other codes"])
+
+	var turns, answered int
+	_, err = fmt.Sscanf(counts["chat: turns sent / answered 200 (by provider)"], "%d / %d", &turns, &answered)
+	require.NoError(t, err, counts["chat: turns sent / answered 200 (by provider)"])
+	require.Positive(t, answered, "chat turns were answered")
+	require.Equal(t, turns, answered)
+	require.NotEqual(t, "0", counts["chat: brains SIGKILLed (and restarted)"])
+	require.Equal(t, "0", counts["chat: steps asked after their answer was journaled"])
+	require.Equal(t, "0", counts["chat: sessions interleaving turns"])
 }
 
 // The checks catch what they claim to: on a database where calls were lost, left without a receipt, wrote
@@ -117,12 +127,15 @@ func TestBenchSmoke(t *testing.T) {
 		History: 3000, Backlog: 300, dbPrefix: "gem_bench_test"}
 	res, err := bench(context.Background(), cfg, c, bins)
 	require.NoError(t, err)
-	require.Len(t, res.Latency, 39, "17 scenarios, each sequential and open loop, the limits scenario's two sequential rows and the telemetry scenario's three")
+	require.Len(t, res.Latency, 40, "17 scenarios, each sequential and open loop, the limits scenario's two sequential rows, the telemetry scenario's three and the takeover's one")
 	for _, l := range res.Latency {
 		m := l.median()
-		if l.Scenario == scHealthBusy {
+		switch l.Scenario {
+		case scHealthBusy:
 			require.Greater(t, m.N, 0, "calls are made until the limited calls are done")
-		} else {
+		case scTakeover:
+			require.Equal(t, takeoverSamples, m.N, "each sample starts a brain and kills it")
+		default:
 			require.Equal(t, 40, m.N, l.Scenario)
 		}
 		require.Greater(t, m.P50, time.Duration(0), l.Scenario)
@@ -137,7 +150,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 21)
+	require.Len(t, res.Targets, 22)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
@@ -198,7 +211,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 	}
 	require.NotContains(t, out.String(), "MISSED")
 	require.NotContains(t, out.String(), " met")
-	require.Equal(t, 22, strings.Count(out.String(), "not measured"), out.String())
+	require.Equal(t, 23, strings.Count(out.String(), "not measured"), out.String())
 	// Sections of scenarios left out are not printed empty, and the scale targets name the workers the
 	// scenario would have split.
 	require.NotContains(t, out.String(), "throughput:")

@@ -128,13 +128,8 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+	if params.Fingerprint, err = requestKey(c, &params.IdempotencyKey, &params.Async, params, c.Param("slug")); err != nil {
 		return err
-	}
-	if params.IdempotencyKey != "" {
-		fp := *params
-		fp.IdempotencyKey, fp.Async = "", false
-		params.Fingerprint = brain.RequestFingerprint("POST /agents/{slug}/chat", c.Param("slug"), &fp)
 	}
 	respond := func(resp *brain.ChatResponse, err error) error {
 		if err != nil {
@@ -153,11 +148,19 @@ func (s *Server) chatWithAgent(c echo.Context) error {
 	return respond(resp, err)
 }
 
-// chatStatus is a chat answer's HTTP status: 202 for a repeated request whose turn is still answering
-// (its run_id says where to look), 200 otherwise.
+// chatStatus is a chat answer's HTTP status: 202 for a turn still queued or running (a repeated request's,
+// a queued one's; its run_id says where to look); for a turn that ended, the status its first answer had —
+// 422 when the LLM refused it, 503 when the LLM or the database was unavailable — else 200.
 func chatStatus(resp *brain.ChatResponse) int {
-	if resp.Status == brain.RunPlanning || resp.Status == brain.RunWaiting {
+	switch resp.Status {
+	case brain.RunQueued, brain.RunPlanning, brain.RunWaiting:
 		return http.StatusAccepted
+	case brain.RunFailed:
+		for _, e := range resp.Errors {
+			if e.Code == brain.ELLMREJECTED || e.Code == brain.EUNAVAILABLE {
+				return HTTPStatus(e.Code)
+			}
+		}
 	}
 	return http.StatusOK
 }

@@ -266,7 +266,8 @@ var (
 			"session_id": {"type": "string", "minLength": 1, "maxLength": 200},
 			"resume": {"type": "boolean"},
 			"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 1000},
-			"async": {"type": "boolean"}
+			"async": {"type": "boolean"},
+			"if_busy": {"type": "string", "enum": ["reject", "enqueue"]}
 		},
 		"required": ["user_id"],
 		"if": {"properties": {"resume": {"const": true}}, "required": ["resume"]},

@@ -21,17 +21,14 @@ func (s *Server) operatorChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+	// Fingerprinted before a session is made up for it: a retry without session_id is the same request.
+	fp, err := requestKey(c, &params.IdempotencyKey, &params.Async, params, c.Request().Header.Get(agentHeader))
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	async, stream := wantsAsync(c, params.Async), wantsStream(c)
-	var fp []byte
 	if params.IdempotencyKey != "" {
-		// Fingerprinted before a session is made up for it: a retry without session_id is the same request.
-		body := *params
-		body.IdempotencyKey, body.Async = "", false
-		fp = brain.RequestFingerprint("POST /operator/chat", c.Request().Header.Get(agentHeader), &body)
 		// A repeat is answered the way its first request was: by the agent, or by the rules planner.
 		err := postgres.RequestKeyCheck(ctx, s.pool, requester(c), params.IdempotencyKey, fp)
 		var repeat *postgres.RepeatedRequest

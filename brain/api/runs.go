@@ -27,13 +27,8 @@ func (s *Server) run(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if params.IdempotencyKey, err = brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), params.IdempotencyKey); err != nil {
+	if params.Fingerprint, err = requestKey(c, &params.IdempotencyKey, &params.Async, params, agent); err != nil {
 		return err
-	}
-	if params.IdempotencyKey != "" {
-		fp := *params
-		fp.IdempotencyKey, fp.Async = "", false
-		params.Fingerprint = brain.RequestFingerprint("POST /brain/run", agent, &fp)
 	}
 	if wantsAsync(c, params.Async) {
 		caller := requester(c)
@@ -163,4 +158,20 @@ func (s *Server) approve(c echo.Context) error {
 		return err
 	}
 	return s.writeRun(c, runStatus(resp), resp)
+}
+
+// requestKey reads a request's key into *key — the Idempotency-Key header or the body's key, which must
+// agree — and returns, when it has one, the request's fingerprint: its route, its body (a pointer to the
+// decoded params holding *key) without the key and without *async (answered at once or later, it is the
+// same request), and what else decides the work (the agent acted as).
+func requestKey(c echo.Context, key *string, async *bool, body any, parts ...any) ([]byte, error) {
+	k, err := brain.RequestKey(c.Request().Header.Values(brain.IdempotencyKeyHeader), *key)
+	if err != nil || k == "" {
+		return nil, err
+	}
+	wasAsync := *async
+	*key, *async = "", false
+	fp := brain.RequestFingerprint(c.Request().Method+" "+c.Path(), append([]any{body}, parts...)...)
+	*key, *async = k, wasAsync
+	return fp, nil
 }

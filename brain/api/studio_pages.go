@@ -186,7 +186,7 @@ func (s *Server) studioRuns(c echo.Context) error {
 		Data: map[string]any{"Runs": runs, "Status": status, "Statuses": runStatuses}})
 }
 
-var runStatuses = []string{"created", "planning", "planned", "enqueued", "waiting", "completed", "failed"}
+var runStatuses = []string{"created", "queued", "planning", "planned", "enqueued", "waiting", "completed", "failed"}
 
 func (s *Server) studioRun(c echo.Context) error {
 	ctx, cancel := studioCtx(c)

@@ -74,6 +74,8 @@ type Chat struct {
 	// stopLoops ends the lease renewal and takeover loop (Start), which closes loopsDone.
 	stopLoops context.CancelFunc
 	loopsDone chan struct{}
+	// wake asks the loop to look for queued turns now (a turn ended), not at its next tick.
+	wake chan struct{}
 }
 
 // Config tunes the loop.
@@ -114,7 +116,7 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 		cfg.Lease = LeaseDefault
 	}
 	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
-		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{ids: map[uuid.UUID]struct{}{}}}
+		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{claims: map[uuid.UUID]string{}}, wake: make(chan struct{}, 1)}
 }
 
 // chatRun is the state of one chat request.
@@ -141,6 +143,11 @@ type chatRun struct {
 	log          *zerolog.Logger
 	// requester is the caller the agent acts for: its calls are made in that caller's name, with its grants.
 	requester string
+	// message is the turn's message as its run records it; queued says the turn waits behind another.
+	message string
+	queued  bool
+	// claim is this brain's claim on the run (postgres.NewClaim): every journal write is fenced by it.
+	claim string
 }
 
 // Chat handles one message to an agent. An error comes with a response when the run was recorded (its
@@ -177,7 +184,12 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	if err := c.begin(ctx, r, requester); err != nil {
 		return c.Repeated(ctx, begunRepeat(req, err))
 	}
-	c.runs.add(r.runID)
+	if r.queued {
+		c.kick() // the turn before may have ended meanwhile
+		// Answered as a repeat is: once it has run, or 202 with its run while it waits or runs.
+		return c.answerRun(ctx, r.runID, false)
+	}
+	c.runs.add(r.runID, r.claim)
 	defer c.runs.remove(r.runID)
 	if req.OnBegun != nil {
 		req.OnBegun(r.runID)
@@ -189,7 +201,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 	if errors.Is(err, postgres.ErrTakenOver) {
 		// This brain lost the run (its lease expired, as when the database was away): the brain that took
 		// it over answers, and so does this request, with that answer.
-		return c.Repeated(ctx, &postgres.RepeatedRequest{RunID: r.runID})
+		return c.answerRun(ctx, r.runID, false)
 	}
 	return resp, err
 }
@@ -204,6 +216,12 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	if errors.Is(loopErr, postgres.ErrTakenOver) {
 		return nil, loopErr
 	}
+	var away *databaseAway
+	if errors.As(loopErr, &away) {
+		// A journal write found the database away: the turn is not failed, it is left to its lease, and a
+		// brain resumes it from its journal once the database is back.
+		return c.leftToLease(r, away.err)
+	}
 	status := brain.RunCompleted
 	if loopErr != nil {
 		status = brain.RunFailed
@@ -215,12 +233,19 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	r.resp.OK = len(r.resp.Errors) == 0
 	r.resp.Reply = r.scrub(r.resp.Reply)
 	r.resp.Status = status
+	defer c.kick() // a turn queued behind this one may start
 	// A turn that made no call and failed for want of the LLM or the database did no work: its key is given
 	// up, so the client's retry tries again.
 	noWork := loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE && len(r.calls) == 0
 	response, _ := json.Marshal(r.resp)
-	if err := postgres.RunFinish(ctx, c.pool, r.runID, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
+	if err := postgres.RunFinish(ctx, c.pool, r.runID, r.claim, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
 		response, noWork); err != nil {
+		if errors.Is(err, postgres.ErrTakenOver) {
+			return nil, err
+		}
+		if brain.ErrorCode(err) == brain.EUNAVAILABLE {
+			return c.leftToLease(r, err)
+		}
 		return nil, err
 	}
 	if code := brain.ErrorCode(loopErr); code == brain.EUNAVAILABLE || code == brain.ELLMREJECTED {
@@ -247,9 +272,15 @@ func (c *Chat) Repeated(ctx context.Context, err error) (*brain.ChatResponse, er
 	if !errors.As(err, &repeat) {
 		return nil, err
 	}
+	return c.answerRun(ctx, repeat.RunID, true)
+}
+
+// answerRun answers with a turn's response once the turn has ended, or after RepeatWaitDefault with what its
+// run says so far (its status: queued, planning or waiting). repeated marks a repeated request's answer.
+func (c *Chat) answerRun(ctx context.Context, runID uuid.UUID, repeated bool) (*brain.ChatResponse, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, RepeatWaitDefault)
 	defer cancel()
-	rec, err := postgres.RunAwaitEnd(waitCtx, c.pool, c.ended, repeat.RunID)
+	rec, err := postgres.RunAwaitEnd(waitCtx, c.pool, c.ended, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +293,7 @@ func (c *Chat) Repeated(ctx context.Context, err error) (*brain.ChatResponse, er
 			resp.Errors = []*brain.Error{}
 		}
 	}
-	resp.RunID, resp.Status, resp.Repeated = rec.ID, rec.Status, true
+	resp.RunID, resp.Status, resp.Repeated = rec.ID, rec.Status, repeated
 	return resp, nil
 }
 
@@ -276,50 +307,69 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 				return err
 			}
 		}
-		if err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester, r.runID); err != nil {
-			return err
-		}
-		decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)
-		if err != nil {
-			return err
-		}
-		if r.req.Resume && len(decided) == 0 {
-			return brain.Errorf(brain.ECONFLICT, "nothing to resume: no call of session %q that waited for approval has been decided since the agent was last told", r.req.SessionID)
-		}
-		r.userContent = decisionsNote(decided, r.resp)
-		message := r.req.Message
-		if message == "" {
-			message = fmt.Sprintf("(resumed: %d decided %s)", len(decided), brain.Plural(len(decided), "call", "calls"))
-		} else if r.userContent != "" {
-			r.userContent += "\n\n" + message
-		}
-		if r.userContent == "" {
-			r.userContent = message
-		}
-		run := &brain.Run{ID: r.runID, Message: message, Mode: brain.ModeChat, ConversationID: r.req.SessionID, Status: brain.RunPlanning,
+		run := &brain.Run{ID: r.runID, Message: r.req.Message, Mode: brain.ModeChat, ConversationID: r.req.SessionID, Status: brain.RunPlanning,
 			Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
 			Agent: r.agent.Slug, RequestedBy: requester, IdempotencyKey: r.req.IdempotencyKey, Fingerprint: r.req.Fingerprint}
+		if busy, err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester, r.runID); err != nil {
+			if busy == uuid.Nil || r.req.IfBusy != brain.IfBusyEnqueue {
+				return err
+			}
+			// Queued behind the running turn: recorded now, started by a brain once the session is free
+			// (startQueued), its message stored then, after the running turn's.
+			run.Status, r.queued = brain.RunQueued, true
+			return postgres.RunInsert(ctx, tx, run)
+		}
+		if err := c.openTurn(ctx, tx, r); err != nil {
+			return err
+		}
+		run.Message = r.message
 		if err := postgres.RunInsert(ctx, tx, run); err != nil {
 			return err
 		}
-		if err := postgres.RunLease(ctx, tx, r.runID, c.owner, c.lease); err != nil {
+		r.claim = postgres.NewClaim(c.owner)
+		if err := postgres.RunLease(ctx, tx, r.runID, r.claim, c.lease); err != nil {
 			return err
 		}
-
-		// History first (before this message is stored).
-		if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
-			return err
-		}
-		// Never start in the middle of a tool exchange.
-		for len(r.history) > 0 && r.history[0].Role != "user" {
-			r.history = r.history[1:]
-		}
-		if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}}); err != nil {
-			return err
-		}
-
-		return c.prepare(ctx, tx, r)
+		return c.startTurn(ctx, tx, r)
 	}))
+}
+
+// openTurn tells a turn what became of the session's calls since the agent was last told (decided
+// approvals, calls that were still running), which opens its message to the agent.
+func (c *Chat) openTurn(ctx context.Context, tx pgx.Tx, r *chatRun) error {
+	decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)
+	if err != nil {
+		return err
+	}
+	finished, err := c.settleFinished(ctx, tx, r)
+	if err != nil {
+		return err
+	}
+	if r.req.Resume && len(decided) == 0 && len(finished) == 0 {
+		return brain.Errorf(brain.ECONFLICT, "nothing to resume: no call of session %q that waited for approval has been decided, and none that was still running has finished, since the agent was last told", r.req.SessionID)
+	}
+	r.userContent = joinNotes(decisionsNote(decided, r.resp), finishedNote(finished))
+	r.message = r.req.Message
+	if r.message == "" {
+		r.message = fmt.Sprintf("(resumed: %d decided %s, %d finished)", len(decided), brain.Plural(len(decided), "call", "calls"), len(finished))
+	} else if r.userContent != "" {
+		r.userContent += "\n\n" + r.message
+	}
+	if r.userContent == "" {
+		r.userContent = r.message
+	}
+	return nil
+}
+
+// startTurn loads the history its turn is given, stores the turn's message after it, and prepares the turn.
+func (c *Chat) startTurn(ctx context.Context, tx pgx.Tx, r *chatRun) (err error) {
+	if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
+		return err
+	}
+	if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}}); err != nil {
+		return err
+	}
+	return c.prepare(ctx, tx, r)
 }
 
 // prepare gives a turn its agent's tools and skills for its user, what its history loaded, and its system
@@ -393,10 +443,7 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 		}
 		if iteration >= r.agent.MaxToolIterations {
 			// The agent did not finish: the turn is not ok, though its calls were made.
-			r.resp.LimitReached = true
-			r.resp.Errors = append(r.resp.Errors, &brain.Error{Code: brain.ETOOLITERATIONS,
-				Message: fmt.Sprintf("agent %s made %d rounds of tool calls, its max_tool_iterations, without answering", r.agent.Slug, iteration),
-				Details: map[string]any{"max_tool_iterations": r.agent.MaxToolIterations}})
+			r.limitReached(iteration)
 			note := fmt.Sprintf("I stopped after %d rounds of tool calls, the limit for agent %s, before finishing.", iteration, r.agent.Slug)
 			if strings.TrimSpace(resp.Content) != "" {
 				note = strings.TrimSpace(resp.Content) + "\n\n" + note
@@ -405,6 +452,14 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 			return c.journal(ctx, r, nil, []postgres.SessionMessage{{Message: llm.Message{Role: "assistant", Content: note}}}, nil)
 		}
 	}
+}
+
+// limitReached marks the turn as one that ran out of rounds: not ok, though its calls were made.
+func (r *chatRun) limitReached(iteration int) {
+	r.resp.LimitReached = true
+	r.resp.Errors = append(r.resp.Errors, &brain.Error{Code: brain.ETOOLITERATIONS,
+		Message: fmt.Sprintf("agent %s made %d rounds of tool calls, its max_tool_iterations, without answering", r.agent.Slug, iteration),
+		Details: map[string]any{"max_tool_iterations": r.agent.MaxToolIterations}})
 }
 
 // offeredDefs are the functions offered this iteration: the agent's tools, or the meta-tools plus the tools
@@ -442,12 +497,18 @@ func metaToolDefs() []llm.ToolDef {
 	}
 }
 
+// programRunning is a run_code tool message while its program runs: the journal holds it so, and a brain
+// that takes the turn over finds it so if the program's brain died (programInterrupted).
+const programRunning = `{"status":"running","message":"the program is running"}`
+
 // toolOutcome is one tool call's result message, with what to report about it.
 type toolOutcome struct {
-	msg    postgres.SessionMessage
-	report brain.ChatToolCall
-	call   *gemsql.CallInsertParams
-	tool   *registry.Tool
+	// program is a run_code call, run once its step is journaled.
+	program *llm.ToolCall
+	msg     postgres.SessionMessage
+	report  brain.ChatToolCall
+	call    *gemsql.CallInsertParams
+	tool    *registry.Tool
 }
 
 // runToolCalls answers meta-tools, refuses malformed or disallowed calls, enqueues the rest together (one
@@ -455,6 +516,7 @@ type toolOutcome struct {
 func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn *turnRecord, assistant llm.Message) ([]postgres.SessionMessage, error) {
 	calls := assistant.ToolCalls
 	outcomes := make([]*toolOutcome, len(calls))
+	var planned []brain.PlannedCall // the calls of this step, the run's once the step is journaled
 	var params []gemsql.CallInsertParams
 	var ids []uuid.UUID
 	for i, tc := range calls {
@@ -485,7 +547,9 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			continue
 		}
 		if r.agent.CodeMode && tc.Name == metaRunCode {
-			o.msg.Content, o.msg.IsError = c.runCode(ctx, r, iteration, tc)
+			// Run once the answer is journaled: a program makes calls, which must belong to a journaled step.
+			o.program = &calls[i]
+			o.msg.Content, o.msg.IsError, o.msg.AwaitingReceipt = programRunning, false, true
 			o.report.Status = brain.ChatCallAnswered
 			continue
 		}
@@ -539,7 +603,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		params = append(params, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input, RunID: &r.runID,
 			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester})
 		ids = append(ids, id)
-		r.calls = append(r.calls, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: fmt.Sprintf("LLM tool call %s (iteration %d)", tc.ID, iteration), CallID: &id})
+		planned = append(planned, brain.PlannedCall{Tool: tool.Name, Input: input, Reason: fmt.Sprintf("LLM tool call %s (iteration %d)", tc.ID, iteration), CallID: &id})
 	}
 
 	// The journal: the answer, its messages (a call's tool message says it is pending until its receipt)
@@ -568,12 +632,37 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
 			return err
 		}
-		if err := postgres.RunAddCalls(ctx, tx, r.runID, ids, r.calls); err != nil {
+		if err := postgres.RunAddCalls(ctx, tx, r.runID, ids, append(slices.Clone(r.calls), planned...)); err != nil {
 			return err
 		}
 		return postgres.RunCallsAdded(ctx, tx, r.runID, ids)
 	}); err != nil {
 		return nil, err
+	}
+	r.calls = append(r.calls, planned...)
+	// Programs run now, their step journaled; each one's tool message is settled with what it returned.
+	known := len(r.secretValues)
+	defer func() {
+		// A program's calls may name secrets the step's records were written without: they are scrubbed
+		// of them now (the program's code holds what it passed its tools).
+		if len(r.secretValues) > known {
+			if err := postgres.StepScrub(context.WithoutCancel(ctx), c.pool, r.req.SessionID, r.runID, iteration, r.scrub); err != nil {
+				r.log.Warn().Err(err).Msg("error scrubbing a step's records of its program's secrets")
+			}
+		}
+	}()
+	for _, o := range outcomes {
+		if o.program == nil {
+			continue
+		}
+		o.msg.Content, o.msg.IsError = c.runCode(ctx, r, iteration, *o.program)
+		o.msg.AwaitingReceipt = false
+		if err := postgres.ToolMessageSettleByToolCall(ctx, c.pool, r.req.SessionID, r.runID, o.program.ID, r.scrub(o.msg.Content)); err != nil {
+			if brain.ErrorCode(err) == brain.EUNAVAILABLE {
+				return nil, &databaseAway{err: err}
+			}
+			return nil, err
+		}
 	}
 	if len(ids) > 0 {
 		receipts, pending := c.waitReceipts(ctx, sub, ids, awaiting)
@@ -589,10 +678,16 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			} else {
 				o.msg.Content, o.msg.IsError, o.report.Status = toolResultContent(receipts[id], id, nil, slices.Contains(pending, id))
 			}
+			if o.report.Status == brain.ChatCallPending {
+				continue // still awaiting its receipt: the next turn settles it and tells the agent (settleFinished)
+			}
 			o.msg.AwaitingReceipt = false
 			settled, contents = append(settled, id), append(contents, r.scrub(o.msg.Content))
 		}
 		if err := postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, settled, contents); err != nil {
+			if brain.ErrorCode(err) == brain.EUNAVAILABLE {
+				return nil, &databaseAway{err: err}
+			}
 			return nil, err
 		}
 	}
@@ -602,6 +697,24 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		r.resp.ToolCalls = append(r.resp.ToolCalls, o.report)
 	}
 	return results, nil
+}
+
+// databaseAway is a journal write that found the database away (gemsql.DatabaseAway).
+type databaseAway struct{ err error }
+
+func (e *databaseAway) Error() string { return e.err.Error() }
+func (e *databaseAway) Unwrap() error { return e.err }
+
+// leftToLease answers a turn that could not be recorded because the database was away: 503 with its run,
+// still planning, which a brain resumes from its journal once its lease lapses (this brain no longer renews
+// it), so the client's retry with its key, or GET /brain/runs/{id}, finds the answer.
+func (c *Chat) leftToLease(r *chatRun, err error) (*brain.ChatResponse, error) {
+	e := &brain.Error{Code: brain.EUNAVAILABLE, Message: fmt.Sprintf("the database was away while the turn was recorded (%v); the turn is not lost: "+
+		"it goes on once the database is back (GET /brain/runs/%s, or send the request again with its key)", err, r.runID),
+		Details: map[string]any{"run_id": r.runID}}
+	r.resp.OK, r.resp.Status, r.resp.Reply = false, brain.RunPlanning, ""
+	r.resp.Errors = append(r.resp.Errors, e)
+	return r.resp, e
 }
 
 // journal records one step of the turn in one transaction, under the run's fence: the LLM answer (turn,
@@ -616,7 +729,7 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 		}
 	}
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if err := postgres.RunFence(ctx, tx, r.runID, c.owner); err != nil {
+		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
 			return err
 		}
 		if turn != nil {
@@ -637,6 +750,9 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 	}
 	if errors.Is(err, postgres.ErrTakenOver) {
 		return err
+	}
+	if err != nil && gemsql.DatabaseAway(err) {
+		return &databaseAway{err: err}
 	}
 	return postgres.Error(err)
 }
@@ -726,6 +842,56 @@ func decisionsNote(decided []postgres.Decided, resp *brain.ChatResponse) string 
 	}
 	return "[GEM] Calls you made earlier that waited for a person's approval have been decided (approved calls have run): " +
 		capJSON(map[string]any{"status": "decided", "calls": list})
+}
+
+// settleFinished gives the session's tool messages of calls that were still running when their turn's wait
+// ended the content of the receipts they have now, and returns those calls (with their receipts' status)
+// for the agent to be told, in the transaction that starts the next turn.
+func (c *Chat) settleFinished(ctx context.Context, tx pgx.Tx, r *chatRun) ([]brain.ChatDecided, error) {
+	ids, err := postgres.SessionCallsAwaitingReceipts(ctx, tx, r.req.SessionID)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	receipts, err := gemsql.ReceiptsGet(ctx, tx, ids)
+	if err != nil {
+		return nil, postgres.Error(err)
+	}
+	var settled []uuid.UUID
+	var contents []string
+	var finished []brain.ChatDecided
+	for _, id := range ids {
+		rec := receipts[id]
+		if rec == nil {
+			continue
+		}
+		content, _, status := toolResultContent(rec, id, nil, false)
+		settled, contents = append(settled, id), append(contents, content)
+		f := brain.ChatDecided{CallID: id, Tool: rec.ToolName, Status: status}
+		if rec.Error != nil {
+			f.ErrorCode = string(rec.Error.Code)
+		}
+		finished = append(finished, f)
+	}
+	if err := postgres.ToolMessagesSettle(ctx, tx, r.req.SessionID, settled, contents); err != nil {
+		return nil, err
+	}
+	r.resp.Finished = append(r.resp.Finished, finished...)
+	return finished, nil
+}
+
+// finishedNote tells the agent which of its calls that were still running have finished since: their
+// results are now in the tool messages that said they were pending. "" when none.
+func finishedNote(finished []brain.ChatDecided) string {
+	if len(finished) == 0 {
+		return ""
+	}
+	return "[GEM] Calls you made earlier that were still running have finished; their results replace the pending results above: " +
+		capJSON(map[string]any{"status": "finished", "calls": finished})
+}
+
+// joinNotes joins the non-empty notes with a blank line.
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(s string) bool { return s == "" }), "\n\n")
 }
 
 // capJSON marshals v, replacing a result too large for the LLM with a note.

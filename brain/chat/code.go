@@ -149,6 +149,10 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 	defer sub.Close()
 	var awaiting bool
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		// Under the run's fence: a brain that lost the run makes no more of its program's calls.
+		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
+			return err
+		}
 		var err error
 		if _, awaiting, err = gemsql.CallInsertAwaiting(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
 			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester, Device: device}); err != nil {
@@ -156,6 +160,9 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 		}
 		return postgres.RunAddCalls(ctx, tx, r.runID, []uuid.UUID{id}, r.calls)
 	})
+	if errors.Is(err, postgres.ErrTakenOver) {
+		return nil, "", &script.ToolError{Code: "taken_over", Message: "the turn was taken over by another brain: this program makes no more calls"}
+	}
 	if err != nil {
 		return nil, "", postgres.Error(err)
 	}

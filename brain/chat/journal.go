@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 )
 
@@ -39,32 +41,32 @@ func NewOwner() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 }
 
-// leases are the runs a brain is working on.
+// leases are the runs a brain is working on, each with its claim.
 type leases struct {
-	mu  sync.Mutex
-	ids map[uuid.UUID]struct{}
+	mu     sync.Mutex
+	claims map[uuid.UUID]string
 }
 
-func (l *leases) add(id uuid.UUID) {
+func (l *leases) add(id uuid.UUID, claim string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ids[id] = struct{}{}
+	l.claims[id] = claim
 }
 
 func (l *leases) remove(id uuid.UUID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.ids, id)
+	delete(l.claims, id)
 }
 
-func (l *leases) list() []uuid.UUID {
+func (l *leases) list() ([]uuid.UUID, []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]uuid.UUID, 0, len(l.ids))
-	for id := range l.ids {
-		out = append(out, id)
+	ids, claims := make([]uuid.UUID, 0, len(l.claims)), make([]string, 0, len(l.claims))
+	for id, claim := range l.claims {
+		ids, claims = append(ids, id), append(claims, claim)
 	}
-	return out
+	return ids, claims
 }
 
 // Owner is this brain's id as the owner of runs.
@@ -87,50 +89,71 @@ func (c *Chat) Start(ctx context.Context, log *zerolog.Logger) {
 			case <-ctx.Done():
 				return
 			case <-renew.C:
-				if ids := c.runs.list(); len(ids) > 0 {
-					if err := postgres.RunLeasesRenew(ctx, c.pool, ids, c.owner, c.lease); err != nil && ctx.Err() == nil {
+				if ids, claims := c.runs.list(); len(ids) > 0 {
+					if err := postgres.RunLeasesRenew(ctx, c.pool, ids, claims, c.lease); err != nil && ctx.Err() == nil {
 						log.Warn().Err(err).Int("runs", len(ids)).Msg("error renewing run leases")
 					}
 				}
 			case <-takeover.C:
-				if c.llm == nil {
-					continue
-				}
-				ids, err := postgres.RunsTakeOver(ctx, c.pool, c.owner, c.lease, takeoverBatch)
-				if err != nil {
-					if ctx.Err() == nil {
-						log.Warn().Err(err).Msg("error looking for runs to take over")
-					}
-					continue
-				}
-				for _, id := range ids {
-					c.runs.add(id)
-					go func() {
-						defer c.runs.remove(id)
-						_ = gemsql.Guarded(log, "resuming a run", func() error {
-							if err := c.Resume(log.WithContext(ctx), id); err != nil && !errors.Is(err, postgres.ErrTakenOver) && ctx.Err() == nil {
-								log.Warn().Err(err).Str("run_id", id.String()).Msg("error resuming a run")
-							}
-							return nil
-						})
-					}()
-				}
+				c.takeOver(ctx, log, func(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, busy []uuid.UUID) ([]postgres.Taken, error) {
+					return postgres.RunsTakeOver(ctx, db, owner, "llm:"+c.llm.Provider(), d, limit, busy)
+				}, "error looking for runs to take over")
+				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")
+			case <-c.wake:
+				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")
 			}
 		}
 	}()
+}
+
+// kick asks the loop to start queued turns now.
+func (c *Chat) kick() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeOver takes the runs take gives this brain and resumes each in the background.
+func (c *Chat) takeOver(ctx context.Context, log *zerolog.Logger,
+	take func(context.Context, gemsql.DBTX, string, time.Duration, int, []uuid.UUID) ([]postgres.Taken, error), failure string) {
+	if c.llm == nil {
+		return // a run is resumed with this brain's LLM
+	}
+	busy, _ := c.runs.list()
+	taken, err := take(ctx, c.pool, c.owner, c.lease, takeoverBatch, busy)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn().Err(err).Msg(failure)
+		}
+		return
+	}
+	for _, t := range taken {
+		id := t.ID
+		c.runs.add(id, t.Claim)
+		go func() {
+			defer c.runs.remove(id)
+			_ = gemsql.Guarded(log, "resuming a run", func() error {
+				if err := c.Resume(log.WithContext(ctx), id, t.Claim); err != nil && !errors.Is(err, postgres.ErrTakenOver) && ctx.Err() == nil {
+					log.Warn().Err(err).Str("run_id", id.String()).Msg("error resuming a run")
+				}
+				return nil
+			})
+		}()
+	}
 }
 
 // Stop ends the loops and hands this brain's runs over: their leases end now, so another brain takes them
 // over within a second instead of after the lease.
 func (c *Chat) Stop(ctx context.Context) error {
 	if c.stopLoops == nil {
-		return nil
+		return nil // not started, or stopped already
 	}
 	c.stopLoops()
 	<-c.loopsDone
 	c.stopLoops = nil
-	if ids := c.runs.list(); len(ids) > 0 {
-		return postgres.RunLeasesGive(ctx, c.pool, ids, c.owner)
+	if ids, claims := c.runs.list(); len(ids) > 0 {
+		return postgres.RunLeasesGive(ctx, c.pool, ids, claims)
 	}
 	return nil
 }
@@ -139,7 +162,10 @@ func (c *Chat) Stop(ctx context.Context) error {
 // given and its own messages. A step whose answer is journaled is never asked of the LLM again and its calls
 // are never made again: calls whose receipts had not come are waited for, and the loop goes on from the
 // next step (or the turn ends, when its last answer was the reply).
-func (c *Chat) Resume(ctx context.Context, runID uuid.UUID) error {
+//
+// claim is this brain's claim on the run, which fences its writes. A run that cannot go on (its agent or
+// session gone) ends failed; one the database was away for is left to its lease and taken up again.
+func (c *Chat) Resume(ctx context.Context, runID uuid.UUID, claim string) error {
 	rec, err := postgres.RunGet(ctx, c.pool, runID, false)
 	if err != nil {
 		return err
@@ -147,31 +173,42 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID) error {
 	if rec.Mode != brain.ModeChat || (rec.Status != brain.RunPlanning && rec.Status != brain.RunWaiting) {
 		return nil
 	}
-	agent, err := postgres.AgentGet(ctx, c.pool, rec.Agent)
-	if err != nil {
-		return err
+	r := &chatRun{runID: runID, requester: rec.RequestedBy, calls: rec.PlannedCalls, claim: claim,
+		agent: &brain.Agent{Slug: rec.Agent},
+		req:   &brain.ChatParams{SessionID: rec.ConversationID, IdempotencyKey: rec.IdempotencyKey},
+		resp:  &brain.ChatResponse{RunID: runID, SessionID: rec.ConversationID, ToolCalls: []brain.ChatToolCall{}, Decided: []brain.ChatDecided{}, Errors: []*brain.Error{}}}
+	r.log = brain.LogRun(ctx, runID)
+	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context {
+		return c.Str("agent", rec.Agent).Str("session_id", rec.ConversationID).Bool("resumed", true)
+	})
+	// A turn that cannot go on ends failed; the database being away leaves it to its lease.
+	cannot := func(err error) error {
+		if brain.ErrorCode(err) == brain.EUNAVAILABLE || errors.Is(err, postgres.ErrTakenOver) {
+			return err
+		}
+		return c.finishResumed(ctx, r, err)
 	}
-	userID, err := postgres.SessionOf(ctx, c.pool, rec.ConversationID)
-	if err != nil {
-		return err
+	if r.agent, err = postgres.AgentGet(ctx, c.pool, rec.Agent); err != nil {
+		r.agent = &brain.Agent{Slug: rec.Agent}
+		return cannot(err)
+	}
+	if r.req.UserID, err = postgres.SessionOf(ctx, c.pool, rec.ConversationID); err != nil {
+		return cannot(err)
 	}
 	history, own, err := postgres.RunMessages(ctx, c.pool, rec.ConversationID, runID, historyMessages)
 	if err != nil {
-		return err
+		return cannot(err)
 	}
-	r := &chatRun{agent: agent, runID: runID, requester: rec.RequestedBy, calls: rec.PlannedCalls,
-		req:  &brain.ChatParams{SessionID: rec.ConversationID, UserID: userID, IdempotencyKey: rec.IdempotencyKey},
-		resp: &brain.ChatResponse{RunID: runID, SessionID: rec.ConversationID, ToolCalls: []brain.ChatToolCall{}, Decided: []brain.ChatDecided{}, Errors: []*brain.Error{}}}
-	r.log = brain.LogRun(ctx, runID)
-	r.log.UpdateContext(func(c zerolog.Context) zerolog.Context {
-		return c.Str("agent", agent.Slug).Str("session_id", rec.ConversationID).Bool("resumed", true)
-	})
+	c.recallSecrets(r)
+	if len(own) == 0 {
+		// A turn queued behind another: it starts here.
+		return c.startQueued(ctx, r, rec.Message)
+	}
 	if err := postgres.RunEventAdd(ctx, c.pool, runID, postgres.EventRunResumed, map[string]any{"owner": c.owner}); err != nil {
 		r.log.Warn().Err(err).Msg("error recording a run_resumed event")
 	}
-	if len(own) == 0 || own[0].Role != "user" {
-		// The turn's first transaction stores its message with the run: a run without one is not a turn.
-		return c.finishResumed(ctx, r, fmt.Errorf("run %s has no message to answer", runID))
+	if own[0].Role != "user" {
+		return cannot(fmt.Errorf("run %s has no message to answer", runID))
 	}
 	r.userContent = own[0].Content
 
@@ -182,18 +219,20 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID) error {
 	}
 	r.history = append(slices.Clone(history), mine...)
 	if err := c.prepare(ctx, c.pool, r); err != nil {
-		return err
+		return cannot(err)
 	}
 	r.history = history
 	r.replayDescribed(mine)
 
-	// Calls whose receipts had not come when their step was journaled.
+	// Calls whose receipts had not come when their step was journaled are waited for; a program whose brain
+	// died while it ran is told to the agent as interrupted, with the calls it made — it is never run again.
 	var waiting []uuid.UUID
 	for _, m := range own {
 		if m.AwaitingReceipt && m.CallID != nil {
 			waiting = append(waiting, *m.CallID)
 		}
 	}
+	settled := map[uuid.UUID]string{}
 	if len(waiting) > 0 {
 		awaiting, err := postgres.CallsAwaitingApproval(ctx, c.pool, waiting)
 		if err != nil {
@@ -203,43 +242,101 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID) error {
 		rest := slices.DeleteFunc(slices.Clone(waiting), func(id uuid.UUID) bool { return awaiting[id] })
 		res, _ := c.waiter.Wait(waitCtx, rest)
 		cancel()
-		contents := make([]string, len(waiting))
-		byCall := map[uuid.UUID]string{}
-		for i, id := range waiting {
-			if awaiting[id] {
-				contents[i] = awaitingContent(id)
-			} else {
-				contents[i], _, _ = toolResultContent(res.Receipts[id], id, nil, slices.Contains(res.Pending, id))
+		var ids []uuid.UUID
+		var contents []string
+		for _, id := range waiting {
+			content := awaitingContent(id)
+			if !awaiting[id] {
+				var status string
+				if content, _, status = toolResultContent(res.Receipts[id], id, nil, slices.Contains(res.Pending, id)); status == brain.ChatCallPending {
+					continue // still running: the next turn tells the agent (settleFinished)
+				}
 			}
-			byCall[id] = contents[i]
+			settled[id] = r.scrub(content)
+			ids, contents = append(ids, id), append(contents, settled[id])
 		}
-		if err := postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, waiting, contents); err != nil {
+		if err := postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, ids, contents); err != nil {
 			return err
 		}
-		for i, m := range own {
-			if m.CallID != nil && byCall[*m.CallID] != "" {
-				mine[i].Content = byCall[*m.CallID]
+	}
+	for i, m := range own {
+		switch {
+		case m.CallID != nil && settled[*m.CallID] != "":
+			mine[i].Content = settled[*m.CallID]
+			own[i].Content = mine[i].Content
+		case m.AwaitingReceipt && m.CallID == nil && m.Role == "tool":
+			mine[i].Content = r.programInterrupted(m.ToolCallID)
+			own[i].Content = mine[i].Content
+			if err := postgres.ToolMessageSettleByToolCall(ctx, c.pool, r.req.SessionID, runID, m.ToolCallID, mine[i].Content); err != nil {
+				return err
 			}
 		}
 	}
 	r.reportJournaled(ctx, c.pool, own)
 
-	steps := 0
-	for _, m := range mine {
-		if m.Role == "assistant" {
-			steps++
+	steps, err := postgres.RunSteps(ctx, c.pool, runID)
+	if err != nil {
+		return err
+	}
+	answered := map[int]bool{}
+	for _, s := range steps {
+		if s.Error == nil {
+			answered[s.Iteration] = true
 		}
 	}
-	r.resp.Iterations = steps
+	r.resp.Iterations = len(answered)
 	if last := mine[len(mine)-1]; last.Role == "assistant" && len(last.ToolCalls) == 0 {
-		// The reply is journaled: the turn only has to end.
+		// The reply is journaled: the turn only has to end (as one that ran out of rounds, if it did).
 		r.resp.Reply = last.Content
+		if toolSteps(mine) == len(answered) {
+			// No LLM answer for it: the note of a turn that ran out of rounds.
+			r.limitReached(r.resp.Iterations)
+		}
 		_, err := c.drive(ctx, r, nil, 0)
 		return err
 	}
 	conversation := append(append([]llm.Message{}, history...), mine...)
-	_, err = c.drive(ctx, r, conversation, steps+1)
+	_, err = c.drive(ctx, r, conversation, r.resp.Iterations+1)
 	return err
+}
+
+// toolSteps counts the journaled LLM answers that asked for tool calls.
+func toolSteps(mine []llm.Message) int {
+	n := 0
+	for _, m := range mine {
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// recallSecrets learns the secret values of a resumed run's calls (sealed in storage; this brain holds the
+// key that sealed them), so the rest of the turn's records are scrubbed of them as the first brain's were.
+func (c *Chat) recallSecrets(r *chatRun) {
+	for _, pc := range r.calls {
+		tool, ok := c.reg.Tool(pc.Tool)
+		if !ok || !tool.HasSecrets() {
+			continue
+		}
+		if clear, err := c.reg.OpenInput(pc.Tool, pc.Input); err == nil {
+			r.noteSecrets(tool, clear)
+		}
+	}
+}
+
+// programInterrupted is what the agent is told of a run_code program whose brain died while it ran: it did
+// not finish, and these calls it made, with their outcomes so far.
+func (r *chatRun) programInterrupted(toolCallID string) string {
+	var made []map[string]any
+	for _, pc := range r.calls {
+		if pc.CallID != nil && strings.HasPrefix(pc.Reason, "run_code program") {
+			made = append(made, map[string]any{"call_id": pc.CallID, "tool": pc.Tool})
+		}
+	}
+	return capJSON(map[string]any{"status": "failed", "error": map[string]any{"code": "interrupted",
+		"message": "the program was interrupted when the brain running it stopped, and was not run again: do not assume it finished; " +
+			"the calls it made are listed (look at their results before making them again)", "details": map[string]any{"calls": made}}})
 }
 
 // finishResumed ends a taken-over run that cannot go on, failed with err.
@@ -247,7 +344,7 @@ func (c *Chat) finishResumed(ctx context.Context, r *chatRun, err error) error {
 	e := brain.AsError(err)
 	r.resp.Errors, r.resp.Reply, r.resp.Status = []*brain.Error{e}, e.Message, brain.RunFailed
 	response, _ := json.Marshal(r.resp)
-	return postgres.RunFinish(ctx, c.pool, r.runID, r.req.SessionID, brain.RunFailed, r.calls, r.resp.Reply, r.resp.Errors, response, false)
+	return postgres.RunFinish(ctx, c.pool, r.runID, r.claim, r.req.SessionID, brain.RunFailed, r.calls, r.resp.Reply, r.resp.Errors, response, false)
 }
 
 // replayDescribed makes callable again the tools the turn's journaled steps described (with describe_tool).
@@ -322,4 +419,28 @@ func (r *chatRun) reportJournaled(ctx context.Context, db gemsql.DBTX, own []pos
 			r.resp.ToolCalls = append(r.resp.ToolCalls, report)
 		}
 	}
+}
+
+// startQueued starts a turn that was queued behind another, now that it has the session's turn: it is told
+// what became of the session's calls, its message is stored after the turn before it, and it runs.
+func (c *Chat) startQueued(ctx context.Context, r *chatRun, message string) error {
+	r.req.Message = message
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
+			return err
+		}
+		if err := c.openTurn(ctx, tx, r); err != nil {
+			return err
+		}
+		return c.startTurn(ctx, tx, r)
+	})
+	if err != nil {
+		if errors.Is(err, postgres.ErrTakenOver) {
+			return err
+		}
+		return c.finishResumed(ctx, r, postgres.Error(err))
+	}
+	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.userContent})
+	_, err = c.drive(ctx, r, conversation, 1)
+	return err
 }

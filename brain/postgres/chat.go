@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -18,33 +19,35 @@ import (
 // SessionClaim creates or touches a chat session for an agent, a user and the caller speaking, and makes run
 // the session's turn. A session belongs to the caller (and agent and user) that started it: another's is
 // ENOTFOUND, as is one a rules conversation of another caller already uses (sessionOwnerSQL). A session
-// whose turn is another run (taken in the last 10 minutes) is
+// whose turn is another run is
 // ECONFLICT, naming that run. The turn is a column written under the session row's lock and decided from
-// the row alone, so of requests arriving at once exactly one gets it; RunFinish gives it back, and a turn
-// held 10 minutes is taken as abandoned.
-func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) error {
+// the row alone, so of requests arriving at once exactly one gets it; RunFinish gives it back. A turn whose
+// brain died is not abandoned: another brain takes it over and ends it (docs/durable-runs.md).
+//
+// When the session is busy it returns the running turn's run with the ECONFLICT.
+func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) (uuid.UUID, error) {
 	var owner, turn uuid.UUID
 	var user string
 	var sessionCaller, firstCaller *string
 	err := db.QueryRow(ctx, `WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
 		INSERT INTO agent_sessions AS s (id, agent_id, user_id, caller, turn_run, turn_since) VALUES ($1, $2, $3, $4, $5, now())
 		ON CONFLICT (id) DO UPDATE SET updated_at = now(),
-			turn_run = CASE WHEN s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes' THEN EXCLUDED.turn_run ELSE s.turn_run END,
-			turn_since = CASE WHEN s.turn_run IS NULL OR s.turn_since < now() - interval '10 minutes' THEN now() ELSE s.turn_since END
+			turn_run = CASE WHEN s.turn_run IS NULL THEN EXCLUDED.turn_run ELSE s.turn_run END,
+			turn_since = CASE WHEN s.turn_run IS NULL THEN now() ELSE s.turn_since END
 		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`,
 		sessionID, agentID, userID, caller, run).Scan(&owner, &user, &sessionCaller, &firstCaller, &turn)
 	if err != nil {
-		return Error(fmt.Errorf("error claiming session: %w", err))
+		return uuid.Nil, Error(fmt.Errorf("error claiming session: %w", err))
 	}
 	if owner != agentID || user != userID || sessionCaller == nil || *sessionCaller != caller || firstCaller != nil && *firstCaller != caller {
 		// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
-		return brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
+		return uuid.Nil, brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
 	}
 	if turn != run {
-		return &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, turn, turn),
+		return turn, &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, turn, turn),
 			Details: map[string]any{"session_id": sessionID, "run_id": turn}}
 	}
-	return nil
+	return uuid.Nil, nil
 }
 
 // Decided is a call of a session that waited for approval and has its receipt.
@@ -91,8 +94,14 @@ type SessionMessage struct {
 
 // SessionMessageList returns a session's last limit messages, oldest first.
 func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, limit int) ([]llm.Message, error) {
+	return messagesBefore(ctx, db, sessionID, math.MaxInt64, limit)
+}
+
+// messagesBefore returns the last limit messages of a session before message id before, oldest first, never
+// starting in the middle of a tool exchange.
+func messagesBefore(ctx context.Context, db gemsql.DBTX, sessionID string, before int64, limit int) ([]llm.Message, error) {
 	rows, err := db.Query(ctx, `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
-			SELECT * FROM agent_messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2) m ORDER BY id`, sessionID, limit)
+			SELECT * FROM agent_messages WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) m ORDER BY id`, sessionID, before, limit)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error loading messages: %w", err))
 	}
@@ -105,6 +114,9 @@ func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, l
 		}
 		return m, err
 	})
+	for len(msgs) > 0 && msgs[0].Role != "user" {
+		msgs = msgs[1:]
+	}
 	return msgs, Error(err)
 }
 
@@ -180,25 +192,29 @@ func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uui
 	return nil
 }
 
-// RunFinish records a chat run's end: its status, calls, reply and errors, the response as it was sent (what a
-// repeat of its request is answered), and gives the session's turn back. releaseKey gives the request's key
-// up too, for a run that did no work (the LLM unavailable before any call): a retry with it tries again.
-func RunFinish(ctx context.Context, db Batcher, runID uuid.UUID, sessionID, status string, planned []brain.PlannedCall, reply string, errs []*brain.Error,
-	response []byte, releaseKey bool) error {
-	b := &pgx.Batch{}
-	b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
-		updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
-	b.Queue(`UPDATE agent_sessions SET turn_run = NULL, turn_since = NULL WHERE id = $1 AND turn_run = $2`, sessionID, runID)
-	if releaseKey {
-		b.Queue(`DELETE FROM brain_request_keys WHERE run_id = $1`, runID)
+// RunFinish records a chat run's end, under its fence (RunFence: ErrTakenOver when claim no longer owns
+// it): its status, calls, reply and errors, the response as it was sent (what a repeat of its request is
+// answered), and gives the session's turn back. releaseKey gives the request's key up too, for a run that
+// did no work (the LLM unavailable before any call): a retry with it tries again.
+func RunFinish(ctx context.Context, db Beginner, runID uuid.UUID, claim, sessionID, status string, planned []brain.PlannedCall, reply string,
+	errs []*brain.Error, response []byte, releaseKey bool) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := RunFence(ctx, tx, runID, claim); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
+			updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
+		b.Queue(`UPDATE agent_sessions SET turn_run = NULL, turn_since = NULL WHERE id = $1 AND turn_run = $2`, sessionID, runID)
+		if releaseKey {
+			b.Queue(`DELETE FROM brain_request_keys WHERE run_id = $1`, runID)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if errors.Is(err, ErrTakenOver) {
+		return err
 	}
-	// A batch is one implicit transaction (or part of db's own).
-	return Error(db.SendBatch(ctx, b).Close())
-}
-
-// Batcher sends batches: a pool, a connection or a transaction.
-type Batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	return Error(err)
 }
 
 // ProgramRecord records a run_code program on its run: the code, what it returned, printed and called, and
@@ -273,24 +289,8 @@ func RunMessages(ctx context.Context, db gemsql.DBTX, sessionID string, runID uu
 	if err != nil || first < 0 {
 		return nil, own, Error(err)
 	}
-	rows, err = db.Query(ctx, `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
-			SELECT * FROM agent_messages WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) m ORDER BY id`, sessionID, first, limit)
-	if err != nil {
-		return nil, nil, Error(fmt.Errorf("error loading messages: %w", err))
-	}
-	history, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (llm.Message, error) {
-		var m llm.Message
-		var calls []byte
-		err := row.Scan(&m.Role, &m.Content, &calls, &m.ToolCallID)
-		if len(calls) > 0 {
-			_ = json.Unmarshal(calls, &m.ToolCalls)
-		}
-		return m, err
-	})
-	for len(history) > 0 && history[0].Role != "user" {
-		history = history[1:]
-	}
-	return history, own, Error(err)
+	history, err = messagesBefore(ctx, db, sessionID, first, limit)
+	return history, own, err
 }
 
 // SessionOf returns the user a chat session speaks for.
@@ -320,43 +320,66 @@ func RunFence(ctx context.Context, tx pgx.Tx, runID uuid.UUID, owner string) err
 	return nil
 }
 
-// RunLease makes owner the run's owner, with a lease of d.
-func RunLease(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, owner string, d time.Duration) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET owner = $2, lease_until = now() + $3::interval WHERE id = $1`, runID, owner, d)
+// NewClaim is a claim of owner on a run: the owner's id and a token of this taking, so that a brain that takes
+// over a run it was itself working on (its lease lapsed while it was away from the database) fences out its
+// earlier self.
+func NewClaim(owner string) string { return owner + "#" + uuid.NewString()[:8] }
+
+// RunLease makes claim the run's owner, with a lease of d.
+func RunLease(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, claim string, d time.Duration) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs SET owner = $2, lease_until = now() + $3::interval WHERE id = $1`, runID, claim, d)
 	return Error(err)
 }
 
-// RunLeasesRenew renews owner's leases of the runs it is working on.
-func RunLeasesRenew(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, owner string, d time.Duration) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET lease_until = now() + $3::interval
-		WHERE id = ANY($1) AND owner = $2 AND status IN ('planning', 'waiting')`, runIDs, owner, d)
+// RunLeasesRenew renews the leases of the runs a brain is working on, each under its claim.
+func RunLeasesRenew(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, claims []string, d time.Duration) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs b SET lease_until = now() + $3::interval
+		FROM unnest($1::uuid[], $2::text[]) AS l (id, claim)
+		WHERE b.id = l.id AND b.owner = l.claim AND b.status IN ('planning', 'waiting')`, runIDs, claims, d)
 	return Error(err)
 }
 
-// RunLeasesGive ends owner's leases of runs at once, so another brain takes them over (a brain shutting
-// down hands its runs over).
-func RunLeasesGive(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, owner string) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET lease_until = now() - interval '1 millisecond'
-		WHERE id = ANY($1) AND owner = $2 AND status IN ('planning', 'waiting')`, runIDs, owner)
+// RunLeasesGive ends the leases of runs at once, each under its claim, so another brain takes them over (a
+// brain shutting down hands its runs over).
+func RunLeasesGive(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, claims []string) error {
+	_, err := db.Exec(ctx, `UPDATE brain_runs b SET lease_until = now() - interval '1 millisecond'
+		FROM unnest($1::uuid[], $2::text[]) AS l (id, claim)
+		WHERE b.id = l.id AND b.owner = l.claim AND b.status IN ('planning', 'waiting')`, runIDs, claims)
 	return Error(err)
 }
 
-// RunsTakeOver makes owner the owner of up to limit chat runs whose lease expired, and returns them.
-func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, `UPDATE brain_runs r SET owner = $1, lease_until = now() + $2::interval
+// Taken is a run a brain took, with its claim.
+type Taken struct {
+	ID    uuid.UUID
+	Claim string
+}
+
+// CrossPlannerTakeover is how long after its lease expired a chat run may be taken over by a brain whose LLM
+// is not the run's: until then only a brain of the run's planner (llm:<provider>) takes it, so a fleet of
+// brains per provider sharing one database resumes each turn with its own provider; after, any brain does,
+// so a run is never stranded when the provider changed.
+const CrossPlannerTakeover = time.Minute
+
+// RunsTakeOver gives owner up to limit chat runs whose lease expired, each under a new claim, and returns
+// them: runs of planner (the run's decision.planner, "llm:<provider>"), or of any planner once their lease
+// expired CrossPlannerTakeover ago; never those owner is working on (busy).
+func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner, planner string, d time.Duration, limit int, busy []uuid.UUID) ([]Taken, error) {
+	rows, err := db.Query(ctx, `UPDATE brain_runs r SET owner = $1 || '#' || substr(md5(random()::text), 1, 8), lease_until = now() + $2::interval
 		FROM (SELECT id FROM brain_runs WHERE status IN ('planning', 'waiting') AND lease_until < now() AND mode = 'chat'
+		        AND (decision->>'planner' = $4 OR lease_until < now() - $5::interval) AND NOT (id = ANY($6))
 		      ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) t
-		WHERE r.id = t.id RETURNING r.id`, owner, d, limit)
+		WHERE r.id = t.id RETURNING r.id, r.owner`, owner, d, limit, planner, CrossPlannerTakeover, busy)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error taking runs over: %w", err))
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, Error(err)
+	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Taken])
+	return taken, Error(err)
 }
 
-// CallsAwaitingApproval says which of the calls wait for a person's decision.
+// CallsAwaitingApproval says which of the calls wait for a person's decision (undecided: an approved call
+// runs and has a receipt to wait for, a rejected or expired one has its receipt).
 func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
-	rows, err := db.Query(ctx, `SELECT call_id FROM core_approvals WHERE call_id = ANY($1)`, ids)
+	rows, err := db.Query(ctx, `SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`, ids)
 	if err != nil {
 		return nil, Error(err)
 	}
@@ -366,4 +389,101 @@ func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID)
 		set[id] = true
 	}
 	return set, Error(err)
+}
+
+// SessionCallsAwaitingReceipts are the calls whose tool messages in the session still await their receipts
+// (they were running when their turn's wait ended), their messages locked for the transaction.
+func SessionCallsAwaitingReceipts(ctx context.Context, db gemsql.DBTX, sessionID string) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `SELECT call_id FROM agent_messages
+		WHERE session_id = $1 AND awaiting_receipt AND call_id IS NOT NULL ORDER BY id FOR UPDATE`, sessionID)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error reading the session's running calls: %w", err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, Error(err)
+}
+
+// QueuedTurnsStart starts, for owner, up to limit chat turns queued behind others (if_busy enqueue) whose
+// session is free now: the oldest queued turn of each such session takes the session's turn — under its
+// row's lock, as any turn does — and becomes its owner's, planning. It returns them.
+func QueuedTurnsStart(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, _ []uuid.UUID) ([]Taken, error) {
+	rows, err := db.Query(ctx, `WITH q AS (
+			SELECT r.id, r.conversation_id FROM brain_runs r
+			WHERE r.status = 'queued' AND NOT EXISTS (SELECT 1 FROM brain_runs e
+				WHERE e.status = 'queued' AND e.conversation_id = r.conversation_id AND e.id < r.id)
+			ORDER BY r.id LIMIT $3 FOR UPDATE SKIP LOCKED),
+		s AS (UPDATE agent_sessions s SET turn_run = q.id, turn_since = now() FROM q
+			WHERE s.id = q.conversation_id AND s.turn_run IS NULL
+			RETURNING q.id)
+		UPDATE brain_runs r SET status = 'planning', owner = $1 || '#' || substr(md5(random()::text), 1, 8),
+			lease_until = now() + $2::interval, updated_at = now()
+		FROM s WHERE r.id = s.id RETURNING r.id, r.owner`, owner, d, limit)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error starting queued turns: %w", err))
+	}
+	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Taken])
+	return taken, Error(err)
+}
+
+// ToolMessageSettleByToolCall gives a run's tool message answering the LLM's tool call toolCallID (a run_code
+// program's, which has no call of its own) its content.
+func ToolMessageSettleByToolCall(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, toolCallID, content string) error {
+	_, err := db.Exec(ctx, `UPDATE agent_messages SET content = $4, awaiting_receipt = false
+		WHERE session_id = $1 AND run_id = $2 AND tool_call_id = $3 AND role = 'tool' AND awaiting_receipt`, sessionID, runID, toolCallID, content)
+	return Error(err)
+}
+
+// StepScrub rewrites a journaled step's records — its assistant message and its LLM turns — through scrub,
+// for secrets learned after they were written (a run_code program's calls name them).
+func StepScrub(ctx context.Context, db Beginner, sessionID string, runID uuid.UUID, iteration int, scrub func(string) string) error {
+	return Error(pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		type row struct {
+			id   int64
+			a, b string
+			hasB bool
+		}
+		read := func(q string, args ...any) ([]row, error) {
+			rows, err := tx.Query(ctx, q, args...)
+			if err != nil {
+				return nil, err
+			}
+			return pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+				var x row
+				var b *string
+				err := r.Scan(&x.id, &x.a, &b)
+				if b != nil {
+					x.b, x.hasB = *b, true
+				}
+				return x, err
+			})
+		}
+		msgs, err := read(`SELECT id, content, tool_calls::text FROM agent_messages
+			WHERE session_id = $1 AND run_id = $2 AND role = 'assistant' AND tool_calls IS NOT NULL ORDER BY id`, sessionID, runID)
+		if err != nil {
+			return err
+		}
+		// The step's assistant message is the iteration-th of the run's that asked for tool calls.
+		if iteration >= 1 && iteration <= len(msgs) {
+			m := msgs[iteration-1]
+			if _, err := tx.Exec(ctx, `UPDATE agent_messages SET content = $2, tool_calls = $3::jsonb WHERE id = $1`, m.id, scrub(m.a), scrub(m.b)); err != nil {
+				return err
+			}
+		}
+		turns, err := read(`SELECT id, request::text, response::text FROM brain_turns WHERE run_id = $1 AND iteration = $2`, runID, iteration)
+		if err != nil {
+			return err
+		}
+		for _, t := range turns {
+			var response *string
+			if t.hasB {
+				v := scrub(t.b)
+				response = &v
+			}
+			if _, err := tx.Exec(ctx, `UPDATE brain_turns SET request = $3::jsonb, response = $4::jsonb WHERE run_id = $1 AND id = $2`,
+				runID, t.id, scrub(t.a), response); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
 }

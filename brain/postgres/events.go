@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// A run's events (migration 00045, docs/durable-runs.md#async-and-live) are written in the transactions of
+// A run's events (migration 00047, docs/durable-runs.md#async-and-live) are written in the transactions of
 // the journal writes they describe: the run's start and end by brain_runs' triggers, its calls with their
 // insert (RunCallsAdded), receipts when they are settled, LLM steps with their brain_turns row.
 

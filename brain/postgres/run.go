@@ -122,7 +122,8 @@ func RunUpdateAnswer(ctx context.Context, pool *pgxpool.Pool, args []any) error 
 func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (*brain.Run, error) {
 	q := `SELECT id, message, mode, coalesce(conversation_id, ''), context, limits, status, decision, planned_calls,
 			call_ids, receipts, coalesce(assistant_message, ''), next_actions, errors, coalesce(agent, ''),
-			coalesce(requested_by, ''), coalesce(approved_by, ''), created_at, updated_at, completed_at, response
+			coalesce(requested_by, ''), coalesce(approved_by, ''), created_at, updated_at, completed_at, response,
+			coalesce(owner, ''), lease_until
 		FROM brain_runs WHERE id = $1`
 	if forUpdate {
 		q += " FOR UPDATE"
@@ -134,7 +135,7 @@ func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (
 	)
 	err := db.QueryRow(ctx, q, id).Scan(&r.ID, &r.Message, &mode, &r.ConversationID, &ctxJSON, &limits, &r.Status,
 		&decision, &planned, &r.CallIDs, &receipts, &r.AssistantMessage, &next, &errs, &r.Agent, &r.RequestedBy,
-		&r.ApprovedBy, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt, &r.Response)
+		&r.ApprovedBy, &r.CreatedAt, &r.UpdatedAt, &r.CompletedAt, &r.Response, &r.Owner, &r.LeaseUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", id)
 	}
@@ -185,3 +186,26 @@ func ConversationLast(ctx context.Context, db gemsql.DBTX, conversationID, calle
 // records, else the caller of its first run; NULL for a new one.
 const sessionOwnerSQL = `coalesce((SELECT s.caller FROM agent_sessions s WHERE s.id = $1),
 	(SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1))`
+
+// RunSteps returns a chat run's LLM requests (brain_turns), in order.
+func RunSteps(ctx context.Context, db gemsql.DBTX, runID uuid.UUID) ([]brain.RunStep, error) {
+	rows, err := db.Query(ctx, `SELECT iteration, attempt, model, latency_ms,
+			coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(response -> 'tool_calls') = 'array' THEN response -> 'tool_calls' END),
+				(response ->> 'tool_calls')::int, 0),
+			coalesce((usage ->> 'input_tokens')::bigint, 0), coalesce((usage ->> 'output_tokens')::bigint, 0), error, created_at
+		FROM brain_turns WHERE run_id = $1 ORDER BY iteration, attempt, id`, runID)
+	if err != nil {
+		return nil, Error(fmt.Errorf("error reading a run's steps: %w", err))
+	}
+	steps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (brain.RunStep, error) {
+		var s brain.RunStep
+		var errJSON []byte
+		err := row.Scan(&s.Iteration, &s.Attempt, &s.Model, &s.LatencyMS, &s.ToolCalls, &s.InputTokens, &s.OutputTokens, &errJSON, &s.At)
+		if len(errJSON) > 0 {
+			s.Error = &brain.Error{}
+			_ = json.Unmarshal(errJSON, s.Error)
+		}
+		return s, err
+	})
+	return steps, Error(err)
+}

@@ -137,6 +137,11 @@ func (s *Service) plan(ctx context.Context, planner brain.Planner, req *brain.Ru
 		if !errors.As(err, &e) {
 			log.Error().Err(err).Msg("planner failed")
 		}
+		if brain.ErrorCode(err) == brain.EUNAVAILABLE {
+			// Nothing was done (the LLM planner could not be asked): the key is not spent, so the client's
+			// retry with it tries again.
+			rec.IdempotencyKey, rec.Fingerprint = "", nil
+		}
 		return s.fail(ctx, rec, brain.AsError(err))
 	}
 	rec.Decision.Reason, rec.Decision.Rules, rec.PlannedCalls = plan.Reason, plan.Rules, plan.Calls
@@ -501,16 +506,32 @@ func (s *Service) GetRun(ctx context.Context, id uuid.UUID, reader brain.Reader)
 			pending = append(pending, id)
 		}
 	}
+	if rec.Mode == brain.ModeChat {
+		// A chat turn is answered by its brain, never derived here: its journal, owner and lease say where it is.
+		resp := s.response(rec, orderedReceipts(rec, receipts), pending)
+		if resp.Steps, err = postgres.RunSteps(ctx, s.pool, id); err != nil {
+			return nil, err
+		}
+		if rec.Status == brain.RunPlanning || rec.Status == brain.RunWaiting {
+			resp.Owner, resp.LeaseUntil = rec.Owner, rec.LeaseUntil
+		}
+		return resp, nil
+	}
 	if (rec.Status == brain.RunEnqueued || rec.Status == brain.RunWaiting) && len(pending) == 0 {
 		return s.answer(ctx, rec, receipts, nil, nil)
 	}
+	return s.response(rec, orderedReceipts(rec, receipts), pending), nil
+}
+
+// orderedReceipts are a run's receipts in the order of its calls.
+func orderedReceipts(rec *brain.Run, receipts map[uuid.UUID]*registry.Receipt) []*registry.Receipt {
 	ordered := make([]*registry.Receipt, 0, len(receipts))
 	for _, id := range rec.CallIDs {
 		if r, ok := receipts[id]; ok {
 			ordered = append(ordered, r)
 		}
 	}
-	return s.response(rec, ordered, pending), nil
+	return ordered
 }
 
 // fail records a run that failed before anything was enqueued.

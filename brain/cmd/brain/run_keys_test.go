@@ -242,6 +242,29 @@ func TestChatRequestKey(t *testing.T) {
 	firstC, retryC := make(chan answer, 1), make(chan answer, 1)
 	go send(firstC)
 	<-asked // the first turn made its task and waits for its final answer
+
+	// Meanwhile the run is shown as it is: waiting on its brain, with its journaled step; reading it does
+	// not "complete" it with a made-up answer. Before, GET /brain/runs/{id} answered a chat run whose
+	// receipts were in from the rules' describer, and marked it completed.
+	var runID string
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT id FROM brain_runs WHERE idempotency_key = $1`, key).Scan(&runID))
+	var during brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+runID, nil, &during))
+	require.Equal(t, brain.RunWaiting, during.Status)
+	require.Empty(t, during.AssistantMessage)
+	require.NotEmpty(t, during.Owner)
+	require.NotNil(t, during.LeaseUntil)
+	require.Len(t, during.Steps, 1)
+	require.Equal(t, 1, during.Steps[0].ToolCalls)
+	require.Len(t, during.Receipts, 1)
+	studio := newStudioClient(t, a.url)
+	studio.login(testToken)
+	status, page := studio.get("/studio/runs/" + runID)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, `id="run-owner">`+during.Owner+`<`, "the studio shows which brain answers the turn")
+	require.Contains(t, page, `id="run-lease"`)
+	require.Contains(t, page, `id="run-steps"`)
+
 	go send(retryC)
 	time.Sleep(200 * time.Millisecond) // the retry is waiting for the first turn, not making its own
 	once.Do(func() { close(release) })
@@ -267,10 +290,92 @@ func TestChatRequestKey(t *testing.T) {
 	require.Equal(t, "Bea is on your list.", later.Reply)
 
 	require.Len(t, fake.Requests(), 2, "the LLM was asked for the first turn only")
+	var after brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs/"+runID, nil, &after))
+	require.Equal(t, brain.RunCompleted, after.Status)
+	require.Equal(t, "Bea is on your list.", after.AssistantMessage, "the agent's reply, not a describer's")
+	require.Empty(t, after.Owner)
+	require.Len(t, after.Steps, 2)
 	require.Equal(t, 1, countCalls(t, shared.pool, first.resp.RunID))
 
 	status, data, err = post(a, "/agents/"+agent+"/chat", map[string]any{"message": "add a task to ring Cy", "user_id": "user-1"}, header)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", data)
 	require.Contains(t, string(data), brain.EKEYREUSED)
+}
+
+// TestChatIfBusyEnqueue: two messages sent while a turn runs, with "if_busy": "enqueue", wait behind it
+// instead of being refused, and run after it, in the order they came: each LLM request sees the turns
+// before it whole, never two user messages in a row. Before, if_busy was an unknown property (400).
+func TestChatIfBusyEnqueue(t *testing.T) {
+	t.Parallel()
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	roles := func(req *llmfake.Request) []string {
+		out := []string{}
+		for _, m := range req.Messages {
+			out = append(out, m.Role+":"+m.Content)
+		}
+		return out
+	}
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		blockingTurn(llmfake.Turn{Text: "first"}, asked, release),
+		llmfake.Turn{Text: "second", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Equal(t, []string{"user:one", "assistant:first", "user:two"}, roles(req))
+		}},
+		llmfake.Turn{Text: "third", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Equal(t, []string{"user:one", "assistant:first", "user:two", "assistant:second", "user:three"}, roles(req))
+		}})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	agent := agentWithSkills(t, a, 3, nil)
+	session := "queue-" + uuid.NewString()
+
+	type answer struct {
+		status int
+		resp   brain.ChatResponse
+		fail   error
+	}
+	send := func(message string, ifBusy string, out chan<- answer) {
+		body := map[string]any{"message": message, "user_id": "user-1", "session_id": session}
+		if ifBusy != "" {
+			body["if_busy"] = ifBusy
+		}
+		var an answer
+		var data []byte
+		an.status, data, an.fail = post(a, "/agents/"+agent+"/chat", body, nil)
+		if an.fail == nil {
+			an.fail = json.Unmarshal(data, &an.resp)
+		}
+		out <- an
+	}
+	queued := func(n int) {
+		require.Eventually(t, func() bool {
+			var got int
+			require.NoError(t, shared.pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM brain_runs WHERE conversation_id = $1 AND status = 'queued'`, session).Scan(&got))
+			return got == n
+		}, 10*time.Second, 10*time.Millisecond)
+	}
+	one, two, three := make(chan answer, 1), make(chan answer, 1), make(chan answer, 1)
+	go send("one", "", one)
+	<-asked
+	go send("two", "enqueue", two)
+	queued(1)
+	go send("three", "enqueue", three)
+	queued(2)
+	var refused errorResponse
+	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/agents/"+agent+"/chat",
+		map[string]any{"message": "four", "user_id": "user-1", "session_id": session}, &refused), "without if_busy a busy session still refuses")
+	once.Do(func() { close(release) })
+
+	for i, ch := range []chan answer{one, two, three} {
+		an := <-ch
+		require.NoError(t, an.fail)
+		require.Equal(t, http.StatusOK, an.status, "message %d: %+v", i+1, an.resp)
+		require.True(t, an.resp.OK, "message %d: %+v", i+1, an.resp.Errors)
+		require.Equal(t, []string{"first", "second", "third"}[i], an.resp.Reply)
+		require.Equal(t, brain.RunCompleted, an.resp.Status)
+	}
+	require.Zero(t, fake.Remaining())
 }

@@ -169,6 +169,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 // Close stops serving (requests in flight may finish until ctx ends) and closes the database.
 func (m *Main) Close(ctx context.Context) error {
 	var err error
+	// Chat turns are handed over first, at once: another brain takes them up while this one drains its
+	// requests (a turn this brain goes on with meanwhile is fenced out at its next step, and its client is
+	// answered with the taker's answer).
+	m.handOver()
 	if m.Server != nil {
 		err = m.Server.Close(ctx)
 	}
@@ -184,14 +188,7 @@ func (m *Main) closeAll() {
 		// Devices' sockets are hijacked connections the HTTP server's shutdown does not wait for.
 		m.Devices.Close()
 	}
-	if m.Chat != nil {
-		// Turns still running after the server's drain are handed over, not abandoned to their lease.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := m.Chat.Stop(ctx); err != nil {
-			m.Log.Warn().Err(err).Msg("error handing chat turns over to other brains")
-		}
-		cancel()
-	}
+	m.handOver()
 	if m.Waiter != nil {
 		m.Waiter.Stop()
 	}
@@ -221,4 +218,16 @@ func newRiverUI(ctx context.Context, pool *pgxpool.Pool, log zerolog.Logger) (*r
 		return nil, fmt.Errorf("error starting River UI: %w", err)
 	}
 	return h, nil
+}
+
+// handOver stops taking runs over and hands this brain's chat turns to the others (Chat.Stop; once).
+func (m *Main) handOver() {
+	if m.Chat == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.Chat.Stop(ctx); err != nil {
+		m.Log.Warn().Err(err).Msg("error handing chat turns over to other brains")
+	}
 }

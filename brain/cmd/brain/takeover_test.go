@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,27 +33,34 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// twoBrains starts brain A, a process of its own (to be SIGKILLed), and brain B in this process, on one
-// database and one fake LLM (OpenAI's wire format at llmURL), both with a 1 s lease.
-func twoBrains(t *testing.T, dbURL, llmURL string) (a *exec.Cmd, apiA *testAPI, b *Main, apiB *testAPI) {
+// brainProcess starts a brain in a process of its own (one a test can SIGKILL) on dbURL, its LLM provider at
+// base, with a 1 s lease, and waits until it answers.
+func brainProcess(t *testing.T, dbURL, provider, base string) (*exec.Cmd, *testAPI) {
 	t.Helper()
-	addrA := freeAddr(t)
-	a = exec.Command(brainBinary(t), "serve")
-	a.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addrA,
-		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL="+llmURL+"/v1", "GEM_LLM_API_KEY="+fakeKey,
+	addr := freeAddr(t)
+	cmd := exec.Command(brainBinary(t), "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addr,
+		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER="+provider, "GEM_LLM_BASE_URL="+base, "GEM_LLM_API_KEY="+fakeKey,
 		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
-	a.Stdout, a.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, a.Start())
-	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
-	apiA = &testAPI{t: t, url: "http://" + addrA, token: testToken}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	api := &testAPI{t: t, url: "http://" + addr, token: testToken}
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(apiA.url + "/health")
+		resp, err := http.Get(api.url + "/health")
 		if err == nil {
 			resp.Body.Close()
 		}
 		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "brain A did not start")
+	}, 30*time.Second, 50*time.Millisecond, "the brain process did not start")
+	return cmd, api
+}
 
+// twoBrains starts brain A, a process of its own (to be SIGKILLed), and brain B in this process, on one
+// database and one fake LLM (OpenAI's wire format at llmURL), both with a 1 s lease.
+func twoBrains(t *testing.T, dbURL, llmURL string) (a *exec.Cmd, apiA *testAPI, b *Main, apiB *testAPI) {
+	t.Helper()
+	a, apiA = brainProcess(t, dbURL, llmconfig.ProviderOpenAI, llmURL+"/v1")
 	b, err := startBrain(dbURL, func(c *Config) {
 		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: llmURL + "/v1", APIKey: fakeKey, Model: "fake-model"}
 		c.Chat = chat.Config{Lease: time.Second}
@@ -137,11 +145,93 @@ func TestChatTurnSurvivesItsBrain(t *testing.T) {
 	require.Equal(t, 1, calls)
 	var owner string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1`, resp.RunID).Scan(&owner))
-	require.Equal(t, m.Chat.Owner(), owner, "B owns the run it finished")
+	require.True(t, strings.HasPrefix(owner, m.Chat.Owner()+"#"), "B owns the run it finished: %s", owner)
 
 	// The session is free for the next message.
 	fake.Push(llmfake.Turn{Text: "Anything else?"})
 	next, status := chatWith(t, apiB, agent, "thanks", resp.SessionID)
 	require.Equal(t, http.StatusOK, status, "%+v", next.Errors)
 	require.Equal(t, "Anything else?", next.Reply)
+}
+
+// TestTakeoverStaysWithItsProvider: brain A (Anthropic, a process of its own) is SIGKILLed while it waits
+// for a turn's second LLM answer. Brain B, whose LLM is OpenAI, does not take the turn over — it would ask
+// its own provider to continue a conversation begun on another's wire — but brain C, Anthropic, does, and
+// the client's retry gets the reply from the Anthropic script. Before, any brain took any turn over: B took
+// it within a second and asked OpenAI.
+func TestTakeoverStaysWithItsProvider(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, dbURL := sqltest.NewDB(t)
+	executor, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	defer executor.Stop()
+
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	title := "ring Cal " + uuid.NewString()[:8]
+	anthropic := llmfake.NewAnthropic(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task",
+			Arguments: fmt.Sprintf(`{"title": %q, "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`, title)}}},
+		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
+		llmfake.Turn{Text: "Cal is on your list."})
+	openai := llmfake.NewOpenAI(t, fakeKey) // no script: a request is a failure of the test
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	a, apiA := brainProcess(t, dbURL, llmconfig.ProviderAnthropic, anthropic.URL)
+
+	inProcess := func(provider, base string) *Main {
+		m, err := startBrain(dbURL, func(c *Config) {
+			c.LLM = llmconfig.Config{Provider: provider, BaseURL: base, APIKey: fakeKey, Model: "fake-model"}
+			c.Chat = chat.Config{Lease: time.Second}
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Close(ctx) })
+		return m
+	}
+	b := inProcess(llmconfig.ProviderOpenAI, openai.URL+"/v1")
+	apiB := &testAPI{t: t, url: b.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
+
+	key := "provider-" + uuid.NewString()
+	body := map[string]any{"message": "add a task to ring Cal", "user_id": "user-1"}
+	header := map[string]string{brain.IdempotencyKeyHeader: key}
+	lost := make(chan error, 1)
+	go func() {
+		_, _, err := post(apiA, "/agents/"+agent+"/chat", body, header)
+		lost <- err
+	}()
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("brain A never asked for the second answer")
+	}
+	require.NoError(t, a.Process.Kill())
+	_ = a.Wait()
+	once.Do(func() { close(release) })
+	require.Error(t, <-lost)
+
+	// A's lease (1 s) ends; B looks for runs to take over every second, and must leave this one.
+	var runID uuid.UUID
+	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM brain_runs WHERE idempotency_key = $1`, key).Scan(&runID))
+	time.Sleep(3500 * time.Millisecond)
+	var owner, status string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT owner, status FROM brain_runs WHERE id = $1`, runID).Scan(&owner, &status))
+	require.False(t, strings.HasPrefix(owner, b.Chat.Owner()+"#"), "an OpenAI brain took over a turn begun on Anthropic: %s", owner)
+	require.Contains(t, []string{brain.RunPlanning, brain.RunWaiting}, status)
+	require.Empty(t, openai.Requests())
+
+	// An Anthropic brain takes it over and finishes it; the retry, to it, gets the reply.
+	c := inProcess(llmconfig.ProviderAnthropic, anthropic.URL)
+	apiC := &testAPI{t: t, url: c.Server.URL(), token: testToken}
+	code, data, err := post(apiC, "/agents/"+agent+"/chat", body, header)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "%s", data)
+	var resp brain.ChatResponse
+	require.NoError(t, json.Unmarshal(data, &resp))
+	require.Equal(t, runID, resp.RunID)
+	require.Equal(t, "Cal is on your list.", resp.Reply)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1`, runID).Scan(&owner))
+	require.True(t, strings.HasPrefix(owner, c.Chat.Owner()+"#"), owner)
+	require.Empty(t, openai.Requests())
 }

@@ -245,6 +245,8 @@ var providerEnvVars = withIntegrations([]envVar{
 	{llmconfig.EnvModel, "unset", "LLM model, for sentiment.analyze and the tools that write text"},
 	{llmconfig.EnvMaxTokens, "1024 for anthropic", "bound on an LLM answer"},
 	{llmconfig.EnvTimeout, "60s", "bound on one LLM request (a call is also bounded by its timeout_ms)"},
+	{llmconfig.EnvStepTimeout, "3 × GEM_LLM_TIMEOUT", "the brain's bound on an LLM step; checked here, not used (a call is bounded by its timeout_ms)"},
+	{llmconfig.EnvRetryAfterMax, "10s", "the brain's longest wait for a provider's Retry-After; checked here, not used"},
 	{agentskills.EnvWebSearchProvider, agentskills.DefaultWebSearchProvider, "tavily or brave"},
 	{agentskills.EnvWebSearchURL, "the provider's endpoint", "web search endpoint"},
 	{agentskills.EnvWebSearchAPIKey, "unset", "web search API key"},
