@@ -150,7 +150,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	require.Greater(t, res.ExecutorPeakRSSK, int64(1000))
 	require.Greater(t, res.BrainPeakRSSK, int64(1000))
-	require.Len(t, res.Targets, 22)
+	require.Len(t, res.Targets, 23)
 	for _, tg := range res.Targets {
 		require.True(t, tg.Measured, tg.Name)
 	}
