@@ -14,8 +14,8 @@ import (
 // "os.create_note" and "integrations.highlevel.sync_contacts" are valid.
 var nameRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)+$`)
 
-// nameMaxLen bounds tool names so every name stays usable as an identifier elsewhere (logs, LLM function names).
-const nameMaxLen = 128
+// nameFormProblem says what nameRe asks.
+const nameFormProblem = `is not of the form domain.method (segments of letters, digits, "_" or "-", each starting with a letter, joined by dots)`
 
 // checker collects problems so a broken registry is reported whole, not one problem per run.
 type checker struct {
@@ -42,11 +42,10 @@ func (c *checker) checkTool(i int, raw json.RawMessage, comp *schemaCompiler, se
 		c.add(label, "name", "is required (a string)")
 	} else {
 		label = t.Name
-		switch {
-		case len(t.Name) > nameMaxLen:
-			c.add(label, "name", fmt.Sprintf("is longer than %d characters", nameMaxLen))
-		case !nameRe.MatchString(t.Name):
-			c.add(label, "name", `is not of the form domain.method (segments of letters, digits, "_" or "-", each starting with a letter, joined by dots)`)
+		if !nameRe.MatchString(t.Name) {
+			c.add(label, "name", nameFormProblem)
+		} else if problem := checkPortableName(t.Name); problem != "" {
+			c.add(label, "name", problem)
 		}
 	}
 

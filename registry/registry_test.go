@@ -97,6 +97,16 @@ func TestParseRejectsBrokenRegistries(t *testing.T) {
 		{"name with space", registryDoc(tool("os.create note")), "os.create note", "name", "domain.method"},
 		{"name starting with digit", registryDoc(tool("os.1note")), "os.1note", "name", "domain.method"},
 		{"name too long", registryDoc(tool("os." + strings.Repeat("a", 130))), "os." + strings.Repeat("a", 130), "name", "longer than"},
+		// Model APIs take at most 64 characters, and each dot is exported as "__".
+		{"portable name too long", registryDoc(tool("integrations.highlevel." + strings.Repeat("a", 40))), "integrations.highlevel." + strings.Repeat("a", 40),
+			"name", `longer than model APIs accept: exported as "integrations__highlevel__aaaa`},
+		{"segment ending with _", registryDoc(tool("crm_.add")), "crm_.add", "name", `which reads back as "crm._add"`},
+		// Two tools that would be exported under one name: neither reads back as itself, so both are refused.
+		{"two tools, one exported name (the first)", registryDoc(tool("crm.add__lead"), tool("crm__add.lead")), "crm.add__lead", "name",
+			`exported as "crm__add__lead", which reads back as "crm.add.lead"`},
+		{"two tools, one exported name (the second)", registryDoc(tool("crm.add__lead"), tool("crm__add.lead")), "crm__add.lead", "name",
+			`exported as "crm__add__lead", which reads back as "crm.add.lead"`},
+		{"GEM's own domain", registryDoc(tool("gem.get_receipt")), "gem.get_receipt", "name", `domain "gem", which is GEM's own`},
 		{"missing name", registryDoc(func() map[string]any { m := tool("x.y"); delete(m, "name"); return m }()), "tools[0]", "name", "required"},
 		{"missing description", registryDoc(func() map[string]any { m := tool("crm.add"); delete(m, "description"); return m }()), "crm.add", "description", "required"},
 		{"unknown mode", registryDoc(func() map[string]any {

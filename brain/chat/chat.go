@@ -556,7 +556,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		tool, ok := r.tools.Tool(tc.Name)
 		switch {
 		case !ok:
-			_, inRegistry := c.reg.Tool(strings.ReplaceAll(tc.Name, "__", "."))
+			_, inRegistry := c.reg.Tool(registry.DottedName(tc.Name))
 			code, status := registry.CodeUnknownTool, brain.ChatCallUnknownTool
 			if inRegistry {
 				code, status = registry.CodeToolNotEnabled, brain.ChatCallNotEnabled

@@ -1,12 +1,9 @@
 package llm
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -14,13 +11,11 @@ import (
 	"github.com/gemhq/gem/registry"
 )
 
-// Function names LLM providers accept: letters, digits, "_" and "-", at most 64 characters.
-var functionNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
 // ToolSet is a set of registry tools exported as LLM functions, with the mapping of function names back to
-// registry names. Registry names contain dots, which providers refuse: "os.create_task" becomes
-// "os__create_task"; a name that would collide or be too long gets a short hash instead. The mapping is
-// looked up, never reversed by rule, so it is exact.
+// registry names. Registry names contain dots, which providers refuse: each tool is offered under its
+// portable name (registry.PortableName: "os.create_task" becomes "os__create_task"), the name GEM's MCP
+// server lists it by too; the registry makes sure no two tools share one. A function outside the set is not
+// the set's, whatever tool its name reads back as.
 type ToolSet struct {
 	tools      []*registry.Tool
 	byFunction map[string]*registry.Tool
@@ -34,12 +29,7 @@ func NewToolSet(tools []*registry.Tool) *ToolSet {
 	sorted := slices.Clone(tools)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, t := range sorted {
-		fn := strings.ReplaceAll(t.Name, ".", "__")
-		if _, taken := ts.byFunction[fn]; taken || !functionNameRe.MatchString(fn) {
-			sum := sha256.Sum256([]byte(t.Name))
-			clean := regexp.MustCompile(`[^a-zA-Z0-9_-]`).ReplaceAllString(fn, "_")
-			fn = clean[:min(len(clean), 55)] + "_" + hex.EncodeToString(sum[:4])
-		}
+		fn := registry.PortableName(t.Name)
 		ts.tools = append(ts.tools, t)
 		ts.byFunction[fn] = t
 		ts.function[t.Name] = fn

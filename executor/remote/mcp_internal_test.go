@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gemhq/gem/executor"
@@ -86,4 +87,44 @@ func TestContentResultAndClip(t *testing.T) {
 	require.Equal(t, "abc", clip("abc", 3))
 	require.Equal(t, "ab… (truncated)", clip("abcd", 2))
 	require.Equal(t, "a… (truncated)", clip("aé", 2), "never cuts a rune in two")
+}
+
+// TestImportNamesModelAPIsTake: imported tools get names the registry accepts — each exported with its dots
+// as "__" in 64 characters, reading back as itself — whatever the server calls them, and a prefix that
+// cannot give such names is refused.
+func TestImportNamesModelAPIsTake(t *testing.T) {
+	t.Parallel()
+	server := mcp.NewServer(&mcp.Implementation{Name: "names", Version: "v1"}, nil)
+	long := strings.Repeat("read_the_whole_", 6) // 90 characters
+	for _, name := range []string{"get__thing", "9__lives", "trailing_", long + "one", long + "two", "x.y"} {
+		server.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type": "object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+	entry := &registry.MCPServer{Name: "names__srv_", URL: srv.URL}
+
+	res, err := Import(context.Background(), entry, ImportOptions{Getenv: func(string) string { return "" }})
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range res.Document.Tools {
+		names = append(names, tool.Name)
+		require.NoError(t, registry.CheckToolName(tool.Name))
+		require.LessOrEqual(t, len(registry.PortableName(tool.Name)), registry.PortableNameMaxLen, tool.Name)
+	}
+	require.Len(t, names, 6)
+	require.Contains(t, names, "names_srv.get_thing")
+	require.Contains(t, names, "names_srv.t_9_lives")
+	require.Contains(t, names, "names_srv.trailing_")
+	doc, err := json.Marshal(res.Document)
+	require.NoError(t, err)
+	_, err = registry.Parse(doc)
+	require.NoError(t, err, "the document loads")
+
+	for _, prefix := range []string{"ext_.docs", "ext.a__b", "gem", strings.Repeat("p", 60)} {
+		_, err = Import(context.Background(), entry, ImportOptions{Prefix: prefix, Getenv: func(string) string { return "" }})
+		require.ErrorContains(t, err, "cannot name tools model APIs and MCP clients take", prefix)
+	}
 }

@@ -88,11 +88,18 @@ func Import(ctx context.Context, server *registry.MCPServer, opts ImportOptions)
 	prefix := opts.Prefix
 	if prefix == "" {
 		prefix = segment(server.Name)
+		prefix = strings.TrimRight(prefix[:min(len(prefix), registry.PortableNameMaxLen-2-minImportedSegment)], "_")
 	}
 	for _, seg := range strings.Split(prefix, ".") {
 		if !segmentRe.MatchString(seg) {
 			return nil, fmt.Errorf("prefix %q is not a tool domain: dot-separated segments of letters, digits, '_' or '-', each starting with a letter", prefix)
 		}
+	}
+	// A tool's name, exported with each dot as "__", fits in the 64 characters model APIs take.
+	budget := registry.PortableNameMaxLen - len(registry.PortableName(prefix+"."))
+	if err := registry.CheckToolName(prefix + ".x"); err != nil || budget < minImportedSegment {
+		return nil, fmt.Errorf("prefix %q cannot name tools model APIs and MCP clients take: no segment may hold \"__\" or end with \"_\", "+
+			"the domain gem is GEM's own, and it must leave %d of the 64 characters to the tool (each dot counting as two)", prefix, minImportedSegment)
 	}
 
 	pool := newMCPPool(nil, Options{Getenv: opts.Getenv, HTTPClient: opts.HTTPClient, Log: opts.Log})
@@ -113,13 +120,12 @@ func Import(ctx context.Context, server *registry.MCPServer, opts ImportOptions)
 		if err != nil {
 			return nil, fmt.Errorf("error listing the tools of MCP server %s: %w", server.Name, err)
 		}
-		name := prefix + "." + segment(remote.Name)
-		if len(name) > 128 {
-			name = name[:128]
-		}
+		seg := segment(remote.Name)
+		seg = seg[:min(len(seg), budget)]
+		name := prefix + "." + seg
 		for n := 2; taken[name] != ""; n++ {
 			suffix := fmt.Sprintf("_%d", n)
-			name = name[:min(len(name), 128-len(suffix))] + suffix
+			name = prefix + "." + strings.TrimRight(seg[:min(len(seg), budget-len(suffix))], "_") + suffix
 		}
 		if segment(remote.Name) != remote.Name || name != prefix+"."+remote.Name {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: named for remote tool %q, whose name is not a valid name segment as it is", name, remote.Name))
@@ -243,10 +249,17 @@ func importTool(server, name string, remote *mcp.Tool, timeoutMS int64) (*regist
 
 var notSegmentChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
-// segment makes s a valid name segment: other characters become "_", and a segment not starting with a
-// letter gets "t_" in front.
+// underscores are runs of "_", which a name segment holds one at a time (registry.PortableName writes a dot
+// as "__").
+var underscores = regexp.MustCompile(`__+`)
+
+// minImportedSegment is the least room a prefix must leave to an imported tool's own segment.
+const minImportedSegment = 8
+
+// segment makes s a valid name segment: other characters become "_", runs of "_" one, and a segment not
+// starting with a letter gets "t_" in front.
 func segment(s string) string {
-	s = notSegmentChars.ReplaceAllString(s, "_")
+	s = underscores.ReplaceAllString(notSegmentChars.ReplaceAllString(s, "_"), "_")
 	if s == "" || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
 		s = "t_" + s
 	}
