@@ -411,8 +411,12 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 			a.log.Warn().Err(transient).Msg("transient failure; the call will be retried")
 			return outcome{kind: outcomeRetry, err: transient}
 		}
+		var details any // what the handler said of its failure (RetryableWith)
+		if he, ok := asError(transient); ok {
+			details = he.Details
+		}
 		d = failed(registry.CodeRetriesExhausted, fmt.Sprintf("attempt %d of %d failed with a transient error: %v",
-			a.job.Attempt, a.job.MaxAttempts, transient), nil)
+			a.job.Attempt, a.job.MaxAttempts, transient), details)
 	}
 	t.finish(a, d)
 	return outcome{kind: outcomeDone}

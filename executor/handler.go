@@ -289,6 +289,12 @@ func Retryable(err error) error {
 	return &Error{Code: registry.CodeRetriesExhausted, Message: err.Error(), retryable: true, cause: err}
 }
 
+// RetryableWith is Retryable with details of the failure (a provider's HTTP status and Retry-After), which the
+// retries_exhausted receipt of the last attempt keeps.
+func RetryableWith(err error, details any) error {
+	return &Error{Code: registry.CodeRetriesExhausted, Message: err.Error(), Details: details, retryable: true, cause: err}
+}
+
 // asError returns the *Error in err, if any.
 func asError(err error) (*Error, bool) {
 	var e *Error

@@ -1,10 +1,12 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,11 +51,24 @@ func (l *mcpLog) pids() []int {
 	defer l.mu.Unlock()
 	var pids []int
 	for _, line := range l.lines {
-		if line["message"] == "MCP server connected" && line["pid"].(float64) > 0 {
-			pids = append(pids, int(line["pid"].(float64)))
+		if pid, _ := line["pid"].(float64); line["message"] == "MCP server connected" && pid > 0 {
+			pids = append(pids, int(pid))
 		}
 	}
 	return pids
+}
+
+// connected lists the value of field in each "MCP server connected" line that has it.
+func (l *mcpLog) connected(field string) []any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []any
+	for _, line := range l.lines {
+		if v, ok := line[field]; ok && line["message"] == "MCP server connected" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // connects counts the sessions opened.
@@ -366,11 +382,22 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	require.NoError(t, err)
 	var authMu sync.Mutex
 	auth := map[string]int{}
+	// throttle makes the network refuse tools/call as a rate-limiting gateway does.
+	var throttle atomic.Bool
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		authMu.Lock()
 		auth[r.Header.Get("Authorization")]++
 		authMu.Unlock()
+		if throttle.Load() {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"tools/call"`) {
+				w.Header().Set("Retry-After", "7")
+				http.Error(w, "slow down", http.StatusTooManyRequests)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -384,6 +411,8 @@ func TestMCPStreamableHTTP(t *testing.T) {
 
 	checkEverything(t, ctx, b, "everything")
 	require.Equal(t, 1, rec.connects(), "one session serves every call")
+	require.Equal(t, []any{"${GEM_TEST_MCP_URL}/mcp"}, rec.connected("url"), "an HTTP server is logged by its URL, its ${ENV} unexpanded")
+	require.Empty(t, rec.connected("pid"), "not by a process id it has not")
 	authMu.Lock()
 	require.Equal(t, []string{"Bearer t0ken"}, mapKeys(auth), "every request carries the header, expanded")
 	authMu.Unlock()
@@ -396,6 +425,20 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	require.Equal(t, 1, r.Attempt)
 	require.Equal(t, 2, rec.connects())
 	require.NotContains(t, string(r.Result), "t0ken")
+
+	// A server that refuses with 429: the last attempt's retries_exhausted receipt keeps the status and the
+	// Retry-After the client was told.
+	throttle.Store(true)
+	var limited uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, max_attempts) VALUES ('everything.echo', '{"message": "too soon"}', 1)
+		RETURNING id`).Scan(&limited))
+	r = b.waitOne(t, ctx, limited)
+	throttle.Store(false)
+	requireFailed(t, r, registry.CodeRetriesExhausted, "answered tools/call of echo with HTTP 429")
+	d := decodeDetails(t, r)
+	require.Equal(t, float64(http.StatusTooManyRequests), d["status"], "%v", d)
+	require.Equal(t, "7", d["retry_after"])
+	require.Equal(t, "everything", d["server"])
 
 	// A header naming an unset variable: not_configured, and nothing is sent.
 	unset := b.waitOne(t, ctx, b.call(t, ctx, "unset.echo", `{"message": "x"}`))

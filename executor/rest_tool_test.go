@@ -485,6 +485,9 @@ func TestRESTProviderErrors(t *testing.T) {
 	r = rs[down]
 	require.Equal(t, registry.CodeRetriesExhausted, r.Error.Code)
 	require.Contains(t, r.Error.Message, "GET ${REST_API}/down/{token} answered HTTP 503: down for maintenance")
+	d = decodeDetails(t, r)
+	require.Equal(t, float64(http.StatusServiceUnavailable), d["status"], "the provider's status and Retry-After are kept: %v", d)
+	require.Equal(t, "30", d["retry_after"])
 
 	// A missing secret stops the call before any request.
 	r = rs[unset]

@@ -214,6 +214,8 @@ func (s *mcpSession) close() {
 func (c *mcpConn) call(ctx context.Context, call *executor.Call) (any, error) {
 	t := call.Tool
 	params := &mcp.CallToolParams{Name: t.Implementation.RemoteTool, Arguments: call.Input}
+	refused := &httpRefusal{}
+	ctx = context.WithValue(ctx, httpRefusalKey{}, refused)
 	for try := 1; ; try++ {
 		s, err := c.session(ctx)
 		if err != nil {
@@ -248,8 +250,38 @@ func (c *mcpConn) call(ctx context.Context, call *executor.Call) (any, error) {
 		if !sent && try == 1 {
 			continue // the request never left: a new session may take it
 		}
-		return nil, c.lostError(t, err, sent)
+		return nil, c.lostError(t, err, sent, refused)
 	}
+}
+
+// httpRefusalKey keys, in a tools/call's context, where sessionTransport notes an HTTP server's refusal.
+type httpRefusalKey struct{}
+
+// httpRefusal is the last error status an HTTP server answered a call's requests with, and its Retry-After:
+// the SDK's error says only the status's text.
+type httpRefusal struct {
+	mu         sync.Mutex
+	status     int
+	retryAfter string
+}
+
+func (r *httpRefusal) note(resp *http.Response) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status, r.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// addTo adds the refusal, if any, to a receipt's error details, and returns its status (0: none).
+func (r *httpRefusal) addTo(details map[string]any) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status != 0 {
+		details["status"] = r.status
+	}
+	if r.retryAfter != "" {
+		details["retry_after"] = r.retryAfter
+	}
+	return r.status
 }
 
 // session returns the open session, or waits for one to open. The connect runs in the background, bounded
@@ -326,7 +358,7 @@ func (c *mcpConn) forget(s *mcpSession, cause error) {
 	c.sess = nil
 	p := c.pool
 	p.closing.Add(1)
-	c.log.Warn().Err(cause).Int("pid", s.pid).Msg("MCP session lost; the next call reconnects")
+	c.identify(c.log.Warn().Err(cause), s).Msg("MCP session lost; the next call reconnects")
 	go func() {
 		defer p.closing.Done()
 		s.close()
@@ -371,8 +403,17 @@ func (c *mcpConn) connect(ctx context.Context) (*mcpSession, error) {
 		// Reap a server that died at once, not at the next call.
 		c.drop(s, fmt.Errorf("the session ended: %v", err))
 	}()
-	c.log.Info().Str("transport", c.server.Transport()).Int("pid", s.pid).Dur("took", time.Since(start)).Msg("MCP server connected")
+	c.identify(c.log.Info().Str("transport", c.server.Transport()), s).Dur("took", time.Since(start)).Msg("MCP server connected")
 	return s, nil
+}
+
+// identify adds to a log line what tells the session's server apart: a stdio server's process id, an HTTP
+// server's URL as the registry writes it (its ${ENV} references unexpanded: they may hold secrets).
+func (c *mcpConn) identify(ev *zerolog.Event, s *mcpSession) *zerolog.Event {
+	if s.pid > 0 {
+		return ev.Int("pid", s.pid)
+	}
+	return ev.Str("url", c.server.URL)
 }
 
 // transport builds the transport for one session with server, its ${ENV} references expanded. For a
@@ -450,6 +491,9 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		(resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusBadRequest) {
 		t.session.refused.Store(true)
 	}
+	if refusal, ok := req.Context().Value(httpRefusalKey{}).(*httpRefusal); ok && err == nil && resp.StatusCode >= 400 {
+		refusal.note(resp)
+	}
 	return resp, err
 }
 
@@ -494,20 +538,24 @@ func (c *mcpConn) connectError(ctx context.Context, t *registry.Tool, err error)
 	return executor.Retryable(cause)
 }
 
-// lostError is the outcome of a call whose session broke. A call that may have reached the server is
-// retried only when the tool may run twice.
-func (c *mcpConn) lostError(t *registry.Tool, err error, sent bool) error {
+// lostError is the outcome of a call whose session broke, or whose HTTP server refused it (refused: its
+// status and Retry-After, kept in the receipt). A call that may have reached the server is retried only when
+// the tool may run twice.
+func (c *mcpConn) lostError(t *registry.Tool, err error, sent bool, refused *httpRefusal) error {
 	repeatable := !t.RunsAtMostOnce() && (!sent || t.Idempotency.Mode == registry.ModeSafeRetry || t.Idempotency.Mode == registry.ModeKeyed)
 	cause := fmt.Errorf("the connection to MCP server %s was lost during tools/call of %s: %w", c.server.Name, t.Implementation.RemoteTool, err)
+	details := map[string]any{"server": c.server.Name, "tool": t.Implementation.RemoteTool, "sent": sent}
+	if status := refused.addTo(details); status != 0 {
+		cause = fmt.Errorf("MCP server %s answered tools/call of %s with HTTP %d: %w", c.server.Name, t.Implementation.RemoteTool, status, err)
+	}
 	if repeatable {
-		return executor.Retryable(cause)
+		return executor.RetryableWith(cause, details)
 	}
 	msg := cause.Error() + "; the call was not sent"
 	if sent {
 		msg = cause.Error() + "; it may or may not have run on the server, and is not retried because the tool may not run twice"
 	}
-	return &executor.Error{Code: registry.CodeRemoteError, Message: msg,
-		Details: map[string]any{"server": c.server.Name, "tool": t.Implementation.RemoteTool, "sent": sent}}
+	return &executor.Error{Code: registry.CodeRemoteError, Message: msg, Details: details}
 }
 
 // toolResult turns a tools/call result into the call's result: the structured content if any, else

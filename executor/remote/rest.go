@@ -569,15 +569,17 @@ func (r *restTool) failure(ctx context.Context, resp *http.Response, red *redact
 	}
 	text := fmt.Sprintf("%s answered HTTP %d: %s", r.label, resp.StatusCode, message)
 	transient := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout
-	if transient && r.repeatable {
-		return executor.Retryable(errors.New(text))
-	}
 	details := map[string]any{"status": resp.StatusCode, "message": message}
-	if isJSON && len(data) <= 4<<10 {
-		details["response"] = decoded
-	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		details["retry_after"] = ra
+	}
+	if transient && r.repeatable {
+		// The last attempt's retries_exhausted receipt keeps the status and Retry-After.
+		details["method"], details["url"] = r.method, r.tool.Implementation.URL
+		return executor.RetryableWith(errors.New(text), details)
+	}
+	if isJSON && len(data) <= 4<<10 {
+		details["response"] = decoded
 	}
 	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		details["location"] = red.text(loc)
