@@ -37,11 +37,12 @@ test: lint mcp-peers ## run every test (PostgreSQL, River, fuzz targets briefly)
 	$(GO) test -count=1 -timeout 10m ./proof/ && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=150000x BRAIN_FUZZTIME=
 
-# mcp-peers: the real MCP peers the tests talk to (the official Inspector CLI and the reference
-# server-everything), pinned by scripts/mcp-peers/package-lock.json. Node and npm are all it needs.
+# mcp-peers: the real MCP peers the tests talk to (the official Inspector CLI, the TypeScript SDK's client and
+# the reference server-everything), pinned by scripts/mcp-peers/package-lock.json. Node and npm are all it needs.
 MCP_PEERS := scripts/mcp-peers
-mcp-peers: ## install the MCP Inspector and server-everything the tests run against (npm)
-	@if [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-inspector ] || [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-server-everything ]; then \
+mcp-peers: ## install the MCP Inspector, the TypeScript SDK and server-everything the tests run against (npm)
+	@if [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-inspector ] || [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-server-everything ] || \
+		[ ! -f $(MCP_PEERS)/node_modules/@modelcontextprotocol/sdk/package.json ]; then \
 		echo "installing the MCP test peers into $(MCP_PEERS)/node_modules (npm ci)"; \
 		npm ci --no-audit --no-fund --loglevel=error --prefix $(MCP_PEERS); \
 	fi

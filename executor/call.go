@@ -288,8 +288,7 @@ func (a *attempt) openSecrets() *receiptDraft {
 		if a.e.secrets == nil {
 			a.stored = registry.Redact(tool, a.input)
 			return failed(registry.CodeNotConfigured, registry.ErrNoSecretKey.Error()+"; its secret input was removed from storage and it was not run",
-				registry.NotConfiguredDetails{Reason: registry.ErrNoSecretKey.Error(), RequiredEnv: []string{"GEM_SECRET_KEY"},
-					NextSteps: []string{"Set GEM_SECRET_KEY for the brain and every executor, then make the call again."}})
+				registry.NoSecretKeyDetails())
 		}
 		if a.stored, err = a.e.secrets.Seal(tool, a.input); err != nil {
 			return failed(registry.CodeInvalidCall, "its secret input could not be sealed: "+err.Error(), nil)

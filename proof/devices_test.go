@@ -446,7 +446,7 @@ func (r *rigT) catalogShows(tool string) (inAPI, inMCP bool, err error) {
 		return false, false, err
 	}
 	for _, tl := range mcpList.Tools {
-		inMCP = inMCP || tl.Name == tool
+		inMCP = inMCP || tl.Name == registry.PortableName(tool) // the name model APIs take (docs/mcp-server.md)
 	}
 	return inAPI, inMCP, nil
 }

@@ -207,6 +207,13 @@ func (s *Secrets) KeyID() string { return s.keyID }
 // ErrNoSecretKey is returned when a secret input must be sealed and no key is configured.
 var ErrNoSecretKey = errors.New("GEM_SECRET_KEY is not set, so a secret input cannot be stored: set it to 32 random bytes (openssl rand -base64 32), the same for the brain and every executor")
 
+// NoSecretKeyDetails are the not_configured details of a call refused for ErrNoSecretKey, wherever it is
+// refused (the brain before storing it, the executor before running it).
+func NoSecretKeyDetails() NotConfiguredDetails {
+	return NotConfiguredDetails{Reason: ErrNoSecretKey.Error(), RequiredEnv: []string{"GEM_SECRET_KEY"},
+		NextSteps: []string{"Set GEM_SECRET_KEY for the brain and every executor, then make the call again."}}
+}
+
 // SecretError says a sealed value could not be opened: sealed with a key this process does not have, or
 // altered.
 type SecretError struct {

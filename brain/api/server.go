@@ -211,10 +211,10 @@ type Params struct {
 	River http.Handler
 }
 
-// MCPHandler serves one request to /mcp for the caller its bearer token names, which may act only as
-// agents (nil: any) and reads what reader may.
+// MCPHandler serves one request to /mcp for the caller its bearer token names, which holds grants and may
+// act only as agents (nil: any).
 type MCPHandler interface {
-	ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string, reader brain.Reader)
+	ServeMCP(w http.ResponseWriter, r *http.Request, caller string, grants registry.Grants, agents []string)
 }
 
 // New builds the HTTP service.
@@ -303,7 +303,7 @@ func New(p *Params) *Server {
 	if p.MCP != nil {
 		e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", func(c echo.Context) error {
 			pr := principalOf(c)
-			p.MCP.ServeMCP(c.Response(), c.Request(), pr.name, pr.agents, pr.reader())
+			p.MCP.ServeMCP(c.Response(), c.Request(), pr.name, pr.grants, pr.agents)
 			return nil
 		}, auth, s.admitToolCalls)
 	}

@@ -57,9 +57,10 @@ func (ts *ToolSet) byName(tool string) (*registry.Tool, bool) {
 
 // MCPTool is a tool as MCP's tools/list describes it (the 2025-11-25 schema's Tool).
 type MCPTool struct {
-	// Name is the registry name: MCP allows dots, so it is not mapped.
+	// Name is the tool's portable name (registry.PortableName): MCP allows dots, but most clients hand the
+	// name to a model API as it is, and model APIs refuse them.
 	Name string `json:"name"`
-	// Title is a name for people.
+	// Title is a name for people, which holds GEM's name.
 	Title       string `json:"title"`
 	Description string `json:"description"`
 	// InputSchema is the registry's input schema, whole (MCP clients take full JSON Schema).
@@ -67,7 +68,12 @@ type MCPTool struct {
 	// OutputSchema admits the registry's output schema and GEM's pending and error answers.
 	OutputSchema json.RawMessage    `json:"outputSchema"`
 	Annotations  MCPToolAnnotations `json:"annotations"`
+	// Meta holds GEM's name of the tool, under MCPMetaName.
+	Meta map[string]any `json:"_meta"`
 }
+
+// MCPMetaName is the _meta key of an MCP tool that holds GEM's (dotted) name of the tool.
+const MCPMetaName = "gem/name"
 
 // MCPToolAnnotations are a tool's behaviour hints, each stated (MCP's defaults assume the worst: destructive
 // and open-world).
@@ -88,24 +94,39 @@ func MCPToolDef(t *registry.Tool) MCPTool {
 	a := t.Annotations()
 	title := ToolTitle(t)
 	result := string(t.OutputSchema)
-	var output struct {
-		Type any `json:"type"`
-	}
-	if json.Unmarshal(t.OutputSchema, &output) == nil && output.Type != nil && output.Type != "object" {
+	var output map[string]json.RawMessage
+	_ = json.Unmarshal(t.OutputSchema, &output)
+	var typ any
+	_ = json.Unmarshal(output["type"], &typ)
+	if typ != nil && typ != "object" {
 		// structuredContent is an object: a result of another type is answered as {"result": value}.
 		result = `{"type": "object", "properties": {"result": ` + result + `}, "required": ["result"]}`
 	}
-	return MCPTool{Name: t.Name, Title: title, Description: t.Description, InputSchema: t.InputSchema,
-		OutputSchema: json.RawMessage(`{"type": "object", "anyOf": [` + result + `, ` + mcpPendingSchema + `, ` + mcpErrorSchema + `]}`),
+	// The output schema becomes a branch: its definitions go to the root, where its references ("#/$defs/x")
+	// point.
+	defs := map[string]json.RawMessage{}
+	for _, k := range []string{"$defs", "definitions"} {
+		if d, ok := output[k]; ok {
+			defs[k] = d
+		}
+	}
+	hoisted := ""
+	if len(defs) > 0 {
+		b, _ := json.Marshal(defs)
+		hoisted = ", " + string(b[1:len(b)-1])
+	}
+	return MCPTool{Name: registry.PortableName(t.Name), Title: title, Description: t.Description, InputSchema: t.InputSchema,
+		OutputSchema: json.RawMessage(`{"type": "object", "anyOf": [` + result + `, ` + mcpPendingSchema + `, ` + mcpErrorSchema + `]` + hoisted + `}`),
 		Annotations: MCPToolAnnotations{Title: title, ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive,
-			IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}}
+			IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld},
+		Meta: map[string]any{MCPMetaName: t.Name}}
 }
 
 // mcpPendingSchema is what an MCP call still running, or awaiting approval, answers (a branch of every
 // tool's MCP output schema).
 const mcpPendingSchema = `{
 	"type": "object",
-	"description": "The call is still running, or waits for a person's approval until expires_at: gem.get_receipt with this call_id returns its receipt.",
+	"description": "The call is still running, or waits for a person's approval until expires_at: gem__get_receipt (gem.get_receipt) with this call_id returns its receipt.",
 	"properties": {
 		"call_id": {"type": "string", "format": "uuid"},
 		"status": {"type": "string", "enum": ["pending", "awaiting_approval"]},
@@ -141,11 +162,12 @@ const mcpErrorSchema = `{
 	"additionalProperties": false
 }`
 
-// ToolTitle is a tool's name for people: its method in words, then its domain ("Defer task (os)").
+// ToolTitle is a tool's name for people: its method in words, then GEM's name of it, which receipts, the
+// studio and skills use ("Defer task (os.defer_task)").
 func ToolTitle(t *registry.Tool) string {
 	words := strings.ReplaceAll(t.Method(), "_", " ")
 	if words != "" {
 		words = strings.ToUpper(words[:1]) + words[1:]
 	}
-	return words + " (" + t.Domain() + ")"
+	return words + " (" + t.Name + ")"
 }

@@ -79,7 +79,12 @@ func TestMCPToolDef(t *testing.T) {
 	require.NoError(t, err)
 	for _, tool := range reg.Tools() {
 		def := MCPToolDef(tool)
-		require.Equal(t, tool.Name, def.Name)
+		require.Equal(t, registry.PortableName(tool.Name), def.Name, "a name model APIs accept")
+		require.Regexp(t, registry.PortableNameRe, def.Name)
+		require.Equal(t, map[string]any{MCPMetaName: tool.Name}, def.Meta, "GEM's name in _meta")
+		require.Contains(t, def.Title, tool.Name, "and in the title")
+		fn, _ := NewToolSet([]*registry.Tool{tool}).Function(tool.Name)
+		require.Equal(t, fn, def.Name, "the LLM loop's function name")
 		require.Equal(t, tool.Description, def.Description)
 		require.JSONEq(t, string(tool.InputSchema), string(def.InputSchema))
 		require.NotEmpty(t, def.Title)
@@ -100,7 +105,7 @@ func TestMCPToolDef(t *testing.T) {
 
 	health, _ := reg.Tool("os.health_check")
 	def := MCPToolDef(health)
-	require.Equal(t, "Health check (os)", def.Title)
+	require.Equal(t, "Health check (os.health_check)", def.Title)
 	require.True(t, def.Annotations.ReadOnlyHint)
 	require.False(t, def.Annotations.DestructiveHint)
 	var out struct {

@@ -31,7 +31,7 @@ var approveSchema = registry.MustCompileSchema(ApproveTool+" input", []byte(appr
 
 var approveDefinition = &mcp.Tool{
 	Name:  ApproveTool,
-	Title: "Approve or reject a call (gem)",
+	Title: "Approve or reject a call (gem.approve)",
 	Description: "Decide a GEM call that awaits approval (a tool call answered {\"status\": \"awaiting_approval\"}): approved, it runs; " +
 		"rejected, its receipt says who rejected it and why. Only for callers granted the approve permission, never for an agent.",
 	InputSchema: json.RawMessage(approveInput),
@@ -46,7 +46,7 @@ var approveDefinition = &mcp.Tool{
 		"required": ["status"],
 		"additionalProperties": true
 	}`),
-	Annotations: &mcp.ToolAnnotations{Title: "Approve or reject a call (gem)", DestructiveHint: new(bool), OpenWorldHint: new(bool)},
+	Annotations: &mcp.ToolAnnotations{Title: "Approve or reject a call (gem.approve)", DestructiveHint: new(bool), OpenWorldHint: new(bool)},
 }
 
 // approve answers gem.approve in the caller's name. A session speaking for an agent may not decide: an LLM

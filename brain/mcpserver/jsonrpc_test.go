@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/gemhq/gem/brain"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -123,7 +122,7 @@ func TestHandlerPanicIsAnswered(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"` + panicTool + `","arguments":{}}}`
 
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeMCP(w, r, "tester", nil, brain.Reader{Name: "tester", All: true})
+		s.ServeMCP(w, r, "tester", registry.Grants{"*"}, nil)
 	}))
 	defer web.Close()
 	post := func(body string) map[string]json.RawMessage {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -37,11 +38,17 @@ const (
 
 	// SkillsExtension is the MCP Skills extension's id (SEP-2640), declared in the server's capabilities.
 	SkillsExtension = "io.modelcontextprotocol/skills"
-	// GetReceiptTool is GEM's own tool: a call's receipt, by call id.
+	// GetReceiptTool is GEM's own tool: a call's receipt, by call id (listed as gem__get_receipt).
 	GetReceiptTool = "gem.get_receipt"
 	// AgentHeader and AgentQuery name the agent an HTTP client speaks for (either; both must agree).
 	AgentHeader = brain.AgentHeader
 	AgentQuery  = "agent"
+	// NamesQuery chooses the names tools/list gives (?names=dotted for GEM's own); tools/call takes either.
+	NamesQuery = "names"
+	// NamesPortable (the default) lists tools by the names model APIs accept (registry.PortableName).
+	NamesPortable = "portable"
+	// NamesDotted lists tools by GEM's dotted names, for clients that map names themselves.
+	NamesDotted = "dotted"
 )
 
 // Config configures the MCP server. Zero values mean the defaults.
@@ -86,15 +93,28 @@ type Params struct {
 	Log      zerolog.Logger
 }
 
-// Caller is who makes MCP requests: the name recorded on its calls (the bearer token's name over HTTP), and the
-// agent it speaks for, if any. With an agent, tools/list and the skills catalog are the agent's (its available
-// skills for the user Name), and its calls are made for the agent, so the executor refuses a tool the agent's
-// skills do not enable.
+// Caller is who makes MCP requests: the name recorded on its calls (the bearer token's name over HTTP), its
+// permissions, and the agent it speaks for, if any. tools/list lists the tools its grants cover; with an agent,
+// only the agent's (its available skills for the user Name), and the skills catalog is the agent's. Its calls
+// are made for the agent, so the executor refuses a tool the agent's skills do not enable.
 type Caller struct {
 	Name  string
 	Agent string
+	// Grants are the caller's permissions (core_callers): a tool they do not cover is not listed, and the
+	// executor refuses its calls.
+	Grants registry.Grants
 	// Reader is what the caller may read of calls (gem.get_receipt): its own, or everyone's with audit.
 	Reader brain.Reader
+	// DottedNames lists tools by GEM's dotted names instead of their portable ones (NamesDotted).
+	DottedNames bool
+}
+
+// toolName is how the caller's tools/list names a tool GEM calls gem.
+func (c Caller) toolName(gem string) string {
+	if c.DottedNames {
+		return gem
+	}
+	return registry.PortableName(gem)
 }
 
 // Server is GEM's MCP server: one mcp.Server for every client, HTTP or stdio, which learns who calls from the
@@ -108,6 +128,10 @@ type Server struct {
 
 	mcp  *mcp.Server
 	http http.Handler
+
+	// served are the tools served, by their MCP (portable) name: the registry's, the devices', GEM's own.
+	servedMu sync.RWMutex
+	served   map[string]*servedTool
 }
 
 // New builds the MCP server with every registry tool, gem.get_receipt and the skills catalog.
@@ -133,12 +157,11 @@ func New(p *Params) (*Server, error) {
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
 	// Devices' tools join as their devices connect (SetDeviceTools).
-	for _, t := range p.Registry.OwnTools() {
-		s.mcp.AddTool(Tool(t), s.callTool(t))
-	}
-	s.mcp.AddTool(getReceiptDefinition, s.getReceipt)
-	s.mcp.AddTool(approveDefinition, s.approve)
-	s.mcp.AddReceivingMiddleware(s.scopeToolList)
+	s.served = map[string]*servedTool{}
+	s.addTools(p.Registry.OwnTools())
+	s.addOwnTool(GetReceiptTool, getReceiptDefinition, s.getReceipt)
+	s.addOwnTool(ApproveTool, approveDefinition, s.approve)
+	s.mcp.AddReceivingMiddleware(s.toolMethods)
 	if err := s.addSkills(); err != nil {
 		return nil, err
 	}
@@ -150,7 +173,7 @@ func New(p *Params) (*Server, error) {
 }
 
 const instructions = `GEM runs tools for a business and records a receipt for every call.
-A tool answers with its result. A call still running after a while answers {"call_id", "status": "pending"} and keeps running: call gem.get_receipt with that call_id for its receipt.
+A tool answers with its result. A call still running after a while answers {"call_id", "status": "pending"} and keeps running: call gem__get_receipt (gem.get_receipt) with that call_id for its receipt.
 A failed call answers isError with the receipt's error code and message.
 Skills (io.modelcontextprotocol/skills: skills/list, skills/get) say how to use the tools together.`
 
@@ -177,12 +200,19 @@ func (c Caller) userOf() string {
 
 var agentSlugRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
-// ServeMCP serves one HTTP request to /mcp for an authenticated caller (the bearer token's name), reading
-// what reader may. The agent, if any, comes from the X-GEM-Agent header or the ?agent= parameter; a caller
-// limited to some agents (agents, when not nil) speaks for its only agent without naming it, and must name
-// one of several (400). An unknown agent is a 404 before any MCP message is read, and an agent the caller
-// may not act as a 403.
-func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string, agents []string, reader brain.Reader) {
+// ServeMCP serves one HTTP request to /mcp for an authenticated caller (the bearer token's name) holding
+// grants. The agent, if any, comes from the X-GEM-Agent header or the ?agent= parameter; a caller limited to
+// some agents (agents, when not nil) speaks for its only agent without naming it, and must name one of several
+// (400). An unknown agent is a 404 before any MCP message is read, and an agent the caller may not act as a
+// 403. ?names=dotted lists GEM's dotted names.
+func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string, grants registry.Grants, agents []string) {
+	names := r.URL.Query().Get(NamesQuery)
+	if names != "" && names != NamesPortable && names != NamesDotted {
+		writeError(w, http.StatusBadRequest, &brain.Error{Code: brain.EINVALID,
+			Message: fmt.Sprintf("?%s= is %s or %s, not %q", NamesQuery, NamesPortable, NamesDotted, names),
+			Details: map[string]any{"field": NamesQuery}})
+		return
+	}
 	header, query := r.Header.Get(AgentHeader), r.URL.Query().Get(AgentQuery)
 	agent := header
 	switch {
@@ -222,7 +252,8 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string,
 			return
 		}
 	}
-	r = r.WithContext(WithCaller(r.Context(), Caller{Name: caller, Agent: agent, Reader: reader}))
+	c := Caller{Name: caller, Agent: agent, Grants: grants, Reader: brain.ReaderOf(caller, grants), DottedNames: names == NamesDotted}
+	r = r.WithContext(WithCaller(r.Context(), c))
 	r.Header.Del(jsonrpcIDHeader)
 	answer := &httpAnswer{ResponseWriter: w, id: jsonNull}
 	if r.Method == http.MethodPost {
@@ -271,37 +302,6 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport, c Caller) error {
 		}
 	}
 	return s.mcp.Run(WithCaller(ctx, c), t)
-}
-
-// scopeToolList narrows tools/list to the caller's agent's tools (and gem.get_receipt).
-func (s *Server) scopeToolList(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		c := callerOf(ctx)
-		if err != nil || method != "tools/list" || c.Agent == "" {
-			return res, err
-		}
-		list, ok := res.(*mcp.ListToolsResult)
-		if !ok {
-			return res, nil
-		}
-		tools, err := postgres.AgentTools(ctx, s.pool, s.reg, c.Agent, c.userOf())
-		if err != nil {
-			return nil, s.internal(ctx, err, "error reading the agent's tools")
-		}
-		allowed := map[string]bool{GetReceiptTool: true}
-		for _, t := range tools {
-			allowed[t.Name] = true
-		}
-		kept := list.Tools[:0:0]
-		for _, t := range list.Tools {
-			if allowed[t.Name] {
-				kept = append(kept, t)
-			}
-		}
-		list.Tools = kept
-		return list, nil
-	}
 }
 
 // recoverPanics answers a handler's panic with a JSON-RPC internal error and logs it with the request's id,

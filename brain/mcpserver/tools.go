@@ -30,11 +30,12 @@ const statusInvalidArguments = brain.ChatCallInvalidArguments
 const metaCallID = "gem/call_id"
 
 // Tool is a registry tool's MCP definition, llm.MCPToolDef (so GET /brain/tools?format=mcp shows exactly
-// what tools/list does), in the SDK's type.
+// what tools/list does), in the SDK's type: named portably, with GEM's name in its title and _meta.
 func Tool(t *registry.Tool) *mcp.Tool {
 	def := llm.MCPToolDef(t)
 	a := def.Annotations
 	return &mcp.Tool{
+		Meta:         def.Meta,
 		Name:         def.Name,
 		Title:        def.Title,
 		Description:  def.Description,
@@ -67,8 +68,10 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 			return invalidArguments(tool.Name, err), nil
 		}
 		input, err := brain.SealInput(s.reg, tool.Name, input)
-		if err != nil {
+		if brain.ErrorCode(err) == brain.EUNAVAILABLE {
 			return notStored(tool.Name, err), nil
+		} else if err != nil {
+			return invalidArguments(tool.Name, err), nil
 		}
 		device, err := deviceOf(req.Params.Meta)
 		if err != nil {
@@ -106,7 +109,7 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
-		return answer(tool.Name, id, receipt, false), nil
+		return answer(c, tool.Name, id, receipt, false), nil
 	}
 }
 
@@ -119,7 +122,8 @@ func (s *Server) awaitingAnswer(ctx context.Context, tool string, id uuid.UUID) 
 	return &mcp.CallToolResult{Meta: mcp.Meta{metaCallID: id.String()},
 		StructuredContent: map[string]any{"call_id": id, "status": brain.ChatCallAwaitingApproval, "tool": tool, "expires_at": a.ExpiresAt},
 		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s awaits approval (call %s) until %s: it runs once a person approves it. "+
-			"Call %s with {\"call_id\": %q} later for its receipt; do not make it again.", tool, id, a.ExpiresAt.Format(time.RFC3339), GetReceiptTool, id)}}}, nil
+			"Call %s with {\"call_id\": %q} later for its receipt; do not make it again.", tool, id, a.ExpiresAt.Format(time.RFC3339),
+			callerOf(ctx).toolName(GetReceiptTool), id)}}}, nil
 }
 
 // await waits for one call's receipt until CallWait passes (nil: still running), sending progress
@@ -188,15 +192,15 @@ func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, id uuid.UU
 	}
 }
 
-// answer renders a call's outcome: the result as structured content (with its JSON as text) when it
-// succeeded; isError with the receipt's code, message and details when it did not; {call_id, status:
+// answer renders a call's outcome for caller c: the result as structured content (with its JSON as text) when
+// it succeeded; isError with the receipt's code, message and details when it did not; {call_id, status:
 // "pending"} when there is no receipt yet. asReceipt answers with the whole receipt (gem.get_receipt).
-func answer(tool string, id uuid.UUID, r *registry.Receipt, asReceipt bool) *mcp.CallToolResult {
+func answer(c Caller, tool string, id uuid.UUID, r *registry.Receipt, asReceipt bool) *mcp.CallToolResult {
 	meta := mcp.Meta{metaCallID: id.String()}
 	if r == nil {
 		pending := map[string]any{"call_id": id, "status": StatusPending, "tool": tool}
 		return &mcp.CallToolResult{Meta: meta, StructuredContent: pending, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("%s is still running (call %s). Call %s with {\"call_id\": %q} for its receipt.", tool, id, GetReceiptTool, id)}}}
+			Text: fmt.Sprintf("%s is still running (call %s). Call %s with {\"call_id\": %q} for its receipt.", tool, id, c.toolName(GetReceiptTool), id)}}}
 	}
 	if r.Status == registry.StatusSucceeded {
 		var structured any = json.RawMessage(r.Result)
@@ -242,14 +246,16 @@ func errorOf(e *registry.CallError) map[string]any {
 	return out
 }
 
-// invalidArguments refuses arguments before any call is made, listing every violation with its path.
-// notStored answers a call the brain cannot store as it must (a secret input without GEM_SECRET_KEY).
+// notStored answers a call the brain cannot store as it must (a secret input without GEM_SECRET_KEY): not
+// configured, as the executor's receipt would say, with what to set. No call was made.
 func notStored(tool string, err error) *mcp.CallToolResult {
 	e := &registry.CallError{Code: registry.CodeNotConfigured, Message: brain.AsError(err).Message}
+	e.Details, _ = json.Marshal(registry.NoSecretKeyDetails())
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s was not called: %s", tool, e.Message)}},
-		StructuredContent: map[string]any{"error": e}}
+		StructuredContent: map[string]any{"tool": tool, "status": string(registry.StatusNotConfigured), "error": e}}
 }
 
+// invalidArguments refuses arguments before any call is made, listing every violation with its path.
 func invalidArguments(tool string, err error) *mcp.CallToolResult {
 	e := &registry.CallError{Code: registry.CodeValidation, Message: err.Error()}
 	text := fmt.Sprintf("%s was not called: %v", tool, err)
@@ -281,25 +287,25 @@ func invalidArguments(tool string, err error) *mcp.CallToolResult {
 // getReceiptDefinition is gem.get_receipt's MCP definition.
 var getReceiptDefinition = &mcp.Tool{
 	Name:  GetReceiptTool,
-	Title: "Get a call's receipt (gem)",
+	Title: "Get a call's receipt (gem.get_receipt)",
 	Description: "The receipt of a GEM call, by its call_id: what a tool call answered {\"call_id\", \"status\": \"pending\"} " +
 		"for. Waits a while for a call still running; answers pending again if it still is. A failed call is an error " +
 		"with the receipt's code and message.",
 	InputSchema: json.RawMessage(getReceiptInput),
 	OutputSchema: json.RawMessage(`{
 		"type": "object",
-		"description": "The receipt (status succeeded, failed or not_configured), {call_id, status: pending}, or an error (invalid_arguments, not_found).",
+		"description": "The receipt (status succeeded, failed or not_configured), {call_id, status: pending or awaiting_approval}, or an error (invalid_arguments, not_found).",
 		"properties": {
 			"call_id": {"type": "string", "format": "uuid"},
 			"tool": {"type": "string"},
-			"status": {"type": "string", "enum": ["pending", "succeeded", "failed", "not_configured", "invalid_arguments", "not_found"]},
-			"result": {"type": "object", "additionalProperties": true},
+			"status": {"type": "string", "enum": ["pending", "awaiting_approval", "succeeded", "failed", "not_configured", "invalid_arguments", "not_found"]},
+			"result": {"description": "The tool's result; null when the call did not succeed."},
 			"error": {"type": "object", "additionalProperties": true}
 		},
 		"required": ["status"],
 		"additionalProperties": true
 	}`),
-	Annotations: &mcp.ToolAnnotations{Title: "Get a call's receipt (gem)", ReadOnlyHint: true, IdempotentHint: true,
+	Annotations: &mcp.ToolAnnotations{Title: "Get a call's receipt (gem.get_receipt)", ReadOnlyHint: true, IdempotentHint: true,
 		DestructiveHint: new(bool), OpenWorldHint: new(bool)},
 }
 
@@ -356,7 +362,7 @@ func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	return answer(call.ToolName, in.CallID, receipt, true), nil
+	return answer(caller, call.ToolName, in.CallID, receipt, true), nil
 }
 
 // metaDevice is the _meta key of a tools/call that names the device the call must run on (docs/devices.md).
@@ -401,7 +407,9 @@ func requestKeyOf(req *mcp.CallToolRequest) (string, error) {
 // keyReused answers a call whose key its caller used before with other arguments: nothing was made.
 func keyReused(tool string, e *brain.Error) *mcp.CallToolResult {
 	ce := &registry.CallError{Code: registry.ErrorCode(brain.EKEYREUSED), Message: e.Message}
-	ce.Details, _ = json.Marshal(e.Details)
+	if e.Details != nil {
+		ce.Details, _ = json.Marshal(e.Details)
+	}
 	return &mcp.CallToolResult{IsError: true,
 		StructuredContent: map[string]any{"tool": tool, "status": string(registry.StatusFailed), "error": ce},
 		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s was not called: %s", tool, e.Message)}}}
@@ -411,13 +419,7 @@ func keyReused(tool string, e *brain.Error) *mcp.CallToolResult {
 // tools/list follows the devices that are connected.
 func (s *Server) SetDeviceTools(added, removed []*registry.Tool) {
 	if len(removed) > 0 {
-		names := make([]string, len(removed))
-		for i, t := range removed {
-			names[i] = t.Name
-		}
-		s.mcp.RemoveTools(names...)
+		s.removeTools(removed)
 	}
-	for _, t := range added {
-		s.mcp.AddTool(Tool(t), s.callTool(t))
-	}
+	s.addTools(added)
 }

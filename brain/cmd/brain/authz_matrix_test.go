@@ -547,14 +547,26 @@ func matrixDevice(t *testing.T, admin *testAPI) string {
 // mcpRaw sends one JSON-RPC message to /mcp and returns the status and body.
 func mcpRaw(t *testing.T, base, token, message string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(message))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	return mcpRawURL(t, base+"/mcp", token, message)
+}
+
+// mcpRawURL sends one JSON-RPC message to an /mcp URL (with its query) and returns the status and body.
+func mcpRawURL(t *testing.T, url, token, message string) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(mcpRequest(t, context.Background(), url, token, message))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// mcpRequest is a POST of one JSON-RPC message to an /mcp URL, as an MCP client sends it, with a bearer token.
+func mcpRequest(t testing.TB, ctx context.Context, url, token, message string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(message))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return req
 }

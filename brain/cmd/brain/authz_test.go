@@ -337,8 +337,8 @@ func TestAgentLimitedCallerNamesNoAgent(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	require.Contains(t, names, "os.health_check")
-	require.NotContains(t, names, "os.create_task")
+	require.Contains(t, names, "os__health_check")
+	require.NotContains(t, names, "os__create_task")
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "os.health_check"})
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%v", res.Content)

@@ -26,18 +26,19 @@ import (
 const MCPCallerDefault = api.StdioCaller
 
 // serveMCP serves MCP over stdio until the client closes stdin or a signal comes: brain mcp [-agent SLUG]
-// [-as NAME]. It needs the database and the registry, not the HTTP service; stdout carries only the
-// protocol, logs go to stderr.
+// [-as NAME] [-names portable|dotted]. It needs the database and the registry, not the HTTP service; stdout
+// carries only the protocol, logs go to stderr.
 func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	agent := fs.String("agent", "", "serve this agent's tools and skills, and make the calls for it")
 	as := fs.String("as", MCPCallerDefault, "the name recorded as who made the calls (and the user an agent's skills are resolved for)")
+	names := fs.String("names", mcpserver.NamesPortable, "the names tools/list gives: portable (os__create_note, what model APIs accept) or dotted (GEM's os.create_note); tools/call takes either")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() > 0 || *as == "" {
-		fmt.Fprintln(stderr, "usage: brain mcp [-agent SLUG] [-as NAME]")
+	if fs.NArg() > 0 || *as == "" || *names != mcpserver.NamesPortable && *names != mcpserver.NamesDotted {
+		fmt.Fprintln(stderr, "usage: brain mcp [-agent SLUG] [-as NAME] [-names portable|dotted]")
 		return 2
 	}
 	log, err := gemsql.NewLogger(stderr, "brain-mcp", getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
@@ -65,6 +66,7 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 		return 1
 	}
 	defer closeAll()
+	caller.DottedNames = *names == mcpserver.NamesDotted
 	log.Info().Str("caller", caller.Name).Str("agent", caller.Agent).Msg("serving MCP on stdio")
 	// GEM's stdio transport answers a malformed line with a JSON-RPC error and reads on (the SDK's ends the
 	// session on it).
@@ -156,5 +158,5 @@ func stdioCaller(ctx context.Context, db gemsql.DBTX, as, agent string) (mcpserv
 	if agent, err = brain.CallAgent(c.Name, c.Agents, agent); err != nil {
 		return mcpserver.Caller{}, fmt.Errorf("-as %s: %s (-agent)", as, brain.AsError(err).Message)
 	}
-	return mcpserver.Caller{Name: c.Name, Agent: agent, Reader: brain.ReaderOf(c.Name, c.Permissions)}, nil
+	return mcpserver.Caller{Name: c.Name, Agent: agent, Grants: c.Permissions, Reader: brain.ReaderOf(c.Name, c.Permissions)}, nil
 }

@@ -163,7 +163,8 @@ func textOf(res map[string]any) string {
 }
 
 // requireRegistryTools checks a tools/list answer against the registry: every tool (or those of want), each
-// with its title, description, schemas and the annotations the registry derives, and gem.get_receipt.
+// under its portable name with GEM's name in its _meta, with its title, description, schemas and the
+// annotations the registry derives, and gem.get_receipt.
 func requireRegistryTools(t *testing.T, reg *registry.Registry, res map[string]any, want []string) {
 	t.Helper()
 	tools := toolsOf(t, res)
@@ -173,15 +174,19 @@ func requireRegistryTools(t *testing.T, reg *registry.Registry, res map[string]a
 			want = append(want, rt.Name)
 		}
 		own = 2
-		require.Contains(t, tools, mcpserver.ApproveTool)
+		require.Contains(t, tools, registry.PortableName(mcpserver.ApproveTool))
 	}
 	require.Len(t, tools, len(want)+own, "the tools and GEM's own")
-	require.Contains(t, tools, mcpserver.GetReceiptTool)
+	require.Contains(t, tools, registry.PortableName(mcpserver.GetReceiptTool))
+	for name := range tools {
+		require.Regexp(t, registry.PortableNameRe, name, "a name model APIs accept")
+	}
 	for _, name := range want {
 		rt, ok := reg.Tool(name)
 		require.True(t, ok, name)
-		tool, ok := tools[name]
+		tool, ok := tools[registry.PortableName(name)]
 		require.True(t, ok, "tools/list has %s", name)
+		require.Equal(t, map[string]any{"gem/name": name}, tool["_meta"])
 		require.Equal(t, llm.ToolTitle(rt), tool["title"])
 		require.Equal(t, rt.Description, tool["description"])
 		var input, output any
@@ -322,20 +327,20 @@ func TestMCPInspectorHTTP(t *testing.T) {
 		require.Equal(t, 0, r.code, "no error-severity portability problem:\n%s", r.stderr)
 		requireRegistryTools(t, reg, r.result(t), nil)
 		tools := toolsOf(t, r.result(t))
-		require.Equal(t, map[string]any{"title": "Create note (os)", "readOnlyHint": false, "destructiveHint": false,
-			"idempotentHint": false, "openWorldHint": false}, tools["os.create_note"]["annotations"])
-		require.Equal(t, true, tools["os.list_tasks"]["annotations"].(map[string]any)["readOnlyHint"])
-		require.Equal(t, true, tools["comms.send_sms"]["annotations"].(map[string]any)["destructiveHint"])
+		require.Equal(t, map[string]any{"title": "Create note (os.create_note)", "readOnlyHint": false, "destructiveHint": false,
+			"idempotentHint": false, "openWorldHint": false}, tools["os__create_note"]["annotations"])
+		require.Equal(t, true, tools["os__list_tasks"]["annotations"].(map[string]any)["readOnlyHint"])
+		require.Equal(t, true, tools["comms__send_sms"]["annotations"].(map[string]any)["destructiveHint"])
 		t.Logf("Inspector tools/list --strict (first tool of %d):\n%s", len(tools), firstLines(r.stdout, 600))
 	})
 
 	t.Run("tools/call", func(t *testing.T) {
 		t.Parallel()
 		title := "from the Inspector " + uuid.NewString()[:8]
-		r := inspect(t, append(overHTTP(shared.url), "--method", "tools/call", "--tool-name", "os.create_note",
+		r := inspect(t, append(overHTTP(shared.url), "--method", "tools/call", "--tool-name", "os__create_note",
 			"--tool-arg", "domain=business", "title="+title, "content=written over MCP")...)
 		require.Equal(t, 0, r.code, r.stderr)
-		t.Logf("Inspector tools/call os.create_note:\n%s", r.stdout)
+		t.Logf("Inspector tools/call os__create_note:\n%s", r.stdout)
 		res := r.result(t)
 		require.NotEqual(t, true, res["isError"], "%v", res)
 		structured := res["structuredContent"].(map[string]any)
@@ -359,7 +364,7 @@ func TestMCPInspectorHTTP(t *testing.T) {
 
 	t.Run("a failed call is a tool error", func(t *testing.T) {
 		t.Parallel()
-		r := inspect(t, append(overHTTP(shared.url), "--method", "tools/call", "--tool-name", "os.complete_task", "--tool-arg", "task_id="+uuid.NewString())...)
+		r := inspect(t, append(overHTTP(shared.url), "--method", "tools/call", "--tool-name", "os__complete_task", "--tool-arg", "task_id="+uuid.NewString())...)
 		require.Equal(t, inspectorToolError, r.code, r.stderr)
 		t.Logf("Inspector tools/call of a failing call:\n%s", r.stdout)
 		res := r.result(t)
@@ -378,7 +383,7 @@ func TestMCPInspectorHTTP(t *testing.T) {
 	t.Run("bad input is a tool error naming the violation", func(t *testing.T) {
 		t.Parallel()
 		title := "never written " + uuid.NewString()[:8]
-		r := inspect(t, append(overHTTP(shared.url), "--method", "tools/call", "--tool-name", "os.create_note",
+		r := inspect(t, append(overHTTP(shared.url), "--method", "tools/call", "--tool-name", "os__create_note",
 			"--tool-arg", "domain=diary", "title="+title)...)
 		require.Equal(t, inspectorToolError, r.code, r.stderr)
 		res := r.result(t)
@@ -403,6 +408,8 @@ func TestMCPInspectorHTTP(t *testing.T) {
 		s := session(t, shared.url+"/mcp", nil, nil)
 		_, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "os.no_such_tool"})
 		require.ErrorContains(t, err, "os.no_such_tool")
+		_, err = s.CallTool(context.Background(), &mcp.CallToolParams{Name: "os__no_such_tool"})
+		require.ErrorContains(t, err, "os__no_such_tool")
 		// Text PostgreSQL cannot store is refused as bad arguments, never a crash.
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "os.create_note",
 			Arguments: map[string]any{"domain": "business", "title": "nul\u0000", "content": "x"}})
@@ -660,12 +667,12 @@ func TestMCPAgentScope(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 		requireRegistryTools(t, reg, r.result(t), enabled)
 		s := session(t, shared.url+"/mcp?agent="+agent, nil, nil)
-		require.ElementsMatch(t, append([]string{mcpserver.GetReceiptTool}, enabled...), toolNames(t, s), "?agent= names the agent too")
+		require.ElementsMatch(t, []string{"gem__get_receipt", "os__create_note", "os__search_notes"}, toolNames(t, s), "?agent= names the agent too")
 	})
 
 	t.Run("calls are made for the agent", func(t *testing.T) {
 		t.Parallel()
-		r := inspect(t, append(overHTTP(shared.url, header), "--method", "tools/call", "--tool-name", "os.create_note",
+		r := inspect(t, append(overHTTP(shared.url, header), "--method", "tools/call", "--tool-name", "os__create_note",
 			"--tool-arg", "domain=personal", "title=for the agent", "content=x")...)
 		require.Equal(t, 0, r.code, r.stderr)
 		res := r.result(t)
@@ -778,7 +785,7 @@ func TestMCPInspectorStdio(t *testing.T) {
 	})
 	t.Run("tools/call", func(t *testing.T) {
 		t.Parallel()
-		r := inspect(t, append([]string{"--method", "tools/call", "--tool-name", "os.create_note", "--tool-arg", "domain=personal",
+		r := inspect(t, append([]string{"--method", "tools/call", "--tool-name", "os__create_note", "--tool-arg", "domain=personal",
 			"title=over stdio", "content=x"}, overStdio(t, shared.dbURL)...)...)
 		require.Equal(t, 0, r.code, r.stderr)
 		res := r.result(t)
@@ -860,7 +867,7 @@ func TestMCPPending(t *testing.T) {
 	require.Equal(t, "pending", pending["status"])
 	callID := pending["call_id"].(string)
 	require.Equal(t, callID, res.Meta["gem/call_id"])
-	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, mcpserver.GetReceiptTool)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "gem__get_receipt", "the name it lists")
 	mu.Lock()
 	require.GreaterOrEqual(t, len(progress), 2, "enqueued, then waiting: %v", progress)
 	require.Equal(t, "call "+callID+" enqueued", progress[0])

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,13 +53,8 @@ func mcpPost(t testing.TB, url, token string, body []byte) (int, []rpcMessage) {
 // mcpPostWithin is mcpPost, failing when the answer takes longer than wait.
 func mcpPostWithin(t testing.TB, url, token string, body []byte, wait time.Duration) (int, []rpcMessage) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/mcp", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
 	client := &http.Client{Timeout: wait}
-	resp, err := client.Do(req)
+	resp, err := client.Do(mcpRequest(t, context.Background(), url+"/mcp", token, string(body)))
 	require.NoError(t, err, "body %q: the brain did not answer", body)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

@@ -12,6 +12,7 @@ import (
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
 
@@ -102,7 +103,8 @@ func TestToolsFormats(t *testing.T) {
 	var mcp llm.MCPTool
 	_, out = getTools(t, a, url.Values{"format": {"mcp"}})
 	require.NoError(t, json.Unmarshal(out.Tools[0], &mcp))
-	require.Contains(t, mcp.Name, ".", "MCP keeps registry names")
+	require.Regexp(t, registry.PortableNameRe, mcp.Name, "MCP offers the names model APIs accept, as the LLM loop does")
+	require.Equal(t, reg.Tools()[0].Name, mcp.Meta[llm.MCPMetaName], "and GEM's name in _meta")
 	require.NotEmpty(t, mcp.Title)
 
 	for _, bad := range []string{"OpenAI", "xml", " gem", "gem,openai"} {
