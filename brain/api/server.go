@@ -501,6 +501,11 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		status := c.Response().Status
+		// A request whose client went away before its answer was written whole: not the status it began with.
+		abandoned := c.Request().Context().Err() != nil
+		if abandoned {
+			status = statusClientClosed
+		}
 		ev := log.Info()
 		switch {
 		case status == http.StatusServiceUnavailable:
@@ -513,11 +518,18 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Request().URL.Path == "/health" {
 			ev = log.Debug()
 		}
+		if abandoned {
+			ev = ev.Bool("abandoned", true)
+		}
 		ev.Str("method", c.Request().Method).Str("route", c.Path()).Str("path", c.Request().URL.Path).Int("status", status).
 			Str("requester", requester(c)).Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
 		return nil
 	}
 }
+
+// statusClientClosed is what the request log says of a request its client abandoned (nginx's 499: the
+// client closed the connection before the answer).
+const statusClientClosed = 499
 
 // recoverPanics answers a handler's panic as an internal error (500, {"ok": false, ...}) and logs it with
 // the request's id and the stack, instead of echo's own recovery, which logged every goroutine's stack on

@@ -165,6 +165,7 @@ func New(p *Params) (*Server, error) {
 	if err := s.addSkills(); err != nil {
 		return nil, err
 	}
+	s.mcp.AddReceivingMiddleware(endWithRequest)
 	// Outermost, so that it also catches what the middleware above it does.
 	s.mcp.AddReceivingMiddleware(s.recoverPanics)
 	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
@@ -204,7 +205,8 @@ var agentSlugRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 // grants. The agent, if any, comes from the X-GEM-Agent header or the ?agent= parameter; a caller limited to
 // some agents (agents, when not nil) speaks for its only agent without naming it, and must name one of several
 // (400). An unknown agent is a 404 before any MCP message is read, and an agent the caller may not act as a
-// 403. ?names=dotted lists GEM's dotted names.
+// 403. ?names=dotted lists GEM's dotted names. The request's end (its client went away) ends its handler's
+// waits.
 func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string, grants registry.Grants, agents []string) {
 	names := r.URL.Query().Get(NamesQuery)
 	if names != "" && names != NamesPortable && names != NamesDotted {
@@ -253,7 +255,7 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string,
 		}
 	}
 	c := Caller{Name: caller, Agent: agent, Grants: grants, Reader: brain.ReaderOf(caller, grants), DottedNames: names == NamesDotted}
-	r = r.WithContext(WithCaller(r.Context(), c))
+	r = r.WithContext(WithCaller(context.WithValue(r.Context(), requestKey{}, r.Context()), c))
 	r.Header.Del(jsonrpcIDHeader)
 	answer := &httpAnswer{ResponseWriter: w, id: jsonNull}
 	if r.Method == http.MethodPost {
@@ -293,16 +295,55 @@ func writeError(w http.ResponseWriter, status int, e *brain.Error) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "errors": []*brain.Error{e}})
 }
 
-// Run serves one client over a transport (stdio) until it disconnects or ctx ends. An agent that does not exist
-// is a *brain.Error before anything is served.
+// Run serves one client over a transport (stdio) until it disconnects or ctx ends, which is a normal stop
+// (nil). An agent that does not exist is a *brain.Error before anything is served.
 func (s *Server) Run(ctx context.Context, t mcp.Transport, c Caller) error {
 	if c.Agent != "" {
 		if _, err := postgres.AgentGet(ctx, s.pool, c.Agent); err != nil {
 			return postgres.Error(err)
 		}
 	}
-	return s.mcp.Run(WithCaller(ctx, c), t)
+	// Not the SDK's Server.Run, which logs a stop by signal as an error.
+	ss, err := s.mcp.Connect(WithCaller(ctx, c), t, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return nil
+	case err := <-ended:
+		return err
+	}
 }
+
+// requestKey keys, in an HTTP request's context, that context itself: the SDK's stateless handler runs in a
+// context that keeps the request's values but not its end (the client going away), which endWithRequest
+// gives it back.
+type requestKey struct{}
+
+// endWithRequest ends a handler's context when its HTTP request's does (the client went away), so that no
+// wait outlives the request that asked for it and the request frees its admission slot at once. A call the
+// request made goes on: it is durable, and gets its receipt.
+func endWithRequest(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		request, ok := ctx.Value(requestKey{}).(context.Context)
+		if !ok {
+			return next(ctx, method, req) // stdio: notifications/cancelled and the session's end cancel
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(request, func() { cancel(errAbandoned) })
+		defer stop()
+		return next(ctx, method, req)
+	}
+}
+
+// errAbandoned is why a handler's context ended when its client went away.
+var errAbandoned = errors.New("the client went away")
 
 // recoverPanics answers a handler's panic with a JSON-RPC internal error and logs it with the request's id,
 // so that no request ends the process: the SDK runs each handler in a goroutine of its own, where nothing

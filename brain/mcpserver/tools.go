@@ -173,7 +173,9 @@ func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, id uuid.UU
 				return r, nil
 			}
 			if ctx.Err() != nil {
-				return nil, ctx.Err() // the client went away
+				// The client went away (or cancelled): the call goes on, and gets its receipt.
+				s.logger(ctx).Info().Str("call_id", id.String()).Err(context.Cause(ctx)).Msg("MCP wait abandoned; the call goes on")
+				return nil, ctx.Err()
 			}
 			if o.err != nil && !errors.Is(o.err, context.DeadlineExceeded) {
 				return nil, s.internal(ctx, o.err, "error waiting for the receipt")

@@ -76,7 +76,7 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 		log.Error().Err(err).Msg("brain mcp did not start")
 		return 2
 	}
-	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+	if err != nil && !errors.Is(err, io.EOF) {
 		log.Error().Err(err).Msg("MCP session ended with an error")
 		return 1
 	}

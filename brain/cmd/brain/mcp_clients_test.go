@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,15 +10,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -320,6 +325,107 @@ func TestMCPListFollowsGrants(t *testing.T) {
 	require.ElementsMatch(t, readable, toolNames(t, s))
 }
 
+// TestMCPAbandonedCallsFreeSlots: a client cut off while its tools/call or gem.get_receipt waits frees its
+// admission slot at once (its request logged abandoned, not 200), and the call goes on to its receipt. A
+// brain with two slots and no line: two abandoned calls do not make a third client's call a 503.
+func TestMCPAbandonedCallsFreeSlots(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	logs := &sqltest.SyncBuffer{}
+	m := &Main{Config: Config{DatabaseURL: shared.dbURL, RegistryPath: testenv.RegistryPath(), Addr: "127.0.0.1:0",
+		Tokens:    []api.Token{{Name: "tester", Value: testToken}},
+		Admission: api.AdmissionConfig{MaxInFlight: 2, MaxQueue: api.NoQueue, QueueWait: time.Second}}, Log: zerolog.New(logs)}
+	require.NoError(t, m.Open(ctx))
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	url := m.Server.URL() + "/mcp"
+
+	// A task whose completion a row lock holds (the task comes through the shared brain).
+	res, err := session(t, shared.url+"/mcp", nil, nil).CallTool(ctx, &mcp.CallToolParams{Name: "os__create_task",
+		Arguments: map[string]any{"title": "held while its clients go away", "domain": "business"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	taskID := res.StructuredContent.(map[string]any)["task_id"].(string)
+	lock, err := shared.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer lock.Rollback(ctx)
+	_, err = lock.Exec(ctx, `SELECT 1 FROM os_tasks WHERE id = $1 FOR UPDATE`, taskID)
+	require.NoError(t, err)
+
+	// waiting starts a request that waits (it asked for progress: its first notification says it is in its
+	// handler), to be cut off by cancel.
+	type cutOff struct {
+		cancel context.CancelFunc
+		done   chan error
+	}
+	waiting := func(name string, args map[string]any) cutOff {
+		t.Helper()
+		reqCtx, cancel := context.WithCancel(ctx)
+		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+			"params": map[string]any{"name": name, "arguments": args, "_meta": map[string]any{"progressToken": name}}})
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(mcpRequest(t, reqCtx, url, testToken, string(body)))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		lines := bufio.NewScanner(resp.Body)
+		for lines.Scan() && !strings.Contains(lines.Text(), "notifications/progress") {
+		}
+		done := make(chan error, 1)
+		go func() {
+			defer resp.Body.Close()
+			for lines.Scan() {
+			}
+			done <- lines.Err()
+		}()
+		return cutOff{cancel, done}
+	}
+	health := func() int {
+		status, _ := mcpRawURL(t, url, testToken, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"os__health_check","arguments":{}}}`)
+		return status
+	}
+
+	start := time.Now()
+	first := waiting("os__complete_task", map[string]any{"task_id": taskID})
+	var callID uuid.UUID
+	require.NoError(t, shared.pool.QueryRow(ctx, `SELECT id FROM core_tool_calls WHERE tool_name = 'os.complete_task' AND input->>'task_id' = $1`, taskID).Scan(&callID))
+	second := waiting("gem__get_receipt", map[string]any{"call_id": callID.String()})
+	require.Equal(t, http.StatusServiceUnavailable, health(), "both slots are held while the calls wait")
+
+	time.Sleep(time.Until(start.Add(time.Second)))
+	first.cancel()
+	second.cancel()
+	require.Error(t, <-first.done)
+	require.Error(t, <-second.done)
+	cut := time.Now()
+	require.Eventually(t, func() bool { return health() == http.StatusOK }, 3*time.Second, 20*time.Millisecond,
+		"the abandoned calls freed their slots (the wait is %s)", mcpserver.CallWaitDefault)
+	t.Logf("a third client's call was admitted %s after the two were cut off", time.Since(cut).Round(time.Millisecond))
+
+	// Each abandoned request is logged so, and its call goes on to its receipt once the lock is gone.
+	var abandoned []map[string]any
+	require.Eventually(t, func() bool {
+		abandoned = nil
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var entry map[string]any
+			if json.Unmarshal([]byte(line), &entry) == nil && entry["message"] == "request" && entry["abandoned"] == true {
+				abandoned = append(abandoned, entry)
+			}
+		}
+		return len(abandoned) == 2
+	}, 5*time.Second, 20*time.Millisecond, logs.String())
+	for _, entry := range abandoned {
+		require.Equal(t, "/mcp", entry["route"])
+		require.Equal(t, 499.0, entry["status"], "not the 200 its stream began with")
+		require.Less(t, entry["duration_ms"], 5000.0, "the request ended with its client")
+	}
+	require.Contains(t, logs.String(), "MCP wait abandoned; the call goes on")
+	require.NoError(t, lock.Rollback(ctx))
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	receipts, err := shared.brain.Waiter.Wait(waitCtx, []uuid.UUID{callID})
+	require.NoError(t, err)
+	require.Equal(t, registry.StatusSucceeded, receipts.Receipts[callID].Status)
+}
+
 // TestMCPAnswersKeepTheirSchema: every tools/call answer — a result, a failed receipt, a refusal before any
 // call, pending, awaiting approval, not configured, and gem.get_receipt's and gem.approve's — matches the
 // outputSchema its tool is listed with, for the TypeScript SDK (which throws otherwise) and for the Go
@@ -397,4 +503,42 @@ func TestMCPAnswersKeepTheirSchema(t *testing.T) {
 		requireWaits(t, runSDKClient(t, sdkPlan{Stdio: sdkOverStdio(t, dbURL, regPath, map[string]string{"GEM_MCP_CALL_WAIT": "300ms"}),
 			Calls: stdioWaits}))
 	})
+}
+
+// TestMCPStdioStopsQuietly: `brain mcp` stopped by SIGTERM, as a host stops its servers, exits 0 and logs no
+// error.
+func TestMCPStdioStopsQuietly(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(brainBinary(t), "mcp")
+	var stderr sqltest.SyncBuffer
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+shared.dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_LOG_LEVEL=info", "GEM_LOG_FORMAT=json")
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// The host keeps stdin open: the signal, not the end of input, stops the server.
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "gem-test", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, toolNames(t, s))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "exit status 0:\n%s", stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("brain mcp did not stop on SIGTERM:\n%s", stderr.String())
+	}
+	_ = s.Close()
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var entry map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &entry), "a JSON log line: %q", line)
+		require.NotContains(t, []string{"error", "fatal", "panic"}, entry["level"], "a normal stop logs no error: %s", line)
+	}
+	require.Contains(t, stderr.String(), "serving MCP on stdio", "the log was read")
 }
