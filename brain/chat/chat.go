@@ -732,6 +732,13 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
 			return err
 		}
+		if also == nil {
+			// The reply (a step with nothing to do after it): the turn's end, written next under a commit
+			// that waits for the disk, flushes this one with it; nothing acts on it before that.
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return err
+			}
+		}
 		if turn != nil {
 			if err := postgres.TurnInsert(ctx, tx, c.turnParams(r, *turn)); err != nil {
 				return err
