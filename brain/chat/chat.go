@@ -185,6 +185,9 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 		return c.Repeated(ctx, begunRepeat(req, err))
 	}
 	if r.queued {
+		if req.OnBegun != nil {
+			req.OnBegun(r.runID) // its run exists: an async request answers it, a stream follows it
+		}
 		c.kick() // the turn before may have ended meanwhile
 		// Answered as a repeat is: once it has run, or 202 with its run while it waits or runs.
 		return c.answerRun(ctx, r.runID, false)
