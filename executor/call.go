@@ -393,7 +393,11 @@ func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UU
 		}
 		return failed(registry.CodeOutputContract, "the handler's result does not match the output schema, so its effects were rolled back: "+verr.Error(), details), nil
 	}
-	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: c.outside, files: c.files}, nil
+	files, err := c.writeStaged()
+	if err != nil {
+		return a.classify(err)
+	}
+	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: c.outside, files: files}, nil
 }
 
 // snoozeError is what execute returns for a call whose limit is full: nothing of it is kept, and its job

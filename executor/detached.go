@@ -79,5 +79,10 @@ func (d *Detached) Run(ctx context.Context) DetachedResult {
 		ce.Details, _ = json.Marshal(details)
 		return DetachedResult{Error: ce}
 	}
+	// Files the handler staged (an MCP server's images) go to this machine's file store, which the result
+	// names them in.
+	if _, err := c.writeStaged(); err != nil {
+		return DetachedResult{Error: &registry.CallError{Code: registry.CodeHandlerError, Message: "the handler failed: " + err.Error()}}
+	}
 	return DetachedResult{Result: result}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -151,6 +152,7 @@ type Call struct {
 
 	outside []registry.OutsideEffect
 	files   []registry.FileWritten
+	staged  []*filestore.File
 	invoke  func(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error)
 }
 
@@ -232,6 +234,32 @@ func (c *Call) RecordOutside(e registry.OutsideEffect) {
 // RecordFile adds a file the handler put in GEM's file store to the receipt's effects.files_written.
 func (c *Call) RecordFile(f registry.FileWritten) {
 	c.files = append(c.files, f)
+}
+
+// StageFile adds a file to the receipt's effects.files_written that the executor writes to GEM's file store
+// only once the call has succeeded: after its result passed the size limit and the output schema, before
+// its receipt commits. A call that fails (an error, a timeout, result_too_large, output_contract_violation)
+// writes nothing, and a committed receipt never names a file that is not there. The store names a file by
+// its content, so the result may name f.Ref at once. The same file staged twice is written and listed once.
+func (c *Call) StageFile(f *filestore.File) {
+	for _, s := range c.staged {
+		if s.Ref == f.Ref {
+			return
+		}
+	}
+	c.staged = append(c.staged, f)
+}
+
+// writeStaged writes the staged files and returns every file of the receipt.
+func (c *Call) writeStaged() ([]registry.FileWritten, error) {
+	files := c.files
+	for _, f := range c.staged {
+		if err := f.Write(); err != nil {
+			return nil, err
+		}
+		files = append(files, f.FileWritten)
+	}
+	return files, nil
 }
 
 // Error is how a handler ends a call with a specific receipt.

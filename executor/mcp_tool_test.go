@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/executor/remote/mcppeers"
 	"github.com/gemhq/gem/registry"
@@ -134,7 +135,14 @@ func (b *testBundle) startMCPExecutor(t *testing.T, reg *registry.Registry, gete
 	rec := &mcpLog{}
 	log := zerolog.New(rec).Level(zerolog.InfoLevel)
 	h := executor.Handlers{}
-	closeRemote, err := remote.Register(context.Background(), reg, h, remote.Options{Getenv: getenv, Log: log})
+	files := t.TempDir() // never the default .gem/files in the package's folder
+	withFiles := func(name string) string {
+		if v := getenv(name); v != "" || name != filestore.EnvDir {
+			return v
+		}
+		return files
+	}
+	closeRemote, err := remote.Register(context.Background(), reg, h, remote.Options{Getenv: withFiles, Log: log})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		closeRemote()

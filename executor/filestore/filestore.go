@@ -51,40 +51,67 @@ func (s *Store) Dir() string { return s.dir }
 // Put stores data under its content's hash with the extension ext (".pdf") and describes it: name is the
 // file's name for people and contentType its media type. A file that is already there is left alone.
 func (s *Store) Put(name, ext, contentType string, data []byte) (registry.FileWritten, error) {
+	f, err := s.Prepare(name, ext, contentType, data)
+	if err != nil {
+		return registry.FileWritten{}, err
+	}
+	if err := f.Write(); err != nil {
+		return registry.FileWritten{}, err
+	}
+	return f.FileWritten, nil
+}
+
+// File is a file named and described as the store keeps it, written or not yet (see Prepare).
+type File struct {
+	registry.FileWritten
+	store *Store
+	data  []byte
+}
+
+// Prepare names and describes data as Put would, without writing it: the store names a file by its content,
+// so its ref is known before the file exists. Write stores it.
+func (s *Store) Prepare(name, ext, contentType string, data []byte) (*File, error) {
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
 	file := digest + strings.ToLower(ext)
 	if !nameRe.MatchString(file) {
-		return registry.FileWritten{}, fmt.Errorf("file store: extension %q is not a short lowercase extension", ext)
+		return nil, fmt.Errorf("file store: extension %q is not a short lowercase extension", ext)
 	}
-	f := registry.FileWritten{Ref: Scheme + file, Name: name, ContentType: contentType, Bytes: int64(len(data)), SHA256: digest}
-	path := filepath.Join(s.dir, file)
-	if st, err := os.Stat(path); err == nil && st.Size() == int64(len(data)) {
-		return f, nil
+	return &File{FileWritten: registry.FileWritten{Ref: Scheme + file, Name: name, ContentType: contentType,
+		Bytes: int64(len(data)), SHA256: digest}, store: s, data: data}, nil
+}
+
+// Write stores the file, unless it is there already.
+func (f *File) Write() error {
+	dir := f.store.dir
+	file := strings.TrimPrefix(f.Ref, Scheme)
+	path := filepath.Join(dir, file)
+	if st, err := os.Stat(path); err == nil && st.Size() == f.Bytes {
+		return nil
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return registry.FileWritten{}, fmt.Errorf("file store: %w", err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("file store: %w", err)
 	}
 	// Write a temporary file and rename it, so a reader never sees a partial file.
-	tmp, err := os.CreateTemp(s.dir, ".put-*")
+	tmp, err := os.CreateTemp(dir, ".put-*")
 	if err != nil {
-		return registry.FileWritten{}, fmt.Errorf("file store: %w", err)
+		return fmt.Errorf("file store: %w", err)
 	}
-	_, werr := tmp.Write(data)
+	_, werr := tmp.Write(f.data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
-		return registry.FileWritten{}, fmt.Errorf("file store: error writing %s: %w", file, err)
+		return fmt.Errorf("file store: error writing %s: %w", file, err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		os.Remove(tmp.Name())
-		return registry.FileWritten{}, fmt.Errorf("file store: %w", err)
+		return fmt.Errorf("file store: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return registry.FileWritten{}, fmt.Errorf("file store: error writing %s: %w", file, err)
+		return fmt.Errorf("file store: error writing %s: %w", file, err)
 	}
-	return f, nil
+	return nil
 }
 
 // ErrNotInStore is returned for a ref that is not of this store's form or names no stored file.

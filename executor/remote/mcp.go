@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/registry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,6 +75,10 @@ type mcpPool struct {
 	closed bool
 	// closing tracks connects and closes running in the background, so close waits for them too.
 	closing sync.WaitGroup
+
+	// files keeps the binary payloads of results (see payloads), and base64MinBytes is EnvBase64MinBytes.
+	files          *filestore.Store
+	base64MinBytes int
 }
 
 func newMCPPool(reg *registry.Registry, opts Options) *mcpPool {
@@ -84,7 +89,8 @@ func newMCPPool(reg *registry.Registry, opts Options) *mcpPool {
 		Logger:       slog.New(zerolog.NewSlogHandler(log)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	return &mcpPool{reg: reg, opts: opts, client: client, ctx: ctx, cancel: cancel, conns: map[string]*mcpConn{}}
+	return &mcpPool{reg: reg, opts: opts, client: client, ctx: ctx, cancel: cancel, conns: map[string]*mcpConn{},
+		files: filestore.FromEnv(opts.Getenv), base64MinBytes: Base64MinBytesDefault}
 }
 
 // conn returns the pool's entry for a server.
@@ -103,8 +109,11 @@ func (p *mcpPool) conn(server *registry.MCPServer) *mcpConn {
 func (p *mcpPool) handler(t *registry.Tool) executor.Handler {
 	server, _ := p.reg.MCPServer(t.Implementation.Server) // the registry check makes sure it is there
 	conn := p.conn(server)
+	output := compileOutputSchema(t.OutputSchema)
 	return executor.Handler{
-		Run:         func(ctx context.Context, c *executor.Call) (any, error) { return conn.call(ctx, c) },
+		Run: func(ctx context.Context, c *executor.Call) (any, error) {
+			return conn.call(ctx, c, &payloads{store: p.files, call: c, tool: t.Implementation.RemoteTool, schema: output, guessMin: p.base64MinBytes})
+		},
 		RequiredEnv: ServerEnvRefs(server),
 		// A call waits on another process: it must not hold up other calls' commits.
 		Isolated: true,
@@ -211,7 +220,7 @@ func (s *mcpSession) close() {
 
 // call runs one call as a tools/call on the server. See docs/mcp-tools.md for how outcomes map to
 // receipts.
-func (c *mcpConn) call(ctx context.Context, call *executor.Call) (any, error) {
+func (c *mcpConn) call(ctx context.Context, call *executor.Call, files *payloads) (any, error) {
 	t := call.Tool
 	params := &mcp.CallToolParams{Name: t.Implementation.RemoteTool, Arguments: call.Input}
 	refused := &httpRefusal{}
@@ -226,7 +235,7 @@ func (c *mcpConn) call(ctx context.Context, call *executor.Call) (any, error) {
 			if t.HasOutsideEffects() && !res.IsError {
 				call.RecordOutside(registry.OutsideEffect{Kind: "mcp", Target: c.server.Name + "/" + t.Implementation.RemoteTool})
 			}
-			return toolResult(c.server.Name, t, res)
+			return toolResult(c.server.Name, t, res, files)
 		}
 		if ctx.Err() != nil {
 			// The executor turns the expired deadline into a timeout receipt; the SDK has told the server
@@ -559,10 +568,16 @@ func (c *mcpConn) lostError(t *registry.Tool, err error, sent bool, refused *htt
 }
 
 // toolResult turns a tools/call result into the call's result: the structured content if any, else
-// {"text": ..., "content": [...]} (see contentResult). isError is a failed receipt.
-func toolResult(server string, t *registry.Tool, res *mcp.CallToolResult) (any, error) {
+// {"text": ..., "content": [...]} (see contentResult), with the binary payloads in files (see payloads).
+// isError is a failed receipt, which keeps no file.
+func toolResult(server string, t *registry.Tool, res *mcp.CallToolResult, files *payloads) (any, error) {
 	if res.IsError {
-		out := contentResult(res.Content)
+		failed := *files
+		failed.call = nil
+		out, err := contentResult(res.Content, &failed)
+		if err != nil {
+			return nil, err
+		}
 		text, _ := out["text"].(string)
 		if text == "" {
 			text = "(no text)"
@@ -572,31 +587,48 @@ func toolResult(server string, t *registry.Tool, res *mcp.CallToolResult) (any, 
 			details["content"] = content
 		}
 		if res.StructuredContent != nil {
-			details["structured_content"] = res.StructuredContent
+			if details["structured_content"], err = failed.structured(res.StructuredContent); err != nil {
+				return nil, err
+			}
 		}
 		return nil, &executor.Error{Code: registry.CodeRemoteError, Details: details,
 			Message: fmt.Sprintf("MCP tool %s of server %s failed: %s", t.Implementation.RemoteTool, server, clip(text, maxErrorText))}
 	}
 	if res.StructuredContent != nil {
-		return res.StructuredContent, nil
+		// The content blocks are the structured content's text version, and not the result; files among
+		// them are kept all the same (effects.files_written lists them).
+		if _, err := contentResult(res.Content, files); err != nil {
+			return nil, err
+		}
+		return files.structured(res.StructuredContent)
 	}
-	return contentResult(res.Content), nil
+	return contentResult(res.Content, files)
 }
 
 // contentResult is a result without structured content: {"text": the text blocks joined by newlines}, and
-// when there are other blocks, "content": a summary of each (type, MIME type, size, URI, never the
-// base64 data), with the text of embedded text resources up to maxEmbeddedText.
-func contentResult(content []mcp.Content) map[string]any {
+// when there are other blocks, "content": a summary of each (type, MIME type, size, URI), with the text of
+// embedded text resources up to maxEmbeddedText. The data of an image, audio or blob resource goes to the
+// file store (files), and its summary gives its ref; base64 is never copied into a result.
+func contentResult(content []mcp.Content, files *payloads) (map[string]any, error) {
 	var texts []string
 	var others []map[string]any
-	for _, block := range content {
+	for i, block := range content {
+		name := fmt.Sprintf("%s-content-%d", files.tool, i)
 		switch b := block.(type) {
 		case *mcp.TextContent:
 			texts = append(texts, b.Text)
 		case *mcp.ImageContent:
-			others = append(others, map[string]any{"type": "image", "mimeType": b.MIMEType, "bytes": len(b.Data)})
+			item := map[string]any{}
+			if err := files.contentBlock("image", b.MIMEType, name, b.Data, item); err != nil {
+				return nil, err
+			}
+			others = append(others, item)
 		case *mcp.AudioContent:
-			others = append(others, map[string]any{"type": "audio", "mimeType": b.MIMEType, "bytes": len(b.Data)})
+			item := map[string]any{}
+			if err := files.contentBlock("audio", b.MIMEType, name, b.Data, item); err != nil {
+				return nil, err
+			}
+			others = append(others, item)
 		case *mcp.ResourceLink:
 			link := map[string]any{"type": "resource_link", "uri": b.URI, "name": b.Name}
 			if b.MIMEType != "" {
@@ -614,7 +646,12 @@ func contentResult(content []mcp.Content) map[string]any {
 					item["mimeType"] = r.MIMEType
 				}
 				if r.Blob != nil {
-					item["bytes"] = len(r.Blob)
+					if n := uriName(r.URI); n != "" {
+						name = n
+					}
+					if err := files.contentBlock("resource", r.MIMEType, name, r.Blob, item); err != nil {
+						return nil, err
+					}
 				} else {
 					item["bytes"] = len(r.Text)
 					item["text"] = clip(r.Text, maxEmbeddedText)
@@ -638,7 +675,7 @@ func contentResult(content []mcp.Content) map[string]any {
 	if len(others) > 0 {
 		out["content"] = others
 	}
-	return out
+	return out, nil
 }
 
 // clip cuts s to at most n bytes, on a rune boundary, marking the cut.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -72,17 +73,30 @@ func TestMCPProtocolErrors(t *testing.T) {
 
 func TestContentResultAndClip(t *testing.T) {
 	t.Parallel()
-	out := contentResult([]mcp.Content{
+	store := filestore.New(t.TempDir())
+	image, err := store.Prepare("", ".png", "image/png", make([]byte, 300))
+	require.NoError(t, err)
+	blob, err := store.Prepare("", ".gz", "application/gzip", make([]byte, 10))
+	require.NoError(t, err)
+	content := []mcp.Content{
 		&mcp.TextContent{Text: "one"},
 		&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, 300)},
 		&mcp.TextContent{Text: "two"},
 		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "demo://b", MIMEType: "application/gzip", Blob: make([]byte, 10)}},
-	})
+	}
+	out, err := contentResult(content, &payloads{store: store, call: &executor.Call{}, tool: "t"})
+	require.NoError(t, err)
 	require.Equal(t, map[string]any{"text": "one\ntwo", "content": []map[string]any{
-		{"type": "image", "mimeType": "image/png", "bytes": 300},
-		{"type": "resource", "uri": "demo://b", "mimeType": "application/gzip", "bytes": 10},
+		{"type": "image", "mimeType": "image/png", "bytes": 300, "ref": image.Ref},
+		{"type": "resource", "uri": "demo://b", "mimeType": "application/gzip", "bytes": 10, "ref": blob.Ref},
 	}}, out)
-	require.Equal(t, map[string]any{"text": ""}, contentResult(nil))
+	// An answer that keeps nothing (isError) only describes its blocks.
+	out, err = contentResult(content, &payloads{store: store, tool: "t"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"type": "image", "mimeType": "image/png", "bytes": 300}, out["content"].([]map[string]any)[0])
+	out, err = contentResult(nil, &payloads{store: store})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"text": ""}, out)
 
 	require.Equal(t, "abc", clip("abc", 3))
 	require.Equal(t, "ab… (truncated)", clip("abcd", 2))

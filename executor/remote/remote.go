@@ -37,7 +37,12 @@ func Register(ctx context.Context, reg *registry.Registry, h executor.Handlers, 
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
+	minBytes, err := base64MinBytes(opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	pool := newMCPPool(reg, opts)
+	pool.base64MinBytes = minBytes
 	for _, t := range reg.Tools() {
 		var handler executor.Handler
 		switch t.ImplementationType() {

@@ -180,6 +180,7 @@ var envVars = []envVar{
 	{"GEM_SECRET_KEY_PREVIOUS", "", "keys being rotated out, comma-separated: they still open what they sealed"},
 	{"GEM_MAX_INPUT_BYTES", fmt.Sprint(executor.SizeLimitDefault), "largest input (JSON text) of a tool whose registry entry sets no limits.max_input_bytes; larger is refused input_too_large unread"},
 	{"GEM_MAX_RESULT_BYTES", fmt.Sprint(executor.SizeLimitDefault), "largest result of a tool that sets no limits.max_result_bytes; larger fails the call result_too_large"},
+	{remote.EnvBase64MinBytes, fmt.Sprint(remote.Base64MinBytesDefault), "an MCP server's undeclared base64 string this long or longer is stored as a file (0: only declared ones; docs/mcp-tools.md)"},
 	{"GEM_PPROF_ADDR", "off", "serve Go's profiler on this address (keep it on loopback)"},
 }
 
@@ -207,6 +208,8 @@ var deviceEnvVars = []envVar{
 	{"GEM_DEVICE_TOKEN_FILE", "unset", "a file holding the device token"},
 	{"GEM_DEVICE_REGISTRY", device.RegistryPathDefault, "registry file of the tools this device serves"},
 	{"GEM_DEVICE_MAX_RUNNING", fmt.Sprint(device.MaxRunningDefault), "calls the device runs at once"},
+	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "the device's file store, for the files its MCP servers return"},
+	{remote.EnvBase64MinBytes, fmt.Sprint(remote.Base64MinBytesDefault), "an MCP server's undeclared base64 string this long or longer is stored as a file (0: only declared ones)"},
 	{"GEM_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"GEM_LOG_FORMAT", gemsql.LogFormatJSON, "json lines, or console (coloured only on a terminal)"},
 }
@@ -238,7 +241,7 @@ var providerEnvVars = withIntegrations([]envVar{
 	{business.EnvSMSCountryCode, "unset", "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
 	{business.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
 	{business.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
-	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "file store for the PDFs and packs tools write"},
+	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "file store for the PDFs and packs tools write and the files MCP servers return"},
 	{llmconfig.EnvProvider, llmconfig.ProviderDefault, "openai or anthropic (the brain reads the same GEM_LLM_*)"},
 	{llmconfig.EnvBaseURL, "the provider's API", "LLM API base URL"},
 	{llmconfig.EnvAPIKey, "unset", "LLM API key, for sentiment.analyze and the tools that write text"},

@@ -1,5 +1,6 @@
 // Package mcppeers starts the real MCP peers GEM's executor tests talk to: the reference server-everything
-// (npm @modelcontextprotocol/server-everything), which make mcp-peers installs into scripts/mcp-peers. Like
+// (npm @modelcontextprotocol/server-everything), which make mcp-peers installs into scripts/mcp-peers, and
+// scripts/mcp-peers/binary-server.mjs, made with the MCP TypeScript SDK installed there. Like
 // net/http/httptest, it is for tests; a test that needs a peer fails, never skips, without it.
 package mcppeers
 
@@ -17,9 +18,8 @@ import (
 	"time"
 )
 
-// Everything returns the path of server-everything's command, found under the repository (the folder with
-// go.work above the working folder).
-func Everything(t testing.TB) string {
+// peersDir is scripts/mcp-peers of the repository (the folder with go.work above the working folder).
+func peersDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -27,7 +27,7 @@ func Everything(t testing.TB) string {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			break
+			return filepath.Join(dir, "scripts", "mcp-peers")
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -35,11 +35,31 @@ func Everything(t testing.TB) string {
 		}
 		dir = parent
 	}
-	bin := filepath.Join(dir, "scripts", "mcp-peers", "node_modules", ".bin", "mcp-server-everything")
+}
+
+// Everything returns the path of server-everything's command, found under the repository.
+func Everything(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(peersDir(t), "node_modules", ".bin", "mcp-server-everything")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("the reference MCP server is not installed (%v): run make mcp-peers", err)
 	}
 	return bin
+}
+
+// BinaryServer returns the command and arguments of scripts/mcp-peers/binary-server.mjs, a stdio MCP server
+// made with the MCP TypeScript SDK whose tools answer with files as base64 in every shape servers use.
+func BinaryServer(t testing.TB) (string, []string) {
+	t.Helper()
+	dir := peersDir(t)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Fatalf("the MCP TypeScript SDK is not installed (%v): run make mcp-peers", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: %v", err)
+	}
+	return node, []string{filepath.Join(dir, "binary-server.mjs")}
 }
 
 // StartEverythingHTTP starts server-everything's streamable-HTTP transport on port (0: a free one), waits
