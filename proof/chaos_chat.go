@@ -127,6 +127,19 @@ func (f *chatFleet) api(ctx context.Context, b *brainProc, method, path string, 
 }
 
 func (f *chatFleet) do(ctx context.Context, base, method, path string, body any, header map[string]string) (int, []byte, error) {
+	a, err := apiRequest(ctx, f.client, base, f.token, method, path, body, header)
+	return a.status, a.body, err
+}
+
+// apiAnswer is an answer of a brain's API.
+type apiAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// apiRequest sends a JSON request (body, when not nil) with a bearer token and header to a brain at base.
+func apiRequest(ctx context.Context, client *http.Client, base, token, method, path string, body any, header map[string]string) (apiAnswer, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -134,20 +147,20 @@ func (f *chatFleet) do(ctx context.Context, base, method, path string, body any,
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return apiAnswer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+f.token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := f.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return apiAnswer{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
+	return apiAnswer{status: resp.StatusCode, header: resp.Header, body: data}, err
 }
 
 // next is the provider's balancer: its brains in turn, a dead one included (the client then retries).
