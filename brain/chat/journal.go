@@ -211,6 +211,11 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID, claim string) error 
 		return cannot(fmt.Errorf("run %s has no message to answer", runID))
 	}
 	r.userContent = own[0].Content
+	for _, m := range own {
+		if m.Role == "assistant" {
+			r.journaled++
+		}
+	}
 
 	// What the turn knew: its skills and tools, and what its journaled steps loaded and described.
 	mine := make([]llm.Message, len(own))
