@@ -196,6 +196,9 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 		return c.Repeated(ctx, begunRepeat(req, err))
 	}
 	if r.queued {
+		if req.OnBegun != nil {
+			req.OnBegun(r.runID) // its run exists: an async request answers it, a stream follows it
+		}
 		c.kick() // the turn before may have ended meanwhile
 		// Answered as a repeat is: once it has run, or 202 with its run while it waits or runs.
 		return c.answerRun(ctx, r.runID, false)
@@ -755,6 +758,13 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 		return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 			if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
 				return err
+			}
+			if also == nil {
+				// The reply (a step with nothing to do after it): the turn's end, written next under a commit
+				// that waits for the disk, flushes this one with it; nothing acts on it before that.
+				if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+					return err
+				}
 			}
 			if try > 1 {
 				n, err := postgres.RunAssistantMessages(ctx, tx, r.runID)

@@ -387,3 +387,85 @@ func TestRunEventsHeldCall(t *testing.T) {
 	require.Equal(t, events[3].Data, events[4].Data, "the same call")
 	require.Contains(t, events[4].Data, `"tool": "os.list_reminders"`)
 }
+
+// TestQueuedTurnAnswersAsyncAndStreams: a message queued behind the running turn (if_busy "enqueue") with
+// "async": true answers 202 at once with its run, queued; one asked with Accept: text/event-stream streams
+// the queued run from its start — run_started (queued), then its steps once a brain starts it — and ends
+// with its response. Before, both waited, silent, for the turn ahead of them (the async one for the whole
+// repeat wait), since a queued turn never told the request its run.
+func TestQueuedTurnAnswersAsyncAndStreams(t *testing.T) {
+	t.Parallel()
+	asked, release := make(chan struct{}, 4), make(chan struct{})
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		blockingTurn(llmfake.Turn{Text: "first"}, asked, release),
+		llmfake.Turn{Text: "second"},
+		llmfake.Turn{Text: "third"})
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	agent := agentWithSkills(t, a, 3, nil)
+	session := "queued-live-" + uuid.NewString()
+	body := func(message string, extra map[string]any) map[string]any {
+		b := map[string]any{"message": message, "user_id": "user-1", "session_id": session, "if_busy": "enqueue"}
+		for k, v := range extra {
+			b[k] = v
+		}
+		return b
+	}
+
+	first := make(chan int, 1)
+	go func() {
+		status, _, err := post(a, "/agents/"+agent+"/chat", map[string]any{"message": "one", "user_id": "user-1", "session_id": session}, nil)
+		require.NoError(t, err)
+		first <- status
+	}()
+	<-asked
+
+	// Async: 202 at once, the run queued.
+	answered := make(chan struct{})
+	var accepted brain.ChatResponse
+	go func() {
+		defer close(answered)
+		status, data, err := post(a, "/agents/"+agent+"/chat", body("two", map[string]any{"async": true}), nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusAccepted, status, "%s", data)
+		require.NoError(t, json.Unmarshal(data, &accepted))
+	}()
+	select {
+	case <-answered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an async message queued behind a running turn did not answer at once")
+	}
+	require.NotEqual(t, uuid.Nil, accepted.RunID)
+	var status string
+	require.NoError(t, shared.pool.QueryRow(t.Context(), `SELECT status FROM brain_runs WHERE id = $1`, accepted.RunID).Scan(&status))
+	require.Equal(t, brain.RunQueued, status)
+
+	// Streamed: the queued run's first event comes while the turn ahead still runs.
+	resp := openStream(t, a, http.MethodPost, "/agents/"+agent+"/chat", body("three", nil), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	stream := readSSE(resp.Body)
+	var started sseEvent
+	select {
+	case started = <-stream:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a streamed message queued behind a running turn sent no event while it waited")
+	}
+	require.Equal(t, "run_started", started.Event)
+	require.JSONEq(t, fmt.Sprintf(`{"mode": "chat", "agent": %q, "session_id": %q, "status": "queued"}`, agent, session), started.Data)
+
+	once.Do(func() { close(release) })
+	require.Equal(t, http.StatusOK, <-first)
+	events := collect(t, stream, 30*time.Second)
+	require.Equal(t, []string{"llm_started", "llm_ended", "answer", "run_ended", "response"}, kinds(events))
+	var final brain.ChatResponse
+	require.NoError(t, json.Unmarshal([]byte(events[len(events)-1].Data), &final))
+	require.Equal(t, "third", final.Reply)
+	require.Equal(t, brain.RunCompleted, final.Status)
+
+	// The async one ran too, before it.
+	var reply string
+	require.NoError(t, shared.pool.QueryRow(t.Context(), `SELECT status, assistant_message FROM brain_runs WHERE id = $1`, accepted.RunID).Scan(&status, &reply))
+	require.Equal(t, brain.RunCompleted, status)
+	require.Equal(t, "second", reply)
+}
