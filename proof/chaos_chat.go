@@ -44,6 +44,7 @@ type chatFleet struct {
 	kills  int
 
 	turns                              []*chatTurn
+	pgDown, pgBack                     time.Time    // PostgreSQL's restart, when the run made one
 	connErrors, serverErrors, accepted atomic.Int64 // answers that sent the client back to retry with its key
 	busy                               atomic.Int64 // 409 answers (a session answering another turn: never expected)
 }
@@ -54,7 +55,8 @@ type chatTurn struct {
 	runIDs                      []uuid.UUID // the run named by every answer that named one, in order
 	final                       *chatAnswer // the 200 answer that ended it
 	attempts                    int
-	unexpected                  string // an answer a client cannot retry (a 4xx other than 409)
+	unexpected                  string    // an answer a client cannot retry (a 4xx other than 409)
+	sent, ended                 time.Time // its first try, and its last answer
 }
 
 type chatAnswer struct {
@@ -235,6 +237,8 @@ func (f *chatFleet) send(ctx context.Context, turn *chatTurn) {
 	body := map[string]any{"message": turn.tag + " new customer Dana Fox on 0455 123 987 wants an inspection; record it and book a call back",
 		"user_id": "chaos-user", "session_id": turn.session}
 	header := map[string]string{"Idempotency-Key": turn.key}
+	turn.sent = time.Now()
+	defer func() { turn.ended = time.Now() }()
 	for ctx.Err() == nil {
 		turn.attempts++
 		status, data, err := f.do(ctx, f.next(turn.provider), http.MethodPost, "/agents/chaos-"+turn.provider+"/chat", body, header)
@@ -362,10 +366,16 @@ func (f *chatFleet) check(ctx context.Context, pool *pgxpool.Pool, rep *chaosRep
 	// givenUp: a run that failed before making anything gives its key up; the client's retry makes another.
 	givenUp := func(r *chatRun) bool { return r.status == "failed" && r.calls == 0 && len(r.journaled) == 0 }
 	var answered, unanswered, unexpected, retried, okTurns, failedTurns, twoRuns, otherRun, notFinal, badReply, open, noResponse, twoFinals, twoProviders int
-	var repeatedAnswers, givenUpRuns int
+	var repeatedAnswers, givenUpRuns, duringOutage, duringOutageOK int
 	for _, t := range f.turns {
 		if t.attempts > 1 {
 			retried++
+		}
+		if !f.pgBack.IsZero() && t.sent.Before(f.pgBack) && t.ended.After(f.pgDown) {
+			duringOutage++
+			if t.final != nil && t.final.OK {
+				duringOutageOK++
+			}
 		}
 		if t.unexpected != "" {
 			unexpected++
@@ -639,6 +649,9 @@ func (f *chatFleet) check(ctx context.Context, pool *pgxpool.Pool, rep *chaosRep
 	rep.count("chat: turns sent / answered 200 (by provider)", fmt.Sprintf("%d / %d (%s)", len(f.turns), answered, strings.Join(provs, ", ")))
 	rep.count("chat: turns answered ok / failed", fmt.Sprintf("%d / %d", okTurns, failedTurns))
 	rep.count("chat: turns retried by their client (same key)", retried)
+	if !f.pgBack.IsZero() {
+		rep.count("chat: turns in flight while PostgreSQL was down / answered ok", fmt.Sprintf("%d / %d", duringOutage, duringOutageOK))
+	}
 	rep.count("chat: client retries after a connection error / 5xx / 202", fmt.Sprintf("%d / %d / %d", f.connErrors.Load(), f.serverErrors.Load(), f.accepted.Load()))
 	rep.count("chat: answers marked repeated", repeatedAnswers)
 	rep.count("chat: runs that gave their key up (failed before any work)", givenUpRuns)
