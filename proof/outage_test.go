@@ -99,13 +99,14 @@ type outageRig struct {
 	c    *cluster
 	pool *pgxpool.Pool
 	// waits waits for the database to come back (GEM_BRAIN_DB_AWAY_WAIT 30s), OpenAI's wire format, through
-	// cutter; brief waits 1 s, then answers 503 and leaves its turn to its lease, Anthropic's wire format. A
-	// brain takes over only its own provider's turns for a minute, so each finishes its own.
-	waits, brief *brainProc
-	exec         *proc
-	llm          *scriptedLLM
-	held         *heldAnswers
-	client       *http.Client
+	// cutter; twin is another brain of its provider, which could take its turns over; brief waits 1 s, then
+	// answers 503 and leaves its turn to its lease, Anthropic's wire format. A brain takes over only its own
+	// provider's turns for a minute.
+	waits, twin, brief *brainProc
+	exec               *proc
+	llm                *scriptedLLM
+	held               *heldAnswers
+	client             *http.Client
 	// cutter is between the brain that waits and the server.
 	cutter *commitCutter
 }
@@ -135,6 +136,10 @@ func newOutageRig(t *testing.T) *outageRig {
 		append([]string{"GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL=" + llm.baseURL("openai")}, env...), logs)
 	require.NoError(t, err)
 	t.Cleanup(g.waits.kill)
+	g.twin, err = startBrainAs(bins, dbURL, "brain-twin", token,
+		append([]string{"GEM_LLM_PROVIDER=openai", "GEM_LLM_BASE_URL=" + llm.baseURL("openai")}, env...), logs)
+	require.NoError(t, err)
+	t.Cleanup(g.twin.kill)
 	g.brief, err = startBrainAs(bins, dbURL, "brain-brief", token,
 		append([]string{"GEM_LLM_PROVIDER=anthropic", "GEM_LLM_BASE_URL=" + llm.baseURL("anthropic"), "GEM_BRAIN_DB_AWAY_WAIT=1s"}, env...), logs)
 	require.NoError(t, err)
@@ -500,6 +505,24 @@ func TestChatTurnThroughADatabaseOutage(t *testing.T) {
 			g.callMade(outageTask("[chaos s02 t01]"))
 			return g.outage(func() { require.NoError(t, g.exec.cmd.Process.Signal(syscall.SIGCONT)) })
 		})
+	})
+
+	// 2a'. The same, and the turn's brain comes back to the database 1.2 s after it (paused): its lease
+	// lapsed while nobody could renew it, and the other brain of its provider, back at once, must not take the
+	// turn from its live brain (it would ask the LLM again for the step the first brain asks).
+	t.Run("its brain back later than the other", func(t *testing.T) {
+		require.NoError(t, g.exec.cmd.Process.Signal(syscall.SIGSTOP))
+		turn(t, g.waits, 8, -1, http.StatusOK, func(*heldAnswer) time.Time {
+			g.callMade(outageTask("[chaos s08 t01]"))
+			back := g.outage(func() { require.NoError(t, g.exec.cmd.Process.Signal(syscall.SIGCONT)) })
+			require.NoError(t, g.waits.cmd.Process.Signal(syscall.SIGSTOP))
+			time.Sleep(1200 * time.Millisecond)
+			require.NoError(t, g.waits.cmd.Process.Signal(syscall.SIGCONT))
+			return back
+		})
+		var owner string
+		require.NoError(t, g.pool.QueryRow(g.ctx, `SELECT owner FROM brain_runs WHERE conversation_id = 'outage-s08' ORDER BY id LIMIT 1`).Scan(&owner))
+		require.Contains(t, owner, fmt.Sprintf("/%d/", g.waits.cmd.Process.Pid), "the turn stayed with its brain")
 	})
 
 	// 2b. The server goes down while the brain waits for the LLM's final answer, which comes once it is back.
