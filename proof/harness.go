@@ -98,11 +98,14 @@ func (c *cluster) runWith(cmd string, env ...string) (string, error) {
 }
 
 // restart restarts the private server (a fast shutdown: every connection is cut).
-func (c *cluster) restart() error {
+func (c *cluster) restart() error { return c.control("restart") }
+
+// control runs dev-postgres.sh's cmd on a private server, which a server named by DATABASE_URL is not.
+func (c *cluster) control(cmd string) error {
 	if c.script == "" {
-		return errors.New("cannot restart a server named by DATABASE_URL")
+		return fmt.Errorf("cannot %s a server named by DATABASE_URL", cmd)
 	}
-	_, err := c.run("restart")
+	_, err := c.run(cmd)
 	return err
 }
 
@@ -134,13 +137,7 @@ func (c *cluster) crash() error {
 
 // down stops a private server (a fast shutdown: every connection is cut) until up starts it again: an outage
 // of the database as long as the caller makes it.
-func (c *cluster) down() error {
-	if c.script == "" {
-		return errors.New("cannot stop a server named by DATABASE_URL")
-	}
-	_, err := c.run("stop")
-	return err
-}
+func (c *cluster) down() error { return c.control("stop") }
 
 // up starts a server down stopped, on its port: a start that finds the port taken fails rather than moves
 // the server, since its clients hold its URL.
