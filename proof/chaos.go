@@ -170,6 +170,7 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 		generation  int
 		kills       int
 		selfExits   []string
+		pgDown      time.Time // when the restart began
 		pgRestarted time.Time
 	)
 	startSlot := func(i int, wait bool) error {
@@ -356,6 +357,9 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 			go func() {
 				defer background.Done()
 				progress("restarting PostgreSQL after %d calls", i)
+				mu.Lock()
+				pgDown = time.Now()
+				mu.Unlock()
 				if err := c.restart(); err != nil {
 					progress("restarting PostgreSQL: %v", err)
 					return
@@ -483,6 +487,9 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 	}
 	if chat != nil {
 		chat.close()
+		mu.Lock()
+		chat.pgDown, chat.pgBack = pgDown, pgRestarted
+		mu.Unlock()
 		if err := chat.check(ctx, pool, rep); err != nil {
 			return nil, err
 		}

@@ -44,6 +44,7 @@ type chatFleet struct {
 	kills  int
 
 	turns                              []*chatTurn
+	pgDown, pgBack                     time.Time    // PostgreSQL's restart, when the run made one
 	connErrors, serverErrors, accepted atomic.Int64 // answers that sent the client back to retry with its key
 	busy                               atomic.Int64 // 409 answers (a session answering another turn: never expected)
 }
@@ -54,7 +55,8 @@ type chatTurn struct {
 	runIDs                      []uuid.UUID // the run named by every answer that named one, in order
 	final                       *chatAnswer // the 200 answer that ended it
 	attempts                    int
-	unexpected                  string // an answer a client cannot retry (a 4xx other than 409)
+	unexpected                  string    // an answer a client cannot retry (a 4xx other than 409)
+	sent, ended                 time.Time // its first try, and its last answer
 }
 
 type chatAnswer struct {
@@ -127,6 +129,19 @@ func (f *chatFleet) api(ctx context.Context, b *brainProc, method, path string, 
 }
 
 func (f *chatFleet) do(ctx context.Context, base, method, path string, body any, header map[string]string) (int, []byte, error) {
+	a, err := apiRequest(ctx, f.client, base, f.token, method, path, body, header)
+	return a.status, a.body, err
+}
+
+// apiAnswer is an answer of a brain's API.
+type apiAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// apiRequest sends a JSON request (body, when not nil) with a bearer token and header to a brain at base.
+func apiRequest(ctx context.Context, client *http.Client, base, token, method, path string, body any, header map[string]string) (apiAnswer, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -134,20 +149,20 @@ func (f *chatFleet) do(ctx context.Context, base, method, path string, body any,
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return apiAnswer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+f.token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := f.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return apiAnswer{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
+	return apiAnswer{status: resp.StatusCode, header: resp.Header, body: data}, err
 }
 
 // next is the provider's balancer: its brains in turn, a dead one included (the client then retries).
@@ -222,6 +237,8 @@ func (f *chatFleet) send(ctx context.Context, turn *chatTurn) {
 	body := map[string]any{"message": turn.tag + " new customer Dana Fox on 0455 123 987 wants an inspection; record it and book a call back",
 		"user_id": "chaos-user", "session_id": turn.session}
 	header := map[string]string{"Idempotency-Key": turn.key}
+	turn.sent = time.Now()
+	defer func() { turn.ended = time.Now() }()
 	for ctx.Err() == nil {
 		turn.attempts++
 		status, data, err := f.do(ctx, f.next(turn.provider), http.MethodPost, "/agents/chaos-"+turn.provider+"/chat", body, header)
@@ -349,10 +366,16 @@ func (f *chatFleet) check(ctx context.Context, pool *pgxpool.Pool, rep *chaosRep
 	// givenUp: a run that failed before making anything gives its key up; the client's retry makes another.
 	givenUp := func(r *chatRun) bool { return r.status == "failed" && r.calls == 0 && len(r.journaled) == 0 }
 	var answered, unanswered, unexpected, retried, okTurns, failedTurns, twoRuns, otherRun, notFinal, badReply, open, noResponse, twoFinals, twoProviders int
-	var repeatedAnswers, givenUpRuns int
+	var repeatedAnswers, givenUpRuns, duringOutage, duringOutageOK int
 	for _, t := range f.turns {
 		if t.attempts > 1 {
 			retried++
+		}
+		if !f.pgBack.IsZero() && t.sent.Before(f.pgBack) && t.ended.After(f.pgDown) {
+			duringOutage++
+			if t.final != nil && t.final.OK {
+				duringOutageOK++
+			}
 		}
 		if t.unexpected != "" {
 			unexpected++
@@ -626,6 +649,9 @@ func (f *chatFleet) check(ctx context.Context, pool *pgxpool.Pool, rep *chaosRep
 	rep.count("chat: turns sent / answered 200 (by provider)", fmt.Sprintf("%d / %d (%s)", len(f.turns), answered, strings.Join(provs, ", ")))
 	rep.count("chat: turns answered ok / failed", fmt.Sprintf("%d / %d", okTurns, failedTurns))
 	rep.count("chat: turns retried by their client (same key)", retried)
+	if !f.pgBack.IsZero() {
+		rep.count("chat: turns in flight while PostgreSQL was down / answered ok", fmt.Sprintf("%d / %d", duringOutage, duringOutageOK))
+	}
 	rep.count("chat: client retries after a connection error / 5xx / 202", fmt.Sprintf("%d / %d / %d", f.connErrors.Load(), f.serverErrors.Load(), f.accepted.Load()))
 	rep.count("chat: answers marked repeated", repeatedAnswers)
 	rep.count("chat: runs that gave their key up (failed before any work)", givenUpRuns)

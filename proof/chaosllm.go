@@ -31,6 +31,9 @@ type scriptedLLM struct {
 	// held is told of each request at /held/v1/chat/completions for a step after the first, which is
 	// never answered: it is held until its client goes away (a brain killed while it waits, make bench).
 	held chan struct{}
+	// hold, when set, is called with each request's turn and step before the request is answered: a test
+	// holds an answer there until it lets it go.
+	hold func(tag string, step int)
 
 	mu    sync.Mutex
 	steps map[string]*scriptedStep // tag/step → what was asked
@@ -176,6 +179,9 @@ func (f *scriptedLLM) answer(provider string, msgs []neutralMessage) (text strin
 		if m.Role == "assistant" {
 			step++
 		}
+	}
+	if f.hold != nil {
+		f.hold(tag, step)
 	}
 	text, calls, delay = f.script(tag, step)
 	size := 0

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -52,11 +54,17 @@ type cluster struct {
 }
 
 // startCluster starts the private cluster in dir (empty: the repository's usual one) and returns it.
-func startCluster(root, dir string) (*cluster, error) {
+func startCluster(root, dir string) (*cluster, error) { return startClusterOn(root, dir, 0) }
+
+// startClusterOn is startCluster with the port a new cluster in dir takes (0: the first free from 25432).
+func startClusterOn(root, dir string, port int) (*cluster, error) {
 	c := &cluster{script: filepath.Join(root, "sql", "dev-postgres.sh"), env: []string{}, dir: dir}
 	if dir != "" {
 		// A cluster of its own picks a free port, whatever port the usual one was told to use.
 		c.env = append(c.env, "GEM_PG_DIR="+dir, "GEM_PG_PORT=")
+		if port != 0 {
+			c.env = append(c.env, fmt.Sprintf("GEM_PG_PORT=%d", port))
+		}
 	}
 	out, err := c.run("start")
 	if err != nil {
@@ -74,9 +82,12 @@ func benchCluster(root string) (*cluster, error) {
 	return startCluster(root, "")
 }
 
-func (c *cluster) run(cmd string) (string, error) {
+func (c *cluster) run(cmd string) (string, error) { return c.runWith(cmd) }
+
+// runWith runs dev-postgres.sh's cmd with env added to the cluster's.
+func (c *cluster) runWith(cmd string, env ...string) (string, error) {
 	x := exec.Command(c.script, cmd)
-	x.Env = append(os.Environ(), c.env...)
+	x.Env = append(append(os.Environ(), c.env...), env...)
 	var stderr strings.Builder
 	x.Stderr = &stderr
 	out, err := x.Output()
@@ -87,11 +98,14 @@ func (c *cluster) run(cmd string) (string, error) {
 }
 
 // restart restarts the private server (a fast shutdown: every connection is cut).
-func (c *cluster) restart() error {
+func (c *cluster) restart() error { return c.control("restart") }
+
+// control runs dev-postgres.sh's cmd on a private server, which a server named by DATABASE_URL is not.
+func (c *cluster) control(cmd string) error {
 	if c.script == "" {
-		return errors.New("cannot restart a server named by DATABASE_URL")
+		return fmt.Errorf("cannot %s a server named by DATABASE_URL", cmd)
 	}
-	_, err := c.run("restart")
+	_, err := c.run(cmd)
 	return err
 }
 
@@ -119,6 +133,41 @@ func (c *cluster) crash() error {
 		}
 	}
 	return nil
+}
+
+// down stops a private server (a fast shutdown: every connection is cut) until up starts it again: an outage
+// of the database as long as the caller makes it.
+func (c *cluster) down() error { return c.control("stop") }
+
+// up starts a server down stopped, on its port: a start that finds the port taken fails rather than moves
+// the server, since its clients hold its URL.
+func (c *cluster) up() error {
+	u, err := url.Parse(c.url)
+	if err != nil {
+		return err
+	}
+	_, err = c.runWith("start", "GEM_PG_PORT="+u.Port())
+	return err
+}
+
+// quietPort is a free loopback port below 25432, where dev-postgres.sh does not look for one: a cluster that
+// is down for a while keeps its port, which another cluster starting meanwhile would take from 25432 up.
+func quietPort() (int, error) {
+	for range 100 {
+		port := 20000 + rand.IntN(5000)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			_ = l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port between 20000 and 25000")
+}
+
+// destroy stops a private cluster and deletes its data.
+func (c *cluster) destroy() {
+	if c.dir != "" {
+		_, _ = c.run("destroy")
+	}
 }
 
 // stop stops the private server.

@@ -76,6 +76,10 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, answered, "chat turns were answered")
 	require.Equal(t, turns, answered)
 	require.NotEqual(t, "0", counts["chat: brains SIGKILLed (and restarted)"])
+	var inFlight, inFlightOK int
+	_, err = fmt.Sscanf(counts["chat: turns in flight while PostgreSQL was down / answered ok"], "%d / %d", &inFlight, &inFlightOK)
+	require.NoError(t, err, counts["chat: turns in flight while PostgreSQL was down / answered ok"])
+	require.Positive(t, inFlight, "the restart came while turns were in flight")
 	require.Equal(t, "0", counts["chat: steps asked after their answer was journaled"])
 	require.Equal(t, "0", counts["chat: sessions interleaving turns"])
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -146,14 +148,23 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	require.Zero(t, failed, "the restart failed no call")
 }
 
-// restartableDB starts a private cluster of the test's own (under $TMPDIR, a folder the server's user can
-// reach), which the test may stop, crash and restart, with a fresh migrated database named gem_<name>. The
-// processes' logs go to logs, shown when the test fails.
+// restartableDB starts a new private cluster of the test's own (under $TMPDIR, a folder the server's user
+// can reach, on a port no other cluster looks at: quietPort), which the test may stop, crash and restart,
+// with a fresh migrated database named gem_<name>. The processes' logs go to logs, shown when the test
+// fails.
 func restartableDB(t *testing.T, ctx context.Context, bins binaries, name string) (c *cluster, dbURL string, pool *pgxpool.Pool, logs *sqltest.SyncBuffer) {
 	t.Helper()
-	c, err := startCluster(bins.root, defaultChaosDir(bins.root)+"-"+name)
+	parent, err := os.MkdirTemp("", "gem-pg-"+name+"-")
 	require.NoError(t, err)
-	t.Cleanup(c.stop)
+	require.NoError(t, os.Chmod(parent, 0o755)) // the server's user must reach it when the test runs as root
+	port, err := quietPort()
+	require.NoError(t, err)
+	c, err = startClusterOn(bins.root, filepath.Join(parent, "cluster"), port)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c.destroy()
+		_ = os.RemoveAll(parent)
+	})
 	dbURL, err = c.freshDatabase(ctx, "gem_"+name)
 	require.NoError(t, err)
 	pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-proof", MaxConns: 5, ConnectWait: time.Minute})

@@ -69,6 +69,7 @@ type Chat struct {
 	maxCalls  int
 	owner     string
 	lease     time.Duration
+	awayWait  time.Duration
 	// runs are the chat runs this brain is working on, whose leases it renews.
 	runs leases
 	// stopLoops ends the lease renewal and takeover loop (Start), which closes loopsDone.
@@ -94,6 +95,10 @@ type Config struct {
 	// Lease is how long a run stays this brain's without a renewal: a brain that dies, its runs are taken
 	// over within about Lease (GEM_BRAIN_RUN_LEASE, 5s).
 	Lease time.Duration
+	// AwayWait is how long a turn's journal write that finds the database away waits for it to come back and
+	// writes again, before the turn is left to its lease and its request answered 503 with its run. Defaults
+	// to 30s (GEM_BRAIN_DB_AWAY_WAIT).
+	AwayWait time.Duration
 }
 
 // New builds the loop; client may be nil (chat then answers that no LLM is configured). waiter and ended (a
@@ -115,8 +120,11 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 	if cfg.Lease <= 0 {
 		cfg.Lease = LeaseDefault
 	}
+	if cfg.AwayWait <= 0 {
+		cfg.AwayWait = AwayWaitDefault
+	}
 	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
-		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, runs: leases{claims: map[uuid.UUID]string{}}, wake: make(chan struct{}, 1)}
+		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, awayWait: cfg.AwayWait, runs: leases{claims: map[uuid.UUID]string{}}, wake: make(chan struct{}, 1)}
 }
 
 // chatRun is the state of one chat request.
@@ -148,6 +156,9 @@ type chatRun struct {
 	queued  bool
 	// claim is this brain's claim on the run (postgres.NewClaim): every journal write is fenced by it.
 	claim string
+	// journaled counts the run's assistant messages, one per journal write: a write tried again after the
+	// database was away finds by it whether its try before committed.
+	journaled int
 }
 
 // Chat handles one message to an agent. An error comes with a response when the run was recorded (its
@@ -241,8 +252,10 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	// up, so the client's retry tries again.
 	noWork := loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE && len(r.calls) == 0
 	response, _ := json.Marshal(r.resp)
-	if err := postgres.RunFinish(ctx, c.pool, r.runID, r.claim, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors,
-		response, noWork); err != nil {
+	// Written again once the database is back: a second write of an end under the same claim changes nothing.
+	if err := c.untilBack(ctx, func(int) error {
+		return postgres.RunFinish(ctx, c.pool, r.runID, r.claim, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors, response, noWork)
+	}); err != nil {
 		if errors.Is(err, postgres.ErrTakenOver) {
 			return nil, err
 		}
@@ -627,11 +640,15 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		defer sub.Close()
 	}
 	var awaiting map[uuid.UUID]bool
-	if err := c.journal(ctx, r, turn, msgs, func(tx pgx.Tx) error {
+	if err := c.journal(ctx, r, turn, msgs, func(tx pgx.Tx, written bool) error {
 		if len(params) == 0 {
 			return nil
 		}
 		var err error
+		if written {
+			awaiting, err = postgres.CallsAwaitingApproval(ctx, tx, ids)
+			return err
+		}
 		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
 			return err
 		}
@@ -660,7 +677,9 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		}
 		o.msg.Content, o.msg.IsError = c.runCode(ctx, r, iteration, *o.program)
 		o.msg.AwaitingReceipt = false
-		if err := postgres.ToolMessageSettleByToolCall(ctx, c.pool, r.req.SessionID, r.runID, o.program.ID, r.scrub(o.msg.Content)); err != nil {
+		if err := c.untilBack(ctx, func(int) error {
+			return postgres.ToolMessageSettleByToolCall(ctx, c.pool, r.req.SessionID, r.runID, o.program.ID, r.scrub(o.msg.Content))
+		}); err != nil {
 			if brain.ErrorCode(err) == brain.EUNAVAILABLE {
 				return nil, &databaseAway{err: err}
 			}
@@ -687,7 +706,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			o.msg.AwaitingReceipt = false
 			settled, contents = append(settled, id), append(contents, r.scrub(o.msg.Content))
 		}
-		if err := postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, settled, contents); err != nil {
+		if err := c.untilBack(ctx, func(int) error { return postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, settled, contents) }); err != nil {
 			if brain.ErrorCode(err) == brain.EUNAVAILABLE {
 				return nil, &databaseAway{err: err}
 			}
@@ -721,9 +740,13 @@ func (c *Chat) leftToLease(r *chatRun, err error) (*brain.ChatResponse, error) {
 }
 
 // journal records one step of the turn in one transaction, under the run's fence: the LLM answer (turn,
-// when not nil), the step's messages, and what also belongs to the step (also: its calls). A brain that no
-// longer owns the run records nothing (postgres.ErrTakenOver).
-func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs []postgres.SessionMessage, also func(pgx.Tx) error) error {
+// when not nil), the step's messages — an assistant message first — and what also belongs to the step
+// (also: its calls). A brain that no longer owns the run records nothing (postgres.ErrTakenOver).
+//
+// A step that finds the database away is written again once it is back (untilBack). A try whose commit's
+// answer was lost may have committed: the step is then found journaled (the run has one more assistant
+// message than before it) and not written again, and also is told so (written), to read what it needs.
+func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs []postgres.SessionMessage, also func(tx pgx.Tx, written bool) error) error {
 	if len(r.secretValues) > 0 {
 		msgs = slices.Clone(msgs)
 		for i := range msgs {
@@ -731,37 +754,54 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 			msgs[i].ToolCalls = r.scrubCalls(msgs[i].ToolCalls)
 		}
 	}
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
-			return err
-		}
-		if also == nil {
-			// The reply (a step with nothing to do after it): the turn's end, written next under a commit
-			// that waits for the disk, flushes this one with it; nothing acts on it before that.
-			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+	err := c.untilBack(ctx, func(try int) error {
+		return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+			if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
 				return err
 			}
-		}
-		if turn != nil {
-			if err := postgres.TurnInsert(ctx, tx, c.turnParams(r, *turn)); err != nil {
+			if also == nil {
+				// The reply (a step with nothing to do after it): the turn's end, written next under a commit
+				// that waits for the disk, flushes this one with it; nothing acts on it before that.
+				if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+					return err
+				}
+			}
+			if try > 1 {
+				n, err := postgres.RunAssistantMessages(ctx, tx, r.runID)
+				if err != nil {
+					return err
+				}
+				if n > r.journaled {
+					if also != nil {
+						return also(tx, true)
+					}
+					return nil
+				}
+			}
+			if turn != nil {
+				if err := postgres.TurnInsert(ctx, tx, c.turnParams(r, *turn)); err != nil {
+					return err
+				}
+			}
+			if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, msgs...); err != nil {
 				return err
 			}
-		}
-		if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, msgs...); err != nil {
-			return err
-		}
-		if also != nil {
-			return also(tx)
-		}
-		return nil
+			if also != nil {
+				return also(tx, false)
+			}
+			return nil
+		})
 	})
-	if err == nil && turn != nil {
-		c.logTurn(r, *turn)
+	if err == nil {
+		r.journaled++
+		if turn != nil {
+			c.logTurn(r, *turn)
+		}
 	}
 	if errors.Is(err, postgres.ErrTakenOver) {
 		return err
 	}
-	if err != nil && gemsql.DatabaseAway(err) {
+	if err != nil && away(err) {
 		return &databaseAway{err: err}
 	}
 	return postgres.Error(err)

@@ -84,23 +84,43 @@ func (c *Chat) Start(ctx context.Context, log *zerolog.Logger) {
 		defer renew.Stop()
 		takeover := time.NewTicker(takeoverInterval)
 		defer takeover.Stop()
+		// A database away stops every brain renewing its leases, so they all lapse together: once it is back,
+		// this brain takes no run over for a lease (lost, then back), and the brains that were only cut off
+		// renew theirs first; a dead brain's runs are taken over a lease later than they would be.
+		var lost bool
+		var back time.Time
+		noteAway := func(err error) {
+			if err != nil && away(err) {
+				lost = true
+			}
+		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-renew.C:
 				if ids, claims := c.runs.list(); len(ids) > 0 {
-					if err := postgres.RunLeasesRenew(ctx, c.pool, ids, claims, c.lease); err != nil && ctx.Err() == nil {
+					err := postgres.RunLeasesRenew(ctx, c.pool, ids, claims, c.lease)
+					if err != nil && ctx.Err() == nil {
 						log.Warn().Err(err).Int("runs", len(ids)).Msg("error renewing run leases")
 					}
+					noteAway(err)
 				}
 			case <-takeover.C:
-				c.takeOver(ctx, log, func(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, busy []uuid.UUID) ([]postgres.Taken, error) {
-					return postgres.RunsTakeOver(ctx, db, owner, "llm:"+c.llm.Provider(), d, limit, busy)
-				}, "error looking for runs to take over")
-				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")
+				if lost {
+					if c.pool.Ping(ctx) != nil {
+						continue
+					}
+					lost, back = false, time.Now()
+				}
+				if time.Since(back) >= c.lease {
+					noteAway(c.takeOver(ctx, log, func(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, busy []uuid.UUID) ([]postgres.Taken, error) {
+						return postgres.RunsTakeOver(ctx, db, owner, "llm:"+c.llm.Provider(), d, limit, busy)
+					}, "error looking for runs to take over"))
+				}
+				noteAway(c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns"))
 			case <-c.wake:
-				c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns")
+				noteAway(c.takeOver(ctx, log, postgres.QueuedTurnsStart, "error starting queued turns"))
 			}
 		}
 	}()
@@ -114,11 +134,11 @@ func (c *Chat) kick() {
 	}
 }
 
-// takeOver takes the runs take gives this brain and resumes each in the background.
+// takeOver takes the runs take gives this brain and resumes each in the background. It returns take's error.
 func (c *Chat) takeOver(ctx context.Context, log *zerolog.Logger,
-	take func(context.Context, gemsql.DBTX, string, time.Duration, int, []uuid.UUID) ([]postgres.Taken, error), failure string) {
+	take func(context.Context, gemsql.DBTX, string, time.Duration, int, []uuid.UUID) ([]postgres.Taken, error), failure string) error {
 	if c.llm == nil {
-		return // a run is resumed with this brain's LLM
+		return nil // a run is resumed with this brain's LLM
 	}
 	busy, _ := c.runs.list()
 	taken, err := take(ctx, c.pool, c.owner, c.lease, takeoverBatch, busy)
@@ -126,7 +146,7 @@ func (c *Chat) takeOver(ctx context.Context, log *zerolog.Logger,
 		if ctx.Err() == nil {
 			log.Warn().Err(err).Msg(failure)
 		}
-		return
+		return err
 	}
 	for _, t := range taken {
 		id := t.ID
@@ -141,6 +161,7 @@ func (c *Chat) takeOver(ctx context.Context, log *zerolog.Logger,
 			})
 		}()
 	}
+	return nil
 }
 
 // Stop ends the loops and hands this brain's runs over: their leases end now, so another brain takes them
@@ -211,6 +232,11 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID, claim string) error 
 		return cannot(fmt.Errorf("run %s has no message to answer", runID))
 	}
 	r.userContent = own[0].Content
+	for _, m := range own {
+		if m.Role == "assistant" {
+			r.journaled++
+		}
+	}
 
 	// What the turn knew: its skills and tools, and what its journaled steps loaded and described.
 	mine := make([]llm.Message, len(own))

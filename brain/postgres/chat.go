@@ -295,6 +295,14 @@ func RunMessages(ctx context.Context, db gemsql.DBTX, sessionID string, runID uu
 	return history, own, err
 }
 
+// RunAssistantMessages counts a chat run's assistant messages: one per journaled step (an LLM answer, or
+// the note of a turn that ran out of rounds).
+func RunAssistantMessages(ctx context.Context, db gemsql.DBTX, runID uuid.UUID) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT count(*) FROM agent_messages WHERE run_id = $1 AND role = 'assistant'`, runID).Scan(&n)
+	return n, Error(err)
+}
+
 // SessionOf returns the user a chat session speaks for.
 func SessionOf(ctx context.Context, db gemsql.DBTX, sessionID string) (userID string, err error) {
 	err = db.QueryRow(ctx, `SELECT user_id FROM agent_sessions WHERE id = $1`, sessionID).Scan(&userID)

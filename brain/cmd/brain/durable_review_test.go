@@ -307,13 +307,14 @@ CREATE TRIGGER review_fail_finish BEFORE UPDATE OF status ON brain_runs FOR EACH
 
 // TestReviewFailedFinishAnswersWithoutRunID: the database fails at the moment the brain writes a turn's end.
 // The client is answered 503 with no run_id (the issue's finding, still there): without a key it cannot
-// find its turn, which another brain finishes a few seconds later.
+// find its turn, which another brain finishes a few seconds later. (The brain gives the database no time to
+// come back here, AwayWait: the turn is left to its lease at once.)
 func TestReviewFailedFinishAnswersWithoutRunID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, dbURL := sqltest.NewDB(t)
 	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Turn{Text: "Hello."}, llmfake.Turn{Text: "Hello."})
-	_, a := reviewBrain(t, dbURL, fake, chat.Config{Lease: time.Second})
+	_, a := reviewBrain(t, dbURL, fake, chat.Config{Lease: time.Second, AwayWait: time.Millisecond})
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
 	failFinishOnce(t, pool)
 
@@ -329,12 +330,13 @@ func TestReviewFailedFinishAnswersWithoutRunID(t *testing.T) {
 // (tool_iterations_exhausted). When the database fails as its end is written, the turn is taken over from
 // its journal, whose last message is the limit's note, an assistant message without calls: the resumed turn
 // takes it for the agent's reply and ends it ok: true, without the error — which the client's retry with its
-// key is answered.
+// key is answered. (AwayWait: the brain does not wait for the database to come back, so the turn is left to
+// its lease.)
 func TestReviewLimitReachedLostAfterFailedFinish(t *testing.T) {
 	t.Parallel()
 	pool, dbURL := sqltest.NewDB(t)
 	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Turn{Calls: []llmfake.Call{{ID: "x", Name: "no_such_tool", Arguments: `{}`}}})
-	_, a := reviewBrain(t, dbURL, fake, chat.Config{Lease: time.Second})
+	_, a := reviewBrain(t, dbURL, fake, chat.Config{Lease: time.Second, AwayWait: time.Millisecond})
 	agent := agentWithSkills(t, a, 1, map[string][]string{uniq("tasks"): {"os.create_task"}})
 	failFinishOnce(t, pool)
 
@@ -560,9 +562,11 @@ func TestReviewTakenOverTurnOfADeletedAgentNeverEnds(t *testing.T) {
 // the journal's transaction, not after it. docs/durable-runs.md: "A chat turn that failed before making any
 // call because the LLM or the database was unavailable gives its key up, so the client's retry tries
 // again". The retry was answered the failure, repeated, for 24 h; the run's planned calls named call ids
-// that did not exist. Now a journal write that finds the database away does not end the turn: it answers
-// 503 with its run and leaves the turn to its lease; a brain resumes it (asking again for the step that was
-// not journaled) and the client's retry gets the finished turn: one task, the calls the run names exist.
+// that did not exist. Now a journal write that finds the database away does not end the turn: it is written
+// again once the database answers (here at once), with the LLM's answer the brain holds — never asked again
+// — and the client gets the finished turn, which its retry with the key is answered too: one task, the
+// calls the run names exist. (A database away for longer answers 503 with the run and leaves the turn to
+// its lease: TestChatTurnThroughADatabaseOutage in proof.)
 func TestReviewJournalFaultKeepsTheKeyOfATurnThatMadeNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -572,7 +576,7 @@ func TestReviewJournalFaultKeepsTheKeyOfATurnThatMadeNothing(t *testing.T) {
 	defer executor.Stop()
 	title := "ring Flo " + uuid.NewString()[:8]
 	create := llmfake.Turn{Calls: []llmfake.Call{createTaskCall("t1", title)}}
-	fake := llmfake.NewOpenAI(t, fakeKey, create, create, llmfake.Turn{Text: "Flo is on your list."})
+	fake := llmfake.NewOpenAI(t, fakeKey, create, llmfake.Turn{Text: "Flo is on your list."})
 	_, a := reviewBrain(t, dbURL, fake, chat.Config{Lease: time.Second})
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
 	_, err = pool.Exec(ctx, `CREATE SEQUENCE review_call_faults;
@@ -592,9 +596,10 @@ CREATE TRIGGER review_fail_call BEFORE INSERT ON core_tool_calls FOR EACH ROW EX
 	status, data, err := post(a, "/agents/"+agent+"/chat", body, header)
 	require.NoError(t, err)
 	t.Logf("first answer %d: %s", status, data)
-	var calls int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM core_tool_calls`).Scan(&calls))
-	require.Equal(t, 0, calls, "the journal's transaction was lost: no call was made")
+	require.Equal(t, http.StatusOK, status, "the step was written again: %s", data)
+	var faults int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT last_value FROM review_call_faults`).Scan(&faults))
+	require.Equal(t, 2, faults, "the call's insert failed once, then was made")
 
 	status, data, err = post(a, "/agents/"+agent+"/chat", body, header)
 	require.NoError(t, err)
@@ -602,8 +607,10 @@ CREATE TRIGGER review_fail_call BEFORE INSERT ON core_tool_calls FOR EACH ROW EX
 	var resp brain.ChatResponse
 	require.NoError(t, json.Unmarshal(data, &resp))
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, brain.RunCompleted, resp.Status, "the turn was resumed, not failed")
+	require.True(t, resp.Repeated, "the key was kept: %s", data)
+	require.Equal(t, brain.RunCompleted, resp.Status, "the turn went on, not failed")
 	require.Equal(t, "Flo is on your list.", resp.Reply)
+	require.Len(t, fake.Requests(), 2, "the answer the brain held was journaled, not asked again")
 	require.Equal(t, 1, tasksTitled(t, pool, title))
 	var missing int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM brain_runs r, unnest(r.call_ids) AS c(id)
