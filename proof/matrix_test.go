@@ -173,7 +173,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 			return outcome{status, callBody(out)}
 		}},
 		{"CLI", func(tool, key string) outcome {
-			cmd := exec.CommandContext(ctx, bins.brain, "call", tool, fmt.Sprintf(`{"key": %q}`, key), "-wait", "20s")
+			cmd := exec.CommandContext(ctx, bins.brain, "call", tool, fmt.Sprintf(`{"key": %q}`, key), "-wait", "20s", "-json")
 			cmd.Env = []string{"GEM_BRAIN_URL=" + brain.url, "GEM_BRAIN_TOKEN=" + readerBrain.token, "PATH=/usr/bin:/bin"}
 			var stdout bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, logs

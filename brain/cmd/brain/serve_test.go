@@ -55,6 +55,7 @@ func runTests(m *testing.M) int {
 		if brainBinPath != "" {
 			_ = os.RemoveAll(filepath.Dir(brainBinPath)) // the brain built for tests that run it as a process
 		}
+		testenv.RemoveBuilds()
 	}()
 	exec, err := testenv.StartExecutor(dbURL)
 	if err != nil {

@@ -81,6 +81,14 @@ func ExecutorBinary() (string, error) {
 	return binary, buildErr
 }
 
+// RemoveBuilds removes the executor ExecutorBinary built, once the tests that run it are done (a TestMain's
+// last step): each build is ~130 MB in the temp folder.
+func RemoveBuilds() {
+	if binary != "" {
+		_ = os.RemoveAll(filepath.Dir(binary))
+	}
+}
+
 // Executor is a running executor process.
 type Executor struct {
 	ID  string
