@@ -151,8 +151,9 @@ func ReadEvents(r io.Reader, fn func(Event) error) error {
 // errStreamEnded says a stream ended before its run did.
 var errStreamEnded = errors.New("the event stream ended before the run")
 
-// FollowRun calls fn with each event of a run after seq after, until run_ended. A stream that breaks (its
-// brain restarted) is opened again from the last event seen, until ctx ends: any brain serves it.
+// FollowRun calls fn with each event of a run after seq after, until run_ended (or a 204: the run has ended
+// with nothing after `after`). A stream that breaks (its brain restarted) is opened again from the last event
+// seen, until ctx ends: any brain serves it.
 func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(Event) error) error {
 	for {
 		var stop error // fn's error, or io.EOF at run_ended
@@ -167,7 +168,7 @@ func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(
 			return stop
 		})
 		switch {
-		case errors.Is(stop, io.EOF):
+		case errors.Is(stop, io.EOF), status == http.StatusNoContent: // 204: the run ended with nothing after `after`
 			return nil
 		case stop != nil:
 			return stop
