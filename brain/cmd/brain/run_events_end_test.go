@@ -4,16 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/internal/llmfake"
-	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/llmconfig"
-	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,17 +22,13 @@ import (
 // run_ended, or reading the table, saw the run go on after it had ended.
 func TestNoEventAfterTheEndFromABrainFencedOut(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := sqltest.NewDB(t)
-	executor, err := testenv.StartExecutor(dbURL)
-	require.NoError(t, err)
-	defer executor.Stop()
-	asked, release := make(chan struct{}, 4), make(chan struct{})
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: "the stalled brain's request is refused"}}, asked, release),
-		llmfake.Turn{Text: "Done, by the brain that took over."})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	a, apiA, _, apiB := twoBrains(t, dbURL, fake.URL)
+	k := newKillableBrains(t, func(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn {
+		return []llmfake.Turn{
+			hold(llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: "the stalled brain's request is refused"}}),
+			{Text: "Done, by the brain that took over."},
+		}
+	})
+	a, apiA, apiB, pool := k.a, k.apiA, k.apiB, k.pool
 	t.Cleanup(func() { _ = a.Process.Signal(syscall.SIGCONT) })
 	agent := agentWithSkills(t, apiB, 3, nil)
 
@@ -47,18 +40,14 @@ func TestNoEventAfterTheEndFromABrainFencedOut(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(data, &accepted))
 	runID := accepted.RunID
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("brain A never asked the LLM")
-	}
+	k.awaitAsked(t)
 	require.NoError(t, a.Process.Signal(syscall.SIGSTOP))
 	require.Eventually(t, func() bool {
 		var st string
 		return pool.QueryRow(t.Context(), `SELECT status FROM brain_runs WHERE id = $1`, runID).Scan(&st) == nil && st == "completed"
 	}, 30*time.Second, 50*time.Millisecond, "brain B did not end the turn")
 
-	once.Do(func() { close(release) })
+	k.release()
 	require.NoError(t, a.Process.Signal(syscall.SIGCONT))
 	require.Eventually(t, func() bool {
 		var n int

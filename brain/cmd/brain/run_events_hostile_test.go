@@ -18,25 +18,6 @@ import (
 
 // A run's events as a hostile client, a crash and an outage meet them (docs/durable-runs.md#async-and-live).
 
-// streamWithin opens GET path as a's caller, as a stream, giving up after d (the response's body is the
-// caller's to close; a test's cleanup closes it).
-func streamWithin(t *testing.T, a *testAPI, path string, header map[string]string, d time.Duration) *http.Response {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+path, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
-}
-
 // TestRunEventsEndWhenNothingMoreComes: a client resuming a run that has ended, after its last event or
 // beyond it, is answered 204 No Content at once (an EventSource stops reconnecting on it), and FollowRun
 // returns; a stream of a run still going, resumed beyond its last event, ends when the run ends; an id no
@@ -47,18 +28,18 @@ func TestRunEventsEndWhenNothingMoreComes(t *testing.T) {
 	a := newAPI(t)
 	done := a.runOK(map[string]any{"message": "create a task to " + uniq("ended"), "mode": "enqueue_and_wait"})
 	path := "/brain/runs/" + done.RunID.String() + "/events"
-	all := collect(t, readSSE(streamWithin(t, a, path, nil, 10*time.Second).Body), 10*time.Second)
+	all := collect(t, readSSE(openStream(t, a, http.MethodGet, path, nil, nil).Body), 10*time.Second)
 	last := all[len(all)-1]
 	require.Equal(t, "run_ended", last.Event)
 
 	for _, after := range []string{strconv.FormatInt(last.ID, 10), strconv.FormatInt(last.ID+1, 10), "1000"} {
-		resp := streamWithin(t, a, path, map[string]string{"Last-Event-ID": after}, 10*time.Second)
+		resp := openStream(t, a, http.MethodGet, path, nil, map[string]string{"Last-Event-ID": after})
 		require.Equal(t, http.StatusNoContent, resp.StatusCode, "Last-Event-ID %s of a run that ended at %d", after, last.ID)
-		resp = streamWithin(t, a, path+"?after="+after, nil, 10*time.Second)
+		resp = openStream(t, a, http.MethodGet, path+"?after="+after, nil, nil)
 		require.Equal(t, http.StatusNoContent, resp.StatusCode, "?after=%s", after)
 	}
 	for _, bad := range []string{"2147483648", "9999999999"} {
-		resp := streamWithin(t, a, path, map[string]string{"Last-Event-ID": bad}, 10*time.Second)
+		resp := openStream(t, a, http.MethodGet, path, nil, map[string]string{"Last-Event-ID": bad})
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "Last-Event-ID %s", bad)
 	}
 
@@ -72,7 +53,7 @@ func TestRunEventsEndWhenNothingMoreComes(t *testing.T) {
 	// A plan, followed from beyond its events: the stream ends when the plan has run.
 	plan, status := a.run(map[string]any{"message": "create a task to " + uniq("beyond"), "mode": "plan"})
 	require.Equal(t, http.StatusOK, status, "%+v", plan.Errors)
-	beyond := readSSE(streamWithin(t, a, "/brain/runs/"+plan.RunID.String()+"/events?after=50", nil, 30*time.Second).Body)
+	beyond := readSSE(openStream(t, a, http.MethodGet, "/brain/runs/"+plan.RunID.String()+"/events?after=50", nil, nil).Body)
 	var approved map[string]any
 	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+plan.RunID.String()+"/approve", map[string]any{"wait": true}, &approved), "%v", approved)
 	require.Empty(t, collect(t, beyond, 10*time.Second))
@@ -111,7 +92,7 @@ func TestRunEventsOnlyWhileTheCallerMayReadThem(t *testing.T) {
 	// An approver (not the author) watches the admin's plan; the admin approves it.
 	_, approver := addCaller(t, admin, []string{"read:*", "approve"}, nil)
 	id := plan(admin)
-	watched := readSSE(streamWithin(t, approver, "/brain/runs/"+id+"/events", nil, 30*time.Second).Body)
+	watched := readSSE(openStream(t, approver, http.MethodGet, "/brain/runs/"+id+"/events", nil, nil).Body)
 	require.Equal(t, "run_started", first(watched).Event)
 	approve(id)
 	require.Empty(t, kinds(collect(t, watched, 10*time.Second)), "the calls, receipts and answer of a run it may no longer read")
@@ -120,13 +101,13 @@ func TestRunEventsOnlyWhileTheCallerMayReadThem(t *testing.T) {
 	// A caller revoked while it streams its own plan.
 	name, revoked := addCaller(t, admin, []string{"read:*", "write:db"}, nil)
 	id = plan(revoked)
-	watched = readSSE(streamWithin(t, revoked, "/brain/runs/"+id+"/events", nil, 30*time.Second).Body)
+	watched = readSSE(openStream(t, revoked, http.MethodGet, "/brain/runs/"+id+"/events", nil, nil).Body)
 	require.Equal(t, "run_started", first(watched).Event)
 	require.Equal(t, http.StatusOK, admin.do(http.MethodDelete, "/callers/"+name, nil, nil))
 	at := time.Now()
 	require.Empty(t, collect(t, watched, 10*time.Second))
 	t.Logf("the revoked caller's stream ended %s after the revocation", time.Since(at).Round(time.Millisecond))
-	require.Equal(t, http.StatusUnauthorized, streamWithin(t, revoked, "/brain/runs/"+id+"/events", nil, 10*time.Second).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, openStream(t, revoked, http.MethodGet, "/brain/runs/"+id+"/events", nil, nil).StatusCode)
 
 	// A studio login streams its own plan with its cookie, and logs out.
 	_, viewer := addCaller(t, admin, []string{"read:*", "write:db"}, nil)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain/api"
-	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/stretchr/testify/require"
@@ -216,18 +215,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // with "the stream ended without the turn's response" — and FollowRun gave up on the balancer's 502.
 func TestStreamsResumeOnAnotherBrain(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := sqltest.NewDB(t)
-	executor, err := testenv.StartExecutor(dbURL)
-	require.NoError(t, err)
-	defer executor.Stop()
-	asked, release := make(chan struct{}, 4), make(chan struct{})
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "h1", Name: "os__health_check", Arguments: `{}`}}},
-		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
-		llmfake.Turn{Text: "All healthy."})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	a, apiA, _, apiB := twoBrains(t, dbURL, fake.URL)
+	k := newKillableBrains(t, healthCheckTurns)
+	a, apiA, apiB, pool := k.a, k.apiA, k.apiB, k.pool
 	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("health"): {"os.health_check"}})
 	lb := newBalancer(t, apiA.url, apiB.url)
 
@@ -237,11 +226,7 @@ func TestStreamsResumeOnAnotherBrain(t *testing.T) {
 	go func() {
 		exited <- cli([]string{"chat", agent, "is", "all", "well?"}, func(k string) string { return env[k] }, &out, &errOut)
 	}()
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("brain A never asked for the second answer")
-	}
+	k.awaitAsked(t)
 	var runID string
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT id::text FROM brain_runs WHERE agent = $1`, agent).Scan(&runID))
 	followed := make(chan []api.Event, 1)
@@ -271,7 +256,7 @@ func TestStreamsResumeOnAnotherBrain(t *testing.T) {
 
 	require.NoError(t, a.Process.Kill())
 	_ = a.Wait()
-	once.Do(func() { close(release) })
+	k.release()
 
 	select {
 	case code := <-exited:
