@@ -151,57 +151,118 @@ func ReadEvents(r io.Reader, fn func(Event) error) error {
 // errStreamEnded says a stream ended before its run did.
 var errStreamEnded = errors.New("the event stream ended before the run")
 
+// streamRetryMax is the longest a client waits before opening a broken stream again.
+const streamRetryMax = 2 * time.Second
+
+// passing says whether an answer is that of a brain (or the proxy before it) unable to answer for a moment:
+// 502 or 504, or a 503 for the database away or the brain overloaded — not for a brain without an LLM, which
+// will not have one a moment later. A stream is opened again after it.
+func passing(status int, body json.RawMessage) bool {
+	switch status {
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	case http.StatusServiceUnavailable:
+		var e struct {
+			Errors []struct {
+				Code string `json:"code"`
+			} `json:"errors"`
+		}
+		return json.Unmarshal(body, &e) != nil || len(e.Errors) == 0 || e.Errors[0].Code != brain.ENOLLM
+	}
+	return false
+}
+
+// pause waits before the attempt-th reopening of a stream (from 0): 250 ms, doubling up to streamRetryMax.
+func pause(ctx context.Context, attempt int, what string, cause error) error {
+	d := min(250*time.Millisecond<<min(attempt, 4), streamRetryMax)
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w (%v)", what, ctx.Err(), cause)
+	case <-time.After(d):
+		return nil
+	}
+}
+
 // FollowRun calls fn with each event of a run after seq after, until run_ended. A stream that breaks (its
-// brain restarted) is opened again from the last event seen, until ctx ends: any brain serves it.
+// brain restarted) or that a brain cannot serve for a moment (502, 503, 504: the database away, a brain
+// overloaded) is opened again from the last event seen, until ctx ends: any brain serves it. A run that has
+// ended with nothing after `after` (204) ends it too.
 func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(Event) error) error {
-	for {
+	for attempt := 0; ; attempt++ {
 		var stop error // fn's error, or io.EOF at run_ended
+		var refused json.RawMessage
 		status, err := c.stream(ctx, http.MethodGet, "/brain/runs/"+id+"/events", nil, after, func(e Event) error {
 			if e.Kind == "json" {
-				return nil // an error's body: the status says it
+				refused = e.Data // an error's body: the status says it
+				return nil
 			}
-			after = e.ID
+			after, attempt = e.ID, 0
 			if stop = fn(e); stop == nil && e.Kind == "run_ended" {
 				stop = io.EOF
 			}
 			return stop
 		})
 		switch {
-		case errors.Is(stop, io.EOF):
+		case errors.Is(stop, io.EOF), status == http.StatusNoContent:
 			return nil
 		case stop != nil:
 			return stop
-		case status >= 400:
+		case status >= 400 && !passing(status, refused):
 			return err
 		}
-		select { // the stream broke (its brain went away): again, from the last event seen
-		case <-ctx.Done():
-			return fmt.Errorf("following run %s: %w (%v)", id, ctx.Err(), err)
-		case <-time.After(500 * time.Millisecond):
+		// The stream broke (its brain went away) or was refused for a moment: again, from the last event seen.
+		if err := pause(ctx, attempt, "following run "+id, err); err != nil {
+			return err
 		}
 	}
 }
 
 // ChatStream posts a chat message asking for its events (Accept: text/event-stream) and calls fn with each,
 // the last being the turn's response (Kind "response"). A request refused before its turn began is answered
-// in JSON: its status and body come back instead (status >= 400, body not nil).
+// in JSON: its status and body come back instead (status >= 400, body not nil). A request with a key is
+// sent again when its stream breaks before the response (its brain went away) or a brain cannot answer it
+// for a moment (502, 503, 504), with Last-Event-ID, until ctx ends: the key makes it the same turn, and the
+// stream goes on from the last event seen.
 func (c *Client) ChatStream(ctx context.Context, slug string, req *brain.ChatParams, fn func(Event) error) (status int, body json.RawMessage, err error) {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return 0, nil, err
 	}
-	var refused json.RawMessage
-	status, err = c.stream(ctx, http.MethodPost, "/agents/"+url.PathEscape(slug)+"/chat", data, 0, func(e Event) error {
-		if e.Kind == "json" {
-			refused = e.Data
-			return nil
+	var after int64
+	for attempt := 0; ; attempt++ {
+		var refused json.RawMessage
+		var fnErr error
+		answered := false
+		status, err = c.stream(ctx, http.MethodPost, "/agents/"+url.PathEscape(slug)+"/chat", data, after, func(e Event) error {
+			switch {
+			case e.Kind == "json":
+				refused = e.Data
+				return nil
+			case e.Kind == "response":
+				answered = true
+			case e.ID > 0:
+				after, attempt = e.ID, 0
+			}
+			fnErr = fn(e)
+			return fnErr
+		})
+		switch {
+		case fnErr != nil:
+			return status, nil, fnErr
+		case answered:
+			return status, nil, nil
+		case refused != nil && !passing(status, refused):
+			if errors.Is(err, errStreamEnded) {
+				err = nil
+			}
+			return status, refused, err
+		case req.IdempotencyKey == "":
+			return status, refused, err // not safe to send again
 		}
-		return fn(e)
-	})
-	if errors.Is(err, errStreamEnded) && refused == nil {
-		err = nil
+		if err := pause(ctx, attempt, "chatting with "+slug, err); err != nil {
+			return status, refused, err
+		}
 	}
-	return status, refused, err
 }
 
 // stream sends a request for server-sent events and reads them; a JSON answer (an error) comes to fn as one

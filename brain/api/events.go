@@ -26,14 +26,16 @@ const (
 	eventsPage = 500
 	// eventsKeepAlive is how often an idle stream sends a comment, so proxies keep it open.
 	eventsKeepAlive = 15 * time.Second
-	// eventsRecheck is how often a stream reads its run without a notification: a notification lost with a
-	// connection, and a rules run whose brain died before writing its answer (the read derives it).
+	// eventsRecheck is how often a stream authenticates its caller again (a token revoked, a studio session
+	// ended) and reads its run without a notification: a notification lost with a connection, and a rules
+	// run whose brain died before writing its answer (the read derives it).
 	eventsRecheck = 2 * time.Second
 )
 
 // getRunEvents answers GET /brain/runs/{id}/events: the run's events from after Last-Event-ID (or
 // ?after=), ending after run_ended. Who may read the run may read its events; to anyone else it does not
-// exist (404), as GET /brain/runs/{id}.
+// exist (404), as GET /brain/runs/{id}. A run that has ended with nothing after Last-Event-ID is answered 204
+// No Content, which tells a client (a browser's EventSource too) that nothing more will come.
 func (s *Server) getRunEvents(c echo.Context) error {
 	id, err := parseID(c, "run")
 	if err != nil {
@@ -43,16 +45,18 @@ func (s *Server) getRunEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	rec, err := postgres.RunGet(ctx, s.pool, id, false)
+	page, err := postgres.RunEventsRead(c.Request().Context(), s.pool, id, after, eventsPage)
 	if err != nil {
 		return postgres.Error(err)
 	}
-	if !principalOf(c).reader().MayReadRun(rec.RequestedBy, rec.ApprovedBy, rec.Status) {
+	if !principalOf(c).reader().MayReadRun(page.RequestedBy, page.ApprovedBy, page.Status) {
 		return brain.Errorf(brain.ENOTFOUND, "no run %s", id)
 	}
+	if page.Ended() && len(page.Events) == 0 {
+		return c.NoContent(http.StatusNoContent)
+	}
 	startEventStream(c)
-	_, err = s.streamRunEvents(c, id, rec.Mode, after)
+	_, err = s.streamRunEvents(c, id, after, page)
 	return err
 }
 
@@ -65,7 +69,7 @@ func lastEventID(c echo.Context) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32) // a seq is an integer column
 	if err != nil || n < 0 {
 		return 0, brain.Errorf(brain.EINVALID, "Last-Event-ID (or after) must be an event's id, a whole number, not %q", v)
 	}
@@ -83,10 +87,14 @@ func startEventStream(c echo.Context) {
 	w.Flush()
 }
 
-// streamRunEvents writes a run's events after seq `after` as they are recorded, until run_ended (ended
-// true), the client leaves or the server closes. Errors after the header are logged: the client sees the
-// stream end, and resumes with Last-Event-ID.
-func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, mode brain.Mode, after int64) (ended bool, _ error) {
+// streamRunEvents writes a run's events after seq `after` as they are recorded (from page first, when the
+// caller has read it), until the run has ended (ended true: its run_ended written, or nothing after `after`),
+// the client leaves, the server closes, or the caller may no longer read the run — its token revoked, its
+// studio session ended, its grant taken back, or the run no longer one it may read (an approver's view of a
+// plan another approved): each read of events is checked against the run as read with them, and the caller
+// is authenticated again every eventsRecheck. Errors after the header are logged: the client sees the stream
+// end, and resumes with Last-Event-ID.
+func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, after int64, page *postgres.RunEventsPage) (ended bool, _ error) {
 	ctx := c.Request().Context()
 	w := c.Response()
 	var wake <-chan struct{} // without a listener (a server built without one), the recheck reads
@@ -100,15 +108,22 @@ func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, mode brain.Mode, 
 	recheck := time.NewTicker(eventsRecheck)
 	defer recheck.Stop()
 	log := zerolog.Ctx(ctx)
+	reader := principalOf(c).reader()
+	prewatch := page != nil // read before the watch began: an event added meanwhile woke nobody
 	for {
-		events, err := postgres.RunEventsAfter(ctx, s.pool, id, after, eventsPage)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn().Err(err).Str("run_id", id.String()).Msg("error reading a run's events")
+		if page == nil {
+			var err error
+			if page, err = postgres.RunEventsRead(ctx, s.pool, id, after, eventsPage); err != nil {
+				if ctx.Err() == nil && brain.ErrorCode(err) != brain.ENOTFOUND { // not found: dropped by retention
+					log.Warn().Err(err).Str("run_id", id.String()).Msg("error reading a run's events")
+				}
+				return false, nil
 			}
-			return false, nil
+			if !reader.MayReadRun(page.RequestedBy, page.ApprovedBy, page.Status) {
+				return false, nil
+			}
 		}
-		for _, e := range events {
+		for _, e := range page.Events {
 			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, e.Data); err != nil {
 				return false, nil
 			}
@@ -119,7 +134,13 @@ func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, mode brain.Mode, 
 			}
 		}
 		w.Flush()
-		if len(events) == eventsPage {
+		full, mode, status := len(page.Events) == eventsPage, page.Mode, page.Status
+		if !full && page.Ended() {
+			return true, nil // its run_ended was before `after`: nothing more comes
+		}
+		page = nil
+		if full || prewatch {
+			prewatch = false
 			continue
 		}
 		select {
@@ -134,7 +155,12 @@ func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, mode brain.Mode, 
 			}
 			w.Flush()
 		case <-recheck.C:
-			if mode != brain.ModeChat {
+			p, err := s.requestPrincipal(c)
+			if err != nil {
+				return false, nil
+			}
+			reader = p.reader()
+			if mode != brain.ModeChat && (status == brain.RunEnqueued || status == brain.RunWaiting) {
 				// A rules run's answer is derived from its receipts by whoever reads it: this read records it
 				// when every receipt has come, and run_ended with it.
 				if resp, err := s.runs.GetRun(ctx, id, brain.Reader{All: true}); err == nil {
@@ -155,19 +181,30 @@ func writeEvent(c echo.Context, kind string, data []byte) {
 // wantsAsync says whether a request asks to be answered at once (202): "async": true in its body, or
 // Prefer: respond-async (RFC 7240).
 func wantsAsync(c echo.Context, body bool) bool {
-	return body || headerHas(c, "Prefer", "respond-async")
+	return body || headerHas(c, "Prefer", "respond-async", nil)
 }
 
-// wantsStream says whether a request asks for its run's events as they come (Accept: text/event-stream).
+// wantsStream says whether a request asks for its run's events as they come: Accept names
+// text/event-stream, other than with q=0 (RFC 9110: "not acceptable").
 func wantsStream(c echo.Context) bool {
-	return headerHas(c, echo.HeaderAccept, "text/event-stream")
+	return headerHas(c, echo.HeaderAccept, "text/event-stream", func(params string) bool {
+		for _, p := range strings.Split(params, ";") {
+			if k, v, _ := strings.Cut(strings.TrimSpace(p), "="); strings.EqualFold(k, "q") {
+				q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				return err != nil || q > 0
+			}
+		}
+		return true
+	})
 }
 
-// headerHas says whether a comma-separated header lists token (parameters after ";" aside).
-func headerHas(c echo.Context, name, token string) bool {
+// headerHas says whether a comma-separated header lists token with parameters (after ";") that ok accepts
+// (nil: any).
+func headerHas(c echo.Context, name, token string, ok func(params string) bool) bool {
 	for _, v := range c.Request().Header.Values(name) {
 		for _, p := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(strings.SplitN(p, ";", 2)[0]), token) {
+			value, params, _ := strings.Cut(p, ";")
+			if strings.EqualFold(strings.TrimSpace(value), token) && (ok == nil || ok(params)) {
 				return true
 			}
 		}
@@ -236,9 +273,15 @@ func (s *Server) acceptedChat(c echo.Context, id uuid.UUID, sessionID string, re
 // chatLive answers a chat turn at once (202 with its run) or, with stream, as the stream of its run's events
 // as they are recorded, ending with the turn's response (event: response, final of it). A request refused
 // before its turn began (the session busy, no such agent, no LLM) is answered by respond, as without either.
-// The turn goes on when the client leaves: it is the run's.
+// The turn goes on when the client leaves: it is the run's. The stream names its run before any event
+// (Content-Location: its events' URL), so a client that loses it can read the rest there; a retry with the
+// request's key and Last-Event-ID streams the same turn from after that event.
 func (s *Server) chatLive(c echo.Context, slug string, params *brain.ChatParams, stream bool,
 	respond func(*brain.ChatResponse, error) error, final func(*brain.ChatResponse) any) error {
+	after, err := lastEventID(c)
+	if err != nil {
+		return err
+	}
 	caller := requester(c)
 	d := detach(c.Request().Context(), func(ctx context.Context, begun func(uuid.UUID)) (*brain.ChatResponse, error) {
 		params.OnBegun = begun
@@ -253,8 +296,9 @@ func (s *Server) chatLive(c echo.Context, slug string, params *brain.ChatParams,
 	if !stream {
 		return s.acceptedChat(c, id, params.SessionID, false)
 	}
+	c.Response().Header().Set("Content-Location", "/brain/runs/"+id.String()+"/events")
 	startEventStream(c)
-	if ended, _ := s.streamRunEvents(c, id, brain.ModeChat, 0); !ended {
+	if ended, _ := s.streamRunEvents(c, id, after, nil); !ended {
 		return nil
 	}
 	select {

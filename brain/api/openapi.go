@@ -321,7 +321,9 @@ func (s *Server) describeRoute(r route, schemas map[string]any) (map[string]any,
 	}
 	if o.stream {
 		headers = append(headers, param{name: "Accept", schema: map[string]any{"type": "string", "examples": []string{"text/event-stream"}},
-			description: "text/event-stream: answer the turn's events as they come (server-sent events), ending with one event `response` holding the answer"})
+			description: "text/event-stream: answer the turn's events as they come (server-sent events), ending with one event `response` holding the answer"},
+			param{name: "Last-Event-ID", schema: map[string]any{"type": "string", "pattern": "^[0-9]{1,10}$"},
+				description: "with the request's key, on a retry of a streamed turn whose stream broke: stream the same turn from after this event"})
 	}
 	for _, h := range headers {
 		params = append(params, map[string]any{"name": h.name, "in": "header", "required": h.required, "schema": h.schema, "description": h.description})
@@ -369,7 +371,9 @@ func (s *Server) describeRoute(r route, schemas map[string]any) (map[string]any,
 		content := map[string]any{"application/json": media}
 		if o.stream {
 			content["text/event-stream"] = map[string]any{"schema": str("server-sent events: id (the event's number), event (its kind), data (JSON); the last is `response`, the answer"),
-				"example": "id: 1\nevent: run_started\ndata: {\"run_id\": \"0198c9f6-…\"}\n\nevent: response\ndata: {\"ok\": true, …}\n\n"}
+				"example": "id: 1\nevent: run_started\ndata: {\"mode\": \"chat\", \"agent\": \"office-assistant\", \"session_id\": \"…\", \"status\": \"planning\"}\n\nevent: response\ndata: {\"ok\": true, …}\n\n"}
+			success["headers"] = map[string]any{"Content-Location": map[string]any{"schema": map[string]any{"type": "string"},
+				"description": "a stream's: its run's events, /brain/runs/{id}/events, where a client that lost the stream reads the rest"}}
 		}
 		success["content"] = content
 	}

@@ -103,7 +103,10 @@ func (s *Server) operatorChat(c echo.Context) error {
 		return s.runAsync(c, runParams, func(ctx context.Context, p *brain.RunParams) (*brain.RunResponse, error) {
 			return s.runs.Converse(ctx, p, caller, agent)
 		},
-			func(id uuid.UUID, repeated bool) error { return s.acceptedChat(c, id, params.SessionID, repeated) })
+			func(id uuid.UUID, ended *brain.RunResponse) error {
+				// The rules' answer is a reply whatever it says (200 without async): 202 here.
+				return s.acceptedChat(c, id, params.SessionID, ended != nil && ended.Repeated)
+			})
 	}
 	run, err := s.runs.Converse(ctx, runParams, requester(c), agent)
 	if err != nil {

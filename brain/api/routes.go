@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -100,9 +101,10 @@ func (s *Server) routes(p *Params) []route {
 			summary: "A run and its answer", answer: ref("RunResponse")}},
 		{method: http.MethodGet, path: "/brain/runs/{id}/events", handler: s.getRunEvents, access: accessCaller, op: operation{id: "getRunEvents", tag: "runs",
 			summary:     "A run's events, as they come",
-			description: "Server-sent events: each has an id (its number in the run), an event (its kind: run_started, llm_started, llm_ended, call_enqueued, receipt, answer, run_ended, ...) and data (JSON). The stream ends after run_ended; a client that lost it reconnects with Last-Event-ID and misses nothing (any brain serves it).",
-			query:       []param{{name: "after", description: "start after this event (as Last-Event-ID)", schema: map[string]any{"type": "integer", "minimum": 0}}},
-			headers:     []param{{name: "Last-Event-ID", description: "start after this event", schema: map[string]any{"type": "string", "pattern": "^[0-9]+$"}}},
+			description: "Server-sent events: each has an id (its number in the run), an event (its kind: run_started, llm_started, llm_ended, call_enqueued, receipt, answer, run_ended, ...) and data (JSON). The stream ends after run_ended, or when the caller may no longer read the run (its token revoked, its studio session ended); a client that lost it reconnects with Last-Event-ID and misses nothing (any brain serves it).",
+			query:       []param{{name: "after", description: "start after this event (as Last-Event-ID)", schema: map[string]any{"type": "integer", "minimum": 0, "maximum": math.MaxInt32}}},
+			headers:     []param{{name: "Last-Event-ID", description: "start after this event", schema: map[string]any{"type": "string", "pattern": "^[0-9]{1,10}$"}}},
+			more:        map[int]response{http.StatusNoContent: {description: "the run has ended and has no event after Last-Event-ID: nothing more will come (an EventSource stops reconnecting)"}},
 			media: map[string]any{"text/event-stream": map[string]any{"type": "string", "description": "server-sent events",
 				"examples": []string{"id: 1\nevent: run_started\ndata: {\"mode\": \"enqueue_and_wait\"}\n\nid: 2\nevent: call_enqueued\ndata: {\"call_id\": \"…\", \"tool\": \"os.create_task\"}\n\n"}}}}},
 		{method: http.MethodPost, path: "/brain/runs/{id}/approve", handler: s.approve, access: accessCaller, admit: s.admit, op: operation{id: "approveRun", tag: "runs",

@@ -38,7 +38,15 @@ func (s *Server) run(c echo.Context) error {
 		return s.runAsync(c, params, func(ctx context.Context, p *brain.RunParams) (*brain.RunResponse, error) {
 			return s.runs.Run(ctx, p, caller, agent)
 		},
-			func(id uuid.UUID, repeated bool) error { return accepted(c, id, "", repeated) })
+			func(id uuid.UUID, ended *brain.RunResponse) error {
+				if ended == nil {
+					return accepted(c, id, "", false)
+				}
+				if status := runStatus(ended); status >= http.StatusBadRequest {
+					return s.writeRun(c, status, ended) // refused (an invalid plan, too many calls...): as without async
+				}
+				return accepted(c, id, "", ended.Repeated)
+			})
 	}
 	resp, err := s.runs.Run(c.Request().Context(), params, requester(c), agent)
 	if err != nil {
@@ -47,11 +55,12 @@ func (s *Server) run(c echo.Context) error {
 	return s.writeRun(c, runStatus(resp), resp)
 }
 
-// runAsync answers a run 202 (answer) once run has recorded it with its calls; the wait for their receipts
-// and the answer go on after the request (a rules run's answer is derived from the receipts by whoever reads
-// it, should this brain stop first). A request that failed before a run was recorded is answered its error.
+// runAsync answers a run (answer) once run has recorded it with its calls — ended nil — or, when it ended
+// before (answered, planned, refused), with its response; the wait for the calls' receipts and the answer go
+// on after the request (a rules run's answer is derived from the receipts by whoever reads it, should this
+// brain stop first). A request that failed before a run was recorded is answered its error.
 func (s *Server) runAsync(c echo.Context, params *brain.RunParams, run func(context.Context, *brain.RunParams) (*brain.RunResponse, error),
-	answer func(id uuid.UUID, repeated bool) error) error {
+	answer func(id uuid.UUID, ended *brain.RunResponse) error) error {
 	d := detach(context.WithoutCancel(c.Request().Context()), func(ctx context.Context, begun func(uuid.UUID)) (*brain.RunResponse, error) {
 		params.OnRecorded = begun
 		resp, err := run(ctx, params)
@@ -62,13 +71,13 @@ func (s *Server) runAsync(c echo.Context, params *brain.RunParams, run func(cont
 	})
 	select {
 	case id := <-d.begun:
-		return answer(id, false)
+		return answer(id, nil)
 	case res := <-d.done:
 		// Ended before its wait (answered, planned, refused): its run is recorded, or it failed whole.
 		if res.err != nil {
 			return res.err
 		}
-		return answer(res.value.RunID, res.value.Repeated)
+		return answer(res.value.RunID, res.value)
 	}
 }
 

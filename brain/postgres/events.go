@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gemhq/gem/brain"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -96,17 +97,61 @@ func RunCallsAddedQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID) {
 	}
 }
 
-// RunEventsAfter returns a run's events after seq, oldest first, at most limit.
-func RunEventsAfter(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, after int64, limit int) ([]RunEvent, error) {
-	rows, err := db.Query(ctx, `SELECT seq, at, kind, data FROM brain_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		runID, after, limit)
+// RunEventsPage is one read of a run's events: those after a seq, and the run as it was when they were read
+// (one statement, so one snapshot: a run read ended has its run_ended among its events, since both commit
+// together).
+type RunEventsPage struct {
+	Events []RunEvent
+	// Who may read the run is decided from these (brain.Reader.MayReadRun), at every read: an approver reads
+	// a planned run's events only while it is planned.
+	Mode        brain.Mode
+	Status      string
+	RequestedBy string
+	ApprovedBy  string
+}
+
+// Ended says the run has ended (completed or failed): no event but a late receipt comes after its run_ended.
+func (p *RunEventsPage) Ended() bool {
+	return p.Status == brain.RunCompleted || p.Status == brain.RunFailed
+}
+
+// RunEventsRead returns a run's events after seq, oldest first (at most limit), with the run they belong to;
+// ENOTFOUND when there is no such run.
+func RunEventsRead(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, after int64, limit int) (*RunEventsPage, error) {
+	rows, err := db.Query(ctx, `SELECT r.mode, r.status, coalesce(r.requested_by, ''), coalesce(r.approved_by, ''), e.seq, e.at, e.kind, e.data
+		FROM brain_runs r LEFT JOIN LATERAL (
+			SELECT seq, at, kind, data FROM brain_run_events WHERE run_id = r.id AND seq > $2 ORDER BY seq LIMIT $3) e ON true
+		WHERE r.id = $1`, runID, after, limit)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error reading a run's events: %w", err))
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunEvent, error) {
-		var e RunEvent
-		err := row.Scan(&e.Seq, &e.At, &e.Kind, &e.Data)
-		return e, err
-	})
-	return events, Error(err)
+	defer rows.Close()
+	var page *RunEventsPage
+	for rows.Next() {
+		var (
+			p    RunEventsPage
+			mode string
+			seq  *int64
+			at   *time.Time
+			kind *string
+			data []byte
+		)
+		if err := rows.Scan(&mode, &p.Status, &p.RequestedBy, &p.ApprovedBy, &seq, &at, &kind, &data); err != nil {
+			return nil, Error(fmt.Errorf("error reading a run's events: %w", err))
+		}
+		if page == nil {
+			p.Mode = brain.Mode(mode)
+			page = &p
+		}
+		if seq != nil { // a run without events after `after` is one row of NULLs
+			page.Events = append(page.Events, RunEvent{Seq: *seq, At: *at, Kind: *kind, Data: data})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Error(fmt.Errorf("error reading a run's events: %w", err))
+	}
+	if page == nil {
+		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", runID)
+	}
+	return page, nil
 }

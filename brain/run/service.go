@@ -94,9 +94,9 @@ func (s *Service) repeated(ctx context.Context, err error, req *brain.RunParams,
 	if err != nil {
 		return nil, postgres.Error(err)
 	}
-	if req.OnRecorded != nil {
-		req.OnRecorded(rec.ID) // an async repeat is answered at once
-	} else if rec.Status == brain.RunWaiting {
+	// An async repeat (OnRecorded set) is answered at once, from the run as it is: 202 while it goes on, and
+	// as its first request was when it was refused.
+	if req.OnRecorded == nil && rec.Status == brain.RunWaiting {
 		waitCtx, cancel := context.WithTimeout(ctx, req.WaitTimeout())
 		_, _ = s.waiter.Wait(waitCtx, rec.CallIDs) // GetRun answers from the receipts there are
 		cancel()

@@ -22,6 +22,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/registry"
+	"github.com/google/uuid"
 )
 
 // cliClient is a client of the brain, and where its token came from for the hint after a 401.
@@ -712,7 +713,7 @@ func chatMessage(args []string, getenv func(string) string, stdout, stderr io.Wr
 	fs.SetOutput(stderr)
 	session := fs.String("session", "", "go on with this session (a new one when empty)")
 	user := fs.String("user", "cli", "the user the agent speaks for (its user_id)")
-	key := fs.String("key", "", "idempotency key: a retry with it answers the same turn")
+	key := fs.String("key", "", "idempotency key: a retry with it answers the same turn (one is made up when none is given, so a stream that breaks is resumed)")
 	asJSON := fs.Bool("json", false, "print the turn's JSON response (its events go to stderr)")
 	timeout := waitFlag(10 * time.Minute)
 	fs.Var(&timeout, "timeout", "how long to wait for the turn (a duration)")
@@ -729,6 +730,9 @@ func chatMessage(args []string, getenv func(string) string, stdout, stderr io.Wr
 	c := client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout))
 	defer cancel()
+	if *key == "" {
+		*key = "cli-chat-" + uuid.NewString() // the same turn when the stream is opened again (its brain went away)
+	}
 	events := stdout
 	if *asJSON {
 		events = stderr

@@ -255,20 +255,8 @@ func TestAsyncRequests(t *testing.T) {
 // LLM step, the answer, run ended — with no event lost or repeated. Before, there were no events to follow.
 func TestRunEventsAcrossBrainRestart(t *testing.T) {
 	t.Parallel()
-	_, dbURL := sqltest.NewDB(t)
-	executor, err := testenv.StartExecutor(dbURL)
-	require.NoError(t, err)
-	defer executor.Stop()
-
-	asked, release := make(chan struct{}, 4), make(chan struct{})
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "h1", Name: "os__health_check", Arguments: `{}`}}},
-		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
-		llmfake.Turn{Text: "All healthy."})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-
-	a, apiA, m, apiB := twoBrains(t, dbURL, fake.URL)
+	k := newKillableBrains(t, healthCheckTurns)
+	a, apiA, m, apiB := k.a, k.apiA, k.b, k.apiB
 	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("health"): {"os.health_check"}})
 
 	status, data, err := post(apiA, "/agents/"+agent+"/chat", map[string]any{"message": "is all well?", "user_id": "user-1", "async": true}, nil)
@@ -292,14 +280,10 @@ func TestRunEventsAcrossBrainRestart(t *testing.T) {
 			t.Fatalf("A's stream stalled: %v", kinds(seen))
 		}
 	}
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("brain A never asked for the second answer")
-	}
+	k.awaitAsked(t)
 	require.NoError(t, a.Process.Kill())
 	_ = a.Wait()
-	once.Do(func() { close(release) })
+	k.release()
 	for range fromA { // A's stream breaks with A
 	}
 	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started"}, kinds(seen))

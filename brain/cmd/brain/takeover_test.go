@@ -20,6 +20,7 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -68,6 +69,53 @@ func twoBrains(t *testing.T, dbURL, llmURL string) (a *exec.Cmd, apiA *testAPI, 
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	return a, apiA, b, &testAPI{t: t, url: b.Server.URL(), token: testToken}
+}
+
+// killableBrains is a database with its executor and two brains on it (twoBrains: A a process a test kills
+// or stops, B in the test's process), whose LLM answers turns in order; a turn made with hold waits for the
+// test's release, and says when it is asked.
+type killableBrains struct {
+	pool       *pgxpool.Pool
+	a          *exec.Cmd
+	apiA, apiB *testAPI
+	b          *Main
+	asked      chan struct{}
+	release    func()
+}
+
+func newKillableBrains(t *testing.T, turns func(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn) *killableBrains {
+	t.Helper()
+	pool, dbURL := sqltest.NewDB(t)
+	executor, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	t.Cleanup(executor.Stop)
+	held := make(chan struct{})
+	var once sync.Once
+	k := &killableBrains{pool: pool, asked: make(chan struct{}, 4), release: func() { once.Do(func() { close(held) }) }}
+	fake := llmfake.NewOpenAI(t, fakeKey, turns(func(turn llmfake.Turn) llmfake.Turn { return blockingTurn(turn, k.asked, held) })...)
+	t.Cleanup(k.release) // before the fake's own cleanup, which waits for its handlers
+	k.a, k.apiA, k.b, k.apiB = twoBrains(t, dbURL, fake.URL)
+	return k
+}
+
+// awaitAsked waits until a brain's request is held by the LLM.
+func (k *killableBrains) awaitAsked(t *testing.T) {
+	t.Helper()
+	select {
+	case <-k.asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no brain asked the LLM for the held answer")
+	}
+}
+
+// healthCheckTurns are an LLM's answers to a turn that checks GEM's health: the call, then a held answer
+// (its brain to die meanwhile), then the reply.
+func healthCheckTurns(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn {
+	return []llmfake.Turn{
+		{Calls: []llmfake.Call{{ID: "h1", Name: "os__health_check", Arguments: `{}`}}},
+		hold(llmfake.Turn{Text: "(never delivered: its brain is dead)"}),
+		{Text: "All healthy."},
+	}
 }
 
 // TestChatTurnSurvivesItsBrain: brain A answers a chat turn whose first LLM answer made a task; A is
