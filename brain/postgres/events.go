@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	gemsql "github.com/gemhq/gem/sql"
@@ -25,6 +28,7 @@ const (
 	EventRunResumed           = "run_resumed"
 	EventLLMStarted           = "llm_started"
 	EventLLMEnded             = "llm_ended"
+	EventText                 = "text"
 	EventCallEnqueued         = "call_enqueued"
 	EventCallAwaitingApproval = "call_awaiting_approval"
 	EventReceipt              = "receipt"
@@ -51,6 +55,74 @@ func RunEventAdd(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, kind stri
 		return Error(fmt.Errorf("error recording a run event: %w", err))
 	}
 	return nil
+}
+
+// RunEventAddFenced appends an event to a run that claim still owns (RunFence's rule, in one statement: the
+// run's row is locked and its owner checked under the lock). false: the run is no longer claim's, and
+// nothing was added.
+func RunEventAddFenced(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, claim, kind string, data any) (bool, error) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return false, fmt.Errorf("error encoding a run event: %w", err)
+	}
+	var last *int64
+	err = db.QueryRow(ctx, `WITH r AS MATERIALIZED (SELECT id FROM brain_runs WHERE id = $1 AND owner = $2 FOR NO KEY UPDATE)
+		SELECT gem_run_events_add(r.id, ARRAY[$3::text], ARRAY[$4::jsonb]) FROM r`, runID, claim, kind, b).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, Error(fmt.Errorf("error recording a run event: %w", err))
+	}
+	return true, nil
+}
+
+// StepTextScrub rewrites the text events of a run's step (of each of its attempts: those after each of its
+// llm_started) through scrub, for secrets learned after they were written (the step's own calls name them).
+// An attempt's text is scrubbed whole, so a value split across two events is found: its text goes in its
+// first event, and the others are left empty.
+func StepTextScrub(ctx context.Context, tx pgx.Tx, runID uuid.UUID, iteration int, scrub func(string) string) error {
+	rows, err := tx.Query(ctx, `SELECT seq, kind, coalesce(data ->> 'text', '') FROM brain_run_events
+		WHERE run_id = $1 AND kind IN ('`+EventText+`', '`+EventLLMStarted+`') AND seq >= (SELECT coalesce(min(seq), 0) FROM brain_run_events
+			WHERE run_id = $1 AND kind = '`+EventLLMStarted+`' AND data ->> 'iteration' = $2)
+		ORDER BY seq`, runID, strconv.Itoa(iteration))
+	if err != nil {
+		return Error(fmt.Errorf("error reading a step's text events: %w", err))
+	}
+	type event struct {
+		Seq        int64
+		Kind, Text string
+	}
+	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[event])
+	if err != nil {
+		return Error(err)
+	}
+	var seqs []int64
+	var whole strings.Builder
+	rewrite := func() error {
+		if len(seqs) == 0 {
+			return nil
+		}
+		defer func() { seqs = seqs[:0]; whole.Reset() }()
+		scrubbed := scrub(whole.String())
+		if scrubbed == whole.String() {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `UPDATE brain_run_events SET data = jsonb_build_object('text', CASE WHEN seq = $3 THEN $4 ELSE '' END)
+			WHERE run_id = $1 AND seq = ANY ($2)`, runID, seqs, seqs[0], scrubbed)
+		return Error(err)
+	}
+	for _, e := range events {
+		if e.Kind == EventLLMStarted {
+			if err := rewrite(); err != nil {
+				return err
+			}
+			continue
+		}
+		seqs = append(seqs, e.Seq)
+		whole.WriteString(e.Text)
+	}
+	return rewrite()
 }
 
 // RunCallsAdded records call_enqueued (and call_awaiting_approval for those held for approval) for calls a
