@@ -424,7 +424,7 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 		var text *textStream
 		req.OnAttempt = func(n int) {
 			turn.attempt, text = n, c.newTextStream(ctx, r)
-			if _, err := postgres.RunEventAddFenced(ctx, c.pool, r.runID, r.claim, postgres.EventLLMStarted,
+			if err := postgres.RunEventAddFenced(ctx, c.pool, r.runID, r.claim, postgres.EventLLMStarted,
 				map[string]any{"iteration": iteration, "attempt": n, "model": model}); err != nil {
 				r.log.Warn().Err(err).Msg("error recording an llm_started event")
 			}
@@ -757,6 +757,13 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
 			return err
+		}
+		if also == nil {
+			// The reply (a step with nothing to do after it): the turn's end, written next under a commit
+			// that waits for the disk, flushes this one with it; nothing acts on it before that.
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return err
+			}
 		}
 		if turn != nil {
 			if err := postgres.TurnInsert(ctx, tx, c.turnParams(r, *turn)); err != nil {

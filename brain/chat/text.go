@@ -43,7 +43,7 @@ type textStream struct {
 	sent  int             // bytes of raw already written, or given to end's caller
 	timer *time.Timer
 	wrote bool // a text event was written
-	done  bool // ended, or the run was taken over: nothing more is written
+	done  bool // ended: nothing more is written
 }
 
 // newTextStream is the text stream of one attempt of an LLM step of r.
@@ -90,18 +90,16 @@ func (t *textStream) flush() {
 	if piece == "" {
 		return
 	}
-	written, err := postgres.RunEventAddFenced(t.ctx, t.c.pool, t.r.runID, t.r.claim, postgres.EventText, map[string]string{"text": piece})
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case err != nil:
+	// Fenced: a brain that lost the run writes nothing beside the brain that took it over.
+	err := postgres.RunEventAddFenced(t.ctx, t.c.pool, t.r.runID, t.r.claim, postgres.EventText, map[string]string{"text": piece})
+	if err != nil {
 		// Events are a view: the answer is journaled whole whatever becomes of them.
 		t.r.log.Warn().Err(err).Msg("error recording a text event")
-	case !written:
-		t.done = true // another brain took the run over: its own attempt writes the text from now on
-	default:
-		t.wrote = true
+		return
 	}
+	t.mu.Lock()
+	t.wrote = true
+	t.mu.Unlock()
 }
 
 // end stops the stream once its attempt has ended and returns the text not yet written (scrubbed), which

@@ -256,7 +256,9 @@ func ToolMessagesSettle(ctx context.Context, db gemsql.DBTX, sessionID string, c
 		return nil
 	}
 	// The receipt events of the calls settled, in the same statement (once per call: a second settle adds none).
-	_, err := db.Exec(ctx, `WITH settled AS (
+	// Derived from the receipts, so not waiting for the disk: a settle lost to a crash of the server is made
+	// again from them (a resumed turn's calls awaiting their receipts, the next turn's settleFinished).
+	err := LazyCommit(ctx, db, `WITH settled AS (
 			UPDATE agent_messages m SET content = s.content, awaiting_receipt = false
 			FROM unnest($2::uuid[], $3::text[]) AS s (call_id, content)
 			WHERE m.session_id = $1 AND m.call_id = s.call_id AND m.awaiting_receipt
@@ -317,10 +319,11 @@ var ErrTakenOver = errors.New("the run was taken over by another brain")
 
 // RunFence locks a run for the transaction and checks that owner still owns it (ErrTakenOver otherwise): a
 // brain writes its run's journal only under this check, so of two brains that believe they own a run, one
-// journals each step.
+// journals each step. FOR NO KEY UPDATE holds off a takeover's UPDATE as FOR UPDATE would, without
+// blocking the foreign-key checks of rows that name the run (its events, turns, messages, calls).
 func RunFence(ctx context.Context, tx pgx.Tx, runID uuid.UUID, owner string) error {
 	var held *string
-	if err := tx.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1 FOR UPDATE`, runID).Scan(&held); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1 FOR NO KEY UPDATE`, runID).Scan(&held); err != nil {
 		return Error(fmt.Errorf("error locking a run: %w", err))
 	}
 	if held == nil || *held != owner {

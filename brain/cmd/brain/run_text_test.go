@@ -309,7 +309,7 @@ func TestTextEventsKeepSecrets(t *testing.T) {
 			require.Positive(t, after)
 			text, pieces := lastText(t, events)
 			require.Equal(t, final.Reply, text)
-			require.GreaterOrEqual(t, pieces, 3, "%v", kinds(events))
+			require.GreaterOrEqual(t, pieces, 2, "the text came in pieces: %v", kinds(events))
 			for _, e := range events[after:] {
 				require.NotContains(t, e.Data, secret)
 				require.NotContains(t, e.Data, secret[:9]+`"`, "no text event ends with the start of the secret")
