@@ -12,7 +12,7 @@ BIN := $(CURDIR)/bin
 # db exports DATABASE_URL for the rest of a recipe line.
 db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 
-.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean mcp-peers gem-contract
+.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean mcp-peers api-tools gem-contract
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,7 +31,7 @@ run: build ## start PostgreSQL if needed, migrate, and run the executor and the 
 
 # The proof package (the small chaos run and bench) loads both cores on purpose, so it runs after the other
 # packages rather than beside their timing-sensitive tests.
-test: lint mcp-peers ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
+test: lint mcp-peers api-tools ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
 	@$(db) \
 	GEM_STUDIO_SCREENSHOTS=$(CURDIR)/.gem/studio-screenshots $(GO) test -count=1 -timeout 15m $$($(GO) list work | grep -v '/proof$$') && \
 	$(GO) test -count=1 -timeout 10m ./proof/ && \
@@ -44,6 +44,16 @@ mcp-peers: ## install the MCP Inspector and server-everything the tests run agai
 	@if [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-inspector ] || [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-server-everything ]; then \
 		echo "installing the MCP test peers into $(MCP_PEERS)/node_modules (npm ci)"; \
 		npm ci --no-audit --no-fund --loglevel=error --prefix $(MCP_PEERS); \
+	fi
+
+# api-tools: what the tests check the brain's OpenAPI description (/openapi.json) with — Redocly's linter, and
+# openapi-typescript, openapi-fetch and TypeScript, which generate a client from it, compile it and call a
+# running brain — pinned by scripts/api-tools/package-lock.json. Node and npm are all it needs.
+API_TOOLS := scripts/api-tools
+api-tools: ## install the OpenAPI linter and client generator the tests check /openapi.json with (npm)
+	@if [ ! -x $(API_TOOLS)/node_modules/.bin/redocly ] || [ ! -x $(API_TOOLS)/node_modules/.bin/openapi-typescript ] || [ ! -x $(API_TOOLS)/node_modules/.bin/tsc ]; then \
+		echo "installing the OpenAPI linter and client generator into $(API_TOOLS)/node_modules (npm ci)"; \
+		npm ci --no-audit --no-fund --loglevel=error --prefix $(API_TOOLS); \
 	fi
 
 # gem-contract: the original GEM's registry is not in the repository (a clone has no ../shared); its contract

@@ -21,7 +21,7 @@ func (r *Registry) SimilarNames(name string) []string {
 	typos := max(3, len(name)/3)
 	var found []candidate
 	for _, t := range r.Tools() {
-		c := candidate{name: t.Name, words: sharedWords(asked, nameWords(t.Name)), letters: editDistance(name, t.Name)}
+		c := candidate{name: t.Name, words: sharedWords(asked, nameWords(t.Name)), letters: EditDistance(name, t.Name)}
 		// Sharing every word is close whatever the order; sharing some is close when the rest is a few typos.
 		if c.letters <= typos || c.words > 0 && (c.words == len(asked) || c.letters <= 2*typos) {
 			found = append(found, c)
@@ -55,7 +55,7 @@ func sharedWords(asked, words []string) int {
 	n := 0
 	for _, a := range asked {
 		for _, w := range words {
-			if a == w || len(a) >= 3 && strings.HasPrefix(w, a) || len(a) >= 5 && editDistance(a, w) <= 1 {
+			if a == w || len(a) >= 3 && strings.HasPrefix(w, a) || len(a) >= 5 && EditDistance(a, w) <= 1 {
 				n++
 				break
 			}
@@ -64,8 +64,8 @@ func sharedWords(asked, words []string) int {
 	return n
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in bytes (the CLI suggests commands by it too).
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

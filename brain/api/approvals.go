@@ -7,17 +7,16 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
-	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 )
 
-var decisionSchema = registry.MustCompileSchema("decision", []byte(`{
+var decisionSchema = mustRequestSchema("DecisionRequest", "decision", `{
 	"type": "object",
 	"properties": {"reason": {"type": "string", "maxLength": 2000}},
 	"additionalProperties": false
-}`))
+}`)
 
 type decisionParams struct {
 	Reason string `json:"reason"`

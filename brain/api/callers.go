@@ -176,7 +176,7 @@ func requirePermission(permission string) echo.MiddlewareFunc {
 
 // The callers' routes (admin only).
 
-var callerSchema = registry.MustCompileSchema("caller", []byte(`{
+var callerSchema = mustRequestSchema("CallerRequest", "caller", `{
 	"type": "object",
 	"properties": {
 		"name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"},
@@ -186,9 +186,9 @@ var callerSchema = registry.MustCompileSchema("caller", []byte(`{
 	},
 	"required": ["name", "permissions"],
 	"additionalProperties": false
-}`))
+}`)
 
-var callerPatchSchema = registry.MustCompileSchema("caller-patch", []byte(`{
+var callerPatchSchema = mustRequestSchema("CallerPatchRequest", "caller-patch", `{
 	"type": "object",
 	"properties": {
 		"permissions": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 200},
@@ -196,7 +196,7 @@ var callerPatchSchema = registry.MustCompileSchema("caller-patch", []byte(`{
 		"note": {"type": "string", "maxLength": 1000}
 	},
 	"additionalProperties": false
-}`))
+}`)
 
 type callerParams struct {
 	Name        string   `json:"name"`

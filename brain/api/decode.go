@@ -34,7 +34,7 @@ func readBody(c echo.Context) ([]byte, error) {
 // decodeBody reads the body and decodes it into T after checking its text (see textProblem) and validating
 // it against schema, so every mistake in a request is reported at once. An empty body is emptyBody
 // ("" to require one).
-func decodeBody[T any](c echo.Context, schema *registry.Schema, emptyBody string) (*T, []byte, error) {
+func decodeBody[T any](c echo.Context, schema *requestSchema, emptyBody string) (*T, []byte, error) {
 	body, err := readBody(c)
 	if err != nil {
 		return nil, nil, err
@@ -119,10 +119,24 @@ func parseID(c echo.Context, what string) (uuid.UUID, error) {
 	return id, nil
 }
 
+// requestSchema is a request body's JSON Schema: compiled, to check requests with, and as written, for the
+// API's description (GET /openapi.json, openapi.go), which so cannot drift from what the brain checks.
+type requestSchema struct {
+	*registry.Schema
+	// name is the schema's name among the description's components ("RunRequest").
+	name string
+	doc  json.RawMessage
+}
+
+// mustRequestSchema compiles a request body's schema; label names it in violations.
+func mustRequestSchema(name, label, doc string) *requestSchema {
+	return &requestSchema{Schema: registry.MustCompileSchema(label, []byte(doc)), name: name, doc: json.RawMessage(doc)}
+}
+
 // Request schemas, checked before anything else. GEM's brain read a null mode, context or limits as
 // absent (its clients send null for what they leave out), so these do too.
 var (
-	runSchema = registry.MustCompileSchema("run request", []byte(fmt.Sprintf(`{
+	runSchema = mustRequestSchema("RunRequest", "run request", fmt.Sprintf(`{
 		"type": "object",
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
@@ -154,18 +168,18 @@ var (
 		},
 		"required": ["message"],
 		"additionalProperties": false
-	}`, brain.MaxToolCallsMax, brain.WaitTimeoutMin.Milliseconds(), brain.WaitTimeoutMax.Milliseconds())))
+	}`, brain.MaxToolCallsMax, brain.WaitTimeoutMin.Milliseconds(), brain.WaitTimeoutMax.Milliseconds()))
 
-	approveSchema = registry.MustCompileSchema("approve request", []byte(fmt.Sprintf(`{
+	approveSchema = mustRequestSchema("ApproveRequest", "approve request", fmt.Sprintf(`{
 		"type": "object",
 		"properties": {
 			"wait": {"type": "boolean"},
 			"wait_timeout_ms": {"type": "integer", "minimum": %d, "maximum": %d}
 		},
 		"additionalProperties": false
-	}`, brain.WaitTimeoutMin.Milliseconds(), brain.WaitTimeoutMax.Milliseconds())))
+	}`, brain.WaitTimeoutMin.Milliseconds(), brain.WaitTimeoutMax.Milliseconds()))
 
-	callSchema = registry.MustCompileSchema("call request", []byte(fmt.Sprintf(`{
+	callSchema = mustRequestSchema("CallRequest", "call request", fmt.Sprintf(`{
 		"type": "object",
 		"properties": {
 			"tool": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -178,9 +192,9 @@ var (
 		},
 		"required": ["tool"],
 		"additionalProperties": false
-	}`, brain.WaitTimeoutMax.Milliseconds())))
+	}`, brain.WaitTimeoutMax.Milliseconds()))
 
-	agentSchema = registry.MustCompileSchema("agent", []byte(`{
+	agentSchema = mustRequestSchema("AgentRequest", "agent", `{
 		"type": "object",
 		"properties": {
 			"slug": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$"},
@@ -193,9 +207,9 @@ var (
 			"code_mode": {"type": "boolean"}
 		},
 		"additionalProperties": false
-	}`))
+	}`)
 
-	assignmentSchema = registry.MustCompileSchema("assignment", []byte(`{
+	assignmentSchema = mustRequestSchema("AssignmentRequest", "assignment", `{
 		"type": "object",
 		"properties": {
 			"config_overrides": {"type": "object"},
@@ -207,9 +221,9 @@ var (
 			"call_priority": {"type": ["integer", "null"], "minimum": 1, "maximum": 4}
 		},
 		"additionalProperties": false
-	}`))
+	}`)
 
-	skillSchema = registry.MustCompileSchema("skill", []byte(`{
+	skillSchema = mustRequestSchema("SkillRequest", "skill", `{
 		"type": "object",
 		"properties": {
 			"slug": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"},
@@ -222,9 +236,9 @@ var (
 			"requires": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "maxItems": 100}
 		},
 		"additionalProperties": false
-	}`))
+	}`)
 
-	skillImportSchema = registry.MustCompileSchema("skill import", []byte(`{
+	skillImportSchema = mustRequestSchema("SkillImportRequest", "skill import", `{
 		"type": "object",
 		"properties": {
 			"source": {"type": "string", "maxLength": 1000},
@@ -242,9 +256,9 @@ var (
 		},
 		"required": ["content"],
 		"additionalProperties": false
-	}`))
+	}`)
 
-	operatorChatSchema = registry.MustCompileSchema("operator chat request", []byte(`{
+	operatorChatSchema = mustRequestSchema("OperatorChatRequest", "operator chat request", `{
 		"type": "object",
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 10000},
@@ -254,11 +268,11 @@ var (
 		},
 		"required": ["message"],
 		"additionalProperties": false
-	}`))
+	}`)
 
 	// A chat request has a message, or resumes a session ("resume": true) to tell the agent what became of
 	// its calls that waited for approval.
-	chatSchema = registry.MustCompileSchema("chat request", []byte(`{
+	chatSchema = mustRequestSchema("ChatRequest", "chat request", `{
 		"type": "object",
 		"properties": {
 			"message": {"type": "string", "minLength": 1, "maxLength": 20000},
@@ -274,5 +288,5 @@ var (
 		"then": {"required": ["session_id"]},
 		"else": {"required": ["message"]},
 		"additionalProperties": false
-	}`))
+	}`)
 )

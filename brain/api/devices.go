@@ -14,7 +14,7 @@ import (
 // DeviceConnectPath is where devices open their WebSocket (with a device token, not an API token).
 const DeviceConnectPath = "/devices/connect"
 
-var deviceSchema = registry.MustCompileSchema("device", []byte(`{
+var deviceSchema = mustRequestSchema("DeviceRequest", "device", `{
 	"type": "object",
 	"properties": {
 		"name": {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,62}$", "not": {"const": "connect"}},
@@ -23,14 +23,14 @@ var deviceSchema = registry.MustCompileSchema("device", []byte(`{
 	},
 	"required": ["name"],
 	"additionalProperties": false
-}`))
+}`)
 
-var deviceGrantSchema = registry.MustCompileSchema("device-grant", []byte(`{
+var deviceGrantSchema = mustRequestSchema("DeviceGrantRequest", "device-grant", `{
 	"type": "object",
 	"properties": {"permissions": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 200}},
 	"required": ["permissions"],
 	"additionalProperties": false
-}`))
+}`)
 
 type deviceParams struct {
 	Name  string `json:"name"`

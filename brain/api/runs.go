@@ -3,8 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -100,15 +103,17 @@ func awaitRecorded(ctx context.Context, resp *brain.RunResponse) {
 
 // findRun answers GET /brain/runs?idempotency_key=K: the caller's run its request with that key made,
 // within the key's window, as GET /brain/runs/{id} answers it. A client whose connection dropped finds
-// whether its request was made, and what became of it.
+// whether its request was made, and what became of it. Without a key it lists runs (listRuns).
 func (s *Server) findRun(c echo.Context) error {
-	key := c.QueryParam("idempotency_key")
-	if key == "" {
-		return brain.Errorf(brain.EINVALID, "GET /brain/runs needs ?idempotency_key=K (a run is at GET /brain/runs/{id})")
+	if _, keyed := c.QueryParams()["idempotency_key"]; !keyed {
+		return s.listRuns(c)
 	}
-	key, err := brain.RequestKey([]string{key}, "")
+	key, err := brain.RequestKey([]string{c.QueryParam("idempotency_key")}, "")
 	if err != nil {
 		return err
+	}
+	if key == "" {
+		return brain.Errorf(brain.EINVALID, "idempotency_key must hold 1 to %d characters", brain.RequestKeyMaxLen)
 	}
 	id, err := postgres.RunByKey(c.Request().Context(), s.pool, requester(c), key)
 	if err != nil {
@@ -119,6 +124,44 @@ func (s *Server) findRun(c echo.Context) error {
 		return err
 	}
 	return s.writeRun(c, http.StatusOK, resp)
+}
+
+// runListLimitDefault is how many runs GET /brain/runs lists without ?limit=.
+const runListLimitDefault = 50
+
+// runModes are the modes a run is made in: the four of /brain/run, and chat.
+var runModes = []string{string(brain.ModeAnswer), string(brain.ModePlan), string(brain.ModeEnqueue), string(brain.ModeEnqueueAndWait), string(brain.ModeChat)}
+
+// listRuns answers GET /brain/runs: the newest runs the caller may read, by ?status=, ?mode=, ?agent= and
+// ?caller= (who made it), at most ?limit=.
+func (s *Server) listRuns(c echo.Context) error {
+	f := postgres.RunFilter{Status: c.QueryParam("status"), Mode: c.QueryParam("mode"), Agent: c.QueryParam("agent"),
+		Caller: c.QueryParam("caller"), Limit: runListLimitDefault}
+	var problems []string
+	if f.Status != "" && !slices.Contains(runStatuses, f.Status) {
+		problems = append(problems, "status must be one of "+strings.Join(runStatuses, ", "))
+	}
+	if f.Mode != "" && !slices.Contains(runModes, f.Mode) {
+		problems = append(problems, "mode must be one of "+strings.Join(runModes, ", "))
+	}
+	if len(f.Agent) > 200 || len(f.Caller) > 200 {
+		problems = append(problems, "agent and caller are at most 200 characters")
+	}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > postgres.RunListMax {
+			problems = append(problems, fmt.Sprintf("limit must be a whole number from 1 to %d", postgres.RunListMax))
+		}
+		f.Limit = n
+	}
+	if len(problems) > 0 {
+		return &brain.Error{Code: brain.EINVALID, Message: strings.Join(problems, "; "), Details: map[string]any{"problems": problems}}
+	}
+	runs, err := postgres.RunList(c.Request().Context(), s.pool, f, principalOf(c).reader())
+	if err != nil {
+		return err
+	}
+	return ok(c, http.StatusOK, map[string]any{"runs": runs})
 }
 
 func (s *Server) getRun(c echo.Context) error {

@@ -179,6 +179,8 @@ type Server struct {
 	closing chan struct{}
 	// admission limits the expensive routes (overload.go); nil: no limit.
 	admission *limiter
+	// description is the API's OpenAPI description (openapi.go).
+	description []byte
 
 	echo *echo.Echo
 	http *http.Server
@@ -242,71 +244,26 @@ func New(p *Params) *Server {
 	e.Use(readBodyWithin(s.cfg.Conns.BodyTimeout))
 	e.Use(checkParams)
 
-	e.GET("/health", s.health)
-	e.POST(HighLevelWebhookPath, s.highLevelWebhook(s.cfg.HighLevel)) // signed by HighLevel, not by a bearer token
-	// Authentication is per route (not a group), so an unknown route or method still answers 404 or 405.
-	auth := s.authenticate
-	// What changes who may do what (callers, devices, agents and their skills) needs admin.
-	admin := requirePermission(registry.PermissionAdmin)
-	approver := requirePermission(registry.PermissionApprove)
-	// What plans, enqueues calls and waits for receipts is admitted by the limiter (overload.go), after
-	// authentication: cheap reads and streams never are.
-	admit := s.admit
-	e.GET("/brain/tools", s.tools, auth)
-	e.POST("/brain/run", s.run, auth, admit)
-	e.GET("/brain/help", s.help, auth)
-	e.POST("/operator/chat", s.operatorChat, auth, admit)
-	e.GET("/brain/runs", s.findRun, auth)
-	e.GET("/brain/runs/:id", s.getRun, auth)
-	e.GET("/brain/runs/:id/events", s.getRunEvents, auth)
-	e.POST("/brain/runs/:id/approve", s.approve, auth, admit)
-	e.GET("/calls", s.listCalls, auth)
-	e.POST("/calls", s.createCall, auth, admit)
-	e.GET("/calls/:id", s.getCall, auth)
-	e.POST("/calls/:id/approve", s.decide(true), auth, approver, admit)
-	e.POST("/calls/:id/reject", s.decide(false), auth, approver, admit)
-	e.GET("/approvals", s.listApprovals, auth, approver)
-	e.GET("/receipts", s.listReceipts, auth)
-	e.GET("/agents", s.listAgents, auth)
-	e.POST("/agents", s.createAgent, auth, admin)
-	e.GET("/agents/:slug", s.getAgent, auth)
-	e.PATCH("/agents/:slug", s.updateAgent, auth, admin)
-	e.DELETE("/agents/:slug", s.deleteAgent, auth, admin)
-	e.GET("/agents/:slug/skills", s.listAssignments, auth)
-	e.PUT("/agents/:slug/skills/:skill", s.assignSkill, auth, admin)
-	e.DELETE("/agents/:slug/skills/:skill", s.unassignSkill, auth, admin)
-	e.POST("/agents/:slug/chat", s.chatWithAgent, auth, admit)
-	e.GET("/skills", s.listSkills, auth)
-	e.POST("/skills", s.createSkill, auth, admin)
-	e.POST("/skills/import", s.importSkill, auth, admin)
-	e.GET("/skills/:slug", s.getSkill, auth)
-	e.PUT("/skills/:slug", s.upsertSkill, auth, admin)
-	e.PATCH("/skills/:slug", s.patchSkill, auth, admin)
-	e.DELETE("/skills/:slug", s.deleteSkill, auth, admin)
-	e.GET("/devices", s.listDevices, auth)
-	e.POST("/devices", s.createDevice, auth, admin)
-	e.GET("/devices/:name", s.getDevice, auth)
-	e.DELETE("/devices/:name", s.deleteDevice, auth, admin)
-	e.PATCH("/devices/:name", s.grantDevice, auth, admin)
-	e.POST("/devices/:name/token", s.rotateDeviceToken, auth, admin)
-	e.GET("/callers", s.listCallers, auth, admin)
-	e.POST("/callers", s.createCaller, auth, admin)
-	e.GET("/callers/:name", s.getCaller, auth, admin)
-	e.PATCH("/callers/:name", s.updateCaller, auth, admin)
-	e.DELETE("/callers/:name", s.revokeCaller, auth, admin)
-	e.POST("/callers/:name/token", s.rotateCallerToken, auth, admin)
-	e.POST("/callers/:name/enable", s.enableCaller, auth, admin)
-	if p.Devices != nil {
-		// Devices authenticate with their own tokens, which open no other route.
-		e.GET(DeviceConnectPath, echo.WrapHandler(p.Devices))
+	// Each route is registered with the middleware its access calls for — authentication per route (not a
+	// group), so an unknown route or method still answers 404 or 405; admin or approve on top where the
+	// route needs it — and, for what plans, enqueues calls and waits for receipts, the admission limiter
+	// (overload.go), after authentication: cheap reads and streams never are. The same entries describe the
+	// API at GET /openapi.json (openapi.go).
+	var served []route
+	for _, r := range s.routes(p) {
+		if r.off {
+			continue
+		}
+		if !r.registered {
+			s.register(e, r)
+		}
+		served = append(served, r)
 	}
-	if p.MCP != nil {
-		e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", func(c echo.Context) error {
-			pr := principalOf(c)
-			p.MCP.ServeMCP(c.Response(), c.Request(), pr.name, pr.agents, pr.reader())
-			return nil
-		}, auth, s.admitToolCalls)
+	description, err := s.describe(served)
+	if err != nil {
+		panic(err) // the routes' table is the program's: a mistake in it is a bug, found by every test
 	}
+	s.description = description
 	s.mountStudio(e, p.River)
 	s.echo = e
 	return s

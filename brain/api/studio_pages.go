@@ -178,7 +178,7 @@ func (s *Server) studioRuns(c echo.Context) error {
 	if status != "" && !slices.Contains(runStatuses, status) {
 		return &brain.Error{Code: brain.EINVALID, Message: "status must be one of " + strings.Join(runStatuses, ", "), Details: map[string]any{"field": "status"}}
 	}
-	runs, err := postgres.RunList(ctx, s.pool, status, principalOf(c).reader(), 100)
+	runs, err := postgres.RunList(ctx, s.pool, postgres.RunFilter{Status: status, Limit: 100}, principalOf(c).reader())
 	if err != nil {
 		return err
 	}

@@ -83,15 +83,26 @@ type RunSummary struct {
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 }
 
-// RunList returns the newest runs the reader may read (brain.Reader), at most limit (up to 500), optionally
-// only those of one status.
-func RunList(ctx context.Context, db gemsql.DBTX, status string, reader brain.Reader, limit int) ([]RunSummary, error) {
-	limit = min(max(limit, 1), 500)
+// RunFilter narrows a listing of runs: each field set must match (a run's status, mode, agent and the caller
+// who made it).
+type RunFilter struct {
+	Status, Mode, Agent, Caller string
+	// Limit bounds the listing (1 to RunListMax).
+	Limit int
+}
+
+// RunListMax is the most runs one listing returns.
+const RunListMax = 500
+
+// RunList returns the newest runs the reader may read (brain.Reader) that match f, at most f.Limit.
+func RunList(ctx context.Context, db gemsql.DBTX, f RunFilter, reader brain.Reader) ([]RunSummary, error) {
+	limit := min(max(f.Limit, 1), RunListMax)
 	rows, err := db.Query(ctx, `SELECT id, left(message, 300), mode, status, coalesce(agent, ''), coalesce(requested_by, ''),
 			coalesce(approved_by, ''), cardinality(call_ids), created_at, completed_at
-		FROM brain_runs WHERE ($1 = '' OR status = $1)
+		FROM brain_runs WHERE ($1 = '' OR status = $1) AND ($5 = '' OR mode = $5) AND ($6 = '' OR agent = $6)
+		  AND ($7 = '' OR requested_by = $7)
 		  AND ($3 = '' OR requested_by = $3 OR approved_by = $3 OR ($4 AND status = 'planned'))
-		ORDER BY created_at DESC LIMIT $2`, status, limit, reader.Viewer(), reader.Approver)
+		ORDER BY created_at DESC LIMIT $2`, f.Status, limit, reader.Viewer(), reader.Approver, f.Mode, f.Agent, f.Caller)
 	if err != nil {
 		return nil, Error(err)
 	}

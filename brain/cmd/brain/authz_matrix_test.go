@@ -194,6 +194,12 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 	rows := []matrixRow{
 		{method: "GET", path: "/health", what: "with a token", kind: "open", want: all5(ok200),
 			cell: func(a *matrixActor) string { return status(a, "GET", "/health", nil) }},
+		{method: "GET", path: "/", what: "a browser, to the studio", kind: "open", want: all5("303"),
+			cell: func(a *matrixActor) string { code, _ := raw(a, "GET", "/", nil); return fmt.Sprint(code) }},
+		{method: "GET", path: "/favicon.ico", kind: "open", want: all5(ok200),
+			cell: func(a *matrixActor) string { code, _ := raw(a, "GET", "/favicon.ico", nil); return fmt.Sprint(code) }},
+		{method: "GET", path: "/openapi.json", what: "the API's description", kind: "open", want: all5(ok200),
+			cell: func(a *matrixActor) string { code, _ := raw(a, "GET", "/openapi.json", nil); return fmt.Sprint(code) }},
 		{method: "POST", path: "/integrations/highlevel/webhook", what: "a caller's token, no signature", kind: "open (HighLevel's signature)", want: all5("401"),
 			cell: func(a *matrixActor) string {
 				return status(a, "POST", "/integrations/highlevel/webhook", map[string]any{})
@@ -229,6 +235,8 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 				a.api.runOK(map[string]any{"message": "health check", "idempotency_key": key})
 				return status(a, "GET", "/brain/runs?idempotency_key="+key, nil)
 			}},
+		{method: "GET", path: "/brain/runs", what: "is another's run listed?", kind: "read own / read all", want: ownOrAll,
+			cell: func(a *matrixActor) string { return apiList(a, "/brain/runs?status=completed&limit=500", theirRun) }},
 		{method: "GET", path: "/brain/runs/:id", what: "another's run", kind: "read all", want: readers,
 			cell: func(a *matrixActor) string { return status(a, "GET", "/brain/runs/"+theirRun, nil) }},
 		{method: "GET", path: "/brain/runs/:id", what: "another's stored plan", kind: "read all, approve", want: heldReaders,

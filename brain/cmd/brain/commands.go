@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -31,7 +33,21 @@ type cliClient struct {
 // newCLIClient finds the brain's URL and the token (see findToken) from the flags' values and the environment.
 func newCLIClient(urlFlag, tokenFlag string, getenv func(string) string) *cliClient {
 	token, source := findToken(tokenFlag, getenv)
-	return &cliClient{Client: &api.Client{BaseURL: brainURL(urlFlag, getenv), Token: token}, tokenSource: source}
+	return &cliClient{Client: &api.Client{BaseURL: brainURL(urlFlag, getenv), Token: token,
+		HTTP: &http.Client{Transport: unreachableHint{http.DefaultTransport}}}, tokenSource: source}
+}
+
+// unreachableHint says what to check when nothing answers at the brain's address, for every command.
+type unreachableHint struct{ next http.RoundTripper }
+
+func (t unreachableHint) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	var dnsErr *net.DNSError
+	if err != nil && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.As(err, &dnsErr)) {
+		err = fmt.Errorf("%w\n  nothing answers at %s: is the brain running? `make run` starts one (in GEM's folder); "+
+			"if it runs elsewhere, point GEM_BRAIN_URL (or -url) at it, with its token in GEM_BRAIN_TOKEN (or -token)", err, r.URL.Host)
+	}
+	return resp, err
 }
 
 func clientFrom(fs *flag.FlagSet, getenv func(string) string) func() *cliClient {
@@ -87,13 +103,14 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 	fs := flag.NewFlagSet("receipt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	wait := fs.Duration("wait", 0, "wait up to this long for the receipt (at most 60s)")
+	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	client := clientFrom(fs, getenv)
 	id, rest := firstArg(args)
 	if err := fs.Parse(rest); err != nil {
 		return flagExit(err)
 	}
 	if id == "" {
-		fmt.Fprintln(stderr, "usage: brain receipt CALL_ID [-wait 30s]")
+		fmt.Fprintln(stderr, "usage: brain receipt CALL_ID [-wait 30s] [-json]")
 		return 2
 	}
 	path := "/calls/" + url.PathEscape(id)
@@ -102,13 +119,15 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	body, ok := printJSON(ctx, client(), http.MethodGet, path, nil, "brain receipt", stdout, stderr)
+	body, ok := printBody(ctx, client(), http.MethodGet, path, nil, "brain receipt", *asJSON, printCallAnswer, stdout, stderr)
 	if !ok {
 		return 1
 	}
 	receipt, _ := body["receipt"].(map[string]any)
 	if receipt == nil {
-		fmt.Fprintln(stderr, "brain receipt: no receipt yet; the call keeps running (try -wait 30s)")
+		if *asJSON {
+			fmt.Fprintln(stderr, "brain receipt: no receipt yet; the call keeps running (try -wait 30s)")
+		}
 		return 1
 	}
 	if receipt["status"] != "succeeded" {
@@ -117,9 +136,10 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 	return 0
 }
 
-// printJSON sends a request and prints the JSON answer indented, or the error answer (with a token hint after
-// a 401); it reports whether the request succeeded.
-func printJSON(ctx context.Context, c *cliClient, method, path string, req any, name string, stdout, stderr io.Writer) (map[string]any, bool) {
+// printBody sends a request and prints the answer — for a person with human, as indented JSON with asJSON —
+// or the error answer (with a token hint after a 401); it reports whether the request succeeded.
+func printBody(ctx context.Context, c *cliClient, method, path string, req any, name string, asJSON bool, human func(io.Writer, map[string]any),
+	stdout, stderr io.Writer) (map[string]any, bool) {
 	var body map[string]any
 	status, err := c.Do(ctx, method, path, req, &body)
 	if err != nil {
@@ -130,10 +150,23 @@ func printJSON(ctx context.Context, c *cliClient, method, path string, req any, 
 		tokenHint(stderr, status, c.tokenSource)
 		return nil, false
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(body)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(body)
+	} else {
+		human(stdout, body)
+	}
 	return body, true
+}
+
+// encoded encodes what the CLI built itself (maps of decoded answers), which always encodes.
+func encoded(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // firstArg splits a leading positional argument from the flags after it.
@@ -190,6 +223,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	key := fs.String("key", "", "your key for this request: a retry with the same key (within 24 h) answers the first call's receipt and never runs it again")
 	device := fs.String("device", "", "the device the call must run on (docs/devices.md)")
 	deviceWait := fs.Duration("device-wait", 0, "how long the call waits for its device to be connected (default the executor's GEM_DEVICE_WAIT)")
+	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	client := clientFrom(fs, getenv)
 	tool, rest := "", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -203,7 +237,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 		return flagExit(err)
 	}
 	if tool == "" {
-		fmt.Fprintln(stderr, "usage: brain call TOOL [INPUT_JSON] [-wait 30s] [-key KEY] [-device NAME [-device-wait 30s]]")
+		fmt.Fprintln(stderr, "usage: brain call TOOL [INPUT_JSON] [-wait 30s] [-key KEY] [-device NAME [-device-wait 30s]] [-json]")
 		return 2
 	}
 	if !json.Valid([]byte(input)) {
@@ -222,7 +256,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	body, ok := printJSON(ctx, client(), http.MethodPost, "/calls", req, "brain call", stdout, stderr)
+	body, ok := printBody(ctx, client(), http.MethodPost, "/calls", req, "brain call", *asJSON, printCallAnswer, stdout, stderr)
 	if !ok {
 		return 1
 	}
@@ -298,13 +332,21 @@ func readSkillFolder(skillFile string) (*brain.SkillImportParams, error) {
 func importSkills(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("skills import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the API's JSON answers, one per skill, as a list")
 	client := clientFrom(fs, getenv)
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: brain skills import DIR...")
+	dirs, err := parseInterleaved(fs, args)
+	if err != nil || len(dirs) == 0 {
+		fmt.Fprintln(stderr, "usage: brain skills import DIR... [-json]")
 		return flagExit(err)
 	}
 	failed := 0
-	for _, dir := range fs.Args() {
+	answers := []map[string]any{}
+	defer func() {
+		if *asJSON {
+			printIndented(stdout, encoded(answers))
+		}
+	}()
+	for _, dir := range dirs {
 		files, err := skillFiles(dir)
 		if err != nil {
 			fmt.Fprintln(stderr, "brain skills import:", err)
@@ -325,6 +367,13 @@ func importSkills(args []string, getenv func(string) string, stdout, stderr io.W
 			if err != nil {
 				fmt.Fprintln(stderr, "brain skills import:", err)
 				return 1
+			}
+			if *asJSON {
+				answers = append(answers, map[string]any{"file": f, "status": status, "answer": body})
+				if status >= 300 {
+					failed++
+				}
+				continue
 			}
 			if apiError(stdout, f, status, body) {
 				failed++
@@ -356,6 +405,7 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 	flags := flag.NewFlagSet("lore ingest", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	collection := flags.String("collection", "", "lore collection (default the tool's)")
+	asJSON := flags.Bool("json", false, "print each file's answer (its call and receipt, or the errors) as JSON, in a list")
 	client := clientFrom(flags, getenv)
 	if err := flags.Parse(args[1:]); err != nil {
 		return flagExit(err)
@@ -383,6 +433,12 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return 1
 	}
 	failed := 0
+	answers := []map[string]any{}
+	out := stdout
+	if *asJSON {
+		out = io.Discard // the lines for a person; the list goes to stdout at the end
+		defer func() { printIndented(stdout, encoded(answers)) }()
+	}
 	for _, f := range files {
 		text, err := os.ReadFile(f)
 		if err != nil {
@@ -396,37 +452,39 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 			input["collection"] = *collection
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		var body struct {
-			OK      bool              `json:"ok"`
-			Receipt *registry.Receipt `json:"receipt"`
-			Errors  []any             `json:"errors"`
-		}
-		status, err := client().Do(ctx, http.MethodPost, "/calls", map[string]any{"tool": "lore.ingest", "input": input, "wait_timeout_ms": 60000}, &body)
+		var raw json.RawMessage
+		status, err := client().Do(ctx, http.MethodPost, "/calls", map[string]any{"tool": "lore.ingest", "input": input, "wait_timeout_ms": 60000}, &raw)
 		cancel()
 		if err != nil {
 			fmt.Fprintln(stderr, "brain lore ingest:", err)
 			return 1
 		}
+		answers = append(answers, map[string]any{"file": filepath.ToSlash(rel), "status": status, "answer": raw})
+		var body struct {
+			OK      bool              `json:"ok"`
+			Receipt *registry.Receipt `json:"receipt"`
+			Errors  []any             `json:"errors"`
+		}
+		_ = json.Unmarshal(raw, &body)
 		switch {
 		case status >= 300:
-			var raw map[string]any
-			b, _ := json.Marshal(body)
-			_ = json.Unmarshal(b, &raw)
-			apiError(stdout, rel, status, raw)
+			var answer map[string]any
+			_ = json.Unmarshal(raw, &answer)
+			apiError(out, rel, status, answer)
 			failed++
 		case body.Receipt == nil:
-			fmt.Fprintf(stdout, "%s: still running (no receipt within a minute)\n", rel)
+			fmt.Fprintf(out, "%s: still running (no receipt within a minute)\n", rel)
 			failed++
 		case body.Receipt.Status != registry.StatusSucceeded:
-			fmt.Fprintf(stdout, "%s: %s %s: %s\n", rel, body.Receipt.Status, body.Receipt.Error.Code, body.Receipt.Error.Message)
+			fmt.Fprintf(out, "%s: %s %s: %s\n", rel, body.Receipt.Status, body.Receipt.Error.Code, body.Receipt.Error.Message)
 			failed++
 		default:
 			var res map[string]any
 			_ = json.Unmarshal(body.Receipt.Result, &res)
-			fmt.Fprintf(stdout, "%s: %v, version %v, %v chunks\n", rel, res["status"], res["version"], res["chunk_count"])
+			fmt.Fprintf(out, "%s: %v, version %v, %v chunks\n", rel, res["status"], res["version"], res["chunk_count"])
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d files ingested\n", len(files)-failed, len(files))
+	fmt.Fprintf(out, "%d of %d files ingested\n", len(files)-failed, len(files))
 	if failed > 0 {
 		return 1
 	}
@@ -441,12 +499,13 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 	fs.SetOutput(stderr)
 	owner := fs.String("owner", "", "who the device belongs to (add)")
 	grant := fs.String("grant", "", "permissions its tools may declare, comma-separated (add: default *; grant)")
+	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	client := clientFrom(fs, getenv)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	usage := func() int {
-		fmt.Fprintln(stderr, "usage: brain devices [list] | add NAME [-owner WHO] [-grant P,P] | grant NAME -grant P,P | remove NAME | token NAME")
+		fmt.Fprintln(stderr, "usage: brain devices [list] | add NAME [-owner WHO] [-grant P,P] | grant NAME -grant P,P | remove NAME | token NAME [-json]")
 		return 2
 	}
 	var method, path string
@@ -483,10 +542,10 @@ func devicesCommand(args []string, getenv func(string) string, stdout, stderr io
 		}
 		method, path = http.MethodPost, "/devices/"+url.PathEscape(name)+"/token"
 	default:
-		fmt.Fprintf(stderr, "brain devices: unknown command %q\n", sub)
+		fmt.Fprintf(stderr, "brain devices: unknown command %q%s\n", sub, didYouMean("brain devices ", sub, []string{"list", "add", "grant", "remove", "token"}))
 		return usage()
 	}
-	return callAPI(client(), method, path, req, "brain devices "+sub, stdout, stderr)
+	return callAPI(client(), method, path, req, "brain devices "+sub, *asJSON, stdout, stderr)
 }
 
 // callersCommand manages callers and their permissions (docs/governance.md): brain callers [list [NAME]],
@@ -499,12 +558,13 @@ func callersCommand(args []string, getenv func(string) string, stdout, stderr io
 	grant := fs.String("grant", "", "permissions, comma-separated: read:db, send:*, * (add, grant)")
 	agents := fs.String("agents", "", "the only agents it may act as, comma-separated; * for any (add, grant)")
 	note := fs.String("note", "", "what the caller is for (add, grant)")
+	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	client := clientFrom(fs, getenv)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	usage := func() int {
-		fmt.Fprintln(stderr, "usage: brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT] | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME | enable NAME")
+		fmt.Fprintln(stderr, "usage: brain callers [list [NAME]] | add NAME -grant P,P [-agents A,B] [-note TEXT] | grant NAME [-grant P,P] [-agents A,B|*] [-note TEXT] | revoke NAME | token NAME | enable NAME [-json]")
 		return 2
 	}
 	given := map[string]bool{}
@@ -558,10 +618,10 @@ func callersCommand(args []string, getenv func(string) string, stdout, stderr io
 		}
 		method, path = http.MethodPost, "/callers/"+url.PathEscape(name)+"/enable"
 	default:
-		fmt.Fprintf(stderr, "brain callers: unknown command %q\n", sub)
+		fmt.Fprintf(stderr, "brain callers: unknown command %q%s\n", sub, didYouMean("brain callers ", sub, []string{"list", "add", "grant", "revoke", "token", "enable"}))
 		return usage()
 	}
-	return callAPI(client(), method, path, req, "brain callers "+sub, stdout, stderr)
+	return callAPI(client(), method, path, req, "brain callers "+sub, *asJSON, stdout, stderr)
 }
 
 // splitCommand takes "SUB [NAME] [flags]" apart: the subcommand (def when none is given), the name or id
@@ -575,11 +635,12 @@ func splitCommand(args []string, def string) (sub, name string, rest []string) {
 	return sub, name, rest
 }
 
-// callAPI sends one request, prints the answer and returns the command's exit status: 0 when ok.
-func callAPI(c *cliClient, method, path string, req any, label string, stdout, stderr io.Writer) int {
+// callAPI sends one request, prints the answer (its JSON with asJSON) and returns the command's exit status:
+// 0 when ok.
+func callAPI(c *cliClient, method, path string, req any, label string, asJSON bool, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, ok := printJSON(ctx, c, method, path, req, label, stdout, stderr)
+	out, ok := printBody(ctx, c, method, path, req, label, asJSON, printAnswer, stdout, stderr)
 	if !ok {
 		return 1
 	}
@@ -607,12 +668,13 @@ func approvalsCommand(args []string, getenv func(string) string, stdout, stderr 
 	fs := flag.NewFlagSet("approvals "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	reason := fs.String("reason", "", "why (required to reject; recorded with the decision)")
+	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	client := clientFrom(fs, getenv)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	usage := func() int {
-		fmt.Fprintln(stderr, "usage: brain approvals [list] | approve CALL_ID [-reason TEXT] | reject CALL_ID -reason TEXT")
+		fmt.Fprintln(stderr, "usage: brain approvals [list] | approve CALL_ID [-reason TEXT] | reject CALL_ID -reason TEXT [-json]")
 		return 2
 	}
 	var method, path string
@@ -629,10 +691,10 @@ func approvalsCommand(args []string, getenv func(string) string, stdout, stderr 
 		}
 		method, path, req = http.MethodPost, "/calls/"+url.PathEscape(id)+"/"+sub, map[string]any{"reason": *reason}
 	default:
-		fmt.Fprintf(stderr, "brain approvals: unknown command %q\n", sub)
+		fmt.Fprintf(stderr, "brain approvals: unknown command %q%s\n", sub, didYouMean("brain approvals ", sub, []string{"list", "approve", "reject"}))
 		return usage()
 	}
-	return callAPI(client(), method, path, req, "brain approvals "+sub, stdout, stderr)
+	return callAPI(client(), method, path, req, "brain approvals "+sub, *asJSON, stdout, stderr)
 }
 
 // printEvent prints one event of a run as a line: its number, kind and data.

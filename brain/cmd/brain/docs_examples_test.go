@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestDocsCLIExamples runs the `brain run` and `brain call` examples of docs/brain.md and the README against
-// the shared brain: each exits 0 (the docs' leads.create once lacked the suburb GEM's contract requires).
-// Examples with a placeholder (…) or a device are left out.
+// TestDocsCLIExamples runs the `brain run`, `brain call`, `brain tools`, `brain calls` and `brain runs` examples
+// of docs/brain.md and the README against the shared brain: each exits 0 (the docs' leads.create once lacked
+// the suburb GEM's contract requires). Examples with a placeholder (…) or a device are left out.
 func TestDocsCLIExamples(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"GEM_BRAIN_URL": shared.url, "GEM_BRAIN_TOKEN": testToken}
@@ -24,14 +25,16 @@ func TestDocsCLIExamples(t *testing.T) {
 		for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)\n```").FindAllStringSubmatch(string(raw), -1) {
 			for _, line := range strings.Split(block[1], "\n") {
 				line = strings.TrimPrefix(strings.TrimSpace(line), "bin/")
-				if (strings.HasPrefix(line, "brain run ") || strings.HasPrefix(line, "brain call ")) &&
+				if slices.ContainsFunc([]string{"brain run", "brain call", "brain tools", "brain calls", "brain runs"}, func(cmd string) bool {
+					return line == cmd || strings.HasPrefix(line, cmd+" ")
+				}) &&
 					!strings.Contains(line, "…") && !strings.Contains(line, "-device") {
 					examples = append(examples, line)
 				}
 			}
 		}
 	}
-	require.GreaterOrEqual(t, len(examples), 8, "%q", examples)
+	require.GreaterOrEqual(t, len(examples), 14, "%q", examples)
 	for _, line := range examples {
 		t.Run(line, func(t *testing.T) {
 			args := shellWords(t, line)

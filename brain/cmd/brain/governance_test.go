@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -222,7 +223,7 @@ func TestCallersCLI(t *testing.T) {
 		return code, out.String() + errOut.String()
 	}
 	name := uniq("cli")
-	code, out := run("callers", "add", name, "-grant", "read:db, send:*", "-agents", "office-assistant", "-note", "the front desk")
+	code, out := run("callers", "add", name, "-grant", "read:db, send:*", "-agents", "office-assistant", "-note", "the front desk", "-json")
 	require.Equal(t, 0, code, out)
 	var added callerResponse
 	require.NoError(t, json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &added), out)
@@ -232,7 +233,7 @@ func TestCallersCLI(t *testing.T) {
 
 	code, out = run("callers", "grant", name, "-grant", "read:*", "-agents", "*")
 	require.Equal(t, 0, code, out)
-	code, out = run("callers", "list", name)
+	code, out = run("callers", "list", name, "-json")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"read:*"`)
 	require.Contains(t, out, "the front desk")
@@ -248,7 +249,9 @@ func TestCallersCLI(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	code, out = run("callers", "list")
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, name)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(name)+` +token +read:\* +- +true +20\d\d-`, out, "the revoked caller's row, revoked at")
+	code, out = run("callers", "list", "-json")
+	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "revoked_at")
 }
 
@@ -378,7 +381,7 @@ func TestApprovalsHTTP(t *testing.T) {
 	require.Contains(t, out, third.Call.ID.String())
 	code, out = run("approvals", "reject", third.Call.ID.String())
 	require.Equal(t, 2, code, "a rejection needs -reason: %s", out)
-	code, out = run("approvals", "approve", third.Call.ID.String(), "-reason", "ok by me")
+	code, out = run("approvals", "approve", third.Call.ID.String(), "-reason", "ok by me", "-json")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"approved"`)
 	code, out = run("approvals", "approve", third.Call.ID.String())

@@ -156,7 +156,7 @@ func TestRequestKeyCLI(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	code, out = run("call", "finance.add_expense", string(input), "-key", key)
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, `"idempotency_hit": true`)
+	require.Contains(t, out, "(idempotency hit: the result of call ")
 	require.Equal(t, 1, countExpenses(t, notes))
 }
 

@@ -37,6 +37,12 @@ usage:
   brain approve RUN_ID [-wait] [-timeout 30s|30000]
                                           run a plan stored with -M plan (its author's, or any with
                                           approve; the calls run with no more than you hold)
+  brain tools [WORDS...] [-limit N] [-agent SLUG [-user ID]]
+                                          the registry's tools, or the best of them for a request in words
+  brain calls [-tool T] [-status S] [-caller C] [-agent A] [-device D] [-since 1h] [-limit N] [-cursor C]
+                                          calls, newest first
+  brain runs [RUN_ID] [-status S] [-mode M] [-agent A] [-caller C] [-limit N]
+                                          runs, newest first, or one run and its answer
   brain receipt CALL_ID [-wait 30s]       print a call and its receipt (waiting up to -wait for it)
   brain call TOOL [INPUT_JSON] [-wait 30s] [-key IDEMPOTENCY_KEY] [-device NAME [-device-wait 30s]]
                                           make one call to a named tool and print its receipt
@@ -76,6 +82,8 @@ brain run flags (GEM's CLI flags work as they are; -x and --x are the same):
   --json              print the JSON response
 
 every client command also takes:
+  -json               print the API's JSON answer (GET /openapi.json describes every answer) instead of
+                      columns and lines
   -url URL            the brain (default $GEM_BRAIN_URL, else http://$GEM_BRAIN_ADDR, else http://127.0.0.1:8088)
   -token TOKEN        bearer token (default $GEM_BRAIN_TOKEN, else the first of $GEM_BRAIN_TOKENS, else the
                       first token in .gem/brain-token, looked up in the working folder and its parents)
@@ -170,6 +178,12 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return approveRun(args[1:], getenv, stdout, stderr)
 	case "receipt":
 		return showReceipt(args[1:], getenv, stdout, stderr)
+	case "tools":
+		return toolsCommand(args[1:], getenv, stdout, stderr)
+	case "calls":
+		return callsCommand(args[1:], getenv, stdout, stderr)
+	case "runs":
+		return runsCommand(args[1:], getenv, stdout, stderr)
 	case "skills":
 		if len(args) < 2 || args[1] != "import" {
 			fmt.Fprintln(stderr, "usage: brain skills import DIR...")
@@ -185,15 +199,43 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 		return ingestLore(args[2:], getenv, stdout, stderr)
 	case "version":
+		if len(args) > 1 && strings.TrimLeft(args[1], "-") == "json" {
+			_ = json.NewEncoder(stdout).Encode(map[string]string{"version": brain.Version})
+			return 0
+		}
 		fmt.Fprintln(stdout, brain.Version)
 		return 0
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "brain: unknown command %q%s\n(brain help lists every command)\n", args[0], didYouMean("brain ", args[0], commands))
 		return 2
 	}
+}
+
+// commands are the brain's commands, for suggesting one after a typo.
+var commands = []string{"serve", "run", "chat", "call", "calls", "runs", "tools", "receipt", "approve", "approvals", "devices", "callers",
+	"skills", "lore", "mcp", "version", "help"}
+
+// didYouMean suggests the candidate nearest to word ("; did you mean brain tools?"), or "" when none is close:
+// a few typos away, or starting with it.
+func didYouMean(prefix, word string, candidates []string) string {
+	word = strings.ToLower(strings.TrimLeft(word, "-"))
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		d := registry.EditDistance(word, c)
+		if len(word) >= 3 && strings.HasPrefix(c, word) {
+			d = min(d, 1)
+		}
+		if best == "" || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" || bestDist > max(2, len(word)/3) {
+		return ""
+	}
+	return "; did you mean " + prefix + best + "?"
 }
 
 func serve(args []string, getenv func(string) string, stderr io.Writer) int {

@@ -84,6 +84,9 @@ func TestCLI(t *testing.T) {
 	// brain call: one call to a named tool, validated by the brain first.
 	code, out, _ = cli("call", "os.create_note", `{"domain": "personal", "title": "from the CLI", "content": "written by brain call"}`)
 	require.Equal(t, 0, code, out)
+	require.Regexp(t, `^succeeded  os.create_note  call [0-9a-f-]{36}  [0-9.]+ ms\nresult: \{.*"note_id":`, out)
+	code, out, _ = cli("call", "os.create_note", `{"domain": "personal", "title": "from the CLI", "content": "written by brain call -json"}`, "-json")
+	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"status": "succeeded"`)
 	code, out, _ = cli("call", "os.create_note", `{"domain": "diary"}`)
 	require.Equal(t, 1, code)
@@ -96,6 +99,10 @@ func TestCLI(t *testing.T) {
 	require.Contains(t, out, "imported quoting-helper")
 	require.Contains(t, out, "imported pdf-notes")
 	require.Contains(t, out, "note: quote.mark_sent: left out, allowed-tools does not list it")
+	code, out, _ = cli("skills", "import", "testdata/skills", "-json")
+	require.Equal(t, 0, code, out)
+	require.True(t, json.Valid([]byte(out)), out)
+	require.Contains(t, out, `"slug": "quoting-helper"`)
 	code, _, errOut = cli("skills", "import", t.TempDir())
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no SKILL.md")
@@ -113,6 +120,10 @@ func TestCLI(t *testing.T) {
 	code, out, _ = cli("lore", "ingest", lore, "-collection", "world")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "towns/riverton.md: unchanged")
+	code, out, _ = cli("lore", "ingest", lore, "-collection", "world", "-json")
+	require.Equal(t, 0, code, out)
+	require.True(t, json.Valid([]byte(out)), out)
+	require.Contains(t, out, `"file": "towns/riverton.md"`)
 
 	// brain run -M plan, then brain approve: the plan runs once.
 	code, out, _ = cli("run", "-M", "plan", "-m", "create a task to approve from the CLI", "-json")
@@ -128,7 +139,7 @@ func TestCLI(t *testing.T) {
 	require.Contains(t, out, "HTTP 409")
 
 	// brain receipt CALL_ID -wait: the call and its receipt.
-	code, out, _ = cli("call", "os.create_note", `{"domain": "business", "title": "for brain receipt", "content": "x"}`, "-wait", "0s")
+	code, out, _ = cli("call", "os.create_note", `{"domain": "business", "title": "for brain receipt", "content": "x"}`, "-wait", "0s", "-json")
 	require.Equal(t, 0, code, out)
 	var made struct {
 		Call struct {
@@ -137,6 +148,9 @@ func TestCLI(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &made))
 	code, out, _ = cli("receipt", made.Call.ID, "-wait", "20s")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "succeeded  os.create_note  call "+made.Call.ID)
+	code, out, _ = cli("receipt", made.Call.ID, "-json")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"status": "succeeded"`)
 	code, _, errOut = cli("receipt")

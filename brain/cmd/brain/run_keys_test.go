@@ -108,7 +108,7 @@ func TestRunRequestKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/brain/runs?idempotency_key="+key, nil, &found))
 	require.Equal(t, first, found.RunID)
 	require.Equal(t, http.StatusNotFound, a.do(http.MethodGet, "/brain/runs?idempotency_key=never-sent-"+uuid.NewString(), nil, &e))
-	require.Equal(t, http.StatusBadRequest, a.do(http.MethodGet, "/brain/runs", nil, &e))
+	require.Equal(t, http.StatusBadRequest, a.do(http.MethodGet, "/brain/runs?idempotency_key=", nil, &e))
 }
 
 // TestOperatorChatRequestKey: a retried POST /operator/chat (rules, no LLM) with its key answers the first

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gemhq/gem/brain"
@@ -50,6 +51,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer drop()
+	defer func() {
+		if brainBinPath != "" {
+			_ = os.RemoveAll(filepath.Dir(brainBinPath)) // the brain built for tests that run it as a process
+		}
+	}()
 	exec, err := testenv.StartExecutor(dbURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
