@@ -12,7 +12,7 @@ import (
 // stream ("stream": true, as the brain's do) as the providers stream: OpenAI's chat completion chunks (data:
 // lines, the usage in a last chunk when stream_options.include_usage asks, then data: [DONE]) and Anthropic's
 // named events (message_start … message_stop), the text in pieces spaced by gap, each tool call's arguments
-// in two pieces.
+// in two pieces. Without a gap the events are written at once, as an instant model's arrive.
 
 // streamedCall is a tool call as a fake streams it.
 type streamedCall struct {
@@ -27,13 +27,17 @@ type streamWish struct {
 	} `json:"stream_options"`
 }
 
-// sseWriter writes server-sent events, flushing each.
-type sseWriter struct{ w http.ResponseWriter }
+// sseWriter writes server-sent events: flushing each when the answer is spread in time (a gap between its
+// pieces), else all at once at the end, as a model that answers at once is read.
+type sseWriter struct {
+	w     http.ResponseWriter
+	flush bool
+}
 
-func newSSE(w http.ResponseWriter) *sseWriter {
+func newSSE(w http.ResponseWriter, gap time.Duration) *sseWriter {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w}
+	return &sseWriter{w: w, flush: gap > 0}
 }
 
 func (s *sseWriter) event(name string, data any) {
@@ -46,7 +50,7 @@ func (s *sseWriter) event(name string, data any) {
 		b = string(j)
 	}
 	fmt.Fprintf(s.w, "data: %s\n\n", b)
-	if f, ok := s.w.(http.Flusher); ok {
+	if f, ok := s.w.(http.Flusher); ok && s.flush {
 		f.Flush()
 	}
 }
@@ -76,7 +80,7 @@ func halves(s string) []string {
 
 // streamOpenAIAnswer streams an answer as OpenAI does; usage nil sends no usage chunk.
 func streamOpenAIAnswer(w http.ResponseWriter, id, model string, pieces []string, gap time.Duration, calls []streamedCall, usage map[string]any) {
-	s := newSSE(w)
+	s := newSSE(w, gap)
 	chunk := func(delta map[string]any, finish any) {
 		s.event("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}})
@@ -107,7 +111,7 @@ func streamOpenAIAnswer(w http.ResponseWriter, id, model string, pieces []string
 
 // streamAnthropicAnswer streams an answer as Anthropic does.
 func streamAnthropicAnswer(w http.ResponseWriter, id, model string, pieces []string, gap time.Duration, calls []streamedCall, inputTokens, outputTokens int) {
-	s := newSSE(w)
+	s := newSSE(w, gap)
 	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": id, "type": "message",
 		"role": "assistant", "model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": inputTokens, "output_tokens": 1}}})

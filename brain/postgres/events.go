@@ -67,7 +67,7 @@ func RunEventAddFenced(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, cla
 	if err != nil {
 		return fmt.Errorf("error encoding a run event: %w", err)
 	}
-	if err := LazyCommit(ctx, db, `WITH r AS MATERIALIZED (SELECT id FROM brain_runs WHERE id = $1 AND owner = $2 FOR NO KEY UPDATE)
+	if err := lazyCommit(ctx, db, true, `WITH r AS MATERIALIZED (SELECT id FROM brain_runs WHERE id = $1 AND owner = $2 FOR NO KEY UPDATE)
 		SELECT gem_run_events_add(r.id, ARRAY[$3::text], ARRAY[$4::jsonb]) FROM r`, runID, claim, kind, b); err != nil {
 		return Error(fmt.Errorf("error recording a run event: %w", err))
 	}
@@ -80,6 +80,13 @@ func RunEventAddFenced(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, cla
 // them, and the next durable commit flushes them with its own. A flush is ~1 ms here, per transaction.
 // Given a transaction, the statement runs in it, which commits as it will.
 func LazyCommit(ctx context.Context, db gemsql.DBTX, sql string, args ...any) error {
+	return lazyCommit(ctx, db, false, sql, args...)
+}
+
+// lazyCommit is LazyCommit; generic plans the statement once for every parameter (plan_cache_mode), for a
+// statement that reads a partitioned table by a parameter, which the plan cache would plan again at each
+// call (0.2–0.4 ms a time for brain_runs here, against 0.01 ms), the partition pruned as it runs instead.
+func lazyCommit(ctx context.Context, db gemsql.DBTX, generic bool, sql string, args ...any) error {
 	pool, ok := db.(*pgxpool.Pool)
 	if !ok {
 		_, err := db.Exec(ctx, sql, args...)
@@ -88,6 +95,9 @@ func LazyCommit(ctx context.Context, db gemsql.DBTX, sql string, args ...any) er
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
+	if generic {
+		b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	}
 	b.Queue(sql, args...)
 	b.Queue("COMMIT")
 	return pool.SendBatch(ctx, b).Close()

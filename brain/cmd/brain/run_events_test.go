@@ -69,19 +69,7 @@ func openStream(t *testing.T, a *testAPI, method, path string, body any, header 
 // collect reads events until the channel closes or within, whichever is first.
 func collect(t *testing.T, events <-chan sseEvent, within time.Duration) []sseEvent {
 	t.Helper()
-	var out []sseEvent
-	deadline := time.After(within)
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				return out
-			}
-			out = append(out, e)
-		case <-deadline:
-			t.Fatalf("the stream did not end within %s; it sent %v", within, kinds(out))
-		}
-	}
+	return plain(readUntil(t, events, within, nil))
 }
 
 func kinds(events []sseEvent) []string {

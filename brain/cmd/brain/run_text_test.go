@@ -28,8 +28,8 @@ type timedEvent struct {
 	at time.Time
 }
 
-// readUntil reads a stream's events, each with the time it came, until the stream ends; at each event it
-// calls seen (nil: none).
+// readUntil reads a stream's events, each with the time it came, until the stream ends or within, whichever
+// is first; at each event it calls seen (nil: none).
 func readUntil(t *testing.T, events <-chan sseEvent, within time.Duration, seen func(timedEvent)) []timedEvent {
 	t.Helper()
 	var out []timedEvent
@@ -46,7 +46,7 @@ func readUntil(t *testing.T, events <-chan sseEvent, within time.Duration, seen 
 				seen(te)
 			}
 		case <-deadline:
-			t.Fatalf("the stream did not end within %s", within)
+			t.Fatalf("the stream did not end within %s; it sent %v", within, kinds(plain(out)))
 		}
 	}
 }
