@@ -16,8 +16,9 @@ import (
 )
 
 // scriptedLLM is the chaos run's LLM: one local server speaking both providers' wire formats (OpenAI chat
-// completions at /v1/chat/completions, Anthropic messages at /v1/messages), answering each request from a
-// script chosen by the conversation it is sent, so any brain that asks for a step gets the same answer.
+// completions at /v1/chat/completions, Anthropic messages at /v1/messages, streamed when asked, as the
+// brains ask), answering each request from a script chosen by the conversation it is sent, so any brain that
+// asks for a step gets the same answer.
 //
 // A chat turn's message carries its tag ([chaos s07 t03]); a request's step is the number of assistant
 // answers after that message. The step's identity is tag/step: the fake counts the requests for each, when
@@ -218,8 +219,8 @@ func (f *scriptedLLM) answer(provider string, msgs []neutralMessage) (text strin
 }
 
 func (f *scriptedLLM) openAI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
 	fail := func(status int, msg string) {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
 	}
@@ -228,6 +229,7 @@ func (f *scriptedLLM) openAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
+		streamWish
 		Model    string `json:"model"`
 		Messages []struct {
 			Role       string          `json:"role"`
@@ -270,6 +272,15 @@ func (f *scriptedLLM) openAI(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
+	if body.Stream {
+		usage := map[string]any{"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
+		if !body.StreamOptions.IncludeUsage {
+			usage = nil
+		}
+		pieces, gap := chaosPieces(text, delay)
+		streamOpenAIAnswer(w, "chatcmpl-chaos", body.Model, pieces, gap, chaosCalls(calls), usage)
+		return
+	}
 	time.Sleep(delay)
 	message := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 	finish := "stop"
@@ -283,6 +294,7 @@ func (f *scriptedLLM) openAI(w http.ResponseWriter, r *http.Request) {
 		}
 		message["tool_calls"], finish = tcs, "tool_calls"
 	}
+	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-chaos", "object": "chat.completion", "created": time.Now().Unix(), "model": body.Model,
 		"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish, "logprobs": nil}},
@@ -291,8 +303,8 @@ func (f *scriptedLLM) openAI(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *scriptedLLM) anthropic(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
 	fail := func(status int, typ, msg string) {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 	}
@@ -305,6 +317,7 @@ func (f *scriptedLLM) anthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
+		streamWish
 		Model    string `json:"model"`
 		Messages []struct {
 			Role    string          `json:"role"`
@@ -367,6 +380,11 @@ func (f *scriptedLLM) anthropic(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "invalid_request_error", "the chaos fake needs a tagged user message")
 		return
 	}
+	if body.Stream {
+		pieces, gap := chaosPieces(text, delay)
+		streamAnthropicAnswer(w, "msg_chaos", body.Model, pieces, gap, chaosCalls(calls), 200, 40)
+		return
+	}
 	time.Sleep(delay)
 	var content []any
 	stop := "end_turn"
@@ -377,11 +395,34 @@ func (f *scriptedLLM) anthropic(w http.ResponseWriter, r *http.Request) {
 		content = append(content, map[string]any{"type": "tool_use", "id": c.id, "name": functionName(c.tool), "input": c.args})
 		stop = "tool_use"
 	}
+	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "msg_chaos", "type": "message", "role": "assistant", "model": body.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 200, "output_tokens": 40},
 	})
+}
+
+// chaosPieces streams a slow answer's text as a model writes it: half its delay before the first piece, the
+// rest spread between its four pieces (an answer with calls, all of its delay first).
+func chaosPieces(text string, delay time.Duration) ([]string, time.Duration) {
+	pieces := textPieces(text, 4)
+	if len(pieces) < 2 {
+		time.Sleep(delay)
+		return pieces, 0
+	}
+	time.Sleep(delay / 2)
+	return pieces, delay / 2 / time.Duration(len(pieces)-1)
+}
+
+// chaosCalls are a step's calls as a fake streams them.
+func chaosCalls(calls []scriptedCall) []streamedCall {
+	var out []streamedCall
+	for _, c := range calls {
+		args, _ := json.Marshal(c.args)
+		out = append(out, streamedCall{ID: c.id, Name: functionName(c.tool), Arguments: string(args)})
+	}
+	return out
 }
 
 // contentText is a message's text: a string, or the text of its parts.

@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// fakeLLM is a local LLM for make bench that answers at once in OpenAI's Chat Completions wire format, so
-// the agent loop's own cost shows apart from any model's latency. A conversation whose last message is the
-// user's is answered with the tool calls calls picks for it; one that ends with tool results, with text.
+// fakeLLM is a local LLM for make bench that answers at once in OpenAI's Chat Completions wire format (as a
+// stream when asked, llmstream.go), so the agent loop's own cost shows apart from any model's latency. A
+// conversation whose last message is the user's is answered with the tool calls calls picks for it; one that
+// ends with tool results, with text.
 type fakeLLM struct {
 	srv   *http.Server
 	url   string
@@ -52,13 +53,14 @@ func startFakeLLM(key string, calls func(fakeRequest) []fakeToolCall) (*fakeLLM,
 func (f *fakeLLM) close() { _ = f.srv.Close() }
 
 func (f *fakeLLM) complete(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
 	if r.Header.Get("Authorization") != "Bearer "+f.key {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "Incorrect API key provided.", "type": "invalid_request_error"}})
 		return
 	}
 	var body struct {
+		streamWish
 		Model    string `json:"model"`
 		Messages []struct {
 			Role    string          `json:"role"`
@@ -71,30 +73,48 @@ func (f *fakeLLM) complete(w http.ResponseWriter, r *http.Request) {
 		} `json:"tools"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Messages) == 0 {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "bad request", "type": "invalid_request_error"}})
 		return
 	}
 	n := f.n.Add(1)
-	message := map[string]any{"role": "assistant", "content": "Done.", "refusal": nil}
-	finish := "stop"
+	text := "Done."
+	var calls []streamedCall
 	if last := body.Messages[len(body.Messages)-1]; last.Role == "user" {
 		req := fakeRequest{}
 		_ = json.Unmarshal(last.Content, &req.User) // a string; an array of parts leaves it empty
 		for _, t := range body.Tools {
 			req.Tools = append(req.Tools, t.Function.Name)
 		}
-		var tcs []any
+		text = ""
 		for i, c := range f.calls(req) {
-			tcs = append(tcs, map[string]any{"id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
-				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+			calls = append(calls, streamedCall{ID: fmt.Sprintf("call_%d_%d", n, i), Name: c.Name, Arguments: c.Arguments})
+		}
+	}
+	id := fmt.Sprintf("chatcmpl-bench%d", n)
+	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+	if body.Stream {
+		if !body.StreamOptions.IncludeUsage {
+			usage = nil
+		}
+		streamOpenAIAnswer(w, id, body.Model, textPieces(text, 1), 0, calls, usage)
+		return
+	}
+	message := map[string]any{"role": "assistant", "content": text, "refusal": nil}
+	finish := "stop"
+	if text == "" {
+		var tcs []any
+		for _, c := range calls {
+			tcs = append(tcs, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
 		}
 		message = map[string]any{"role": "assistant", "content": nil, "refusal": nil, "tool_calls": tcs}
 		finish = "tool_calls"
 	}
+	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("chatcmpl-bench%d", n), "object": "chat.completion", "created": time.Now().Unix(), "model": body.Model,
+		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": body.Model,
 		"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish, "logprobs": nil}},
-		"usage":   map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+		"usage":   usage,
 	})
 }

@@ -70,6 +70,8 @@ type Chat struct {
 	owner     string
 	lease     time.Duration
 	awayWait  time.Duration
+	// textInterval is how often, at most, an LLM attempt's streamed text is written as a text event.
+	textInterval time.Duration
 	// runs are the chat runs this brain is working on, whose leases it renews.
 	runs leases
 	// stopLoops ends the lease renewal and takeover loop (Start), which closes loopsDone.
@@ -99,6 +101,9 @@ type Config struct {
 	// writes again, before the turn is left to its lease and its request answered 503 with its run. Defaults
 	// to 30s (GEM_BRAIN_DB_AWAY_WAIT).
 	AwayWait time.Duration
+	// TextInterval is how often, at most, the text an LLM streams is written as its run's text events.
+	// Defaults to 100ms (GEM_BRAIN_CHAT_TEXT_INTERVAL).
+	TextInterval time.Duration
 }
 
 // New builds the loop; client may be nil (chat then answers that no LLM is configured). waiter and ended (a
@@ -123,8 +128,12 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 	if cfg.AwayWait <= 0 {
 		cfg.AwayWait = AwayWaitDefault
 	}
+	if cfg.TextInterval <= 0 {
+		cfg.TextInterval = TextIntervalDefault
+	}
 	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
-		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, awayWait: cfg.AwayWait, runs: leases{claims: map[uuid.UUID]string{}}, wake: make(chan struct{}, 1)}
+		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, awayWait: cfg.AwayWait, textInterval: cfg.TextInterval,
+		runs: leases{claims: map[uuid.UUID]string{}}, wake: make(chan struct{}, 1)}
 }
 
 // chatRun is the state of one chat request.
@@ -425,19 +434,36 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 	}
 	for iteration := first; ; iteration++ {
 		req := &llm.Request{Model: model, System: r.system, Messages: conversation, Tools: c.offeredDefs(r), Temperature: r.agent.Temperature}
-		turn := turnRecord{iteration: iteration, attempt: 1, model: model, req: req}
+		turn := turnRecord{iteration: iteration, attempt: 1, model: model, req: req, secretsKnown: len(r.secretValues)}
+		// A watcher learns each attempt began, then reads its text as the provider streams it (events are a
+		// view: a failed write does not stop the turn).
+		var text *textStream
+		req.OnAttempt = func(n int) {
+			turn.attempt, text = n, c.newTextStream(ctx, r)
+			if err := postgres.RunEventAddFenced(ctx, c.pool, r.runID, r.claim, postgres.EventLLMStarted,
+				map[string]any{"iteration": iteration, "attempt": n, "model": model}); err != nil {
+				r.log.Warn().Err(err).Msg("error recording an llm_started event")
+			}
+		}
+		req.OnText = func(s string) {
+			if text != nil {
+				text.add(s)
+			}
+		}
 		// Every attempt is recorded: those retried as they fail, the last with its outcome.
 		req.OnRetry = func(a llm.Attempt) {
-			c.recordTurn(ctx, r, turnRecord{iteration: iteration, attempt: a.N, model: model, req: req, err: a.Err, latency: a.Latency})
-			turn.attempt = a.N + 1
-		}
-		// A watcher learns the step began (events are a view: a failed write does not stop the turn).
-		if err := postgres.RunEventAdd(ctx, c.pool, r.runID, postgres.EventLLMStarted, map[string]any{"iteration": iteration, "model": model}); err != nil {
-			r.log.Warn().Err(err).Msg("error recording an llm_started event")
+			failed := turnRecord{iteration: iteration, attempt: a.N, model: model, req: req, err: a.Err, latency: a.Latency}
+			var wrote bool
+			failed.text, wrote = text.end()
+			turn.textWritten = turn.textWritten || wrote || failed.text != ""
+			c.recordTurn(ctx, r, failed)
 		}
 		start := time.Now()
 		resp, err := c.llm.Complete(ctx, req)
 		turn.resp, turn.err, turn.latency = resp, err, time.Since(start)
+		var wrote bool
+		turn.text, wrote = text.end()
+		turn.textWritten = turn.textWritten || wrote
 		if err != nil {
 			c.recordTurn(ctx, r, turn)
 			return err
@@ -782,6 +808,13 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 				if err := postgres.TurnInsert(ctx, tx, c.turnParams(r, *turn)); err != nil {
 					return err
 				}
+				// The step's calls name secrets its text streamed before they were known: its text events are
+				// scrubbed of them, as its messages are.
+				if turn.textWritten && len(r.secretValues) > turn.secretsKnown {
+					if err := postgres.StepTextScrub(ctx, tx, r.runID, turn.iteration, r.scrub); err != nil {
+						return err
+					}
+				}
 			}
 			if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, msgs...); err != nil {
 				return err
@@ -1029,15 +1062,7 @@ func (r *chatRun) noteSecrets(tool *registry.Tool, input []byte) {
 }
 
 // scrub replaces the run's secret values in a text, as they are and as JSON quotes them.
-func (r *chatRun) scrub(s string) string {
-	for _, v := range r.secretValues {
-		s = strings.ReplaceAll(s, v, registry.SecretRedacted)
-		if q, _ := json.Marshal(v); len(q) > 2 && string(q[1:len(q)-1]) != v {
-			s = strings.ReplaceAll(s, string(q[1:len(q)-1]), registry.SecretRedacted)
-		}
-	}
-	return s
-}
+func (r *chatRun) scrub(s string) string { return scrubValues(s, r.secretValues) }
 
 // scrubJSON scrubs a JSON document; the result stays JSON (a value is replaced inside its quotes).
 func (r *chatRun) scrubJSON(b []byte) []byte {
@@ -1067,6 +1092,12 @@ type turnRecord struct {
 	resp               *llm.Response
 	err                error
 	latency            time.Duration
+	// text is the attempt's streamed text not yet written as text events (written with its llm_ended);
+	// textWritten says the step wrote some before (this attempt or one before it); secretsKnown is how many
+	// secret values the run knew as the step began.
+	text         string
+	textWritten  bool
+	secretsKnown int
 }
 
 // recordTurn stores one attempt of an LLM turn with the run (what was asked, in summary, and what came
@@ -1102,7 +1133,8 @@ func (c *Chat) turnParams(r *chatRun, t turnRecord) *postgres.TurnInsertParams {
 		errJSON, _ = json.Marshal(brain.AsError(err))
 	}
 	return &postgres.TurnInsertParams{RunID: r.runID, Iteration: t.iteration, Attempt: t.attempt,
-		Provider: c.llm.Provider(), Model: t.model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: t.latency}
+		Provider: c.llm.Provider(), Model: t.model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: t.latency,
+		Text: r.scrub(t.text)}
 }
 
 // logTurn logs an LLM turn.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
@@ -34,6 +35,9 @@ func newAnthropicLLM(cfg llmconfig.Config) *anthropicLLM {
 func (a *anthropicLLM) Provider() string     { return llmconfig.ProviderAnthropic }
 func (a *anthropicLLM) DefaultModel() string { return a.cfg.Model }
 
+// Complete asks for the answer as a stream, telling req.OnText its text as it comes (text blocks joined by a
+// line break, as the answer's Content joins them), and builds the answer with the SDK's accumulator; usage
+// comes in message_start and message_delta. A server that answers the whole message is read as such.
 func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, error) {
 	maxTokens := int64(anthropicMaxTokensDefault)
 	if a.cfg.MaxTokens > 0 {
@@ -51,20 +55,86 @@ func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, e
 		params.Temperature = param.NewOpt(*req.Temperature)
 	}
 
-	msg, err := a.client.Messages.New(ctx, params)
-	if err != nil {
-		var apiErr *anthropic.Error
-		if errors.As(err, &apiErr) {
-			var body struct {
-				Error struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
-			return nil, apiFailure(llmconfig.ProviderAnthropic, apiErr.StatusCode, headerOf(apiErr.Response), body.Error.Message, err)
-		}
-		return nil, transportFailure(llmconfig.ProviderAnthropic, err)
+	var raw *http.Response
+	stream := a.client.Messages.NewStreaming(ctx, params, option.WithResponseInto(&raw))
+	defer stream.Close()
+	if err := stream.Err(); err != nil {
+		return nil, anthropicFailure(err, 0)
 	}
+	if !isEventStream(raw) {
+		var msg anthropic.Message
+		if err := readWhole(raw, &msg); err != nil {
+			return nil, transportFailure(llmconfig.ProviderAnthropic, err)
+		}
+		resp := anthropicResponse(&msg)
+		req.text(resp.Content)
+		return resp, nil
+	}
+	var msg anthropic.Message
+	events, texts := 0, 0
+	for stream.Next() {
+		event := stream.Current()
+		if err := msg.Accumulate(event); err != nil {
+			return nil, brokenStream(llmconfig.ProviderAnthropic, events, err)
+		}
+		events++
+		switch {
+		case event.Type == "content_block_start" && event.ContentBlock.Type == "text":
+			if texts++; texts > 1 {
+				req.text("\n")
+			}
+			req.text(event.ContentBlock.Text)
+		case event.Type == "content_block_delta" && event.Delta.Type == "text_delta":
+			req.text(event.Delta.Text)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, anthropicFailure(err, events)
+	}
+	if msg.StopReason == "" {
+		return nil, brokenStream(llmconfig.ProviderAnthropic, events, errors.New("it ended without a stop_reason"))
+	}
+	return anthropicResponse(&msg), nil
+}
+
+// anthropicStreamStatus is the HTTP status Anthropic answers with each error type: an error that comes
+// inside a stream (after its 200) is classified as that status would be (an overloaded_error mid-stream is
+// retried as a 529 is).
+var anthropicStreamStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest, "authentication_error": http.StatusUnauthorized,
+	"billing_error": http.StatusPaymentRequired, "permission_error": http.StatusForbidden, "not_found_error": http.StatusNotFound,
+	"request_too_large": http.StatusRequestEntityTooLarge, "rate_limit_error": http.StatusTooManyRequests,
+	"api_error": http.StatusInternalServerError, "timeout_error": http.StatusGatewayTimeout, "overloaded_error": 529,
+}
+
+// anthropicFailure classifies a request's failure: the provider's error answer (before or, as an error event,
+// inside its stream, after events events), or none.
+func anthropicFailure(err error, events int) *failure {
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) {
+		if events > 0 {
+			return brokenStream(llmconfig.ProviderAnthropic, events, err)
+		}
+		return transportFailure(llmconfig.ProviderAnthropic, err)
+	}
+	var body struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
+	status := apiErr.StatusCode
+	if status < http.StatusBadRequest {
+		if status = anthropicStreamStatus[body.Error.Type]; status == 0 {
+			status = http.StatusInternalServerError
+		}
+	}
+	return apiFailure(llmconfig.ProviderAnthropic, status, headerOf(apiErr.Response), body.Error.Message, err)
+}
+
+// anthropicResponse is a message as the brain keeps it.
+func anthropicResponse(msg *anthropic.Message) *Response {
 	resp := &Response{StopReason: string(msg.StopReason), Usage: Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens}}
 	var text []string
 	for _, block := range msg.Content {
@@ -81,7 +151,7 @@ func (a *anthropicLLM) Complete(ctx context.Context, req *Request) (*Response, e
 	}
 	resp.Content = strings.Join(text, "\n")
 	resp.scrubNUL()
-	return resp, nil
+	return resp
 }
 
 // anthropicTool is a tool definition as the Messages API takes it (GET /brain/tools?format=anthropic shows the

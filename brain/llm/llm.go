@@ -51,6 +51,20 @@ type Request struct {
 	// OnRetry, when set, is told of each failed attempt of the step that is tried again (the step's last
 	// attempt is what Complete returns), so that every attempt can be recorded.
 	OnRetry func(Attempt) `json:"-"`
+	// OnAttempt, when set, is told as each attempt of the step begins (n counts them from 1): the text
+	// OnText heard before belongs to an attempt that failed.
+	OnAttempt func(n int) `json:"-"`
+	// OnText, when set, is told the answer's text as the provider streams it, piece by piece and in order,
+	// on the goroutine that called Complete (NUL replaced, as in the answer): the pieces of the attempt
+	// that answers make its Content.
+	OnText func(text string) `json:"-"`
+}
+
+// text tells req's OnText a piece of the answer's text.
+func (req *Request) text(s string) {
+	if req.OnText != nil && s != "" {
+		req.OnText(strings.ReplaceAll(s, "\x00", replacement))
+	}
 }
 
 // Message is one message of a conversation, in a provider-neutral form.

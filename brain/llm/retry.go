@@ -200,11 +200,15 @@ func Retrying(c Client, cfg llmconfig.Config) Client {
 	return &retrying{Client: c, timeout: cfg.Timeout, step: cfg.StepTimeout, retryAfterMax: cfg.RetryAfterMax, attempts: llmconfig.StepAttempts}
 }
 
-// Complete makes the step's attempts; req.OnRetry hears of each one tried again.
+// Complete makes the step's attempts; req.OnAttempt hears of each one as it begins, req.OnRetry of each one
+// tried again.
 func (r *retrying) Complete(ctx context.Context, req *Request) (*Response, error) {
 	step, cancel := context.WithTimeout(ctx, r.step)
 	defer cancel()
 	for n := 1; ; n++ {
+		if req.OnAttempt != nil {
+			req.OnAttempt(n)
+		}
 		attempt, cancelAttempt := context.WithTimeout(step, r.timeout)
 		start := time.Now()
 		resp, err := r.Client.Complete(attempt, req)

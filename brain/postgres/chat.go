@@ -157,9 +157,13 @@ type TurnInsertParams struct {
 	// Request summarises what was asked; Response, Error and Usage are JSON (nil when absent).
 	Request, Response, Error, Usage []byte
 	Latency                         time.Duration
+	// Text is the attempt's streamed text not yet written as text events: its text event comes just before
+	// its llm_ended.
+	Text string
 }
 
-// TurnInsert records one LLM turn with its run, and its llm_ended event in the same statement.
+// TurnInsert records one LLM turn with its run, and its llm_ended event (after its last text event, when
+// p.Text) in the same statement.
 func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error {
 	latency := float64(p.Latency.Microseconds()) / 1000
 	event := map[string]any{"iteration": p.Iteration, "attempt": max(p.Attempt, 1), "retries": max(p.Attempt, 1) - 1,
@@ -170,11 +174,16 @@ func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error 
 	if len(p.Error) > 0 {
 		event["error"] = json.RawMessage(p.Error)
 	}
-	data, _ := json.Marshal(event)
+	ended, _ := json.Marshal(event)
+	kinds, datas := []string{EventLLMEnded}, [][]byte{ended}
+	if p.Text != "" {
+		text, _ := json.Marshal(map[string]string{"text": p.Text})
+		kinds, datas = []string{EventText, EventLLMEnded}, [][]byte{text, ended}
+	}
 	_, err := db.Exec(ctx, `WITH t AS (INSERT INTO brain_turns (run_id, iteration, attempt, provider, model, request, response, error, usage, latency_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING run_id)
-		SELECT gem_run_events_add(run_id, ARRAY['`+EventLLMEnded+`'], ARRAY[$11::jsonb]) FROM t`,
-		p.RunID, p.Iteration, max(p.Attempt, 1), p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage, latency, data)
+		SELECT gem_run_events_add(run_id, $11::text[], $12::jsonb[]) FROM t`,
+		p.RunID, p.Iteration, max(p.Attempt, 1), p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage, latency, kinds, datas)
 	if err != nil {
 		return fmt.Errorf("error recording an LLM turn: %w", err)
 	}
@@ -444,7 +453,8 @@ func ToolMessageSettleByToolCall(ctx context.Context, db gemsql.DBTX, sessionID 
 	return Error(err)
 }
 
-// StepScrub rewrites a journaled step's records — its assistant message and its LLM turns — through scrub,
+// StepScrub rewrites a journaled step's records — its assistant message, its LLM turns and its text events —
+// through scrub,
 // for secrets learned after they were written (a run_code program's calls name them).
 func StepScrub(ctx context.Context, db Beginner, sessionID string, runID uuid.UUID, iteration int, scrub func(string) string) error {
 	return Error(pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
@@ -495,6 +505,6 @@ func StepScrub(ctx context.Context, db Beginner, sessionID string, runID uuid.UU
 				return err
 			}
 		}
-		return nil
+		return StepTextScrub(ctx, tx, runID, iteration, scrub)
 	}))
 }

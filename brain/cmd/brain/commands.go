@@ -707,6 +707,42 @@ func printEvent(w io.Writer, e api.Event) {
 	fmt.Fprintf(w, "  %3d %-22s %s\n", e.ID, e.Kind, data.String())
 }
 
+// textIndent starts a line of the text a model writes, as brain chat prints it.
+const textIndent = "      │ "
+
+// turnPrinter prints a turn's events as they come, a line each, and the text the model writes as it streams
+// (its text events) under the llm_started it follows: a new llm_started (another attempt, the next step)
+// starts its text again.
+type turnPrinter struct {
+	w      io.Writer
+	inText bool // a line of text is open
+}
+
+func (p *turnPrinter) print(e api.Event) {
+	if e.Kind == "text" {
+		var d struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		if !p.inText {
+			fmt.Fprint(p.w, textIndent)
+			p.inText = true
+		}
+		fmt.Fprint(p.w, strings.ReplaceAll(d.Text, "\n", "\n"+textIndent))
+		return
+	}
+	p.endText()
+	printEvent(p.w, e)
+}
+
+// endText ends an open line of text.
+func (p *turnPrinter) endText() {
+	if p.inText {
+		fmt.Fprintln(p.w)
+		p.inText = false
+	}
+}
+
 // chatMessage sends an agent a message and prints its turn as it runs: brain chat AGENT MESSAGE.
 func chatMessage(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
@@ -733,19 +769,20 @@ func chatMessage(args []string, getenv func(string) string, stdout, stderr io.Wr
 	if *key == "" {
 		*key = "cli-chat-" + uuid.NewString() // the same turn when the stream is opened again (its brain went away)
 	}
-	events := stdout
+	events := &turnPrinter{w: stdout}
 	if *asJSON {
-		events = stderr
+		events.w = stderr
 	}
 	var resp *brain.ChatResponse
 	var raw json.RawMessage
 	status, refused, err := c.ChatStream(ctx, agent, &brain.ChatParams{Message: message, UserID: *user, SessionID: *session, IdempotencyKey: *key},
 		func(e api.Event) error {
 			if e.Kind == "response" {
+				events.endText()
 				raw, resp = e.Data, &brain.ChatResponse{}
 				return json.Unmarshal(e.Data, resp)
 			}
-			printEvent(events, e)
+			events.print(e)
 			return nil
 		})
 	if refused != nil {
@@ -759,6 +796,7 @@ func chatMessage(args []string, getenv func(string) string, stdout, stderr io.Wr
 		raw, resp = refused, &brain.ChatResponse{}
 		err = json.Unmarshal(refused, resp)
 	}
+	events.endText()
 	if err != nil || resp == nil {
 		fmt.Fprintln(stderr, "brain chat: the stream ended without the turn's response:", err)
 		return 1

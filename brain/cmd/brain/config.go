@@ -73,7 +73,7 @@ type Config struct {
 	DBConnectWait time.Duration
 
 	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT,
-	// GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN, GEM_BRAIN_RUN_LEASE, GEM_BRAIN_DB_AWAY_WAIT).
+	// GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN, GEM_BRAIN_RUN_LEASE, GEM_BRAIN_DB_AWAY_WAIT, GEM_BRAIN_CHAT_TEXT_INTERVAL).
 	Chat chat.Config
 
 	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
@@ -278,6 +278,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("GEM_BRAIN_DB_AWAY_WAIT: %q is not a duration", s))
 		}
 		c.Chat.AwayWait = d
+	}
+	if s := getenv("GEM_BRAIN_CHAT_TEXT_INTERVAL"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Millisecond {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_CHAT_TEXT_INTERVAL: %q is not a duration of at least 1ms (like 100ms)", s))
+		}
+		c.Chat.TextInterval = d
 	}
 	if s := getenv("GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN"); s != "" {
 		n, err := strconv.Atoi(s)

@@ -123,6 +123,7 @@ brain serve reads (defaults in brackets):
   GEM_BRAIN_TOOL_SEARCH_THRESHOLD  tools above which agents get search_tools/describe_tool [40]
   GEM_BRAIN_CHAT_WAIT_TIMEOUT      wait for one chat iteration's receipts [30s]
   GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN  tool calls one LLM answer may make; the rest are refused [50]
+  GEM_BRAIN_CHAT_TEXT_INTERVAL     how often, at most, the text an LLM streams is written as a run's text event [100ms]
   GEM_BRAIN_RUN_LEASE              a chat turn's lease: another brain takes it over this long after its brain died [5s]
   GEM_BRAIN_DB_AWAY_WAIT           how long a chat turn's write waits for the database to come back before 503 [30s]
   GEM_MCP_CALL_WAIT                how long an MCP tools/call waits for its receipt before answering pending [25s]

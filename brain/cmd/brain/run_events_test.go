@@ -69,19 +69,7 @@ func openStream(t *testing.T, a *testAPI, method, path string, body any, header 
 // collect reads events until the channel closes or within, whichever is first.
 func collect(t *testing.T, events <-chan sseEvent, within time.Duration) []sseEvent {
 	t.Helper()
-	var out []sseEvent
-	deadline := time.After(within)
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				return out
-			}
-			out = append(out, e)
-		case <-deadline:
-			t.Fatalf("the stream did not end within %s; it sent %v", within, kinds(out))
-		}
-	}
+	return plain(readUntil(t, events, within, nil))
 }
 
 func kinds(events []sseEvent) []string {
@@ -124,7 +112,7 @@ func TestChatStreamsItsEvents(t *testing.T) {
 	t.Logf("first event %s after the request", time.Since(sent).Round(time.Microsecond))
 	events := append([]sseEvent{first}, collect(t, stream, 30*time.Second)...)
 
-	want := []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started", "llm_ended", "answer", "run_ended", "response"}
+	want := []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started", "text", "llm_ended", "answer", "run_ended", "response"}
 	require.Equal(t, want, kinds(events))
 	requireSeq(t, events[:len(events)-1], 1)
 	require.Zero(t, events[len(events)-1].ID, "the response is no event of the run: a client resuming never sees it again")
@@ -142,10 +130,11 @@ func TestChatStreamsItsEvents(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(events[4].Data), &receipt))
 	require.Equal(t, call["call_id"], receipt["call_id"])
 	require.Equal(t, "succeeded", receipt["status"])
-	require.JSONEq(t, `{"reply": "Done: it is on your list."}`, events[7].Data)
-	require.JSONEq(t, `{"status": "completed"}`, events[8].Data)
+	require.JSONEq(t, `{"text": "Done: it is on your list."}`, events[6].Data, "an answer that streamed within GEM_BRAIN_CHAT_TEXT_INTERVAL is one text event")
+	require.JSONEq(t, `{"reply": "Done: it is on your list."}`, events[8].Data)
+	require.JSONEq(t, `{"status": "completed"}`, events[9].Data)
 	var final brain.ChatResponse
-	require.NoError(t, json.Unmarshal([]byte(events[9].Data), &final))
+	require.NoError(t, json.Unmarshal([]byte(events[10].Data), &final))
 	require.True(t, final.OK, "%+v", final.Errors)
 	require.Equal(t, "Done: it is on your list.", final.Reply)
 	var started map[string]any
@@ -213,8 +202,8 @@ func TestAsyncRequests(t *testing.T) {
 
 	close(release)
 	events := collect(t, readSSE(openStream(t, a, http.MethodGet, accepted.Events, nil, nil).Body), 30*time.Second)
-	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "answer", "run_ended"}, kinds(events))
-	require.JSONEq(t, `{"reply": "Later, as promised."}`, events[3].Data)
+	require.Equal(t, []string{"run_started", "llm_started", "text", "llm_ended", "answer", "run_ended"}, kinds(events))
+	require.JSONEq(t, `{"reply": "Later, as promised."}`, events[4].Data)
 	require.Len(t, fake.Requests(), 1, "the retry asked nothing")
 
 	// POST /brain/run: 202 once the run and its call are recorded; its events end with the answer.
@@ -292,9 +281,9 @@ func TestRunEventsAcrossBrainRestart(t *testing.T) {
 	last := seen[len(seen)-1].ID
 	rest := collect(t, readSSE(openStream(t, apiB, http.MethodGet, accepted.Events, nil,
 		map[string]string{"Last-Event-ID": strconv.FormatInt(last, 10)}).Body), 30*time.Second)
-	require.Equal(t, []string{"run_resumed", "llm_started", "llm_ended", "answer", "run_ended"}, kinds(rest))
+	require.Equal(t, []string{"run_resumed", "llm_started", "text", "llm_ended", "answer", "run_ended"}, kinds(rest))
 	requireSeq(t, append(seen, rest...), 1)
-	require.JSONEq(t, `{"reply": "All healthy."}`, rest[3].Data)
+	require.JSONEq(t, `{"reply": "All healthy."}`, rest[4].Data)
 	require.JSONEq(t, `{"owner": "`+m.Chat.Owner()+`"}`, rest[0].Data)
 }
 
@@ -340,7 +329,8 @@ func TestCLIFollowsRuns(t *testing.T) {
 	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started", "llm_ended", "answer", "run_ended"},
 		eventKinds(out), out)
 	require.Contains(t, out, "Everything is running.")
-	require.Regexp(t, `ok  run [0-9a-f-]{36}  session [0-9a-f-]{36}  completed`, out)
+	require.Regexp(t, `(?s)llm_started .*\n      │ Everything is running\.\n +\d+ llm_ended .*ok  run [0-9a-f-]{36}  session [0-9a-f-]{36}  completed`, out,
+		"the text the model wrote is printed as it comes, under its llm_started")
 
 	code, out, _ = run("chat", "no-such-agent", "hello")
 	require.Equal(t, 1, code)
@@ -366,7 +356,7 @@ func TestRunEventsHeldCall(t *testing.T) {
 	resp := openStream(t, a, http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"message": "my reminders?", "user_id": "user-1"}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	events := collect(t, readSSE(resp.Body), 30*time.Second)
-	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "call_awaiting_approval", "llm_started", "llm_ended",
+	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "call_awaiting_approval", "llm_started", "text", "llm_ended",
 		"answer", "run_ended", "response"}, kinds(events))
 	require.Equal(t, events[3].Data, events[4].Data, "the same call")
 	require.Contains(t, events[4].Data, `"tool": "os.list_reminders"`)

@@ -123,7 +123,8 @@ func (b *browserSteps) open(path, ready string) {
 
 // TestStudioInBrowser drives the studio in headless Chromium as an operator would: log in, create and
 // edit a skill (a bad slug shows the API's message by the field), assign it to a new agent, chat with the
-// agent and see its turn's steps and calls arrive as they happen (the turn's event stream), approve a held call, watch a receipt arrive live, and find a failed call
+// agent and see its turn's steps and calls arrive as they happen (the turn's event stream) and its reply
+// fill in as the model writes it, approve a held call, watch a receipt arrive live, and find a failed call
 // by filter. It saves a screenshot of each page.
 func TestStudioInBrowser(t *testing.T) {
 	t.Parallel()
@@ -134,7 +135,8 @@ func TestStudioInBrowser(t *testing.T) {
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "call_note", Name: "os__create_note",
 			Arguments: `{"domain": "business", "title": "Call Dana back", "content": "about the roof quote"}`}}},
-		llmfake.Turn{Text: "I noted to call Dana back about the roof quote."})
+		// The reply streams in two pieces 2 s apart: the pending reply shows the first meanwhile.
+		llmfake.Turn{Chunks: []string{"I noted to call Dana back", " about the roof quote."}, Gap: 2 * time.Second})
 	m, err := startBrain(dbURL, func(c *Config) {
 		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
 		c.Chat = chat.Config{}
@@ -205,7 +207,10 @@ func TestStudioInBrowser(t *testing.T) {
 	b.open("/studio/chat?agent="+agent, "#chat-form")
 	b.do("chat", chromedp.SendKeys(chromedp.ID("chat-message"), "remind me to call Dana back about the quote"),
 		chromedp.Click(chromedp.CSS(`#chat-form button`)))
-	b.until("reply", `document.querySelector('#transcript').innerText.includes('I noted to call Dana back')`)
+	b.until("text as it is written", `document.querySelector('#transcript .msg.pending .text')?.textContent === 'I noted to call Dana back'`)
+	b.shot("05-chat-writing")
+	b.until("reply", `!document.querySelector('#transcript .msg.pending') &&
+		document.querySelector('#transcript').innerText.includes('I noted to call Dana back about the roof quote.')`)
 	calls := b.text("#chat-calls")
 	require.Contains(t, calls, "os.create_note")
 	require.Contains(t, calls, "succeeded")

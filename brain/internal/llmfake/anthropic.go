@@ -46,6 +46,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	var body struct {
 		Model     string          `json:"model"`
+		Stream    bool            `json:"stream"`
 		MaxTokens int             `json:"max_tokens"`
 		System    json.RawMessage `json:"system"`
 		Messages  []struct {
@@ -73,7 +74,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "messages: the first message must use the user role")
 		return
 	}
-	req := &Request{Model: body.Model, System: textOf(body.System)}
+	req := &Request{Model: body.Model, System: textOf(body.System), Stream: body.Stream, IncludeUsage: body.Stream}
 	for i, m := range body.Messages {
 		if i > 0 && m.Role == body.Messages[i-1].Role {
 			anthropicError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("messages.%d: roles must alternate between user and assistant", i))
@@ -150,9 +151,14 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, f.Status, f.errorType(true), f.Message)
 		return
 	}
+	id := fmt.Sprintf("msg_fake%d", len(s.Requests()))
+	if req.Stream && !s.whole.Load() {
+		s.streamAnthropic(w, id, req.Model, turn)
+		return
+	}
 	var content []any
-	if turn.Text != "" {
-		content = append(content, map[string]any{"type": "text", "text": turn.Text})
+	if turn.text() != "" {
+		content = append(content, map[string]any{"type": "text", "text": turn.text()})
 	}
 	stop := "end_turn"
 	for _, c := range turn.Calls {
@@ -168,7 +174,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("msg_fake%d", len(s.Requests())), "type": "message", "role": "assistant", "model": req.Model,
+		"id": id, "type": "message", "role": "assistant", "model": req.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 100, "output_tokens": 12},
 	})

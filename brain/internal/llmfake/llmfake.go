@@ -1,7 +1,9 @@
 // Package llmfake is a fake OpenAI chat-completions server and a fake Anthropic Messages server for tests.
 // Both speak the real wire formats (paths, headers, JSON shapes), refuse requests the real services refuse
 // (a tool call left without its result, a bad function name, a strict schema that is not strict, a missing
-// key), record every request in one provider-neutral form, and answer from a script of turns.
+// key), record every request in one provider-neutral form, and answer from a script of turns. A request that
+// asks to stream ("stream": true) is answered as the services stream: server-sent events, the text in the
+// turn's pieces and each tool call's arguments in pieces (stream.go).
 package llmfake
 
 import (
@@ -15,7 +17,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -32,6 +36,32 @@ type Turn struct {
 	Check func(t require.TestingT, req *Request)
 	// Fail, when set, answers the request with the provider's error instead of a message.
 	Fail *Failure
+	// Chunks, when set, is the text (instead of Text) in the pieces a stream sends it in; Text is sent in one.
+	Chunks []string
+	// Gap is the pause a stream makes before each piece after its first (of text, and of arguments).
+	Gap time.Duration
+	// CutAfter, when above 0, breaks the stream after that many pieces of text (more than there are: after
+	// the text and the calls, before the answer's end): the connection is dropped mid-answer.
+	CutAfter int
+}
+
+// text is the turn's whole text.
+func (t Turn) text() string {
+	if t.Chunks != nil {
+		return strings.Join(t.Chunks, "")
+	}
+	return t.Text
+}
+
+// pieces is the turn's text as a stream sends it.
+func (t Turn) pieces() []string {
+	if t.Chunks != nil {
+		return t.Chunks
+	}
+	if t.Text == "" {
+		return nil
+	}
+	return []string{t.Text}
 }
 
 // Failure is a scripted error answer, in the provider's error format.
@@ -89,6 +119,9 @@ type Request struct {
 	System   string
 	Messages []Message
 	Tools    []Tool
+	// Stream says the request asked to be answered as a stream; IncludeUsage, that the stream count its
+	// tokens (OpenAI's stream_options.include_usage; Anthropic's streams always do).
+	Stream, IncludeUsage bool
 }
 
 // Message is one message of a recorded request.
@@ -137,7 +170,13 @@ type Server struct {
 	script   []Turn
 	reqs     []*Request
 	problems []string
+	// whole: answer whole even a request that asks to stream (a compatible server without streams).
+	whole atomic.Bool
 }
+
+// AnswerWhole makes the fake answer as a server that cannot stream does: the whole answer, in JSON, to a
+// request that asks for a stream too.
+func (s *Server) AnswerWhole() { s.whole.Store(true) }
 
 // start serves handler and reports, when the test ends, every problem its handlers recorded.
 func (s *Server) start(t testing.TB, handler http.HandlerFunc) {

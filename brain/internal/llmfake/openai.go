@@ -31,7 +31,11 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
-		Model    string `json:"model"`
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
 		Messages []struct {
 			Role       string          `json:"role"`
 			Content    json.RawMessage `json:"content"`
@@ -63,7 +67,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "you must provide a model and messages")
 		return
 	}
-	req := &Request{Model: body.Model}
+	req := &Request{Model: body.Model, Stream: body.Stream, IncludeUsage: body.StreamOptions.IncludeUsage}
 	for i, m := range body.Messages {
 		msg := Message{Role: m.Role, Content: textOf(m.Content), ToolCallID: m.ToolCallID}
 		switch m.Role {
@@ -119,10 +123,23 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, f.Status, f.errorType(false), f.Message)
 		return
 	}
+	prompt := 0
+	for _, m := range req.Messages {
+		prompt += len(strings.Fields(m.Content)) + 3
+	}
+	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12}
+	id := fmt.Sprintf("chatcmpl-fake%d", len(s.Requests()))
+	if req.Stream && !s.whole.Load() {
+		if !req.IncludeUsage {
+			usage = nil
+		}
+		streamOpenAI(w, id, req.Model, turn, usage)
+		return
+	}
 	message := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 	finish := "stop"
-	if turn.Text != "" || len(turn.Calls) == 0 {
-		message["content"] = turn.Text
+	if turn.text() != "" || len(turn.Calls) == 0 {
+		message["content"] = turn.text()
 	}
 	if len(turn.Calls) > 0 {
 		var calls []any
@@ -132,15 +149,11 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		message["tool_calls"] = calls
 		finish = "tool_calls"
 	}
-	prompt := 0
-	for _, m := range req.Messages {
-		prompt += len(strings.Fields(m.Content)) + 3
-	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("chatcmpl-fake%d", len(s.Requests())), "object": "chat.completion", "created": 1763800000,
+		"id": id, "object": "chat.completion", "created": 1763800000,
 		"model": req.Model, "system_fingerprint": "fp_fake",
 		"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish, "logprobs": nil}},
-		"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12},
+		"usage":   usage,
 	})
 }

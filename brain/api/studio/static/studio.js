@@ -246,7 +246,7 @@
   // stepText says an event of the turn in a few words; "" for the ones not shown.
   function stepText(kind, d) {
     switch (kind) {
-      case "llm_started": return `asking the model (step ${d.iteration})`;
+      case "llm_started": return d.attempt > 1 ? `asking the model again (step ${d.iteration}, attempt ${d.attempt})` : `asking the model (step ${d.iteration})`;
       case "llm_ended": return d.error ? `the model failed (attempt ${d.attempt})` : `the model answered (step ${d.iteration}, ${Math.round(d.latency_ms)} ms)`;
       case "call_enqueued": return `calling ${d.tool}`;
       case "call_awaiting_approval": return `${d.tool} awaits approval`;
@@ -258,7 +258,8 @@
   }
 
   // chatTurn streams a turn: its steps show under the pending reply as they happen, its calls in the list,
-  // and the reply when it ends.
+  // the text the model writes fills the pending reply as it comes (each llm_started — another attempt, the
+  // next step — starts it again), and the reply replaces it when the turn ends.
   async function chatTurn(form, url, body) {
     const message = body.message;
     if (!message || !message.trim()) {
@@ -268,6 +269,8 @@
     say("you", message);
     form.elements.message.value = "";
     const wait = say("agent", "…", "agent pending");
+    const pending = wait.querySelector(".text");
+    let written = "";
     const steps = el("ol", { class: "steps" });
     wait.appendChild(steps);
     const button = form.querySelector("button");
@@ -278,13 +281,15 @@
         if (kind === "call_enqueued") addChatCall({ id: d.call_id, tool: d.tool, status: "queued", error_code: "" });
         if (kind === "call_awaiting_approval") addChatCall({ id: d.call_id, tool: d.tool, status: "awaiting_approval", error_code: "" });
         if (kind === "receipt") addChatCall({ id: d.call_id, tool: d.tool, status: d.status, error_code: d.error_code || "" });
+        if (kind === "llm_started") { written = ""; pending.textContent = "…"; }
+        if (kind === "text") { written += d.text || ""; pending.textContent = written; transcript.scrollTop = transcript.scrollHeight; }
         const text = stepText(kind, d);
         if (text) { steps.appendChild(el("li", {}, text)); transcript.scrollTop = transcript.scrollHeight; }
       });
       if (data.session_id) document.getElementById("chat-session").value = data.session_id;
       for (const tc of data.tool_calls || []) addChatCall({ id: tc.call_id, tool: tc.tool, status: tc.status, error_code: tc.error_code || "" });
       wait.classList.remove("pending");
-      wait.querySelector(".text").textContent = data.reply || "";
+      pending.textContent = data.reply || "";
       if (!data.reply && !steps.children.length) wait.remove();
       if (status >= 400 || data.ok === false) showErrors(form, data.errors || [{ message: `The turn failed (HTTP ${status}).` }]);
     } catch (e) {
