@@ -431,7 +431,7 @@ func TestQueuedTurnAnswersAsyncAndStreams(t *testing.T) {
 	once.Do(func() { close(release) })
 	require.Equal(t, http.StatusOK, <-first)
 	events := collect(t, stream, 30*time.Second)
-	require.Equal(t, []string{"llm_started", "llm_ended", "answer", "run_ended", "response"}, kinds(events))
+	require.Equal(t, []string{"llm_started", "text", "llm_ended", "answer", "run_ended", "response"}, kinds(events))
 	var final brain.ChatResponse
 	require.NoError(t, json.Unmarshal([]byte(events[len(events)-1].Data), &final))
 	require.Equal(t, "third", final.Reply)
