@@ -97,11 +97,14 @@ func startEventStream(c echo.Context) {
 func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, after int64, page *postgres.RunEventsPage) (ended bool, _ error) {
 	ctx := c.Request().Context()
 	w := c.Response()
-	var wake <-chan struct{} // without a listener (a server built without one), the recheck reads
+	var wake, end <-chan struct{} // without a listener (a server built without one), the recheck reads
 	if s.runEvents != nil {
-		var stop func()
+		var stop, stopEnd func()
 		wake, stop = s.runEvents.Watch(postgres.RunEventChannel, id.String())
 		defer stop()
+		// A run's end (its receipts, answer and run_ended) notifies gem_run alone.
+		end, stopEnd = s.runEvents.Watch(postgres.RunEndedChannel, id.String())
+		defer stopEnd()
 	}
 	keepAlive := time.NewTicker(eventsKeepAlive)
 	defer keepAlive.Stop()
@@ -149,6 +152,7 @@ func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, after int64, page
 		case <-s.closing:
 			return false, nil
 		case <-wake:
+		case <-end:
 		case <-keepAlive.C:
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return false, nil

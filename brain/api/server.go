@@ -199,7 +199,8 @@ type Params struct {
 	Registry *registry.Registry
 	Pool     *pgxpool.Pool
 	Waiter   *gemsql.ReceiptWaiter
-	// RunEvents is a started listener on postgres.RunEventChannel (the run events' streams wait on it).
+	// RunEvents is a started listener on postgres.RunEventChannel and postgres.RunEndedChannel (the run
+	// events' streams wait on both).
 	RunEvents *gemsql.Listener
 	LLM       LLMInfo
 	Log       zerolog.Logger

@@ -16,11 +16,12 @@ import (
 )
 
 // A run's events (migration 00047, docs/durable-runs.md#async-and-live) are written in the transactions of
-// the journal writes they describe: the run's start and end by brain_runs' triggers, its calls with their
-// insert (RunCallsAdded), receipts when they are settled, LLM steps with their brain_turns row.
+// the journal writes they describe: the run's start by its insert's trigger, with the calls it is recorded
+// with; its end (the receipts it answered from, answer, run_ended) by its update's; calls added later with
+// their insert (RunCallsAdded), receipts when they are settled, LLM steps with their brain_turns row.
 
 // RunEventChannel is notified with a run's id when events are added to it, at commit: a wake-up, after
-// which the events are read.
+// which the events are read. A run's end notifies RunEndedChannel alone (00056): a reader waits on both.
 const RunEventChannel = "gem_run_event"
 
 // Kinds of run events.
@@ -166,11 +167,16 @@ func RunCallsAdded(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []u
 
 const runCallsAddedSQL = `SELECT gem_run_calls_added($1, $2)`
 
-// RunCallsAddedQueue queues RunCallsAdded on a batch.
-func RunCallsAddedQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID) {
-	if len(ids) > 0 {
-		b.Queue(runCallsAddedSQL, runID, ids)
-	}
+// RunAwaitingQueue queues, on the batch that inserts a run with its calls (ids), the read of the calls held
+// for a person's decision into held, which adds their call_awaiting_approval events (gem_run_awaiting): the
+// run's insert has numbered their call_enqueued already.
+func RunAwaitingQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID, held *[]uuid.UUID) {
+	b.Queue(`SELECT gem_run_awaiting($1, $2)`, runID, ids).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(held); err != nil {
+			return fmt.Errorf("error reading the calls held for approval: %w", err)
+		}
+		return nil
+	})
 }
 
 // RunEventsPage is one read of a run's events: those after a seq, and the run as it was when they were read

@@ -108,8 +108,11 @@ func RunUpdateAnswer(ctx context.Context, pool *pgxpool.Pool, args []any) error 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	// The receipts it answers from, as events (once per call), before the answer's own (the update's trigger).
-	b.Queue(`SELECT gem_run_receipts_settled($1, $2)`, args[0], args[2])
+	// The receipts it answers from, as events (once per call), before the answer's own: a run that ends has
+	// its trigger add them with its answer and run_ended (00056), one that still waits has them added here.
+	if status, _ := args[1].(string); status != brain.RunCompleted && status != brain.RunFailed {
+		b.Queue(`SELECT gem_run_receipts_settled($1, $2)`, args[0], args[2])
+	}
 	b.Queue(updateRunSQL, args...)
 	b.Queue("COMMIT")
 	if err := pool.SendBatch(ctx, b).Close(); err != nil {

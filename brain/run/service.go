@@ -244,13 +244,10 @@ func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.C
 	if err != nil {
 		return nil, err
 	}
-	postgres.RunCallsAddedQueue(b, rec.ID, ids)
+	// The run's insert numbered the calls' events (call_enqueued) from its plan; the calls held for approval
+	// come back with theirs.
 	var awaiting []uuid.UUID
-	b.Queue(`SELECT call_id FROM core_approvals WHERE call_id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
-		var err error
-		awaiting, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		return err
-	})
+	postgres.RunAwaitingQueue(b, rec.ID, ids, &awaiting)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, postgres.Error(err)
 	}

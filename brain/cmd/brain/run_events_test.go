@@ -443,3 +443,16 @@ func TestQueuedTurnAnswersAsyncAndStreams(t *testing.T) {
 	require.Equal(t, brain.RunCompleted, status)
 	require.Equal(t, "second", reply)
 }
+
+// TestEventsNeedTheirRun: gem_run_events_add adds nothing to a run that does not exist, as the foreign key
+// its events had (dropped by 00056: its check cost as much as the event) refused.
+func TestEventsNeedTheirRun(t *testing.T) {
+	t.Parallel()
+	id := uuid.Must(uuid.NewV7())
+	var last *int
+	require.NoError(t, shared.pool.QueryRow(t.Context(), `SELECT gem_run_events_add($1, ARRAY['answer'], ARRAY['{"reply": "x"}'::jsonb])`, id).Scan(&last))
+	require.Nil(t, last)
+	var n int
+	require.NoError(t, shared.pool.QueryRow(t.Context(), `SELECT count(*) FROM brain_run_events WHERE run_id = $1`, id).Scan(&n))
+	require.Zero(t, n)
+}
