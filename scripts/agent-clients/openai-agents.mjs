@@ -5,15 +5,15 @@
 //
 // 1. It lists GEM's tools through the SDK's MCP server support and converts every one the way an agent with
 //    mcpConfig.convertSchemasToStrict does (the SDK's own getAllMcpTools), reporting per tool whether the
-//    strict copy held (the SDK falls back to a non-strict tool, silently, when it cannot convert), the
-//    keywords and formats left in the schema it would send the model, and, for a fallback, the SDK's reason.
+//    strict copy held (the SDK falls back to a non-strict tool, silently, when it cannot convert), the schema
+//    it would send the model, and, for a fallback, the SDK's reason.
 // 2. It runs an agent on the plan's prompt with the model at the plan's chat completions API: the SDK sends
 //    GEM's tools to the model, calls the ones the model asks for over MCP and hands the answers back.
 //
-// It prints {"tools": [{"name", "strict", "keywords", "formats", "reason"}], "final_text", "tool_outputs":
+// It prints {"tools": [{"name", "strict", "parameters", "reason"}], "final_text", "tool_outputs":
 // [...], "threw"}; it exits 0 when it could connect and list.
 import { Agent, MCPServerStdio, MCPServerStreamableHttp, OpenAIProvider, Runner, getAllMcpTools, setTracingDisabled } from '@openai/agents';
-import { errorText, plan, print, schemaWords } from './plan.mjs';
+import { errorText, plan, print } from './plan.mjs';
 
 // The SDK's check behind a strict fallback is not exported; it is read from its file (the version is pinned
 // by package-lock.json) only to say why a tool fell back.
@@ -33,7 +33,6 @@ try {
   const converted = await getAllMcpTools({ mcpServers: [server], convertSchemasToStrict: true });
   const byName = new Map(listed.map((t) => [t.name, t]));
   for (const tool of converted) {
-    const { keywords, formats } = schemaWords(tool.parameters);
     let reason = null;
     if (!tool.strict) {
       try {
@@ -44,7 +43,7 @@ try {
         reason = err.message;
       }
     }
-    out.tools.push({ name: tool.name, strict: tool.strict, keywords, formats, reason });
+    out.tools.push({ name: tool.name, strict: tool.strict, parameters: tool.parameters, reason });
   }
 
   if (plan.model) {

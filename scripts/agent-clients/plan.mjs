@@ -10,25 +10,6 @@ export const plan = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 // functionNameRe is what OpenAI and Anthropic accept as a function name.
 export const functionNameRe = /^[a-zA-Z0-9_-]{1,64}$/;
 
-// schemaWords lists the keywords a JSON schema uses (at schema positions only: property names are data) and
-// its formats, each once, sorted.
-export function schemaWords(schema) {
-  const keywords = new Set();
-  const formats = new Set();
-  const walk = (node) => {
-    if (Array.isArray(node)) return node.forEach(walk);
-    if (!node || typeof node !== 'object') return;
-    for (const [k, v] of Object.entries(node)) {
-      keywords.add(k);
-      if (k === 'format' && typeof v === 'string') formats.add(v);
-      if (k === 'properties' || k === '$defs' || k === 'definitions') Object.values(v ?? {}).forEach(walk);
-      else if (['items', 'anyOf', 'oneOf', 'allOf', 'not', 'additionalProperties', 'if', 'then', 'else'].includes(k)) walk(v);
-    }
-  };
-  walk(schema);
-  return { keywords: [...keywords].sort(), formats: [...formats].sort() };
-}
-
 // print writes the script's one JSON answer.
 export function print(out) {
   process.stdout.write(JSON.stringify(out) + '\n');

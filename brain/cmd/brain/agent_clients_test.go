@@ -6,18 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,14 +49,12 @@ type agentModel struct {
 }
 
 // agentTool is a tool as a framework would offer it to the model: its name, and for the OpenAI Agents SDK
-// whether its strict conversion held, the keywords and formats left in the schema it sends, and why it fell
-// back.
+// whether its strict conversion held, the schema it sends the model, and why it fell back.
 type agentTool struct {
-	Name     string   `json:"name"`
-	Strict   *bool    `json:"strict"`
-	Keywords []string `json:"keywords"`
-	Formats  []string `json:"formats"`
-	Reason   string   `json:"reason"`
+	Name       string         `json:"name"`
+	Strict     *bool          `json:"strict"`
+	Parameters map[string]any `json:"parameters"`
+	Reason     string         `json:"reason"`
 }
 
 // agentRun is what a script printed.
@@ -133,9 +135,9 @@ func noteAgentScript(title, badShows string) []llmfake.Turn {
 
 // noteReceipt is the status of the call that made the note titled title and who made it ("" when none was
 // made); calls is how many were.
-func noteReceipt(t *testing.T, title string) (status, requestedBy string, calls int) {
+func noteReceipt(t *testing.T, pool *pgxpool.Pool, title string) (status, requestedBy string, calls int) {
 	t.Helper()
-	err := shared.pool.QueryRow(context.Background(), `
+	err := pool.QueryRow(context.Background(), `
 		SELECT count(*) OVER (), r.status, c.requested_by FROM core_tool_calls c JOIN core_tool_receipts r ON r.call_id = c.id
 		WHERE c.tool_name = 'os.create_note' AND c.input->>'title' = $1`, title).Scan(&calls, &status, &requestedBy)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -185,7 +187,21 @@ func countPortable(names []string) int {
 // docs/mcp-server.md.
 func TestAgentFrameworks(t *testing.T) {
 	t.Parallel()
-	reg := shared.brain.Registry
+	clientMatrix(t, mcpTarget{url: shared.url, pool: shared.pool, tools: shared.brain.Registry.Len() + 2,
+		stdio: func(t *testing.T) *sdkStdio { return sdkOverStdio(t, shared.dbURL, testenv.RegistryPath(), nil) }})
+}
+
+// mcpTarget is a GEM to drive: its brain's URL (the test token's), its database, how many tools it lists, and
+// how to start its `brain mcp`.
+type mcpTarget struct {
+	url   string
+	pool  *pgxpool.Pool
+	tools int
+	stdio func(t *testing.T) *sdkStdio
+}
+
+// clientMatrix runs every client against a GEM: TestAgentFrameworks's subtests.
+func clientMatrix(t *testing.T, target mcpTarget) {
 	for _, fw := range agentFrameworks {
 		transports := []string{"HTTP"}
 		if fw.script == "openai-agents.mjs" {
@@ -200,9 +216,9 @@ func TestAgentFrameworks(t *testing.T) {
 					Prompt: "Save a note for the business about the back gutters, titled " + title + "."}
 				caller := "tester"
 				if transport == "HTTP" {
-					plan.HTTP = sdkOverHTTP(shared.url, "", testToken)
+					plan.HTTP = sdkOverHTTP(target.url, "", testToken)
 				} else {
-					plan.Stdio = sdkOverStdio(t, shared.dbURL, testenv.RegistryPath(), nil)
+					plan.Stdio = target.stdio(t)
 					caller = "stdio"
 				}
 				run := runAgentClient(t, fw.script, plan)
@@ -219,7 +235,7 @@ func TestAgentFrameworks(t *testing.T) {
 					}
 				}
 				row.portable = countPortable(names)
-				status, requestedBy, calls := noteReceipt(t, title)
+				status, requestedBy, calls := noteReceipt(t, target.pool, title)
 				row.called = status == string(registry.StatusSucceeded)
 				reqs := model.Requests()
 				if len(reqs) >= 2 {
@@ -230,11 +246,11 @@ func TestAgentFrameworks(t *testing.T) {
 				t.Log(row)
 
 				require.Empty(t, run.Threw, "the agent ran to its end")
-				require.Len(t, run.Tools, reg.Len()+2, "every tool, gem__get_receipt and gem__approve")
+				require.Len(t, run.Tools, target.tools, "every tool, gem__get_receipt and gem__approve")
 				require.Equal(t, len(names), row.portable, "every name %s sends the model matches %s: %v", fw.name, registry.PortableNameRe, names)
 				require.Equal(t, "Saved the note.", run.FinalText)
 				require.Len(t, reqs, 3)
-				require.Len(t, reqs[0].Tools, reg.Len()+2, "every tool went to the model")
+				require.Len(t, reqs[0].Tools, target.tools, "every tool went to the model")
 				require.True(t, row.errorVisible, "the model saw both errors")
 				require.Equal(t, 1, calls, "one note made, by the good call (the bad one made no call)")
 				require.Equal(t, string(registry.StatusSucceeded), status)
@@ -251,23 +267,78 @@ func TestAgentFrameworks(t *testing.T) {
 				{Name: "os__create_note", Arguments: map[string]any{"domain": "business", "title": title, "content": "the gutters at the back"}},
 			}}
 			if transport == "HTTP" {
-				plan.HTTP = sdkOverHTTP(shared.url, "", testToken)
+				plan.HTTP = sdkOverHTTP(target.url, "", testToken)
 			} else {
-				plan.Stdio = sdkOverStdio(t, shared.dbURL, testenv.RegistryPath(), nil)
+				plan.Stdio = target.stdio(t)
 			}
 			run := runSDKClient(t, plan)
 			row := clientRow{client: "MCP TypeScript SDK (" + transport + ")", listed: len(run.Tools), portable: countPortable(run.names()), strict: -1}
-			status, _, calls := noteReceipt(t, title)
+			status, _, calls := noteReceipt(t, target.pool, title)
 			row.called = status == string(registry.StatusSucceeded)
 			bad := run.Results[0]
 			row.errorVisible = bad.Threw == "" && bad.Result != nil && bad.Result.IsError && strings.Contains(fmt.Sprint(bad.Result.Content), "/domain")
 			t.Log(row)
 
-			require.Len(t, run.Tools, reg.Len()+2)
+			require.Len(t, run.Tools, target.tools)
 			require.Equal(t, len(run.Tools), row.portable, "%v", run.names())
 			require.True(t, row.errorVisible, "the violation shown as isError: %+v", bad)
 			require.Equal(t, 1, calls)
 			require.True(t, row.called)
 		})
+	}
+}
+
+// nonStrictTools are the tools whose MCP input schema the OpenAI Agents SDK cannot convert to strict mode,
+// and why: each holds a value GEM's contract leaves free-form, an object whose keys are data, which strict
+// mode cannot describe (it needs every key named). docs/mcp-server.md lists them too.
+var nonStrictTools = map[string]string{
+	"entity.add_interaction":        "details: any structured extras",
+	"identity.add_memory":           "value: the memory, any object",
+	"identity.score_pattern":        "value: the pattern, any object; evidence_refs: objects of any shape",
+	"identity.set_boundaries":       "boundaries: the rules, any object",
+	"identity.update_self_model":    "patch: each section (persona, values, boundaries, goals) is merged as any object",
+	"job.add_progress_update":       "details: any structured facts",
+	"leads.add_source":              "campaign: text values under any keys",
+	"lore.ingest":                   "metadata: anything kept with the document",
+	"marketing.log_campaign_result": "metrics: a number under each metric's name",
+	"personal.boundary_set":         "value: the boundary, any object",
+	"personal.decision_support":     "constraints: a limit, must or requirement under each constraint's name",
+}
+
+// TestMCPStrictConversion: the OpenAI Agents SDK converts the input schema of every tool GEM lists to strict
+// mode (convertSchemasToStrict) but those of nonStrictTools, whose values GEM's contract leaves free-form, and
+// every schema it converts is one OpenAI's strict mode takes (llm.StrictProblems, the LLM loop's own check:
+// no keyword strict mode refuses, such as maxLength, minLength, default or format uri). The list may shrink,
+// never grow; docs/mcp-server.md names each tool of it.
+func TestMCPStrictConversion(t *testing.T) {
+	t.Parallel()
+	run := runAgentClient(t, "openai-agents.mjs", agentPlan{HTTP: sdkOverHTTP(shared.url, "", testToken)})
+	require.Len(t, run.Tools, shared.brain.Registry.Len()+2)
+	fellBack := map[string]string{}
+	var refused []string
+	for _, tool := range run.Tools {
+		require.NotNil(t, tool.Strict, tool.Name)
+		if !*tool.Strict {
+			fellBack[registry.DottedName(tool.Name)] = tool.Reason
+			continue
+		}
+		for _, problem := range llm.StrictProblems(tool.Parameters) {
+			refused = append(refused, tool.Name+problem)
+		}
+	}
+	t.Logf("strict: %d of %d tools; non-strict: %v", len(run.Tools)-len(fellBack), len(run.Tools), slices.Sorted(maps.Keys(fellBack)))
+	require.Empty(t, refused, "the SDK's strict schemas keep what strict mode refuses")
+	for name, reason := range fellBack {
+		_, known := nonStrictTools[name]
+		require.True(t, known, "%s fell back to a non-strict tool: %s", name, reason)
+		require.Contains(t, reason, "open JSON schema object", "%s: an open object is the reason", name)
+	}
+	for name := range nonStrictTools {
+		require.Contains(t, fellBack, name, "%s converts now: take it out of nonStrictTools and docs/mcp-server.md", name)
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "mcp-server.md"))
+	require.NoError(t, err)
+	for name := range nonStrictTools {
+		require.Contains(t, string(doc), "| `"+name+"` |", "docs/mcp-server.md lists %s among the non-strict tools", name)
 	}
 }
