@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/internal/testenv"
@@ -88,18 +84,8 @@ func runAgentClient(t *testing.T, script string, plan agentPlan) *agentRun {
 			t.Fatalf("the agent frameworks are not installed (%v): run make agent-clients", err)
 		}
 	}
-	data, err := json.Marshal(plan)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, script), path)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "%s: %s", script, stderr.String())
 	var run agentRun
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &run), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	runNodeScript(t, filepath.Join(dir, script), plan, &run)
 	return &run
 }
 
