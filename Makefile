@@ -12,7 +12,7 @@ BIN := $(CURDIR)/bin
 # db exports DATABASE_URL for the rest of a recipe line.
 db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 
-.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean mcp-peers api-tools gem-contract
+.PHONY: help run test build lint fuzz bench chaos migrate db-start db-stop db-url psql clean mcp-peers agent-clients api-tools gem-contract
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,7 +31,7 @@ run: build ## start PostgreSQL if needed, migrate, and run the executor and the 
 
 # The proof package (the small chaos run and bench) loads both cores on purpose, so it runs after the other
 # packages rather than beside their timing-sensitive tests.
-test: lint mcp-peers api-tools ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
+test: lint mcp-peers agent-clients api-tools ## run every test (PostgreSQL, River, fuzz targets briefly) — what CI runs
 	@$(db) \
 	GEM_STUDIO_SCREENSHOTS=$(CURDIR)/.gem/studio-screenshots $(GO) test -count=1 -timeout 15m $$($(GO) list work | grep -v '/proof$$') && \
 	$(GO) test -count=1 -timeout 10m ./proof/ && \
@@ -45,6 +45,17 @@ mcp-peers: ## install the MCP Inspector, the TypeScript SDK and server-everythin
 		[ ! -f $(MCP_PEERS)/node_modules/@modelcontextprotocol/sdk/package.json ]; then \
 		echo "installing the MCP test peers into $(MCP_PEERS)/node_modules (npm ci)"; \
 		npm ci --no-audit --no-fund --loglevel=error --prefix $(MCP_PEERS); \
+	fi
+
+# agent-clients: the agent frameworks the tests drive GEM with — the OpenAI Agents SDK, the Vercel AI SDK's MCP
+# client and LangChain.js's MCP adapters (brain/cmd/brain/agent_clients_test.go) — pinned by
+# scripts/agent-clients/package-lock.json. Node and npm are all it needs.
+AGENT_CLIENTS := scripts/agent-clients
+agent-clients: ## install the agent frameworks the tests drive GEM with: OpenAI Agents SDK, Vercel AI SDK, LangChain.js (npm)
+	@if [ ! -f $(AGENT_CLIENTS)/node_modules/@openai/agents/package.json ] || [ ! -f $(AGENT_CLIENTS)/node_modules/@ai-sdk/mcp/package.json ] || \
+		[ ! -f $(AGENT_CLIENTS)/node_modules/@langchain/mcp-adapters/package.json ]; then \
+		echo "installing the agent frameworks into $(AGENT_CLIENTS)/node_modules (npm ci)"; \
+		npm ci --no-audit --no-fund --loglevel=error --prefix $(AGENT_CLIENTS); \
 	fi
 
 # api-tools: what the tests check the brain's OpenAPI description (/openapi.json) with — Redocly's linter, and

@@ -63,7 +63,7 @@ func TestGEMCalendarEvents(t *testing.T) {
 		"patch is empty": {},
 	} {
 		r := b.refused(t, ctx, registry.CodeValidation, "calendar.update_event", J{"event_id": secondID, "patch": patch})
-		require.Contains(t, r.Error.Message, key)
+		requireNamesField(t, r, key)
 	}
 	b.refused(t, ctx, registry.CodeNotFound, "calendar.update_event", J{"event_id": uuid.NewString(), "patch": J{"title": "x"}})
 

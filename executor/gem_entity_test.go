@@ -61,7 +61,7 @@ func TestGEMEntityCreateUpdateGet(t *testing.T) {
 		"patch is empty":      {},
 	} {
 		r := b.refused(t, ctx, registry.CodeValidation, "entity.update", J{"entity_id": clientID, "patch": patch})
-		require.Contains(t, r.Error.Message, key, "the message names the key")
+		requireNamesField(t, r, key)
 	}
 	missing := uuid.NewString()
 	r = b.refused(t, ctx, registry.CodeNotFound, "entity.update", J{"entity_id": missing, "patch": J{"name": "x"}})
@@ -225,7 +225,7 @@ func TestGEMEntitySiteDetails(t *testing.T) {
 		"site_details is empty":           {},
 	} {
 		r := b.refused(t, ctx, registry.CodeValidation, "entity.add_address_site_details", J{"entity_id": id, "site_details": sd})
-		require.Contains(t, r.Error.Message, key)
+		requireNamesField(t, r, key)
 	}
 	b.refused(t, ctx, registry.CodeNotFound, "entity.add_address_site_details", J{"entity_id": uuid.NewString(), "site_details": J{"parking": "street"}})
 }

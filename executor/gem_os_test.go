@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +51,44 @@ func osHas(r res, path string) bool {
 // fieldOf is the input field a validation_error names.
 func fieldOf(t *testing.T, r *registry.Receipt) string {
 	t.Helper()
-	f, _ := decodeDetails(t, r)["field"].(string)
-	return f
+	d := decodeDetails(t, r)
+	if f, ok := d["field"].(string); ok {
+		return f
+	}
+	// The registry's schema declares the keys of the objects handlers read (a patch, a context_ref), and
+	// refuses a value of the wrong type before the handler sees it: its violation's path names the field.
+	if vs, _ := d["violations"].([]any); len(vs) > 0 {
+		path, _ := vs[0].(map[string]any)["path"].(string)
+		return dottedField(path)
+	}
+	return ""
+}
+
+// dottedField writes a violation's JSON pointer the way handlers name a field: /patch/title is patch.title,
+// /line_items/1/unit_price_cents is line_items[1].unit_price_cents.
+func dottedField(pointer string) string {
+	var b strings.Builder
+	for _, step := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		if _, err := strconv.Atoi(step); err == nil {
+			b.WriteString("[" + step + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(step)
+	}
+	return b.String()
+}
+
+// requireNamesField: a refusal's message names the field, in the handler's words or as the schema's
+// violation (see fieldOf).
+func requireNamesField(t *testing.T, r *registry.Receipt, field string) {
+	t.Helper()
+	require.NotNil(t, r.Error)
+	if !strings.Contains(r.Error.Message, field) {
+		require.Equal(t, field, fieldOf(t, r), "the refusal names %s: %s", field, r.Error.Message)
+	}
 }
 
 func titlesOf(t *testing.T, r res, path string) []string {

@@ -63,7 +63,8 @@ type MCPTool struct {
 	// Title is a name for people, which holds GEM's name.
 	Title       string `json:"title"`
 	Description string `json:"description"`
-	// InputSchema is the registry's input schema, whole (MCP clients take full JSON Schema).
+	// InputSchema is the registry's input schema as clients that hand it to a model take it
+	// (ModelInputSchema): without the keywords strict mode refuses, a root without properties closed.
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema admits the registry's output schema and GEM's pending and error answers.
 	OutputSchema json.RawMessage    `json:"outputSchema"`
@@ -115,7 +116,7 @@ func MCPToolDef(t *registry.Tool) MCPTool {
 		b, _ := json.Marshal(defs)
 		hoisted = ", " + string(b[1:len(b)-1])
 	}
-	return MCPTool{Name: registry.PortableName(t.Name), Title: title, Description: t.Description, InputSchema: t.InputSchema,
+	return MCPTool{Name: registry.PortableName(t.Name), Title: title, Description: t.Description, InputSchema: ModelInputSchema(t.InputSchema),
 		OutputSchema: json.RawMessage(`{"type": "object", "anyOf": [` + result + `, ` + mcpPendingSchema + `, ` + mcpErrorSchema + `]` + hoisted + `}`),
 		Annotations: MCPToolAnnotations{Title: title, ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive,
 			IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld},

@@ -86,7 +86,7 @@ func TestMCPToolDef(t *testing.T) {
 		fn, _ := NewToolSet([]*registry.Tool{tool}).Function(tool.Name)
 		require.Equal(t, fn, def.Name, "the LLM loop's function name")
 		require.Equal(t, tool.Description, def.Description)
-		require.JSONEq(t, string(tool.InputSchema), string(def.InputSchema))
+		require.JSONEq(t, string(ModelInputSchema(tool.InputSchema)), string(def.InputSchema))
 		require.NotEmpty(t, def.Title)
 		require.Equal(t, def.Title, def.Annotations.Title)
 		a := tool.Annotations()
@@ -128,4 +128,43 @@ func TestMCPToolDef(t *testing.T) {
 	require.NoError(t, json.Unmarshal(MCPToolDef(notObject.Tools()[0]).OutputSchema, &out))
 	require.JSONEq(t, `{"type": "object", "properties": {"result": {"type": "array"}}, "required": ["result"]}`, string(out.AnyOf[0]),
 		"structuredContent is an object: a result of another type is answered as {result}")
+}
+
+// TestModelInputSchema: the input schema MCP clients get leaves out, at every level, the keywords strict mode
+// refuses (as the LLM loop's strict schemas do) and keeps the rest as the registry has it; a root without
+// properties is closed; property names that read like keywords are data.
+func TestModelInputSchema(t *testing.T) {
+	t.Parallel()
+	in := `{"type": "object", "required": ["title"], "properties": {
+		"title": {"type": "string", "minLength": 1, "maxLength": 140, "description": "Title."},
+		"site": {"type": "string", "format": "uri"},
+		"day": {"type": "string", "format": "date", "default": "2026-01-01"},
+		"default": {"type": "integer", "minimum": 0, "not": {"const": 3}},
+		"tags": {"type": "array", "maxItems": 3, "uniqueItems": true, "items": {"type": "string", "maxLength": 20, "pattern": "^[a-z]+$"}},
+		"ref": {"oneOf": [{"type": "string", "maxLength": 9}, {"type": "null"}]},
+		"extra": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "number", "default": 0}},
+		"password": {"type": "string", "writeOnly": true}}}`
+	want := `{"type": "object", "required": ["title"], "properties": {
+		"title": {"type": "string", "description": "Title."},
+		"site": {"type": "string"},
+		"day": {"type": "string", "format": "date"},
+		"default": {"type": "integer", "minimum": 0},
+		"tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "pattern": "^[a-z]+$"}},
+		"ref": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+		"extra": {"type": "object", "additionalProperties": {"type": "number"}},
+		"password": {"type": "string"}}}`
+	require.JSONEq(t, want, string(ModelInputSchema(json.RawMessage(in))))
+
+	// The same rule as the LLM loop's: what strict mode keeps of a schema it can take whole is the same.
+	strict, ok := StrictSchema(json.RawMessage(`{"type": "object", "required": ["a"], "properties": {"a": {"type": "string", "maxLength": 3, "format": "uri"}}}`))
+	require.True(t, ok)
+	require.Equal(t, map[string]any{"type": "string"}, strict["properties"].(map[string]any)["a"])
+
+	for _, root := range []string{`{"type": "object", "properties": {}}`, `{"type": "object"}`, `{}`} {
+		require.JSONEq(t, `{"type": "object", "properties": {}, "additionalProperties": false}`, string(ModelInputSchema(json.RawMessage(root))), root)
+	}
+	for _, open := range []string{`{"type": "object", "additionalProperties": {"type": "string"}}`, `{"anyOf": [{"type": "object"}]}`} {
+		require.JSONEq(t, open, string(ModelInputSchema(json.RawMessage(open))), "a root that takes input stays as it is")
+	}
+	require.Equal(t, "[1]", string(ModelInputSchema(json.RawMessage(`[1]`))), "not a schema object: as it is")
 }

@@ -25,7 +25,9 @@ func TestStrictEveryTool(t *testing.T) {
 	gem, err := testenv.GEMRegistry()
 	require.NoError(t, err)
 	require.Equal(t, 105, gem.Len())
-	for _, reg := range []*registry.Registry{ours, gem} {
+	// The tools that send some values as JSON text: those whose values the registry leaves free-form (11 of
+	// ours, docs/mcp-server.md lists them; 26 in GEM's contract, which declares none of their properties).
+	for reg, leastEncoded := range map[*registry.Registry]int{ours: 10, gem: 26} {
 		ts := llm.NewToolSet(reg.Tools())
 		require.Len(t, ts.Defs(), reg.Len())
 		encoded := 0
@@ -46,7 +48,7 @@ func TestStrictEveryTool(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d tools, all strict; %d send some values as JSON text", reg.Path, reg.Len(), encoded)
-		require.GreaterOrEqual(t, encoded, 26, "GEM's free-form tools are strict now")
+		require.GreaterOrEqual(t, encoded, leastEncoded, "GEM's free-form tools are strict now")
 	}
 	require.Equal(t, 124, ours.Len())
 }
@@ -82,7 +84,7 @@ func TestStrictRoundTrip(t *testing.T) {
 		gotRaw, _ := json.Marshal(back)
 		require.JSONEq(t, string(raw), string(gotRaw), "%s: arguments %s", tool.Name, args)
 	}
-	require.GreaterOrEqual(t, withEncoded, 26)
+	require.GreaterOrEqual(t, withEncoded, 10, "the tools whose values the registry leaves free-form")
 }
 
 // TestStrictEncodedValues: JSON text that is not JSON, or not the kind of value the schema wants, is a
@@ -92,16 +94,17 @@ func TestStrictEncodedValues(t *testing.T) {
 	t.Parallel()
 	reg, err := registry.Load(testenv.RegistryPath())
 	require.NoError(t, err)
-	update, _ := reg.Tool("entity.update")
-	schedule, _ := reg.Tool("marketing.schedule_content")
+	// identity.update_self_model's patch and identity.score_pattern's evidence_refs hold free-form objects.
+	update, _ := reg.Tool("identity.update_self_model")
+	score, _ := reg.Tool("identity.score_pattern")
 
 	for _, tt := range []struct {
 		name, tool, args, path, message string
 	}{
-		{"not JSON", "entity.update", `{"entity_id": "e1", "patch": "{name: Bob}"}`, "/patch", "the text is not JSON"},
-		{"an array for an object", "entity.update", `{"entity_id": "e1", "patch": "[1, 2]"}`, "/patch", "holds a JSON array"},
-		{"a string for an object", "entity.update", `{"entity_id": "e1", "patch": "\"Bob\""}`, "/patch", "holds a JSON string"},
-		{"an item not JSON", "marketing.schedule_content", `{"items": ["{\"channel\": \"gmb\"}", "oops"]}`, "/items/1", "not JSON"},
+		{"not JSON", "identity.update_self_model", `{"patch": "{persona: Bob}"}`, "/patch", "the text is not JSON"},
+		{"an array for an object", "identity.update_self_model", `{"patch": "[1, 2]"}`, "/patch", "holds a JSON array"},
+		{"a string for an object", "identity.update_self_model", `{"patch": "\"Bob\""}`, "/patch", "holds a JSON string"},
+		{"an item not JSON", "identity.score_pattern", `{"key": "k", "value": {}, "confidence": 1, "evidence_refs": ["{\"job\": \"j1\"}", "oops"]}`, "/evidence_refs/1", "not JSON"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tool, _ := reg.Tool(tt.tool)
@@ -117,12 +120,12 @@ func TestStrictEncodedValues(t *testing.T) {
 	}
 
 	// The value itself, or null for an optional one, passes through.
-	got, err := llm.InputFromArguments(update, `{"entity_id": "e1", "patch": {"name": "Bob"}}`)
+	got, err := llm.InputFromArguments(update, `{"patch": {"persona": {"name": "Bob"}}}`)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"entity_id": "e1", "patch": {"name": "Bob"}}`, string(got))
-	got, err = llm.InputFromArguments(schedule, `{"items": [{"channel": "gmb"}, "{\"channel\": \"meta\"}"]}`)
+	require.JSONEq(t, `{"patch": {"persona": {"name": "Bob"}}}`, string(got))
+	got, err = llm.InputFromArguments(score, `{"key": "k", "value": {}, "confidence": 1, "evidence_refs": [{"job": "j1"}, "{\"job\": \"j2\"}"]}`)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"items": [{"channel": "gmb"}, {"channel": "meta"}]}`, string(got))
+	require.JSONEq(t, `{"key": "k", "value": {}, "confidence": 1, "evidence_refs": [{"job": "j1"}, {"job": "j2"}]}`, string(got))
 	create, _ := reg.Tool("calendar.create_event")
 	got, err = llm.InputFromArguments(create, `{"title": "t", "start_at": "2026-01-01T10:00:00Z", "end_at": "2026-01-01T11:00:00Z", "location": null, "context_ref": null}`)
 	require.NoError(t, err)

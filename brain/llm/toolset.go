@@ -87,6 +87,97 @@ var strictKeywords = map[string]bool{
 var strictFormats = map[string]bool{"date-time": true, "time": true, "date": true, "duration": true, "email": true,
 	"hostname": true, "ipv4": true, "ipv6": true, "uuid": true}
 
+// Keywords that shape what a schema holds rather than narrow it: the exporters convert them (oneOf to anyOf,
+// allOf merged, definitions through their references) or, where strict mode cannot take the shape, give the
+// value up to JSON text (the LLM loop) or leave the tool non-strict (an MCP client) — they never just drop
+// them. $schema names the schema's dialect.
+var shapingKeywords = map[string]bool{"oneOf": true, "allOf": true, "$defs": true, "definitions": true,
+	"patternProperties": true, "prefixItems": true, "$schema": true}
+
+// strictRefuses reports whether a keyword of a schema (with its value) is one OpenAI's strict mode refuses
+// and that only narrows or annotates what the schema accepts — maxLength, minLength, default, not, a format
+// other than strictFormats... — so a schema offered to a model leaves it out, the executor still checking it.
+// It is the one rule of both exports: the LLM loop's strict schemas (StrictSchema) and the input schemas MCP
+// clients convert to strict mode themselves (ModelInputSchema).
+func strictRefuses(keyword string, value any) bool {
+	if keyword == "format" {
+		f, _ := value.(string)
+		return !strictFormats[f]
+	}
+	return !strictKeywords[keyword] && !shapingKeywords[keyword]
+}
+
+// ModelInputSchema is a tool's input schema as GEM exports it to clients that hand it to a model — MCP's
+// tools/list and GET /brain/tools?format=mcp — so that the strict converters of those clients (the OpenAI
+// Agents SDK's) convert it cleanly wherever the registry allows:
+//
+//   - the keywords strict mode refuses are left out (strictRefuses, the LLM loop's own rule), at every
+//     level; the executor still validates every call against the registry's whole schema;
+//   - an object root with no properties (a tool that takes no input) is closed, additionalProperties false:
+//     an open object cannot be strict.
+//
+// Everything else is the registry's: optional properties stay optional (the client's converter makes them
+// nullable), and a value the registry leaves free-form stays free-form (that tool stays non-strict). Input
+// that is not a JSON object is returned as it is.
+func ModelInputSchema(input json.RawMessage) json.RawMessage {
+	var root map[string]any
+	if json.Unmarshal(input, &root) != nil || root == nil {
+		return input
+	}
+	out := withoutRefused(root).(map[string]any)
+	open := false
+	for _, k := range []string{"additionalProperties", "patternProperties", "anyOf", "oneOf", "allOf", "$ref"} {
+		_, has := out[k]
+		open = open || has
+	}
+	props, _ := out["properties"].(map[string]any)
+	if typ, typed := out["type"]; !open && len(props) == 0 && (!typed || typ == "object") {
+		out["type"], out["properties"], out["additionalProperties"] = "object", map[string]any{}, false
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return input
+	}
+	return data
+}
+
+// withoutRefused copies a schema node without the keywords strict mode refuses, recursing into the schemas
+// it holds.
+func withoutRefused(node any) any {
+	m, ok := node.(map[string]any)
+	if !ok {
+		return node // true or false
+	}
+	out := map[string]any{}
+	for k, v := range m {
+		if strictRefuses(k, v) {
+			continue
+		}
+		switch k {
+		case "properties", "$defs", "definitions", "patternProperties":
+			if named, ok := v.(map[string]any); ok {
+				schemas := make(map[string]any, len(named))
+				for name, s := range named {
+					schemas[name] = withoutRefused(s)
+				}
+				v = schemas
+			}
+		case "anyOf", "oneOf", "allOf", "prefixItems", "items", "additionalProperties":
+			if list, ok := v.([]any); ok { // a list of schemas (items as a tuple, in older dialects)
+				schemas := make([]any, len(list))
+				for i, s := range list {
+					schemas[i] = withoutRefused(s)
+				}
+				v = schemas
+			} else {
+				v = withoutRefused(v)
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // wrappedInput is the one property of a strict schema whose tool's whole input is sent as JSON text.
 const wrappedInput = "input"
 
@@ -248,18 +339,14 @@ func (b *strictBuilder) convert(node any, path valuePath, encodable bool) (out a
 	}
 	res := map[string]any{}
 	for k, v := range m {
-		switch k {
-		case "oneOf":
-			k = "anyOf"
-		case "definitions", "$defs":
-			continue // the root's definitions are converted when referenced
-		}
-		if strictKeywords[k] {
+		switch {
+		case k == "oneOf":
+			res["anyOf"] = v
+		case k == "definitions" || k == "$defs" || k == "$schema":
+			// the root's definitions are converted when referenced
+		case !strictRefuses(k, v):
 			res[k] = v
 		}
-	}
-	if f, ok := res["format"].(string); ok && !strictFormats[f] {
-		delete(res, "format")
 	}
 	if ref, has := res["$ref"].(string); has {
 		name, ok := b.def(ref)

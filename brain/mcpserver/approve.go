@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -34,7 +35,7 @@ var approveDefinition = &mcp.Tool{
 	Title: "Approve or reject a call (gem.approve)",
 	Description: "Decide a GEM call that awaits approval (a tool call answered {\"status\": \"awaiting_approval\"}): approved, it runs; " +
 		"rejected, its receipt says who rejected it and why. Only for callers granted the approve permission, never for an agent.",
-	InputSchema: json.RawMessage(approveInput),
+	InputSchema: llm.ModelInputSchema(json.RawMessage(approveInput)), // validated against approveInput whole
 	OutputSchema: json.RawMessage(`{
 		"type": "object",
 		"properties": {

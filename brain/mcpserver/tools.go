@@ -293,7 +293,7 @@ var getReceiptDefinition = &mcp.Tool{
 	Description: "The receipt of a GEM call, by its call_id: what a tool call answered {\"call_id\", \"status\": \"pending\"} " +
 		"for. Waits a while for a call still running; answers pending again if it still is. A failed call is an error " +
 		"with the receipt's code and message.",
-	InputSchema: json.RawMessage(getReceiptInput),
+	InputSchema: llm.ModelInputSchema(json.RawMessage(getReceiptInput)), // validated against getReceiptInput whole
 	OutputSchema: json.RawMessage(`{
 		"type": "object",
 		"description": "The receipt (status succeeded, failed or not_configured), {call_id, status: pending or awaiting_approval}, or an error (invalid_arguments, not_found).",

@@ -102,20 +102,27 @@ func runSDKClient(t *testing.T, plan sdkPlan) *sdkRun {
 	if _, err := os.Stat(filepath.Join(peers, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
 		t.Fatalf("the MCP TypeScript SDK is not installed (%v): run make mcp-peers", err)
 	}
+	var run sdkRun
+	runNodeScript(t, filepath.Join(peers, "sdk-client.mjs"), plan, &run)
+	require.Len(t, run.Results, len(plan.Calls))
+	return &run
+}
+
+// runNodeScript runs a node script on a plan (written to a file, its one argument) and decodes the JSON it
+// prints into out, failing the test when it exits with an error.
+func runNodeScript(t *testing.T, script string, plan, out any) {
+	t.Helper()
 	data, err := json.Marshal(plan)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "plan.json")
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(peers, "sdk-client.mjs"), path)
+	cmd := exec.CommandContext(ctx, "node", script, path)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "sdk-client.mjs: %s", stderr.String())
-	var run sdkRun
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &run), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
-	require.Len(t, run.Results, len(plan.Calls))
-	return &run
+	require.NoError(t, cmd.Run(), "%s: %s", filepath.Base(script), stderr.String())
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), out), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 }
 
 // sdkOverHTTP is a plan's way to a brain's /mcp (query: "?names=dotted" and the like) with a bearer token.

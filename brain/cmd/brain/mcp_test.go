@@ -190,9 +190,9 @@ func requireRegistryTools(t *testing.T, reg *registry.Registry, res map[string]a
 		require.Equal(t, llm.ToolTitle(rt), tool["title"])
 		require.Equal(t, rt.Description, tool["description"])
 		var input, output any
-		require.NoError(t, json.Unmarshal(rt.InputSchema, &input))
+		require.NoError(t, json.Unmarshal(llm.ModelInputSchema(rt.InputSchema), &input))
 		require.NoError(t, json.Unmarshal(rt.OutputSchema, &output))
-		require.Equal(t, input, tool["inputSchema"], name)
+		require.Equal(t, input, tool["inputSchema"], "%s: the registry's input schema as clients that hand it to a model take it", name)
 		out := tool["outputSchema"].(map[string]any)
 		require.Equal(t, "object", out["type"])
 		require.Equal(t, output, out["anyOf"].([]any)[0], "%s: the tool's output, or pending", name)
