@@ -16,7 +16,6 @@ import (
 
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -146,16 +145,7 @@ func TestMCPTasksClient(t *testing.T) {
 
 	t.Run("immediate and task results", func(t *testing.T) {
 		t.Parallel()
-		// A task whose completion a row lock holds (made through the shared brain).
-		res, err := session(t, shared.url+"/mcp", nil, nil).CallTool(ctx, &mcp.CallToolParams{Name: "os__create_task",
-			Arguments: map[string]any{"title": "held for the tasks client", "domain": "business"}})
-		require.NoError(t, err)
-		taskID := res.StructuredContent.(map[string]any)["task_id"].(string)
-		lock, err := shared.pool.Begin(ctx)
-		require.NoError(t, err)
-		defer lock.Rollback(ctx)
-		_, err = lock.Exec(ctx, `SELECT 1 FROM os_tasks WHERE id = $1 FOR UPDATE`, taskID)
-		require.NoError(t, err)
+		taskID, release := heldOSTask(t, "held for the tasks client")
 
 		c := startTasksClient(t, shared.url, testToken, []tasksClientCall{
 			{Name: "os__create_note", Arguments: map[string]any{"domain": "business", "title": "at once " + uuid.NewString()[:8], "content": "x"}},
@@ -170,7 +160,7 @@ func TestMCPTasksClient(t *testing.T) {
 		started = c.next(t)
 		require.Equal(t, "task", started.Kind, "a held call becomes a task")
 		require.Regexp(t, `^gemtask_`, started.TaskID)
-		require.NoError(t, lock.Rollback(ctx))
+		release()
 		c.goAhead(t)
 		settled = c.next(t)
 		require.Equal(t, "completed", settled.Outcome.Status, "%+v", settled)

@@ -265,6 +265,23 @@ func TestMCPTasksQueuedAndCancelled(t *testing.T) {
 	require.True(t, strings.HasPrefix(e.Message, "Missing required client capability"), e.Message)
 }
 
+// heldOSTask makes an os_tasks row (through the shared brain) and holds it with a row lock, so that a call
+// completing it runs until release is called (or the test ends).
+func heldOSTask(t *testing.T, title string) (taskID string, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := session(t, shared.url+"/mcp", nil, nil).CallTool(ctx, &mcp.CallToolParams{Name: "os__create_task",
+		Arguments: map[string]any{"title": title, "domain": "business"}})
+	require.NoError(t, err)
+	taskID = res.StructuredContent.(map[string]any)["task_id"].(string)
+	lock, err := shared.pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lock.Rollback(ctx) })
+	_, err = lock.Exec(ctx, `SELECT 1 FROM os_tasks WHERE id = $1 FOR UPDATE`, taskID)
+	require.NoError(t, err)
+	return taskID, func() { require.NoError(t, lock.Rollback(ctx)) }
+}
+
 // TestMCPTasksHeldAndBound: a call held for approval is an input_required task whose input request is where
 // a person decides it — the studio's approvals page, for a caller that may not decide; a form, for one that
 // may. tasks/update decides it only for a caller that may; tasks/cancel cancels it with one receipt. A task
@@ -471,16 +488,7 @@ func TestMCPTasksHeldAndBound(t *testing.T) {
 // tasks gets for the same receipt (a repeat of the request with its key).
 func TestMCPTasksRunning(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	res, err := session(t, shared.url+"/mcp", nil, nil).CallTool(ctx, &mcp.CallToolParams{Name: "os__create_task",
-		Arguments: map[string]any{"title": "held for a task", "domain": "business"}})
-	require.NoError(t, err)
-	osTask := res.StructuredContent.(map[string]any)["task_id"].(string)
-	lock, err := shared.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer lock.Rollback(ctx)
-	_, err = lock.Exec(ctx, `SELECT 1 FROM os_tasks WHERE id = $1 FOR UPDATE`, osTask)
-	require.NoError(t, err)
+	osTask, release := heldOSTask(t, "held for a task")
 
 	peer := newTasksPeer(t, shared.url, testToken, true)
 	key := uuid.NewString()
@@ -496,7 +504,7 @@ func TestMCPTasksRunning(t *testing.T) {
 	require.Equal(t, "working", task["status"], "a running call is left to finish")
 	require.Zero(t, receiptsOf(t, shared.pool, callID))
 
-	require.NoError(t, lock.Rollback(ctx))
+	release()
 	task = peer.waitStatus(taskID, "completed")
 	require.Equal(t, 1, receiptsOf(t, shared.pool, callID))
 	result := task["result"].(map[string]any)
