@@ -38,13 +38,21 @@ test: lint mcp-peers agent-clients api-tools ## run every test (PostgreSQL, Rive
 	$(MAKE) --no-print-directory fuzz FUZZTIME=150000x BRAIN_FUZZTIME=
 
 # mcp-peers: the real MCP peers the tests talk to (the official Inspector CLI, the TypeScript SDK's client and
-# the reference server-everything), pinned by scripts/mcp-peers/package-lock.json. Node and npm are all it needs.
+# the reference server-everything), pinned by scripts/mcp-peers/package-lock.json, and the official tasks client
+# (@modelcontextprotocol/ext-tasks on the TypeScript SDK v2), pinned by scripts/mcp-tasks-client/package-lock.json
+# in a folder of its own (it needs the SDK's v2 packages). Node and npm are all it needs.
 MCP_PEERS := scripts/mcp-peers
-mcp-peers: ## install the MCP Inspector, the TypeScript SDK and server-everything the tests run against (npm)
+MCP_TASKS_CLIENT := scripts/mcp-tasks-client
+mcp-peers: ## install the MCP Inspector, the TypeScript SDK, server-everything and the tasks client the tests run against (npm)
 	@if [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-inspector ] || [ ! -x $(MCP_PEERS)/node_modules/.bin/mcp-server-everything ] || \
 		[ ! -f $(MCP_PEERS)/node_modules/@modelcontextprotocol/sdk/package.json ]; then \
 		echo "installing the MCP test peers into $(MCP_PEERS)/node_modules (npm ci)"; \
 		npm ci --no-audit --no-fund --loglevel=error --prefix $(MCP_PEERS); \
+	fi
+	@if [ ! -f $(MCP_TASKS_CLIENT)/node_modules/@modelcontextprotocol/ext-tasks/package.json ] || \
+		[ ! -f $(MCP_TASKS_CLIENT)/node_modules/@modelcontextprotocol/client/package.json ]; then \
+		echo "installing the MCP tasks client into $(MCP_TASKS_CLIENT)/node_modules (npm ci)"; \
+		npm ci --no-audit --no-fund --loglevel=error --prefix $(MCP_TASKS_CLIENT); \
 	fi
 
 # agent-clients: the agent frameworks the tests drive GEM with — the OpenAI Agents SDK, the Vercel AI SDK's MCP

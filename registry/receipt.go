@@ -98,6 +98,9 @@ const (
 	CodeRejected ErrorCode = "rejected"
 	// CodeApprovalExpired: the call needed approval and no decision came before it expired.
 	CodeApprovalExpired ErrorCode = "approval_expired"
+	// CodeCancelled: the caller that made the call cancelled it before it ran (an MCP client's tasks/cancel);
+	// details name who.
+	CodeCancelled ErrorCode = "cancelled"
 	// CodeRemoteError: a rest or mcp tool's remote answered with an error (an HTTP status outside the tool's
 	// success statuses, an MCP result with isError, a server that could not be reached and may not be
 	// retried); details carry the remote's status and message.
@@ -129,7 +132,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeUnknownTool, CodeValidation, CodeInvalidCall, CodeNotFound, CodeConflict, CodeTimeout,
 	CodeHandlerError, CodeOutputContract, CodeOutcomeUnknown, CodeNotConfigured, CodeToolNotEnabled,
-	CodePermissionDenied, CodeInputTooLarge, CodeResultTooLarge, CodeRejected, CodeApprovalExpired, CodeRateLimited, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
+	CodePermissionDenied, CodeInputTooLarge, CodeResultTooLarge, CodeRejected, CodeApprovalExpired, CodeCancelled, CodeRateLimited, CodeRemoteError, CodeScriptError, CodeDeviceUnavailable, CodeUnknownDevice, CodeRetriesExhausted, CodeJobDiscarded, CodeJobCancelled, CodeJobDeleted, CodeJobCompletedWithoutReceipt,
 }
 
 // CallError is the error recorded in a receipt.

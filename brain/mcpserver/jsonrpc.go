@@ -26,7 +26,8 @@ type methodKind struct {
 }
 
 // serverMethods is every method the server answers: MCP's client-to-server methods as the SDK serves them
-// (their params rule is the SDK's own; TestMethodsAreTheSDKs checks it) and the skills extension's.
+// (their params rule is the SDK's own; TestMethodsAreTheSDKs checks it), the skills extension's and the
+// tasks extension's.
 var serverMethods = map[string]methodKind{
 	"initialize":                       {needsParams: true},
 	"ping":                             {},
@@ -45,6 +46,9 @@ var serverMethods = map[string]methodKind{
 	"subscriptions/listen":             {needsParams: true},
 	"skills/list":                      {},
 	"skills/get":                       {needsParams: true},
+	"tasks/get":                        {needsParams: true},
+	"tasks/update":                     {needsParams: true},
+	"tasks/cancel":                     {needsParams: true},
 	"notifications/initialized":        {notification: true},
 	"notifications/cancelled":          {notification: true},
 	"notifications/roots/list_changed": {notification: true},
@@ -85,6 +89,8 @@ type checked struct {
 	// ignore says the message is answered by nothing: a notification the server does not take, or a
 	// response (the server sends no requests).
 	ignore bool
+	// method is the request's or notification's method.
+	method string
 }
 
 // checkMessage checks one JSON-RPC message. An error comes with the id to answer it with (the message's, or
@@ -129,6 +135,7 @@ func checkMessage(data []byte) (*checked, json.RawMessage, *rpcError) {
 		return nil, answerID, &rpcError{jsonrpc.CodeInvalidRequest, `invalid request: "method" must be a string`}
 	}
 	kind, known := serverMethods[method]
+	msg.method = method
 	params, hasParams := members["params"]
 	if hasParams && bytes.Equal(params, jsonNull) {
 		delete(members, "params") // null params are no params

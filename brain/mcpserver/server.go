@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sync"
 	"time"
@@ -59,7 +60,19 @@ type Config struct {
 	// ProgressInterval is how often a waiting call sends a progress notification to a client that asked for
 	// them (a progressToken). Defaults to 1s.
 	ProgressInterval time.Duration
+	// TaskWait is how long a tools/call from a client that declared the tasks extension waits for a receipt
+	// before answering with a task instead (docs/mcp-server.md#tasks). Defaults to 1s (GEM_MCP_TASK_WAIT).
+	TaskWait time.Duration
+	// TaskPollInterval is the pollIntervalMs a task suggests while its call is queued or runs (five times it
+	// while a person has to decide). Defaults to 1s.
+	TaskPollInterval time.Duration
+	// BaseURL is the brain's URL as people reach it, for the approval link of a task held for approval:
+	// GEM_BRAIN_URL; when empty, /mcp uses the URL its request came to, and `brain mcp` BaseURLDefault.
+	BaseURL string
 }
+
+// BaseURLDefault is the brain's URL when nothing says otherwise: where make run serves it.
+const BaseURLDefault = "http://127.0.0.1:8088"
 
 // WithDefaults returns a copy with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
@@ -68,6 +81,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = ProgressIntervalDefault
+	}
+	if c.TaskWait == 0 {
+		c.TaskWait = TaskWaitDefault
+	}
+	if c.TaskPollInterval == 0 {
+		c.TaskPollInterval = TaskPollIntervalDefault
 	}
 	return c
 }
@@ -80,6 +99,17 @@ func (c Config) Validate() error {
 	}
 	if c.ProgressInterval < 0 {
 		errs = append(errs, fmt.Errorf("ProgressInterval must not be negative, not %s", c.ProgressInterval))
+	}
+	if c.TaskWait < 0 || c.TaskWait > CallWaitMax {
+		errs = append(errs, fmt.Errorf("TaskWait must be between 0s and %s, not %s (GEM_MCP_TASK_WAIT)", CallWaitMax, c.TaskWait))
+	}
+	if c.TaskPollInterval < time.Millisecond {
+		errs = append(errs, fmt.Errorf("TaskPollInterval must be at least 1ms, not %s", c.TaskPollInterval))
+	}
+	if c.BaseURL != "" {
+		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("BaseURL must be an http(s) URL like https://gem.example.com, not %q (GEM_BRAIN_URL)", c.BaseURL))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -146,6 +176,7 @@ func New(p *Params) (*Server, error) {
 		Resources: &mcp.ResourceCapabilities{},
 	}
 	caps.AddExtension(SkillsExtension, nil)
+	caps.AddExtension(TasksExtension, nil)
 	// The SDK logs every stateless request's session at info; the brain's request log already has one line
 	// per request, so the SDK says only what went wrong.
 	sdkLog := gemsql.Slog(p.Log.Level(max(p.Log.GetLevel(), zerolog.WarnLevel)))
@@ -162,7 +193,11 @@ func New(p *Params) (*Server, error) {
 	s.addOwnTool(GetReceiptTool, getReceiptDefinition, s.getReceipt)
 	s.addOwnTool(ApproveTool, approveDefinition, s.approve)
 	s.mcp.AddReceivingMiddleware(s.toolMethods)
+	s.mcp.AddReceivingMiddleware(s.taskMethods) // around toolMethods: a task skips the output schema's check
 	if err := s.addSkills(); err != nil {
+		return nil, err
+	}
+	if err := s.addTasks(); err != nil {
 		return nil, err
 	}
 	s.mcp.AddReceivingMiddleware(endWithRequest)
@@ -174,7 +209,7 @@ func New(p *Params) (*Server, error) {
 }
 
 const instructions = `GEM runs tools for a business and records a receipt for every call.
-A tool answers with its result. A call still running after a while answers {"call_id", "status": "pending"} and keeps running: call gem__get_receipt (gem.get_receipt) with that call_id for its receipt.
+A tool answers with its result. A call still running after a while answers {"call_id", "status": "pending"} and keeps running: call gem__get_receipt (gem.get_receipt) with that call_id for its receipt. A client that declares the tasks extension (io.modelcontextprotocol/tasks) gets a task instead, to poll with tasks/get.
 A failed call answers isError with the receipt's error code and message.
 Skills (io.modelcontextprotocol/skills: skills/list, skills/get) say how to use the tools together.`
 
@@ -255,7 +290,12 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string,
 		}
 	}
 	c := Caller{Name: caller, Agent: agent, Grants: grants, Reader: brain.ReaderOf(caller, grants), DottedNames: names == NamesDotted}
-	r = r.WithContext(WithCaller(context.WithValue(r.Context(), requestKey{}, r.Context()), c))
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	ctx := context.WithValue(context.WithValue(r.Context(), requestKey{}, r.Context()), baseURLKey{}, scheme+"://"+r.Host)
+	r = r.WithContext(WithCaller(ctx, c))
 	r.Header.Del(jsonrpcIDHeader)
 	answer := &httpAnswer{ResponseWriter: w, id: jsonNull}
 	if r.Method == http.MethodPost {
@@ -276,6 +316,10 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, caller string,
 			return
 		case msg.ignore:
 			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if rerr := taskNameHeader(r.Header, msg); rerr != nil {
+			writeAnswer(w, http.StatusBadRequest, errorAnswer(msg.id, rerr))
 			return
 		}
 		if msg.id != nil {

@@ -95,19 +95,33 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 			}
 			return nil, s.internal(ctx, err, "error enqueueing the call")
 		}
+		slot := taskSlotOf(ctx) // the client declared tasks: a call that does not end at once becomes one
 		if made.Awaiting {
+			if slot != nil {
+				return s.toTask(ctx, slot, tool.Name, id)
+			}
 			return s.awaitingAnswer(ctx, tool.Name, id)
 		}
 		if of := made.IdempotencyOf; of != nil {
 			// A repeated request: its receipt comes with the first one's, which may wait for a person.
 			if first, err := gemsql.CallGet(ctx, s.pool, *of); err == nil && first.Status == registry.CallAwaitingApproval {
+				if slot != nil {
+					return s.toTask(ctx, slot, tool.Name, *of)
+				}
 				return s.awaitingAnswer(ctx, tool.Name, *of)
 			}
 		}
 		s.logger(ctx).Debug().Str("call_id", id.String()).Str("tool", tool.Name).Str("agent", c.Agent).Msg("mcp call enqueued")
-		receipt, err := s.await(ctx, req, id, fmt.Sprintf("call %s enqueued", id), sub.Wait)
+		wait := s.cfg.CallWait
+		if slot != nil {
+			wait = s.cfg.TaskWait
+		}
+		receipt, err := s.await(ctx, req, id, fmt.Sprintf("call %s enqueued", id), sub.Wait, wait)
 		if err != nil {
 			return nil, err
+		}
+		if receipt == nil && slot != nil {
+			return s.toTask(ctx, slot, tool.Name, id)
 		}
 		return answer(c, tool.Name, id, receipt, false), nil
 	}
@@ -126,12 +140,12 @@ func (s *Server) awaitingAnswer(ctx context.Context, tool string, id uuid.UUID) 
 			callerOf(ctx).toolName(GetReceiptTool), id)}}}, nil
 }
 
-// await waits for one call's receipt until CallWait passes (nil: still running), sending progress
+// await waits for one call's receipt until bound passes (nil: still running), sending progress
 // notifications meanwhile when the client gave a progress token: first, then one per ProgressInterval with
 // the call's status.
 func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, id uuid.UUID, first string,
-	wait func(context.Context) (*gemsql.WaitResult, error)) (*registry.Receipt, error) {
-	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.CallWait)
+	wait func(context.Context) (*gemsql.WaitResult, error), bound time.Duration) (*registry.Receipt, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	type outcome struct {
 		res *gemsql.WaitResult
@@ -157,7 +171,7 @@ func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, id uuid.UU
 		}
 		// A lost notification is not worth failing the call for.
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: message,
-			Progress: time.Since(start).Seconds(), Total: s.cfg.CallWait.Seconds()})
+			Progress: time.Since(start).Seconds(), Total: bound.Seconds()})
 	}
 	notify(first)
 	var tick <-chan time.Time
@@ -360,7 +374,7 @@ func (s *Server) getReceipt(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	readOrWait := func(ctx context.Context) (*gemsql.WaitResult, error) {
 		return s.waiter.Wait(ctx, []uuid.UUID{in.CallID}) // reads first: the receipt may exist
 	}
-	receipt, err := s.await(ctx, req, in.CallID, fmt.Sprintf("waiting for the receipt of call %s", in.CallID), readOrWait)
+	receipt, err := s.await(ctx, req, in.CallID, fmt.Sprintf("waiting for the receipt of call %s", in.CallID), readOrWait, s.cfg.CallWait)
 	if err != nil {
 		return nil, err
 	}

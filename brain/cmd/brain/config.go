@@ -102,7 +102,8 @@ type Config struct {
 	Conns api.ConnLimits
 
 	// MCP configures the MCP server at /mcp and `brain mcp` (GEM_MCP_CALL_WAIT: how long tools/call waits for
-	// a receipt before answering pending; defaults to 25s).
+	// a receipt before answering pending, 25s; GEM_MCP_TASK_WAIT: how long before answering a client that
+	// declared tasks with a task, 1s; GEM_BRAIN_URL: the brain's URL in a held task's approval link).
 	MCP mcpserver.Config
 
 	// Devices configures the hub devices connect to at /devices/connect (GEM_DEVICE_HEARTBEAT: how often
@@ -297,13 +298,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	errs = append(errs, err)
 	c.Conns, err = connLimitsFromEnv(getenv)
 	errs = append(errs, err)
-	if s := getenv("GEM_MCP_CALL_WAIT"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("GEM_MCP_CALL_WAIT: %q is not a duration (like 25s)", s))
+	for name, into := range map[string]*time.Duration{"GEM_MCP_CALL_WAIT": &c.MCP.CallWait, "GEM_MCP_TASK_WAIT": &c.MCP.TaskWait} {
+		if s := getenv(name); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration (like 25s)", name, s))
+			}
+			*into = d
 		}
-		c.MCP.CallWait = d
 	}
+	c.MCP.BaseURL = getenv("GEM_BRAIN_URL")
 	tel, err := telemetry.ConfigFromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)

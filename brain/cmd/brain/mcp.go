@@ -58,6 +58,9 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 		log.Error().Err(err).Msg("invalid configuration")
 		return 2
 	}
+	if cfg.MCP.BaseURL == "" {
+		cfg.MCP.BaseURL = brainURL("", getenv) // where the CLI finds the brain, for a held task's approval link
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, caller, closeAll, err := openMCP(ctx, cfg, log, *as, *agent)
