@@ -425,19 +425,10 @@ func SessionCallsAwaitingReceipts(ctx context.Context, db gemsql.DBTX, sessionID
 
 // QueuedTurnsStart starts, for owner, up to limit chat turns queued behind others (if_busy enqueue) whose
 // session is free now: the oldest queued turn of each such session takes the session's turn — under its
-// row's lock, as any turn does — and becomes its owner's, planning. It returns them.
+// row's lock, as any turn does — and becomes its owner's, planning. It returns them (gem_queued_turns_start,
+// with a generic plan: 00057).
 func QueuedTurnsStart(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, _ []uuid.UUID) ([]Taken, error) {
-	rows, err := db.Query(ctx, `WITH q AS (
-			SELECT r.id, r.conversation_id FROM brain_runs r
-			WHERE r.status = 'queued' AND NOT EXISTS (SELECT 1 FROM brain_runs e
-				WHERE e.status = 'queued' AND e.conversation_id = r.conversation_id AND e.id < r.id)
-			ORDER BY r.id LIMIT $3 FOR UPDATE SKIP LOCKED),
-		s AS (UPDATE agent_sessions s SET turn_run = q.id, turn_since = now() FROM q
-			WHERE s.id = q.conversation_id AND s.turn_run IS NULL
-			RETURNING q.id)
-		UPDATE brain_runs r SET status = 'planning', owner = $1 || '#' || substr(md5(random()::text), 1, 8),
-			lease_until = now() + $2::interval, updated_at = now()
-		FROM s WHERE r.id = s.id RETURNING r.id, r.owner`, owner, d, limit)
+	rows, err := db.Query(ctx, `SELECT run_id, run_owner FROM gem_queued_turns_start($1, $2::interval, $3)`, owner, d, limit)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error starting queued turns: %w", err))
 	}
