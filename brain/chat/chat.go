@@ -781,17 +781,9 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 		}
 	}
 	err := c.untilBack(ctx, func(try int) error {
-		return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-			if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
-				return err
-			}
-			if also == nil {
-				// The reply (a step with nothing to do after it): the turn's end, written next under a commit
-				// that waits for the disk, flushes this one with it; nothing acts on it before that.
-				if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-					return err
-				}
-			}
+		// The reply (a step with nothing to do after it) commits lazily: the turn's end, written next under a
+		// commit that waits for the disk, flushes it with its own; nothing acts on it before that.
+		return postgres.RunFenced(ctx, c.pool, r.runID, r.claim, also == nil, func(tx pgx.Tx) error {
 			if try > 1 {
 				n, err := postgres.RunAssistantMessages(ctx, tx, r.runID)
 				if err != nil {

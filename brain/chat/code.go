@@ -148,11 +148,8 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 	sub := c.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 	defer sub.Close()
 	var awaiting bool
-	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		// Under the run's fence: a brain that lost the run makes no more of its program's calls.
-		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
-			return err
-		}
+	// Under the run's fence: a brain that lost the run makes no more of its program's calls.
+	err = postgres.RunFenced(ctx, c.pool, r.runID, r.claim, false, func(tx pgx.Tx) error {
 		var err error
 		if _, awaiting, err = gemsql.CallInsertAwaiting(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
 			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester, Device: device}); err != nil {

@@ -451,10 +451,7 @@ func (r *chatRun) reportJournaled(ctx context.Context, db gemsql.DBTX, own []pos
 // what became of the session's calls, its message is stored after the turn before it, and it runs.
 func (c *Chat) startQueued(ctx context.Context, r *chatRun, message string) error {
 	r.req.Message = message
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if err := postgres.RunFence(ctx, tx, r.runID, r.claim); err != nil {
-			return err
-		}
+	err := postgres.RunFenced(ctx, c.pool, r.runID, r.claim, false, func(tx pgx.Tx) error {
 		if err := c.openTurn(ctx, tx, r); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -14,6 +15,7 @@ import (
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // SessionClaim creates or touches a chat session for an agent, a user and the caller speaking, and makes run
@@ -201,16 +203,13 @@ func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uui
 	return nil
 }
 
-// RunFinish records a chat run's end, under its fence (RunFence: ErrTakenOver when claim no longer owns
+// RunFinish records a chat run's end, under its fence (RunFenced: ErrTakenOver when claim no longer owns
 // it): its status, calls, reply and errors, the response as it was sent (what a repeat of its request is
 // answered), and gives the session's turn back. releaseKey gives the request's key up too, for a run that
 // did no work (the LLM unavailable before any call): a retry with it tries again.
-func RunFinish(ctx context.Context, db Beginner, runID uuid.UUID, claim, sessionID, status string, planned []brain.PlannedCall, reply string,
+func RunFinish(ctx context.Context, db TxBeginner, runID uuid.UUID, claim, sessionID, status string, planned []brain.PlannedCall, reply string,
 	errs []*brain.Error, response []byte, releaseKey bool) error {
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if err := RunFence(ctx, tx, runID, claim); err != nil {
-			return err
-		}
+	err := RunFenced(ctx, db, runID, claim, false, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
 			updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
@@ -325,20 +324,32 @@ func SessionOf(ctx context.Context, db gemsql.DBTX, sessionID string) (userID st
 // it over when its lease expired.
 var ErrTakenOver = errors.New("the run was taken over by another brain")
 
-// RunFence locks a run for the transaction and checks that owner still owns it (ErrTakenOver otherwise): a
-// brain writes its run's journal only under this check, so of two brains that believe they own a run, one
-// journals each step. FOR NO KEY UPDATE holds off a takeover's UPDATE as FOR UPDATE would, without
-// blocking the foreign-key checks of rows that name the run (its events, turns, messages, calls).
-func RunFence(ctx context.Context, tx pgx.Tx, runID uuid.UUID, owner string) error {
-	var held *string
-	if err := tx.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1 FOR NO KEY UPDATE`, runID).Scan(&held); err != nil {
-		return Error(fmt.Errorf("error locking a run: %w", err))
+// RunFenced runs fn in a transaction that holds the run's row and begins only while claim owns the run
+// (ErrTakenOver otherwise): a brain writes its run's journal only under this check, so of two brains that
+// believe they own a run, one journals each step. The check is sent with BEGIN, in one round trip
+// (gem_run_fence: FOR NO KEY UPDATE holds off a takeover's UPDATE as FOR UPDATE would, without blocking the
+// checks of rows that name the run). lazy commits without waiting for the disk (a write a durable one
+// follows). fn's error comes back as it is.
+func RunFenced(ctx context.Context, db TxBeginner, runID uuid.UUID, claim string, lazy bool, fn func(pgx.Tx) error) error {
+	begin := "BEGIN; SELECT gem_run_fence(" + literal(runID.String()) + ", " + literal(claim) + ")"
+	if lazy {
+		begin += "; SET LOCAL synchronous_commit = off"
 	}
-	if held == nil || *held != owner {
+	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{BeginQuery: begin}, fn)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "GR409" {
 		return ErrTakenOver
 	}
-	return nil
+	return err
 }
+
+// TxBeginner begins transactions with options (a pool, a connection).
+type TxBeginner interface {
+	BeginTx(ctx context.Context, txOptions pgx.TxOptions) (pgx.Tx, error)
+}
+
+// literal is s as an SQL string literal (standard_conforming_strings, PostgreSQL's default since 9.1).
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // NewClaim is a claim of owner on a run: the owner's id and a token of this taking, so that a brain that takes
 // over a run it was itself working on (its lease lapsed while it was away from the database) fences out its

@@ -61,7 +61,7 @@ func RunEventAdd(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, kind stri
 	return nil
 }
 
-// RunEventAddFenced appends an event to a run that claim still owns (RunFence's rule, in one statement: the
+// RunEventAddFenced appends an event to a run that claim still owns (RunFenced's rule, in one statement: the
 // run's row is locked and its owner checked under the lock; a run no longer claim's gets nothing). Given the
 // pool, the event commits without waiting for the disk, as RunEventAdd's.
 func RunEventAddFenced(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, claim, kind string, data any) error {
