@@ -348,11 +348,9 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 			return err
 		}
 		run.Message = r.message
-		if err := postgres.RunInsert(ctx, tx, run); err != nil {
-			return err
-		}
 		r.claim = postgres.NewClaim(c.owner)
-		if err := postgres.RunLease(ctx, tx, r.runID, r.claim, c.lease); err != nil {
+		run.Owner = r.claim
+		if err := postgres.RunInsertLeased(ctx, tx, run, c.lease); err != nil {
 			return err
 		}
 		return c.startTurn(ctx, tx, r)

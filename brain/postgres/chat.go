@@ -356,12 +356,6 @@ func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + 
 // earlier self.
 func NewClaim(owner string) string { return owner + "#" + uuid.NewString()[:8] }
 
-// RunLease makes claim the run's owner, with a lease of d.
-func RunLease(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, claim string, d time.Duration) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET owner = $2, lease_until = now() + $3::interval WHERE id = $1`, runID, claim, d)
-	return Error(err)
-}
-
 // RunLeasesRenew renews the leases of the runs a brain is working on, each under its claim.
 func RunLeasesRenew(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, claims []string, d time.Duration) error {
 	_, err := db.Exec(ctx, `UPDATE brain_runs b SET lease_until = now() + $3::interval

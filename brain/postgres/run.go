@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gemhq/gem/brain"
 	gemsql "github.com/gemhq/gem/sql"
@@ -34,12 +35,17 @@ func nullIfEmpty(s string) *string {
 
 const insertRunSQL = `INSERT INTO brain_runs (id, message, mode, conversation_id, context, limits, status, decision,
 		planned_calls, call_ids, receipts, assistant_message, next_actions, errors, agent, requested_by, idempotency_key,
-		request_fingerprint, completed_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+		request_fingerprint, owner, lease_until, completed_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, now() + $20::interval,
 		CASE WHEN $7 IN ('completed', 'failed') THEN now() END)
 	RETURNING created_at, updated_at, completed_at`
 
-func insertRunArgs(r *brain.Run) []any {
+// insertRunArgs are a run's insert's arguments; a run with an owner holds it for lease (a chat turn's).
+func insertRunArgs(r *brain.Run, lease time.Duration) []any {
+	var leaseArg any // NULL: no lease
+	if r.Owner != "" {
+		leaseArg = lease
+	}
 	ids := r.CallIDs
 	if ids == nil {
 		ids = []uuid.UUID{}
@@ -47,12 +53,17 @@ func insertRunArgs(r *brain.Run) []any {
 	return []any{r.ID, r.Message, string(r.Mode), nullIfEmpty(r.ConversationID), jsonOrEmpty(r.Context, "{}"), jsonOrEmpty(r.Limits, "{}"),
 		r.Status, jsonOrEmpty(r.Decision, "null"), jsonOrEmpty(r.PlannedCalls, "[]"), ids, receiptsJSON(r.Receipts),
 		nullIfEmpty(r.AssistantMessage), jsonOrEmpty(r.NextActions, "[]"), jsonOrEmpty(r.Errors, "[]"),
-		nullIfEmpty(r.Agent), nullIfEmpty(r.RequestedBy), nullIfEmpty(r.IdempotencyKey), r.Fingerprint}
+		nullIfEmpty(r.Agent), nullIfEmpty(r.RequestedBy), nullIfEmpty(r.IdempotencyKey), r.Fingerprint, nullIfEmpty(r.Owner), leaseArg}
 }
 
 // RunInsert records a run.
 func RunInsert(ctx context.Context, db gemsql.DBTX, r *brain.Run) error {
-	err := db.QueryRow(ctx, insertRunSQL, insertRunArgs(r)...).Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
+	return RunInsertLeased(ctx, db, r, 0)
+}
+
+// RunInsertLeased records a run that r.Owner (a claim: NewClaim) holds for lease, in the insert.
+func RunInsertLeased(ctx context.Context, db gemsql.DBTX, r *brain.Run, lease time.Duration) error {
+	err := db.QueryRow(ctx, insertRunSQL, insertRunArgs(r, lease)...).Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
 	if err != nil {
 		return Error(fmt.Errorf("error recording run: %w", err))
 	}
@@ -61,7 +72,7 @@ func RunInsert(ctx context.Context, db gemsql.DBTX, r *brain.Run) error {
 
 // RunInsertQueue queues a run's insert on a batch, to go with other statements in one round trip.
 func RunInsertQueue(b *pgx.Batch, r *brain.Run) {
-	b.Queue(insertRunSQL, insertRunArgs(r)...).QueryRow(func(row pgx.Row) error {
+	b.Queue(insertRunSQL, insertRunArgs(r, 0)...).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt); err != nil {
 			return fmt.Errorf("error recording run: %w", err)
 		}
