@@ -102,7 +102,11 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 			}
 			return s.awaitingAnswer(ctx, tool.Name, id)
 		}
+		// A task names the request: for a repeat (the same key), the first call, which is the one that runs
+		// and the one tasks/cancel can stop (the repeat has no job of its own).
+		taskCall := id
 		if of := made.IdempotencyOf; of != nil {
+			taskCall = *of
 			// A repeated request: its receipt comes with the first one's, which may wait for a person.
 			if first, err := gemsql.CallGet(ctx, s.pool, *of); err == nil && first.Status == registry.CallAwaitingApproval {
 				if slot != nil {
@@ -121,7 +125,7 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 			return nil, err
 		}
 		if receipt == nil && slot != nil {
-			return s.toTask(ctx, slot, tool.Name, id)
+			return s.toTask(ctx, slot, tool.Name, taskCall)
 		}
 		return answer(c, tool.Name, id, receipt, false), nil
 	}
