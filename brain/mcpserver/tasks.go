@@ -62,13 +62,25 @@ var taskIDRe = regexp.MustCompile(`^` + taskIDPrefix + `[A-Za-z0-9_-]{43}$`)
 // 2026-07-28 or later (the extension is not defined before it), its per-request client capabilities name
 // the extension with an object. A declaration made earlier (another request, initialize) does not count.
 func declaresTasks(meta mcp.Meta) bool {
-	if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); v < modernProtocol {
+	if !revisionAtLeast(meta[mcp.MetaKeyProtocolVersion], modernProtocol) {
 		return false
 	}
 	caps, _ := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
 	extensions, _ := caps["extensions"].(map[string]any)
 	_, ok := extensions[TasksExtension].(map[string]any)
 	return ok
+}
+
+// revisionAtLeast says whether v is an MCP protocol revision (a date, YYYY-MM-DD) no earlier than min: a
+// string that merely sorts after it ("3", "9999") is none.
+func revisionAtLeast(v any, min string) bool {
+	s, _ := v.(string)
+	at, err := time.Parse(time.DateOnly, s)
+	if err != nil || at.Format(time.DateOnly) != s {
+		return false
+	}
+	floor, _ := time.Parse(time.DateOnly, min)
+	return !at.Before(floor)
 }
 
 // missingTasksCapability is the -32021 error a client that did not declare the extension gets for tasks/*.
