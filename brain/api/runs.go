@@ -81,9 +81,10 @@ func (s *Server) runAsync(c echo.Context, params *brain.RunParams, run func(cont
 	}
 }
 
-// writeRun sends a run's response, then waits for its answer to be recorded (see RunResponse.Recorded): the
-// client has its answer one database round trip sooner, and the request still ends only when the run is
-// written, so shutdown's drain covers it.
+// writeRun sends a run's response; its answer is recorded meanwhile (see RunResponse.Recorded), and the
+// request ends without waiting for it, so a client's next request on the same connection is read at once.
+// Shutdown waits for the recordings still under way (Server.Close), and a read of the run before its answer
+// is recorded derives it from the receipts (GetRun).
 func (s *Server) writeRun(c echo.Context, status int, resp *brain.RunResponse) error {
 	// With its length known the client has the whole body at the flush; a body written without it is
 	// chunked, and its end goes out only when the handler returns.
@@ -98,7 +99,11 @@ func (s *Server) writeRun(c echo.Context, status int, resp *brain.RunResponse) e
 		_, err = c.Response().Write(body)
 		c.Response().Flush()
 	}
-	awaitRecorded(c.Request().Context(), resp)
+	s.recordings.Add(1)
+	go func() {
+		defer s.recordings.Done()
+		awaitRecorded(context.WithoutCancel(c.Request().Context()), resp)
+	}()
 	return err
 }
 
