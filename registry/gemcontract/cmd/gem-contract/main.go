@@ -1,6 +1,7 @@
 // Command gem-contract writes the gemcontract package's extract of the original GEM's registry: the contract
-// without prose, and the hashes of that prose's 5-word runs. `make gem-contract` runs it on
-// ../shared/gem/tools.registry.json; the output is committed, so the tests never read GEM's file.
+// without prose, and the hashes of that prose's 5-word runs. `make gem-contract` runs it on the file the
+// Makefile's GEM_CONTRACT_SOURCE names (GEM's registry, which no clone holds); the output is committed, so the
+// tests never read GEM's file.
 //
 //	go run ./registry/gemcontract/cmd/gem-contract -from GEM-REGISTRY -to registry/gemcontract/testdata
 package main
