@@ -161,36 +161,6 @@ func requireAnswersKeepSchema(t *testing.T, run *sdkRun, listed *sdkRun) {
 	}
 }
 
-// registryWithSecretTool writes the repository's registry with lab.login, whose password is a secret input
-// (stored sealed under GEM_SECRET_KEY), and returns its path.
-func registryWithSecretTool(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile(testenv.RegistryPath())
-	require.NoError(t, err)
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal(data, &doc))
-	var login any
-	require.NoError(t, json.Unmarshal([]byte(`{
-		"name": "lab.login",
-		"description": "Logs in to the lab service with a user and a password (the password is secret).",
-		"input_schema": {"type": "object", "properties": {
-			"user": {"type": "string", "minLength": 1},
-			"password": {"type": "string", "minLength": 8, "writeOnly": true}},
-			"required": ["user", "password"], "additionalProperties": false},
-		"output_schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
-		"permissions": ["read:external"],
-		"idempotency": {"mode": "safe-retry"},
-		"timeout_ms": 5000,
-		"implementation": {"type": "rest", "method": "POST", "url": "http://127.0.0.1:1/login"}
-	}`), &login))
-	doc["tools"] = append(doc["tools"].([]any), login)
-	path := filepath.Join(t.TempDir(), "secret.registry.json")
-	out, err := json.Marshal(doc)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, out, 0o600))
-	return path
-}
-
 // TestMCPToolNames: tools are listed by names model APIs accept (os__create_note), with GEM's name in title
 // and _meta; tools/call takes either name; ?names=dotted (brain mcp -names dotted) lists GEM's names; a
 // registry whose names cannot be exported one to one does not load.
@@ -465,7 +435,7 @@ func TestMCPAnswersKeepTheirSchema(t *testing.T) {
 	// What an executor records of the tool when it starts, which the policy is matched against.
 	_, err = pool.Exec(context.Background(), `INSERT INTO core_tools (name, permissions) VALUES ('os.list_reminders', '{read:reminders}')`)
 	require.NoError(t, err)
-	regPath := registryWithSecretTool(t)
+	regPath := registryWithTool(t, secretTool) // lab.login: its password is a secret input
 	m, err := startBrain(dbURL, func(c *Config) {
 		c.RegistryPath = regPath
 		c.MCP = mcpserver.Config{CallWait: 300 * time.Millisecond}
