@@ -194,6 +194,29 @@ func QueueCallInsertMany(ctx context.Context, b *pgx.Batch, params []CallInsertP
 	return ids, nil
 }
 
+// QueueCallInsertManyAwaiting is QueueCallInsertMany that also learns, once the batch is sent, which of the
+// calls await approval: they are added to awaiting.
+func QueueCallInsertManyAwaiting(ctx context.Context, b *pgx.Batch, params []CallInsertParams, awaiting map[uuid.UUID]bool) ([]uuid.UUID, error) {
+	ids, args, err := callInsertArgs(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	b.Queue(callInsertSQL+` RETURNING id, status = 'awaiting_approval'`, args...).Query(func(rows pgx.Rows) error {
+		var id uuid.UUID
+		var waits bool
+		if _, err := pgx.ForEachRow(rows, []any{&id, &waits}, func() error {
+			if waits {
+				awaiting[id] = true
+			}
+			return nil
+		}); err != nil {
+			return insertError(err)
+		}
+		return nil
+	})
+	return ids, nil
+}
+
 // callInsertSQL inserts calls from one JSON array (a parameter whose contents the planner cannot see, so
 // the statement is planned once per connection rather than for each number of calls).
 const callInsertSQL = `

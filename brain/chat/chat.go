@@ -168,6 +168,20 @@ type chatRun struct {
 	// journaled counts the run's assistant messages, one per journal write: a write tried again after the
 	// database was away finds by it whether its try before committed.
 	journaled int
+	// startedAhead is the step whose first LLM request's llm_started event was written ahead, with the write
+	// before it (the turn's start, the step before's settle), sparing the request a write of its own.
+	startedAhead int
+	// ending is the turn's last step, its reply: journaled with the run's end, in one transaction (drive).
+	ending *step
+}
+
+// step is one step of a turn as the journal records it: the LLM answer (turn, when not nil), the step's
+// messages, an assistant message first, and what else belongs to it (also: its calls), queued on the step's
+// batch; written says a try before committed the step already, so also only reads what it needs.
+type step struct {
+	turn *turnRecord
+	msgs []postgres.SessionMessage
+	also func(b *pgx.Batch, written bool) error
 }
 
 // Chat handles one message to an agent. An error comes with a response when the run was recorded (its
@@ -230,7 +244,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 }
 
 // drive runs a turn's loop from conversation, at iteration, and records its end.
-// A nil conversation ends a turn whose reply is journaled already.
+// A nil conversation ends a turn whose last step is journaled already (the note of a turn out of rounds).
 func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message, iteration int) (*brain.ChatResponse, error) {
 	var loopErr error
 	if conversation != nil {
@@ -256,20 +270,30 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	r.resp.OK = len(r.resp.Errors) == 0
 	r.resp.Reply = r.scrub(r.resp.Reply)
 	r.resp.Status = status
-	defer c.kick() // a turn queued behind this one may start
 	// A turn that made no call and failed for want of the LLM or the database did no work: its key is given
 	// up, so the client's retry tries again.
 	noWork := loopErr != nil && brain.ErrorCode(loopErr) == brain.EUNAVAILABLE && len(r.calls) == 0
 	response, _ := json.Marshal(r.resp)
-	// Written again once the database is back: a second write of an end under the same claim changes nothing.
-	if err := c.untilBack(ctx, func(int) error {
-		return postgres.RunFinish(ctx, c.pool, r.runID, r.claim, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors, response, noWork)
-	}); err != nil {
+	// The turn's last step and its end, in one transaction. Written again once the database is back: a
+	// second write of an end under the same claim changes nothing, and a step found written is not written
+	// again.
+	var queued bool
+	ending := step{}
+	if loopErr == nil && r.ending != nil {
+		ending = *r.ending
+	}
+	err := c.journal(ctx, r, ending, func(b *pgx.Batch) {
+		postgres.RunFinishQueue(b, r.runID, r.req.SessionID, status, r.calls, r.resp.Reply, r.resp.Errors, response, noWork, &queued)
+	})
+	if queued {
+		c.kick() // a turn queued behind this one starts now
+	}
+	if err != nil {
 		if errors.Is(err, postgres.ErrTakenOver) {
 			return nil, err
 		}
-		if brain.ErrorCode(err) == brain.EUNAVAILABLE {
-			return c.leftToLease(r, err)
+		if errors.As(err, &away) {
+			return c.leftToLease(r, away.err)
 		}
 		return nil, err
 	}
@@ -323,19 +347,20 @@ func (c *Chat) answerRun(ctx context.Context, runID uuid.UUID, repeated bool) (*
 }
 
 // begin claims the session, records the run and the user's message, and loads the agent's skills, tools
-// and history.
+// and history, in four round trips.
 func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
-	return postgres.Error(pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+	run := &brain.Run{ID: r.runID, Message: r.req.Message, Mode: brain.ModeChat, ConversationID: r.req.SessionID, Status: brain.RunPlanning,
+		Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
+		Agent: r.agent.Slug, RequestedBy: requester, IdempotencyKey: r.req.IdempotencyKey, Fingerprint: r.req.Fingerprint}
+	var busy uuid.UUID
+	return postgres.Error(postgres.BatchTx(ctx, c.pool, func(b *pgx.Batch) {
 		if r.req.IdempotencyKey != "" {
 			// First: a repeat racing its first request is a repeat, not a busy session.
-			if err := postgres.RunKeyClaim(ctx, tx, requester, r.req.IdempotencyKey, r.req.Fingerprint, r.runID); err != nil {
-				return err
-			}
+			postgres.RunKeyClaimQueue(b, requester, r.req.IdempotencyKey, r.req.Fingerprint, r.runID)
 		}
-		run := &brain.Run{ID: r.runID, Message: r.req.Message, Mode: brain.ModeChat, ConversationID: r.req.SessionID, Status: brain.RunPlanning,
-			Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
-			Agent: r.agent.Slug, RequestedBy: requester, IdempotencyKey: r.req.IdempotencyKey, Fingerprint: r.req.Fingerprint}
-		if busy, err := postgres.SessionClaim(ctx, tx, r.req.SessionID, r.agent.ID, r.req.UserID, requester, r.runID); err != nil {
+		postgres.SessionClaimQueue(b, r.req.SessionID, r.agent.ID, r.req.UserID, requester, r.runID, &busy)
+	}, func(tx pgx.Tx, err error) error {
+		if err != nil {
 			if busy == uuid.Nil || r.req.IfBusy != brain.IfBusyEnqueue {
 				return err
 			}
@@ -350,21 +375,22 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		run.Message = r.message
 		r.claim = postgres.NewClaim(c.owner)
 		run.Owner = r.claim
-		if err := postgres.RunInsertLeased(ctx, tx, run, c.lease); err != nil {
-			return err
-		}
-		return c.startTurn(ctx, tx, r)
+		return c.startTurn(ctx, tx, r, func(b *pgx.Batch) { postgres.RunInsertLeasedQueue(b, run, c.lease) })
 	}))
 }
 
 // openTurn tells a turn what became of the session's calls since the agent was last told (decided
 // approvals, calls that were still running), which opens its message to the agent.
 func (c *Chat) openTurn(ctx context.Context, tx pgx.Tx, r *chatRun) error {
-	decided, err := postgres.SessionDecisions(ctx, tx, r.req.SessionID, r.runID)
-	if err != nil {
+	var decided []postgres.Decided
+	var running []uuid.UUID
+	b := &pgx.Batch{}
+	postgres.SessionDecisionsQueue(b, r.req.SessionID, r.runID, &decided)
+	postgres.SessionCallsAwaitingReceiptsQueue(b, r.req.SessionID, &running)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	finished, err := c.settleFinished(ctx, tx, r)
+	finished, err := c.settleFinished(ctx, tx, r, running)
 	if err != nil {
 		return err
 	}
@@ -384,15 +410,27 @@ func (c *Chat) openTurn(ctx context.Context, tx pgx.Tx, r *chatRun) error {
 	return nil
 }
 
-// startTurn loads the history its turn is given, stores the turn's message after it, and prepares the turn.
-func (c *Chat) startTurn(ctx context.Context, tx pgx.Tx, r *chatRun) (err error) {
-	if r.history, err = postgres.SessionMessageList(ctx, tx, r.req.SessionID, historyMessages); err != nil {
+// startTurn loads the history its turn is given, stores the turn's message after it, prepares the turn and
+// says its first LLM request starts, in one round trip with what first queues (the run's insert).
+func (c *Chat) startTurn(ctx context.Context, tx pgx.Tx, r *chatRun, first func(*pgx.Batch)) error {
+	b := &pgx.Batch{}
+	if first != nil {
+		first(b)
+	}
+	postgres.SessionMessageListQueue(b, r.req.SessionID, historyMessages, &r.history)
+	postgres.SessionMessageInsertQueue(b, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}})
+	var tools []*registry.Tool
+	postgres.AgentToolsQueue(b, c.reg, r.agent.Slug, r.req.UserID, &tools)
+	postgres.AgentSkillsQueue(b, r.agent.Slug, r.req.UserID, &r.skills)
+	if err := postgres.RunEventAddQueue(b, r.runID, postgres.EventLLMStarted, llmStarted(1, 1, c.model(r))); err != nil {
 		return err
 	}
-	if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, postgres.SessionMessage{Message: llm.Message{Role: "user", Content: r.userContent}}); err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	return c.prepare(ctx, tx, r)
+	r.startedAhead = 1
+	c.prepareWith(r, tools)
+	return nil
 }
 
 // prepare gives a turn its agent's tools and skills for its user, what its history loaded, and its system
@@ -402,12 +440,18 @@ func (c *Chat) prepare(ctx context.Context, db gemsql.DBTX, r *chatRun) error {
 	if err != nil {
 		return err
 	}
-	r.tools = llm.NewToolSet(tools)
-	r.meta = r.tools.Len() > c.threshold
-	r.offered = map[string]bool{}
 	if r.skills, err = postgres.AgentSkills(ctx, db, r.agent.Slug, r.req.UserID); err != nil {
 		return err
 	}
+	c.prepareWith(r, tools)
+	return nil
+}
+
+// prepareWith is prepare once the agent's tools and skills (r.skills) are loaded.
+func (c *Chat) prepareWith(r *chatRun, tools []*registry.Tool) {
+	r.tools = llm.NewToolSet(tools)
+	r.meta = r.tools.Len() > c.threshold
+	r.offered = map[string]bool{}
 	r.discloseSkills()
 
 	var b strings.Builder
@@ -420,16 +464,25 @@ func (c *Chat) prepare(ctx context.Context, db gemsql.DBTX, r *chatRun) error {
 			r.tools.Len(), metaSearchTools, metaDescribeTool, metaDescribeTool))
 	}
 	r.system = strings.TrimSpace(b.String())
-	return nil
+}
+
+// model is the model a turn's agent asks.
+func (c *Chat) model(r *chatRun) string {
+	if r.agent.Model != nil && *r.agent.Model != "" {
+		return *r.agent.Model
+	}
+	return c.llm.DefaultModel()
+}
+
+// llmStarted is an llm_started event's data.
+func llmStarted(iteration, attempt int, model string) map[string]any {
+	return map[string]any{"iteration": iteration, "attempt": attempt, "model": model}
 }
 
 // loop asks the LLM, runs the tool calls it wants through the queue, feeds back their receipts, and
 // repeats until the LLM answers in text or the agent's max_tool_iterations is reached.
 func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message, first int) error {
-	model := c.llm.DefaultModel()
-	if r.agent.Model != nil && *r.agent.Model != "" {
-		model = *r.agent.Model
-	}
+	model := c.model(r)
 	for iteration := first; ; iteration++ {
 		req := &llm.Request{Model: model, System: r.system, Messages: conversation, Tools: c.offeredDefs(r), Temperature: r.agent.Temperature}
 		turn := turnRecord{iteration: iteration, attempt: 1, model: model, req: req, secretsKnown: len(r.secretValues)}
@@ -438,8 +491,10 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 		var text *textStream
 		req.OnAttempt = func(n int) {
 			turn.attempt, text = n, c.newTextStream(ctx, r)
-			if err := postgres.RunEventAddFenced(ctx, c.pool, r.runID, r.claim, postgres.EventLLMStarted,
-				map[string]any{"iteration": iteration, "attempt": n, "model": model}); err != nil {
+			if n == 1 && r.startedAhead == iteration {
+				return // written with the write before the request
+			}
+			if err := postgres.RunEventAddFenced(ctx, c.pool, r.runID, r.claim, postgres.EventLLMStarted, llmStarted(iteration, n, model)); err != nil {
 				r.log.Warn().Err(err).Msg("error recording an llm_started event")
 			}
 		}
@@ -471,7 +526,8 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 		assistant := llm.Message{Role: "assistant", Content: resp.Content, ToolCalls: resp.ToolCalls}
 		if len(resp.ToolCalls) == 0 {
 			r.resp.Reply = r.scrub(resp.Content)
-			return c.journal(ctx, r, &turn, []postgres.SessionMessage{{Message: assistant}}, nil)
+			r.ending = &step{turn: &turn, msgs: []postgres.SessionMessage{{Message: assistant}}}
+			return nil
 		}
 		results, err := c.runToolCalls(ctx, r, iteration, &turn, assistant)
 		if err != nil {
@@ -489,7 +545,8 @@ func (c *Chat) loop(ctx context.Context, r *chatRun, conversation []llm.Message,
 				note = strings.TrimSpace(resp.Content) + "\n\n" + note
 			}
 			r.resp.Reply = note
-			return c.journal(ctx, r, nil, []postgres.SessionMessage{{Message: llm.Message{Role: "assistant", Content: note}}}, nil)
+			// Journaled on its own: a turn taken over after a failed end finds it, and ends out of rounds.
+			return c.journal(ctx, r, step{msgs: []postgres.SessionMessage{{Message: llm.Message{Role: "assistant", Content: note}}}}, nil)
 		}
 	}
 }
@@ -663,24 +720,40 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		sub = c.waiter.Subscribe(ids) // before the calls exist, so the wait need not read first
 		defer sub.Close()
 	}
-	var awaiting map[uuid.UUID]bool
-	if err := c.journal(ctx, r, turn, msgs, func(tx pgx.Tx, written bool) error {
+	if turn != nil {
+		turn.enqueued = nil
+		for _, p := range params {
+			turn.enqueued = append(turn.enqueued, postgres.EnqueuedCall{CallID: p.ID, Tool: p.ToolName})
+		}
+	}
+	awaiting := map[uuid.UUID]bool{}
+	enqueueCtx, enqueued := ctx, func(error) {}
+	if len(params) > 0 {
+		enqueueCtx, enqueued = gemsql.StartEnqueue(ctx, params) // the calls carry the span that sends them
+	}
+	err := c.journal(ctx, r, step{turn: turn, msgs: msgs, also: func(b *pgx.Batch, written bool) error {
+		clear(awaiting) // a try that failed may have read some
 		if len(params) == 0 {
 			return nil
 		}
-		var err error
 		if written {
-			awaiting, err = postgres.CallsAwaitingApproval(ctx, tx, ids)
+			postgres.CallsAwaitingApprovalQueue(b, ids, awaiting)
+			return nil
+		}
+		if _, err := gemsql.QueueCallInsertManyAwaiting(enqueueCtx, b, params, awaiting); err != nil {
 			return err
 		}
-		if _, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
-			return err
+		postgres.RunAddCallsQueue(b, r.runID, ids, append(slices.Clone(r.calls), planned...))
+		if turn == nil {
+			postgres.RunCallsAddedQueue(b, r.runID, ids)
+			return nil
 		}
-		if err := postgres.RunAddCalls(ctx, tx, r.runID, ids, append(slices.Clone(r.calls), planned...)); err != nil {
-			return err
-		}
-		return postgres.RunCallsAdded(ctx, tx, r.runID, ids)
-	}); err != nil {
+		// Their call_enqueued events went with the answer's llm_ended; those held for approval add theirs.
+		postgres.RunAwaitingQueue(b, r.runID, ids, new([]uuid.UUID))
+		return nil
+	}}, nil)
+	enqueued(err)
+	if err != nil {
 		return nil, err
 	}
 	r.calls = append(r.calls, planned...)
@@ -730,7 +803,29 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			o.msg.AwaitingReceipt = false
 			settled, contents = append(settled, id), append(contents, r.scrub(o.msg.Content))
 		}
-		if err := c.untilBack(ctx, func(int) error { return postgres.ToolMessagesSettle(ctx, c.pool, r.req.SessionID, settled, contents) }); err != nil {
+		// The next step's llm_started goes with the settle, which comes just before its request (the first try
+		// only: one whose answer was lost may have committed it).
+		next := iteration < r.agent.MaxToolIterations
+		if err := c.untilBack(ctx, func(try int) error {
+			b := &pgx.Batch{}
+			postgres.ToolMessagesSettleQueue(b, r.req.SessionID, settled, contents)
+			if b.Len() == 0 {
+				return nil
+			}
+			ahead := next && try == 1
+			if ahead {
+				if err := postgres.RunEventAddFencedQueue(b, r.runID, r.claim, postgres.EventLLMStarted, llmStarted(iteration+1, 1, c.model(r))); err != nil {
+					return err
+				}
+			}
+			if err := postgres.LazyCommitBatch(ctx, c.pool, b); err != nil {
+				return postgres.Error(err)
+			}
+			if ahead {
+				r.startedAhead = iteration + 1
+			}
+			return nil
+		}); err != nil {
 			if brain.ErrorCode(err) == brain.EUNAVAILABLE {
 				return nil, &databaseAway{err: err}
 			}
@@ -763,14 +858,16 @@ func (c *Chat) leftToLease(r *chatRun, err error) (*brain.ChatResponse, error) {
 	return r.resp, e
 }
 
-// journal records one step of the turn in one transaction, under the run's fence: the LLM answer (turn,
-// when not nil), the step's messages — an assistant message first — and what also belongs to the step
-// (also: its calls). A brain that no longer owns the run records nothing (postgres.ErrTakenOver).
+// journal records one step of the turn in one transaction, under the run's fence: the LLM answer (st.turn,
+// when not nil), the step's messages and what also belongs to it (st.also: its calls), then what end queues
+// (the run's end, for the turn's last step). A brain that no longer owns the run records nothing
+// (postgres.ErrTakenOver).
 //
 // A step that finds the database away is written again once it is back (untilBack). A try whose commit's
 // answer was lost may have committed: the step is then found journaled (the run has one more assistant
 // message than before it) and not written again, and also is told so (written), to read what it needs.
-func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs []postgres.SessionMessage, also func(tx pgx.Tx, written bool) error) error {
+func (c *Chat) journal(ctx context.Context, r *chatRun, st step, end func(b *pgx.Batch)) error {
+	msgs, turn, also := st.msgs, st.turn, st.also
 	if len(r.secretValues) > 0 {
 		msgs = slices.Clone(msgs)
 		for i := range msgs {
@@ -778,44 +875,73 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, turn *turnRecord, msgs [
 			msgs[i].ToolCalls = r.scrubCalls(msgs[i].ToolCalls)
 		}
 	}
+	// The step's calls name secrets its text streamed before they were known: its text events are scrubbed of
+	// them, as its messages are (a read and a rewrite, after the turn's last text event is written).
+	scrubText := turn != nil && turn.textWritten && len(r.secretValues) > turn.secretsKnown
+	queueTurn := func(b *pgx.Batch) {
+		if turn != nil {
+			postgres.TurnInsertQueue(b, c.turnParams(r, *turn))
+		}
+	}
+	queueRest := func(b *pgx.Batch) error {
+		postgres.SessionMessageInsertQueue(b, r.req.SessionID, r.runID, msgs...)
+		if also != nil {
+			if err := also(b, false); err != nil {
+				return err
+			}
+		}
+		if end != nil {
+			end(b)
+		}
+		return nil
+	}
+	// A step with nothing after it but the turn's end (the note of a turn out of rounds) commits lazily: the
+	// end, written next under a commit that waits for the disk, flushes it with its own.
+	lazy := also == nil && end == nil
 	err := c.untilBack(ctx, func(try int) error {
-		// The reply (a step with nothing to do after it) commits lazily: the turn's end, written next under a
-		// commit that waits for the disk, flushes it with its own; nothing acts on it before that.
-		return postgres.RunFenced(ctx, c.pool, r.runID, r.claim, also == nil, func(tx pgx.Tx) error {
-			if try > 1 {
+		if try == 1 && !scrubText {
+			// The usual step: one round trip.
+			return postgres.RunFencedBatch(ctx, c.pool, r.runID, r.claim, lazy, func(b *pgx.Batch) error {
+				queueTurn(b)
+				return queueRest(b)
+			})
+		}
+		return postgres.RunFenced(ctx, c.pool, r.runID, r.claim, lazy, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			if try > 1 && len(msgs) > 0 {
+				// The try before may have committed, its answer lost: the step is then journaled already (and
+				// so is the end written with it).
 				n, err := postgres.RunAssistantMessages(ctx, tx, r.runID)
 				if err != nil {
 					return err
 				}
 				if n > r.journaled {
-					if also != nil {
-						return also(tx, true)
+					if also == nil {
+						return nil
 					}
-					return nil
-				}
-			}
-			if turn != nil {
-				if err := postgres.TurnInsert(ctx, tx, c.turnParams(r, *turn)); err != nil {
-					return err
-				}
-				// The step's calls name secrets its text streamed before they were known: its text events are
-				// scrubbed of them, as its messages are.
-				if turn.textWritten && len(r.secretValues) > turn.secretsKnown {
-					if err := postgres.StepTextScrub(ctx, tx, r.runID, turn.iteration, r.scrub); err != nil {
+					if err := also(b, true); err != nil {
 						return err
 					}
+					return tx.SendBatch(ctx, b).Close()
 				}
 			}
-			if err := postgres.SessionMessageInsert(ctx, tx, r.req.SessionID, r.runID, msgs...); err != nil {
+			queueTurn(b)
+			if scrubText {
+				if err := tx.SendBatch(ctx, b).Close(); err != nil {
+					return err
+				}
+				if err := postgres.StepTextScrub(ctx, tx, r.runID, turn.iteration, r.scrub); err != nil {
+					return err
+				}
+				b = &pgx.Batch{}
+			}
+			if err := queueRest(b); err != nil {
 				return err
 			}
-			if also != nil {
-				return also(tx, false)
-			}
-			return nil
+			return tx.SendBatch(ctx, b).Close()
 		})
 	})
-	if err == nil {
+	if err == nil && len(msgs) > 0 {
 		r.journaled++
 		if turn != nil {
 			c.logTurn(r, *turn)
@@ -920,10 +1046,9 @@ func decisionsNote(decided []postgres.Decided, resp *brain.ChatResponse) string 
 // settleFinished gives the session's tool messages of calls that were still running when their turn's wait
 // ended the content of the receipts they have now, and returns those calls (with their receipts' status)
 // for the agent to be told, in the transaction that starts the next turn.
-func (c *Chat) settleFinished(ctx context.Context, tx pgx.Tx, r *chatRun) ([]brain.ChatDecided, error) {
-	ids, err := postgres.SessionCallsAwaitingReceipts(ctx, tx, r.req.SessionID)
-	if err != nil || len(ids) == 0 {
-		return nil, err
+func (c *Chat) settleFinished(ctx context.Context, tx pgx.Tx, r *chatRun, ids []uuid.UUID) ([]brain.ChatDecided, error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
 	receipts, err := gemsql.ReceiptsGet(ctx, tx, ids)
 	if err != nil {
@@ -1088,6 +1213,8 @@ type turnRecord struct {
 	text         string
 	textWritten  bool
 	secretsKnown int
+	// enqueued are the calls the answer makes: their call_enqueued events are written with it.
+	enqueued []postgres.EnqueuedCall
 }
 
 // recordTurn stores one attempt of an LLM turn with the run (what was asked, in summary, and what came
@@ -1124,7 +1251,7 @@ func (c *Chat) turnParams(r *chatRun, t turnRecord) *postgres.TurnInsertParams {
 	}
 	return &postgres.TurnInsertParams{RunID: r.runID, Iteration: t.iteration, Attempt: t.attempt,
 		Provider: c.llm.Provider(), Model: t.model, Request: request, Response: response, Error: errJSON, Usage: usage, Latency: t.latency,
-		Text: r.scrub(t.text)}
+		Text: r.scrub(t.text), Enqueued: t.enqueued}
 }
 
 // logTurn logs an LLM turn.

@@ -312,7 +312,8 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID, claim string) error 
 	}
 	r.resp.Iterations = len(answered)
 	if last := mine[len(mine)-1]; last.Role == "assistant" && len(last.ToolCalls) == 0 {
-		// The reply is journaled: the turn only has to end (as one that ran out of rounds, if it did).
+		// The last step is journaled (the note of a turn out of rounds, or a reply an earlier build journaled
+		// on its own): the turn only has to end.
 		r.resp.Reply = last.Content
 		if toolSteps(mine) == len(answered) {
 			// No LLM answer for it: the note of a turn that ran out of rounds.
@@ -455,7 +456,7 @@ func (c *Chat) startQueued(ctx context.Context, r *chatRun, message string) erro
 		if err := c.openTurn(ctx, tx, r); err != nil {
 			return err
 		}
-		return c.startTurn(ctx, tx, r)
+		return c.startTurn(ctx, tx, r, nil)
 	})
 	if err != nil {
 		if errors.Is(err, postgres.ErrTakenOver) {

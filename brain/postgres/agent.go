@@ -120,13 +120,28 @@ func AssignmentList(ctx context.Context, db gemsql.DBTX, slug, user string) ([]b
 
 // AgentTools is the set of registry tools an agent may call for a user (gem_agent_tools), sorted.
 func AgentTools(ctx context.Context, db gemsql.DBTX, reg *registry.Registry, slug, user string) ([]*registry.Tool, error) {
-	rows, err := db.Query(ctx, `SELECT tool FROM gem_agent_tools($1, $2) ORDER BY tool`, slug, user)
+	rows, err := db.Query(ctx, agentToolsSQL, slug, user)
 	if err != nil {
 		return nil, Error(err)
 	}
+	tools, err := agentToolsRead(rows, reg)
+	return tools, Error(err)
+}
+
+// AgentToolsQueue queues AgentTools's read on b: the tools are in out once b is sent.
+func AgentToolsQueue(b *pgx.Batch, reg *registry.Registry, slug, user string, out *[]*registry.Tool) {
+	b.Queue(agentToolsSQL, slug, user).Query(func(rows pgx.Rows) (err error) {
+		*out, err = agentToolsRead(rows, reg)
+		return err
+	})
+}
+
+const agentToolsSQL = `SELECT tool FROM gem_agent_tools($1, $2) ORDER BY tool`
+
+func agentToolsRead(rows pgx.Rows, reg *registry.Registry) ([]*registry.Tool, error) {
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, Error(err)
+		return nil, err
 	}
 	var tools []*registry.Tool
 	for _, n := range names {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // SessionClaim creates or touches a chat session for an agent, a user and the caller speaking, and makes run
@@ -28,26 +29,50 @@ import (
 //
 // When the session is busy it returns the running turn's run with the ECONFLICT.
 func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) (uuid.UUID, error) {
-	var owner, turn uuid.UUID
-	var user string
-	var sessionCaller, firstCaller *string
-	err := db.QueryRow(ctx, `WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
-		INSERT INTO agent_sessions AS s (id, agent_id, user_id, caller, turn_run, turn_since) VALUES ($1, $2, $3, $4, $5, now())
-		ON CONFLICT (id) DO UPDATE SET updated_at = now(),
-			turn_run = CASE WHEN s.turn_run IS NULL THEN EXCLUDED.turn_run ELSE s.turn_run END,
-			turn_since = CASE WHEN s.turn_run IS NULL THEN now() ELSE s.turn_since END
-		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`,
-		sessionID, agentID, userID, caller, run).Scan(&owner, &user, &sessionCaller, &firstCaller, &turn)
+	var c sessionClaim
+	err := db.QueryRow(ctx, sessionClaimSQL, sessionID, agentID, userID, caller, run).Scan(&c.owner, &c.user, &c.sessionCaller, &c.firstCaller, &c.turn)
 	if err != nil {
 		return uuid.Nil, Error(fmt.Errorf("error claiming session: %w", err))
 	}
-	if owner != agentID || user != userID || sessionCaller == nil || *sessionCaller != caller || firstCaller != nil && *firstCaller != caller {
+	return c.decide(sessionID, agentID, userID, caller, run)
+}
+
+// SessionClaimQueue queues SessionClaim on b: once b is sent, its error (the session busy, with the running
+// turn's run in busy, or another's) is b's.
+func SessionClaimQueue(b *pgx.Batch, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID, busy *uuid.UUID) {
+	b.Queue(sessionClaimSQL, sessionID, agentID, userID, caller, run).QueryRow(func(row pgx.Row) error {
+		var c sessionClaim
+		if err := row.Scan(&c.owner, &c.user, &c.sessionCaller, &c.firstCaller, &c.turn); err != nil {
+			return fmt.Errorf("error claiming session: %w", err)
+		}
+		var err error
+		*busy, err = c.decide(sessionID, agentID, userID, caller, run)
+		return err
+	})
+}
+
+const sessionClaimSQL = `WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
+	INSERT INTO agent_sessions AS s (id, agent_id, user_id, caller, turn_run, turn_since) VALUES ($1, $2, $3, $4, $5, now())
+	ON CONFLICT (id) DO UPDATE SET updated_at = now(),
+		turn_run = CASE WHEN s.turn_run IS NULL THEN EXCLUDED.turn_run ELSE s.turn_run END,
+		turn_since = CASE WHEN s.turn_run IS NULL THEN now() ELSE s.turn_since END
+	RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`
+
+// sessionClaim is the session as sessionClaimSQL leaves it.
+type sessionClaim struct {
+	owner, turn                uuid.UUID
+	user                       string
+	sessionCaller, firstCaller *string
+}
+
+func (c *sessionClaim) decide(sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) (uuid.UUID, error) {
+	if c.owner != agentID || c.user != userID || c.sessionCaller == nil || *c.sessionCaller != caller || c.firstCaller != nil && *c.firstCaller != caller {
 		// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
 		return uuid.Nil, brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
 	}
-	if turn != run {
-		return turn, &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, turn, turn),
-			Details: map[string]any{"session_id": sessionID, "run_id": turn}}
+	if c.turn != run {
+		return c.turn, &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, c.turn, c.turn),
+			Details: map[string]any{"session_id": sessionID, "run_id": c.turn}}
 	}
 	return uuid.Nil, nil
 }
@@ -64,25 +89,39 @@ type Decided struct {
 // SessionDecisions returns the calls of a session's chat runs that waited for approval and have their
 // receipts but were not yet told to the agent, oldest decision first, and records them as told by run.
 func SessionDecisions(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID) ([]Decided, error) {
-	rows, err := db.Query(ctx, `WITH d AS (
-			SELECT c.id, c.tool_name, r.status, r.result, r.error, r.finished_at
-			FROM brain_runs b
-			JOIN core_tool_calls c ON c.run_id = b.id
-			JOIN core_approvals a ON a.call_id = c.id
-			JOIN core_tool_receipts r ON r.call_id = c.id
-			WHERE b.conversation_id = $1 AND b.mode = 'chat'
-			  AND NOT EXISTS (SELECT 1 FROM agent_session_decisions s WHERE s.session_id = $1 AND s.call_id = c.id)),
-		told AS (INSERT INTO agent_session_decisions (session_id, call_id, run_id) SELECT $1, id, $2 FROM d ON CONFLICT DO NOTHING)
-		SELECT id, tool_name, status, result, error FROM d ORDER BY finished_at, id`, sessionID, runID)
+	rows, err := db.Query(ctx, sessionDecisionsSQL, sessionID, runID)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error reading the session's decided calls: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Decided, error) {
+	out, err := decisionsRead(rows)
+	return out, Error(err)
+}
+
+// SessionDecisionsQueue queues SessionDecisions on b: the decided calls are in out once b is sent.
+func SessionDecisionsQueue(b *pgx.Batch, sessionID string, runID uuid.UUID, out *[]Decided) {
+	b.Queue(sessionDecisionsSQL, sessionID, runID).Query(func(rows pgx.Rows) (err error) {
+		*out, err = decisionsRead(rows)
+		return err
+	})
+}
+
+const sessionDecisionsSQL = `WITH d AS (
+		SELECT c.id, c.tool_name, r.status, r.result, r.error, r.finished_at
+		FROM brain_runs b
+		JOIN core_tool_calls c ON c.run_id = b.id
+		JOIN core_approvals a ON a.call_id = c.id
+		JOIN core_tool_receipts r ON r.call_id = c.id
+		WHERE b.conversation_id = $1 AND b.mode = 'chat'
+		  AND NOT EXISTS (SELECT 1 FROM agent_session_decisions s WHERE s.session_id = $1 AND s.call_id = c.id)),
+	told AS (INSERT INTO agent_session_decisions (session_id, call_id, run_id) SELECT $1, id, $2 FROM d ON CONFLICT DO NOTHING)
+	SELECT id, tool_name, status, result, error FROM d ORDER BY finished_at, id`
+
+func decisionsRead(rows pgx.Rows) ([]Decided, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Decided, error) {
 		var d Decided
 		err := row.Scan(&d.CallID, &d.Tool, &d.Status, &d.Result, &d.Error)
 		return d, err
 	})
-	return out, Error(err)
 }
 
 // SessionMessage is a message of a chat session, with the GEM call a tool message reports on.
@@ -99,14 +138,30 @@ func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, l
 	return messagesBefore(ctx, db, sessionID, math.MaxInt64, limit)
 }
 
+// SessionMessageListQueue queues SessionMessageList's read on b: the messages are in out once b is sent.
+func SessionMessageListQueue(b *pgx.Batch, sessionID string, limit int, out *[]llm.Message) {
+	b.Queue(messagesBeforeSQL, sessionID, int64(math.MaxInt64), limit).Query(func(rows pgx.Rows) (err error) {
+		*out, err = messagesRead(rows)
+		return err
+	})
+}
+
 // messagesBefore returns the last limit messages of a session before message id before, oldest first, never
 // starting in the middle of a tool exchange.
 func messagesBefore(ctx context.Context, db gemsql.DBTX, sessionID string, before int64, limit int) ([]llm.Message, error) {
-	rows, err := db.Query(ctx, `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
-			SELECT * FROM agent_messages WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) m ORDER BY id`, sessionID, before, limit)
+	rows, err := db.Query(ctx, messagesBeforeSQL, sessionID, before, limit)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error loading messages: %w", err))
 	}
+	msgs, err := messagesRead(rows)
+	return msgs, Error(err)
+}
+
+const messagesBeforeSQL = `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
+	SELECT * FROM agent_messages WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) m ORDER BY id`
+
+// messagesRead reads messagesBeforeSQL's rows, dropping those before the first user message.
+func messagesRead(rows pgx.Rows) ([]llm.Message, error) {
 	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (llm.Message, error) {
 		var m llm.Message
 		var calls []byte
@@ -119,16 +174,28 @@ func messagesBefore(ctx context.Context, db gemsql.DBTX, sessionID string, befor
 	for len(msgs) > 0 && msgs[0].Role != "user" {
 		msgs = msgs[1:]
 	}
-	return msgs, Error(err)
+	return msgs, err
 }
 
 // SessionMessageInsert stores messages of a session, made by a run.
 func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, msgs ...SessionMessage) error {
+	b := &pgx.Batch{}
+	SessionMessageInsertQueue(b, sessionID, runID, msgs...)
+	for _, q := range b.QueuedQueries {
+		if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
+			return Error(fmt.Errorf("error storing messages: %w", err))
+		}
+	}
+	return nil
+}
+
+// SessionMessageInsertQueue queues SessionMessageInsert's statement on b.
+func SessionMessageInsertQueue(b *pgx.Batch, sessionID string, runID uuid.UUID, msgs ...SessionMessage) {
 	// One statement for all of them: a turn's assistant message and its tool results are one commit, not one
 	// each. The ids follow the order given (the rows are sorted before they are numbered).
 	n := len(msgs)
 	if n == 0 {
-		return nil
+		return
 	}
 	roles, contents, toolCallIDs := make([]string, n), make([]string, n), make([]*string, n)
 	calls, callIDs, awaiting := make([][]byte, n), make([]*uuid.UUID, n), make([]bool, n)
@@ -138,14 +205,11 @@ func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string,
 			calls[i], _ = json.Marshal(m.ToolCalls)
 		}
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO agent_messages (session_id, run_id, role, content, tool_calls, tool_call_id, call_id, awaiting_receipt)
+	b.Queue(`INSERT INTO agent_messages (session_id, run_id, role, content, tool_calls, tool_call_id, call_id, awaiting_receipt)
 		SELECT $1, $2, m.role, m.content, m.tool_calls, m.tool_call_id, m.call_id, m.awaiting
 		FROM unnest($3::text[], $4::text[], $5::jsonb[], $6::text[], $7::uuid[], $8::boolean[]) WITH ORDINALITY
 		     AS m (role, content, tool_calls, tool_call_id, call_id, awaiting, ord)
-		ORDER BY m.ord`, sessionID, runID, roles, contents, calls, toolCallIDs, callIDs, awaiting); err != nil {
-		return Error(fmt.Errorf("error storing messages: %w", err))
-	}
-	return nil
+		ORDER BY m.ord`, sessionID, runID, roles, contents, calls, toolCallIDs, callIDs, awaiting)
 }
 
 // TurnInsertParams describe one LLM request of a run: an attempt of one of its turns.
@@ -162,11 +226,31 @@ type TurnInsertParams struct {
 	// Text is the attempt's streamed text not yet written as text events: its text event comes just before
 	// its llm_ended.
 	Text string
+	// Enqueued are the calls the turn's answer makes, in its transaction: their call_enqueued events follow
+	// its llm_ended (those held for approval add theirs with RunAwaitingQueue).
+	Enqueued []EnqueuedCall
+}
+
+// EnqueuedCall is a call an LLM turn makes, as its call_enqueued event names it.
+type EnqueuedCall struct {
+	CallID uuid.UUID `json:"call_id"`
+	Tool   string    `json:"tool"`
 }
 
 // TurnInsert records one LLM turn with its run, and its llm_ended event (after its last text event, when
 // p.Text) in the same statement.
 func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error {
+	b := &pgx.Batch{}
+	TurnInsertQueue(b, p)
+	q := b.QueuedQueries[0]
+	if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
+		return fmt.Errorf("error recording an LLM turn: %w", err)
+	}
+	return nil
+}
+
+// TurnInsertQueue queues TurnInsert's statement on b.
+func TurnInsertQueue(b *pgx.Batch, p *TurnInsertParams) {
 	latency := float64(p.Latency.Microseconds()) / 1000
 	event := map[string]any{"iteration": p.Iteration, "attempt": max(p.Attempt, 1), "retries": max(p.Attempt, 1) - 1,
 		"provider": p.Provider, "model": p.Model, "latency_ms": latency}
@@ -182,47 +266,69 @@ func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error 
 		text, _ := json.Marshal(map[string]string{"text": p.Text})
 		kinds, datas = []string{EventText, EventLLMEnded}, [][]byte{text, ended}
 	}
-	_, err := db.Exec(ctx, `WITH t AS (INSERT INTO brain_turns (run_id, iteration, attempt, provider, model, request, response, error, usage, latency_ms)
+	for _, c := range p.Enqueued {
+		d, _ := json.Marshal(c)
+		kinds, datas = append(kinds, EventCallEnqueued), append(datas, d)
+	}
+	b.Queue(`WITH t AS (INSERT INTO brain_turns (run_id, iteration, attempt, provider, model, request, response, error, usage, latency_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING run_id)
 		SELECT gem_run_events_add(run_id, $11::text[], $12::jsonb[]) FROM t`,
 		p.RunID, p.Iteration, max(p.Attempt, 1), p.Provider, p.Model, p.Request, p.Response, p.Error, p.Usage, latency, kinds, datas)
-	if err != nil {
-		return fmt.Errorf("error recording an LLM turn: %w", err)
-	}
-	return nil
 }
 
 // RunAddCalls records calls a chat run has just made (in the transaction that inserts them): the run is
 // waiting, its call ids grow and its planned calls are replaced.
 func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uuid.UUID, planned []brain.PlannedCall) error {
-	_, err := db.Exec(ctx, `UPDATE brain_runs SET status = 'waiting', call_ids = call_ids || $2::uuid[], planned_calls = $3, updated_at = now()
-		WHERE id = $1`, runID, ids, jsonOrEmpty(planned, "[]"))
-	if err != nil {
+	b := &pgx.Batch{}
+	RunAddCallsQueue(b, runID, ids, planned)
+	q := b.QueuedQueries[0]
+	if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
 		return fmt.Errorf("error updating run: %w", err)
 	}
 	return nil
+}
+
+// RunAddCallsQueue queues RunAddCalls's statement on b.
+func RunAddCallsQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID, planned []brain.PlannedCall) {
+	b.Queue(`UPDATE brain_runs SET status = 'waiting', call_ids = call_ids || $2::uuid[], planned_calls = $3, updated_at = now()
+		WHERE id = $1`, runID, ids, jsonOrEmpty(planned, "[]"))
 }
 
 // RunFinish records a chat run's end, under its fence (RunFenced: ErrTakenOver when claim no longer owns
 // it): its status, calls, reply and errors, the response as it was sent (what a repeat of its request is
 // answered), and gives the session's turn back. releaseKey gives the request's key up too, for a run that
 // did no work (the LLM unavailable before any call): a retry with it tries again.
-func RunFinish(ctx context.Context, db TxBeginner, runID uuid.UUID, claim, sessionID, status string, planned []brain.PlannedCall, reply string,
+func RunFinish(ctx context.Context, pool *pgxpool.Pool, runID uuid.UUID, claim, sessionID, status string, planned []brain.PlannedCall, reply string,
 	errs []*brain.Error, response []byte, releaseKey bool) error {
-	err := RunFenced(ctx, db, runID, claim, false, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
-			updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
-		b.Queue(`UPDATE agent_sessions SET turn_run = NULL, turn_since = NULL WHERE id = $1 AND turn_run = $2`, sessionID, runID)
-		if releaseKey {
-			b.Queue(`DELETE FROM brain_request_keys WHERE run_id = $1`, runID)
-		}
-		return tx.SendBatch(ctx, b).Close()
+	err := RunFencedBatch(ctx, pool, runID, claim, false, func(b *pgx.Batch) error {
+		RunFinishQueue(b, runID, sessionID, status, planned, reply, errs, response, releaseKey, nil)
+		return nil
 	})
 	if errors.Is(err, ErrTakenOver) {
 		return err
 	}
 	return Error(err)
+}
+
+// RunFinishQueue queues RunFinish's statements on b, for a batch under the run's fence. queued, when not nil,
+// learns whether the session has a turn queued behind this one (to start it now).
+func RunFinishQueue(b *pgx.Batch, runID uuid.UUID, sessionID, status string, planned []brain.PlannedCall, reply string,
+	errs []*brain.Error, response []byte, releaseKey bool, queued *bool) {
+	b.Queue(`UPDATE brain_runs SET status = $2, planned_calls = $3, assistant_message = $4, errors = $5, response = $6,
+		updated_at = now(), completed_at = now() WHERE id = $1`, runID, status, jsonOrEmpty(planned, "[]"), reply, jsonOrEmpty(errs, "[]"), response)
+	b.Queue(`UPDATE agent_sessions SET turn_run = NULL, turn_since = NULL WHERE id = $1 AND turn_run = $2`, sessionID, runID)
+	if releaseKey {
+		b.Queue(`DELETE FROM brain_request_keys WHERE run_id = $1`, runID)
+	}
+	if queued != nil {
+		// brain_runs_queued (a partial index of the few queued runs) answers it, under a plan kept for every
+		// session (lazyCommit's generic).
+		b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+		b.Queue(`SELECT EXISTS (SELECT 1 FROM brain_runs WHERE status = 'queued' AND conversation_id = $1)`, sessionID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(queued)
+		})
+		b.Queue("SET LOCAL plan_cache_mode TO DEFAULT")
+	}
 }
 
 // ProgramRecord records a run_code program on its run: the code, what it returned, printed and called, and
@@ -251,20 +357,30 @@ func ProgramRecord(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, iterati
 // ToolMessagesSettle gives the tool messages of a session's calls that were recorded awaiting their receipts
 // the content their receipts say (contents[i] for callIDs[i]). Settling twice writes the same content.
 func ToolMessagesSettle(ctx context.Context, db gemsql.DBTX, sessionID string, callIDs []uuid.UUID, contents []string) error {
-	if len(callIDs) == 0 {
+	b := &pgx.Batch{}
+	ToolMessagesSettleQueue(b, sessionID, callIDs, contents)
+	if b.Len() == 0 {
 		return nil
+	}
+	q := b.QueuedQueries[0]
+	return Error(LazyCommit(ctx, db, q.SQL, q.Arguments...))
+}
+
+// ToolMessagesSettleQueue queues ToolMessagesSettle's statement on b (nothing, for no calls).
+func ToolMessagesSettleQueue(b *pgx.Batch, sessionID string, callIDs []uuid.UUID, contents []string) {
+	if len(callIDs) == 0 {
+		return
 	}
 	// The receipt events of the calls settled, in the same statement (once per call: a second settle adds none).
 	// Derived from the receipts, so not waiting for the disk: a settle lost to a crash of the server is made
 	// again from them (a resumed turn's calls awaiting their receipts, the next turn's settleFinished).
-	err := LazyCommit(ctx, db, `WITH settled AS (
+	b.Queue(`WITH settled AS (
 			UPDATE agent_messages m SET content = s.content, awaiting_receipt = false
 			FROM unnest($2::uuid[], $3::text[]) AS s (call_id, content)
 			WHERE m.session_id = $1 AND m.call_id = s.call_id AND m.awaiting_receipt
 			RETURNING m.id, m.run_id, m.call_id)
 		SELECT gem_run_receipts_settled(run_id, array_agg(call_id ORDER BY id)) FROM settled WHERE run_id IS NOT NULL GROUP BY run_id`,
 		sessionID, callIDs, contents)
-	return Error(err)
 }
 
 // StoredMessage is a message of a session as stored, with its run and call.
@@ -336,6 +452,28 @@ func RunFenced(ctx context.Context, db TxBeginner, runID uuid.UUID, claim string
 		begin += "; SET LOCAL synchronous_commit = off"
 	}
 	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{BeginQuery: begin}, fn)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "GR409" {
+		return ErrTakenOver
+	}
+	return err
+}
+
+// RunFencedBatch is RunFenced for a write that needs nothing back before it ends: the statements queue puts
+// on a batch travel in one round trip with the fence before them and the COMMIT after. A failing statement
+// rolls all of them back, and its error comes back as it is.
+func RunFencedBatch(ctx context.Context, pool *pgxpool.Pool, runID uuid.UUID, claim string, lazy bool, queue func(*pgx.Batch) error) error {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(`SELECT gem_run_fence($1, $2)`, runID, claim)
+	if lazy {
+		b.Queue("SET LOCAL synchronous_commit = off")
+	}
+	if err := queue(b); err != nil {
+		return err
+	}
+	b.Queue("COMMIT")
+	err := sendTx(ctx, pool, b)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "GR409" {
 		return ErrTakenOver
@@ -416,16 +554,59 @@ func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID)
 	return set, Error(err)
 }
 
+// CallsAwaitingApprovalQueue queues CallsAwaitingApproval's read on b: those awaiting are added to set.
+func CallsAwaitingApprovalQueue(b *pgx.Batch, ids []uuid.UUID, set map[uuid.UUID]bool) {
+	b.Queue(`SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`, ids).Query(func(rows pgx.Rows) error {
+		var id uuid.UUID
+		_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+			set[id] = true
+			return nil
+		})
+		return err
+	})
+}
+
 // SessionCallsAwaitingReceipts are the calls whose tool messages in the session still await their receipts
 // (they were running when their turn's wait ended), their messages locked for the transaction.
 func SessionCallsAwaitingReceipts(ctx context.Context, db gemsql.DBTX, sessionID string) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, `SELECT call_id FROM agent_messages
-		WHERE session_id = $1 AND awaiting_receipt AND call_id IS NOT NULL ORDER BY id FOR UPDATE`, sessionID)
+	rows, err := db.Query(ctx, sessionAwaitingSQL, sessionID)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error reading the session's running calls: %w", err))
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return ids, Error(err)
+}
+
+// SessionCallsAwaitingReceiptsQueue queues SessionCallsAwaitingReceipts on b: the calls are in out once b is
+// sent.
+func SessionCallsAwaitingReceiptsQueue(b *pgx.Batch, sessionID string, out *[]uuid.UUID) {
+	b.Queue(sessionAwaitingSQL, sessionID).Query(func(rows pgx.Rows) (err error) {
+		*out, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		return err
+	})
+}
+
+const sessionAwaitingSQL = `SELECT call_id FROM agent_messages
+	WHERE session_id = $1 AND awaiting_receipt AND call_id IS NOT NULL ORDER BY id FOR UPDATE`
+
+// BatchTx runs fn in a transaction whose BEGIN travels with the statements first queues, in one round trip;
+// fn learns their error (firstErr: a server's leaves the transaction failed, a callback's leaves it usable).
+// The transaction commits when fn returns nil, and rolls back otherwise.
+func BatchTx(ctx context.Context, pool *pgxpool.Pool, first func(*pgx.Batch), fn func(tx pgx.Tx, firstErr error) error) error {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	first(b)
+	br := pool.SendBatch(ctx, b)
+	firstErr := br.Close()
+	tx := br.Tx()
+	if tx == nil {
+		return firstErr
+	}
+	if err := fn(tx, firstErr); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // QueuedTurnsStart starts, for owner, up to limit chat turns queued behind others (if_busy enqueue) whose

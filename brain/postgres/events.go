@@ -65,14 +65,46 @@ func RunEventAdd(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, kind stri
 // run's row is locked and its owner checked under the lock; a run no longer claim's gets nothing). Given the
 // pool, the event commits without waiting for the disk, as RunEventAdd's.
 func RunEventAddFenced(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, claim, kind string, data any) error {
-	b, err := json.Marshal(data)
+	b := &pgx.Batch{}
+	if err := RunEventAddFencedQueue(b, runID, claim, kind, data); err != nil {
+		return err
+	}
+	if pool, ok := db.(*pgxpool.Pool); ok {
+		if err := LazyCommitBatch(ctx, pool, b); err != nil {
+			return Error(fmt.Errorf("error recording a run event: %w", err))
+		}
+		return nil
+	}
+	for _, q := range b.QueuedQueries {
+		if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
+			return Error(fmt.Errorf("error recording a run event: %w", err))
+		}
+	}
+	return nil
+}
+
+// RunEventAddFencedQueue queues RunEventAddFenced's statement on b, to travel with the statements before it.
+func RunEventAddFencedQueue(b *pgx.Batch, runID uuid.UUID, claim, kind string, data any) error {
+	d, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("error encoding a run event: %w", err)
 	}
-	if err := lazyCommit(ctx, db, true, `WITH r AS MATERIALIZED (SELECT id FROM brain_runs WHERE id = $1 AND owner = $2 FOR NO KEY UPDATE)
-		SELECT gem_run_events_add(r.id, ARRAY[$3::text], ARRAY[$4::jsonb]) FROM r`, runID, claim, kind, b); err != nil {
-		return Error(fmt.Errorf("error recording a run event: %w", err))
+	// Planned once for every run (lazyCommit's generic), and only this statement.
+	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	b.Queue(`WITH r AS MATERIALIZED (SELECT id FROM brain_runs WHERE id = $1 AND owner = $2 FOR NO KEY UPDATE)
+		SELECT gem_run_events_add(r.id, ARRAY[$3::text], ARRAY[$4::jsonb]) FROM r`, runID, claim, kind, d)
+	b.Queue("SET LOCAL plan_cache_mode TO DEFAULT")
+	return nil
+}
+
+// RunEventAddQueue queues the statement that appends an event to a run on b: for a batch that writes the run
+// under its fence already (RunFencedBatch).
+func RunEventAddQueue(b *pgx.Batch, runID uuid.UUID, kind string, data any) error {
+	d, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("error encoding a run event: %w", err)
 	}
+	b.Queue(`SELECT gem_run_events_add($1, ARRAY[$2::text], ARRAY[$3::jsonb])`, runID, kind, d)
 	return nil
 }
 
@@ -95,14 +127,34 @@ func lazyCommit(ctx context.Context, db gemsql.DBTX, generic bool, sql string, a
 		return err
 	}
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
 	if generic {
 		b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
 	}
 	b.Queue(sql, args...)
-	b.Queue("COMMIT")
-	return pool.SendBatch(ctx, b).Close()
+	return LazyCommitBatch(ctx, pool, b)
+}
+
+// LazyCommitBatch sends the statements queued on b in one round trip, as one transaction whose commit does
+// not wait for the disk (LazyCommit's). A failing statement rolls all of them back.
+func LazyCommitBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
+	tx := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+3)}
+	tx.BeginTx(pgx.TxOptions{})
+	tx.Queue("SET LOCAL synchronous_commit = off")
+	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
+	tx.Queue("COMMIT")
+	return sendTx(ctx, pool, tx)
+}
+
+// sendTx sends a batch that begins a transaction (pgx.Batch.BeginTx) and commits it, and gives its
+// connection back: after a failing statement, once the transaction is rolled back.
+func sendTx(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
+	br := pool.SendBatch(ctx, b)
+	err := br.Close()
+	if tx := br.Tx(); tx != nil {
+		// Rolls back what a failure left open (nothing, once the batch's COMMIT ran) and releases the connection.
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+	}
+	return err
 }
 
 // StepTextScrub rewrites the text events of a run's step (of each of its attempts: those after each of its
@@ -163,6 +215,13 @@ func RunCallsAdded(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []u
 		return Error(fmt.Errorf("error recording a run's calls as events: %w", err))
 	}
 	return nil
+}
+
+// RunCallsAddedQueue queues RunCallsAdded's statement on b.
+func RunCallsAddedQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID) {
+	if len(ids) > 0 {
+		b.Queue(runCallsAddedSQL, runID, ids)
+	}
 }
 
 const runCallsAddedSQL = `SELECT gem_run_calls_added($1, $2)`

@@ -70,6 +70,16 @@ func RunInsertLeased(ctx context.Context, db gemsql.DBTX, r *brain.Run, lease ti
 	return nil
 }
 
+// RunInsertLeasedQueue queues RunInsertLeased's insert on b.
+func RunInsertLeasedQueue(b *pgx.Batch, r *brain.Run, lease time.Duration) {
+	b.Queue(insertRunSQL, insertRunArgs(r, lease)...).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt); err != nil {
+			return fmt.Errorf("error recording run: %w", err)
+		}
+		return nil
+	})
+}
+
 // RunInsertQueue queues a run's insert on a batch, to go with other statements in one round trip.
 func RunInsertQueue(b *pgx.Batch, r *brain.Run) {
 	b.Queue(insertRunSQL, insertRunArgs(r, 0)...).QueryRow(func(row pgx.Row) error {

@@ -50,6 +50,11 @@ func RunKeyClaim(ctx context.Context, db gemsql.DBTX, caller, key string, fp []b
 	return nil
 }
 
+// RunKeyClaimQueue queues RunKeyClaim on b.
+func RunKeyClaimQueue(b *pgx.Batch, caller, key string, fp []byte, run uuid.UUID) {
+	b.Queue(`SELECT gem_run_key_claim($1, $2, $3, $4)`, caller, key, fp, run)
+}
+
 // RunByKey is the run a caller's request key holds within its window (ENOTFOUND when none).
 func RunByKey(ctx context.Context, db gemsql.DBTX, caller, key string) (uuid.UUID, error) {
 	var run uuid.UUID

@@ -112,16 +112,30 @@ func SkillImport(ctx context.Context, db Beginner, slug string, in *brain.SkillP
 // AgentSkills returns the skills available to an agent for a user (gem_agent_skills), by priority, with
 // what the chat loop needs to disclose them: instructions, tools, metadata gem-disclosure and file count.
 func AgentSkills(ctx context.Context, db gemsql.DBTX, agent, user string) ([]brain.AgentSkill, error) {
-	rows, err := db.Query(ctx, `SELECT s.slug, s.name, s.description, s.instructions, s.tools,
-			coalesce(s.metadata->>'gem-disclosure', ''), (SELECT count(*) FROM skill_files f WHERE f.skill_id = s.id)
-		FROM gem_agent_skills($1, $2) g JOIN skills s ON s.id = g.skill_id
-		WHERE g.available ORDER BY g.priority, s.slug`, agent, user)
+	rows, err := db.Query(ctx, agentSkillsSQL, agent, user)
 	if err != nil {
 		return nil, Error(fmt.Errorf("error loading skills: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (brain.AgentSkill, error) {
+	out, err := agentSkillsRead(rows)
+	return out, Error(err)
+}
+
+// AgentSkillsQueue queues AgentSkills's read on b: the skills are in out once b is sent.
+func AgentSkillsQueue(b *pgx.Batch, agent, user string, out *[]brain.AgentSkill) {
+	b.Queue(agentSkillsSQL, agent, user).Query(func(rows pgx.Rows) (err error) {
+		*out, err = agentSkillsRead(rows)
+		return err
+	})
+}
+
+const agentSkillsSQL = `SELECT s.slug, s.name, s.description, s.instructions, s.tools,
+		coalesce(s.metadata->>'gem-disclosure', ''), (SELECT count(*) FROM skill_files f WHERE f.skill_id = s.id)
+	FROM gem_agent_skills($1, $2) g JOIN skills s ON s.id = g.skill_id
+	WHERE g.available ORDER BY g.priority, s.slug`
+
+func agentSkillsRead(rows pgx.Rows) ([]brain.AgentSkill, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (brain.AgentSkill, error) {
 		var s brain.AgentSkill
 		return s, row.Scan(&s.Slug, &s.Name, &s.Description, &s.Instructions, &s.Tools, &s.Disclosure, &s.Files)
 	})
-	return out, Error(err)
 }
