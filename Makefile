@@ -99,10 +99,12 @@ fuzz: ## run each fuzz target for FUZZTIME (a duration like 30s, or a count like
 
 # bench: the bare River floor, GEM's executor and the brain (latency, sequential and open loop), drain
 # throughput and peak memory, printed as one table (and .gem/bench.json); then the Go benchmarks of the hot
-# in-process pieces. BENCH_FLAGS passes flags to bin/proof bench (e.g. -repeats 1 -only gem).
+# in-process pieces. BENCH_FLAGS passes flags to bin/proof bench (e.g. -repeats 1 -only gem). BASELINE names a
+# repository folder with another build in its bin/ (git worktree add ../gem-before REV && make -C ../gem-before
+# build): its /brain/run and chat turn are measured alternating with this build's, in the same run.
 bench: build ## measure GEM against bare River: latency, throughput, memory (docs/benchmarks.md)
 	@$(db) mkdir -p .gem && \
-	$(BIN)/proof bench -bin $(BIN) -json .gem/bench.json $(BENCH_FLAGS) && \
+	$(BIN)/proof bench -bin $(BIN) -json .gem/bench.json $(if $(BASELINE),-baseline $(BASELINE)) $(BENCH_FLAGS) && \
 	echo && echo "Go benchmarks of the hot in-process pieces:" && \
 	$(GO) test -run '^$$' -bench . -benchmem ./registry/ ./sql/ ./executor/ ./brain/
 

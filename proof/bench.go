@@ -32,7 +32,11 @@ type benchConfig struct {
 	Only      map[string]bool // scenarios to run (river, gem, brain, mcp, code, rest, limits, telemetry, takeover, drain, scale, history); empty: all
 	History   int             // calls and receipts seeded as history (the history scenario)
 	Backlog   int             // calls queued behind the history for its drain
-	dbPrefix  string          // names of the databases made for the run (default gem_bench)
+	// Baseline is a repository folder with another build in its bin/ (make build): its /brain/run and one-call
+	// chat turn are measured alternating with this build's, in the same run (bench_baseline.go).
+	Baseline    string
+	dbPrefix    string // names of the databases made for the run (default gem_bench)
+	baselineURL string // the baseline's database
 }
 
 func (c benchConfig) runs(name string) bool { return len(c.Only) == 0 || c.Only[name] }
@@ -155,6 +159,12 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 		return nil, err
 	}
 	defer func() { _ = c.dropDatabase(context.Background(), prefix) }()
+	if cfg.Baseline != "" && (cfg.runs("brain") || cfg.runs("code")) {
+		if cfg.baselineURL, err = c.freshDatabase(ctx, prefix+"_baseline"); err != nil {
+			return nil, err
+		}
+		defer func() { _ = c.dropDatabase(context.Background(), prefix+"_baseline") }()
+	}
 
 	riverPool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: riverURL, ApplicationName: "gem-bench-river", MaxConns: 20})
 	if err != nil {
@@ -354,18 +364,35 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	if err != nil {
 		return 0, err
 	}
+	var base *baselineStack
+	if cfg.baselineURL != "" {
+		progress("the baseline build (%s): its own executor and brain, on a database of its own", cfg.Baseline)
+		if base, err = startBaseline(ctx, cfg, bins, cfg.baselineURL, llm.url); err != nil {
+			_ = brain.stop(15 * time.Second)
+			return 0, err
+		}
+		defer base.stop()
+	}
 	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-	brainCall := func(ctx context.Context, i int) (time.Time, error) {
-		return brainRun(ctx, httpClient, brain, fmt.Sprintf("note that bench call %d went through the brain", i))
+	brainCallOn := func(b *brainProc) func(ctx context.Context, i int) (time.Time, error) {
+		return func(ctx context.Context, i int) (time.Time, error) {
+			return brainRun(ctx, httpClient, b, fmt.Sprintf("note that bench call %d went through the brain", i))
+		}
 	}
 	if cfg.runs("brain") {
-		err = measureLatency(ctx, cfg, res, scBrain, brainCall, settle, progress)
+		if base != nil {
+			progress("brain: /brain/run, alternating call by call with the baseline build's")
+			err = measureInterleaved(ctx, cfg, res, []latencyScenario{{scBrain, brainCallOn(brain)}, {scBrainBaseline, brainCallOn(base.brain)}},
+				both(settle, base), progress)
+		} else {
+			err = measureLatency(ctx, cfg, res, scBrain, brainCallOn(brain), settle, progress)
+		}
 	}
 	if err == nil && cfg.runs("mcp") {
 		err = benchMCP(ctx, cfg, res, brain, settle, progress)
 	}
 	if err == nil && cfg.runs("code") {
-		err = benchCode(ctx, cfg, res, brain, settle, progress)
+		err = benchCode(ctx, cfg, res, brain, base, settle, progress)
 	}
 	if stopErr := brain.stop(15 * time.Second); err == nil {
 		err = stopErr
@@ -768,7 +795,7 @@ func targets(r *benchResult) []targetResult {
 			"≤ lease + 1 s", takeover.P50 <= takeoverLease+time.Second, takeover.N > 0},
 		{"GEM drain / River receipt per tx", fmt.Sprintf("%.2f× (%.0f vs %.0f calls/s)", gemRate/perTx, gemRate, perTx), "≥ 3×",
 			gemRate >= 3*perTx, gemRate > 0 && perTx > 0},
-	}, append(scaleTargets(r), historyTargets(r)...)...)
+	}, append(append(scaleTargets(r), historyTargets(r)...), baselineTargets(r)...)...)
 }
 
 // printBench writes the results as tables.

@@ -388,33 +388,24 @@ const (
 	fiveCallsProgram = `{"code": "const n = []; for (let i = 0; i < 5; i++) { n.push(Object.keys(gem.os.health_check({})).length); } return n;"}`
 )
 
-func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *brainProc, settle func(context.Context) error,
+func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *brainProc, base *baselineStack, settle func(context.Context) error,
 	progress func(string, ...any)) error {
 	rig := &deviceRig{brain: brain, client: &http.Client{Timeout: 60 * time.Second}}
 	agent := "bench-coder"
-	for _, step := range []struct {
-		method, path string
-		body         any
-	}{
-		{http.MethodPost, "/skills", map[string]any{"slug": "bench-health", "name": "Health", "instructions": "Check health.", "tools": []string{"os.health_check"}}},
-		{http.MethodPost, "/agents", map[string]any{"slug": agent, "name": "Bench coder", "code_mode": true, "max_tool_iterations": 3}},
-		{http.MethodPut, "/agents/" + agent + "/skills/bench-health", nil},
-		{http.MethodPost, "/agents", map[string]any{"slug": benchAgent, "name": "Bench agent", "max_tool_iterations": 3}},
-		{http.MethodPut, "/agents/" + benchAgent + "/skills/bench-health", nil},
-	} {
-		var out map[string]any
-		status, err := rig.api(ctx, step.method, step.path, step.body, &out)
-		if err != nil {
-			return err
-		}
-		if status >= 300 {
-			return fmt.Errorf("%s %s: %d %v", step.method, step.path, status, out)
+	if err := setUpAgents(ctx, rig); err != nil {
+		return err
+	}
+	var baseRig *deviceRig
+	if base != nil {
+		var err error
+		if baseRig, err = base.rig(ctx); err != nil {
+			return fmt.Errorf("the baseline build: %w", err)
 		}
 	}
 	// Each sample is five calls: fewer samples, and a fifth of the rate, keep the calls per second the same.
 	five := cfg
 	five.Calls, five.OpenCalls, five.Rate = min(cfg.Calls, 200), min(cfg.OpenCalls, 200), cfg.Rate/5
-	if err := benchAgentLoop(ctx, five, res, rig, settle, progress); err != nil {
+	if err := benchAgentLoop(ctx, five, res, rig, baseRig, both(settle, base), progress); err != nil {
 		return err
 	}
 	progress("code mode: a chat turn whose run_code program makes 5 calls, against 5 sequential /brain/run")
@@ -459,6 +450,30 @@ func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *br
 	}, settle, progress)
 }
 
+// setUpAgents gives a brain the bench's skill and agents: bench-coder (code mode) and benchAgent.
+func setUpAgents(ctx context.Context, rig *deviceRig) error {
+	for _, step := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodPost, "/skills", map[string]any{"slug": "bench-health", "name": "Health", "instructions": "Check health.", "tools": []string{"os.health_check"}}},
+		{http.MethodPost, "/agents", map[string]any{"slug": "bench-coder", "name": "Bench coder", "code_mode": true, "max_tool_iterations": 3}},
+		{http.MethodPut, "/agents/bench-coder/skills/bench-health", nil},
+		{http.MethodPost, "/agents", map[string]any{"slug": benchAgent, "name": "Bench agent", "max_tool_iterations": 3}},
+		{http.MethodPut, "/agents/" + benchAgent + "/skills/bench-health", nil},
+	} {
+		var out map[string]any
+		status, err := rig.api(ctx, step.method, step.path, step.body, &out)
+		if err != nil {
+			return err
+		}
+		if status >= 300 {
+			return fmt.Errorf("%s %s: %d %v", step.method, step.path, status, out)
+		}
+	}
+	return nil
+}
+
 // benchAgent is the agent of the agent-loop scenarios: os.health_check, no code mode.
 const benchAgent = "bench-agent"
 
@@ -482,9 +497,9 @@ func benchLLMCalls(req fakeRequest) []fakeToolCall {
 // benchAgentLoop measures chat turns of a plain agent whose model asks for one tool call, then for five at
 // once: the loop's own cost (two model requests, the calls made and waited for together, the turn and its
 // messages stored), apart from any model's latency.
-func benchAgentLoop(ctx context.Context, cfg benchConfig, res *benchResult, rig *deviceRig, settle func(context.Context) error,
+func benchAgentLoop(ctx context.Context, cfg benchConfig, res *benchResult, rig, baseRig *deviceRig, settle func(context.Context) error,
 	progress func(string, ...any)) error {
-	turn := func(message string, want int) func(context.Context, int) (time.Time, error) {
+	turnOn := func(rig *deviceRig, message string, want int) func(context.Context, int) (time.Time, error) {
 		return func(ctx context.Context, i int) (time.Time, error) {
 			var out struct {
 				OK        bool `json:"ok"`
@@ -510,14 +525,23 @@ func benchAgentLoop(ctx context.Context, cfg benchConfig, res *benchResult, rig 
 			return end, nil
 		}
 	}
-	progress("agent loop: chat turns with 1 tool call, with 5 parallel tool calls, and streamed (to the first event), in turn")
-	return measureInterleaved(ctx, cfg, res, []latencyScenario{
+	turn := func(message string, want int) func(context.Context, int) (time.Time, error) {
+		return turnOn(rig, message, want)
+	}
+	scenarios := []latencyScenario{
 		{scAgent1, turn("one health check", 1)},
 		{scAgent5, turn("five health checks", 5)},
 		{scAgentStream, func(ctx context.Context, i int) (time.Time, error) {
 			return firstStreamedEvent(ctx, rig, "one health check")
 		}},
-	}, settle, progress)
+	}
+	progress("agent loop: chat turns with 1 tool call, with 5 parallel tool calls, and streamed (to the first event), in turn")
+	if baseRig != nil {
+		// The baseline build's one-call turn takes its turn between this build's, call by call.
+		progress("agent loop: the baseline build's one-call turns, in turn with them")
+		scenarios = append(scenarios, latencyScenario{scAgent1Baseline, turnOn(baseRig, "one health check", 1)})
+	}
+	return measureInterleaved(ctx, cfg, res, scenarios, settle, progress)
 }
 
 // firstStreamedEvent sends a chat turn asking for its events and returns when the first arrived; it reads

@@ -65,6 +65,7 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bin := fs.String("bin", "", "folder with the executor and brain binaries (default: build them)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	verbose := fs.Bool("v", false, "show the children's logs")
+	fs.StringVar(&cfg.Baseline, "baseline", "", "a repository folder with another build in its bin/ (make build): its /brain/run and one-call chat turn are measured alternating with this build's, in the same run")
 	only := fs.String("only", "", "comma-separated scenarios to run: river, gem, brain, mcp, code, rest, limits, telemetry, takeover, drain, scale, history (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -91,6 +92,12 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *verbose {
 		cfg.Log = stderr
+	}
+	if cfg.Baseline != "" {
+		if _, err := baselineBinaries(cfg.Baseline, ""); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 2
+		}
 	}
 	bins, cleanup, err := findBinaries(*bin)
 	defer cleanup()

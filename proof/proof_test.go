@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +122,39 @@ func TestChaosChecksFindViolations(t *testing.T) {
 	} {
 		require.Contains(t, all, want)
 	}
+}
+
+// A bench with a baseline build (here this one again, as another build's folder holds it: bin/ and its
+// registry) measures its /brain/run and one-call chat turn alternating with this build's, in the same run,
+// and compares them in two targets. A folder without a build is refused before anything runs.
+func TestBenchBaseline(t *testing.T) {
+	bins := testBinaries(t)
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
+	var stderr bytes.Buffer
+	require.Equal(t, 2, benchCommand(context.Background(), []string{"-baseline", dir}, io.Discard, &stderr))
+	require.Contains(t, stderr.String(), "make build")
+	for from, to := range map[string]string{bins.executor: "bin/executor", bins.brain: "bin/brain", filepath.Join(bins.root, "tools.registry.json"): "tools.registry.json"} {
+		require.NoError(t, os.Symlink(from, filepath.Join(dir, to)))
+	}
+
+	c, err := benchCluster(bins.root)
+	require.NoError(t, err)
+	cfg := benchConfig{Calls: 20, OpenCalls: 20, Rate: 100, Drain: 100, Repeats: 1, Warmup: 5, Timeout: 5 * time.Minute,
+		Only: map[string]bool{"brain": true, "code": true}, Baseline: dir, dbPrefix: "gem_bench_baseline_test"}
+	res, err := bench(context.Background(), cfg, c, bins)
+	require.NoError(t, err)
+	for _, sc := range []string{scBrain, scBrainBaseline, scAgent1, scAgent1Baseline} {
+		require.Positive(t, res.latency(sc, loadSeq).N, sc)
+	}
+	var compared []string
+	for _, tr := range res.Targets {
+		if strings.Contains(tr.Name, "the baseline build's") {
+			require.True(t, tr.Measured, tr.Name)
+			compared = append(compared, tr.Name)
+		}
+	}
+	require.Len(t, compared, 2, "/brain/run and the chat turn, each against the baseline")
 }
 
 // A short bench runs every scenario end to end and prints the table with every target.

@@ -105,6 +105,24 @@ func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, after int64, page
 		// A run's end (its receipts, answer and run_ended) notifies gem_run alone.
 		end, stopEnd = s.runEvents.Watch(postgres.RunEndedChannel, id.String())
 		defer stopEnd()
+		// Its other events notify only while the database knows the run is watched. Registered before the
+		// first read below (or the re-read after a page read before it, prewatch): an event committed before
+		// it is read then, one after it notifies. Without it (the database away), the stream reads on its
+		// recheck.
+		who := uuid.NewString()
+		if err := postgres.RunWatch(ctx, s.pool, id, who); err != nil {
+			if ctx.Err() == nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Str("run_id", id.String()).Msg("error watching a run's events")
+			}
+		} else {
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := postgres.RunUnwatch(ctx, s.pool, id, who); err != nil {
+					zerolog.Ctx(ctx).Warn().Err(err).Str("run_id", id.String()).Msg("error ending a watch of a run's events")
+				}
+			}()
+		}
 	}
 	keepAlive := time.NewTicker(eventsKeepAlive)
 	defer keepAlive.Stop()

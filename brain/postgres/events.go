@@ -20,9 +20,28 @@ import (
 // with; its end (the receipts it answered from, answer, run_ended) by its update's; calls added later with
 // their insert (RunCallsAdded), receipts when they are settled, LLM steps with their brain_turns row.
 
-// RunEventChannel is notified with a run's id when events are added to it, at commit: a wake-up, after
-// which the events are read. A run's end notifies RunEndedChannel alone (00056): a reader waits on both.
+// RunEventChannel is notified with a run's id when events are added to it, at commit, while a stream watches
+// the run (RunWatch): a wake-up, after which the events are read. A run's end notifies RunEndedChannel alone
+// (00056), watched or not: a reader waits on both.
 const RunEventChannel = "gem_run_event"
+
+// RunWatch records that a stream (who: unique to it) watches a run's events, so that adding them notifies
+// RunEventChannel (migration 00058: a run nobody watches notifies nobody). It waits for a journal write in
+// progress on the run, so an event is either read by the stream's first read after it, or notified.
+func RunWatch(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, who string) error {
+	if _, err := db.Exec(ctx, `SELECT gem_run_watch($1, $2)`, runID, who); err != nil {
+		return Error(fmt.Errorf("error watching a run's events: %w", err))
+	}
+	return nil
+}
+
+// RunUnwatch removes a stream's watch of a run.
+func RunUnwatch(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, who string) error {
+	if _, err := db.Exec(ctx, `DELETE FROM brain_run_watches WHERE run_id = $1 AND watcher = $2`, runID, who); err != nil {
+		return Error(fmt.Errorf("error ending a watch of a run's events: %w", err))
+	}
+	return nil
+}
 
 // Kinds of run events.
 const (
