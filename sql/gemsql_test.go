@@ -299,12 +299,33 @@ func TestReceiptWaiterReconnects(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond)
 
-	// Kill the listener's connection, then write the receipt while it is down: the notification is lost,
-	// and the waiter must find the receipt when it reconnects.
-	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name LIKE '%receipt-listener'`)
+	// The listener's connection is ended and cannot come back (the database takes no new connection), and
+	// the receipt is written meanwhile: its notification is lost. Everything here goes through one
+	// connection taken before.
+	admin, err := b.pool.Acquire(ctx)
 	require.NoError(t, err)
-	insertReceipt(t, ctx, b.pool, id, "succeeded")
+	defer admin.Release()
+	var db string
+	require.NoError(t, admin.QueryRow(ctx, `SELECT current_database()`).Scan(&db))
+	server, err := pgx.Connect(ctx, sqltest.AdminURL(t)) // a database may not close itself to connections
+	require.NoError(t, err)
+	defer server.Close(context.Background())
+	_, err = server.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` ALLOW_CONNECTIONS false`)
+	require.NoError(t, err)
+	var ended int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name LIKE '%receipt-listener'`).Scan(&ended))
+	require.Equal(t, 1, ended, "the listener's connection was ended")
+	insertReceipt(t, ctx, admin, id, "succeeded")
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter answered (%v) while its listener could not reconnect: the test did not lose the notification", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// Back: the waiter reconnects and finds the receipt by reading, since nothing will notify it again.
+	_, err = server.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` ALLOW_CONNECTIONS true`)
+	require.NoError(t, err)
 	require.NoError(t, <-got)
 }
 
