@@ -80,7 +80,9 @@ type dumpError struct {
 	stderr string
 }
 
-func (e *dumpError) Error() string { return "pg_dump: " + e.err.Error() + ": " + strings.TrimSpace(e.stderr) }
+func (e *dumpError) Error() string {
+	return "pg_dump: " + e.err.Error() + ": " + strings.TrimSpace(e.stderr)
+}
 
 // pgDump finds pg_dump as sql/dev-postgres.sh finds the server: GEM_PG_BINDIR, then pg_config's folder, then
 // the newest /usr/lib/postgresql/*/bin, then the PATH.
