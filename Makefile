@@ -12,7 +12,7 @@ BIN := $(CURDIR)/bin
 # db exports DATABASE_URL for the rest of a recipe line.
 db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 
-.PHONY: help run test build lint fuzz bench chaos migrate schema db-start db-stop db-url psql clean mcp-peers agent-clients api-tools gem-contract
+.PHONY: help run test build lint fuzz bench chaos migrate registry schema db-start db-stop db-url psql clean mcp-peers agent-clients api-tools gem-contract
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -123,6 +123,9 @@ lint: ## gofmt, go vet, and no binary files tracked by git
 
 migrate: build ## apply River's and GEM's migrations
 	@$(db) $(BIN)/executor migrate
+
+registry: ## write tools.registry.json from the packs' entries (packs/*/tools/*.json; a test fails when it is not current)
+	@cd packs && $(GO) test -count=1 -run '^TestRegistryIsGenerated$$' . -update-registry
 
 schema: ## write sql/schema.sql, the schema every migration leaves (a test fails when it is not current)
 	@$(db) cd sql && $(GO) test -count=1 -run '^TestSchemaMatchesMigrations$$' . -update-schema
