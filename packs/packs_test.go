@@ -23,5 +23,6 @@ func TestRegistryIsGenerated(t *testing.T) {
 	}
 	committed, err := os.ReadFile("../tools.registry.json")
 	require.NoError(t, err)
-	require.True(t, string(made) == string(committed), "tools.registry.json is not what the packs' entries make: run make registry")
+	require.True(t, string(made) == string(committed),
+		"tools.registry.json is not what the packs' entries make: run make registry")
 }

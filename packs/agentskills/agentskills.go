@@ -1,5 +1,5 @@
-// Package agentskillspack is the agentskills pack (memory, lore, sentiment, web and image).
-// It holds its tools' registry entries, one file each in tools/, and their order in the registry.
+// Package agentskillspack is the agent skills pack: memory, lore, sentiment, web and image tools. It holds
+// its tools' registry entries, one file each in tools/, and their order in the registry.
 package agentskillspack
 
 import (

@@ -1,6 +1,6 @@
-// Package businesspack is the business pack (identity, entities, leads, inspections, quotes, jobs, invoices, finance, comms, calendar,
-// media, marketing, personal).
-// It holds its tools' registry entries, one file each in tools/, and their order in the registry.
+// Package businesspack is the business pack: identity, entities, leads, inspections, quotes, jobs,
+// invoices, finance, comms, calendar, media, marketing and personal tools. It holds its tools' registry
+// entries, one file each in tools/, and their order in the registry.
 package businesspack
 
 import (

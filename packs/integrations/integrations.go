@@ -1,6 +1,6 @@
-// Package integrationspack is the integrations pack (HighLevel, Google Drive and Photos, analytics and ads, the SMS and email
-// providers).
-// It holds its tools' registry entries, one file each in tools/, and their order in the registry.
+// Package integrationspack is the integrations pack: HighLevel, Google Drive and Photos, analytics and
+// ads, the SMS and email providers. It holds its tools' registry entries, one file each in tools/, and
+// their order in the registry.
 package integrationspack
 
 import (

@@ -1,5 +1,6 @@
-// Package ospack is the os pack (notes, tasks, reminders, the state snapshot, the audit log and its rollback, health).
-// It holds its tools' registry entries, one file each in tools/, and their order in the registry.
+// Package ospack is the os pack: notes, tasks, reminders, the state snapshot, the audit log and its
+// rollback, health. It holds its tools' registry entries, one file each in tools/, and their order in the
+// registry.
 package ospack
 
 import (
