@@ -17,8 +17,8 @@ import (
 )
 
 // TestNoTestReadsOutsideTheRepository is a cheap static guard beside the CI's run in a fresh clone: no Go
-// source of the repository names a path that resolves outside the repository's root (../shared, where the
-// original GEM's registry sits on the machines that have it, included). It reads every Go file's string
+// source of the repository names a path that resolves outside the repository's root (the folder beside it
+// where the original GEM's registry sits on the machines that have it included). It reads every Go file's string
 // literals: relative paths ("../../x", resolved from the file's folder, which is a test's working folder),
 // filepath.Join and path.Join calls whose parts climb with ".." (from the file's folder, or from the root
 // after a call named repoRoot or RepoRoot), and any mention of shared/gem.
@@ -62,7 +62,7 @@ func TestOutsidePathGuardCanFail(t *testing.T) {
 	}{
 		{"registry/gem_contract_test.go", `const p = "../../SHARED/tools.registry.json"`, true},
 		{"executor/integrations/helpers_test.go", `const p = "../../../SHARED/tools.registry.json"`, true},
-		{"brain/internal/testenv/testenv.go", `func f() string { return filepath.Join(RepoRoot(), "..", "shared", "gem", "tools.registry.json") }`, true},
+		{"brain/internal/testenv/testenv.go", `func f() string { return filepath.Join(RepoRoot(), "..", SHARED_PARTS, "tools.registry.json") }`, true},
 		{"brain/cmd/brain/mcp_test.go", `func f(t *testing.T) string { return filepath.Join(repoRoot(t), "..", "x.json") }`, true},
 		{"registry/x_test.go", `func f(name string) string { return filepath.Join("..", "..", "docs", name) }`, true},
 		{"registry/x_test.go", `const p = "/home/someone/SHARED/tools.registry.json"`, true},
@@ -72,14 +72,18 @@ func TestOutsidePathGuardCanFail(t *testing.T) {
 		{"executor/x_test.go", `const p = "../tools.registry.json"`, false},
 		{"registry/x_test.go", `const p = "testdata/varied.registry.json"`, false},
 	} {
-		src := "package p\n\n" + strings.ReplaceAll(tt.code, "SHARED", gemFolder) + "\n"
+		code := strings.ReplaceAll(tt.code, "SHARED_PARTS", gemFolderParts)
+		src := "package p\n\n" + strings.ReplaceAll(code, "SHARED", gemFolder) + "\n"
 		got := pathsOutside(t, root, filepath.Join(root, filepath.FromSlash(tt.file)), []byte(src))
 		require.Equal(t, tt.outside, len(got) > 0, "%s: %s: %v", tt.file, tt.code, got)
 	}
 }
 
-// gemFolder is where the original GEM's registry sits beside the repository on machines that have it.
+// gemFolder is where the original GEM's registry sits beside the repository on machines that have it, and
+// gemFolderParts its folders as a join's arguments.
 var gemFolder = path.Join("shared", "gem")
+
+const gemFolderParts = `"shared", "gem"`
 
 // repositoryRoot is the folder holding go.work, above the test's working folder.
 func repositoryRoot(t *testing.T) string {
