@@ -720,11 +720,9 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		sub = c.waiter.Subscribe(ids) // before the calls exist, so the wait need not read first
 		defer sub.Close()
 	}
-	if turn != nil {
-		turn.enqueued = nil
-		for _, p := range params {
-			turn.enqueued = append(turn.enqueued, postgres.EnqueuedCall{CallID: p.ID, Tool: p.ToolName})
-		}
+	turn.enqueued = nil
+	for _, p := range params {
+		turn.enqueued = append(turn.enqueued, postgres.EnqueuedCall{CallID: p.ID, Tool: p.ToolName})
 	}
 	awaiting := map[uuid.UUID]bool{}
 	enqueueCtx, enqueued := ctx, func(error) {}
@@ -744,10 +742,6 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			return err
 		}
 		postgres.RunAddCallsQueue(b, r.runID, ids, append(slices.Clone(r.calls), planned...))
-		if turn == nil {
-			postgres.RunCallsAddedQueue(b, r.runID, ids)
-			return nil
-		}
 		// Their call_enqueued events went with the answer's llm_ended; those held for approval add theirs.
 		postgres.RunAwaitingQueue(b, r.runID, ids, new([]uuid.UUID))
 		return nil

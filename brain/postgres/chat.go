@@ -19,62 +19,39 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// SessionClaim creates or touches a chat session for an agent, a user and the caller speaking, and makes run
-// the session's turn. A session belongs to the caller (and agent and user) that started it: another's is
-// ENOTFOUND, as is one a rules conversation of another caller already uses (sessionOwnerSQL). A session
-// whose turn is another run is
-// ECONFLICT, naming that run. The turn is a column written under the session row's lock and decided from
-// the row alone, so of requests arriving at once exactly one gets it; RunFinish gives it back. A turn whose
-// brain died is not abandoned: another brain takes it over and ends it (docs/durable-runs.md).
-//
-// When the session is busy it returns the running turn's run with the ECONFLICT.
-func SessionClaim(ctx context.Context, db gemsql.DBTX, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) (uuid.UUID, error) {
-	var c sessionClaim
-	err := db.QueryRow(ctx, sessionClaimSQL, sessionID, agentID, userID, caller, run).Scan(&c.owner, &c.user, &c.sessionCaller, &c.firstCaller, &c.turn)
-	if err != nil {
-		return uuid.Nil, Error(fmt.Errorf("error claiming session: %w", err))
-	}
-	return c.decide(sessionID, agentID, userID, caller, run)
-}
-
-// SessionClaimQueue queues SessionClaim on b: once b is sent, its error (the session busy, with the running
-// turn's run in busy, or another's) is b's.
+// SessionClaimQueue queues the claim of a chat session on b, to go with the transaction's BEGIN: it creates or
+// touches the session for an agent, a user and the caller speaking, and makes run the session's turn. A session
+// belongs to the caller (and agent and user) that started it: another's is ENOTFOUND, as is one a rules
+// conversation of another caller already uses. A session whose turn is another run is ECONFLICT, naming that
+// run, which busy is given. The turn is a column written under the session row's lock and decided from the row
+// alone, so of requests arriving at once exactly one gets it; RunFinish gives it back. A turn whose brain died
+// is not abandoned: another brain takes it over and ends it (docs/durable-runs.md). Once b is sent, the
+// refusal is b's error; the transaction stays usable (to queue the turn behind the running one).
 func SessionClaimQueue(b *pgx.Batch, sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID, busy *uuid.UUID) {
-	b.Queue(sessionClaimSQL, sessionID, agentID, userID, caller, run).QueryRow(func(row pgx.Row) error {
-		var c sessionClaim
-		if err := row.Scan(&c.owner, &c.user, &c.sessionCaller, &c.firstCaller, &c.turn); err != nil {
+	b.Queue(`WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
+		INSERT INTO agent_sessions AS s (id, agent_id, user_id, caller, turn_run, turn_since) VALUES ($1, $2, $3, $4, $5, now())
+		ON CONFLICT (id) DO UPDATE SET updated_at = now(),
+			turn_run = CASE WHEN s.turn_run IS NULL THEN EXCLUDED.turn_run ELSE s.turn_run END,
+			turn_since = CASE WHEN s.turn_run IS NULL THEN now() ELSE s.turn_since END
+		RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`,
+		sessionID, agentID, userID, caller, run).QueryRow(func(row pgx.Row) error {
+		var owner, turn uuid.UUID
+		var user string
+		var sessionCaller, firstCaller *string
+		if err := row.Scan(&owner, &user, &sessionCaller, &firstCaller, &turn); err != nil {
 			return fmt.Errorf("error claiming session: %w", err)
 		}
-		var err error
-		*busy, err = c.decide(sessionID, agentID, userID, caller, run)
-		return err
+		if owner != agentID || user != userID || sessionCaller == nil || *sessionCaller != caller || firstCaller != nil && *firstCaller != caller {
+			// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
+			return brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
+		}
+		if turn != run {
+			*busy = turn
+			return &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, turn, turn),
+				Details: map[string]any{"session_id": sessionID, "run_id": turn}}
+		}
+		return nil
 	})
-}
-
-const sessionClaimSQL = `WITH first AS (SELECT r.requested_by FROM brain_runs r WHERE r.conversation_id = $1 ORDER BY r.created_at LIMIT 1)
-	INSERT INTO agent_sessions AS s (id, agent_id, user_id, caller, turn_run, turn_since) VALUES ($1, $2, $3, $4, $5, now())
-	ON CONFLICT (id) DO UPDATE SET updated_at = now(),
-		turn_run = CASE WHEN s.turn_run IS NULL THEN EXCLUDED.turn_run ELSE s.turn_run END,
-		turn_since = CASE WHEN s.turn_run IS NULL THEN now() ELSE s.turn_since END
-	RETURNING agent_id, user_id, caller, (SELECT requested_by FROM first), turn_run`
-
-// sessionClaim is the session as sessionClaimSQL leaves it.
-type sessionClaim struct {
-	owner, turn                uuid.UUID
-	user                       string
-	sessionCaller, firstCaller *string
-}
-
-func (c *sessionClaim) decide(sessionID string, agentID uuid.UUID, userID, caller string, run uuid.UUID) (uuid.UUID, error) {
-	if c.owner != agentID || c.user != userID || c.sessionCaller == nil || *c.sessionCaller != caller || c.firstCaller != nil && *c.firstCaller != caller {
-		// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
-		return uuid.Nil, brain.Errorf(brain.ENOTFOUND, "no session %q of this caller, agent and user", sessionID)
-	}
-	if c.turn != run {
-		return c.turn, &brain.Error{Code: brain.ECONFLICT, Message: fmt.Sprintf("session %q is answering another message (run %s); wait for it (GET /brain/runs/%s)", sessionID, c.turn, c.turn),
-			Details: map[string]any{"session_id": sessionID, "run_id": c.turn}}
-	}
-	return uuid.Nil, nil
 }
 
 // Decided is a call of a session that waited for approval and has its receipt.
@@ -86,41 +63,26 @@ type Decided struct {
 	Error  json.RawMessage
 }
 
-// SessionDecisions returns the calls of a session's chat runs that waited for approval and have their
-// receipts but were not yet told to the agent, oldest decision first, and records them as told by run.
-func SessionDecisions(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID) ([]Decided, error) {
-	rows, err := db.Query(ctx, sessionDecisionsSQL, sessionID, runID)
-	if err != nil {
-		return nil, Error(fmt.Errorf("error reading the session's decided calls: %w", err))
-	}
-	out, err := decisionsRead(rows)
-	return out, Error(err)
-}
-
-// SessionDecisionsQueue queues SessionDecisions on b: the decided calls are in out once b is sent.
+// SessionDecisionsQueue queues on b the read of the calls of a session's chat runs that waited for approval
+// and have their receipts but were not yet told to the agent, oldest decision first, and records them as told
+// by run: they are in out once b is sent.
 func SessionDecisionsQueue(b *pgx.Batch, sessionID string, runID uuid.UUID, out *[]Decided) {
-	b.Queue(sessionDecisionsSQL, sessionID, runID).Query(func(rows pgx.Rows) (err error) {
-		*out, err = decisionsRead(rows)
+	b.Queue(`WITH d AS (
+			SELECT c.id, c.tool_name, r.status, r.result, r.error, r.finished_at
+			FROM brain_runs b
+			JOIN core_tool_calls c ON c.run_id = b.id
+			JOIN core_approvals a ON a.call_id = c.id
+			JOIN core_tool_receipts r ON r.call_id = c.id
+			WHERE b.conversation_id = $1 AND b.mode = 'chat'
+			  AND NOT EXISTS (SELECT 1 FROM agent_session_decisions s WHERE s.session_id = $1 AND s.call_id = c.id)),
+		told AS (INSERT INTO agent_session_decisions (session_id, call_id, run_id) SELECT $1, id, $2 FROM d ON CONFLICT DO NOTHING)
+		SELECT id, tool_name, status, result, error FROM d ORDER BY finished_at, id`, sessionID, runID).Query(func(rows pgx.Rows) (err error) {
+		*out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Decided, error) {
+			var d Decided
+			err := row.Scan(&d.CallID, &d.Tool, &d.Status, &d.Result, &d.Error)
+			return d, err
+		})
 		return err
-	})
-}
-
-const sessionDecisionsSQL = `WITH d AS (
-		SELECT c.id, c.tool_name, r.status, r.result, r.error, r.finished_at
-		FROM brain_runs b
-		JOIN core_tool_calls c ON c.run_id = b.id
-		JOIN core_approvals a ON a.call_id = c.id
-		JOIN core_tool_receipts r ON r.call_id = c.id
-		WHERE b.conversation_id = $1 AND b.mode = 'chat'
-		  AND NOT EXISTS (SELECT 1 FROM agent_session_decisions s WHERE s.session_id = $1 AND s.call_id = c.id)),
-	told AS (INSERT INTO agent_session_decisions (session_id, call_id, run_id) SELECT $1, id, $2 FROM d ON CONFLICT DO NOTHING)
-	SELECT id, tool_name, status, result, error FROM d ORDER BY finished_at, id`
-
-func decisionsRead(rows pgx.Rows) ([]Decided, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Decided, error) {
-		var d Decided
-		err := row.Scan(&d.CallID, &d.Tool, &d.Status, &d.Result, &d.Error)
-		return d, err
 	})
 }
 
@@ -133,12 +95,8 @@ type SessionMessage struct {
 	AwaitingReceipt bool
 }
 
-// SessionMessageList returns a session's last limit messages, oldest first.
-func SessionMessageList(ctx context.Context, db gemsql.DBTX, sessionID string, limit int) ([]llm.Message, error) {
-	return messagesBefore(ctx, db, sessionID, math.MaxInt64, limit)
-}
-
-// SessionMessageListQueue queues SessionMessageList's read on b: the messages are in out once b is sent.
+// SessionMessageListQueue queues on b the read of a session's last limit messages, oldest first: they are in
+// out once b is sent.
 func SessionMessageListQueue(b *pgx.Batch, sessionID string, limit int, out *[]llm.Message) {
 	b.Queue(messagesBeforeSQL, sessionID, int64(math.MaxInt64), limit).Query(func(rows pgx.Rows) (err error) {
 		*out, err = messagesRead(rows)
@@ -177,19 +135,7 @@ func messagesRead(rows pgx.Rows) ([]llm.Message, error) {
 	return msgs, err
 }
 
-// SessionMessageInsert stores messages of a session, made by a run.
-func SessionMessageInsert(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, msgs ...SessionMessage) error {
-	b := &pgx.Batch{}
-	SessionMessageInsertQueue(b, sessionID, runID, msgs...)
-	for _, q := range b.QueuedQueries {
-		if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
-			return Error(fmt.Errorf("error storing messages: %w", err))
-		}
-	}
-	return nil
-}
-
-// SessionMessageInsertQueue queues SessionMessageInsert's statement on b.
+// SessionMessageInsertQueue queues on b the statement that stores messages of a session, made by a run.
 func SessionMessageInsertQueue(b *pgx.Batch, sessionID string, runID uuid.UUID, msgs ...SessionMessage) {
 	// One statement for all of them: a turn's assistant message and its tool results are one commit, not one
 	// each. The ids follow the order given (the rows are sorted before they are numbered).
@@ -242,8 +188,7 @@ type EnqueuedCall struct {
 func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error {
 	b := &pgx.Batch{}
 	TurnInsertQueue(b, p)
-	q := b.QueuedQueries[0]
-	if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
+	if err := execQueued(ctx, db, b); err != nil {
 		return fmt.Errorf("error recording an LLM turn: %w", err)
 	}
 	return nil
@@ -281,8 +226,7 @@ func TurnInsertQueue(b *pgx.Batch, p *TurnInsertParams) {
 func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uuid.UUID, planned []brain.PlannedCall) error {
 	b := &pgx.Batch{}
 	RunAddCallsQueue(b, runID, ids, planned)
-	q := b.QueuedQueries[0]
-	if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
+	if err := execQueued(ctx, db, b); err != nil {
 		return fmt.Errorf("error updating run: %w", err)
 	}
 	return nil
@@ -362,8 +306,10 @@ func ToolMessagesSettle(ctx context.Context, db gemsql.DBTX, sessionID string, c
 	if b.Len() == 0 {
 		return nil
 	}
-	q := b.QueuedQueries[0]
-	return Error(LazyCommit(ctx, db, q.SQL, q.Arguments...))
+	if pool, ok := db.(*pgxpool.Pool); ok {
+		return Error(LazyCommitBatch(ctx, pool, b))
+	}
+	return Error(execQueued(ctx, db, b))
 }
 
 // ToolMessagesSettleQueue queues ToolMessagesSettle's statement on b (nothing, for no calls).
@@ -542,7 +488,7 @@ func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner, planner string, d 
 // CallsAwaitingApproval says which of the calls wait for a person's decision (undecided: an approved call
 // runs and has a receipt to wait for, a rejected or expired one has its receipt).
 func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
-	rows, err := db.Query(ctx, `SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`, ids)
+	rows, err := db.Query(ctx, callsAwaitingApprovalSQL, ids)
 	if err != nil {
 		return nil, Error(err)
 	}
@@ -554,9 +500,11 @@ func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID)
 	return set, Error(err)
 }
 
+const callsAwaitingApprovalSQL = `SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`
+
 // CallsAwaitingApprovalQueue queues CallsAwaitingApproval's read on b: those awaiting are added to set.
 func CallsAwaitingApprovalQueue(b *pgx.Batch, ids []uuid.UUID, set map[uuid.UUID]bool) {
-	b.Queue(`SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`, ids).Query(func(rows pgx.Rows) error {
+	b.Queue(callsAwaitingApprovalSQL, ids).Query(func(rows pgx.Rows) error {
 		var id uuid.UUID
 		_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
 			set[id] = true
@@ -566,28 +514,16 @@ func CallsAwaitingApprovalQueue(b *pgx.Batch, ids []uuid.UUID, set map[uuid.UUID
 	})
 }
 
-// SessionCallsAwaitingReceipts are the calls whose tool messages in the session still await their receipts
-// (they were running when their turn's wait ended), their messages locked for the transaction.
-func SessionCallsAwaitingReceipts(ctx context.Context, db gemsql.DBTX, sessionID string) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, sessionAwaitingSQL, sessionID)
-	if err != nil {
-		return nil, Error(fmt.Errorf("error reading the session's running calls: %w", err))
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, Error(err)
-}
-
-// SessionCallsAwaitingReceiptsQueue queues SessionCallsAwaitingReceipts on b: the calls are in out once b is
-// sent.
+// SessionCallsAwaitingReceiptsQueue queues on b the read of the calls whose tool messages in the session still
+// await their receipts (they were running when their turn's wait ended), their messages locked for the
+// transaction: they are in out once b is sent.
 func SessionCallsAwaitingReceiptsQueue(b *pgx.Batch, sessionID string, out *[]uuid.UUID) {
-	b.Queue(sessionAwaitingSQL, sessionID).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(`SELECT call_id FROM agent_messages
+		WHERE session_id = $1 AND awaiting_receipt AND call_id IS NOT NULL ORDER BY id FOR UPDATE`, sessionID).Query(func(rows pgx.Rows) (err error) {
 		*out, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		return err
 	})
 }
-
-const sessionAwaitingSQL = `SELECT call_id FROM agent_messages
-	WHERE session_id = $1 AND awaiting_receipt AND call_id IS NOT NULL ORDER BY id FOR UPDATE`
 
 // BatchTx runs fn in a transaction whose BEGIN travels with the statements first queues, in one round trip;
 // fn learns their error (firstErr: a server's leaves the transaction failed, a callback's leaves it usable).

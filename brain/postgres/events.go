@@ -81,23 +81,15 @@ func RunEventAdd(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, kind stri
 }
 
 // RunEventAddFenced appends an event to a run that claim still owns (RunFenced's rule, in one statement: the
-// run's row is locked and its owner checked under the lock; a run no longer claim's gets nothing). Given the
-// pool, the event commits without waiting for the disk, as RunEventAdd's.
-func RunEventAddFenced(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, claim, kind string, data any) error {
+// run's row is locked and its owner checked under the lock; a run no longer claim's gets nothing), in a
+// transaction of its own that does not wait for the disk, as RunEventAdd's.
+func RunEventAddFenced(ctx context.Context, pool *pgxpool.Pool, runID uuid.UUID, claim, kind string, data any) error {
 	b := &pgx.Batch{}
 	if err := RunEventAddFencedQueue(b, runID, claim, kind, data); err != nil {
 		return err
 	}
-	if pool, ok := db.(*pgxpool.Pool); ok {
-		if err := LazyCommitBatch(ctx, pool, b); err != nil {
-			return Error(fmt.Errorf("error recording a run event: %w", err))
-		}
-		return nil
-	}
-	for _, q := range b.QueuedQueries {
-		if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
-			return Error(fmt.Errorf("error recording a run event: %w", err))
-		}
+	if err := LazyCommitBatch(ctx, pool, b); err != nil {
+		return Error(fmt.Errorf("error recording a run event: %w", err))
 	}
 	return nil
 }
@@ -162,6 +154,17 @@ func LazyCommitBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) erro
 	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
 	tx.Queue("COMMIT")
 	return sendTx(ctx, pool, tx)
+}
+
+// execQueued runs the statements queued on b one after another on db, as a write whose queue form serves a
+// batch elsewhere runs alone (their callbacks are not run: these are writes).
+func execQueued(ctx context.Context, db gemsql.DBTX, b *pgx.Batch) error {
+	for _, q := range b.QueuedQueries {
+		if _, err := db.Exec(ctx, q.SQL, q.Arguments...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sendTx sends a batch that begins a transaction (pgx.Batch.BeginTx) and commits it, and gives its
@@ -234,13 +237,6 @@ func RunCallsAdded(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []u
 		return Error(fmt.Errorf("error recording a run's calls as events: %w", err))
 	}
 	return nil
-}
-
-// RunCallsAddedQueue queues RunCallsAdded's statement on b.
-func RunCallsAddedQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID) {
-	if len(ids) > 0 {
-		b.Queue(runCallsAddedSQL, runID, ids)
-	}
 }
 
 const runCallsAddedSQL = `SELECT gem_run_calls_added($1, $2)`

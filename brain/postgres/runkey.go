@@ -39,18 +39,10 @@ func RequestKeyCheck(ctx context.Context, db gemsql.DBTX, caller, key string, fp
 	return &RepeatedRequest{RunID: run, Key: key}
 }
 
-// RunKeyClaim claims a request key for run, which the transaction is about to insert (the insert's trigger
-// claims it too, and finds it claimed): for a chat turn, before its session's turn is taken, so a repeat
-// is answered as one rather than refused as busy. Errors as the run's insert's: *RepeatedRequest or
-// EKEYREUSED.
-func RunKeyClaim(ctx context.Context, db gemsql.DBTX, caller, key string, fp []byte, run uuid.UUID) error {
-	if _, err := db.Exec(ctx, `SELECT gem_run_key_claim($1, $2, $3, $4)`, caller, key, fp, run); err != nil {
-		return Error(fmt.Errorf("error claiming a request key: %w", err))
-	}
-	return nil
-}
-
-// RunKeyClaimQueue queues RunKeyClaim on b.
+// RunKeyClaimQueue queues on b the claim of a request key for run, which the transaction is about to insert
+// (the insert's trigger claims it too, and finds it claimed): for a chat turn, before its session's turn is
+// taken, so a repeat is answered as one rather than refused as busy. Errors as the run's insert's
+// (through Error): *RepeatedRequest or EKEYREUSED.
 func RunKeyClaimQueue(b *pgx.Batch, caller, key string, fp []byte, run uuid.UUID) {
 	b.Queue(`SELECT gem_run_key_claim($1, $2, $3, $4)`, caller, key, fp, run)
 }
