@@ -4,6 +4,7 @@ package packs
 
 import (
 	"bytes"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -15,19 +16,32 @@ import (
 	ospack "github.com/gemhq/gem/packs/os"
 )
 
-// Pack is a tool pack: its name, its registry entries (NAME.json for each tool) and its tools in order.
+// entries are every pack's registry entries: PACK/tools/NAME.json.
+//
+//go:embed */tools/*.json
+var entries embed.FS
+
+// Pack is a tool pack: its name (its folder) and its tools in order.
 type Pack struct {
-	Name    string
-	Entries fs.FS
-	Tools   []string
+	Name  string
+	Tools []string
 }
 
 // All are the packs, in the registry's order.
 var All = []Pack{
-	{"os", ospack.Entries, ospack.Tools},
-	{"business", businesspack.Entries, businesspack.Tools},
-	{"integrations", integrationspack.Entries, integrationspack.Tools},
-	{"agentskills", agentskillspack.Entries, agentskillspack.Tools},
+	{"os", ospack.Tools},
+	{"business", businesspack.Tools},
+	{"integrations", integrationspack.Tools},
+	{"agentskills", agentskillspack.Tools},
+}
+
+// Entries are a pack's registry entries: NAME.json for each of its tools.
+func (p Pack) Entries() fs.FS {
+	sub, err := fs.Sub(entries, p.Name+"/tools")
+	if err != nil {
+		panic(err) // a constant, valid path: fs.Sub refuses only invalid ones
+	}
+	return sub
 }
 
 // registryVersion is the registry document's version.
@@ -38,10 +52,11 @@ const registryVersion = "1"
 func Registry() ([]byte, error) {
 	var tools [][]byte
 	for _, p := range All {
+		entries := p.Entries()
 		listed := map[string]bool{}
 		for _, name := range p.Tools {
 			listed[name+".json"] = true
-			b, err := fs.ReadFile(p.Entries, name+".json")
+			b, err := fs.ReadFile(entries, name+".json")
 			if err != nil {
 				return nil, fmt.Errorf("pack %s: tool %s has no entry: %w", p.Name, name, err)
 			}
@@ -60,7 +75,7 @@ func Registry() ([]byte, error) {
 			}
 			tools = append(tools, compact.Bytes())
 		}
-		files, err := fs.Glob(p.Entries, "*")
+		files, err := fs.Glob(entries, "*")
 		if err != nil {
 			return nil, err
 		}

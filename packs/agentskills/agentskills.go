@@ -1,17 +1,6 @@
-// Package agentskillspack is the agent skills pack: memory, lore, sentiment, web and image tools. It holds
-// its tools' registry entries, one file each in tools/, and their order in the registry.
+// Package agentskillspack is the agent skills pack: memory, lore, sentiment, web and image tools. Its tools'
+// registry entries are files of tools/ (packs embeds them); this is their order in the registry.
 package agentskillspack
-
-import (
-	"embed"
-	"io/fs"
-)
-
-//go:embed tools/*.json
-var entries embed.FS
-
-// Entries are the pack's registry entries: tools/NAME.json for each of Tools.
-var Entries, _ = fs.Sub(entries, "tools")
 
 // Tools are the pack's tools, in the registry's order (the order of tools/list, of the LLM's tools and of the
 // help).

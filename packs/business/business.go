@@ -1,18 +1,7 @@
 // Package businesspack is the business pack: identity, entities, leads, inspections, quotes, jobs,
-// invoices, finance, comms, calendar, media, marketing and personal tools. It holds its tools' registry
-// entries, one file each in tools/, and their order in the registry.
+// invoices, finance, comms, calendar, media, marketing and personal tools. Its tools' registry entries
+// are files of tools/ (packs embeds them); this is their order in the registry.
 package businesspack
-
-import (
-	"embed"
-	"io/fs"
-)
-
-//go:embed tools/*.json
-var entries embed.FS
-
-// Entries are the pack's registry entries: tools/NAME.json for each of Tools.
-var Entries, _ = fs.Sub(entries, "tools")
 
 // Tools are the pack's tools, in the registry's order (the order of tools/list, of the LLM's tools and of the
 // help).

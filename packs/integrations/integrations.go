@@ -1,18 +1,7 @@
 // Package integrationspack is the integrations pack: HighLevel, Google Drive and Photos, analytics and
-// ads, the SMS and email providers. It holds its tools' registry entries, one file each in tools/, and
-// their order in the registry.
+// ads, the SMS and email providers. Its tools' registry entries are files of tools/ (packs embeds
+// them); this is their order in the registry.
 package integrationspack
-
-import (
-	"embed"
-	"io/fs"
-)
-
-//go:embed tools/*.json
-var entries embed.FS
-
-// Entries are the pack's registry entries: tools/NAME.json for each of Tools.
-var Entries, _ = fs.Sub(entries, "tools")
 
 // Tools are the pack's tools, in the registry's order (the order of tools/list, of the LLM's tools and of the
 // help).
