@@ -105,14 +105,9 @@ func pgDump() string {
 	return "pg_dump"
 }
 
+// versionOf is the major version of a /usr/lib/postgresql/VERSION/bin folder (0 when it is not a number).
 func versionOf(bindir string) int {
-	n := 0
-	for _, c := range filepath.Base(filepath.Dir(bindir)) {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(bindir)))
 	return n
 }
 
