@@ -352,7 +352,7 @@ func (p *RulesPlanner) rulesAbout(topic string, limit int) []Rule {
 			if len(w) < 3 || stopWords[w] {
 				continue
 			}
-			if hasWord(text, w) || hasWord(text, strings.TrimSuffix(w, "s")) {
+			if HasWord(text, w) || HasWord(text, strings.TrimSuffix(w, "s")) {
 				score++
 			}
 		}

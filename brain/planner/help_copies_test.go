@@ -6,6 +6,7 @@ import (
 
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/brain/planner"
+	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ func TestHelpHandsOutCopies(t *testing.T) {
 	t.Parallel()
 	reg, err := registry.Load(testenv.RegistryPath())
 	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, nil, time.UTC, "")
+	p, err := planner.NewRulesPlanner(reg, plans.Rules, time.UTC, "")
 	require.NoError(t, err)
 	// What a rule says (a rule also holds functions, which compare unequal to themselves).
 	said := func(rules []planner.Rule) [][]string {

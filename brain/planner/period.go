@@ -61,7 +61,7 @@ func periodOf(text string, now time.Time) (from, to time.Time, err error) {
 		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, now.Location()), day, nil
 	}
 	if m := periodMonthRe.FindStringSubmatch(text); m != nil {
-		month, _ := time.Parse("January", capitalize(strings.ToLower(m[1])))
+		month, _ := time.Parse("January", Capitalize(strings.ToLower(m[1])))
 		year := now.Year()
 		if m[2] != "" {
 			year, _ = strconv.Atoi(m[2])

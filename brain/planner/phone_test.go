@@ -8,6 +8,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/planner"
+	"github.com/gemhq/gem/packs/plans"
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,7 +44,7 @@ func TestRulesReadPhonesAsTheExecutorDoes(t *testing.T) {
 	// Another region reads its own numbers.
 	reg, err := gemRegistry()
 	require.NoError(t, err)
-	nz, err := planner.NewRulesPlanner(reg, nil, time.UTC, "NZ")
+	nz, err := planner.NewRulesPlanner(reg, plans.Rules, time.UTC, "NZ")
 	require.NoError(t, err)
 	plan, err := nz.Plan(context.Background(), brain.PlanRequest{Message: "new lead Bob Li 021 1234 5678 in Ponsonby", Now: now})
 	require.NoError(t, err)

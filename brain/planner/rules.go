@@ -35,7 +35,7 @@ type Rule struct {
 	Patterns []string
 	// Build makes the tool's input from the match. An error is shown to the person: say what is missing
 	// (Missing) rather than invent it. ErrNoMatch lets the next rule try the clause.
-	Build func(m *Match) (map[string]any, error)
+	Build func(m *Match) (any, error)
 
 	compiled []*regexp.Regexp
 }
@@ -58,6 +58,44 @@ type Match struct {
 // Group returns a named group, trimmed.
 func (m *Match) Group(name string) string { return strings.TrimSpace(m.Groups[name]) }
 
+// ID is the record id the clause names (its first non-empty group of id, id2, id3 or id4), lower-cased, or
+// "" when it names none: the run's context then supplies it, or the run reports it missing.
+func (m *Match) ID() string {
+	for _, g := range []string{"id", "id2", "id3", "id4"} {
+		if id := m.Group(g); id != "" {
+			return strings.ToLower(id)
+		}
+	}
+	return ""
+}
+
+// When finds a day in text ("friday", "in 3 days", "2026-12-24") and returns it at 17:00 that day, and
+// the text without it; no day is the zero time. A day that cannot be is a question about field.
+func (m *Match) When(text, field string) (time.Time, string, error) {
+	return extractWhen(text, field, m.Now, m.Location)
+}
+
+// DateTime finds a day and a time of day in text ("tomorrow at 3pm"); a day without a time is at
+// defaultHour. It returns the time and the text without it; no day is the zero time.
+func (m *Match) DateTime(text, field string, defaultHour int) (time.Time, string, error) {
+	return extractDateTime(text, field, m.Now, m.Location, defaultHour)
+}
+
+// Since reads the group "since" as a past time ("today", "in the last 3 days", "2026-11-01"), to the
+// second; no group is nil, and words that are not a time are ErrNoMatch.
+func (m *Match) Since(field string) (*time.Time, error) {
+	s := m.Group("since")
+	if s == "" {
+		return nil, nil
+	}
+	since, err := sinceOf(s, field, m.Now, m.Location)
+	if err != nil {
+		return nil, err
+	}
+	since = since.Truncate(time.Second)
+	return &since, nil
+}
+
 // ErrNoMatch returned by a rule's Build lets the next rule try the clause.
 var ErrNoMatch = errors.New("rule does not apply")
 
@@ -76,10 +114,12 @@ func (e *MissingError) Error() string { return e.Question }
 // Missing returns a MissingError for field.
 func Missing(field, question string) error { return &MissingError{Field: field, Question: question} }
 
-const uuidPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
+// UUIDPattern matches a record id in a rule's pattern.
+const UUIDPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 
-// Rules is the rules planner's knowledge, tried in order for every clause of a message: the trades
-// workflow's rules first (they are the most specific), then the office's, then the rest of GEM's domains.
+// Rules are the rules of the tools whose packs do not give their own yet (the brain takes every pack's
+// from packs/plans, these among them), in the order they are tried: the trades workflow's rules first
+// (they are the most specific), then the office's, then the rest of GEM's domains.
 var Rules = slices.Concat(businessRules, coreRules, officeRules, moreRules)
 
 // RulesPlanner plans with Rules. It needs no LLM and always answers the same way.
@@ -90,13 +130,11 @@ type RulesPlanner struct {
 	phoneRegion string
 }
 
-// NewRulesPlanner compiles rules (Rules when nil) against the registry; rules whose tool is missing are off.
+// NewRulesPlanner compiles rules against the registry, to be tried in their order; rules whose tool is
+// missing are off.
 // Dates in messages are read in loc (time.Local when nil), phone numbers without a country code in
 // phoneRegion (phone.RegionDefault when "").
 func NewRulesPlanner(reg *registry.Registry, rules []Rule, loc *time.Location, phoneRegion string) (*RulesPlanner, error) {
-	if rules == nil {
-		rules = Rules
-	}
 	if loc == nil {
 		loc = time.Local
 	}
@@ -256,8 +294,8 @@ func splitClauses(msg string) []string {
 	return out
 }
 
-// hasWord reports whether text contains one of the words (or phrases) as whole words, ignoring case.
-func hasWord(text string, words ...string) bool {
+// HasWord reports whether text contains one of the words (or phrases) as whole words, ignoring case.
+func HasWord(text string, words ...string) bool {
 	text = strings.ToLower(text)
 	for _, w := range words {
 		w = strings.ToLower(w)
@@ -280,7 +318,7 @@ func isWordByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
 }
 
-// Priority levels people say; priorityInput maps them onto a tool's priority enum.
+// Priority levels people say.
 var priorityWords = []struct {
 	priority string
 	words    []string
@@ -290,27 +328,14 @@ var priorityWords = []struct {
 	{"high", []string{"high priority", "high-priority", "important", "soon", "priority"}},
 }
 
-// priorityOf reads a task's priority from its words: urgent, high, low, or normal.
-func priorityOf(text string) string {
+// PriorityOf reads a task's priority from its words: urgent, high, low, or normal.
+func PriorityOf(text string) string {
 	for _, p := range priorityWords {
-		if hasWord(text, p.words...) {
+		if HasWord(text, p.words...) {
 			return p.priority
 		}
 	}
 	return "normal"
-}
-
-// priorityInput maps a priority onto the values the tool's priority enum has: urgent is high where there
-// is no urgent (GEM's tasks have low, normal and high).
-func priorityInput(t *registry.Tool, priority string) string {
-	allowed := enumOf(t, "priority")
-	if len(allowed) == 0 || slices.Contains(allowed, priority) {
-		return priority
-	}
-	if priority == "urgent" && slices.Contains(allowed, "high") {
-		return "high"
-	}
-	return ""
 }
 
 // priorityStripRe matches the priority words (and "it's ...") so they can be cut from a task's title.
@@ -324,7 +349,8 @@ var priorityStripRe = func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)[,(]?\s*\b(?:it'?s\s+|this\s+is\s+)?(?:` + strings.Join(alts, "|") + `)\b\)?`)
 }()
 
-func stripPriorityWords(text string) string { return priorityStripRe.ReplaceAllString(text, "") }
+// StripPriorityWords cuts the priority words (PriorityOf) from a title.
+func StripPriorityWords(text string) string { return priorityStripRe.ReplaceAllString(text, "") }
 
 var weekdays = map[string]time.Weekday{
 	"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
@@ -336,8 +362,8 @@ var (
 	trailingPleaseRe = regexp.MustCompile(`(?i)\s+(?:please|pls)$`)
 )
 
-// cleanTitle trims filler and punctuation from a title.
-func cleanTitle(s string) string {
+// CleanTitle trims filler and punctuation from a title.
+func CleanTitle(s string) string {
 	s = strings.TrimSpace(s)
 	s = strings.Trim(s, " ,.;:-!")
 	s = spacesRe.ReplaceAllString(s, " ")
@@ -345,8 +371,8 @@ func cleanTitle(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// cut shortens s to at most n characters, at a word when one ends late enough, with an ellipsis.
-func cut(s string, n int) string {
+// Cut shortens s to at most n characters, at a word when one ends late enough, with an ellipsis.
+func Cut(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
@@ -358,8 +384,8 @@ func cut(s string, n int) string {
 	return strings.TrimRight(head, " ,.;:-") + "…"
 }
 
-// capitalize upper-cases the first letter.
-func capitalize(s string) string {
+// Capitalize upper-cases the first letter.
+func Capitalize(s string) string {
 	if r := []rune(s); len(r) > 0 {
 		r[0] = unicode.ToUpper(r[0])
 		return string(r)
@@ -371,28 +397,19 @@ func capitalize(s string) string {
 var personalWords = []string{"personal", "private", "home", "my wife", "my husband", "my partner", "my kids", "kids", "family",
 	"birthday", "anniversary", "gym", "doctor", "dentist", "groceries", "shopping list", "holiday", "vacation", "mum", "mom", "dad"}
 
-// domainOf is a note's or task's domain: the explicit one, else personal when the words say so, else
+// DomainOf is a note's or task's domain: the explicit one, else personal when the words say so, else
 // business.
-func domainOf(explicit, text string) string {
+func DomainOf(explicit, text string) string {
 	switch strings.ToLower(strings.TrimSpace(explicit)) {
 	case "personal", "private", "home":
 		return "personal"
 	case "business", "work":
 		return "business"
 	}
-	if hasWord(text, personalWords...) {
+	if HasWord(text, personalWords...) {
 		return "personal"
 	}
 	return "business"
-}
-
-// noteTitle is the first sentence of a note, cut to about 60 characters at a word.
-func noteTitle(body string) string {
-	title := body
-	if i := strings.IndexAny(title, ".!?\n"); i > 0 {
-		title = title[:i]
-	}
-	return capitalize(cut(title, 60))
 }
 
 // schemaProperty returns a top-level input property's schema, from the registry.
@@ -421,8 +438,8 @@ func normalize(text string) string {
 	return strings.ToLower(strings.Join(strings.Fields(strings.NewReplacer("-", " ", "_", " ").Replace(text)), "_"))
 }
 
-// enumValue matches free text ("inspection scheduled") to one of values ("inspection_scheduled").
-func enumValue(values []string, prop, text string) (string, error) {
+// EnumValue matches free text ("inspection scheduled") to one of values ("inspection_scheduled").
+func EnumValue(values []string, prop, text string) (string, error) {
 	want := normalize(text)
 	for _, v := range values {
 		if v == want {
@@ -432,14 +449,11 @@ func enumValue(values []string, prop, text string) (string, error) {
 	return "", fmt.Errorf("%q is not a %s; use one of %s", text, prop, strings.Join(values, ", "))
 }
 
-// withID adds the id the message names (groups id, id2 or id3) to an input; without one the run's context
-// supplies it (or the run reports it missing).
+// withID adds the id the message names (Match.ID) to an input; without one the run's context supplies it
+// (or the run reports it missing).
 func withID(m *Match, field string, in map[string]any) map[string]any {
-	for _, g := range []string{"id", "id2", "id3", "id4"} {
-		if id := m.Group(g); id != "" {
-			in[field] = strings.ToLower(id)
-			break
-		}
+	if id := m.ID(); id != "" {
+		in[field] = id
 	}
 	return in
 }
@@ -456,15 +470,15 @@ func withGroup(m *Match, group, field string, in map[string]any) map[string]any 
 func idRule(name, tool, idField, help string, examples []string, pattern string) Rule {
 	return Rule{
 		Name: name, Tool: tool, Help: help, Examples: examples,
-		Patterns: []string{pattern + `(?:\s+(?P<id3>` + uuidPattern + `))?\s*[.!]*$`},
-		Build:    func(m *Match) (map[string]any, error) { return withID(m, idField, map[string]any{}), nil },
+		Patterns: []string{pattern + `(?:\s+(?P<id3>` + UUIDPattern + `))?\s*[.!]*$`},
+		Build:    func(m *Match) (any, error) { return withID(m, idField, map[string]any{}), nil },
 	}
 }
 
 // noInputRule is a rule whose tool takes no input.
 func noInputRule(name, tool, help string, examples []string, patterns ...string) Rule {
 	return Rule{Name: name, Tool: tool, Help: help, Examples: examples, Patterns: patterns,
-		Build: func(*Match) (map[string]any, error) { return map[string]any{}, nil }}
+		Build: func(*Match) (any, error) { return map[string]any{}, nil }}
 }
 
 var listSepRe = regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`)
@@ -480,10 +494,10 @@ func splitList(s string) []string {
 	return out
 }
 
-var uuidRe = regexp.MustCompile(uuidPattern)
+var uuidRe = regexp.MustCompile(UUIDPattern)
 
-// uuidsIn lists the UUIDs in text, lower-cased.
-func uuidsIn(s string) []string {
+// UUIDsIn lists the UUIDs in text, lower-cased.
+func UUIDsIn(s string) []string {
 	var out []string
 	for _, id := range uuidRe.FindAllString(s, -1) {
 		out = append(out, strings.ToLower(id))

@@ -17,33 +17,16 @@ import (
 // required property.
 var businessRules = []Rule{
 	{
-		Name: "create_reminder", Tool: "os.create_reminder",
-		Help:     "set a reminder for a time (without a time it is a task)",
-		Examples: []string{"remind me to call Ann tomorrow at 3pm"},
-		Patterns: []string{`^(?:please\s+)?(?:remind\s+me\s+to|set\s+a\s+reminder\s+to)\s+(?P<title>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
-			when, title, err := extractDateTime(m.Group("title"), "remind_at", m.Now, m.Location, 9)
-			if err != nil {
-				return nil, err
-			}
-			if when.IsZero() {
-				return nil, ErrNoMatch // no time given: the create_task rule makes it a task
-			}
-			title = cleanTitle(title)
-			return map[string]any{"title": cut(title, 200), "remind_at": when.Format(time.RFC3339), "domain": domainOf("", title)}, nil
-		},
-	},
-	{
 		Name: "mark_lead_lost", Tool: "leads.mark_lost",
 		Help:     "mark a lead lost, with the reason",
 		Examples: []string{"mark the lead lost: went with a competitor"},
-		Patterns: []string{`^(?:please\s+)?(?:mark\s+)?(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:as\s+|is\s+)?lost\b\s*(?:[:,-]|because|as|reason:?)?\s*(?P<reason>.*)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:mark\s+)?(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?\s+(?:as\s+|is\s+)?lost\b\s*(?:[:,-]|because|as|reason:?)?\s*(?P<reason>.*)$`},
+		Build: func(m *Match) (any, error) {
 			reason := strings.Trim(m.Group("reason"), " .")
 			if reason == "" {
 				return nil, Missing("reason", `why was the lead lost? Say it after "lost:"`)
 			}
-			return withID(m, "lead_id", map[string]any{"reason": cut(reason, 240)}), nil
+			return withID(m, "lead_id", map[string]any{"reason": Cut(reason, 240)}), nil
 		},
 	},
 	{
@@ -51,10 +34,10 @@ var businessRules = []Rule{
 		Help:     "record where a lead came from",
 		Examples: []string{"the lead came from google ads"},
 		Patterns: []string{
-			`^(?:please\s+)?(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?\s+came\s+(?:from|via|through)\s+(?P<source>.+?)\s*[.!]*$`,
-			`^(?:please\s+)?(?:set|record|add)\s+(?:the\s+)?(?:lead\s+)?source\s+(?:of|for)\s+(?:the\s+)?lead(?:\s+(?P<id2>` + uuidPattern + `))?\s*(?:to|as|:)\s*(?P<source>.+?)\s*[.!]*$`,
+			`^(?:please\s+)?(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?\s+came\s+(?:from|via|through)\s+(?P<source>.+?)\s*[.!]*$`,
+			`^(?:please\s+)?(?:set|record|add)\s+(?:the\s+)?(?:lead\s+)?source\s+(?:of|for)\s+(?:the\s+)?lead(?:\s+(?P<id2>` + UUIDPattern + `))?\s*(?:to|as|:)\s*(?P<source>.+?)\s*[.!]*$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			text := strings.TrimPrefix(strings.TrimPrefix(m.Group("source"), "a "), "the ")
 			source := text
 			if src, _ := leadSource(nil, text); src != "" && src != "other" {
@@ -67,8 +50,8 @@ var businessRules = []Rule{
 		Name: "add_lead_photos", Tool: "leads.add_photos_link",
 		Help:     "attach links to a lead's photos",
 		Examples: []string{"add photos https://photos.app.goo.gl/abc123 to the lead"},
-		Patterns: []string{`^(?:please\s+)?(?:add|attach|save)\s+(?:the\s+)?(?:photos?|pictures?|links?)\s+(?P<links>(?:https?://\S+[\s,]*(?:and\s+)?)+)\s*(?:to|for|on)\s+(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:add|attach|save)\s+(?:the\s+)?(?:photos?|pictures?|links?)\s+(?P<links>(?:https?://\S+[\s,]*(?:and\s+)?)+)\s*(?:to|for|on)\s+(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			return withID(m, "lead_id", map[string]any{"links": linksIn(m.Group("links"))}), nil
 		},
 	},
@@ -76,8 +59,8 @@ var businessRules = []Rule{
 		Name: "schedule_inspection", Tool: "leads.schedule_inspection",
 		Help:     "book an inspection for a lead in a window of time",
 		Examples: []string{"schedule an inspection on friday at 10am", "book an inspection for lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 tomorrow"},
-		Patterns: []string{`^(?:please\s+)?(?:schedule|book|arrange|set\s+up)\s+(?:an?\s+|the\s+)?(?:roof\s+)?inspection(?:\s+for\s+(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?)?(?P<when>.*)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:schedule|book|arrange|set\s+up)\s+(?:an?\s+|the\s+)?(?:roof\s+)?inspection(?:\s+for\s+(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?)?(?P<when>.*)$`},
+		Build: func(m *Match) (any, error) {
 			window, err := preferredWindow(m.Group("when"), "preferred_window", m.Now, m.Location)
 			if err != nil {
 				return nil, err
@@ -92,8 +75,8 @@ var businessRules = []Rule{
 		Name: "start_inspection", Tool: "inspection.create",
 		Help:     "start an inspection for a lead (at an address)",
 		Examples: []string{"start an inspection", "start an inspection for lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 at 12 Smith St, Newtown"},
-		Patterns: []string{`^(?:please\s+)?(?:start|create|begin|open|new)\s+(?:an?\s+|the\s+)?inspection(?:\s+for\s+(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?)?(?:\s+at\s+(?P<address>.+?))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:start|create|begin|open|new)\s+(?:an?\s+|the\s+)?inspection(?:\s+for\s+(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?)?(?:\s+at\s+(?P<address>.+?))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			return withGroup(m, "address", "site_address", withID(m, "lead_id", map[string]any{})), nil
 		},
 	},
@@ -101,16 +84,16 @@ var businessRules = []Rule{
 		Name: "add_measurement", Tool: "inspection.add_measurement",
 		Help:     "record a measurement with its label, value and unit",
 		Examples: []string{"add measurement: roof area 180 m2", "add measurement: pitch 22 degrees"},
-		Patterns: []string{`^(?:please\s+)?(?:add|record|log)\s+(?:a\s+)?measurement\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:,-]?\s*(?P<what>.+)$`},
-		Build:    func(m *Match) (map[string]any, error) { return parseMeasurement(m) },
+		Patterns: []string{`^(?:please\s+)?(?:add|record|log)\s+(?:a\s+)?measurement\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:,-]?\s*(?P<what>.+)$`},
+		Build:    func(m *Match) (any, error) { return parseMeasurement(m) },
 	},
 	{
 		Name: "add_defect", Tool: "inspection.add_defect",
 		Help:     "record a defect: its category (tile, ridge, valley, flashing, gutter, leak or other), severity and notes",
 		Examples: []string{"add a high defect: cracked ridge capping", "log defect: rusted valley iron"},
-		Patterns: []string{`^(?:please\s+)?(?:add|record|log|note)\s+(?:an?\s+)?(?P<severity>low|minor|medium|moderate|high|major|critical|severe)?\s*(?:severity\s+)?defect\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:,-]?\s*(?P<title>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
-			notes := cleanTitle(m.Group("title"))
+		Patterns: []string{`^(?:please\s+)?(?:add|record|log|note)\s+(?:an?\s+)?(?P<severity>low|minor|medium|moderate|high|major|critical|severe)?\s*(?:severity\s+)?defect\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:,-]?\s*(?P<title>.+)$`},
+		Build: func(m *Match) (any, error) {
+			notes := CleanTitle(m.Group("title"))
 			in := map[string]any{"category": defectCategory(enumOf(m.Tool, "category"), notes), "notes": notes}
 			if s := severityOf(enumOf(m.Tool, "severity"), m.Group("severity")); s != "" {
 				in["severity"] = s
@@ -122,8 +105,8 @@ var businessRules = []Rule{
 		Name: "add_checklist_item", Tool: "inspection.add_checklist_item",
 		Help:     "tick a checklist item: pass, fail or n/a",
 		Examples: []string{"checklist: gutters pass", "checklist item flashings fail: lifting at the chimney"},
-		Patterns: []string{`^(?:please\s+)?(?:add\s+(?:a\s+)?)?check(?:list)?\s*(?:item)?\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:\-]?\s*(?P<item>[\w\s/-]+?)\s*(?:[:=\-]|\bis\b|\bas\b)?\s*(?P<status>pass(?:ed|es)?|ok|good|fail(?:ed|s)?|bad|n/?a|not\s+applicable)\b\s*(?:[,:\-]\s*(?P<notes>.+))?$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:add\s+(?:a\s+)?)?check(?:list)?\s*(?:item)?\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:\-]?\s*(?P<item>[\w\s/-]+?)\s*(?:[:=\-]|\bis\b|\bas\b)?\s*(?P<status>pass(?:ed|es)?|ok|good|fail(?:ed|s)?|bad|n/?a|not\s+applicable)\b\s*(?:[,:\-]\s*(?P<notes>.+))?$`},
+		Build: func(m *Match) (any, error) {
 			item := slug(m.Group("item"))
 			if item == "" {
 				return nil, Missing("item_key", `which checklist item? For example "checklist: gutters pass"`)
@@ -143,8 +126,8 @@ var businessRules = []Rule{
 		Name: "add_inspection_photo", Tool: "inspection.add_photo_ref",
 		Help:     "attach a photo to an inspection",
 		Examples: []string{"add photo https://photos.example.com/baker/north-face.jpg to the inspection labelled north face"},
-		Patterns: []string{`^(?:please\s+)?(?:add|attach|record)\s+(?:a\s+)?(?:photo|picture|image)(?:\s+ref(?:erence)?)?\s+(?P<ref>` + fileRefPattern + `)\s+(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + uuidPattern + `))?\s*(?:(?:labell?ed|as|:|-)\s*(?P<label>.+?))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:add|attach|record)\s+(?:a\s+)?(?:photo|picture|image)(?:\s+ref(?:erence)?)?\s+(?P<ref>` + fileRefPattern + `)\s+(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + UUIDPattern + `))?\s*(?:(?:labell?ed|as|:|-)\s*(?P<label>.+?))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			in := map[string]any{"file_ref": m.Group("ref")}
 			return withID(m, "inspection_id", withGroup(m, "label", "label", in)), nil
 		},
@@ -153,8 +136,8 @@ var businessRules = []Rule{
 		Name: "scope_summary", Tool: "inspection.generate_scope_summary",
 		Help:     "write the scope of works from an inspection",
 		Examples: []string{"generate the scope summary", "write the scope of works for the inspection as sections"},
-		Patterns: []string{`^(?:please\s+)?(?:generate|create|make|write|draft|prepare)\s+(?:an?\s+|the\s+)?(?:scope(?:\s+of\s+works?)?(?:\s+summary)?|inspection\s+summary)(?:\s+(?:for|from|of)\s+(?:the\s+)?inspection)?(?:\s+(?P<id>` + uuidPattern + `))?(?:\s+(?:as|in)\s+(?P<format>bullets?|bullet\s+points|sections))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:generate|create|make|write|draft|prepare)\s+(?:an?\s+|the\s+)?(?:scope(?:\s+of\s+works?)?(?:\s+summary)?|inspection\s+summary)(?:\s+(?:for|from|of)\s+(?:the\s+)?inspection)?(?:\s+(?P<id>` + UUIDPattern + `))?(?:\s+(?:as|in)\s+(?P<format>bullets?|bullet\s+points|sections))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			in := withID(m, "inspection_id", map[string]any{})
 			switch f := m.Group("format"); {
 			case strings.HasPrefix(f, "bullet"):
@@ -176,8 +159,8 @@ var businessRules = []Rule{
 		Name: "add_line_item", Tool: "quote.add_line_item",
 		Help:     "add a line to a quote",
 		Examples: []string{"add line item: 12 x colorbond sheets at $85.50", "add line item: labour, 16 hours at $95"},
-		Patterns: []string{`^(?:please\s+)?add\s+(?:a\s+)?(?:line\s+item|line|item)\s*(?:(?:to|on)\s+(?:the\s+)?quote(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:,-]?\s*(?P<what>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?add\s+(?:a\s+)?(?:line\s+item|line|item)\s*(?:(?:to|on)\s+(?:the\s+)?quote(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:,-]?\s*(?P<what>.+)$`},
+		Build: func(m *Match) (any, error) {
 			item, err := parseLineItem(m.Group("what"))
 			if err != nil {
 				return nil, err
@@ -189,8 +172,8 @@ var businessRules = []Rule{
 		Name: "set_line_items", Tool: "quote.update_line_items",
 		Help:     "replace all of a quote's line items (items separated by \"and\")",
 		Examples: []string{"set the line items to: 12 x colorbond sheets at $85.50 and labour, 16 hours at $95"},
-		Patterns: []string{`^(?:please\s+)?(?:set|replace|update)\s+(?:the\s+)?(?:quote'?s?\s+)?line\s+items(?:\s+(?:of|on|for)\s+(?:the\s+)?quote(?:\s+(?P<id>` + uuidPattern + `))?)?\s*(?:to|with)?\s*[:\-]?\s*(?P<items>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:set|replace|update)\s+(?:the\s+)?(?:quote'?s?\s+)?line\s+items(?:\s+(?:of|on|for)\s+(?:the\s+)?quote(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*(?:to|with)?\s*[:\-]?\s*(?P<items>.+)$`},
+		Build: func(m *Match) (any, error) {
 			var items []any
 			for _, text := range lineItemSepRe.Split(m.Group("items"), -1) {
 				item, err := parseLineItem(text)
@@ -207,27 +190,27 @@ var businessRules = []Rule{
 		Help:     "total a quote (GST included)",
 		Examples: []string{"calculate totals for the quote", "calculate totals for 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10", "recalculate quote totals"},
 		Patterns: []string{
-			`^(?:please\s+)?(?:re)?(?:calculate|compute|work\s+out|update|total\s+up)\s+(?:the\s+)?(?:quote\s+)?totals?\s*(?:(?:for|of|on)\s+)?(?:the\s+)?(?:quote\s*)?(?P<id>` + uuidPattern + `)?\s*[.!]*$`,
-			`^(?:please\s+)?(?:re)?(?:calculate|compute|update|total(?:\s+up)?)\s+(?:the\s+)?quote\s*(?P<id>` + uuidPattern + `)?(?:\s+totals?)?\s*[.!]*$`,
+			`^(?:please\s+)?(?:re)?(?:calculate|compute|work\s+out|update|total\s+up)\s+(?:the\s+)?(?:quote\s+)?totals?\s*(?:(?:for|of|on)\s+)?(?:the\s+)?(?:quote\s*)?(?P<id>` + UUIDPattern + `)?\s*[.!]*$`,
+			`^(?:please\s+)?(?:re)?(?:calculate|compute|update|total(?:\s+up)?)\s+(?:the\s+)?quote\s*(?P<id>` + UUIDPattern + `)?(?:\s+totals?)?\s*[.!]*$`,
 		},
-		Build: func(m *Match) (map[string]any, error) { return withID(m, "quote_id", map[string]any{}), nil },
+		Build: func(m *Match) (any, error) { return withID(m, "quote_id", map[string]any{}), nil },
 	},
 	{
 		Name: "quote_pdf", Tool: "quote.generate_pdf",
 		Help:     "make the quote's PDF",
 		Examples: []string{"generate the quote pdf"},
 		Patterns: []string{
-			`^(?:please\s+)?(?:generate|create|make|produce|render|export)\s+(?:an?\s+|the\s+)?(?:quote\s+)?pdf(?:\s+(?:of|for)\s+(?:the\s+)?quote)?(?:\s+(?P<id>` + uuidPattern + `))?\s*[.!]*$`,
-			`^(?:please\s+)?(?:generate|create|make|export)\s+(?:the\s+)?quote(?:\s+(?P<id2>` + uuidPattern + `))?\s+(?:as\s+(?:a\s+)?)?pdf\s*[.!]*$`,
+			`^(?:please\s+)?(?:generate|create|make|produce|render|export)\s+(?:an?\s+|the\s+)?(?:quote\s+)?pdf(?:\s+(?:of|for)\s+(?:the\s+)?quote)?(?:\s+(?P<id>` + UUIDPattern + `))?\s*[.!]*$`,
+			`^(?:please\s+)?(?:generate|create|make|export)\s+(?:the\s+)?quote(?:\s+(?P<id2>` + UUIDPattern + `))?\s+(?:as\s+(?:a\s+)?)?pdf\s*[.!]*$`,
 		},
-		Build: func(m *Match) (map[string]any, error) { return withID(m, "quote_id", map[string]any{}), nil },
+		Build: func(m *Match) (any, error) { return withID(m, "quote_id", map[string]any{}), nil },
 	},
 	{
 		Name: "send_quote_to_client", Tool: "quote.send_to_client",
 		Help:     "send a quote to the client by email, SMS or both",
 		Examples: []string{"send the quote to the client by email"},
-		Patterns: []string{`^(?:please\s+)?(?P<verb>send|email|text|sms)\s+(?:the\s+)?quote(?:\s+(?P<id>` + uuidPattern + `))?(?:\s+to\s+(?:the\s+)?(?:client|customer))?(?:\s+(?:by|via|over|as\s+an?)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?P<verb>send|email|text|sms)\s+(?:the\s+)?quote(?:\s+(?P<id>` + UUIDPattern + `))?(?:\s+to\s+(?:the\s+)?(?:client|customer))?(?:\s+(?:by|via|over|as\s+an?)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			channel, err := channelOf(m)
 			if err != nil {
 				return nil, err
@@ -236,20 +219,20 @@ var businessRules = []Rule{
 		},
 	},
 	idRule("send_quote", "quote.mark_sent", "quote_id", "record that a quote was sent", []string{"the quote was sent"},
-		`^(?:please\s+)?(?:mark\s+(?:the\s+)?quote\s*(?P<id>`+uuidPattern+`)?\s+(?:as\s+)?sent|(?:the\s+)?quote\s*(?P<id2>`+uuidPattern+`)?\s+(?:was|is|has\s+been)\s+sent|(?:i\s+)?sent\s+(?:the\s+)?quote)`),
+		`^(?:please\s+)?(?:mark\s+(?:the\s+)?quote\s*(?P<id>`+UUIDPattern+`)?\s+(?:as\s+)?sent|(?:the\s+)?quote\s*(?P<id2>`+UUIDPattern+`)?\s+(?:was|is|has\s+been)\s+sent|(?:i\s+)?sent\s+(?:the\s+)?quote)`),
 	idRule("accept_quote", "quote.mark_accepted", "quote_id", "mark a quote accepted", []string{"the quote was accepted"},
-		`^(?:please\s+)?(?:mark\s+(?:the\s+)?quote\s*(?P<id>`+uuidPattern+`)?\s+(?:as\s+)?accepted|(?:the\s+)?quote\s*(?P<id2>`+uuidPattern+`)?\s+(?:was|is|has\s+been)\s+accepted|(?:the\s+)?(?:customer|client)\s+accepted\s+(?:the\s+)?quote|accept\s+(?:the\s+)?quote)`),
+		`^(?:please\s+)?(?:mark\s+(?:the\s+)?quote\s*(?P<id>`+UUIDPattern+`)?\s+(?:as\s+)?accepted|(?:the\s+)?quote\s*(?P<id2>`+UUIDPattern+`)?\s+(?:was|is|has\s+been)\s+accepted|(?:the\s+)?(?:customer|client)\s+accepted\s+(?:the\s+)?quote|accept\s+(?:the\s+)?quote)`),
 	{
 		Name: "decline_quote", Tool: "quote.mark_declined",
 		Help:     "mark a quote declined, with the reason",
 		Examples: []string{"the quote was declined: too expensive"},
-		Patterns: []string{`^(?:please\s+)?(?:mark\s+(?:the\s+)?quote(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:as\s+)?(?:declined|rejected)|(?:the\s+)?quote(?:\s+(?P<id2>` + uuidPattern + `))?\s+(?:was|is|has\s+been)\s+(?:declined|rejected)|(?:the\s+)?(?:customer|client)\s+(?:declined|rejected|turned\s+down)\s+(?:the\s+)?quote(?:\s+(?P<id3>` + uuidPattern + `))?|decline\s+(?:the\s+)?quote(?:\s+(?P<id4>` + uuidPattern + `))?)\s*(?:(?:[:,-]|because|as|since|reason:?)\s*(?P<reason>.*?))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:mark\s+(?:the\s+)?quote(?:\s+(?P<id>` + UUIDPattern + `))?\s+(?:as\s+)?(?:declined|rejected)|(?:the\s+)?quote(?:\s+(?P<id2>` + UUIDPattern + `))?\s+(?:was|is|has\s+been)\s+(?:declined|rejected)|(?:the\s+)?(?:customer|client)\s+(?:declined|rejected|turned\s+down)\s+(?:the\s+)?quote(?:\s+(?P<id3>` + UUIDPattern + `))?|decline\s+(?:the\s+)?quote(?:\s+(?P<id4>` + UUIDPattern + `))?)\s*(?:(?:[:,-]|because|as|since|reason:?)\s*(?P<reason>.*?))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			reason := m.Group("reason")
 			if reason == "" {
 				return nil, Missing("reason", `why was the quote declined? Say it after a colon: "the quote was declined: too expensive"`)
 			}
-			return withID(m, "quote_id", map[string]any{"reason": cut(reason, 240)}), nil
+			return withID(m, "quote_id", map[string]any{"reason": Cut(reason, 240)}), nil
 		},
 	},
 	idRule("job_from_quote", "job.create_from_accepted_quote", "quote_id", "create the job for an accepted quote", []string{"create a job from the quote"},
@@ -258,8 +241,8 @@ var businessRules = []Rule{
 		Name: "schedule_job", Tool: "job.assign_dates",
 		Help:     "set a job's start (and end) date",
 		Examples: []string{"schedule the job for monday", "schedule the job from 2026-12-01 to 2026-12-03"},
-		Patterns: []string{`^(?:please\s+)?(?:schedule|assign|set|book)\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:to\s+start\s+|starting\s+|for\s+|on\s+|from\s+|dates?\s+)?(?P<when>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:schedule|assign|set|book)\s+(?:the\s+)?job(?:\s+(?P<id>` + UUIDPattern + `))?\s+(?:to\s+start\s+|starting\s+|for\s+|on\s+|from\s+|dates?\s+)?(?P<when>.+)$`},
+		Build: func(m *Match) (any, error) {
 			when, rest, err := extractWhen(m.Group("when"), "start_date", m.Now, m.Location)
 			if err != nil {
 				return nil, err
@@ -282,8 +265,8 @@ var businessRules = []Rule{
 		Name: "job_site_notes", Tool: "job.add_site_notes",
 		Help:     "add site notes to a job",
 		Examples: []string{"site notes: access through the side gate, dog in the yard"},
-		Patterns: []string{`^(?:please\s+)?(?:add\s+)?(?:a\s+|the\s+)?site\s+notes?\s*(?:(?:to|for|on)\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:\-]\s*(?P<notes>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:add\s+)?(?:a\s+|the\s+)?site\s+notes?\s*(?:(?:to|for|on)\s+(?:the\s+)?job(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:\-]\s*(?P<notes>.+)$`},
+		Build: func(m *Match) (any, error) {
 			return withID(m, "job_id", map[string]any{"notes": m.Group("notes")}), nil
 		},
 	},
@@ -291,17 +274,17 @@ var businessRules = []Rule{
 		Name: "job_progress", Tool: "job.add_progress_update",
 		Help:     "record progress on a job",
 		Examples: []string{"progress update: old roof stripped, sarking down"},
-		Patterns: []string{`^(?:please\s+)?(?:add\s+)?(?:a\s+)?(?:progress|job)\s+update\s*(?:(?:to|for|on)\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:\-]\s*(?P<summary>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
-			return withID(m, "job_id", map[string]any{"summary": cut(m.Group("summary"), 400)}), nil
+		Patterns: []string{`^(?:please\s+)?(?:add\s+)?(?:a\s+)?(?:progress|job)\s+update\s*(?:(?:to|for|on)\s+(?:the\s+)?job(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:\-]\s*(?P<summary>.+)$`},
+		Build: func(m *Match) (any, error) {
+			return withID(m, "job_id", map[string]any{"summary": Cut(m.Group("summary"), 400)}), nil
 		},
 	},
 	{
 		Name: "job_card", Tool: "job.create_job_card",
 		Help:     "make a job card (text or PDF)",
 		Examples: []string{"create the job card as a pdf"},
-		Patterns: []string{`^(?:please\s+)?(?:create|generate|make|print|prepare)\s+(?:an?\s+|the\s+)?job\s+card(?:\s+(?:for|of)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + uuidPattern + `))?(?:\s+(?:as\s+(?:an?\s+)?)?(?P<format>pdf|text))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:create|generate|make|print|prepare)\s+(?:an?\s+|the\s+)?job\s+card(?:\s+(?:for|of)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + UUIDPattern + `))?(?:\s+(?:as\s+(?:an?\s+)?)?(?P<format>pdf|text))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			in := withID(m, "job_id", map[string]any{})
 			if f := strings.ToLower(m.Group("format")); f != "" {
 				in["format"] = f
@@ -313,8 +296,8 @@ var businessRules = []Rule{
 		Name: "warranty_certificate", Tool: "job.generate_warranty_certificate",
 		Help:     "issue a warranty certificate for a job, with its term",
 		Examples: []string{"generate a 10 year warranty certificate for the job"},
-		Patterns: []string{`^(?:please\s+)?(?:generate|create|issue|make|prepare)\s+(?:an?\s+|the\s+)?(?:(?P<term>\d+[\s-]*(?:years?|yrs?|months?))\s+)?warranty(?:\s+certificate)?(?:\s+(?:for|on)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + uuidPattern + `))?(?:\s*(?:,|for|of)\s*(?P<term2>\d+[\s-]*(?:years?|yrs?|months?)))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:generate|create|issue|make|prepare)\s+(?:an?\s+|the\s+)?(?:(?P<term>\d+[\s-]*(?:years?|yrs?|months?))\s+)?warranty(?:\s+certificate)?(?:\s+(?:for|on)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + UUIDPattern + `))?(?:\s*(?:,|for|of)\s*(?P<term2>\d+[\s-]*(?:years?|yrs?|months?)))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			term := m.Group("term")
 			if term == "" {
 				term = m.Group("term2")
@@ -329,8 +312,8 @@ var businessRules = []Rule{
 		Name: "request_review", Tool: "job.request_review",
 		Help:     "ask the client for a review by SMS, email or both",
 		Examples: []string{"request a review by sms"},
-		Patterns: []string{`^(?:please\s+)?(?:request|ask\s+for)\s+(?:an?\s+|the\s+)?(?:google\s+)?review(?:\s+(?:for|on)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + uuidPattern + `))?(?:\s+(?:by|via|over)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:request|ask\s+for)\s+(?:an?\s+|the\s+)?(?:google\s+)?review(?:\s+(?:for|on)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + UUIDPattern + `))?(?:\s+(?:by|via|over)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			channel, err := channelOf(m)
 			if err != nil {
 				return nil, err
@@ -343,17 +326,17 @@ var businessRules = []Rule{
 		Help:     "complete a job",
 		Examples: []string{"complete the job", "mark the job complete"},
 		Patterns: []string{
-			`^(?:please\s+)?(?:complete|finish|close|sign\s+off)\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?\s*[.!]*$`,
-			`^(?:please\s+)?mark\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:as\s+)?(?:complete|completed|done|finished)\s*[.!]*$`,
+			`^(?:please\s+)?(?:complete|finish|close|sign\s+off)\s+(?:the\s+)?job(?:\s+(?P<id>` + UUIDPattern + `))?\s*[.!]*$`,
+			`^(?:please\s+)?mark\s+(?:the\s+)?job(?:\s+(?P<id>` + UUIDPattern + `))?\s+(?:as\s+)?(?:complete|completed|done|finished)\s*[.!]*$`,
 		},
-		Build: func(m *Match) (map[string]any, error) { return withID(m, "job_id", map[string]any{}), nil },
+		Build: func(m *Match) (any, error) { return withID(m, "job_id", map[string]any{}), nil },
 	},
 	{
 		Name: "invoice_job", Tool: "invoice.create_from_job",
 		Help:     "invoice a finished job (with payment terms in days)",
 		Examples: []string{"invoice the job", "invoice the job, due in 14 days"},
-		Patterns: []string{`^(?:please\s+)?(?:invoice|bill|(?:create|raise|make)\s+(?:an?\s+|the\s+)?invoice\s+(?:for|from))\s+(?:the\s+)?job(?:\s+(?P<id>` + uuidPattern + `))?(?:\s*,?\s*(?:due\s+in|payable\s+in|with|on)\s+(?P<days>\d{1,2})[\s-]*days?(?:\s+terms)?)?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:invoice|bill|(?:create|raise|make)\s+(?:an?\s+|the\s+)?invoice\s+(?:for|from))\s+(?:the\s+)?job(?:\s+(?P<id>` + UUIDPattern + `))?(?:\s*,?\s*(?:due\s+in|payable\s+in|with|on)\s+(?P<days>\d{1,2})[\s-]*days?(?:\s+terms)?)?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			in := withID(m, "job_id", map[string]any{})
 			if d := m.Group("days"); d != "" {
 				days, _ := strconv.Atoi(d)
@@ -366,8 +349,8 @@ var businessRules = []Rule{
 		Name: "send_invoice", Tool: "invoice.send",
 		Help:     "send an invoice by email, SMS or both",
 		Examples: []string{"send the invoice by email"},
-		Patterns: []string{`^(?:please\s+)?(?P<verb>send|email|text)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + uuidPattern + `))?(?:\s+to\s+(?:the\s+)?(?:client|customer))?(?:\s+(?:by|via|over)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?P<verb>send|email|text)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + UUIDPattern + `))?(?:\s+to\s+(?:the\s+)?(?:client|customer))?(?:\s+(?:by|via|over)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			channel, err := channelOf(m)
 			if err != nil {
 				return nil, err
@@ -379,21 +362,21 @@ var businessRules = []Rule{
 		Name: "invoice_reminder_sms", Tool: "invoice.send_reminder_sms",
 		Help:     "text a payment reminder for an invoice",
 		Examples: []string{"send a payment reminder sms to 0412 345 678: your invoice is now due, thanks!"},
-		Patterns: []string{`^(?:please\s+)?(?:send|text)\s+(?:an?\s+)?(?:payment\s+)?reminder\s+(?:sms|text)\s+(?:to\s+)?(?P<to>` + phonePattern + `)(?:\s+(?:for|about)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:\-]\s*(?P<message>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:send|text)\s+(?:an?\s+)?(?:payment\s+)?reminder\s+(?:sms|text)\s+(?:to\s+)?(?P<to>` + phonePattern + `)(?:\s+(?:for|about)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:\-]\s*(?P<message>.+)$`},
+		Build: func(m *Match) (any, error) {
 			to, err := phoneInput(m, "to", "to")
 			if err != nil {
 				return nil, err
 			}
-			return withID(m, "invoice_id", map[string]any{"to": to, "message": cut(m.Group("message"), 1000)}), nil
+			return withID(m, "invoice_id", map[string]any{"to": to, "message": Cut(m.Group("message"), 1000)}), nil
 		},
 	},
 	{
 		Name: "invoice_reminder_email", Tool: "invoice.send_reminder_email",
 		Help:     "email a payment reminder for an invoice",
 		Examples: []string{"send a payment reminder email to ann@example.com: your invoice is now due"},
-		Patterns: []string{`^(?:please\s+)?(?:send|email)\s+(?:an?\s+)?(?:payment\s+)?reminder\s+(?:e-?mail\s+)?(?:to\s+)?(?P<to>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)(?:\s+(?:for|about)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + uuidPattern + `))?)?\s*[:\-]\s*(?P<body>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:send|email)\s+(?:an?\s+)?(?:payment\s+)?reminder\s+(?:e-?mail\s+)?(?:to\s+)?(?P<to>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)(?:\s+(?:for|about)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:\-]\s*(?P<body>.+)$`},
+		Build: func(m *Match) (any, error) {
 			return withID(m, "invoice_id", map[string]any{"to": m.Group("to"), "subject": "Payment reminder", "body": m.Group("body")}), nil
 		},
 	},
@@ -401,8 +384,8 @@ var businessRules = []Rule{
 		Name: "record_payment", Tool: "invoice.add_payment",
 		Help:     "record a payment on an invoice (cash, bank transfer, card or other)",
 		Examples: []string{"record a payment of $1,500 on the invoice by card"},
-		Patterns: []string{`^(?:please\s+)?(?:record|add|log|got|received?)\s+(?:a\s+)?payment\s+(?:of\s+)?(?P<amount>\$?\s?[\d,]+(?:\.\d{1,2})?)\s*(?:(?:on|for|to|against)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + uuidPattern + `))?)?(?:\s+(?:by|via|in|as)\s+(?P<method>[\w\s-]+?))?(?:\s*,?\s*(?:ref(?:erence)?|receipt)\s*[:#]?\s*(?P<ref>\S+))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:record|add|log|got|received?)\s+(?:a\s+)?payment\s+(?:of\s+)?(?P<amount>\$?\s?[\d,]+(?:\.\d{1,2})?)\s*(?:(?:on|for|to|against)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + UUIDPattern + `))?)?(?:\s+(?:by|via|in|as)\s+(?P<method>[\w\s-]+?))?(?:\s*,?\s*(?:ref(?:erence)?|receipt)\s*[:#]?\s*(?P<ref>\S+))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			cents, err := parseCents(m.Group("amount"))
 			if err != nil {
 				return nil, err
@@ -418,16 +401,16 @@ var businessRules = []Rule{
 		Name: "mark_invoice_overdue", Tool: "invoice.mark_overdue",
 		Help:     "mark an invoice overdue",
 		Examples: []string{"mark the invoice overdue"},
-		Patterns: []string{`^(?:please\s+)?(?:mark|flag)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:as\s+)?overdue\s*[.!]*$`},
-		Build:    func(m *Match) (map[string]any, error) { return withID(m, "invoice_id", map[string]any{}), nil },
+		Patterns: []string{`^(?:please\s+)?(?:mark|flag)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + UUIDPattern + `))?\s+(?:as\s+)?overdue\s*[.!]*$`},
+		Build:    func(m *Match) (any, error) { return withID(m, "invoice_id", map[string]any{}), nil },
 	},
 	{
 		Name: "list_overdue", Tool: "invoice.list_overdue",
 		Help:     "list overdue invoices",
 		Examples: []string{"which invoices are overdue?"},
 		Patterns: []string{`^(?:please\s+)?(?:list|show|get|which|what)\b.*\boverdue\b.*$`, `^overdue\s+invoices\s*\??$`},
-		Build: func(m *Match) (map[string]any, error) {
-			if hasWord(m.Clause, "task", "tasks", "todo", "todos") {
+		Build: func(m *Match) (any, error) {
+			if HasWord(m.Clause, "task", "tasks", "todo", "todos") {
 				return nil, ErrNoMatch
 			}
 			return map[string]any{}, nil
@@ -438,14 +421,14 @@ var businessRules = []Rule{
 		Help:     "cash flow for a period (money in from payments, money out)",
 		Examples: []string{"cash flow this month", "show the cash flow from 2026-07-01 to 2026-09-30"},
 		Patterns: []string{`^(?:please\s+)?(?:(?:show|generate|get|make|give\s+me|what(?:'s|\s+is))\s+)?(?:(?:me|my|the|a|our)\s+)*cash\s*-?\s*flow(?:\s+(?:snapshot|report|summary))?(?P<period>.*?)\s*[.!?]*$`},
-		Build:    func(m *Match) (map[string]any, error) { return periodInput(m, false) },
+		Build:    func(m *Match) (any, error) { return periodInput(m, false) },
 	},
 	{
 		Name: "profit_and_loss", Tool: "finance.generate_pnl_snapshot",
 		Help:     "profit and loss for a period",
 		Examples: []string{"profit and loss last month", "p&l this year"},
 		Patterns: []string{`^(?:please\s+)?(?:(?:show|generate|get|make|give\s+me|what(?:'s|\s+is))\s+)?(?:(?:me|my|the|a|our)\s+)*(?:p\s*&\s*l|p\s*and\s*l|pnl|profit\s+(?:and|&)\s+loss)(?:\s+(?:snapshot|report|statement|summary))?(?P<period>.*?)\s*[.!?]*$`},
-		Build:    func(m *Match) (map[string]any, error) { return periodInput(m, false) },
+		Build:    func(m *Match) (any, error) { return periodInput(m, false) },
 	},
 }
 
@@ -507,13 +490,13 @@ func parseMeasurement(m *Match) (map[string]any, error) {
 	value, _ := strconv.ParseFloat(num[1], 64)
 	label, unit := "", ""
 	for _, k := range measurementKinds {
-		if hasWord(what, k.words...) {
+		if HasWord(what, k.words...) {
 			label, unit = k.label, k.unit
 			break
 		}
 	}
 	if label == "" {
-		label = cleanTitle(what[:loc[0]])
+		label = CleanTitle(what[:loc[0]])
 	}
 	switch u := strings.ToLower(num[2]); {
 	case u == "m2" || u == "m²" || u == "sqm" || strings.HasPrefix(u, "square m"):
@@ -538,7 +521,7 @@ func parseMeasurement(m *Match) (map[string]any, error) {
 		return nil, Missing("unit", fmt.Sprintf("in which unit is %s? Say m2, m, mm, ft, degrees or a count", num[1]))
 	}
 	in := map[string]any{"label": label, "value": value, "unit": unit}
-	if rest := cleanTitle(what[loc[1]:]); rest != "" {
+	if rest := CleanTitle(what[loc[1]:]); rest != "" {
 		in["notes"] = rest
 	}
 	return withID(m, "inspection_id", in), nil
@@ -559,7 +542,7 @@ var defectCategories = []struct {
 
 func defectCategory(allowed []string, text string) string {
 	for _, c := range defectCategories {
-		if hasWord(text, c.words...) && (len(allowed) == 0 || slices.Contains(allowed, c.category)) {
+		if HasWord(text, c.words...) && (len(allowed) == 0 || slices.Contains(allowed, c.category)) {
 			return c.category
 		}
 	}
@@ -623,7 +606,7 @@ func paymentMethod(allowed []string, s string) string {
 		return ""
 	}
 	for _, m := range paymentMethods {
-		if hasWord(s, m.words...) && (len(allowed) == 0 || slices.Contains(allowed, m.method)) {
+		if HasWord(s, m.words...) && (len(allowed) == 0 || slices.Contains(allowed, m.method)) {
 			return m.method
 		}
 	}
@@ -669,7 +652,7 @@ func parseLineItem(what string) (map[string]any, error) {
 		rest = rest[:q[0]] + " " + rest[q[1]:]
 	}
 	desc := trailingPriceWordRe.ReplaceAllString(strings.TrimSpace(rest), "")
-	desc = cleanTitle(innerPriceWordRe.ReplaceAllString(desc, " "))
+	desc = CleanTitle(innerPriceWordRe.ReplaceAllString(desc, " "))
 	if desc == "" {
 		return nil, Missing("description", `what is the item? For example "12 x colorbond sheets at $85.50"`)
 	}

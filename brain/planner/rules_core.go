@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 )
 
@@ -14,115 +13,6 @@ import (
 // "lead from ...", "notes about ...", "list leads in contacted", ...).
 var coreRules = []Rule{
 	{
-		Name: "health_check", Tool: "os.health_check",
-		Help:     "check that GEM is working",
-		Examples: []string{"health check", "system status", "are you up?"},
-		Patterns: []string{`^(?:(?:run\s+a\s+)?health(?:\s*check)?|(?:system\s+)?status|system\s+check|ping|are\s+you\s+(?:up|ok|okay|alive|there)|check\s+(?:the\s+)?(?:system\s+)?(?:health|status)|check\s+(?:the\s+)?system|how(?:'s|\s+is)\s+the\s+system(?:\s+doing)?)\s*[.!?]*$`},
-		Build:    func(m *Match) (map[string]any, error) { return map[string]any{}, nil },
-	},
-	{
-		Name: "complete_task", Tool: "os.complete_task",
-		Help:     "complete a task by its id",
-		Examples: []string{"complete task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:complete|finish|close|tick\s+off|mark)\s+(?:the\s+)?task\s+(?P<id>` + uuidPattern + `)(?:\s+(?:as\s+)?(?:done|complete|completed|finished))?\s*(?:[:,-]\s*(?P<note>.+?))?\s*[.!]*$`,
-			`^task\s+(?P<id>` + uuidPattern + `)\s+is\s+(?:done|complete|completed|finished)\s*[.!]*$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			return withGroup(m, "note", "note", withID(m, "task_id", map[string]any{})), nil
-		},
-	},
-	{
-		Name: "list_tasks", Tool: "os.list_tasks",
-		Help:     "list tasks (open unless you say done or all; personal or business)",
-		Examples: []string{"list my tasks", "show done tasks", "list all personal tasks"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|what's|whats|which\s+are)\b(?P<filters>.*?)\b(?:tasks|to-?dos)\b(?P<more>.*)$`,
-			`^(?:my\s+)?(?P<filters>(?:\w+\s+)?)(?:tasks|to-?dos)\s*\??$`,
-			`^(?:my\s+)?(?:todo|to-do)\s+list\s*\??$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			words := strings.ToLower(m.Group("filters") + " " + m.Group("more"))
-			status := "open"
-			switch {
-			case hasWord(words, "done", "completed", "finished", "closed"):
-				status = "done"
-			case hasWord(words, "all", "every"):
-				status = "all"
-			}
-			in := map[string]any{}
-			if slices.Contains(enumOf(m.Tool, "status"), status) {
-				in["status"] = status
-			}
-			if hasWord(words, "personal", "private", "home") {
-				in["domain"] = "personal"
-			} else if hasWord(words, "business", "work") {
-				in["domain"] = "business"
-			}
-			// A priority filter, where the tool has one (GEM's has none).
-			if p := priorityOf(words); p != "normal" && m.Tool.HasInputProperty("priority") {
-				if v := priorityInput(m.Tool, p); v != "" {
-					in["priority"] = v
-				}
-			}
-			return in, nil
-		},
-	},
-	{
-		Name: "create_task", Tool: "os.create_task",
-		Help:     "create a task, with its priority (low, normal, high), due date and domain (business or personal)",
-		Examples: []string{"create a task to call John tomorrow, urgent", "todo: measure the Baker roof by friday", "create task: book the dentist, personal"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:create|add|make|new|set\s+up)\s+(?:an?\s+)?(?P<pre>(?:(?:new|urgent|important|high|low|priority|asap|personal|private|home|business|work)\s+)*)(?:task|todo|to-do)\b\s*(?:to\b|for\b|:|-)?\s*(?P<title>.+)$`,
-			`^(?:todo|to-do|task)\s*[:\-]?\s+(?P<title>.+)$`,
-			`^remind\s+me\s+to\s+(?P<title>.+)$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			pre, title := m.Group("pre"), m.Group("title")
-			priority := priorityOf(pre + " " + title)
-			domain := domainOf(domainWord(pre+" "+title), title)
-			title = stripPriorityWords(title)
-			title = domainTagRe.ReplaceAllString(title, "")
-			due, title, err := extractWhen(title, "due_at", m.Now, m.Location)
-			if err != nil {
-				return nil, err
-			}
-			title = cleanTitle(title)
-			if title == "" {
-				return nil, Missing("title", `what is the task? Say it after "create a task to"`)
-			}
-			in := map[string]any{"title": cut(title, 200), "domain": domain}
-			if p := priorityInput(m.Tool, priority); p != "" {
-				in["priority"] = p
-			}
-			if !due.IsZero() {
-				in["due_at"] = due.Format(time.RFC3339)
-			}
-			return in, nil
-		},
-	},
-	{
-		Name: "search_notes", Tool: "os.search_notes",
-		Help:     "search notes",
-		Examples: []string{"find notes about gutters", "notes about asbestos", "search personal notes for gym"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:search|find|look\s*up|look\s+for)\s+(?:my\s+|the\s+)?(?:(?P<kind>personal|private|business|work)\s+)?notes?\s*(?:for|about|on|with|mentioning|that\s+mention|containing)?\s*(?P<query>.+)$`,
-			`^(?:what|which)\s+notes?\s+(?:do\s+i\s+have\s+)?(?:about|on|mention(?:ing)?)\s+(?P<query>.+?)\??$`,
-			`^(?:my\s+)?(?:(?P<kind>personal|private|business|work)\s+)?notes\s+(?:about|for|on|mentioning|containing)\s+(?P<query>.+?)\??$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			q := strings.Trim(m.Group("query"), " .?!\"'")
-			if q == "" {
-				return nil, Missing("query", "what should I search the notes for?")
-			}
-			in := map[string]any{"query": cut(q, 240)}
-			if k := m.Group("kind"); k != "" {
-				in["domain"] = domainOf(k, "")
-			}
-			return in, nil
-		},
-	},
-	{
 		Name: "add_memory", Tool: "identity.add_memory",
 		Help:     "remember a preference or a fact about you",
 		Examples: []string{"remember that I prefer inspections in the morning", "remember fact: the ute is due for a service in March"},
@@ -130,8 +20,8 @@ var coreRules = []Rule{
 			`^(?:please\s+)?remember\s+(?:my\s+|this\s+|a\s+)?(?P<type>preference|fact|boundary|commitment|pattern)\s*[:\-]\s*(?P<text>.+)$`,
 			`^(?:please\s+)?remember\s+(?:that\s+)?(?P<text>i\s+(?:prefer|like|love|hate|dislike|don't\s+like|do\s+not\s+like|always|never)\b.+)$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
-			text := cleanTitle(m.Group("text"))
+		Build: func(m *Match) (any, error) {
+			text := CleanTitle(m.Group("text"))
 			kind := strings.ToLower(m.Group("type"))
 			if kind == "" {
 				kind = "preference"
@@ -139,24 +29,7 @@ var coreRules = []Rule{
 			if !slices.Contains(enumOf(m.Tool, "memory_type"), kind) {
 				return nil, ErrNoMatch
 			}
-			return map[string]any{"memory_type": kind, "key": cut(slug(text), 120), "value": map[string]any{"text": text}, "source": "user"}, nil
-		},
-	},
-	{
-		Name: "create_note", Tool: "os.create_note",
-		Help:     "save a note, business or personal (from its words)",
-		Examples: []string{"note that the Smiths' gutters need replacing", "create note: Monument or Surfmist for the Baker job", "add a personal note: renew gym membership"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:create|add|make|new|save|write|take|jot\s+down)\s+(?:an?\s+)?(?:new\s+)?(?:(?P<kind>personal|private|home|business|work)\s+)?note\b\s*(?:that\b|about\b|saying\b|:|-)?\s*(?P<body>.+)$`,
-			`^note(?:\s+that)?\s*[:\-]?\s+(?P<body>.+)$`,
-			`^(?:remember|jot\s+down)\s+that\s+(?P<body>.+)$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			body := strings.TrimSpace(m.Group("body"))
-			if body == "" {
-				return nil, Missing("content", "what should the note say?")
-			}
-			return map[string]any{"domain": domainOf(m.Group("kind"), body), "title": noteTitle(body), "content": body}, nil
+			return map[string]any{"memory_type": kind, "key": Cut(slug(text), 120), "value": map[string]any{"text": text}, "source": "user"}, nil
 		},
 	},
 	{
@@ -164,10 +37,10 @@ var coreRules = []Rule{
 		Help:     "move a lead along the pipeline (new, contacted, inspection scheduled, quoted, won, lost)",
 		Examples: []string{"move the lead to contacted", "move lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to quoted"},
 		Patterns: []string{
-			`^(?:please\s+)?(?:move|set|change|mark|update)\s+(?:the\s+)?lead(?:\s+(?P<id>` + uuidPattern + `))?(?:'s\s+stage|\s+stage)?\s+(?:to|as|into)\s+(?:stage\s+)?(?P<stage>[\w\s-]+?)\s*[.!]*$`,
+			`^(?:please\s+)?(?:move|set|change|mark|update)\s+(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?(?:'s\s+stage|\s+stage)?\s+(?:to|as|into)\s+(?:stage\s+)?(?P<stage>[\w\s-]+?)\s*[.!]*$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
-			stage, err := enumValue(enumOf(m.Tool, "stage"), "stage", m.Group("stage"))
+		Build: func(m *Match) (any, error) {
+			stage, err := EnumValue(enumOf(m.Tool, "stage"), "stage", m.Group("stage"))
 			if err != nil {
 				return nil, err
 			}
@@ -183,11 +56,11 @@ var coreRules = []Rule{
 			`^(?P<filters>(?:\w+\s+)?)leads\b(?P<more>.*)$`,
 			`^(?:please\s+)?(?:list|show)\s+lead\s+(?:in\s+)?(?P<filters>new|contacted|quoted|won|lost|inspection[\s_]scheduled)(?:\s+stage)?\s*[.!?]*$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			words := m.Group("filters") + " " + m.Group("more")
 			in := map[string]any{}
 			for _, stage := range leadStages {
-				if hasWord(words, stage, strings.ReplaceAll(stage, "_", " ")) {
+				if HasWord(words, stage, strings.ReplaceAll(stage, "_", " ")) {
 					in["stage"] = stage
 					break
 				}
@@ -210,7 +83,7 @@ var coreRules = []Rule{
 			`^lead\s*[:\-]\s*(?P<rest>.+)$`,
 			`^(?:new\s+)?lead\s+from\s+(?P<rest>.+)$`,
 		},
-		Build: func(m *Match) (map[string]any, error) { return parseLead(m) },
+		Build: func(m *Match) (any, error) { return parseLead(m) },
 	},
 }
 
@@ -218,19 +91,6 @@ var coreRules = []Rule{
 var leadStages = []string{"new", "contacted", "inspection_scheduled", "quoted", "won", "lost"}
 
 var listSuburbRe = regexp.MustCompile(`\bin\s+([A-Z][a-zA-Z'-]+(?:\s+[A-Z][a-zA-Z'-]+){0,2})`)
-
-// domainTagRe matches a domain said as a tag on a task ("..., personal"), so it is not part of the title.
-var domainTagRe = regexp.MustCompile(`(?i)[,(]?\s*\b(?:it'?s\s+)?(?:personal|private|business|work)\b\)?\s*$`)
-
-// domainWord is the explicit domain word in text (personal, private, home, business, work), or "".
-func domainWord(text string) string {
-	for _, w := range []string{"personal", "private", "home", "business", "work"} {
-		if hasWord(text, w) {
-			return w
-		}
-	}
-	return ""
-}
 
 var slugRe = regexp.MustCompile(`[^a-z0-9]+`)
 
@@ -267,7 +127,7 @@ func leadSource(allowed []string, text string) (string, string) {
 			continue
 		}
 		for _, w := range s.words {
-			if hasWord(text, w) {
+			if HasWord(text, w) {
 				return s.source, w
 			}
 		}
@@ -367,7 +227,7 @@ func suburbWords(s string) string {
 		return ""
 	}
 	if !unicode.IsUpper([]rune(fields[0])[0]) {
-		return capitalize(fields[0])
+		return Capitalize(fields[0])
 	}
 	var out []string
 	for _, f := range fields {

@@ -18,10 +18,10 @@ var officeRules = []Rule{
 		Help:     "log how a call went (answered, no answer, left a message, busy)",
 		Examples: []string{"log a call with 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10: no answer", "log call: left a message, will try Monday"},
 		Patterns: []string{
-			`^(?:please\s+)?(?:log|record)\s+(?:a\s+|the\s+)?(?:phone\s+)?call(?:\s+(?:with|to)\s+(?:the\s+)?(?:entity\s+|client\s+|customer\s+|contact\s+)?(?P<id>` + uuidPattern + `))?\s*[:\-]?\s*(?P<outcome>` + outcomePattern + `)\b\s*(?:[,:\-]\s*(?P<notes>.+))?$`,
-			`^(?:i\s+)?called\s+(?:the\s+)?(?:entity\s+|client\s+|customer\s+|contact\s+)?(?P<id>` + uuidPattern + `)?\s*[:\-]?\s*(?P<outcome>` + outcomePattern + `)\b\s*(?:[,:\-]\s*(?P<notes>.+))?$`,
+			`^(?:please\s+)?(?:log|record)\s+(?:a\s+|the\s+)?(?:phone\s+)?call(?:\s+(?:with|to)\s+(?:the\s+)?(?:entity\s+|client\s+|customer\s+|contact\s+)?(?P<id>` + UUIDPattern + `))?\s*[:\-]?\s*(?P<outcome>` + outcomePattern + `)\b\s*(?:[,:\-]\s*(?P<notes>.+))?$`,
+			`^(?:i\s+)?called\s+(?:the\s+)?(?:entity\s+|client\s+|customer\s+|contact\s+)?(?P<id>` + UUIDPattern + `)?\s*[:\-]?\s*(?P<outcome>` + outcomePattern + `)\b\s*(?:[,:\-]\s*(?P<notes>.+))?$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			in := map[string]any{"outcome": callOutcome(m.Group("outcome"))}
 			return withID(m, "entity_id", withGroup(m, "notes", "notes", in)), nil
 		},
@@ -31,12 +31,12 @@ var officeRules = []Rule{
 		Help:     "send an SMS about a lead, quote, job or invoice (from the context)",
 		Examples: []string{"text 0412 345 678: running 10 minutes late, see you soon"},
 		Patterns: []string{`^(?:please\s+)?(?:send\s+(?:an?\s+)?(?:sms|text)(?:\s+message)?\s+to|text|sms)\s+(?P<to>` + phonePattern + `)\s*[:\-,]\s*(?P<message>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			to, err := phoneInput(m, "to", "to")
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"to": to, "message": cut(m.Group("message"), 1000)}, nil
+			return map[string]any{"to": to, "message": Cut(m.Group("message"), 1000)}, nil
 		},
 	},
 	{
@@ -44,12 +44,12 @@ var officeRules = []Rule{
 		Help:     "send an email about a record (from the context), with its subject",
 		Examples: []string{"email ann@example.com about Your roof quote: the quote is attached, call me with any questions"},
 		Patterns: []string{`^(?:please\s+)?(?:send\s+(?:an?\s+)?e-?mail\s+to|e-?mail)\s+(?P<to>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)\s*(?:(?:about|re|subject:?)\s+(?P<subject>[^:]+?))?\s*[:\-]\s*(?P<body>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			subject := m.Group("subject")
 			if subject == "" {
 				return nil, Missing("subject", `what is the subject? For example "email ann@example.com about Your quote: ..."`)
 			}
-			return map[string]any{"to": m.Group("to"), "subject": cut(subject, 160), "body": m.Group("body")}, nil
+			return map[string]any{"to": m.Group("to"), "subject": Cut(subject, 160), "body": m.Group("body")}, nil
 		},
 	},
 	{
@@ -57,14 +57,14 @@ var officeRules = []Rule{
 		Help:     "draft an SMS (not sent) about a record, for a purpose",
 		Examples: []string{"draft a friendly sms to confirm the inspection time"},
 		Patterns: []string{`^(?:please\s+)?(?:draft|compose|write|prepare)\s+(?:an?\s+|the\s+)?(?P<tone>` + tonePattern + `)?\s*(?:sms|text)(?:\s+message)?\s*(?:to|for|about|that|:|-)?\s*(?P<purpose>.+)$`},
-		Build:    composeInput,
+		Build:    func(m *Match) (any, error) { return composeInput(m) },
 	},
 	{
 		Name: "compose_email", Tool: "comms.compose_email",
 		Help:     "draft an email (not sent) about a record, for a purpose",
 		Examples: []string{"draft a formal email to follow up on the quote"},
 		Patterns: []string{`^(?:please\s+)?(?:draft|compose|write|prepare)\s+(?:an?\s+|the\s+)?(?P<tone>` + tonePattern + `)?\s*e-?mail\s*(?:to|for|about|that|:|-)?\s*(?P<purpose>.+)$`},
-		Build:    composeInput,
+		Build:    func(m *Match) (any, error) { return composeInput(m) },
 	},
 	{
 		Name: "followup_task", Tool: "comms.create_followup_task_from_message",
@@ -74,19 +74,19 @@ var officeRules = []Rule{
 			`^(?:please\s+)?(?:create|add|make|set\s+up)\s+(?:an?\s+)?follow[\s-]*up(?:\s+task)?\s*(?:to|for|:|-)?\s*(?P<title>.+)$`,
 			`^(?:please\s+)?follow[\s-]*up\s*(?P<title>(?:with|on)\s+.+)$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			due, title, err := extractWhen(m.Group("title"), "due_at", m.Now, m.Location)
 			if err != nil {
 				return nil, err
 			}
-			title = cleanTitle(title)
+			title = CleanTitle(title)
 			if strings.HasPrefix(strings.ToLower(m.Clause), "follow") || strings.HasPrefix(strings.ToLower(m.Clause), "please follow") {
 				title = "Follow up " + title
 			}
 			if title == "" {
 				return nil, Missing("title", `what is the follow-up? For example "follow up with Ann about the quote on friday"`)
 			}
-			in := map[string]any{"title": capitalize(title)}
+			in := map[string]any{"title": Capitalize(title)}
 			if !due.IsZero() {
 				in["due_at"] = due.Format(time.RFC3339)
 			}
@@ -102,7 +102,7 @@ var officeRules = []Rule{
 			`^(?:please\s+)?(?:find|show|get|what\s+are|list)\s+(?:me\s+)?(?:an?\s+|some\s+|my\s+)?(?:free|open|available)\s*(?:time\s*)?(?:slots?|times?|gaps?|openings?|time)\b(?P<rest>.*)$`,
 			`^when\s+am\s+i\s+(?:free|available)\b(?P<rest>.*)$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			rest := m.Group("rest")
 			minutes, rest := durationIn(rest)
 			from, to, err := slotRange(rest, "from", m.Now, m.Location)
@@ -124,7 +124,7 @@ var officeRules = []Rule{
 			`^(?:please\s+)?(?:add|create|book|schedule|set\s+up)\s+(?:an?\s+|the\s+)?(?:calendar\s+)?(?P<kind>event|appointment|meeting|call|site\s+visit)\b\s*[:\-]?(?P<rest>.*)$`,
 			`^(?:please\s+)?put\s+(?P<title>.+?)\s+in\s+(?:the|my)\s+(?:calendar|diary)(?P<rest>.*)$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			text := m.Group("title") + " " + m.Group("rest")
 			minutes, text := durationIn(text)
 			start, text, err := extractDateTime(text, "start_at", m.Now, m.Location, 9)
@@ -139,14 +139,14 @@ var officeRules = []Rule{
 			}
 			in := map[string]any{"start_at": start.Format(time.RFC3339), "end_at": start.Add(time.Duration(minutes) * time.Minute).Format(time.RFC3339)}
 			if loc := locationRe.FindStringSubmatchIndex(text); loc != nil {
-				in["location"] = cleanTitle(text[loc[2]:loc[3]])
+				in["location"] = CleanTitle(text[loc[2]:loc[3]])
 				text = text[:loc[0]]
 			}
-			title := cleanTitle(text)
+			title := CleanTitle(text)
 			if kind := m.Group("kind"); kind != "" && !strings.HasPrefix(strings.ToLower(title), strings.ToLower(kind)) {
 				title = strings.TrimSpace(kind + " " + title)
 			}
-			in["title"] = capitalize(title)
+			in["title"] = Capitalize(title)
 			return in, nil
 		},
 	},
@@ -154,8 +154,8 @@ var officeRules = []Rule{
 		Name: "move_event", Tool: "calendar.update_event",
 		Help:     "move an event to another time",
 		Examples: []string{"move event 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to friday at 3pm"},
-		Patterns: []string{`^(?:please\s+)?(?:move|reschedule|shift)\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:to\s+)?(?P<when>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:move|reschedule|shift)\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + UUIDPattern + `))?\s+(?:to\s+)?(?P<when>.+)$`},
+		Build: func(m *Match) (any, error) {
 			minutes, text := durationIn(m.Group("when"))
 			start, _, err := extractDateTime(text, "patch", m.Now, m.Location, 9)
 			if err != nil {
@@ -175,8 +175,8 @@ var officeRules = []Rule{
 		Name: "cancel_event", Tool: "calendar.cancel_event",
 		Help:     "cancel an event",
 		Examples: []string{"cancel event 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10: client is away"},
-		Patterns: []string{`^(?:please\s+)?cancel\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + uuidPattern + `))?\s*(?:(?:[:,-]|because|as|reason:?)\s*(?P<reason>.+?))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?cancel\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + UUIDPattern + `))?\s*(?:(?:[:,-]|because|as|reason:?)\s*(?P<reason>.+?))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			return withGroup(m, "reason", "reason", withID(m, "event_id", map[string]any{})), nil
 		},
 	},
@@ -184,8 +184,8 @@ var officeRules = []Rule{
 		Name: "attach_to_event", Tool: "calendar.attach_job_to_event",
 		Help:     "link a job (or lead, quote, invoice) to an event",
 		Examples: []string{"attach the job to event 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"},
-		Patterns: []string{`^(?:please\s+)?(?:attach|link)\s+(?:the\s+)?(?P<type>job|lead|quote|invoice)(?:\s+(?P<ref>` + uuidPattern + `))?\s+to\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + uuidPattern + `))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Patterns: []string{`^(?:please\s+)?(?:attach|link)\s+(?:the\s+)?(?P<type>job|lead|quote|invoice)(?:\s+(?P<ref>` + UUIDPattern + `))?\s+to\s+(?:the\s+)?(?:event|appointment|meeting)(?:\s+(?P<id>` + UUIDPattern + `))?\s*[.!]*$`},
+		Build: func(m *Match) (any, error) {
 			in := withID(m, "event_id", map[string]any{})
 			if ref := m.Group("ref"); ref != "" {
 				in["context_ref"] = map[string]any{"type": strings.ToLower(m.Group("type")), "id": strings.ToLower(ref)}
@@ -199,7 +199,7 @@ var officeRules = []Rule{
 		Help:     "add a client, supplier, partner or friend (with phone and email)",
 		Examples: []string{"add a supplier named Roof Supplies Co 02 9555 1234 sales@roofsupplies.example"},
 		Patterns: []string{`^(?:please\s+)?(?:add|create|new|record)\s+(?:an?\s+)?(?:new\s+)?(?P<type>client|customer|supplier|partner|friend|contact)\b\s*(?:named|called|:|-)?\s*(?P<rest>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			rest := m.Group("rest")
 			contact := map[string]any{}
 			loc, number, err := phoneIn(rest, "contact", m.PhoneRegion)
@@ -214,11 +214,11 @@ var officeRules = []Rule{
 				contact["email"] = e
 				rest = strings.Replace(rest, e, " ", 1)
 			}
-			name := cleanTitle(strings.Split(rest, ",")[0])
+			name := CleanTitle(strings.Split(rest, ",")[0])
 			if name == "" {
 				return nil, Missing("name", `what is their name? For example "add a supplier named Roof Supplies Co"`)
 			}
-			in := map[string]any{"entity_type": entityType(m.Group("type")), "name": cut(name, 200)}
+			in := map[string]any{"entity_type": entityType(m.Group("type")), "name": Cut(name, 200)}
 			if len(contact) > 0 {
 				in["contact"] = contact
 			}
@@ -230,7 +230,7 @@ var officeRules = []Rule{
 		Help:     "find clients, suppliers and other contacts",
 		Examples: []string{"find supplier roof supplies", "search contacts for Nguyen"},
 		Patterns: []string{`^(?:please\s+)?(?:find|search(?:\s+for)?|look\s*up|look\s+for)\s+(?:the\s+|a\s+|my\s+)?(?P<type>client|customer|supplier|partner|friend|contact|entit(?:y|ie))s?\s*(?:named|called|for|:)?\s*(?P<query>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			in := map[string]any{"query": strings.Trim(m.Group("query"), " .?!\"'")}
 			if t := strings.ToLower(m.Group("type")); t != "contact" && !strings.HasPrefix(t, "entit") {
 				in["entity_type"] = entityType(t)
@@ -242,16 +242,16 @@ var officeRules = []Rule{
 		Name: "get_contact", Tool: "entity.get",
 		Help:     "show a contact by id",
 		Examples: []string{"show contact 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"},
-		Patterns: []string{`^(?:please\s+)?(?:show|get|open)\s+(?:the\s+)?(?:entity|client|customer|supplier|contact|partner|friend)\s+(?P<id>` + uuidPattern + `)\s*[.!]*$`},
-		Build:    func(m *Match) (map[string]any, error) { return withID(m, "entity_id", map[string]any{}), nil },
+		Patterns: []string{`^(?:please\s+)?(?:show|get|open)\s+(?:the\s+)?(?:entity|client|customer|supplier|contact|partner|friend)\s+(?P<id>` + UUIDPattern + `)\s*[.!]*$`},
+		Build:    func(m *Match) (any, error) { return withID(m, "entity_id", map[string]any{}), nil },
 	},
 	{
 		Name: "log_interaction", Tool: "entity.add_interaction",
 		Help:     "log a meeting, site visit, email or other contact with someone",
 		Examples: []string{"log a site visit with 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10: measured the back section"},
-		Patterns: []string{`^(?:please\s+)?(?:log|record|add)\s+(?:an?\s+)?(?P<type>phone\s+call|call|sms|text|email|meeting|site\s+visit|visit|interaction)\s+(?:with|to|from)\s+(?:the\s+)?(?:entity\s+|client\s+|customer\s+|supplier\s+|contact\s+)?(?P<id>` + uuidPattern + `)?\s*[:\-]\s*(?P<summary>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
-			return withID(m, "entity_id", map[string]any{"interaction_type": interactionType(m.Group("type")), "summary": cut(m.Group("summary"), 400)}), nil
+		Patterns: []string{`^(?:please\s+)?(?:log|record|add)\s+(?:an?\s+)?(?P<type>phone\s+call|call|sms|text|email|meeting|site\s+visit|visit|interaction)\s+(?:with|to|from)\s+(?:the\s+)?(?:entity\s+|client\s+|customer\s+|supplier\s+|contact\s+)?(?P<id>` + UUIDPattern + `)?\s*[:\-]\s*(?P<summary>.+)$`},
+		Build: func(m *Match) (any, error) {
+			return withID(m, "entity_id", map[string]any{"interaction_type": interactionType(m.Group("type")), "summary": Cut(m.Group("summary"), 400)}), nil
 		},
 	},
 	// Personal.
@@ -260,7 +260,7 @@ var officeRules = []Rule{
 		Help:     "a personal check-in: energy, stress (low, medium, high) and focus (scattered, ok, locked in)",
 		Examples: []string{"check in: energy high, stress low, focus locked in"},
 		Patterns: []string{`^(?:please\s+)?(?:personal\s+|daily\s+)?check[\s-]*in\b\s*[:\-]?\s*(?P<rest>.*)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			rest := m.Group("rest")
 			in := map[string]any{}
 			if n := notesRe.FindStringSubmatch(rest); n != nil {
@@ -293,7 +293,7 @@ var officeRules = []Rule{
 		Help:     "make a personal commitment (with a day to review it)",
 		Examples: []string{"I commit to no work on Sundays, review next week"},
 		Patterns: []string{`^(?:please\s+)?(?:i\s+(?:commit|promise)\s+(?:myself\s+)?to|(?:create|add|make|new)\s+(?:a\s+)?commitment\s*(?:to|:|-)?|commitment\s*[:\-])\s*(?P<title>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			text := m.Group("title")
 			in := map[string]any{}
 			if loc := reviewRe.FindStringSubmatchIndex(text); loc != nil {
@@ -306,11 +306,11 @@ var officeRules = []Rule{
 					text = text[:loc[0]]
 				}
 			}
-			title := cleanTitle(text)
+			title := CleanTitle(text)
 			if title == "" {
 				return nil, Missing("title", `what do you commit to? For example "I commit to no work on Sundays"`)
 			}
-			in["title"] = capitalize(title)
+			in["title"] = Capitalize(title)
 			return in, nil
 		},
 	},
@@ -319,7 +319,7 @@ var officeRules = []Rule{
 		Help:     "review your commitments (active, closed or all)",
 		Examples: []string{"review my commitments"},
 		Patterns: []string{`^(?:please\s+)?(?:review|list|show|check)\s+(?:my\s+|the\s+)?(?:(?P<status>active|open|current|closed|done|finished|all)\s+)?commitments\s*[.!?]*$`},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			status := "active"
 			switch strings.ToLower(m.Group("status")) {
 			case "closed", "done", "finished":
@@ -338,9 +338,9 @@ var officeRules = []Rule{
 			`^(?:please\s+)?help\s+me\s+(?:decide|choose)\s*(?:whether\s+|between\s+|on\s+|:)?\s*(?P<rest>.+)$`,
 			`^(?P<should>should\s+i)\s+(?P<rest>.+?)\?*$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			rest := strings.TrimRight(m.Group("rest"), "?. ")
-			decision := capitalize(rest)
+			decision := Capitalize(rest)
 			if m.Group("should") != "" {
 				decision = "Should I " + rest + "?"
 			}
@@ -362,8 +362,8 @@ var officeRules = []Rule{
 		Help:     "set a personal boundary",
 		Examples: []string{"set a boundary on work calls: none after 6pm"},
 		Patterns: []string{`^(?:please\s+)?(?:set|add|create|make)\s+(?:a\s+)?(?:personal\s+)?boundary\s*(?:(?:on|about|for)\s+(?P<key>[\w\s-]+?))?\s*[:\-]\s*(?P<text>.+)$`},
-		Build: func(m *Match) (map[string]any, error) {
-			text := cleanTitle(m.Group("text"))
+		Build: func(m *Match) (any, error) {
+			text := CleanTitle(m.Group("text"))
 			key := m.Group("key")
 			if key == "" {
 				key = strings.Join(strings.Fields(text)[:min(4, len(strings.Fields(text)))], " ")
@@ -380,7 +380,7 @@ var officeRules = []Rule{
 			`^(?:please\s+)?(?:list|show)\s+(?:your\s+|my\s+|the\s+)?(?:(?P<type>preference|fact|boundary|commitment|pattern)\s+)?memories\s*[.!?]*$`,
 			`^what\s+do\s+you\s+(?:remember|know)(?:\s+about\s+me)?\s*\??$`,
 		},
-		Build: func(m *Match) (map[string]any, error) {
+		Build: func(m *Match) (any, error) {
 			in := map[string]any{}
 			if t := strings.ToLower(m.Group("type")); t != "" {
 				in["memory_type"] = t
@@ -391,116 +391,6 @@ var officeRules = []Rule{
 	noInputRule("self_model", "identity.get_self_model", "how the brain sees itself: persona, values, boundaries, goals",
 		[]string{"show your self model"},
 		`^(?:please\s+)?(?:show|get|what(?:'s|\s+is))\s+(?:me\s+)?(?:your|the)\s+self[\s-]*model\s*[.!?]*$`, `^who\s+are\s+you\s*\??$`),
-	{
-		Name: "defer_task", Tool: "os.defer_task",
-		Help:     "put a task off to a later day",
-		Examples: []string{"defer task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to friday: waiting on parts"},
-		Patterns: []string{`^(?:please\s+)?(?:defer|postpone|push\s+back|delay|reschedule)\s+(?:the\s+)?task(?:\s+(?P<id>` + uuidPattern + `))?\s+(?P<when>.+?)(?:(?:\s+(?:because|reason:?|-)|\s*[:,])\s*(?P<reason>[^:]+))?$`},
-		Build: func(m *Match) (map[string]any, error) {
-			due, _, err := extractDateTime(m.Group("when"), "due_at", m.Now, m.Location, 17)
-			if err != nil {
-				return nil, err
-			}
-			if due.IsZero() {
-				return nil, Missing("due_at", `until when? For example "defer task <id> to friday"`)
-			}
-			return withGroup(m, "reason", "reason", withID(m, "task_id", map[string]any{"due_at": due.Format(time.RFC3339)})), nil
-		},
-	},
-	{
-		Name: "update_task", Tool: "os.update_task",
-		Help:     "change a task's title, priority, due date or description",
-		Examples: []string{"set task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 priority to high", "rename task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to call the Smiths"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:set|change|update)\s+(?:the\s+)?task(?:\s+(?P<id>` + uuidPattern + `))?(?:'s)?\s+(?P<field>priority|title|due\s+date|due|description)\s+(?:to|as)\s+(?P<value>.+?)\s*[.!]*$`,
-			`^(?:please\s+)?rename\s+(?:the\s+)?task(?:\s+(?P<id>` + uuidPattern + `))?\s+(?:to|as)\s+(?P<value>.+?)\s*[.!]*$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			value := m.Group("value")
-			patch := map[string]any{}
-			switch field := strings.ToLower(m.Group("field")); {
-			case field == "priority":
-				p, err := enumValue([]string{"low", "normal", "high", "urgent"}, "priority", value)
-				if err != nil {
-					return nil, err
-				}
-				if p == "urgent" {
-					p = "high"
-				}
-				patch["priority"] = p
-			case strings.HasPrefix(field, "due"):
-				due, _, err := extractWhen(value, "patch", m.Now, m.Location)
-				if err != nil {
-					return nil, err
-				}
-				if due.IsZero() {
-					return nil, Missing("patch", `to which day? For example "set task <id> due date to friday"`)
-				}
-				patch["due_at"] = due.Format(time.RFC3339)
-			case field == "description":
-				patch["description"] = value
-			default:
-				patch["title"] = cut(cleanTitle(value), 200)
-			}
-			return withID(m, "task_id", map[string]any{"patch": patch}), nil
-		},
-	},
-	{
-		Name: "audit_log", Tool: "os.audit_log_search",
-		Help:     "search the audit log of calls (what happened, when)",
-		Examples: []string{"what happened today?", "search the audit log for leads.create", "show the audit log since yesterday"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:search|show|check|get|list)\s+(?:the\s+)?audit(?:\s+log|\s+trail)?(?:\s+(?:for|about|of)\s+(?P<query>.+?))?(?:\s+(?:since|from)\s+(?P<since>.+?))?\s*[.!?]*$`,
-			`^(?:please\s+)?audit\s+call\s+(?P<id>` + uuidPattern + `)\s*[.!?]*$`,
-			`^what\s+(?:happened|did\s+you\s+do|was\s+done)\s+(?P<since>today|yesterday|this\s+week|in\s+the\s+last\s+\d+\s+(?:hours?|days?)|.+?)\s*\??$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			in := withID(m, "call_id", map[string]any{})
-			if q := m.Group("query"); q != "" {
-				if uuidRe.MatchString(q) {
-					in["call_id"] = strings.ToLower(uuidRe.FindString(q))
-				} else {
-					in["query"] = q
-				}
-			}
-			return withSince(m, in)
-		},
-	},
-	{
-		Name: "state_snapshot", Tool: "os.get_state_snapshot",
-		Help:     "how things stand, business or personal (or both)",
-		Examples: []string{"how is the business going?", "show the personal snapshot"},
-		Patterns: []string{
-			`^(?:please\s+)?(?:(?:show|get|give\s+me|what(?:'s|\s+is))\s+)?(?:me\s+)?(?:the\s+|my\s+)?(?:(?P<domain>business|personal|overall|full|whole)\s+)?(?:state(?:\s+snapshot)?|snapshot|overview|situation)\s*[.!?]*$`,
-			`^how(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?P<domain>business|things|everything)(?:\s+going)?\s*\??$`,
-		},
-		Build: func(m *Match) (map[string]any, error) {
-			return map[string]any{"domain": snapshotDomain(m.Group("domain"))}, nil
-		},
-	},
-	{
-		Name: "refresh_snapshot", Tool: "os.refresh_state_snapshot",
-		Help:     "rebuild the state snapshot from recent events",
-		Examples: []string{"refresh the business snapshot"},
-		Patterns: []string{`^(?:please\s+)?(?:refresh|rebuild|update|recompute)\s+(?:the\s+|my\s+)?(?:(?P<domain>business|personal|overall|full|whole)\s+)?(?:state(?:\s+snapshot)?|snapshot)(?:\s+since\s+(?P<since>.+?))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
-			in := map[string]any{"domain": snapshotDomain(m.Group("domain"))}
-			return withSince(m, in)
-		},
-	},
-	{
-		Name: "rollback", Tool: "os.rollback_last_action",
-		Help:     "undo a call (rows it made are removed, rows it changed restored)",
-		Examples: []string{"undo call 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"},
-		Patterns: []string{`^(?:please\s+)?(?:undo|roll\s*back|revert|reverse)\s+(?:the\s+)?(?:last\s+(?:action|call)|call|that|action)(?:\s+(?P<id>` + uuidPattern + `))?\s*[.!]*$`},
-		Build: func(m *Match) (map[string]any, error) {
-			in := withID(m, "call_id", map[string]any{})
-			if in["call_id"] == nil {
-				return nil, Missing("call_id", `which call should I undo? Give its id: "undo call <call id>" (GET /calls lists the latest)`)
-			}
-			return in, nil
-		},
-	},
 }
 
 const (
@@ -531,7 +421,7 @@ func callOutcome(said string) string {
 
 // composeInput is a draft's {purpose, tone}; what it is about comes from the context.
 func composeInput(m *Match) (map[string]any, error) {
-	in := map[string]any{"purpose": cleanTitle(m.Group("purpose"))}
+	in := map[string]any{"purpose": CleanTitle(m.Group("purpose"))}
 	if t := m.Group("tone"); t != "" {
 		in["tone"] = strings.ToLower(t)
 	}
@@ -560,10 +450,10 @@ func durationIn(text string) (int, string) {
 func slotRange(text, field string, now time.Time, loc *time.Location) (time.Time, time.Time, error) {
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
 	switch {
-	case hasWord(text, "next week"):
+	case HasWord(text, "next week"):
 		monday := today.AddDate(0, 0, 7-((int(today.Weekday())+6)%7))
 		return monday, monday.AddDate(0, 0, 7), nil
-	case hasWord(text, "this week"):
+	case HasWord(text, "this week"):
 		monday := today.AddDate(0, 0, -((int(today.Weekday()) + 6) % 7))
 		return now, monday.AddDate(0, 0, 7), nil
 	}
@@ -579,31 +469,6 @@ func slotRange(text, field string, now time.Time, loc *time.Location) (time.Time
 		return start, start.AddDate(0, 0, 1), nil
 	}
 	return now, today.AddDate(0, 0, 8), nil
-}
-
-// withSince adds the time the since group names (see sinceOf) to an input; words that are not a time
-// leave the clause to other rules.
-func withSince(m *Match, in map[string]any) (map[string]any, error) {
-	s := m.Group("since")
-	if s == "" {
-		return in, nil
-	}
-	since, err := sinceOf(s, "since", m.Now, m.Location)
-	if err != nil {
-		return nil, err
-	}
-	in["since"] = since.Format(time.RFC3339)
-	return in, nil
-}
-
-func snapshotDomain(said string) string {
-	switch strings.ToLower(said) {
-	case "personal":
-		return "personal"
-	case "overall", "full", "whole", "things", "everything":
-		return "both"
-	}
-	return "business"
 }
 
 func entityType(said string) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/brain/planner"
+	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func gemPlanner(t *testing.T) (*planner.RulesPlanner, *registry.Registry) {
 	require.NoError(t, err)
 	loc, err := time.LoadLocation("Australia/Sydney")
 	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, nil, loc, "")
+	p, err := planner.NewRulesPlanner(reg, plans.Rules, loc, "")
 	require.NoError(t, err)
 	return p, reg
 }
@@ -543,8 +544,8 @@ func TestRulesForMissingToolsAreOff(t *testing.T) {
 	require.NoError(t, err)
 	rules := append([]planner.Rule{{
 		Name: "schedule_rocket", Tool: "space.launch", Help: "launch a rocket", Examples: []string{"launch"}, Patterns: []string{`^launch`},
-		Build: func(*planner.Match) (map[string]any, error) { return map[string]any{}, nil },
-	}}, planner.Rules...)
+		Build: func(*planner.Match) (any, error) { return map[string]any{}, nil },
+	}}, plans.Rules...)
 	p, err := planner.NewRulesPlanner(reg, rules, time.UTC, "")
 	require.NoError(t, err)
 	plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: "launch now"})

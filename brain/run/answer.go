@@ -12,62 +12,10 @@ import (
 	"github.com/google/uuid"
 )
 
-// receiptSentences turns a succeeded receipt into a sentence, per tool, from the call's input and its
-// result. They rely on GEM's contract: the input's properties, and the result's required ones (a richer
-// result adds detail when it has it). Tools without an entry get a generic sentence from the receipt's
-// summary. Add an entry here when a tool deserves better words.
-var receiptSentences = map[string]func(in, res map[string]any, when func(string) string) string{
-	"os.health_check": func(in, res map[string]any, when func(string) string) string {
-		return fmt.Sprintf("GEM is %s.", str(res["status"]))
-	},
-	"os.create_task": func(in, res map[string]any, when func(string) string) string {
-		s := fmt.Sprintf("Created task “%s”", str(in["title"]))
-		var details []string
-		if p := str(in["priority"]); p != "" {
-			details = append(details, p+" priority")
-		}
-		if d := str(in["domain"]); d == "personal" {
-			details = append(details, "personal")
-		}
-		if due := str(in["due_at"]); due != "" {
-			details = append(details, "due "+when(due))
-		}
-		if len(details) > 0 {
-			s += " (" + strings.Join(details, ", ") + ")"
-		}
-		return s + "."
-	},
-	"os.create_note": func(in, res map[string]any, when func(string) string) string {
-		return fmt.Sprintf("Saved a %s note: “%s”.", str(in["domain"]), str(in["title"]))
-	},
-	"os.complete_task": func(in, res map[string]any, when func(string) string) string {
-		if task := obj(res, "task"); str(task["title"]) != "" {
-			return fmt.Sprintf("Marked task “%s” done.", str(task["title"]))
-		}
-		return fmt.Sprintf("Marked task %s done.", str(res["task_id"]))
-	},
-	"os.list_tasks": func(in, res map[string]any, when func(string) string) string {
-		return listSentence(res["tasks"], "task", "tasks", func(t map[string]any) string {
-			s := str(t["title"])
-			var details []string
-			if p := str(t["priority"]); p != "" {
-				details = append(details, p)
-			}
-			if due := str(t["due_at"]); due != "" {
-				details = append(details, "due "+when(due))
-			}
-			if len(details) > 0 {
-				s += " (" + strings.Join(details, ", ") + ")"
-			}
-			return s
-		})
-	},
-	"os.search_notes": func(in, res map[string]any, when func(string) string) string {
-		return listSentence(res["results"], "note", "notes", func(n map[string]any) string { return str(n["title"]) })
-	},
-	"os.create_reminder": func(in, res map[string]any, when func(string) string) string {
-		return fmt.Sprintf("I will remind you to %s on %s.", str(in["title"]), when(str(in["remind_at"])))
-	},
+// receiptSentences are the sentences of the tools whose packs do not give theirs yet (Sentence), read from
+// the call's input and result as maps. They rely on GEM's contract: the input's properties, and the
+// result's required ones (a richer result adds detail when it has it).
+var receiptSentences = mapSentences(map[string]func(in, res map[string]any, when func(string) string) string{
 	"leads.create": func(in, res map[string]any, when func(string) string) string {
 		if created, ok := res["created"].(bool); ok && !created {
 			return fmt.Sprintf("%s (%s) is already a lead (%s).", str(in["name"]), str(in["phone"]), str(res["lead_id"]))
@@ -201,6 +149,26 @@ var receiptSentences = map[string]func(in, res map[string]any, when func(string)
 			return fmt.Sprintf("%s: %s owing, due %s", firstStr(i, "number", "invoice_id"), money(i["balance_cents"]), str(i["due_on"]))
 		})
 	},
+})
+
+// mapSentences makes Sentences of ones that read the input and result as maps.
+func mapSentences(says map[string]func(in, res map[string]any, when func(string) string) string) Sentences {
+	out := make(Sentences, len(says))
+	for tool, say := range says {
+		out[tool] = Sentence{say: func(rawIn, rawOut json.RawMessage, when When) (string, bool) {
+			var in, res map[string]any
+			_ = json.Unmarshal(rawOut, &res)
+			_ = json.Unmarshal(rawIn, &in)
+			if res == nil {
+				return "", false
+			}
+			if in == nil {
+				in = map[string]any{}
+			}
+			return say(in, res, func(t string) string { return saidTime(t, when) }), true
+		}}
+	}
+	return out
 }
 
 func firstStr(m map[string]any, keys ...string) string {
@@ -255,35 +223,48 @@ func str(v any) string {
 	}
 }
 
-// humanTime is a time for people, in the brain's zone (results come back from PostgreSQL in UTC).
-func humanTime(s string, loc *time.Location) string {
+// humanTime is a time for people, in loc (results come back from PostgreSQL in UTC).
+func humanTime(loc *time.Location) When {
+	return func(t time.Time) string { return t.In(loc).Format("Mon 2 Jan 15:04") }
+}
+
+// saidTime says a time written as text (RFC 3339), or the text as it is when it is not one.
+func saidTime(s string, when When) string {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return s
 	}
-	return t.In(loc).Format("Mon 2 Jan 15:04")
+	return when(t)
 }
 
 func listSentence(items any, one, many string, line func(map[string]any) string) string {
 	list, _ := items.([]any)
-	if len(list) == 0 {
+	return List(list, one, many, func(it any) string {
+		m, _ := it.(map[string]any)
+		return line(m)
+	})
+}
+
+// List says a list of what a call found: "No tasks found.", or how many, then one numbered line each.
+func List[T any](items []T, one, many string, line func(T) string) string {
+	if len(items) == 0 {
 		return "No " + many + " found."
 	}
-	lines := []string{fmt.Sprintf("%d %s:", len(list), brain.Plural(len(list), one, many))}
-	for i, it := range list {
-		m, _ := it.(map[string]any)
-		lines = append(lines, fmt.Sprintf("%d. %s", i+1, line(m)))
+	lines := []string{fmt.Sprintf("%d %s:", len(items), brain.Plural(len(items), one, many))}
+	for i, it := range items {
+		lines = append(lines, fmt.Sprintf("%d. %s", i+1, line(it)))
 	}
 	return strings.Join(lines, "\n")
 }
 
 // describeReceipts writes the assistant's answer from receipts (and the inputs of their calls), and
 // suggests what to do next.
-func describeReceipts(reg *registry.Registry, inputs map[uuid.UUID]json.RawMessage, receipts []*registry.Receipt, pending []uuid.UUID, loc *time.Location) (string, []string) {
+func describeReceipts(reg *registry.Registry, sentences Sentences, inputs map[uuid.UUID]json.RawMessage, receipts []*registry.Receipt, pending []uuid.UUID, loc *time.Location) (string, []string) {
 	var lines, next []string
+	when := humanTime(loc)
 	for _, r := range receipts {
-		lines = append(lines, describeReceipt(r, inputs[r.CallID], loc))
-		next = append(next, nextActions(reg, r)...)
+		lines = append(lines, describeReceipt(r, sentences[r.ToolName], inputs[r.CallID], when))
+		next = append(next, nextActions(reg, sentences[r.ToolName], r, inputs[r.CallID])...)
 	}
 	if len(pending) > 0 {
 		lines = append(lines, fmt.Sprintf("%d %s still running; I stopped waiting.", len(pending), brain.Plural(len(pending), "call is", "calls are")))
@@ -294,21 +275,15 @@ func describeReceipts(reg *registry.Registry, inputs map[uuid.UUID]json.RawMessa
 	return strings.Join(lines, "\n"), next
 }
 
-func describeReceipt(r *registry.Receipt, input json.RawMessage, loc *time.Location) string {
+func describeReceipt(r *registry.Receipt, sentence Sentence, input json.RawMessage, when When) string {
 	switch r.Status {
 	case registry.StatusSucceeded:
-		var res, in map[string]any
-		_ = json.Unmarshal(r.Result, &res)
-		_ = json.Unmarshal(input, &in)
-		if in == nil {
-			in = map[string]any{}
-		}
-		var s string
-		if f, ok := receiptSentences[r.ToolName]; ok && res != nil {
-			s = f(in, res, func(t string) string { return humanTime(t, loc) })
-		} else if files := r.Effects.FilesWritten; len(files) > 0 {
+		s, said := sentence.Say(input, r.Result, when)
+		switch files := r.Effects.FilesWritten; {
+		case said:
+		case len(files) > 0:
 			s = filesSentence(r.ToolName, files)
-		} else {
+		default:
 			s = fmt.Sprintf("%s succeeded%s.", r.ToolName, summaryText(r.Summary))
 		}
 		if r.IdempotencyHit {
@@ -381,7 +356,7 @@ func compactAny(v any) string {
 }
 
 // nextActions suggests follow-ups to a receipt, only with tools the registry has.
-func nextActions(reg *registry.Registry, r *registry.Receipt) []string {
+func nextActions(reg *registry.Registry, sentence Sentence, r *registry.Receipt, input json.RawMessage) []string {
 	has := func(tool string) bool { _, ok := reg.Tool(tool); return ok }
 	var res map[string]any
 	_ = json.Unmarshal(r.Result, &res)
@@ -394,8 +369,8 @@ func nextActions(reg *registry.Registry, r *registry.Receipt) []string {
 		return []string{fmt.Sprintf("fix the %s input (see the receipt's error details) and try again", r.ToolName)}
 	case r.Status != registry.StatusSucceeded:
 		return nil
-	case r.ToolName == "os.create_task" && has("os.complete_task"):
-		return []string{fmt.Sprintf("when it is done: \"complete task %s\"", str(res["task_id"]))}
+	case sentence.next != nil:
+		return sentence.Next(input, r.Result, has)
 	case r.ToolName == "leads.create" && has("leads.schedule_inspection"):
 		return []string{fmt.Sprintf("book an inspection: \"schedule an inspection for lead %s on friday\"", str(res["lead_id"]))}
 	case r.ToolName == "leads.create" && has("leads.update_stage"):

@@ -40,12 +40,15 @@ type Service struct {
 	waiter  *gemsql.ReceiptWaiter
 	now     func() time.Time
 	zone    *time.Location // answers say times in it
+	// sentences say what succeeded calls did (UseSentences).
+	sentences Sentences
 }
 
 // NewService builds the service; the waiter must be started.
 // It logs through the logger in each request's context.
 func NewService(reg *registry.Registry, planner brain.Planner, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter) *Service {
-	return &Service{reg: reg, planner: planner, pool: pool, waiter: waiter, now: time.Now, zone: time.Local}
+	return &Service{reg: reg, planner: planner, pool: pool, waiter: waiter, now: time.Now, zone: time.Local,
+		sentences: receiptSentences}
 }
 
 // UseTimezone sets the zone answers say times in: the one the planner reads them in. It defaults to the
@@ -297,7 +300,7 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 		}
 	}
 	rec.Receipts = brain.Compact(ordered)
-	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, inputsByCall(rec.PlannedCalls), ordered, pending, s.zone)
+	rec.AssistantMessage, rec.NextActions = describeReceipts(s.reg, s.sentences, inputsByCall(rec.PlannedCalls), ordered, pending, s.zone)
 	rec.Errors = slices.DeleteFunc(slices.Clone(rec.Errors), func(e *brain.Error) bool {
 		return e.Code == brain.ECALLFAILED || e.Code == brain.ETIMEOUT || e.Code == brain.EAWAITING
 	})

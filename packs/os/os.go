@@ -3,23 +3,43 @@
 // order in the registry.
 package ospack
 
+// The pack's tools.
+const (
+	HealthCheck          = "os.health_check"
+	GetStateSnapshot     = "os.get_state_snapshot"
+	RefreshStateSnapshot = "os.refresh_state_snapshot"
+	CreateNote           = "os.create_note"
+	SearchNotes          = "os.search_notes"
+	CreateTask           = "os.create_task"
+	UpdateTask           = "os.update_task"
+	CompleteTask         = "os.complete_task"
+	DeferTask            = "os.defer_task"
+	ListTasks            = "os.list_tasks"
+	CreateReminder       = "os.create_reminder"
+	AuditLogSearch       = "os.audit_log_search"
+	RollbackLastAction   = "os.rollback_last_action"
+	ListReminders        = "os.list_reminders"
+	CompleteReminder     = "os.complete_reminder"
+	DismissReminder      = "os.dismiss_reminder"
+)
+
 // Tools are the pack's tools, in the registry's order (the order of tools/list, of the LLM's tools and of the
 // help).
 var Tools = []string{
-	"os.health_check",
-	"os.get_state_snapshot",
-	"os.refresh_state_snapshot",
-	"os.create_note",
-	"os.search_notes",
-	"os.create_task",
-	"os.update_task",
-	"os.complete_task",
-	"os.defer_task",
-	"os.list_tasks",
-	"os.create_reminder",
-	"os.audit_log_search",
-	"os.rollback_last_action",
-	"os.list_reminders",
-	"os.complete_reminder",
-	"os.dismiss_reminder",
+	HealthCheck,
+	GetStateSnapshot,
+	RefreshStateSnapshot,
+	CreateNote,
+	SearchNotes,
+	CreateTask,
+	UpdateTask,
+	CompleteTask,
+	DeferTask,
+	ListTasks,
+	CreateReminder,
+	AuditLogSearch,
+	RollbackLastAction,
+	ListReminders,
+	CompleteReminder,
+	DismissReminder,
 }

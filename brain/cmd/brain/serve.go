@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
+	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
@@ -112,19 +113,20 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	// The rules planner always exists: it plans runs (unless the LLM does), answers GET /brain/help and
 	// POST /operator/chat when no agent can.
-	rules, err := planner.NewRulesPlanner(m.Registry, nil, cfg.Timezone, cfg.PhoneRegion)
+	rules, err := planner.NewRulesPlanner(m.Registry, plans.Rules, cfg.Timezone, cfg.PhoneRegion)
 	if err != nil {
 		return err
 	}
-	var plans brain.Planner = rules
+	var runPlanner brain.Planner = rules
 	if cfg.Planner == PlannerLLM {
 		if client == nil {
 			return fmt.Errorf("GEM_BRAIN_PLANNER=llm needs an LLM: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL)")
 		}
-		plans = planner.NewLLMPlanner(client, m.Registry, m.Pool)
+		runPlanner = planner.NewLLMPlanner(client, m.Registry, m.Pool)
 	}
-	m.Runs = run.NewService(m.Registry, plans, m.Pool, m.Waiter)
+	m.Runs = run.NewService(m.Registry, runPlanner, m.Pool, m.Waiter)
 	m.Runs.UseRules(rules)
+	m.Runs.UseSentences(plans.Sentences)
 	m.Runs.UseTimezone(cfg.Timezone)
 	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, m.RunEnds, cfg.Chat)
 	m.Chat.Start(ctx, &m.Log)
@@ -160,7 +162,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	adm := m.Server.Admission()
 	m.Log.Info().Str("url", m.Server.URL()).Str("registry", path).Int("tools", m.Registry.Len()).
-		Str("planner", plans.Name()).Bool("llm", info.Configured).Bool("auth", !cfg.AuthDisabled).
+		Str("planner", runPlanner.Name()).Bool("llm", info.Configured).Bool("auth", !cfg.AuthDisabled).
 		Bool("admission_off", adm.Off).Int("max_in_flight", adm.MaxInFlight).Int("max_queue", max(adm.MaxQueue, 0)).Dur("queue_wait", adm.QueueWait).
 		Str("version", brain.Version).Msg("brain serving")
 	return nil

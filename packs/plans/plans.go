@@ -1,0 +1,27 @@
+// Package plans gathers the packs' side in the brain: the rules planner's rules, in the order they are
+// tried, and the sentences the answer says of succeeded calls. The brain's Main takes them from here; the
+// brain's own packages name no pack.
+package plans
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/gemhq/gem/brain/planner"
+	"github.com/gemhq/gem/brain/run"
+	osplan "github.com/gemhq/gem/packs/os/plan"
+)
+
+// Rules are every pack's rules, in the order they are tried: a clause goes to the first rule that matches
+// it. The os pack's come last: notes, tasks and reminders catch what the other packs' more specific rules
+// leave ("note …", "remind me to …", "list …").
+var Rules = slices.Concat(planner.Rules, osplan.Rules)
+
+// Sentences are every pack's sentences, by tool.
+var Sentences = func() run.Sentences {
+	out := run.Sentences{}
+	for _, s := range []run.Sentences{osplan.Sentences} {
+		maps.Copy(out, s)
+	}
+	return out
+}()
