@@ -106,22 +106,15 @@ func periodOf(text string, now time.Time) (from, to time.Time, err error) {
 	}
 }
 
-// periodInput is a report's {from, to} (dates) from the match's period group. With required, a message
-// naming no period gets the last 30 days; without, it gets none (the tool's own default). Words that are
-// not a period leave the clause to other rules.
+// periodInput is a report's {from, to} (Match.Period) as a map.
 func periodInput(m *Match, required bool) (map[string]any, error) {
-	from, to, err := periodOf(m.Group("period"), m.Now)
+	from, to, err := m.Period(required)
 	if err != nil {
 		return nil, err
 	}
 	in := map[string]any{}
-	if from.IsZero() {
-		if !required {
-			return in, nil
-		}
-		to = time.Date(m.Now.Year(), m.Now.Month(), m.Now.Day(), 0, 0, 0, 0, m.Now.Location())
-		from = to.AddDate(0, 0, -defaultReportDays)
+	if from != "" {
+		in["from"], in["to"] = from, to
 	}
-	in["from"], in["to"] = from.Format(time.DateOnly), to.Format(time.DateOnly)
 	return in, nil
 }

@@ -63,16 +63,6 @@ func wordEnds(text string, from, to int) runWords {
 	return w
 }
 
-// phoneInput checks a phone number a pattern captured (group) as field's value: the text as typed, or a
-// question saying why it is not a number.
-func phoneInput(m *Match, group, field string) (string, error) {
-	typed := m.Group(group)
-	if _, err := phone.Parse(typed, m.PhoneRegion); err != nil {
-		return "", notANumber(field, err)
-	}
-	return typed, nil
-}
-
 // notANumber is the question about a text that is not a phone number (err says why).
 func notANumber(field string, err error) error {
 	return Missing(field, fmt.Sprintf("%v: what is the number? For example 0412 345 678 or +61 412 345 678", err))

@@ -433,14 +433,14 @@ func enumOf(t *registry.Tool, prop string) []string {
 	return out
 }
 
-// normalize turns free text into an enum-like value: "inspection scheduled" → inspection_scheduled.
-func normalize(text string) string {
+// Normalize turns free text into an enum-like value: "inspection scheduled" → inspection_scheduled.
+func Normalize(text string) string {
 	return strings.ToLower(strings.Join(strings.Fields(strings.NewReplacer("-", " ", "_", " ").Replace(text)), "_"))
 }
 
 // EnumValue matches free text ("inspection scheduled") to one of values ("inspection_scheduled").
 func EnumValue(values []string, prop, text string) (string, error) {
-	want := normalize(text)
+	want := Normalize(text)
 	for _, v := range values {
 		if v == want {
 			return v, nil
@@ -466,25 +466,10 @@ func withGroup(m *Match, group, field string, in map[string]any) map[string]any 
 	return in
 }
 
-// idRule is a rule whose only input is one id, from the message or the run's context.
-func idRule(name, tool, idField, help string, examples []string, pattern string) Rule {
-	return Rule{
-		Name: name, Tool: tool, Help: help, Examples: examples,
-		Patterns: []string{pattern + `(?:\s+(?P<id3>` + UUIDPattern + `))?\s*[.!]*$`},
-		Build:    func(m *Match) (any, error) { return withID(m, idField, map[string]any{}), nil },
-	}
-}
-
-// noInputRule is a rule whose tool takes no input.
-func noInputRule(name, tool, help string, examples []string, patterns ...string) Rule {
-	return Rule{Name: name, Tool: tool, Help: help, Examples: examples, Patterns: patterns,
-		Build: func(*Match) (any, error) { return map[string]any{}, nil }}
-}
-
 var listSepRe = regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`)
 
-// splitList splits "a, b and c" into its items.
-func splitList(s string) []string {
+// SplitList splits "a, b and c" into its items.
+func SplitList(s string) []string {
 	var out []string
 	for _, part := range listSepRe.Split(s, -1) {
 		if part = strings.Trim(part, " .\"'"); part != "" {
@@ -503,4 +488,14 @@ func UUIDsIn(s string) []string {
 		out = append(out, strings.ToLower(id))
 	}
 	return out
+}
+
+// idRule is IDRule with the id as the map's idField.
+func idRule(name, tool, idField, help string, examples []string, pattern string) Rule {
+	return IDRule(name, tool, help, examples, pattern, func(id string) map[string]any {
+		if id == "" {
+			return map[string]any{}
+		}
+		return map[string]any{idField: id}
+	})
 }

@@ -52,7 +52,7 @@ var businessRules = []Rule{
 		Examples: []string{"add photos https://photos.app.goo.gl/abc123 to the lead"},
 		Patterns: []string{`^(?:please\s+)?(?:add|attach|save)\s+(?:the\s+)?(?:photos?|pictures?|links?)\s+(?P<links>(?:https?://\S+[\s,]*(?:and\s+)?)+)\s*(?:to|for|on)\s+(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?\s*[.!]*$`},
 		Build: func(m *Match) (any, error) {
-			return withID(m, "lead_id", map[string]any{"links": linksIn(m.Group("links"))}), nil
+			return withID(m, "lead_id", map[string]any{"links": LinksIn(m.Group("links"))}), nil
 		},
 	},
 	{
@@ -61,7 +61,7 @@ var businessRules = []Rule{
 		Examples: []string{"schedule an inspection on friday at 10am", "book an inspection for lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 tomorrow"},
 		Patterns: []string{`^(?:please\s+)?(?:schedule|book|arrange|set\s+up)\s+(?:an?\s+|the\s+)?(?:roof\s+)?inspection(?:\s+for\s+(?:the\s+)?lead(?:\s+(?P<id>` + UUIDPattern + `))?)?(?P<when>.*)$`},
 		Build: func(m *Match) (any, error) {
-			window, err := preferredWindow(m.Group("when"), "preferred_window", m.Now, m.Location)
+			window, err := preferredWindow(m, m.Group("when"), "preferred_window")
 			if err != nil {
 				return nil, err
 			}
@@ -107,7 +107,7 @@ var businessRules = []Rule{
 		Examples: []string{"checklist: gutters pass", "checklist item flashings fail: lifting at the chimney"},
 		Patterns: []string{`^(?:please\s+)?(?:add\s+(?:a\s+)?)?check(?:list)?\s*(?:item)?\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:\-]?\s*(?P<item>[\w\s/-]+?)\s*(?:[:=\-]|\bis\b|\bas\b)?\s*(?P<status>pass(?:ed|es)?|ok|good|fail(?:ed|s)?|bad|n/?a|not\s+applicable)\b\s*(?:[,:\-]\s*(?P<notes>.+))?$`},
 		Build: func(m *Match) (any, error) {
-			item := slug(m.Group("item"))
+			item := Slug(m.Group("item"))
 			if item == "" {
 				return nil, Missing("item_key", `which checklist item? For example "checklist: gutters pass"`)
 			}
@@ -364,7 +364,7 @@ var businessRules = []Rule{
 		Examples: []string{"send a payment reminder sms to 0412 345 678: your invoice is now due, thanks!"},
 		Patterns: []string{`^(?:please\s+)?(?:send|text)\s+(?:an?\s+)?(?:payment\s+)?reminder\s+(?:sms|text)\s+(?:to\s+)?(?P<to>` + phonePattern + `)(?:\s+(?:for|about)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + UUIDPattern + `))?)?\s*[:\-]\s*(?P<message>.+)$`},
 		Build: func(m *Match) (any, error) {
-			to, err := phoneInput(m, "to", "to")
+			to, err := m.Phone("to", "to")
 			if err != nil {
 				return nil, err
 			}
@@ -685,4 +685,4 @@ func warrantyTerm(s string) string {
 	return fmt.Sprintf("%d %s", n, brain.Plural(n, unit, unit+"s"))
 }
 
-func linksIn(s string) []string { return linkRe.FindAllString(s, -1) }
+func LinksIn(s string) []string { return linkRe.FindAllString(s, -1) }

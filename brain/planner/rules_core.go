@@ -29,7 +29,7 @@ var coreRules = []Rule{
 			if !slices.Contains(enumOf(m.Tool, "memory_type"), kind) {
 				return nil, ErrNoMatch
 			}
-			return map[string]any{"memory_type": kind, "key": Cut(slug(text), 120), "value": map[string]any{"text": text}, "source": "user"}, nil
+			return map[string]any{"memory_type": kind, "key": Cut(Slug(text), 120), "value": map[string]any{"text": text}, "source": "user"}, nil
 		},
 	},
 	{
@@ -68,8 +68,8 @@ var coreRules = []Rule{
 			if src, _ := leadSource(enumOf(m.Tool, "source"), words); src != "" {
 				in["source"] = src
 			}
-			if sm := listSuburbRe.FindStringSubmatch(words); sm != nil && in["stage"] != normalize(sm[1]) {
-				in["suburb"] = sm[1]
+			if place := PlaceIn(words); place != "" && in["stage"] != Normalize(place) {
+				in["suburb"] = place
 			}
 			return in, nil
 		},
@@ -90,12 +90,10 @@ var coreRules = []Rule{
 // leadStages are the pipeline's stages, GEM's.
 var leadStages = []string{"new", "contacted", "inspection_scheduled", "quoted", "won", "lost"}
 
-var listSuburbRe = regexp.MustCompile(`\bin\s+([A-Z][a-zA-Z'-]+(?:\s+[A-Z][a-zA-Z'-]+){0,2})`)
-
 var slugRe = regexp.MustCompile(`[^a-z0-9]+`)
 
-// slug makes a key from text: "I prefer mornings" → i-prefer-mornings.
-func slug(text string) string {
+// Slug makes a key from text: "I prefer mornings" → i-prefer-mornings.
+func Slug(text string) string {
 	return strings.Trim(slugRe.ReplaceAllString(strings.ToLower(text), "-"), "-")
 }
 

@@ -22,8 +22,8 @@ var moreRules = []Rule{
 			if id := uuidRe.FindString(rest); id != "" && HasWord(rest, "job") {
 				in["job_id"] = strings.ToLower(id)
 			}
-			if sm := listSuburbRe.FindStringSubmatch(rest); sm != nil {
-				in["suburb"] = sm[1]
+			if place := PlaceIn(rest); place != "" {
+				in["suburb"] = place
 			}
 			return in, nil
 		},
@@ -34,7 +34,7 @@ var moreRules = []Rule{
 		Examples: []string{"tag asset 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 with roof, before, north face"},
 		Patterns: []string{`^(?:please\s+)?tag\s+(?:the\s+)?(?:asset|photo|picture|image|file)(?:\s+(?P<id>` + UUIDPattern + `))?\s+(?:with|as)\s+(?P<tags>.+)$`},
 		Build: func(m *Match) (any, error) {
-			return withID(m, "asset_id", map[string]any{"tags": splitList(m.Group("tags"))}), nil
+			return withID(m, "asset_id", map[string]any{"tags": SplitList(m.Group("tags"))}), nil
 		},
 	},
 	{
@@ -166,20 +166,20 @@ var moreRules = []Rule{
 				if err != nil {
 					continue
 				}
-				metrics[slug(sm[3])] = v
+				metrics[Slug(sm[3])] = v
 			}
 			if len(metrics) == 0 {
 				return nil, Missing("metrics", `which numbers? For example "12 leads, 3 jobs, $450 spend"`)
 			}
 			channel := adsChannel(m.Group("channel"))
-			if _, err := enumCheck(m, "channel", channel); err != nil {
+			if _, err := m.Enum("channel", channel); err != nil {
 				channel = "other"
 			}
 			return map[string]any{"channel": channel, "metrics": metrics}, nil
 		},
 	},
 	// HighLevel (LeadConnector).
-	noInputRule("highlevel_health", "integrations.highlevel.health_check", "check the HighLevel connection",
+	NoInputRule("highlevel_health", "integrations.highlevel.health_check", "check the HighLevel connection",
 		[]string{"highlevel status", "is highlevel working?"},
 		`^(?:please\s+)?(?:check\s+(?:the\s+)?)?(?:`+highLevelPattern+`)(?:\s+api)?\s+(?:status|health(?:\s*check)?|connection)\s*[.!?]*$`,
 		`^(?:please\s+)?check\s+(?:the\s+)?(?:`+highLevelPattern+`)\s*[.!?]*$`,
@@ -210,7 +210,7 @@ var moreRules = []Rule{
 			return in, nil
 		},
 	},
-	noInputRule("highlevel_queue", "integrations.highlevel.process_sync_queue", "retry what is waiting in the HighLevel sync queue",
+	NoInputRule("highlevel_queue", "integrations.highlevel.process_sync_queue", "retry what is waiting in the HighLevel sync queue",
 		[]string{"process the highlevel sync queue"},
 		`^(?:please\s+)?(?:process|run|flush|drain|retry)\s+(?:the\s+)?(?:`+highLevelPattern+`)\s+(?:sync\s+)?queue\s*[.!]*$`),
 	{
@@ -245,10 +245,10 @@ var moreRules = []Rule{
 		},
 	},
 	// Other providers.
-	noInputRule("sms_health", "integrations.sms_provider.health", "check the SMS provider",
+	NoInputRule("sms_health", "integrations.sms_provider.health", "check the SMS provider",
 		[]string{"is sms working?"},
 		`^(?:please\s+)?(?:check\s+(?:the\s+)?sms(?:\s+provider)?(?:\s+health|\s+status)?|is\s+(?:the\s+)?sms(?:\s+provider)?\s+(?:working|up|ok|okay|configured)|sms\s+(?:provider\s+)?(?:health|status))\s*[.!?]*$`),
-	noInputRule("email_health", "integrations.email_provider.health", "check the email provider",
+	NoInputRule("email_health", "integrations.email_provider.health", "check the email provider",
 		[]string{"is email working?"},
 		`^(?:please\s+)?(?:check\s+(?:the\s+)?e-?mail(?:\s+provider)?(?:\s+health|\s+status)?|is\s+(?:the\s+)?e-?mail(?:\s+provider)?\s+(?:working|up|ok|okay|configured)|e-?mail\s+(?:provider\s+)?(?:health|status))\s*[.!?]*$`),
 	{
@@ -266,7 +266,7 @@ var moreRules = []Rule{
 		Help:     "import Google Photos links",
 		Examples: []string{"import photos https://photos.app.goo.gl/abc123"},
 		Patterns: []string{`^(?:please\s+)?import\s+(?:the\s+)?(?:google\s+)?photos?(?:\s+links?)?\s*[:\-]?\s*(?P<links>(?:https?://\S+[\s,]*(?:and\s+)?)+)$`},
-		Build:    func(m *Match) (any, error) { return map[string]any{"links": linksIn(m.Group("links"))}, nil },
+		Build:    func(m *Match) (any, error) { return map[string]any{"links": LinksIn(m.Group("links"))}, nil },
 	},
 	{
 		Name: "analytics_summary", Tool: "integrations.analytics.pull_summary",
@@ -308,7 +308,7 @@ func syncSince(said string, now time.Time, loc *time.Location) (time.Time, error
 		return since, err
 	}
 	if since, err = time.Parse(time.RFC3339, said); err != nil {
-		return time.Time{}, notATime("since", clock, "write it like 2026-01-31T09:30:00+11:00")
+		return time.Time{}, NotATime("since", clock, "write it like 2026-01-31T09:30:00+11:00")
 	}
 	return since, nil
 }

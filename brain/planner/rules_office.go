@@ -1,9 +1,7 @@
 package planner
 
 import (
-	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +30,7 @@ var officeRules = []Rule{
 		Examples: []string{"text 0412 345 678: running 10 minutes late, see you soon"},
 		Patterns: []string{`^(?:please\s+)?(?:send\s+(?:an?\s+)?(?:sms|text)(?:\s+message)?\s+to|text|sms)\s+(?P<to>` + phonePattern + `)\s*[:\-,]\s*(?P<message>.+)$`},
 		Build: func(m *Match) (any, error) {
-			to, err := phoneInput(m, "to", "to")
+			to, err := m.Phone("to", "to")
 			if err != nil {
 				return nil, err
 			}
@@ -368,7 +366,7 @@ var officeRules = []Rule{
 			if key == "" {
 				key = strings.Join(strings.Fields(text)[:min(4, len(strings.Fields(text)))], " ")
 			}
-			return map[string]any{"key": slug(key), "value": map[string]any{"rule": text}}, nil
+			return map[string]any{"key": Slug(key), "value": map[string]any{"rule": text}}, nil
 		},
 	},
 	// The brain's memory of you, and the office's bookkeeping.
@@ -388,7 +386,7 @@ var officeRules = []Rule{
 			return in, nil
 		},
 	},
-	noInputRule("self_model", "identity.get_self_model", "how the brain sees itself: persona, values, boundaries, goals",
+	NoInputRule("self_model", "identity.get_self_model", "how the brain sees itself: persona, values, boundaries, goals",
 		[]string{"show your self model"},
 		`^(?:please\s+)?(?:show|get|what(?:'s|\s+is))\s+(?:me\s+)?(?:your|the)\s+self[\s-]*model\s*[.!?]*$`, `^who\s+are\s+you\s*\??$`),
 }
@@ -495,14 +493,4 @@ func interactionType(said string) string {
 		return "site_visit"
 	}
 	return "other"
-}
-
-// enumCheck returns v when the tool's enum for prop allows it (or has no enum), else an error naming the
-// values it allows.
-func enumCheck(m *Match, prop, v string) (string, error) {
-	allowed := enumOf(m.Tool, prop)
-	if len(allowed) == 0 || slices.Contains(allowed, v) {
-		return v, nil
-	}
-	return "", fmt.Errorf("%q is not a %s; use one of %s", v, prop, strings.Join(allowed, ", "))
 }

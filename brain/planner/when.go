@@ -32,8 +32,8 @@ func notADay(field, said, why string) error {
 	return Missing(field, fmt.Sprintf("%s is not a day I can use (%s): which day do you mean? %s", said, why, dayExample))
 }
 
-// notATime is the question about a time of day that cannot be.
-func notATime(field, said, why string) error {
+// NotATime is the question about a time of day that cannot be.
+func NotATime(field, said, why string) error {
 	return Missing(field, fmt.Sprintf("%s is not a time of day (%s): at what time? %s", said, why, timeExample))
 }
 
@@ -78,16 +78,16 @@ func clockTime(field, said, hourDigits, minuteDigits, meridiem string) (hour, mi
 	if minuteDigits != "" {
 		minute, err = strconv.Atoi(minuteDigits)
 		if err != nil || len(minuteDigits) != 2 || minute > 59 {
-			return 0, 0, notATime(field, said, "minutes go from 00 to 59")
+			return 0, 0, NotATime(field, said, "minutes go from 00 to 59")
 		}
 	}
 	switch meridiem = strings.ToLower(meridiem); {
 	case meridiem == "":
 		if herr != nil || len(hourDigits) > 2 || hour > 23 {
-			return 0, 0, notATime(field, said, "hours go from 0 to 23")
+			return 0, 0, NotATime(field, said, "hours go from 0 to 23")
 		}
 	case herr != nil || len(hourDigits) > 2 || hour < 1 || hour > 12:
-		return 0, 0, notATime(field, said, "hours go from 1 to 12 before am or pm")
+		return 0, 0, NotATime(field, said, "hours go from 1 to 12 before am or pm")
 	case meridiem == "pm" && hour < 12:
 		hour += 12
 	case meridiem == "am" && hour == 12:
@@ -181,17 +181,11 @@ func extractDateTime(text, field string, now time.Time, loc *time.Location, defa
 	return time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc), rest, nil
 }
 
-// preferredWindow is an inspection's window: an hour from the time named, or the working day (8:00 to
-// 17:00) of the day named; nil when the text names neither.
-func preferredWindow(text, field string, now time.Time, loc *time.Location) (map[string]any, error) {
-	start, _, err := extractDateTime(text, field, now, loc, -1)
+// preferredWindow is an inspection's window (Match.Window) as a map; nil when the text names none.
+func preferredWindow(m *Match, text, field string) (map[string]any, error) {
+	start, end, err := m.Window(text, field)
 	if err != nil || start.IsZero() {
 		return nil, err
-	}
-	end := start.Add(time.Hour)
-	if start.Hour() == 0 && start.Minute() == 0 && !timeOfDayRe.MatchString(text) {
-		start = time.Date(start.Year(), start.Month(), start.Day(), 8, 0, 0, 0, loc)
-		end = time.Date(start.Year(), start.Month(), start.Day(), 17, 0, 0, 0, loc)
 	}
 	return map[string]any{"start": start.Format(time.RFC3339), "end": end.Format(time.RFC3339)}, nil
 }

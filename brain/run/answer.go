@@ -194,13 +194,17 @@ func obj(m map[string]any, key string) map[string]any {
 	return o
 }
 
-// money formats cents as dollars: 280060 → $2,800.60.
+// money formats cents read from a map as dollars (Money).
 func money(v any) string {
 	f, ok := v.(float64)
 	if !ok {
 		return str(v)
 	}
-	cents := int64(f)
+	return Money(int64(f))
+}
+
+// Money formats cents as dollars: 280060 → $2,800.60.
+func Money(cents int64) string {
 	sign := ""
 	if cents < 0 {
 		sign, cents = "-", -cents
