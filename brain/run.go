@@ -466,23 +466,6 @@ type RunResponse struct {
 	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 	// Steps are a chat turn's LLM requests, in order: its journal, with its calls in planned_tool_calls.
 	Steps []RunStep `json:"steps,omitempty"`
-
-	// recorded, when set, reports the commit of the run's answer, which may still be under way; see
-	// Recorded.
-	recorded <-chan error
-}
-
-// SetRecording hands the response the outcome of the run's answer being recorded (see Recorded).
-func (r *RunResponse) SetRecording(recorded <-chan error) { r.recorded = recorded }
-
-// Recorded waits until the run's answer is recorded in brain_runs and returns the error, if any. A response
-// may be sent before: the answer is derived from the calls' receipts, and GET /brain/runs/{id} derives it
-// again for a run still waiting.
-func (r *RunResponse) Recorded() error {
-	if r.recorded == nil {
-		return nil
-	}
-	return <-r.recorded
 }
 
 // DescribePlan lists planned calls for a person: one line each.

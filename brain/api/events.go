@@ -185,8 +185,8 @@ func (s *Server) streamRunEvents(c echo.Context, id uuid.UUID, after int64, page
 			if mode != brain.ModeChat && (status == brain.RunEnqueued || status == brain.RunWaiting) {
 				// A rules run's answer is derived from its receipts by whoever reads it: this read records it
 				// when every receipt has come, and run_ended with it.
-				if resp, err := s.runs.GetRun(ctx, id, brain.Reader{All: true}); err == nil {
-					awaitRecorded(ctx, resp)
+				if _, err := s.runs.GetRun(ctx, id, brain.Reader{All: true}); err == nil {
+					s.runs.Recorded(ctx, id)
 				}
 			}
 		}

@@ -112,7 +112,7 @@ func (s *Server) operatorChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	awaitRecorded(ctx, run)
+	s.runs.Recorded(ctx, run.RunID)
 	// A question back (a lead without a suburb) or a failed call is still a reply: 200, ok false.
 	out := operatorFromRun(run, params.SessionID)
 	out.FallbackReason = fallback

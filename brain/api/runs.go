@@ -15,7 +15,6 @@ import (
 	"github.com/gemhq/gem/brain/run"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"github.com/rs/zerolog"
 )
 
 func (s *Server) run(c echo.Context) error {
@@ -65,7 +64,7 @@ func (s *Server) runAsync(c echo.Context, params *brain.RunParams, run func(cont
 		params.OnRecorded = begun
 		resp, err := run(ctx, params)
 		if err == nil {
-			awaitRecorded(ctx, resp)
+			s.runs.Recorded(ctx, resp.RunID)
 		}
 		return resp, err
 	})
@@ -81,10 +80,10 @@ func (s *Server) runAsync(c echo.Context, params *brain.RunParams, run func(cont
 	}
 }
 
-// writeRun sends a run's response; its answer is recorded meanwhile (see RunResponse.Recorded), and the
+// writeRun sends a run's response; its answer is recorded meanwhile (run.Service.Recorded), and the
 // request ends without waiting for it, so a client's next request on the same connection is read at once.
-// Shutdown waits for the recordings still under way (Server.Close), and a read of the run before its answer
-// is recorded derives it from the receipts (GetRun).
+// The brain's shutdown waits for the recordings still under way (run.Service.Close), and a read of the run
+// before its answer is recorded derives it from the receipts (GetRun).
 func (s *Server) writeRun(c echo.Context, status int, resp *brain.RunResponse) error {
 	// With its length known the client has the whole body at the flush; a body written without it is
 	// chunked, and its end goes out only when the handler returns.
@@ -99,20 +98,7 @@ func (s *Server) writeRun(c echo.Context, status int, resp *brain.RunResponse) e
 		_, err = c.Response().Write(body)
 		c.Response().Flush()
 	}
-	s.recordings.Add(1)
-	go func() {
-		defer s.recordings.Done()
-		awaitRecorded(context.WithoutCancel(c.Request().Context()), resp)
-	}()
 	return err
-}
-
-// awaitRecorded waits for a run's answer to be recorded (see RunResponse.Recorded), logging when it was not.
-func awaitRecorded(ctx context.Context, resp *brain.RunResponse) {
-	if err := resp.Recorded(); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("run_id", resp.RunID.String()).
-			Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
-	}
 }
 
 // findRun answers GET /brain/runs?idempotency_key=K: the caller's run its request with that key made,

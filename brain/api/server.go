@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -182,8 +181,6 @@ type Server struct {
 	admission *limiter
 	// description is the API's OpenAPI description (openapi.go).
 	description []byte
-	// recordings are the runs' answers still being recorded after their responses went out (writeRun).
-	recordings sync.WaitGroup
 
 	echo *echo.Echo
 	http *http.Server
@@ -325,7 +322,6 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	close(s.closing)
 	err := s.http.Shutdown(ctx)
-	s.recordings.Wait() // each ends with its one statement, or with the database's error
 	if serveErr := <-s.done; err == nil {
 		err = serveErr
 	}

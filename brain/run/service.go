@@ -20,7 +20,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -42,6 +41,8 @@ type Service struct {
 	zone    *time.Location // answers say times in it
 	// sentences say what succeeded calls did (UseSentences).
 	sentences Sentences
+	// recordings are the answers being recorded after their responses were made (Recorded, Close).
+	recordings recordings
 }
 
 // NewService builds the service; the waiter must be started.
@@ -323,18 +324,9 @@ func (s *Service) answer(ctx context.Context, rec *brain.Run, receipts map[uuid.
 	if len(pending) == 0 {
 		rec.Status = brain.RunCompleted
 	}
-	// The answer is recorded while the response goes out (see brain.RunResponse.recorded): the client does not wait
-	// for the database, and a lost update only leaves the run waiting until GET /brain/runs/{id}.
-	args := postgres.RunUpdateArgs(rec)
-	recorded := make(chan error, 1)
-	go func() {
-		recorded <- gemsql.Guarded(zerolog.Ctx(ctx), "recording a run's answer", func() error {
-			return postgres.RunUpdateAnswer(context.WithoutCancel(ctx), s.pool, args)
-		})
-	}()
-	resp := s.response(rec, ordered, pending)
-	resp.SetRecording(recorded)
-	return resp, nil
+	// The answer is recorded while the response goes out (recordings; Recorded waits for it).
+	s.recordAnswer(ctx, rec.ID, postgres.RunUpdateArgs(rec))
+	return s.response(rec, ordered, pending), nil
 }
 
 // Approver is the caller approving a stored plan: its name, grants and (when not nil) the only agents it may

@@ -178,6 +178,9 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.Server != nil {
 		err = m.Server.Close(ctx)
 	}
+	if m.Runs != nil {
+		m.Runs.Close() // the answers still being recorded, before the pool closes
+	}
 	m.closeAll()
 	return err
 }
