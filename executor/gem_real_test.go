@@ -223,8 +223,8 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 	integ.SMS = account.Config()
 
 	h := executor.Handlers{}
-	business.RegisterWithConfig(h, biz)
-	integrations.RegisterWithConfig(h, integ)
+	business.Register(h, biz)
+	integrations.Register(h, integ)
 	b.startExecutorWith(t, executor.Config{}, b.reg, h, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 
 	gem, err := gemRegistry()

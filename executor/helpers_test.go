@@ -66,8 +66,8 @@ func runHelper() int {
 // handlers of testdata/test-tools.json.
 func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 	h := executor.Handlers{}
-	business.RegisterWithConfig(h, biz)
-	integrations.RegisterWithConfig(h, integrations.Config{})
+	business.Register(h, biz)
+	integrations.Register(h, integrations.Config{})
 
 	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {
 		var id string

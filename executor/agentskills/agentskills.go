@@ -14,7 +14,6 @@ package agentskills
 
 import (
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
@@ -93,8 +92,8 @@ type ImageConfig struct {
 	Model string
 }
 
-// ConfigFromEnv reads the configuration from environment variables through getenv (os.Getenv in
-// production). Values are trimmed; defaults are not filled in (see WithDefaults).
+// ConfigFromEnv reads the configuration from environment variables through getenv (the executor's Main
+// passes os.Getenv). Values are trimmed; defaults are not filled in (see WithDefaults).
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	llm, llmErr := llmconfig.FromEnv(getenv)
@@ -137,13 +136,9 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Register adds the pack's handlers, configured from the process environment (read once, here).
-func Register(h executor.Handlers) {
-	RegisterWithConfig(h, ConfigFromEnv(os.Getenv))
-}
-
-// RegisterWithConfig adds the pack's handlers with the given provider configuration (defaults are filled in).
-func RegisterWithConfig(h executor.Handlers, cfg Config) {
+// Register adds the pack's handlers with its provider configuration (defaults are filled in): the executor's
+// Main reads it from the environment once (ConfigFromEnv); tests build one.
+func Register(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	if p.cfg.llmNotConfigured("") == nil {
 		p.llm = llmtext.New(p.cfg.LLM, p.cfg.HTTPClient)

@@ -41,7 +41,7 @@ func setup(t *testing.T, cfg agentskills.Config) (context.Context, *testBundle) 
 	t.Cleanup(waiter.Stop)
 
 	h := executor.Handlers{}
-	agentskills.RegisterWithConfig(h, cfg)
+	agentskills.Register(h, cfg)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	e, err := executor.New(executor.Config{DatabaseURL: url, ID: "test-" + uuid.NewString()[:8]}, reg, h, pool, log)
 	require.NoError(t, err)

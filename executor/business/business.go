@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -21,13 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Register adds the business pack's handlers, configured from the environment (see ConfigFromEnv).
-func Register(h executor.Handlers) {
-	RegisterWithConfig(h, ConfigFromEnv(os.Getenv))
-}
-
-// RegisterWithConfig adds the business pack's handlers with the given configuration.
-func RegisterWithConfig(h executor.Handlers, cfg Config) {
+// Register adds the business pack's handlers with its configuration: the executor's Main reads it from the
+// environment once (ConfigFromEnv); tests build one.
+func Register(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	p.loc, p.locErr = p.cfg.location()
 	p.region, p.regionErr = p.cfg.ResolvePhoneRegion()

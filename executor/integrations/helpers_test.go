@@ -54,7 +54,7 @@ func setup(t *testing.T, cfg integrations.Config) (context.Context, *testBundle)
 	t.Cleanup(b.waiter.Stop)
 
 	h := executor.Handlers{}
-	integrations.RegisterWithConfig(h, cfg)
+	integrations.Register(h, cfg)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	e, err := executor.New(executor.Config{DatabaseURL: url, ID: "test-" + uuid.NewString()[:8]}, reg, h, pool, log)
 	require.NoError(t, err)

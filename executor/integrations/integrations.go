@@ -2,26 +2,22 @@
 // with a sync queue that retries with backoff, Google Drive search, Google Photos shared links, Google
 // Analytics 4 and ads (Google Ads, Meta) summaries, and health checks of the SMS and email providers.
 //
-// Every provider is configured by environment variables (ConfigFromEnv, docs/integrations.md). A tool whose
-// provider is not configured answers not_configured, naming the variables to set; configured, it calls the
-// provider's real API. integrations.google_photos.import_links needs nothing but the database.
+// Every provider is configured by environment variables (ConfigFromEnv, read by the executor's Main,
+// docs/integrations.md). A tool whose provider is not configured answers not_configured, naming the
+// variables to set; configured, it calls the provider's real API. integrations.google_photos.import_links
+// needs nothing but the database.
 package integrations
 
 import (
 	"context"
-	"os"
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/business"
 )
 
-// Register adds the integrations pack's handlers, configured from the environment (see ConfigFromEnv).
-func Register(h executor.Handlers) {
-	RegisterWithConfig(h, ConfigFromEnv(os.Getenv))
-}
-
-// RegisterWithConfig adds the integrations pack's handlers with the given configuration.
-func RegisterWithConfig(h executor.Handlers, cfg Config) {
+// Register adds the integrations pack's handlers with its configuration: the executor's Main reads it from
+// the environment once (ConfigFromEnv); tests build one.
+func Register(h executor.Handlers, cfg Config) {
 	cfg = cfg.WithDefaults()
 	p := &pack{cfg: cfg, google: &googleTokens{cfg: cfg.Google, client: cfg.HTTPClient}}
 	p.highLevel = &highLevelClient{cfg: cfg.HighLevel, client: cfg.HTTPClient}

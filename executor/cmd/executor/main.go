@@ -29,9 +29,6 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/agentskills"
-	"github.com/gemhq/gem/executor/business"
-	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
@@ -40,15 +37,6 @@ import (
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// handlers are the tool handlers built into this executor.
-func handlers() executor.Handlers {
-	h := executor.Handlers{}
-	business.Register(h)
-	agentskills.Register(h)
-	integrations.Register(h)
-	return h
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -181,13 +169,14 @@ func runExecutor(args []string, stdout, stderr io.Writer) int {
 	if *flags.registry != "" {
 		cfg.RegistryPath = *flags.registry
 	}
+	builtIn := packsFromEnv(os.Getenv)
 
 	if addr := os.Getenv("GEM_PPROF_ADDR"); addr != "" {
 		servePprof(addr, log)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := &executor.Main{Config: cfg, Handlers: handlers(), Log: log, Migrate: *flags.migrate, Extend: remote.Extend(log)}
+	m := &executor.Main{Config: cfg, Handlers: builtIn.handlers(), Log: log, Migrate: *flags.migrate, Extend: remote.Extend(log)}
 	if err := m.Open(ctx); err != nil {
 		log.Error().Err(err).Msg("executor did not start")
 		return 1
@@ -347,7 +336,8 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// The rest and mcp tools get their handlers as in run; nothing connects until a call.
-	h := handlers()
+	builtIn := packsFromEnv(os.Getenv)
+	h := builtIn.handlers()
 	closeRemote, err := remote.Register(context.Background(), reg, h, remote.Options{})
 	if err != nil {
 		return fail(path, err)

@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/agentskills"
-	"github.com/gemhq/gem/executor/business"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,8 +26,7 @@ func envRead(t *testing.T) []string {
 	getenv := func(name string) string { seen[name] = true; return "" }
 	_, err := executor.ConfigFromEnv(getenv)
 	require.NoError(t, err)
-	business.ConfigFromEnv(getenv)
-	agentskills.ConfigFromEnv(getenv)
+	packsFromEnv(getenv)
 	// Read by this command itself.
 	for _, name := range []string{"GEM_LOG_LEVEL", "GEM_LOG_FORMAT", "GEM_PPROF_ADDR", "GEM_REGISTRY", "DATABASE_URL"} {
 		seen[name] = true
@@ -104,7 +101,7 @@ func TestHelp(t *testing.T) {
 func TestHelpMatchesOperationsDoc(t *testing.T) {
 	t.Parallel()
 	var docs string
-	for _, f := range []string{"operations.md", "business-pack.md", "agent-skills-pack.md"} {
+	for _, f := range []string{"operations.md", "business-pack.md", "agent-skills-pack.md", "integrations.md"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", f))
 		require.NoError(t, err)
 		docs += string(b)
