@@ -93,7 +93,8 @@ type ImageConfig struct {
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv (the executor's Main
-// passes os.Getenv). Values are trimmed; defaults are not filled in (see WithDefaults).
+// passes os.Getenv). Values are trimmed; defaults are not filled in (see WithDefaults). A value that cannot
+// be used does not stop the executor: Problems lists it, and the tools that need it answer not_configured.
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	llm, llmErr := llmconfig.FromEnv(getenv)
@@ -136,8 +137,22 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Problems lists the settings that are set but cannot be used, each error naming its variable: the ones the
+// tools that need them answer not_configured with.
+func (c Config) Problems() []error {
+	c = c.WithDefaults()
+	problems := llmtext.ConfigProblems(c.LLMError)
+	if err := c.WebSearch.providerProblem(); err != nil {
+		problems = append(problems, err)
+	}
+	if _, err := c.Image.baseURL(); err != nil {
+		problems = append(problems, err)
+	}
+	return problems
+}
+
 // Register adds the pack's handlers with its provider configuration (defaults are filled in): the executor's
-// Main reads it from the environment once (ConfigFromEnv); tests build one.
+// Main reads it from the environment once (ConfigFromEnv) and reports its Problems at start; tests build one.
 func Register(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	if p.cfg.llmNotConfigured("") == nil {

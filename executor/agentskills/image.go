@@ -20,6 +20,15 @@ const (
 	OutsideKindImage = "image_generation"
 )
 
+// baseURL reads URL (defaults filled in).
+func (c ImageConfig) baseURL() (*url.URL, error) {
+	base, err := url.Parse(strings.TrimRight(c.URL, "/"))
+	if err != nil || base.Host == "" {
+		return nil, fmt.Errorf("%s is not a URL: %q", EnvImageURL, c.URL)
+	}
+	return base, nil
+}
+
 // notConfigured returns the not_configured error for a missing image provider configuration, or nil.
 func (c ImageConfig) notConfigured(tool string) error {
 	required := []string{EnvImageAPIKey, EnvImageModel}
@@ -75,9 +84,9 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateI
 	if in.N <= 0 {
 		in.N = 1
 	}
-	base, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
-	if err != nil || base.Host == "" {
-		return nil, executor.NotConfigured(fmt.Sprintf("%s is not a URL: %q", EnvImageURL, cfg.URL), []string{EnvImageURL},
+	base, err := cfg.baseURL()
+	if err != nil {
+		return nil, executor.NotConfigured(err.Error(), []string{EnvImageURL},
 			fmt.Sprintf("Set %s to the provider's base URL, such as %s.", EnvImageURL, DefaultImageURL))
 	}
 	provider := base.Host

@@ -28,6 +28,14 @@ type webResult struct {
 	Published *string  `json:"published"`
 }
 
+// providerProblem says what is wrong with Provider (defaults filled in), or is nil.
+func (c WebSearchConfig) providerProblem() error {
+	if c.Provider != WebSearchTavily && c.Provider != WebSearchBrave {
+		return fmt.Errorf("%s is %q, which is neither %q nor %q", EnvWebSearchProvider, c.Provider, WebSearchTavily, WebSearchBrave)
+	}
+	return nil
+}
+
 // notConfigured returns the not_configured error for a missing or invalid web search configuration, or nil.
 func (c WebSearchConfig) notConfigured(tool string) error {
 	required := []string{EnvWebSearchAPIKey}
@@ -37,9 +45,9 @@ func (c WebSearchConfig) notConfigured(tool string) error {
 		fmt.Sprintf("Set %s only for another endpoint of the same format (defaults: %s, %s).", EnvWebSearchURL, DefaultTavilyURL, DefaultBraveURL),
 		"Restart the executor: it reads the configuration once, at start.",
 	}
-	if c.Provider != WebSearchTavily && c.Provider != WebSearchBrave {
-		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, but %s is %q, which is neither %q nor %q",
-			tool, EnvWebSearchProvider, c.Provider, WebSearchTavily, WebSearchBrave), append([]string{EnvWebSearchProvider}, required...), steps...)
+	if err := c.providerProblem(); err != nil {
+		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, but %v", tool, err),
+			append([]string{EnvWebSearchProvider}, required...), steps...)
 	}
 	if c.APIKey == "" {
 		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, and none is configured: %s is not set", tool, EnvWebSearchAPIKey), required, steps...)

@@ -21,7 +21,7 @@ import (
 )
 
 // Register adds the business pack's handlers with its configuration: the executor's Main reads it from the
-// environment once (ConfigFromEnv); tests build one.
+// environment once (ConfigFromEnv) and reports its Problems at start; tests build one.
 func Register(h executor.Handlers, cfg Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	p.loc, p.locErr = p.cfg.location()

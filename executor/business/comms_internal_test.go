@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/phone"
 	"github.com/stretchr/testify/require"
 )
 
@@ -128,4 +130,30 @@ func TestConfigFromEnv(t *testing.T) {
 	require.Equal(t, TimeZoneDefault, c.TimeZone)
 	_, err = Config{TimeZone: "Mars/Olympus"}.location()
 	require.ErrorContains(t, err, EnvTimeZone)
+}
+
+// TestConfigProblems: Problems lists each setting that is set but cannot be used, naming its variable, and
+// nothing for settings that are unset or fine.
+func TestConfigProblems(t *testing.T) {
+	t.Parallel()
+	problems := func(env map[string]string) []string {
+		var out []string
+		for _, err := range ConfigFromEnv(func(k string) string { return env[k] }).Problems() {
+			out = append(out, err.Error())
+		}
+		return out
+	}
+	require.Empty(t, problems(nil))
+	require.Empty(t, problems(map[string]string{EnvTimeZone: "Australia/Perth", phone.EnvRegion: "nz", EnvBusinessHours: "Sat 08:00-12:00",
+		EnvTwilioBaseURL: "http://127.0.0.1:1", EnvSMTPURL: "smtps://u:p@h", EnvEmailFrom: "Acme <a@b.example>", llmconfig.EnvTimeout: "5s"}))
+
+	got := problems(map[string]string{EnvTimeZone: "Mars/Olympus", phone.EnvRegion: "ZZ", EnvBusinessHours: "whenever",
+		EnvTwilioBaseURL: "ftp://twilio", EnvSMTPURL: "http://u:secret@h", EnvEmailFrom: "not an address",
+		llmconfig.EnvTimeout: "soon", llmconfig.EnvMaxTokens: "many"})
+	require.Len(t, got, 8, "%q", got)
+	for i, env := range []string{EnvTimeZone, phone.EnvRegion, EnvBusinessHours, EnvTwilioBaseURL, EnvSMTPURL, EnvEmailFrom,
+		llmconfig.EnvMaxTokens, llmconfig.EnvTimeout} {
+		require.Contains(t, got[i], env)
+	}
+	require.NotContains(t, strings.Join(got, "\n"), "secret", "a URL's password is never repeated")
 }

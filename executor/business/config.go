@@ -13,6 +13,7 @@ import (
 	_ "time/tzdata" // the business time zone must resolve on hosts without a zoneinfo database
 
 	"github.com/gemhq/gem/executor/filestore"
+	"github.com/gemhq/gem/executor/llmtext"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry/phone"
 )
@@ -112,8 +113,9 @@ type SMTPConfig struct {
 	From string
 }
 
-// ConfigFromEnv reads the configuration from environment variables (pass os.Getenv). Values are checked
-// when a tool needs them, so a mistake shows in that tool's receipt, naming the variable.
+// ConfigFromEnv reads the configuration from environment variables (the executor's Main passes os.Getenv).
+// A value that cannot be used does not stop the executor: Problems lists it, Main reports it at start, and
+// the tools that need it answer not_configured, naming the variable.
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	llm, llmErr := llmconfig.FromEnv(getenv)
@@ -137,6 +139,36 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		LLMError:  llmErr,
 		Business:  letterheadFromEnv(get),
 	}
+}
+
+// Problems lists the settings that are set but cannot be used, each error naming its variable: the ones the
+// tools that need them answer not_configured with.
+func (c Config) Problems() []error {
+	c = c.WithDefaults()
+	var problems []error
+	add := func(err error) {
+		if err != nil {
+			problems = append(problems, err)
+		}
+	}
+	_, err := c.location()
+	add(err)
+	_, err = c.ResolvePhoneRegion()
+	add(err)
+	if c.BusinessHours != "" {
+		_, err = parseWorkingHours(c.BusinessHours)
+		add(err)
+	}
+	add(c.SMS.validate())
+	if c.Email.URL != "" {
+		_, err = ParseSMTPURL(c.Email.URL)
+		add(err)
+	}
+	if c.Email.From != "" {
+		_, err = parseEmailFrom(c.Email.From)
+		add(err)
+	}
+	return append(problems, llmtext.ConfigProblems(c.LLMError)...)
 }
 
 // WithDefaults returns the config with defaults in place of zero values.
@@ -245,8 +277,17 @@ func (c SMTPConfig) parse() (*smtpServer, error) {
 		return nil, err
 	}
 	s := &smtpServer{SMTPServer: server}
-	if s.from, err = mail.ParseAddress(c.From); err != nil {
-		return nil, fmt.Errorf("%s=%q is not an email address: %w", EnvEmailFrom, c.From, err)
+	if s.from, err = parseEmailFrom(c.From); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// parseEmailFrom reads GEM_EMAIL_FROM.
+func parseEmailFrom(from string) (*mail.Address, error) {
+	a, err := mail.ParseAddress(from)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q is not an email address: %w", EnvEmailFrom, from, err)
+	}
+	return a, nil
 }

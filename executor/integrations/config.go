@@ -1,7 +1,9 @@
 package integrations
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -113,9 +115,22 @@ type Config struct {
 	Email business.SMTPConfig
 	// HTTPClient makes every request; each call's deadline bounds it. Defaults to a client of its own.
 	HTTPClient *http.Client
-	// Problems are the variables ConfigFromEnv could not read; the tools that need them answer
-	// not_configured with the message.
-	Problems map[string]string
+	// envProblems are the variables ConfigFromEnv could not read, by name (Problems lists them). The
+	// HighLevel contact sync answers not_configured with GEM_PHONE_REGION's; a number or a delay that cannot
+	// be read is left at its default, stages that cannot be read are left unmapped, and a base URL that is
+	// not http(s) is kept as it is.
+	envProblems map[string]string
+}
+
+// Problems lists the settings ConfigFromEnv could not read, each error naming its variable, in the
+// variables' order.
+func (c Config) Problems() []error {
+	names := slices.Sorted(maps.Keys(c.envProblems))
+	problems := make([]error, 0, len(names))
+	for _, name := range names {
+		problems = append(problems, errors.New(c.envProblems[name]))
+	}
+	return problems
 }
 
 // HighLevelConfig configures LeadConnector API v2. Token and LocationID are required.
@@ -201,9 +216,9 @@ type MetaConfig struct {
 	ConversionActions []string
 }
 
-// ConfigFromEnv reads the configuration from environment variables (pass os.Getenv). SMS and email come
-// from the business pack's variables (business.ConfigFromEnv). A value that cannot be read is kept in
-// Problems and reported by the tools that need it.
+// ConfigFromEnv reads the configuration from environment variables (the executor's Main passes os.Getenv).
+// SMS and email come from the business pack's variables (business.ConfigFromEnv). A value that cannot be
+// read does not stop the executor: Problems lists it, and Main reports it at start.
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	problems := map[string]string{}
@@ -294,7 +309,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		}
 	}
 	if len(problems) > 0 {
-		cfg.Problems = problems
+		cfg.envProblems = problems
 	}
 	return cfg
 }

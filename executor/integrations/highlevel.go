@@ -221,7 +221,7 @@ func (p *pack) syncContacts(ctx context.Context, c *executor.Call, in syncContac
 	if !p.highLevel.configured() {
 		return nil, highLevelNotConfigured()
 	}
-	if problem := p.cfg.Problems[phone.EnvRegion]; problem != "" {
+	if problem := p.cfg.envProblems[phone.EnvRegion]; problem != "" {
 		return nil, executor.NotConfigured(problem, []string{phone.EnvRegion},
 			"Set "+phone.EnvRegion+" to a two-letter region such as AU (or unset it for AU), and restart the executor.")
 	}

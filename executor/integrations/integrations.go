@@ -16,7 +16,7 @@ import (
 )
 
 // Register adds the integrations pack's handlers with its configuration: the executor's Main reads it from
-// the environment once (ConfigFromEnv); tests build one.
+// the environment once (ConfigFromEnv) and reports its Problems at start; tests build one.
 func Register(h executor.Handlers, cfg Config) {
 	cfg = cfg.WithDefaults()
 	p := &pack{cfg: cfg, google: &googleTokens{cfg: cfg.Google, client: cfg.HTTPClient}}

@@ -170,6 +170,7 @@ func runExecutor(args []string, stdout, stderr io.Writer) int {
 		cfg.RegistryPath = *flags.registry
 	}
 	builtIn := packsFromEnv(os.Getenv)
+	builtIn.reportProblems(log)
 
 	if addr := os.Getenv("GEM_PPROF_ADDR"); addr != "" {
 		servePprof(addr, log)
@@ -277,6 +278,9 @@ type registryCheckResult struct {
 	Tools    []toolSummary      `json:"tools,omitempty"`
 	// MCPServers are the registry's mcp_servers.
 	MCPServers []mcpServerSummary `json:"mcp_servers,omitempty"`
+	// SettingProblems are the tool packs' settings that are set but cannot be used, each naming its
+	// variable (the executor starts all the same, and logs each).
+	SettingProblems []string `json:"setting_problems,omitempty"`
 }
 
 func registryCheck(args []string, stdout, stderr io.Writer) int {
@@ -372,8 +376,13 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 		servers = append(servers, mcpServerSummary{Name: srv.Name, Transport: srv.Transport(), Target: target, Tools: mcpTools[srv.Name],
 			RequiredEnv: required, MissingEnv: executor.MissingEnv(required)})
 	}
+	var settingProblems []string
+	for _, err := range builtIn.problems() {
+		settingProblems = append(settingProblems, err.Error())
+	}
 	if *asJSON {
-		printJSON(registryCheckResult{Path: path, OK: true, Version: reg.Version, Tools: tools, MCPServers: servers})
+		printJSON(registryCheckResult{Path: path, OK: true, Version: reg.Version, Tools: tools, MCPServers: servers,
+			SettingProblems: settingProblems})
 		return 0
 	}
 
@@ -426,6 +435,12 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(needsEnv) > 0 {
 		fmt.Fprintf(stdout, "Answer not_configured until configured: %s\n", strings.Join(needsEnv, "; "))
+	}
+	if len(settingProblems) > 0 {
+		fmt.Fprintf(stdout, "Settings that cannot be used (the tools that need them will not work until they are fixed):\n")
+		for _, p := range settingProblems {
+			fmt.Fprintf(stdout, "  %s\n", p)
+		}
 	}
 	var unknown []string
 	for _, name := range h.Names() {

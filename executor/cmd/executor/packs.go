@@ -5,6 +5,7 @@ import (
 	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/integrations"
+	"github.com/rs/zerolog"
 )
 
 // packs are the tool packs built into this executor, with their settings. They are read from the
@@ -31,4 +32,29 @@ func (p packs) handlers() executor.Handlers {
 	agentskills.Register(h, p.agentSkills)
 	integrations.Register(h, p.integrations)
 	return h
+}
+
+// problems are the settings that are set but cannot be used, each error naming its variable. A setting two
+// packs read (GEM_LLM_*, GEM_PHONE_REGION) is listed once.
+func (p packs) problems() []error {
+	var problems []error
+	seen := map[string]bool{}
+	for _, pack := range [][]error{p.business.Problems(), p.agentSkills.Problems(), p.integrations.Problems()} {
+		for _, err := range pack {
+			if !seen[err.Error()] {
+				seen[err.Error()] = true
+				problems = append(problems, err)
+			}
+		}
+	}
+	return problems
+}
+
+// reportProblems logs a warning for each setting that cannot be used. The executor starts all the same, as
+// it always has: a wrong setting keeps only the tools that need it from working (those of the business and
+// agent skills packs answer not_configured, naming the variable), not the others.
+func (p packs) reportProblems(log zerolog.Logger) {
+	for _, err := range p.problems() {
+		log.Warn().Err(err).Msg("a tool pack's setting cannot be used: fix it and restart the executor (executor registry check lists them)")
+	}
 }

@@ -1,0 +1,31 @@
+package agentskills_test
+
+import (
+	"testing"
+
+	"github.com/gemhq/gem/executor/agentskills"
+	"github.com/stretchr/testify/require"
+)
+
+// TestConfigProblems: Problems lists each setting that is set but cannot be used, naming its variable (each
+// GEM_LLM_* one apart), and nothing for settings that are unset or fine.
+func TestConfigProblems(t *testing.T) {
+	t.Parallel()
+	problems := func(env map[string]string) []string {
+		var out []string
+		for _, err := range agentskills.ConfigFromEnv(func(k string) string { return env[k] }).Problems() {
+			out = append(out, err.Error())
+		}
+		return out
+	}
+	require.Empty(t, problems(nil))
+	require.Empty(t, problems(map[string]string{"GEM_LLM_PROVIDER": "anthropic", "GEM_LLM_TIMEOUT": "5s", "GEM_WEB_SEARCH_PROVIDER": "Brave",
+		"GEM_IMAGE_URL": "http://127.0.0.1:1/v1"}))
+
+	got := problems(map[string]string{"GEM_LLM_PROVIDER": "gemini", "GEM_LLM_TIMEOUT": "soon", "GEM_WEB_SEARCH_PROVIDER": "altavista",
+		"GEM_IMAGE_URL": "images"})
+	require.Len(t, got, 4, "%q", got)
+	for i, env := range []string{"GEM_LLM_PROVIDER", "GEM_LLM_TIMEOUT", "GEM_WEB_SEARCH_PROVIDER", "GEM_IMAGE_URL"} {
+		require.Contains(t, got[i], env)
+	}
+}
