@@ -295,7 +295,7 @@ Usage:
 	printEnv(w, envVars)
 	fmt.Fprint(w, "\nMetrics and traces (docs/observability.md):\n")
 	printEnv(w, telemetryEnvVars)
-	fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured; executor registry check lists them):\n")
+	fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured; a variable set to something unusable is logged at start;\nexecutor registry check lists both):\n")
 	printEnv(w, providerEnvVars)
 	fmt.Fprint(w, "\nExit status: 0 on success, 1 on failure (a broken registry, a database error), 2 on a usage or configuration error.\nSee docs/operations.md.\n")
 }
@@ -329,7 +329,7 @@ func printCommandUsage(w io.Writer, name string) {
 		printEnv(w, telemetryEnvVars)
 	}
 	if c.provider {
-		fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured):\n")
+		fmt.Fprint(w, "\nTool providers (a tool whose variables are unset answers not_configured; a variable set to something unusable is logged at start):\n")
 		printEnv(w, providerEnvVars)
 	}
 }
