@@ -107,3 +107,16 @@ func NoInputRule(name, tool, help string, examples []string, patterns ...string)
 	return Rule{Name: name, Tool: tool, Help: help, Examples: examples, Patterns: patterns,
 		Build: func(*Match) (any, error) { return struct{}{}, nil }}
 }
+
+// Patterns a pack's rules find contact details with.
+const (
+	// PhonePattern matches a phone number as people type it in a rule's pattern (Match.Phone reads it).
+	PhonePattern = `(?:\+|\()?\d[\d\s().-]{6,}\d`
+	// EmailPattern matches an email address in a rule's pattern.
+	EmailPattern = `[\w.+-]+@[\w-]+(?:\.[\w-]+)+`
+)
+
+var emailInRe = regexp.MustCompile(EmailPattern)
+
+// EmailIn is the first email address in text, or "".
+func EmailIn(text string) string { return emailInRe.FindString(text) }

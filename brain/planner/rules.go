@@ -119,8 +119,8 @@ const UUIDPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 // Rules are the rules of the tools whose packs do not give their own yet (the brain takes every pack's
 // from packs/plans, these among them), in the order they are tried: the trades workflow's rules first
-// (they are the most specific), then the office's, then the rest of GEM's domains.
-var Rules = slices.Concat(businessRules, coreRules, officeRules, moreRules)
+// (they are the most specific), then the rest of GEM's domains.
+var Rules = slices.Concat(businessRules, coreRules, moreRules)
 
 // RulesPlanner plans with Rules. It needs no LLM and always answers the same way.
 type RulesPlanner struct {

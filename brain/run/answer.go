@@ -117,23 +117,6 @@ var receiptSentences = mapSentences(map[string]func(in, res map[string]any, when
 	"job.complete": func(in, res map[string]any, when func(string) string) string {
 		return fmt.Sprintf("Job %s is completed.", str(in["job_id"]))
 	},
-	"personal.check_in": func(in, res map[string]any, when func(string) string) string {
-		var parts []string
-		for _, k := range []string{"energy", "stress", "focus"} {
-			if v := str(in[k]); v != "" {
-				parts = append(parts, k+" "+strings.ReplaceAll(v, "_", " "))
-			}
-		}
-		return "Checked in: " + strings.Join(parts, ", ") + "."
-	},
-	"calendar.create_event": func(in, res map[string]any, when func(string) string) string {
-		return fmt.Sprintf("Booked “%s” for %s.", str(in["title"]), when(str(in["start_at"])))
-	},
-	"calendar.find_slots": func(in, res map[string]any, when func(string) string) string {
-		return listSentence(res["slots"], "free slot", "free slots", func(sl map[string]any) string {
-			return when(str(sl["start_at"])) + " to " + when(str(sl["end_at"]))
-		})
-	},
 	"finance.generate_cashflow_snapshot": func(in, res map[string]any, when func(string) string) string {
 		sum := obj(res, "summary")
 		return fmt.Sprintf("Cash flow %s to %s: %s in, %s out, %s net.", str(sum["from"]), str(sum["to"]),

@@ -9,18 +9,20 @@ import (
 
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/run"
+	businessplan "github.com/gemhq/gem/packs/business/plan"
 	osplan "github.com/gemhq/gem/packs/os/plan"
 )
 
 // Rules are every pack's rules, in the order they are tried: a clause goes to the first rule that matches
-// it. The os pack's come last: notes, tasks and reminders catch what the other packs' more specific rules
-// leave ("note …", "remind me to …", "list …").
-var Rules = slices.Concat(planner.Rules, osplan.Rules)
+// it. The business pack's come first, then the rules still in the planner, and the os pack's last: notes,
+// tasks and reminders catch what the other packs' more specific rules leave ("note …", "remind me to …",
+// "list …").
+var Rules = slices.Concat(businessplan.Rules, planner.Rules, osplan.Rules)
 
 // Sentences are every pack's sentences, by tool.
 var Sentences = func() run.Sentences {
 	out := run.Sentences{}
-	for _, s := range []run.Sentences{osplan.Sentences} {
+	for _, s := range []run.Sentences{businessplan.Sentences, osplan.Sentences} {
 		maps.Copy(out, s)
 	}
 	return out

@@ -27,6 +27,6 @@ var Sentences = func() run.Sentences {
 // The parts, each in its file (trades.go, office.go, media.go) once it has moved from brain/planner and
 // brain/run.
 var (
-	tradesRules, officeRules, mediaRules             []planner.Rule
-	tradesSentences, officeSentences, mediaSentences run.Sentences
+	tradesRules, mediaRules         []planner.Rule
+	tradesSentences, mediaSentences run.Sentences
 )

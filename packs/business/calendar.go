@@ -1,0 +1,73 @@
+package businesspack
+
+import "time"
+
+// The calendar tools.
+const (
+	FindSlots        = "calendar.find_slots"
+	CreateEvent      = "calendar.create_event"
+	UpdateEvent      = "calendar.update_event"
+	CancelEvent      = "calendar.cancel_event"
+	AttachJobToEvent = "calendar.attach_job_to_event"
+)
+
+// Bounds of calendar.find_slots's duration_minutes.
+const (
+	SlotMinMinutes = 15
+	SlotMaxMinutes = 480
+)
+
+// FindSlotsInput is calendar.find_slots's input.
+type FindSlotsInput struct {
+	From            time.Time `json:"from"`
+	To              time.Time `json:"to"`
+	DurationMinutes int       `json:"duration_minutes,omitempty"`
+	MaxSlots        int       `json:"max_slots,omitempty"`
+}
+
+// FreeSlot is a free time calendar.find_slots found.
+type FreeSlot struct {
+	StartAt time.Time `json:"start_at"`
+	EndAt   time.Time `json:"end_at"`
+}
+
+// FindSlotsOutput is calendar.find_slots's result (what the answer reads of it).
+type FindSlotsOutput struct {
+	Slots []FreeSlot `json:"slots"`
+}
+
+// CreateEventInput is calendar.create_event's input.
+type CreateEventInput struct {
+	Title   string    `json:"title"`
+	StartAt time.Time `json:"start_at"`
+	EndAt   time.Time `json:"end_at"`
+	// Location is where the message said it is (nil: it said nowhere).
+	Location   *string `json:"location,omitempty"`
+	ContextRef *Ref    `json:"context_ref,omitempty"`
+}
+
+// EventPatch is what calendar.update_event changes: the fields it sets, and no others.
+type EventPatch struct {
+	Title    *string    `json:"title,omitempty"`
+	StartAt  *time.Time `json:"start_at,omitempty"`
+	EndAt    *time.Time `json:"end_at,omitempty"`
+	Location *string    `json:"location,omitempty"`
+}
+
+// UpdateEventInput is calendar.update_event's input.
+type UpdateEventInput struct {
+	EventID string     `json:"event_id,omitempty"`
+	Patch   EventPatch `json:"patch"`
+}
+
+// CancelEventInput is calendar.cancel_event's input.
+type CancelEventInput struct {
+	EventID string `json:"event_id,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// AttachJobToEventInput is calendar.attach_job_to_event's input: the job (or lead) is its context_ref.
+type AttachJobToEventInput struct {
+	EventID    string `json:"event_id,omitempty"`
+	ContextRef *Ref   `json:"context_ref,omitempty"`
+}
