@@ -1,0 +1,133 @@
+package businesspack
+
+import "time"
+
+// The leads tools: enquiries, from the first call to won or lost.
+const (
+	CreateLead         = "leads.create"
+	UpdateLeadStage    = "leads.update_stage"
+	AddLeadSource      = "leads.add_source"
+	AddLeadPhotosLink  = "leads.add_photos_link"
+	ScheduleInspection = "leads.schedule_inspection"
+	ListLeadsByStage   = "leads.list_by_stage"
+	MarkLeadLost       = "leads.mark_lost"
+)
+
+// LeadsTools are the leads tools, in the registry's order.
+var LeadsTools = []string{CreateLead, UpdateLeadStage, AddLeadSource, AddLeadPhotosLink, ScheduleInspection, ListLeadsByStage, MarkLeadLost}
+
+// Lead sources: where an enquiry came from (leads.create's enum).
+const (
+	SourceGMB       = "gmb"
+	SourceGoogleAds = "google_ads"
+	SourceMeta      = "meta"
+	SourceReferral  = "referral"
+	SourceRepeat    = "repeat"
+	SourceOther     = "other"
+)
+
+// Lead stages: the pipeline (leads.update_stage's enum).
+const (
+	StageNew                 = "new"
+	StageContacted           = "contacted"
+	StageInspectionScheduled = "inspection_scheduled"
+	StageQuoted              = "quoted"
+	StageWon                 = "won"
+	StageLost                = "lost"
+)
+
+// The inputs and results below are as the tools' registry entries declare them (tools/*.json): the planner's
+// rules build the inputs, the answer's sentences read both. A field the entry leaves optional is omitted when
+// empty; an id the message does not name is left out, for the run's context to supply.
+
+// LeadsCreateInput is leads.create's input.
+type LeadsCreateInput struct {
+	Name    string `json:"name"`
+	Phone   string `json:"phone"`
+	Email   string `json:"email,omitempty"`
+	Suburb  string `json:"suburb"`
+	Source  string `json:"source,omitempty"`
+	Notes   string `json:"notes,omitempty"`
+	Address string `json:"address,omitempty"`
+}
+
+// LeadsCreateOutput is leads.create's result (what the answer reads of it).
+type LeadsCreateOutput struct {
+	LeadID string `json:"lead_id"`
+	// Created is false when the phone number was already a lead's (that lead is returned).
+	Created *bool `json:"created"`
+}
+
+// LeadsUpdateStageInput is leads.update_stage's input.
+type LeadsUpdateStageInput struct {
+	LeadID string `json:"lead_id,omitempty"`
+	Stage  string `json:"stage"`
+	Notes  string `json:"notes,omitempty"`
+}
+
+// LeadsAddSourceInput is leads.add_source's input.
+type LeadsAddSourceInput struct {
+	LeadID   string            `json:"lead_id,omitempty"`
+	Source   string            `json:"source"`
+	Campaign map[string]string `json:"campaign,omitempty"`
+}
+
+// LeadsAddPhotosLinkInput is leads.add_photos_link's input.
+type LeadsAddPhotosLinkInput struct {
+	LeadID string   `json:"lead_id,omitempty"`
+	Links  []string `json:"links"`
+	Label  string   `json:"label,omitempty"`
+}
+
+// PreferredWindow is when an inspection should be: a start (and end), or a working day and part of it.
+type PreferredWindow struct {
+	Start     *time.Time `json:"start,omitempty"`
+	End       *time.Time `json:"end,omitempty"`
+	Date      string     `json:"date,omitempty"`
+	PartOfDay string     `json:"part_of_day,omitempty"`
+}
+
+// LeadsScheduleInspectionInput is leads.schedule_inspection's input.
+type LeadsScheduleInspectionInput struct {
+	LeadID          string          `json:"lead_id,omitempty"`
+	PreferredWindow PreferredWindow `json:"preferred_window"`
+	Notes           string          `json:"notes,omitempty"`
+	Address         string          `json:"address,omitempty"`
+}
+
+// LeadsScheduleInspectionOutput is leads.schedule_inspection's result.
+type LeadsScheduleInspectionOutput struct {
+	InspectionID string `json:"inspection_id"`
+}
+
+// LeadsListByStageInput is leads.list_by_stage's input.
+type LeadsListByStageInput struct {
+	Stage  string `json:"stage,omitempty"`
+	Suburb string `json:"suburb,omitempty"`
+	Source string `json:"source,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// Lead is a lead as the leads tools return it.
+type Lead struct {
+	LeadID string `json:"lead_id"`
+	Name   string `json:"name"`
+	Phone  string `json:"phone"`
+	Stage  string `json:"stage"`
+	// Status is where an older result kept the stage.
+	Status string `json:"status,omitempty"`
+}
+
+// LeadsListByStageOutput is leads.list_by_stage's result.
+type LeadsListByStageOutput struct {
+	Leads []Lead `json:"leads"`
+	Count int    `json:"count"`
+}
+
+// LeadsMarkLostInput is leads.mark_lost's input.
+type LeadsMarkLostInput struct {
+	LeadID     string `json:"lead_id,omitempty"`
+	Reason     string `json:"reason"`
+	Notes      string `json:"notes,omitempty"`
+	ReasonCode string `json:"reason_code,omitempty"`
+}
