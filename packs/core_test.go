@@ -18,11 +18,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// movedPacks are the packs whose brain side (rules and sentences) lives in their folder: the brain's core
-// names none of their tools. A pack joins when its rules and sentences move (docs/packs.md).
+// movedPacks are the packs (or a pack's domains) whose brain side (rules and sentences) lives in their
+// folder: the brain's core names none of their tools. A pack joins when its rules and sentences move
+// (docs/packs.md).
 var movedPacks = map[string][]string{
 	"os": ospack.Tools,
-	"business (office)": append(businessDomains("comms", "calendar", "entity", "personal"),
+	"business: the trades": slices.Concat(businesspack.LeadsTools, businesspack.InspectionTools, businesspack.QuoteTools,
+		businesspack.JobTools, businesspack.InvoiceTools, businesspack.FinanceTools, []string{businesspack.AddMemory}),
+	"business: the office": append(businessDomains("comms", "calendar", "entity", "personal"),
 		businesspack.ListMemories, businesspack.GetSelfModel),
 }
 
@@ -45,6 +48,7 @@ var coreFolders = []string{"brain/planner", "brain/run", "brain/chat", "brain/ap
 var stillNamed = map[string]string{
 	"brain/api/highlevel_webhook.go": "the HighLevel webhook's planning moves with the integrations pack",
 	"brain/api/routes.go":            "the OpenAPI examples; they take their tool from the registry when the business pack moves",
+	"brain/planner/help.go":          "the help's example of asking about a tool (\"what is leads.create?\"), words for people",
 }
 
 // TestCoreNamesNoMovedTools: no Go string in the brain's core packages (tests aside) names a tool of a pack

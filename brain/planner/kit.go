@@ -108,15 +108,36 @@ func NoInputRule(name, tool, help string, examples []string, patterns ...string)
 		Build: func(*Match) (any, error) { return struct{}{}, nil }}
 }
 
-// Patterns a pack's rules find contact details with.
+// Patterns a rule's own pattern can hold, for what messages write the same way whichever tool they are for.
 const (
-	// PhonePattern matches a phone number as people type it in a rule's pattern (Match.Phone reads it).
+	// PhonePattern matches a phone number as typed; Match.Phone then reads it as the executor does.
 	PhonePattern = `(?:\+|\()?\d[\d\s().-]{6,}\d`
-	// EmailPattern matches an email address in a rule's pattern.
+	// EmailPattern matches an email address.
 	EmailPattern = `[\w.+-]+@[\w-]+(?:\.[\w-]+)+`
+	// FileRefPattern matches a file's reference: a URL of any scheme (gemfs://, https://) or a file name
+	// with a photo, video or document extension.
+	FileRefPattern = `[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|heic|webp|gif|mp4|mov|pdf|docx?)`
 )
 
-var emailInRe = regexp.MustCompile(EmailPattern)
+// The names the rules still in this package use for them.
+const (
+	phonePattern   = PhonePattern
+	fileRefPattern = FileRefPattern
+)
+
+var emailRe = regexp.MustCompile(EmailPattern)
 
 // EmailIn is the first email address in text, or "".
-func EmailIn(text string) string { return emailInRe.FindString(text) }
+func EmailIn(text string) string { return emailRe.FindString(text) }
+
+var slugRe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// Slug makes a key from text: "I prefer mornings" → i-prefer-mornings.
+func Slug(text string) string {
+	return strings.Trim(slugRe.ReplaceAllString(strings.ToLower(text), "-"), "-")
+}
+
+var linkRe = regexp.MustCompile(`https?://[^\s,]+`)
+
+// LinksIn lists the web links (http, https) in text.
+func LinksIn(s string) []string { return linkRe.FindAllString(s, -1) }

@@ -118,9 +118,8 @@ func Missing(field, question string) error { return &MissingError{Field: field, 
 const UUIDPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 
 // Rules are the rules of the tools whose packs do not give their own yet (the brain takes every pack's
-// from packs/plans, these among them), in the order they are tried: the trades workflow's rules first
-// (they are the most specific), then the rest of GEM's domains.
-var Rules = slices.Concat(businessRules, coreRules, moreRules)
+// from packs/plans, these among them), in the order they are tried.
+var Rules = slices.Concat(moreRules)
 
 // RulesPlanner plans with Rules. It needs no LLM and always answers the same way.
 type RulesPlanner struct {
@@ -488,14 +487,4 @@ func UUIDsIn(s string) []string {
 		out = append(out, strings.ToLower(id))
 	}
 	return out
-}
-
-// idRule is IDRule with the id as the map's idField.
-func idRule(name, tool, idField, help string, examples []string, pattern string) Rule {
-	return IDRule(name, tool, help, examples, pattern, func(id string) map[string]any {
-		if id == "" {
-			return map[string]any{}
-		}
-		return map[string]any{idField: id}
-	})
 }

@@ -181,15 +181,6 @@ func extractDateTime(text, field string, now time.Time, loc *time.Location, defa
 	return time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc), rest, nil
 }
 
-// preferredWindow is an inspection's window (Match.Window) as a map; nil when the text names none.
-func preferredWindow(m *Match, text, field string) (map[string]any, error) {
-	start, end, err := m.Window(text, field)
-	if err != nil || start.IsZero() {
-		return nil, err
-	}
-	return map[string]any{"start": start.Format(time.RFC3339), "end": end.Format(time.RFC3339)}, nil
-}
-
 var sinceAgoRe = regexp.MustCompile(`^(?:in\s+)?(?:the\s+)?(?:last|past)\s+(\d+)\s+(hours?|days?)$|^(\d+)\s+(hours?|days?)\s+ago$`)
 
 // sinceOf reads "today", "yesterday", "this week", "the last 3 hours", "2 days ago" or a date. Words that

@@ -2,7 +2,6 @@ package run
 
 import (
 	"encoding/json"
-	"maps"
 	"time"
 )
 
@@ -70,10 +69,6 @@ func (s Sentence) Next(in, out json.RawMessage, has func(tool string) bool) []st
 // Sentences are the tools' sentences, by tool name.
 type Sentences map[string]Sentence
 
-// UseSentences adds the packs' sentences to the ones the service has (a pack's wins over the service's own
-// for the same tool).
-func (s *Service) UseSentences(more Sentences) {
-	merged := maps.Clone(s.sentences)
-	maps.Copy(merged, more)
-	s.sentences = merged
-}
+// UseSentences gives the service the packs' sentences (packs/plans); without them every answer is the
+// generic one.
+func (s *Service) UseSentences(sentences Sentences) { s.sentences = sentences }

@@ -48,8 +48,7 @@ type Service struct {
 // NewService builds the service; the waiter must be started.
 // It logs through the logger in each request's context.
 func NewService(reg *registry.Registry, planner brain.Planner, pool *pgxpool.Pool, waiter *gemsql.ReceiptWaiter) *Service {
-	return &Service{reg: reg, planner: planner, pool: pool, waiter: waiter, now: time.Now, zone: time.Local,
-		sentences: receiptSentences}
+	return &Service{reg: reg, planner: planner, pool: pool, waiter: waiter, now: time.Now, zone: time.Local}
 }
 
 // UseTimezone sets the zone answers say times in: the one the planner reads them in. It defaults to the

@@ -40,3 +40,12 @@ type IdentityAddMemoryInput struct {
 	Confidence *float64       `json:"confidence,omitempty"`
 	Source     string         `json:"source,omitempty"`
 }
+
+// ListMemoriesInput is identity.list_memories's input.
+type ListMemoriesInput struct {
+	// MemoryType is preference, fact, boundary, commitment or pattern.
+	MemoryType     string `json:"memory_type,omitempty"`
+	KeyPrefix      string `json:"key_prefix,omitempty"`
+	Limit          int    `json:"limit,omitempty"`
+	IncludeExpired bool   `json:"include_expired,omitempty"`
+}

@@ -14,9 +14,9 @@ import (
 )
 
 // Rules are every pack's rules, in the order they are tried: a clause goes to the first rule that matches
-// it. The business pack's come first, then the rules still in the planner, and the os pack's last: notes,
-// tasks and reminders catch what the other packs' more specific rules leave ("note …", "remind me to …",
-// "list …").
+// it. The business pack's come first (the trades workflow's are the most specific), then the rules still
+// in the planner, and the os pack's last: notes, tasks and reminders catch what the other packs' more
+// specific rules leave ("note …", "remind me to …", "list …").
 var Rules = slices.Concat(businessplan.Rules, planner.Rules, osplan.Rules)
 
 // Sentences are every pack's sentences, by tool.

@@ -25,8 +25,8 @@ var Sentences = func() run.Sentences {
 }()
 
 // The parts, each in its file (trades.go, office.go, media.go) once it has moved from brain/planner and
-// brain/run.
+// brain/run; the trades' have (trades.go).
 var (
-	tradesRules, mediaRules         []planner.Rule
-	tradesSentences, mediaSentences run.Sentences
+	mediaRules     []planner.Rule
+	mediaSentences run.Sentences
 )
