@@ -71,3 +71,6 @@ type AttachJobToEventInput struct {
 	EventID    string `json:"event_id,omitempty"`
 	ContextRef *Ref   `json:"context_ref,omitempty"`
 }
+
+// CalendarTools are the calendar tools, in the registry's order.
+var CalendarTools = []string{FindSlots, CreateEvent, UpdateEvent, CancelEvent, AttachJobToEvent}

@@ -70,3 +70,6 @@ type CreateFollowupTaskInput struct {
 	ContextRef *Ref       `json:"context_ref,omitempty"`
 	DueAt      *time.Time `json:"due_at,omitempty"`
 }
+
+// CommsTools are the comms tools, in the registry's order.
+var CommsTools = []string{ComposeSMS, ComposeEmail, SendSMS, SendEmail, LogCallOutcome, CreateFollowupTask}

@@ -74,3 +74,6 @@ type AddInteractionInput struct {
 	OccurredAt *time.Time     `json:"occurred_at,omitempty"`
 	ContextRef *Ref           `json:"context_ref,omitempty"`
 }
+
+// EntityTools are the entity tools, in the registry's order.
+var EntityTools = []string{CreateEntity, UpdateEntity, SearchEntities, GetEntity, LinkEntityConversation, AddInteraction, AddAddressSiteDetails}

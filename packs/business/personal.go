@@ -72,3 +72,6 @@ type BoundarySetInput struct {
 	Value    Boundary   `json:"value"`
 	RemindAt *time.Time `json:"remind_at,omitempty"`
 }
+
+// PersonalTools are the personal tools, in the registry's order.
+var PersonalTools = []string{CheckIn, CreateCommitment, ReviewCommitments, CloseCommitment, DecisionSupport, BoundarySet}

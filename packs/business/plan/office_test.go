@@ -3,135 +3,24 @@ package businessplan
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/planner"
-	"github.com/gemhq/gem/packs"
 	businesspack "github.com/gemhq/gem/packs/business"
-	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/packs/internal/plantest"
 	"github.com/stretchr/testify/require"
 )
-
-// officeTools are the business pack's tools the office's rules and sentences are for: every tool of the
-// comms, calendar, entity and personal domains, and the identity tools they plan.
-func officeTools() []string {
-	var tools []string
-	for _, tool := range businesspack.Tools {
-		domain, _, _ := strings.Cut(tool, ".")
-		if slices.Contains([]string{"comms", "calendar", "entity", "personal"}, domain) {
-			tools = append(tools, tool)
-		}
-	}
-	return append(tools, businesspack.ListMemories, businesspack.GetSelfModel)
-}
-
-// officeWithoutRule are the office's tools the rules planner does not plan, and why.
-var officeWithoutRule = map[string]string{
-	businesspack.UpdateEntity:           "not yet: a contact's patch (name, kind, notes, contact details) goes through the LLM planner and the studio",
-	businesspack.LinkEntityConversation: "an agent's bookkeeping: it ties a brain conversation to a contact, which a message does not name",
-	businesspack.AddAddressSiteDetails:  "not yet: a site's details (access, roof, storeys, hazards) go through the LLM planner and the studio",
-	businesspack.CloseCommitment:        "not yet: closing a commitment takes its outcome and a note, through the LLM planner and the studio",
-}
-
-// officeWithoutSentence are the office's tools whose answer is the generic one (the tool and its receipt's
-// summary), and why.
-var officeWithoutSentence = map[string]string{
-	businesspack.ComposeSMS:             "not yet: the summary holds the draft's text",
-	businesspack.ComposeEmail:           "not yet: the summary holds the draft's subject",
-	businesspack.SendSMS:                "not yet: the summary counts the messages sent and names the log entry",
-	businesspack.SendEmail:              "not yet: the summary counts the messages sent and names the log entry",
-	businesspack.LogCallOutcome:         "not yet: the summary names the interaction recorded",
-	businesspack.CreateFollowupTask:     "not yet: the summary names the task created",
-	businesspack.UpdateEvent:            "not yet: the summary names the event",
-	businesspack.CancelEvent:            "not yet: the summary says it is cancelled",
-	businesspack.AttachJobToEvent:       "not yet: the summary says it is attached",
-	businesspack.CreateEntity:           "not yet: the summary names the entity created",
-	businesspack.UpdateEntity:           "not yet: the summary names the entity",
-	businesspack.SearchEntities:         "not yet: the summary counts the results",
-	businesspack.GetEntity:              "the entity is data to read: the summary holds it",
-	businesspack.LinkEntityConversation: "an agent's bookkeeping: the summary says whether it linked",
-	businesspack.AddInteraction:         "not yet: the summary names the interaction recorded",
-	businesspack.AddAddressSiteDetails:  "not yet: the summary says whether it saved",
-	businesspack.CreateCommitment:       "not yet: the summary names the commitment",
-	businesspack.ReviewCommitments:      "not yet: the summary counts the commitments",
-	businesspack.CloseCommitment:        "not yet: the summary names the commitment",
-	businesspack.DecisionSupport:        "the analysis is data to read: the summary holds it",
-	businesspack.BoundarySet:            "not yet: the summary names the memory kept",
-	businesspack.ListMemories:           "not yet: the summary counts the memories",
-	businesspack.GetSelfModel:           "the self-model is data to read: the summary holds its persona and boundaries",
-}
-
-// TestOfficeToolsArePlannedAndSaid: each office tool has a rule and a sentence, or says why not; the
-// office's rules and sentences name only office tools.
-func TestOfficeToolsArePlannedAndSaid(t *testing.T) {
-	tools := officeTools()
-	ruled := map[string]bool{}
-	for _, r := range officeRules {
-		require.Contains(t, tools, r.Tool, "rule %s names a tool that is not the office's", r.Name)
-		ruled[r.Tool] = true
-	}
-	for tool := range officeSentences {
-		require.Contains(t, tools, tool, "a sentence for a tool that is not the office's")
-	}
-	for _, tool := range tools {
-		why, excused := officeWithoutRule[tool]
-		require.True(t, ruled[tool] != excused, "%s: a rule, or a reason for none (and not both): %q", tool, why)
-		why, excused = officeWithoutSentence[tool]
-		_, said := officeSentences[tool]
-		require.True(t, said != excused, "%s: a sentence, or a reason for none (and not both): %q", tool, why)
-	}
-	for _, excused := range []map[string]string{officeWithoutRule, officeWithoutSentence} {
-		for tool := range excused {
-			require.Contains(t, tools, tool, "a reason for a tool that is not the office's")
-		}
-	}
-}
 
 const officeID = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
 
 // officeContext carries the ids a run's context may give the office's tools (what a call is about).
 var officeContext = map[string]any{"lead_id": officeID, "entity_id": officeID, "event_id": officeID}
 
-// officePlanner plans with the office's rules alone, against the packs' registry, in UTC.
-func officePlanner(t *testing.T) (*planner.RulesPlanner, *registry.Registry) {
-	t.Helper()
-	raw, err := packs.Registry()
-	require.NoError(t, err)
-	reg, err := registry.Parse(raw)
-	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, officeRules, time.UTC, "")
-	require.NoError(t, err)
-	require.Len(t, p.EnabledRules(), len(officeRules), "every rule's tool is in the registry")
-	return p, reg
-}
-
-// TestOfficeRuleExamplesPlanValidInputs: every example an office rule shows plans one call to its tool,
-// with an input the tool's registry entry accepts once the run's context is merged in — the typed inputs
-// marshal to the contract.
-func TestOfficeRuleExamplesPlanValidInputs(t *testing.T) {
-	p, reg := officePlanner(t)
-	now := time.Date(2026, 11, 18, 9, 0, 0, 0, time.UTC)
-	for _, r := range officeRules {
-		require.NotEmpty(t, r.Examples, r.Name)
-		for _, ex := range r.Examples {
-			plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: ex, Now: now})
-			require.NoError(t, err, "%s: %q", r.Name, ex)
-			require.Len(t, plan.Calls, 1, "%s: %q", r.Name, ex)
-			require.Equal(t, r.Tool, plan.Calls[0].Tool, "%s: %q", r.Name, ex)
-			calls := []brain.PlannedCall{plan.Calls[0]}
-			require.Empty(t, brain.PrepareCalls(reg, calls, officeContext), "%s: %q: %s", r.Name, ex, calls[0].Input)
-		}
-	}
-}
-
 // TestOfficeRulesLeaveUnknownsOut: what a message does not say is left out of the input (the run's context
 // or the tool's default supplies it), never sent as an empty value; times are whole seconds, as before.
 func TestOfficeRulesLeaveUnknownsOut(t *testing.T) {
-	p, _ := officePlanner(t)
+	p, _ := plantest.Planner(t, officeRules)
 	// A clock with a fraction of a second: "when am I free" searches from now.
 	now := time.Date(2026, 11, 18, 9, 0, 0, 123456789, time.UTC)
 	for msg, want := range map[string]string{

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/planner"
-	"github.com/gemhq/gem/packs"
 	businesspack "github.com/gemhq/gem/packs/business"
 	businessplan "github.com/gemhq/gem/packs/business/plan"
-	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/packs/internal/plantest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,20 +23,38 @@ var domainTools = map[string][]string{
 	"job":        businesspack.JobTools,
 	"invoice":    businesspack.InvoiceTools,
 	"finance":    businesspack.FinanceTools,
+	"identity":   businesspack.IdentityTools,
+	"comms":      businesspack.CommsTools,
+	"calendar":   businesspack.CalendarTools,
+	"entity":     businesspack.EntityTools,
+	"personal":   businesspack.PersonalTools,
 }
 
 // withoutRule are the tools of those domains the rules planner does not plan, and why.
 var withoutRule = map[string]string{
-	businesspack.GetInspection:      "not yet: an inspection is read through the LLM planner, the studio or an agent",
-	businesspack.ReopenInspection:   "not yet: reopening an inspection is rare; the LLM planner or an agent does it",
-	businesspack.UpdateLineItem:     "not yet: a line is named by its id, which people do not type; \"set the line items to …\" replaces them",
-	businesspack.AddBeforeAfterRefs: "not yet: photos come from the studio or an agent, not a typed message",
-	businesspack.AddExpense:         "not yet: an expense needs its amount, day and category; the LLM planner or an agent records it",
+	businesspack.UpdateSelfModel:        "the self model (persona, values, goals) is edited whole, in the studio or by an agent, not by one message",
+	businesspack.ExpireMemory:           "a memory is named by its id, which people do not type; an agent expires it",
+	businesspack.ScorePattern:           "an agent's bookkeeping: it scores a pattern it noticed, which a message does not name",
+	businesspack.SetBoundaries:          "not yet: boundaries replace the whole list; \"remember boundary: …\" adds one (identity.add_memory)",
+	businesspack.GetInspection:          "not yet: an inspection is read through the LLM planner, the studio or an agent",
+	businesspack.ReopenInspection:       "not yet: reopening an inspection is rare; the LLM planner or an agent does it",
+	businesspack.UpdateLineItem:         "not yet: a line is named by its id, which people do not type; \"set the line items to …\" replaces them",
+	businesspack.AddBeforeAfterRefs:     "not yet: photos come from the studio or an agent, not a typed message",
+	businesspack.AddExpense:             "not yet: an expense needs its amount, day and category; the LLM planner or an agent records it",
+	businesspack.UpdateEntity:           "not yet: a contact's patch (name, kind, notes, contact details) goes through the LLM planner and the studio",
+	businesspack.LinkEntityConversation: "an agent's bookkeeping: it ties a brain conversation to a contact, which a message does not name",
+	businesspack.AddAddressSiteDetails:  "not yet: a site's details (access, roof, storeys, hazards) go through the LLM planner and the studio",
+	businesspack.CloseCommitment:        "not yet: closing a commitment takes its outcome and a note, through the LLM planner and the studio",
 }
 
 // withoutSentence are the tools of those domains whose answer is the generic one (the tool and its
 // receipt's summary, or the files it wrote), and why.
 var withoutSentence = map[string]string{
+	businesspack.AddMemory:                   "not yet: the summary names the memory kept",
+	businesspack.UpdateSelfModel:             "not yet: the summary names the fields changed",
+	businesspack.ExpireMemory:                "not yet: the summary names the memory",
+	businesspack.ScorePattern:                "an agent's bookkeeping: the summary holds the score",
+	businesspack.SetBoundaries:               "not yet: the summary counts the boundaries",
 	businesspack.AddLeadSource:               "not yet: the summary names the lead",
 	businesspack.AddLeadPhotosLink:           "not yet: the summary names the lead",
 	businesspack.MarkLeadLost:                "not yet: the summary names the lead",
@@ -62,6 +78,29 @@ var withoutSentence = map[string]string{
 	businesspack.SendInvoiceReminderSMS:      "not yet: the summary names the message sent",
 	businesspack.SendInvoiceReminderEmail:    "not yet: the summary names the message sent",
 	businesspack.AddExpense:                  "not yet: the summary names the expense",
+	businesspack.ComposeSMS:                  "not yet: the summary holds the draft's text",
+	businesspack.ComposeEmail:                "not yet: the summary holds the draft's subject",
+	businesspack.SendSMS:                     "not yet: the summary counts the messages sent and names the log entry",
+	businesspack.SendEmail:                   "not yet: the summary counts the messages sent and names the log entry",
+	businesspack.LogCallOutcome:              "not yet: the summary names the interaction recorded",
+	businesspack.CreateFollowupTask:          "not yet: the summary names the task created",
+	businesspack.UpdateEvent:                 "not yet: the summary names the event",
+	businesspack.CancelEvent:                 "not yet: the summary says it is cancelled",
+	businesspack.AttachJobToEvent:            "not yet: the summary says it is attached",
+	businesspack.CreateEntity:                "not yet: the summary names the entity created",
+	businesspack.UpdateEntity:                "not yet: the summary names the entity",
+	businesspack.SearchEntities:              "not yet: the summary counts the results",
+	businesspack.GetEntity:                   "the entity is data to read: the summary holds it",
+	businesspack.LinkEntityConversation:      "an agent's bookkeeping: the summary says whether it linked",
+	businesspack.AddInteraction:              "not yet: the summary names the interaction recorded",
+	businesspack.AddAddressSiteDetails:       "not yet: the summary says whether it saved",
+	businesspack.CreateCommitment:            "not yet: the summary names the commitment",
+	businesspack.ReviewCommitments:           "not yet: the summary counts the commitments",
+	businesspack.CloseCommitment:             "not yet: the summary names the commitment",
+	businesspack.DecisionSupport:             "the analysis is data to read: the summary holds it",
+	businesspack.BoundarySet:                 "not yet: the summary names the memory kept",
+	businesspack.ListMemories:                "not yet: the summary counts the memories",
+	businesspack.GetSelfModel:                "the self-model is data to read: the summary holds its persona and boundaries",
 }
 
 // TestDomainsListTheRegistrysTools: each domain's list is its tools in the pack's registry order, every one
@@ -81,65 +120,30 @@ func TestDomainsListTheRegistrysTools(t *testing.T) {
 // TestEveryToolIsPlannedAndSaid: each tool of the domains here has a rule and a sentence, or says why not;
 // the pack's rules and sentences name only its own tools.
 func TestEveryToolIsPlannedAndSaid(t *testing.T) {
-	ruled := map[string]bool{}
-	for _, r := range businessplan.Rules {
-		require.Contains(t, businesspack.Tools, r.Tool, "rule %s names a tool of another pack", r.Name)
-		ruled[r.Tool] = true
+	var tools []string
+	for _, domain := range domainTools {
+		tools = append(tools, domain...)
 	}
-	for tool := range businessplan.Sentences {
-		require.Contains(t, businesspack.Tools, tool, "a sentence for a tool of another pack")
-	}
-	for domain, tools := range domainTools {
-		for _, tool := range tools {
-			why, excused := withoutRule[tool]
-			require.True(t, ruled[tool] != excused, "%s (%s): a rule, or a reason for none (and not both): %q", tool, domain, why)
-			why, excused = withoutSentence[tool]
-			_, said := businessplan.Sentences[tool]
-			require.True(t, said != excused, "%s (%s): a sentence, or a reason for none (and not both): %q", tool, domain, why)
-		}
-	}
+	plantest.Complete(t, tools, businessplan.Rules, businessplan.Sentences, withoutRule, withoutSentence)
 }
 
 // contextIDs are the ids a run's context may carry: a rule leaves out an id its message does not name.
-var contextIDs = map[string]any{"lead_id": id, "inspection_id": id, "quote_id": id, "job_id": id, "invoice_id": id}
+var contextIDs = map[string]any{"lead_id": id, "inspection_id": id, "quote_id": id, "job_id": id, "invoice_id": id,
+	"entity_id": id, "event_id": id}
 
 const id = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
-
-func packPlanner(t *testing.T) (*planner.RulesPlanner, *registry.Registry) {
-	t.Helper()
-	raw, err := packs.Registry()
-	require.NoError(t, err)
-	reg, err := registry.Parse(raw)
-	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, businessplan.Rules, time.UTC, "")
-	require.NoError(t, err)
-	require.Len(t, p.EnabledRules(), len(businessplan.Rules), "every rule's tool is in the registry")
-	return p, reg
-}
 
 // TestRuleExamplesPlanValidInputs: every example a rule shows plans one call to its tool, with an input the
 // tool's registry entry accepts once the run's context gives the ids it leaves out — the typed inputs
 // marshal to the contract.
 func TestRuleExamplesPlanValidInputs(t *testing.T) {
-	p, reg := packPlanner(t)
-	now := time.Date(2026, 11, 18, 9, 0, 0, 0, time.UTC)
-	for _, r := range businessplan.Rules {
-		require.NotEmpty(t, r.Examples, r.Name)
-		for _, ex := range r.Examples {
-			plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: ex, Now: now})
-			require.NoError(t, err, "%s: %q", r.Name, ex)
-			require.Len(t, plan.Calls, 1, "%s: %q", r.Name, ex)
-			require.Equal(t, r.Tool, plan.Calls[0].Tool, "%s: %q", r.Name, ex)
-			calls := plan.Calls[:1]
-			require.Empty(t, brain.PrepareCalls(reg, calls, contextIDs), "%s: %q: %s", r.Name, ex, calls[0].Input)
-		}
-	}
+	plantest.ExamplesPlanValidInputs(t, businessplan.Rules, contextIDs)
 }
 
 // TestRulesSendWhatTheMessageSays: what a message does not say is left out (an id for the run's context,
 // an option for the tool's default), and what it says is sent even when it is zero or empty.
 func TestRulesSendWhatTheMessageSays(t *testing.T) {
-	p, _ := packPlanner(t)
+	p, _ := plantest.Planner(t, businessplan.Rules)
 	now := time.Date(2026, 11, 18, 9, 0, 0, 0, time.UTC)
 	for msg, want := range map[string]string{
 		"lock the inspection":                   `{}`,

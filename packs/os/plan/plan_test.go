@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/planner"
-	"github.com/gemhq/gem/packs"
+	"github.com/gemhq/gem/packs/internal/plantest"
 	ospack "github.com/gemhq/gem/packs/os"
 	osplan "github.com/gemhq/gem/packs/os/plan"
-	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,57 +38,19 @@ var withoutSentence = map[string]string{
 // TestEveryToolIsPlannedAndSaid: each of the pack's tools has a rule and a sentence, or says why not; the
 // pack's rules and sentences name only its own tools.
 func TestEveryToolIsPlannedAndSaid(t *testing.T) {
-	ruled := map[string]bool{}
-	for _, r := range osplan.Rules {
-		require.Contains(t, ospack.Tools, r.Tool, "rule %s names a tool of another pack", r.Name)
-		ruled[r.Tool] = true
-	}
-	for tool := range osplan.Sentences {
-		require.Contains(t, ospack.Tools, tool, "a sentence for a tool of another pack")
-	}
-	for _, tool := range ospack.Tools {
-		why, excused := withoutRule[tool]
-		require.True(t, ruled[tool] != excused, "%s: a rule, or a reason for none (and not both): %q", tool, why)
-		why, excused = withoutSentence[tool]
-		_, said := osplan.Sentences[tool]
-		require.True(t, said != excused, "%s: a sentence, or a reason for none (and not both): %q", tool, why)
-	}
+	plantest.Complete(t, ospack.Tools, osplan.Rules, osplan.Sentences, withoutRule, withoutSentence)
 }
 
 // TestRuleExamplesPlanValidInputs: every example a rule shows plans one call to its tool, with an input the
 // tool's registry entry accepts — the typed inputs marshal to the contract.
 func TestRuleExamplesPlanValidInputs(t *testing.T) {
-	raw, err := packs.Registry()
-	require.NoError(t, err)
-	reg, err := registry.Parse(raw)
-	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, osplan.Rules, time.UTC, "")
-	require.NoError(t, err)
-	require.Len(t, p.EnabledRules(), len(osplan.Rules), "every rule's tool is in the registry")
-	now := time.Date(2026, 11, 18, 9, 0, 0, 0, time.UTC)
-	for _, r := range osplan.Rules {
-		require.NotEmpty(t, r.Examples, r.Name)
-		for _, ex := range r.Examples {
-			plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: ex, Now: now})
-			require.NoError(t, err, "%s: %q", r.Name, ex)
-			require.Len(t, plan.Calls, 1, "%s: %q", r.Name, ex)
-			call := plan.Calls[0]
-			require.Equal(t, r.Tool, call.Tool, "%s: %q", r.Name, ex)
-			tool, _ := reg.Tool(call.Tool)
-			require.NoError(t, tool.ValidateInput(call.Input), "%s: %q: %s", r.Name, ex, call.Input)
-		}
-	}
+	plantest.ExamplesPlanValidInputs(t, osplan.Rules, nil)
 }
 
 // TestRulesLeaveUnknownsOut: what a message does not say is left out of the input (the tool's default, or
 // the run's context, supplies it), never sent as an empty value.
 func TestRulesLeaveUnknownsOut(t *testing.T) {
-	raw, err := packs.Registry()
-	require.NoError(t, err)
-	reg, err := registry.Parse(raw)
-	require.NoError(t, err)
-	p, err := planner.NewRulesPlanner(reg, osplan.Rules, time.UTC, "")
-	require.NoError(t, err)
+	p, _ := plantest.Planner(t, osplan.Rules)
 	for msg, want := range map[string]string{
 		"complete the task":              "", // no pattern: an id is needed in the clause
 		"defer the task to friday":       `{"due_at": "2026-11-20T17:00:00Z"}`,
@@ -100,7 +60,7 @@ func TestRulesLeaveUnknownsOut(t *testing.T) {
 		"find notes about gutters":       `{"query": "gutters"}`,
 		"create a task to call the shop": `{"title": "call the shop", "domain": "business", "priority": "normal"}`,
 	} {
-		plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: msg, Now: time.Date(2026, 11, 18, 9, 0, 0, 0, time.UTC)})
+		plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: msg, Now: plantest.Now})
 		require.NoError(t, err, msg)
 		if want == "" {
 			require.Empty(t, plan.Calls, msg)
