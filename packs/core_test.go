@@ -14,30 +14,17 @@ import (
 	"testing"
 
 	businesspack "github.com/gemhq/gem/packs/business"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/stretchr/testify/require"
 )
 
-// movedPacks are the packs (or a pack's domains) whose brain side (rules and sentences) lives in their
-// folder: the brain's core names none of their tools. A pack joins when its rules and sentences move
-// (docs/packs.md).
+// movedPacks are the packs whose brain side (rules and sentences) lives in their folder: the brain's core
+// names none of their tools.
 var movedPacks = map[string][]string{
-	"os": ospack.Tools,
-	"business: the trades": slices.Concat(businesspack.LeadsTools, businesspack.InspectionTools, businesspack.QuoteTools,
-		businesspack.JobTools, businesspack.InvoiceTools, businesspack.FinanceTools, []string{businesspack.AddMemory}),
-	"business: the office": append(businessDomains("comms", "calendar", "entity", "personal"),
-		businesspack.ListMemories, businesspack.GetSelfModel),
-}
-
-// businessDomains are the business pack's tools of the domains named, while the pack moves a part at a time.
-func businessDomains(domains ...string) []string {
-	var tools []string
-	for _, tool := range businesspack.Tools {
-		if domain, _, _ := strings.Cut(tool, "."); slices.Contains(domains, domain) {
-			tools = append(tools, tool)
-		}
-	}
-	return tools
+	"os":           ospack.Tools,
+	"business":     businesspack.Tools,
+	"integrations": integrationspack.Tools,
 }
 
 // coreFolders are the brain's packages that must name no moved pack's tool, as a folder of the repository.

@@ -46,6 +46,9 @@ func (m *Match) Window(text, field string) (start, end time.Time, err error) {
 	return start, end, nil
 }
 
+// DayPattern matches a day written year first (2026-12-01, 2026-2-3) in a rule's pattern: Match.Day reads it.
+const DayPattern = isoDatePattern
+
 // Day reads a day written year first (2026-12-01) at hour, in the match's zone; one that cannot be is a
 // question about field.
 func (m *Match) Day(said, field string, hour int) (time.Time, error) {

@@ -117,11 +117,7 @@ func Missing(field, question string) error { return &MissingError{Field: field, 
 // UUIDPattern matches a record id in a rule's pattern.
 const UUIDPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 
-// Rules are the rules of the tools whose packs do not give their own yet (the brain takes every pack's
-// from packs/plans, these among them), in the order they are tried.
-var Rules = slices.Concat(moreRules)
-
-// RulesPlanner plans with Rules. It needs no LLM and always answers the same way.
+// RulesPlanner plans with the packs' rules (packs/plans gathers them). It needs no LLM and always answers the same way.
 type RulesPlanner struct {
 	reg         *registry.Registry
 	rules       []Rule

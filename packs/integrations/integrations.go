@@ -3,19 +3,35 @@
 // them); this is their order in the registry.
 package integrationspack
 
+// The pack's tools.
+const (
+	DriveSearch             = "integrations.google_drive.search"
+	PhotosImportLinks       = "integrations.google_photos.import_links"
+	AnalyticsPullSummary    = "integrations.analytics.pull_summary"
+	AdsPullSummary          = "integrations.ads.pull_summary"
+	SMSProviderHealth       = "integrations.sms_provider.health"
+	EmailProviderHealth     = "integrations.email_provider.health"
+	HighLevelHealthCheck    = "integrations.highlevel.health_check"
+	HighLevelSyncContacts   = "integrations.highlevel.sync_contacts"
+	HighLevelSyncInspection = "integrations.highlevel.sync_inspection"
+	HighLevelSyncQuote      = "integrations.highlevel.sync_quote"
+	HighLevelUpdateStage    = "integrations.highlevel.update_lead_stage"
+	HighLevelProcessQueue   = "integrations.highlevel.process_sync_queue"
+)
+
 // Tools are the pack's tools, in the registry's order (the order of tools/list, of the LLM's tools and of the
 // help).
 var Tools = []string{
-	"integrations.google_drive.search",
-	"integrations.google_photos.import_links",
-	"integrations.analytics.pull_summary",
-	"integrations.ads.pull_summary",
-	"integrations.sms_provider.health",
-	"integrations.email_provider.health",
-	"integrations.highlevel.health_check",
-	"integrations.highlevel.sync_contacts",
-	"integrations.highlevel.sync_inspection",
-	"integrations.highlevel.sync_quote",
-	"integrations.highlevel.update_lead_stage",
-	"integrations.highlevel.process_sync_queue",
+	DriveSearch,
+	PhotosImportLinks,
+	AnalyticsPullSummary,
+	AdsPullSummary,
+	SMSProviderHealth,
+	EmailProviderHealth,
+	HighLevelHealthCheck,
+	HighLevelSyncContacts,
+	HighLevelSyncInspection,
+	HighLevelSyncQuote,
+	HighLevelUpdateStage,
+	HighLevelProcessQueue,
 }

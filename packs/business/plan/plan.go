@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/run"
 )
 
@@ -23,10 +22,3 @@ var Sentences = func() run.Sentences {
 	}
 	return out
 }()
-
-// The parts, each in its file (trades.go, office.go, media.go) once it has moved from brain/planner and
-// brain/run; the trades' have (trades.go).
-var (
-	mediaRules     []planner.Rule
-	mediaSentences run.Sentences
-)

@@ -28,10 +28,13 @@ var domainTools = map[string][]string{
 	"calendar":   businesspack.CalendarTools,
 	"entity":     businesspack.EntityTools,
 	"personal":   businesspack.PersonalTools,
+	"media":      businesspack.MediaTools,
+	"marketing":  businesspack.MarketingTools,
 }
 
 // withoutRule are the tools of those domains the rules planner does not plan, and why.
 var withoutRule = map[string]string{
+	businesspack.ScheduleContent:        "not yet: a schedule is a list of items, which an agent or the studio builds",
 	businesspack.UpdateSelfModel:        "the self model (persona, values, goals) is edited whole, in the studio or by an agent, not by one message",
 	businesspack.ExpireMemory:           "a memory is named by its id, which people do not type; an agent expires it",
 	businesspack.ScorePattern:           "an agent's bookkeeping: it scores a pattern it noticed, which a message does not name",
@@ -50,6 +53,18 @@ var withoutRule = map[string]string{
 // withoutSentence are the tools of those domains whose answer is the generic one (the tool and its
 // receipt's summary, or the files it wrote), and why.
 var withoutSentence = map[string]string{
+	businesspack.RegisterAsset:               "not yet: the summary gives the new asset's id (result.asset_id)",
+	businesspack.TagAsset:                    "not yet: the summary gives the asset's id (result.asset_id)",
+	businesspack.GenerateAltText:             "the summary carries the alt text (result.alt_text)",
+	businesspack.GenerateCaption:             "the summary carries the caption (result.caption)",
+	businesspack.ProposeRenameMap:            "the summary carries the names proposed (result.rename_map)",
+	businesspack.ExportWebsitePack:           "the answer names the zip it wrote and where to find it (the files' sentence)",
+	businesspack.GenerateMetaAdPack:          "the summary carries the drafted ads (result.ads)",
+	businesspack.GenerateGoogleAdsPack:       "the summary carries the drafted pack (result.pack)",
+	businesspack.GenerateCaseStudyFromJob:    "the summary carries the draft (result.draft)",
+	businesspack.GenerateGMBPost:             "the summary carries the drafted post (result.post)",
+	businesspack.ScheduleContent:             "not yet: the summary lists the tasks it made (result.created_task_ids)",
+	businesspack.LogCampaignResult:           "not yet: the summary gives the logged row's id (result.log_id)",
 	businesspack.AddMemory:                   "not yet: the summary names the memory kept",
 	businesspack.UpdateSelfModel:             "not yet: the summary names the fields changed",
 	businesspack.ExpireMemory:                "not yet: the summary names the memory",
@@ -129,7 +144,7 @@ func TestEveryToolIsPlannedAndSaid(t *testing.T) {
 
 // contextIDs are the ids a run's context may carry: a rule leaves out an id its message does not name.
 var contextIDs = map[string]any{"lead_id": id, "inspection_id": id, "quote_id": id, "job_id": id, "invoice_id": id,
-	"entity_id": id, "event_id": id}
+	"entity_id": id, "event_id": id, "asset_id": id}
 
 const id = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
 
