@@ -77,9 +77,8 @@ type Config struct {
 	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
 	// (GEM_BRAIN_DEFAULT_AGENT).
 	DefaultAgent string
-	// HighLevel configures POST HighLevelWebhookPath (GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS,
-	// GEM_HIGHLEVEL_PIPELINE_ID, GEM_HIGHLEVEL_STAGE_IDS). The zero value checks signatures with
-	// HighLevel's published key.
+	// HighLevel configures POST HighLevelWebhookPath (GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS, GEM_PHONE_REGION).
+	// The zero value checks signatures with HighLevel's published key.
 	HighLevel HighLevelWebhookConfig
 	// Studio configures the web console at /studio (docs/studio.md).
 	Studio StudioConfig
@@ -171,6 +170,8 @@ type Server struct {
 	runEvents *gemsql.Listener
 	log       zerolog.Logger
 	llm       LLMInfo
+	// highLevel plans the HighLevel webhook's events (highlevel_webhook.go); nil: the webhook answers 503.
+	highLevel HighLevelPlanner
 	// tokens keeps what the brain read of callers and tokens, and slows addresses that send bad ones
 	// (authguard.go).
 	tokens *tokenGuard
@@ -212,6 +213,9 @@ type Params struct {
 	Telemetry *telemetry.Telemetry
 	// River is River UI, served to admins under /studio/river; nil serves none.
 	River http.Handler
+	// HighLevelPlanner decides which call a HighLevel webhook event makes (the integrations pack's); nil
+	// answers every delivery 503.
+	HighLevelPlanner HighLevelPlanner
 }
 
 // MCPHandler serves one request to /mcp for the caller its bearer token names, which holds grants and may
@@ -223,7 +227,7 @@ type MCPHandler interface {
 // New builds the HTTP service.
 func New(p *Params) *Server {
 	s := &Server{cfg: p.Config.WithDefaults(), runs: p.Runs, rules: p.Rules, chat: p.Chat, reg: p.Registry, pool: p.Pool, waiter: p.Waiter, runEvents: p.RunEvents,
-		llm: p.LLM, log: p.Log, closing: make(chan struct{}), tokens: newTokenGuard()}
+		llm: p.LLM, log: p.Log, highLevel: p.HighLevelPlanner, closing: make(chan struct{}), tokens: newTokenGuard()}
 	s.studio = s.cfg.Studio
 	poolSize := 0
 	if p.Pool != nil {

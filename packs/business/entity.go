@@ -77,3 +77,15 @@ type AddInteractionInput struct {
 
 // EntityTools are the entity tools, in the registry's order.
 var EntityTools = []string{CreateEntity, UpdateEntity, SearchEntities, GetEntity, LinkEntityConversation, AddInteraction, AddAddressSiteDetails}
+
+// EntityPatch is what entity.update changes: the fields it sets, and no others.
+type EntityPatch struct {
+	Name    string   `json:"name,omitempty"`
+	Contact *Contact `json:"contact,omitempty"`
+}
+
+// UpdateEntityInput is entity.update's input.
+type UpdateEntityInput struct {
+	EntityID string      `json:"entity_id,omitempty"`
+	Patch    EntityPatch `json:"patch"`
+}

@@ -36,6 +36,9 @@ const (
 	StageLost                = "lost"
 )
 
+// LeadStages are the pipeline's stages, in order.
+var LeadStages = []string{StageNew, StageContacted, StageInspectionScheduled, StageQuoted, StageWon, StageLost}
+
 // The inputs and results below are as the tools' registry entries declare them (tools/*.json): the planner's
 // rules build the inputs, the answer's sentences read both. A field the entry leaves optional is omitted when
 // empty; an id the message does not name is left out, for the run's context to supply.

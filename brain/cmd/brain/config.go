@@ -13,6 +13,7 @@ import (
 	"github.com/gemhq/gem/brain/devices"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
@@ -80,10 +81,12 @@ type Config struct {
 	// (GEM_BRAIN_DEFAULT_AGENT).
 	DefaultAgent string
 
-	// HighLevel configures the inbound HighLevel webhook (GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS,
-	// GEM_HIGHLEVEL_PIPELINE_ID, GEM_HIGHLEVEL_STAGE_IDS). Defaults to HighLevel's published key; a key
-	// that cannot be read makes the webhook answer 503, not the brain fail to start.
-	HighLevel api.HighLevelWebhookConfig
+	// HighLevel configures the inbound HighLevel webhook: the keys its deliveries are signed with
+	// (GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS; defaults to HighLevel's published key; a key that cannot be read
+	// makes the webhook answer 503, not the brain fail to start), and the pipeline whose stage moves it
+	// follows (GEM_HIGHLEVEL_PIPELINE_ID, GEM_HIGHLEVEL_STAGE_IDS), which the integrations pack's planning
+	// reads.
+	HighLevel HighLevelConfig
 
 	// Studio configures the web console at /studio (GEM_STUDIO_SESSION_TTL: how long a login lasts, defaults
 	// to 8h; GEM_STUDIO_INSECURE_COOKIE: leave Secure off the session cookie, defaults to false).
@@ -127,6 +130,13 @@ const (
 	PlannerLLM   = "llm"
 )
 
+// HighLevelConfig configures the inbound HighLevel webhook: the api verifies and records its deliveries,
+// and the integrations pack plans the calls they make.
+type HighLevelConfig struct {
+	Webhook  api.HighLevelWebhookConfig
+	Pipeline integrationspack.HighLevelPipeline
+}
+
 // WithDefaults returns a copy with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	if c.RegistryPath == "" {
@@ -146,8 +156,8 @@ func (c Config) WithDefaults() Config {
 	if c.PhoneRegion == "" {
 		c.PhoneRegion = phone.RegionDefault
 	}
-	if c.HighLevel.PhoneRegion == "" {
-		c.HighLevel.PhoneRegion = c.PhoneRegion
+	if c.HighLevel.Webhook.PhoneRegion == "" {
+		c.HighLevel.Webhook.PhoneRegion = c.PhoneRegion
 	}
 	return c
 }
@@ -178,7 +188,7 @@ func (c Config) validate() error {
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
 	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent,
-		HighLevel: c.HighLevel, Studio: c.Studio, Admission: c.Admission, Conns: c.Conns}.WithDefaults()
+		HighLevel: c.HighLevel.Webhook, Studio: c.Studio, Admission: c.Admission, Conns: c.Conns}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -236,7 +246,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.PhoneRegion, err = phone.Region(getenv)
 	errs = append(errs, err)
-	c.HighLevel = api.HighLevelWebhookConfigFromEnv(getenv)
+	c.HighLevel = HighLevelConfig{Webhook: api.HighLevelWebhookConfigFromEnv(getenv), Pipeline: integrationspack.HighLevelPipelineFromEnv(getenv)}
 	if s := getenv("GEM_STUDIO_SESSION_TTL"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < time.Minute {

@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
+	integrationsplan "github.com/gemhq/gem/packs/integrations/plan"
 	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
@@ -155,6 +156,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		Config: cfg.api(),
 		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, RunEvents: m.RunEnds, LLM: info, Log: m.Log,
 		MCP: m.MCP, Devices: m.Devices, Telemetry: m.Telemetry, River: m.RiverUI,
+		HighLevelPlanner: integrationsplan.HighLevel{Pipeline: cfg.HighLevel.Pipeline},
 	})
 	if err := m.Server.Open(); err != nil {
 		m.Server = nil

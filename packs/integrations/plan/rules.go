@@ -1,6 +1,7 @@
 // Package integrationsplan is the integrations pack's side in the brain: the rules planner's rules for its
-// tools and the sentences the answer says of their calls, typed against the pack's contract
-// (integrationspack).
+// tools, the sentences the answer says of their calls, and the planning of HighLevel's webhook events (which
+// calls an event makes). All are typed against the packs' contracts (integrationspack, and the business and
+// os packs' for the calls events make).
 package integrationsplan
 
 import (
