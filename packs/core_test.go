@@ -32,10 +32,7 @@ var coreFolders = []string{"brain/planner", "brain/run", "brain/chat", "brain/ap
 
 // stillNamed are the places of the core that still name a moved pack's tool, and why; each goes when its
 // reason does. The test fails on any other, and on one of these that no longer names a tool.
-var stillNamed = map[string]string{
-	"brain/api/routes.go":   "the OpenAPI examples; they take their tool from the registry when the business pack moves",
-	"brain/planner/help.go": "the help's example of asking about a tool (\"what is leads.create?\"), words for people",
-}
+var stillNamed = map[string]string{}
 
 // TestCoreNamesNoMovedTools: no Go string in the brain's core packages (tests aside) names a tool of a pack
 // that has moved to its folder; that pack's folder is the one place that names it.

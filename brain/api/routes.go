@@ -3,6 +3,7 @@ package api
 import (
 	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,7 +41,25 @@ func (s *Server) routes(p *Params) []route {
 			"executors": map[string]any{"type": "object", "description": "how many are alive and gone lately; with a token, the list",
 				"properties": map[string]any{"alive": map[string]any{"type": "integer"}, "gone_recently": map[string]any{"type": "integer"}, "list": arrayOf(ref("Executor"))}}, "registry": map[string]any{"type": "object"},
 			"planner": str("rules or llm"), "llm": map[string]any{"type": "object"}, "problems": arrayOf(map[string]any{"type": "string"})}}
-	runExample := map[string]any{"message": "create a task to call John tomorrow, urgent", "mode": "enqueue_and_wait"}
+	ex := p.Examples
+	var runExample, callExample any
+	if ex.RunMessage != "" {
+		runExample = map[string]any{"message": ex.RunMessage, "mode": "enqueue_and_wait"}
+	}
+	runEventsExample := "id: 1\nevent: run_started\ndata: {\"mode\": \"enqueue_and_wait\"}\n\n"
+	if ex.RunTool != "" {
+		runEventsExample += "id: 2\nevent: call_enqueued\ndata: {\"call_id\": \"…\", \"tool\": " + strconv.Quote(ex.RunTool) + "}\n\n"
+	}
+	if ex.CallTool != "" {
+		callExample = map[string]any{"tool": ex.CallTool, "input": ex.CallInput, "wait_timeout_ms": 30000}
+	}
+	// skillExample is a skill's example with the tools it enables: the call example's tool.
+	skillExample := func(skill map[string]any) map[string]any {
+		if ex.CallTool != "" {
+			skill["tools"] = []string{ex.CallTool}
+		}
+		return skill
+	}
 	chatExample := map[string]any{"message": "what is on today?", "user_id": "ann", "session_id": "kitchen-1"}
 
 	return []route{
@@ -67,7 +86,7 @@ func (s *Server) routes(p *Params) []route {
 		{method: http.MethodPost, path: "/brain/run", handler: s.run, access: accessCaller, admit: s.admit, op: operation{id: "run", tag: "runs",
 			summary: "Ask the brain", description: "The brain plans tool calls for the message (by its rules, or an LLM) and, by mode, answers what it would do (answer, the default), stores the plan for approval (plan), makes the calls (enqueue) or makes them and waits for their receipts (enqueue_and_wait). A refused plan makes no call. ok false with 200 is an answer too: nothing understood (no_plan), a call that failed (call_failed), receipts that did not come in time (wait_timeout).",
 			body: runSchema, example: runExample, keyed: true, async: true, headers: []param{agentHeaderParam},
-			answer: ref("RunResponse"), answerExample: runAnswerExample, errors: []int{http.StatusConflict}}},
+			answer: ref("RunResponse"), answerExample: ex.RunAnswer, errors: []int{http.StatusConflict}}},
 		{method: http.MethodGet, path: "/brain/help", handler: s.help, access: accessCaller, op: operation{id: "help", tag: "runs",
 			summary: "What the brain understands", query: []param{{name: "format", description: "json (the default) or text; Accept: text/plain asks for text too", schema: enum("json", "text")}},
 			media: map[string]any{"application/json": okWith(map[string]any{"help": str("the text"), "planner": str("rules or llm"), "modes": arrayOf(map[string]any{}), "domains": arrayOf(map[string]any{})}),
@@ -106,7 +125,7 @@ func (s *Server) routes(p *Params) []route {
 			headers:     []param{{name: "Last-Event-ID", description: "start after this event", schema: map[string]any{"type": "string", "pattern": "^[0-9]{1,10}$"}}},
 			more:        map[int]response{http.StatusNoContent: {description: "the run has ended and has no event after Last-Event-ID: nothing more will come (an EventSource stops reconnecting)"}},
 			media: map[string]any{"text/event-stream": map[string]any{"type": "string", "description": "server-sent events",
-				"examples": []string{"id: 1\nevent: run_started\ndata: {\"mode\": \"enqueue_and_wait\"}\n\nid: 2\nevent: call_enqueued\ndata: {\"call_id\": \"…\", \"tool\": \"os.create_task\"}\n\n"}}}}},
+				"examples": []string{runEventsExample}}}}},
 		{method: http.MethodPost, path: "/brain/runs/{id}/approve", handler: s.approve, access: accessCaller, admit: s.admit, op: operation{id: "approveRun", tag: "runs",
 			summary: "Run a stored plan", description: "Makes the calls of a run planned with mode plan, with no more than its author and the approver both hold; its author, or a caller holding approve, may.",
 			body: approveSchema, bodyOptional: true, example: map[string]any{"wait": true, "wait_timeout_ms": 30000},
@@ -127,7 +146,7 @@ func (s *Server) routes(p *Params) []route {
 		{method: http.MethodPost, path: "/calls", handler: s.createCall, access: accessCaller, admit: s.admit, op: operation{id: "createCall", tag: "calls",
 			summary:     "Call a tool",
 			description: "One call of a named tool, its input checked against the tool's schema first; with wait_timeout_ms, the answer waits for its receipt. A call held for approval answers ok false with awaiting_approval.",
-			body:        callSchema, example: map[string]any{"tool": "os.create_note", "input": map[string]any{"domain": "business", "title": "Gutter colours", "content": "Monument or Surfmist"}, "wait_timeout_ms": 30000},
+			body:        callSchema, example: callExample,
 			keyed: true, headers: []param{agentHeaderParam}, answer: callAnswer, errors: []int{http.StatusForbidden}}},
 		{method: http.MethodGet, path: "/calls/{id}", handler: s.getCall, access: accessCaller, op: operation{id: "getCall", tag: "calls",
 			summary: "A call and its receipt", query: []param{{name: "wait", description: "wait up to this long for the receipt (a duration up to 60s, like 5s)", schema: map[string]any{"type": "string", "examples": []string{"5s"}}}},
@@ -181,7 +200,7 @@ func (s *Server) routes(p *Params) []route {
 		{method: http.MethodGet, path: "/skills", handler: s.listSkills, access: accessCaller, op: operation{id: "listSkills", tag: "skills",
 			summary: "Skills", answer: okWith(map[string]any{"skills": arrayOf(ref("Skill"))})}},
 		{method: http.MethodPost, path: "/skills", handler: s.createSkill, access: accessAdmin, op: operation{id: "createSkill", tag: "skills",
-			summary: "Make a skill", body: skillSchema, example: map[string]any{"slug": "notes", "name": "Notes", "instructions": "Keep notes short.", "tools": []string{"os.create_note"}},
+			summary: "Make a skill", body: skillSchema, example: skillExample(map[string]any{"slug": "notes", "name": "Notes", "instructions": "Keep notes short."}),
 			status: http.StatusCreated, answer: okWith(map[string]any{"skill": ref("Skill")}), errors: []int{http.StatusConflict}}},
 		{method: http.MethodPost, path: "/skills/import", handler: s.importSkill, access: accessAdmin, op: operation{id: "importSkill", tag: "skills",
 			summary:     "Import a skill folder (Agent Skills format)",
@@ -193,7 +212,7 @@ func (s *Server) routes(p *Params) []route {
 		{method: http.MethodGet, path: "/skills/{slug}", handler: s.getSkill, access: accessCaller, op: operation{id: "getSkill", tag: "skills",
 			summary: "A skill", answer: okWith(map[string]any{"skill": ref("Skill")})}},
 		{method: http.MethodPut, path: "/skills/{slug}", handler: s.upsertSkill, access: accessAdmin, op: operation{id: "putSkill", tag: "skills",
-			summary: "Make or replace a skill", body: skillSchema, example: map[string]any{"name": "Notes", "instructions": "Keep notes short.", "tools": []string{"os.create_note"}},
+			summary: "Make or replace a skill", body: skillSchema, example: skillExample(map[string]any{"name": "Notes", "instructions": "Keep notes short."}),
 			answer: okWith(map[string]any{"skill": ref("Skill")})}},
 		{method: http.MethodPatch, path: "/skills/{slug}", handler: s.patchSkill, access: accessAdmin, op: operation{id: "patchSkill", tag: "skills",
 			summary: "Change a skill", body: skillSchema, example: map[string]any{"description": "Short notes."}, answer: okWith(map[string]any{"skill": ref("Skill")})}},
@@ -266,21 +285,15 @@ func (s *Server) mcpRoute(p *Params, method, id, summary, description string) ro
 	return r
 }
 
-// runAnswerExample is a real answer of POST /brain/run to the example request.
-var runAnswerExample = map[string]any{
-	"ok": true, "run_id": "01a244c8-4ddf-70ef-a662-e80cbaad7975", "status": "completed", "requested_by": "local",
-	"decision": map[string]any{"mode_used": "enqueue_and_wait", "planner": "rules", "reason": "matched create_task", "rules": []string{"create_task"}},
-	"planned_tool_calls": []any{map[string]any{"tool_name": "os.create_task", "call_id": "01a244c8-4ddf-76fb-a15d-a79fb4f9e5df", "idempotency_key": nil,
-		"input":  map[string]any{"domain": "business", "due_at": "2026-12-06T17:00:00+11:00", "priority": "high", "title": "call John"},
-		"reason": `"create a task to call John tomorrow, urgent" matched rule create_task`, "rule": "create_task"}},
-	"enqueued": []any{map[string]any{"call_id": "01a244c8-4ddf-76fb-a15d-a79fb4f9e5df", "tool_name": "os.create_task"}},
-	"receipts": []any{map[string]any{"call_id": "01a244c8-4ddf-76fb-a15d-a79fb4f9e5df", "tool": "os.create_task", "tool_name": "os.create_task",
-		"status": "succeeded", "attempt": 1, "duration_ms": 18.312, "idempotency_hit": false, "worker": "executor-1",
-		"started_at": "2026-12-05T05:58:27.605674Z", "finished_at": "2026-12-05T05:58:27.623986Z",
-		"effects": map[string]any{"db_writes": []any{map[string]any{"table": "os_tasks", "op": "insert", "count": 1, "ids": []string{"fd2760d4-9dd3-480e-bc11-8808e4b9f772"}}}},
-		"result":  map[string]any{"task_id": "fd2760d4-9dd3-480e-bc11-8808e4b9f772", "title": "call John", "domain": "business", "priority": "high", "status": "open", "due_at": "2026-12-06T06:00:00Z"},
-		"summary": map[string]any{"result.task_id": "fd2760d4-9dd3-480e-bc11-8808e4b9f772"}}},
-	"assistant_message": "Created task “call John” (high priority, due Sun 6 Dec 17:00).",
-	"next_actions":      []string{`when it is done: "complete task fd2760d4-9dd3-480e-bc11-8808e4b9f772"`},
-	"errors":            []any{},
+// OpenAPIExamples are the OpenAPI description's examples that name tools. The api names no tool, so Main
+// gives them (from a pack's contract); an empty field leaves its example out.
+type OpenAPIExamples struct {
+	// RunMessage is POST /brain/run's example request (mode enqueue_and_wait), RunAnswer a real answer to it,
+	// and RunTool the tool of the call it makes (the run's events' example shows it enqueued).
+	RunMessage string
+	RunAnswer  any
+	RunTool    string
+	// CallTool and CallInput are POST /calls's example; a skill's example enables CallTool.
+	CallTool  string
+	CallInput any
 }

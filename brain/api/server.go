@@ -216,6 +216,9 @@ type Params struct {
 	// HighLevelPlanner decides which call a HighLevel webhook event makes (the integrations pack's); nil
 	// answers every delivery 503.
 	HighLevelPlanner HighLevelPlanner
+	// Examples are the OpenAPI description's examples that name tools (which the api does not); the zero
+	// value describes the routes without them.
+	Examples OpenAPIExamples
 }
 
 // MCPHandler serves one request to /mcp for the caller its bearer token names, which holds grants and may

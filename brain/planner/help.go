@@ -118,6 +118,16 @@ func toolHelp(t *registry.Tool) ToolHelp {
 	return ToolHelp{Name: t.Name, Description: t.Description, Required: s.Required}
 }
 
+// exampleTool is a tool to show asking about: the first domain's first rule's.
+func (h *Help) exampleTool() string {
+	for _, d := range h.Domains {
+		if len(d.Rules) > 0 {
+			return d.Rules[0].Tool
+		}
+	}
+	return ""
+}
+
 // Text is the help for people: the modes, then what the brain understands by domain with an example each.
 func (h *Help) Text() string {
 	var b strings.Builder
@@ -154,7 +164,9 @@ func (h *Help) Text() string {
 	if len(without) > 0 {
 		fmt.Fprintf(&b, "\nTools with no wording of their own (call them by name with POST /calls, or through an agent): %s.\n", strings.Join(without, ", "))
 	}
-	b.WriteString("\nAsk \"what is leads.create?\" or \"how do I record a payment?\" for one thing; several requests can go on separate lines.\n")
+	if example := h.exampleTool(); example != "" {
+		fmt.Fprintf(&b, "\nAsk \"what is %s?\" or \"how do I record a payment?\" for one thing; several requests can go on separate lines.\n", example)
+	}
 	return b.String()
 }
 
@@ -198,7 +210,7 @@ var domainWords = map[string]string{
 }
 
 // Explain answers a request for help or an explanation: everything ("help", "what can you do?"), a tool
-// ("what is leads.create?"), a domain ("help with quotes", "which tools for invoices?") or how to do
+// ("what is os.create_task?"), a domain ("help with quotes", "which tools for invoices?") or how to do
 // something ("how do I record a payment?"). It reports false for anything else, which is then planned.
 func (p *RulesPlanner) Explain(message string) (string, bool) {
 	message = strings.TrimSpace(message)

@@ -156,7 +156,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		Config: cfg.api(),
 		Runs:   m.Runs, Rules: rules, Chat: m.Chat, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, RunEvents: m.RunEnds, LLM: info, Log: m.Log,
 		MCP: m.MCP, Devices: m.Devices, Telemetry: m.Telemetry, River: m.RiverUI,
-		HighLevelPlanner: integrationsplan.HighLevel{Pipeline: cfg.HighLevel.Pipeline},
+		HighLevelPlanner: integrationsplan.HighLevel{Pipeline: cfg.HighLevel.Pipeline}, Examples: openAPIExamples(),
 	})
 	if err := m.Server.Open(); err != nil {
 		m.Server = nil
