@@ -1,22 +1,13 @@
 package businessplan
 
 import (
-	"context"
-	"errors"
 	"testing"
+	"time"
 
-	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/planner"
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/internal/plantest"
-	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
-
-// mediaPlanner plans with the media and marketing rules alone.
-func mediaPlanner(t *testing.T) (*planner.RulesPlanner, *registry.Registry) {
-	return plantest.Planner(t, mediaRules)
-}
 
 // now is when the rule tests plan.
 var now = plantest.Now
@@ -24,9 +15,9 @@ var now = plantest.Now
 // TestMediaRulesPlan: what each rule makes of a message, as JSON: unknowns left out (the tool's default or
 // the run's context supplies them), the words mapped to the tools' enums, and what is missing asked for.
 func TestMediaRulesPlan(t *testing.T) {
-	p, _ := mediaPlanner(t)
+	p, _ := plantest.Planner(t, mediaRules, time.UTC)
 	const a, b = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10", "0e6b1f1b-7f3a-4a35-9d0e-5b0f1c398c8f"
-	for _, tt := range []struct{ message, tool, input string }{
+	plantest.PlansAs(t, p, now, []plantest.Case{
 		{"register video clip.mp4", businesspack.RegisterAsset, `{"file_ref": "clip.mp4", "asset_type": "video"}`},
 		{"upload doc gemfs://q/quote.pdf for job 5B0F1C39-8C8F-4A35-9D0E-6B1F1B7F3A10 in Glebe", businesspack.RegisterAsset,
 			`{"file_ref": "gemfs://q/quote.pdf", "asset_type": "document", "job_id": "` + a + `", "suburb": "Glebe"}`},
@@ -49,13 +40,7 @@ func TestMediaRulesPlan(t *testing.T) {
 		{"record results for google ads: 1,200 clicks and 4.5 leads", businesspack.LogCampaignResult,
 			`{"channel": "google_ads", "metrics": {"clicks": 1200, "leads": 4.5}}`},
 		{"log results of the tiktok campaign: 3 leads", businesspack.LogCampaignResult, `{"channel": "other", "metrics": {"leads": 3}}`},
-	} {
-		plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: tt.message, Now: now})
-		require.NoError(t, err, tt.message)
-		require.Len(t, plan.Calls, 1, "%s: %+v", tt.message, plan)
-		require.Equal(t, tt.tool, plan.Calls[0].Tool, tt.message)
-		require.JSONEq(t, tt.input, string(plan.Calls[0].Input), tt.message)
-	}
+	})
 
 	for message, field := range map[string]string{
 		"propose names for the photos from friday":  "asset_ids",
@@ -63,13 +48,7 @@ func TestMediaRulesPlan(t *testing.T) {
 		"write a gmb post about roof restorations":  "suburb_or_region",
 		"log campaign results for meta: great week": "metrics",
 	} {
-		_, err := p.Plan(context.Background(), brain.PlanRequest{Message: message, Now: now})
-		var be *brain.Error
-		require.True(t, errors.As(err, &be), "%s: %v", message, err)
-		require.Equal(t, brain.EINVALID, be.Code, message)
-		details, _ := be.Details.(map[string]any)
-		missing, _ := details["missing"].([]map[string]string)
-		require.Len(t, missing, 1, "%s: %v", message, be.Details)
-		require.Equal(t, field, missing[0]["field"], message)
+		asked, _ := plantest.Refused(t, p, now, message)
+		require.Equal(t, field, asked, message)
 	}
 }

@@ -20,7 +20,7 @@ var officeContext = map[string]any{"lead_id": officeID, "entity_id": officeID, "
 // TestOfficeRulesLeaveUnknownsOut: what a message does not say is left out of the input (the run's context
 // or the tool's default supplies it), never sent as an empty value; times are whole seconds, as before.
 func TestOfficeRulesLeaveUnknownsOut(t *testing.T) {
-	p, _ := plantest.Planner(t, officeRules)
+	p, _ := plantest.Planner(t, officeRules, time.UTC)
 	// A clock with a fraction of a second: "when am I free" searches from now.
 	now := time.Date(2026, 11, 18, 9, 0, 0, 123456789, time.UTC)
 	for msg, want := range map[string]string{

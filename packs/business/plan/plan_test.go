@@ -139,7 +139,7 @@ func TestEveryToolIsPlannedAndSaid(t *testing.T) {
 	for _, domain := range domainTools {
 		tools = append(tools, domain...)
 	}
-	plantest.Complete(t, tools, businessplan.Rules, businessplan.Sentences, withoutRule, withoutSentence)
+	plantest.EveryToolIsPlannedAndSaid(t, tools, businessplan.Rules, businessplan.Sentences, withoutRule, withoutSentence)
 }
 
 // contextIDs are the ids a run's context may carry: a rule leaves out an id its message does not name.
@@ -152,13 +152,13 @@ const id = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
 // tool's registry entry accepts once the run's context gives the ids it leaves out — the typed inputs
 // marshal to the contract.
 func TestRuleExamplesPlanValidInputs(t *testing.T) {
-	plantest.ExamplesPlanValidInputs(t, businessplan.Rules, contextIDs)
+	plantest.ExamplesPlanValidInputs(t, businessplan.Rules, time.UTC, plantest.Now, contextIDs)
 }
 
 // TestRulesSendWhatTheMessageSays: what a message does not say is left out (an id for the run's context,
 // an option for the tool's default), and what it says is sent even when it is zero or empty.
 func TestRulesSendWhatTheMessageSays(t *testing.T) {
-	p, _ := plantest.Planner(t, businessplan.Rules)
+	p, _ := plantest.Planner(t, businessplan.Rules, time.UTC)
 	now := time.Date(2026, 11, 18, 9, 0, 0, 0, time.UTC)
 	for msg, want := range map[string]string{
 		"lock the inspection":                   `{}`,

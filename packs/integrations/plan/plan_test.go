@@ -10,11 +10,9 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
-	"github.com/gemhq/gem/brain/planner"
-	"github.com/gemhq/gem/packs"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsplan "github.com/gemhq/gem/packs/integrations/plan"
-	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/packs/internal/plantest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,29 +36,7 @@ var withoutSentence = map[string]string{
 // TestEveryToolIsPlannedAndSaid: each of the pack's tools has a rule and a sentence, or says why not; the
 // pack's rules and sentences name only its own tools.
 func TestEveryToolIsPlannedAndSaid(t *testing.T) {
-	ruled := map[string]bool{}
-	for _, r := range integrationsplan.Rules {
-		require.Contains(t, integrationspack.Tools, r.Tool, "rule %s names a tool of another pack", r.Name)
-		ruled[r.Tool] = true
-	}
-	for tool := range integrationsplan.Sentences {
-		require.Contains(t, integrationspack.Tools, tool, "a sentence for a tool of another pack")
-	}
-	for _, tool := range integrationspack.Tools {
-		require.True(t, ruled[tool], "%s has no rule", tool)
-		why, excused := withoutSentence[tool]
-		_, said := integrationsplan.Sentences[tool]
-		require.True(t, said != excused, "%s: a sentence, or a reason for none (and not both): %q", tool, why)
-	}
-}
-
-func packRegistry(t *testing.T) *registry.Registry {
-	t.Helper()
-	raw, err := packs.Registry()
-	require.NoError(t, err)
-	reg, err := registry.Parse(raw)
-	require.NoError(t, err)
-	return reg
+	plantest.EveryToolIsPlannedAndSaid(t, integrationspack.Tools, integrationsplan.Rules, integrationsplan.Sentences, nil, withoutSentence)
 }
 
 // sydney is the zone the rules read dates in here: a day's midnight has an offset.
@@ -69,40 +45,20 @@ var sydney = time.FixedZone("AEDT", 11*3600)
 // now is Wednesday 18 November 2026, 09:00 in Sydney.
 var now = time.Date(2026, 11, 18, 9, 0, 0, 0, sydney)
 
-func rulesPlanner(t *testing.T) (*planner.RulesPlanner, *registry.Registry) {
-	t.Helper()
-	reg := packRegistry(t)
-	p, err := planner.NewRulesPlanner(reg, integrationsplan.Rules, sydney, "")
-	require.NoError(t, err)
-	require.Len(t, p.EnabledRules(), len(integrationsplan.Rules), "every rule's tool is in the registry")
-	return p, reg
-}
-
 // TestRuleExamplesPlanValidInputs: every example a rule shows plans one call to its tool, with an input the
 // tool's registry entry accepts once the run's context gives the ids it leaves out — the typed inputs
 // marshal to the contract.
 func TestRuleExamplesPlanValidInputs(t *testing.T) {
-	p, reg := rulesPlanner(t)
 	const ctxID = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
-	for _, r := range integrationsplan.Rules {
-		require.NotEmpty(t, r.Examples, r.Name)
-		for _, ex := range r.Examples {
-			plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: ex, Now: now})
-			require.NoError(t, err, "%s: %q", r.Name, ex)
-			require.Len(t, plan.Calls, 1, "%s: %q", r.Name, ex)
-			require.Equal(t, r.Tool, plan.Calls[0].Tool, "%s: %q", r.Name, ex)
-			require.Empty(t, brain.PrepareCalls(reg, plan.Calls, map[string]any{"quote_id": ctxID, "inspection_id": ctxID}),
-				"%s: %q: %s", r.Name, ex, plan.Calls[0].Input)
-		}
-	}
+	plantest.ExamplesPlanValidInputs(t, integrationsplan.Rules, sydney, now, map[string]any{"quote_id": ctxID, "inspection_id": ctxID})
 }
 
 // TestRulesPlan: what the rules make of messages, as JSON — times to the second, unknowns left out, the
 // words mapped to the tools' enums — and what they ask for or refuse.
 func TestRulesPlan(t *testing.T) {
-	p, _ := rulesPlanner(t)
+	p, _ := plantest.Planner(t, integrationsplan.Rules, sydney)
 	const quote = "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
-	for _, tt := range []struct{ message, tool, input string }{
+	plantest.PlansAs(t, p, now, []plantest.Case{
 		{"check ghl", integrationspack.HighLevelHealthCheck, `{}`},
 		{"sync highlevel contacts since 2026-11-01T08:30:00.75+11:00 as a dry run", integrationspack.HighLevelSyncContacts,
 			`{"since": "2026-11-01T08:30:00+11:00", "dry_run": true}`},
@@ -120,13 +76,7 @@ func TestRulesPlan(t *testing.T) {
 		{"show the website analytics this month", integrationspack.AnalyticsPullSummary, `{"from": "2026-11-01", "to": "2026-11-30"}`},
 		{"how did the instagram ads do last month", integrationspack.AdsPullSummary, `{"channel": "meta", "from": "2026-10-01", "to": "2026-10-31"}`},
 		{"get the google ads summary", integrationspack.AdsPullSummary, `{"channel": "google_ads", "from": "2026-10-19", "to": "2026-11-18"}`},
-	} {
-		plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: tt.message, Now: now})
-		require.NoError(t, err, tt.message)
-		require.Len(t, plan.Calls, 1, "%s: %+v", tt.message, plan)
-		require.Equal(t, tt.tool, plan.Calls[0].Tool, tt.message)
-		require.JSONEq(t, tt.input, string(plan.Calls[0].Input), tt.message)
-	}
+	})
 
 	// Asked: the contact a sync goes to, a since that is no time. Refused: a stage the tool does not take.
 	for message, field := range map[string]string{
@@ -135,19 +85,11 @@ func TestRulesPlan(t *testing.T) {
 		"sync highlevel contacts since 2026-01-01T25:00:00+11:00":  "since",
 		"move highlevel contact hl-1 to somewhere else altogether": "",
 	} {
-		_, err := p.Plan(context.Background(), brain.PlanRequest{Message: message, Now: now})
-		var be *brain.Error
-		require.True(t, errors.As(err, &be), "%s: %v", message, err)
-		require.Equal(t, brain.EINVALID, be.Code, message)
-		details, _ := be.Details.(map[string]any)
-		missing, _ := details["missing"].([]map[string]string)
+		asked, said := plantest.Refused(t, p, now, message)
+		require.Equal(t, field, asked, message)
 		if field == "" {
-			require.Empty(t, missing, message)
-			require.Contains(t, be.Message, "inspection_scheduled", "%s: the stages it takes", message)
-			continue
+			require.Contains(t, said, "inspection_scheduled", "%s: the stages it takes", message)
 		}
-		require.Len(t, missing, 1, "%s: %v", message, be.Details)
-		require.Equal(t, field, missing[0]["field"], message)
 	}
 	// Words after a sync that are not a since or a dry run are not this rule's.
 	plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: "sync highlevel contacts for the Smiths", Now: now})
@@ -187,7 +129,7 @@ func TestHighLevelPlansEvents(t *testing.T) {
 	noEntity := records{byContact: known.byContact, byPhone: known.byPhone}
 	h := integrationsplan.HighLevel{Pipeline: integrationspack.HighLevelPipeline{ID: "pipe1",
 		StageByID: map[string]string{"stage-q": "quoted", "stage-i": "inspected"}}}
-	reg := packRegistry(t)
+	reg := plantest.Registry(t)
 	for _, tool := range h.Tools() {
 		_, ok := reg.Tool(tool)
 		require.True(t, ok, "%s is not in the registry", tool)

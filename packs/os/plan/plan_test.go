@@ -38,19 +38,19 @@ var withoutSentence = map[string]string{
 // TestEveryToolIsPlannedAndSaid: each of the pack's tools has a rule and a sentence, or says why not; the
 // pack's rules and sentences name only its own tools.
 func TestEveryToolIsPlannedAndSaid(t *testing.T) {
-	plantest.Complete(t, ospack.Tools, osplan.Rules, osplan.Sentences, withoutRule, withoutSentence)
+	plantest.EveryToolIsPlannedAndSaid(t, ospack.Tools, osplan.Rules, osplan.Sentences, withoutRule, withoutSentence)
 }
 
 // TestRuleExamplesPlanValidInputs: every example a rule shows plans one call to its tool, with an input the
 // tool's registry entry accepts — the typed inputs marshal to the contract.
 func TestRuleExamplesPlanValidInputs(t *testing.T) {
-	plantest.ExamplesPlanValidInputs(t, osplan.Rules, nil)
+	plantest.ExamplesPlanValidInputs(t, osplan.Rules, time.UTC, plantest.Now, nil)
 }
 
 // TestRulesLeaveUnknownsOut: what a message does not say is left out of the input (the tool's default, or
 // the run's context, supplies it), never sent as an empty value.
 func TestRulesLeaveUnknownsOut(t *testing.T) {
-	p, _ := plantest.Planner(t, osplan.Rules)
+	p, _ := plantest.Planner(t, osplan.Rules, time.UTC)
 	for msg, want := range map[string]string{
 		"complete the task":              "", // no pattern: an id is needed in the clause
 		"defer the task to friday":       `{"due_at": "2026-11-20T17:00:00Z"}`,
