@@ -122,12 +122,6 @@ const (
 	FileRefPattern = `[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|heic|webp|gif|mp4|mov|pdf|docx?)`
 )
 
-// The names the rules still in this package use for them.
-const (
-	phonePattern   = PhonePattern
-	fileRefPattern = FileRefPattern
-)
-
 var emailRe = regexp.MustCompile(EmailPattern)
 
 // EmailIn is the first email address in text, or "".

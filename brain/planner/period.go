@@ -105,16 +105,3 @@ func periodOf(text string, now time.Time) (from, to time.Time, err error) {
 		return f, f.AddDate(1, 0, -1), nil
 	}
 }
-
-// periodInput is a report's {from, to} (Match.Period) as a map.
-func periodInput(m *Match, required bool) (map[string]any, error) {
-	from, to, err := m.Period(required)
-	if err != nil {
-		return nil, err
-	}
-	in := map[string]any{}
-	if from != "" {
-		in["from"], in["to"] = from, to
-	}
-	return in, nil
-}

@@ -444,23 +444,6 @@ func EnumValue(values []string, prop, text string) (string, error) {
 	return "", fmt.Errorf("%q is not a %s; use one of %s", text, prop, strings.Join(values, ", "))
 }
 
-// withID adds the id the message names (Match.ID) to an input; without one the run's context supplies it
-// (or the run reports it missing).
-func withID(m *Match, field string, in map[string]any) map[string]any {
-	if id := m.ID(); id != "" {
-		in[field] = id
-	}
-	return in
-}
-
-// withGroup adds a named group of the message to an input as field, when the message has it.
-func withGroup(m *Match, group, field string, in map[string]any) map[string]any {
-	if v := m.Group(group); v != "" {
-		in[field] = v
-	}
-	return in
-}
-
 var listSepRe = regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`)
 
 // SplitList splits "a, b and c" into its items.
