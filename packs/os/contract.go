@@ -96,6 +96,14 @@ type DeferTaskInput struct {
 	Reason string    `json:"reason,omitempty"`
 }
 
+// DeferTaskOutput is os.defer_task's result.
+type DeferTaskOutput struct {
+	TaskID         string    `json:"task_id"`
+	Task           Task      `json:"task"`
+	PreviousStatus string    `json:"previous_status"`
+	DeferredUntil  time.Time `json:"deferred_until"`
+}
+
 // ListTasksInput is os.list_tasks's input.
 type ListTasksInput struct {
 	Status   string `json:"status,omitempty"`
