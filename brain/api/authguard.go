@@ -14,7 +14,6 @@ import (
 	"github.com/gemhq/gem/brain/postgres"
 	gemsql "github.com/gemhq/gem/sql"
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/time/rate"
 )
 
@@ -53,15 +52,54 @@ type callerEntry struct {
 // tokenGuard keeps what the brain learnt of tokens and of the addresses that sent bad ones.
 type tokenGuard struct {
 	known    *lru.Cache[string, callerEntry]
-	unknown  *expirable.LRU[[sha256.Size]byte, struct{}]
-	failures *expirable.LRU[netip.Prefix, *rate.Limiter]
+	unknown  *expiringCache[[sha256.Size]byte, struct{}]
+	failures *expiringCache[netip.Prefix, *rate.Limiter]
 }
 
 func newTokenGuard() *tokenGuard {
 	known, _ := lru.New[string, callerEntry](knownCallersMax) // fails only for a size below 1
 	return &tokenGuard{known: known,
-		unknown:  expirable.NewLRU[[sha256.Size]byte, struct{}](unknownTokensMax, nil, unknownTokenTTL),
-		failures: expirable.NewLRU[netip.Prefix, *rate.Limiter](clientAddrsMax, nil, clientAddrTTL)}
+		unknown:  newExpiringCache[[sha256.Size]byte, struct{}](unknownTokensMax, unknownTokenTTL),
+		failures: newExpiringCache[netip.Prefix, *rate.Limiter](clientAddrsMax, clientAddrTTL)}
+}
+
+// expiringCache is a bounded LRU cache whose entries are gone ttl after they were added. They expire when
+// read: golang-lru's expirable cache sweeps them with a goroutine nothing can stop (v2), which every brain
+// made in a process would leave behind.
+type expiringCache[K comparable, V any] struct {
+	ttl   time.Duration
+	cache *lru.Cache[K, addedEntry[V]]
+}
+
+type addedEntry[V any] struct {
+	value V
+	added time.Time
+}
+
+func newExpiringCache[K comparable, V any](size int, ttl time.Duration) *expiringCache[K, V] {
+	cache, _ := lru.New[K, addedEntry[V]](size) // fails only for a size below 1
+	return &expiringCache[K, V]{ttl: ttl, cache: cache}
+}
+
+// Get returns the value of key if it was added less than ttl ago. An expired entry stays until Add replaces
+// it or the cache evicts it, as the cache's size bounds it.
+func (c *expiringCache[K, V]) Get(key K) (V, bool) {
+	e, ok := c.cache.Get(key)
+	if !ok || time.Since(e.added) >= c.ttl {
+		var none V
+		return none, false
+	}
+	return e.value, true
+}
+
+// Contains says whether key was added less than ttl ago.
+func (c *expiringCache[K, V]) Contains(key K) bool {
+	_, ok := c.Get(key)
+	return ok
+}
+
+func (c *expiringCache[K, V]) Add(key K, value V) {
+	c.cache.Add(key, addedEntry[V]{value: value, added: time.Now()})
 }
 
 // clientPrefix is the network a request comes from: its address, an IPv6 one's /64 (one host's share). It is
