@@ -24,6 +24,7 @@ func TestBatchPanicRetriesItsCalls(t *testing.T) {
 	var logs sqltest.SyncBuffer
 	e, err := New(Config{DatabaseURL: dbURL, ID: "batch-panic"}, reg, Handlers{}, pool, zerolog.New(&logs))
 	require.NoError(t, err)
+	t.Cleanup(e.closePools) // never started, so never stopped
 
 	broken := &pending{ctx: context.Background(), result: make(chan error, 1)}
 	other := &pending{ctx: context.Background(), result: make(chan error, 1)}

@@ -17,6 +17,7 @@ require (
 	github.com/riverqueue/river/rivertype v0.51.1
 	github.com/rs/zerolog v1.35.1
 	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -23,16 +23,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // helperEnv makes the test binary run an executor process instead of tests (for crash and signal tests).
 const helperEnv = "GEM_EXECUTOR_TEST_HELPER"
 
+// TestMain runs the tests, or the helper process; the tests fail when a goroutine outlives them (an executor,
+// waiter, pool or fake provider a test started and did not stop).
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(runHelper())
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // runHelper is an executor process with the test handlers, configured from the environment like the real
