@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -33,9 +34,16 @@ var shared struct {
 	url   string
 }
 
+// TestMain runs the tests; they fail when a goroutine outlives them, looked for once the shared executor
+// and brain are stopped.
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
+	goleak.VerifyTestMain(suite{m})
 }
+
+// suite is the tests run between the start and the stop of what they share.
+type suite struct{ m *testing.M }
+
+func (s suite) Run() int { return runTests(s.m) }
 
 func runTests(m *testing.M) int {
 	flag.Parse()
