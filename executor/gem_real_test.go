@@ -87,7 +87,8 @@ func receiptCode(r *registry.Receipt) string {
 // exerciseGEMTools calls every GEM tool once with an input valid for GEM's schema whose ids name records
 // that do not exist (adjust may change it). Then, pass after pass, each tool that answered not_found is
 // called again with the ids of records that succeeded calls handed back (a lead_id from leads.create, a
-// quote_id from quote.create_from_inspection, ...), until no pass makes a record or proves a tool.
+// quote_id from quote.create_from_inspection, a call_id, ...), until a pass makes no tool succeed that had
+// not.
 func exerciseGEMTools(t *testing.T, ctx context.Context, b *testBundle, adjust func(map[string]any)) []toolOutcome {
 	t.Helper()
 	gem, err := gemRegistry()
