@@ -70,7 +70,11 @@ func (s *Server) ensureCallers(ctx context.Context) error {
 	if s.cfg.AuthDisabled {
 		wants = append(wants, want{AnonymousCaller, gemsql.CallerToken, "every request while authentication is off (GEM_BRAIN_AUTH=off)", []string{"*"}})
 	}
-	wants = append(wants, want{highLevelRequester, gemsql.CallerService, "HighLevel's signed webhook deliveries", s.highLevelPermissions()})
+	if s.highLevel != nil {
+		// Recorded once with the permissions of the tools its planning calls: a brain without the planning
+		// must not record it with none, which a later brain would keep.
+		wants = append(wants, want{highLevelRequester, gemsql.CallerService, "HighLevel's signed webhook deliveries", s.highLevelPermissions()})
+	}
 	for _, w := range wants {
 		if err := gemsql.CallerEnsure(ctx, s.pool, w.name, w.kind, w.permissions, w.note); err != nil {
 			return err

@@ -306,9 +306,6 @@ func (r txRecords) LeadEntity(ctx context.Context, leadID string) (string, error
 // highLevelPermissions are what the webhook's caller is granted when the brain first records it: the
 // permissions of the tools it calls, no more.
 func (s *Server) highLevelPermissions() []string {
-	if s.highLevel == nil {
-		return nil
-	}
 	var perms []string
 	for _, name := range s.highLevel.Tools() {
 		if t, ok := s.reg.Tool(name); ok {

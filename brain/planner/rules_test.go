@@ -101,6 +101,8 @@ func TestRulesGEMPhrasings(t *testing.T) {
 		{"mark task " + id + " finished", "os.complete_task", map[string]any{"task_id": id}},
 		{"finish task " + id, "os.complete_task", map[string]any{"task_id": id}},
 		{"list tasks", "os.list_tasks", map[string]any{"status": "open"}},
+		// GEM's list_tasks has no priority filter: an urgent word is not sent to it.
+		{"list urgent tasks", "os.list_tasks", map[string]any{"status": "open"}},
 		{"show my tasks", "os.list_tasks", map[string]any{"status": "open"}},
 		{"what's my tasks", "os.list_tasks", map[string]any{"status": "open"}},
 		{"what are my tasks", "os.list_tasks", map[string]any{"status": "open"}},

@@ -15,9 +15,10 @@ import (
 // while its answer commits, so its client does not wait for the database (a lost update only leaves the
 // run waiting until GET /brain/runs/{id} derives the answer again).
 type recordings struct {
-	mu   sync.Mutex
-	runs map[uuid.UUID][]chan struct{} // each recording of the run still under way
-	all  sync.WaitGroup
+	mu     sync.Mutex
+	runs   map[uuid.UUID][]chan struct{} // each recording of the run still under way
+	all    sync.WaitGroup
+	closed bool // Close was called: answers are recorded before their responses, not alongside
 }
 
 // recordAnswer writes a run's answer in the background.
@@ -25,6 +26,13 @@ func (s *Service) recordAnswer(ctx context.Context, runID uuid.UUID, args []any)
 	r := &s.recordings
 	done := make(chan struct{})
 	r.mu.Lock()
+	if r.closed {
+		// After Close nothing may join the wait: a run still going (an async one, say) records its own
+		// answer before it answers, or logs why not.
+		r.mu.Unlock()
+		s.writeAnswer(ctx, runID, args)
+		return
+	}
 	if r.runs == nil {
 		r.runs = map[uuid.UUID][]chan struct{}{}
 	}
@@ -33,13 +41,7 @@ func (s *Service) recordAnswer(ctx context.Context, runID uuid.UUID, args []any)
 	r.mu.Unlock()
 	go func() {
 		defer r.all.Done()
-		log := zerolog.Ctx(ctx)
-		err := gemsql.Guarded(log, "recording a run's answer", func() error {
-			return postgres.RunUpdateAnswer(context.WithoutCancel(ctx), s.pool, args)
-		})
-		if err != nil {
-			log.Warn().Err(err).Str("run_id", runID.String()).Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
-		}
+		s.writeAnswer(ctx, runID, args)
 		r.mu.Lock()
 		r.runs[runID] = slices.DeleteFunc(r.runs[runID], func(c chan struct{}) bool { return c == done })
 		if len(r.runs[runID]) == 0 {
@@ -48,6 +50,17 @@ func (s *Service) recordAnswer(ctx context.Context, runID uuid.UUID, args []any)
 		r.mu.Unlock()
 		close(done)
 	}()
+}
+
+// writeAnswer writes a run's answer, logging when it could not (GET /brain/runs/{id} derives it again).
+func (s *Service) writeAnswer(ctx context.Context, runID uuid.UUID, args []any) {
+	log := zerolog.Ctx(ctx)
+	err := gemsql.Guarded(log, "recording a run's answer", func() error {
+		return postgres.RunUpdateAnswer(context.WithoutCancel(ctx), s.pool, args)
+	})
+	if err != nil {
+		log.Warn().Err(err).Str("run_id", runID.String()).Msg("the run's answer was not recorded; GET /brain/runs/{id} derives it again")
+	}
 }
 
 // Recorded waits until the answers of the run that were being recorded when it was called are recorded (or
@@ -66,6 +79,12 @@ func (s *Service) Recorded(ctx context.Context, runID uuid.UUID) {
 	}
 }
 
-// Close waits for every answer still being recorded; each ends with its one statement, or with the
-// database's error. Call it before the pool closes.
-func (s *Service) Close() { s.recordings.all.Wait() }
+// Close waits for every answer being recorded alongside its response; each ends with its one statement,
+// or with the database's error. From then on answers are recorded before their responses go out. Call it
+// before the pool closes.
+func (s *Service) Close() {
+	s.recordings.mu.Lock()
+	s.recordings.closed = true
+	s.recordings.mu.Unlock()
+	s.recordings.all.Wait()
+}

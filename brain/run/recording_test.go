@@ -16,7 +16,8 @@ import (
 )
 
 // TestRecordedIsTheServicesContract: a run's response may come before its answer is committed; once
-// Recorded returns the answer is in brain_runs, and Close waits for every answer still being recorded.
+// Recorded returns the answer is in brain_runs, Close waits for every answer still being recorded, and
+// after Close answers are recorded before their responses.
 // Nothing runs the call (no executor), so the wait ends without a receipt and the answer says so.
 func TestRecordedIsTheServicesContract(t *testing.T) {
 	t.Parallel()
@@ -56,4 +57,11 @@ func TestRecordedIsTheServicesContract(t *testing.T) {
 	_, answer = read(second.RunID)
 	require.NotNil(t, answer, "Close returned before every answer was committed")
 	require.Equal(t, second.AssistantMessage, *answer)
+
+	// After Close a run still going (an async one outliving its request) records its answer before it
+	// answers: nothing joins the wait Close ended, and nothing is written behind the brain's back.
+	third := ask("create a task to call Cy")
+	_, answer = read(third.RunID)
+	require.NotNil(t, answer, "an answer made after Close was not recorded before its response")
+	require.Equal(t, third.AssistantMessage, *answer)
 }

@@ -18,7 +18,9 @@ type Sentence struct {
 
 // Says makes a tool's Sentence from its typed input and result: say writes the sentence, and next (when not
 // nil) suggests what to do next, offering only tools the registry has (has). A result that is not an
-// object of Out, or an input that is not one of In, gets the generic sentence.
+// object of Out, or an input that is not one of In, gets the generic sentence: the executor's typed
+// handlers write integers as integers and times in RFC 3339, and a value written another way (150000.0, a
+// lower-case t) does not decode.
 func Says[In, Out any](say func(in In, out Out, when When) string, next func(in In, out Out, has func(tool string) bool) []string) Sentence {
 	decode := func(rawIn, rawOut json.RawMessage) (in In, out Out, ok bool) {
 		if len(rawIn) > 0 && json.Unmarshal(rawIn, &in) != nil {

@@ -46,9 +46,10 @@ var deferRule = planner.Rule{
 
 // doc:begin sentence
 
-// deferSentence is what the answer says of a deferred task, from the call's typed input and result.
+// deferSentence is what the answer says of a deferred task, from the call's typed result (the entry's
+// output: task_id and deferred_until).
 var deferSentence = run.Says(func(in ospack.DeferTaskInput, out ospack.DeferTaskOutput, when run.When) string {
-	return fmt.Sprintf("Deferred task “%s” until %s.", out.Task.Title, when(out.DeferredUntil))
+	return fmt.Sprintf("Deferred task %s until %s.", out.TaskID, when(out.DeferredUntil))
 }, nil)
 
 // doc:end sentence
@@ -76,11 +77,10 @@ func TestAddingAToolDocBrainSide(t *testing.T) {
 	tool, _ := reg.Tool(ospack.DeferTask)
 	require.NoError(t, tool.ValidateInput(plan.Calls[0].Input))
 
-	out, err := json.Marshal(ospack.DeferTaskOutput{TaskID: "t1", Task: ospack.Task{Title: "Order flashing"},
-		DeferredUntil: time.Date(2026, 11, 20, 17, 0, 0, 0, time.UTC)})
+	out, err := json.Marshal(map[string]any{"task_id": "t1", "deferred_until": "2026-11-20T17:00:00Z"})
 	require.NoError(t, err)
 	said, ok := deferSentence.Say(plan.Calls[0].Input, out, func(t time.Time) string { return t.Format("Mon 2 Jan 15:04") })
 	require.True(t, ok)
-	require.Equal(t, "Deferred task “Order flashing” until Fri 20 Nov 17:00.", said)
+	require.Equal(t, "Deferred task t1 until Fri 20 Nov 17:00.", said)
 	require.False(t, strings.Contains(said, "{"), "the sentence reads the result's fields")
 }

@@ -4,6 +4,7 @@ package osplan
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	ospack "github.com/gemhq/gem/packs/os"
@@ -64,20 +65,25 @@ var Rules = []planner.Rule{
 		},
 		Build: func(m *planner.Match) (any, error) {
 			words := strings.ToLower(m.Group("filters") + " " + m.Group("more"))
-			in := ospack.ListTasksInput{Status: ospack.StatusOpen}
+			var in ospack.ListTasksInput
+			status := ospack.StatusOpen
 			switch {
 			case planner.HasWord(words, "done", "completed", "finished", "closed"):
-				in.Status = ospack.StatusDone
+				status = ospack.StatusDone
 			case planner.HasWord(words, "all", "every"):
-				in.Status = ospack.StatusAll
+				status = ospack.StatusAll
+			}
+			if slices.Contains(m.EnumValues("status"), status) {
+				in.Status = status
 			}
 			if planner.HasWord(words, "personal", "private", "home") {
 				in.Domain = ospack.DomainPersonal
 			} else if planner.HasWord(words, "business", "work") {
 				in.Domain = ospack.DomainBusiness
 			}
-			if p := planner.PriorityOf(words); p != ospack.PriorityNormal {
-				in.Priority = p
+			// A priority filter, where the tool has one (GEM's own list_tasks has none).
+			if p := planner.PriorityOf(words); p != ospack.PriorityNormal && m.Tool.HasInputProperty("priority") {
+				in.Priority = priorityInput(m, p)
 			}
 			return in, nil
 		},
@@ -93,7 +99,7 @@ var Rules = []planner.Rule{
 		},
 		Build: func(m *planner.Match) (any, error) {
 			pre, title := m.Group("pre"), m.Group("title")
-			priority := taskPriority(planner.PriorityOf(pre + " " + title))
+			priority := priorityInput(m, planner.PriorityOf(pre+" "+title))
 			domain := planner.DomainOf(domainWord(pre+" "+title), title)
 			title = planner.StripPriorityWords(title)
 			title = domainTagRe.ReplaceAllString(title, "")
@@ -262,6 +268,19 @@ var Rules = []planner.Rule{
 			return ospack.RollbackInput{CallID: m.ID()}, nil
 		},
 	},
+}
+
+// priorityInput is the priority the tool's enum has for one people said: urgent is high where there is no
+// urgent (os.create_task has low, normal and high); "" where the enum has neither.
+func priorityInput(m *planner.Match, p string) string {
+	allowed := m.EnumValues("priority")
+	switch {
+	case len(allowed) == 0 || slices.Contains(allowed, p):
+		return p
+	case p == ospack.PriorityUrgent && slices.Contains(allowed, ospack.PriorityHigh):
+		return ospack.PriorityHigh
+	}
+	return ""
 }
 
 // taskPriority is a priority a task can have: urgent is high (os.create_task has low, normal and high).
