@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/highlevel"
 	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -30,7 +31,7 @@ import (
 // (base64). A delivery whose signature does not verify with a configured key is refused with 401, a body
 // that is not a JSON event with 400; a verified event is recorded once per webhookId and becomes a tool
 // call (or is recorded as ignored, with the reason), answered 200 at once. Which call an event makes is the
-// integrations pack's to say (HighLevelPlanner, handed in by Main): docs/integrations.md has the mapping.
+// integrations pack's to say (highlevel.Planner, handed in by Main): docs/integrations.md has the mapping.
 const (
 	// HighLevelWebhookPath is where HighLevel delivers events.
 	HighLevelWebhookPath = "/integrations/highlevel/webhook"
@@ -152,50 +153,9 @@ func (cfg HighLevelWebhookConfig) verify(h http.Header, body []byte) error {
 	return brain.Errorf(brain.EUNAUTHORIZED, "the delivery's signature does not verify with the configured HighLevel keys (%s)", EnvHighLevelWebhookPublicKeys)
 }
 
-// HighLevelEvent is the part of a webhook event GEM reads. Events are flat objects (type, locationId and
-// the record's fields); some deliveries wrap the record in data or appointment.
-type HighLevelEvent struct {
-	Type        string                `json:"type"`
-	WebhookID   string                `json:"webhookId"`
-	LocationID  string                `json:"locationId"`
-	ID          string                `json:"id"`
-	ContactID   string                `json:"contactId"`
-	FirstName   string                `json:"firstName"`
-	LastName    string                `json:"lastName"`
-	Name        string                `json:"name"`
-	CompanyName string                `json:"companyName"`
-	Email       string                `json:"email"`
-	Phone       string                `json:"phone"`
-	Address1    string                `json:"address1"`
-	City        string                `json:"city"`
-	State       string                `json:"state"`
-	PostalCode  string                `json:"postalCode"`
-	Title       string                `json:"title"`
-	Body        string                `json:"body"`
-	DueDate     string                `json:"dueDate"`
-	PipelineID  string                `json:"pipelineId"`
-	StageID     string                `json:"pipelineStageId"`
-	Status      string                `json:"status"`
-	StartTime   string                `json:"startTime"`
-	EndTime     string                `json:"endTime"`
-	Address     string                `json:"address"`
-	Data        json.RawMessage       `json:"data"`
-	Appointment *HighLevelAppointment `json:"appointment"`
-}
-
-// HighLevelAppointment is an AppointmentCreate's appointment.
-type HighLevelAppointment struct {
-	ID        string `json:"id"`
-	ContactID string `json:"contactId"`
-	Title     string `json:"title"`
-	StartTime string `json:"startTime"`
-	EndTime   string `json:"endTime"`
-	Address   string `json:"address"`
-}
-
 // parseHighLevelEvent decodes a delivery, lifting a data envelope's fields to the top.
-func parseHighLevelEvent(body []byte) (HighLevelEvent, error) {
-	var ev HighLevelEvent
+func parseHighLevelEvent(body []byte) (highlevel.Event, error) {
+	var ev highlevel.Event
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return ev, brain.Errorf(brain.EINVALID, "the body is not a JSON event: %v", err)
 	}
@@ -217,34 +177,6 @@ func or(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// HighLevelPlanner decides what a verified event makes. It is the integrations pack's (handed in by Main as
-// Params.HighLevelPlanner): the webhook verifies, records and enqueues, and names no tool.
-type HighLevelPlanner interface {
-	// Tools are the tools events may become calls of: the webhook's caller is granted their permissions.
-	Tools() []string
-	// Plan is the call ev makes, or no call and why. records finds the GEM records ev names, in the
-	// delivery's transaction; an error of theirs is returned (the delivery is then answered 503).
-	Plan(ctx context.Context, ev HighLevelEvent, records HighLevelRecords) (HighLevelCall, error)
-}
-
-// HighLevelCall is what an event becomes: a call of Tool with Input (marshalled as JSON and checked against
-// the tool's schema), or, without a Tool, nothing, because of Reason.
-type HighLevelCall struct {
-	Tool   string
-	Input  any
-	Reason string
-}
-
-// HighLevelRecords finds the GEM records a HighLevel event names.
-type HighLevelRecords interface {
-	// Lead is the GEM lead of a HighLevel contact: the lead tied to it, or the lead with the phone number the
-	// event typed (without one, the number the contact's last ContactCreate or ContactUpdate gave), read as
-	// the executor reads leads' numbers; "" when there is none.
-	Lead(ctx context.Context, contactID, phone string) (string, error)
-	// LeadEntity is the lead's first entity, or "" when it has none.
-	LeadEntity(ctx context.Context, leadID string) (string, error)
 }
 
 // txRecords finds records in the delivery's transaction, reading phone numbers in region.
@@ -359,7 +291,7 @@ func (s *Server) highLevelWebhook(cfg HighLevelWebhookConfig) echo.HandlerFunc {
 }
 
 // recordHighLevelEvent records the event and makes its call, unless the event was recorded before.
-func (s *Server) recordHighLevelEvent(ctx context.Context, cfg HighLevelWebhookConfig, ev HighLevelEvent, eventID string, body []byte) (map[string]any, error) {
+func (s *Server) recordHighLevelEvent(ctx context.Context, cfg HighLevelWebhookConfig, ev highlevel.Event, eventID string, body []byte) (map[string]any, error) {
 	resp := map[string]any{"event_id": eventID, "event_type": ev.Type}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var rowID uuid.UUID
@@ -387,7 +319,7 @@ func (s *Server) recordHighLevelEvent(ctx context.Context, cfg HighLevelWebhookC
 		var input json.RawMessage
 		if plan.Tool != "" {
 			if input, err = s.checkPlannedInput(plan); err != nil {
-				plan = HighLevelCall{Reason: err.Error()}
+				plan = highlevel.Call{Reason: err.Error()}
 			}
 		}
 		resp["duplicate"] = false
@@ -417,7 +349,7 @@ func (s *Server) recordHighLevelEvent(ctx context.Context, cfg HighLevelWebhookC
 
 // checkPlannedInput is a planned call's input as JSON, or why the call would be refused (its tool missing
 // from the registry, its input not valid).
-func (s *Server) checkPlannedInput(plan HighLevelCall) (json.RawMessage, error) {
+func (s *Server) checkPlannedInput(plan highlevel.Call) (json.RawMessage, error) {
 	tool, found := s.reg.Tool(plan.Tool)
 	if !found {
 		return nil, fmt.Errorf("%s is not in the registry", plan.Tool)

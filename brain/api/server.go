@@ -16,6 +16,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/highlevel"
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
@@ -171,7 +172,7 @@ type Server struct {
 	log       zerolog.Logger
 	llm       LLMInfo
 	// highLevel plans the HighLevel webhook's events (highlevel_webhook.go); nil: the webhook answers 503.
-	highLevel HighLevelPlanner
+	highLevel highlevel.Planner
 	// tokens keeps what the brain read of callers and tokens, and slows addresses that send bad ones
 	// (authguard.go).
 	tokens *tokenGuard
@@ -215,7 +216,7 @@ type Params struct {
 	River http.Handler
 	// HighLevelPlanner decides which call a HighLevel webhook event makes (the integrations pack's); nil
 	// answers every delivery 503.
-	HighLevelPlanner HighLevelPlanner
+	HighLevelPlanner highlevel.Planner
 	// Examples are the OpenAPI description's examples that name tools (which the api does not); the zero
 	// value describes the routes without them.
 	Examples OpenAPIExamples

@@ -11,10 +11,10 @@ import (
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
 
-	"github.com/gemhq/gem/brain/api"
+	"github.com/gemhq/gem/brain/highlevel"
 )
 
-// HighLevel plans what HighLevel's webhook events make (the brain's api.HighLevelPlanner): a contact becomes
+// HighLevel plans what HighLevel's webhook events make (the brain's highlevel.Planner): a contact becomes
 // a lead or updates its entity, an appointment a calendar event, a stage move in the followed pipeline a
 // lead's stage move, a task a task and a note a note — each tied to the contact's lead when GEM has it.
 // docs/integrations.md has the mapping.
@@ -30,7 +30,7 @@ func (HighLevel) Tools() []string {
 }
 
 // Plan is the call an event makes, or why it makes none.
-func (h HighLevel) Plan(ctx context.Context, ev api.HighLevelEvent, records api.HighLevelRecords) (api.HighLevelCall, error) {
+func (h HighLevel) Plan(ctx context.Context, ev highlevel.Event, records highlevel.Records) (highlevel.Call, error) {
 	switch ev.Type {
 	case "ContactCreate", "ContactUpdate":
 		return planContact(ctx, ev, records)
@@ -52,12 +52,12 @@ func (h HighLevel) Plan(ctx context.Context, ev api.HighLevelEvent, records api.
 		}
 		lead, err := records.Lead(ctx, ev.ContactID, "")
 		if err != nil {
-			return api.HighLevelCall{}, err
+			return highlevel.Call{}, err
 		}
 		if lead != "" {
 			in.ContextRef = &ospack.Ref{Type: "lead", ID: lead}
 		}
-		return api.HighLevelCall{Tool: ospack.CreateTask, Input: in}, nil
+		return highlevel.Call{Tool: ospack.CreateTask, Input: in}, nil
 	case "NoteCreate":
 		if strings.TrimSpace(ev.Body) == "" {
 			return ignore("note %s is empty", ev.ID), nil
@@ -66,22 +66,22 @@ func (h HighLevel) Plan(ctx context.Context, ev api.HighLevelEvent, records api.
 			Title: truncate("HighLevel note: "+strings.SplitN(strings.TrimSpace(ev.Body), "\n", 2)[0], 140)}
 		lead, err := records.Lead(ctx, ev.ContactID, "")
 		if err != nil {
-			return api.HighLevelCall{}, err
+			return highlevel.Call{}, err
 		}
 		if lead != "" {
 			in.EntityRefs = []ospack.Ref{{Type: "lead", ID: lead}}
 		}
-		return api.HighLevelCall{Tool: ospack.CreateNote, Input: in}, nil
+		return highlevel.Call{Tool: ospack.CreateNote, Input: in}, nil
 	}
 	return ignore("GEM does not act on %s events", ev.Type), nil
 }
 
 // planContact: a new contact with a phone number is a new lead; an update of a contact that is a lead
 // patches the lead's entity.
-func planContact(ctx context.Context, ev api.HighLevelEvent, records api.HighLevelRecords) (api.HighLevelCall, error) {
+func planContact(ctx context.Context, ev highlevel.Event, records highlevel.Records) (highlevel.Call, error) {
 	lead, err := records.Lead(ctx, ev.ID, ev.Phone)
 	if err != nil {
-		return api.HighLevelCall{}, err
+		return highlevel.Call{}, err
 	}
 	if lead != "" {
 		if ev.Type == "ContactCreate" {
@@ -89,7 +89,7 @@ func planContact(ctx context.Context, ev api.HighLevelEvent, records api.HighLev
 		}
 		entity, err := records.LeadEntity(ctx, lead)
 		if err != nil {
-			return api.HighLevelCall{}, err
+			return highlevel.Call{}, err
 		}
 		if entity == "" {
 			return ignore("lead %s has no entity to update; %s brings the lead up to date", lead, integrationspack.HighLevelSyncContacts), nil
@@ -101,22 +101,22 @@ func planContact(ctx context.Context, ev api.HighLevelEvent, records api.HighLev
 		if contact != (businesspack.Contact{}) {
 			patch.Contact = &contact
 		}
-		return api.HighLevelCall{Tool: businesspack.UpdateEntity, Input: businesspack.UpdateEntityInput{EntityID: entity, Patch: patch}}, nil
+		return highlevel.Call{Tool: businesspack.UpdateEntity, Input: businesspack.UpdateEntityInput{EntityID: entity, Patch: patch}}, nil
 	}
 	if strings.TrimSpace(ev.Phone) == "" {
 		return ignore("contact %s has no phone number, which a GEM lead needs", ev.ID), nil
 	}
-	return api.HighLevelCall{Tool: businesspack.CreateLead, Input: businesspack.LeadsCreateInput{Name: contactName(ev),
+	return highlevel.Call{Tool: businesspack.CreateLead, Input: businesspack.LeadsCreateInput{Name: contactName(ev),
 		Phone: strings.TrimSpace(ev.Phone), Suburb: or(strings.TrimSpace(ev.City), "not given"), Email: strings.TrimSpace(ev.Email),
 		Source: businesspack.SourceOther, Notes: "From HighLevel contact " + ev.ID}}, nil
 }
 
 // planAppointment: an appointment is a calendar event (an hour long when its end cannot be read).
-func planAppointment(ctx context.Context, ev api.HighLevelEvent, records api.HighLevelRecords) (api.HighLevelCall, error) {
+func planAppointment(ctx context.Context, ev highlevel.Event, records highlevel.Records) (highlevel.Call, error) {
 	a := ev.Appointment
 	if a == nil {
 		// The flat form: the appointment's fields at the top.
-		a = &api.HighLevelAppointment{ID: ev.ID, ContactID: ev.ContactID, Title: ev.Title, StartTime: ev.StartTime, EndTime: ev.EndTime, Address: ev.Address}
+		a = &highlevel.Appointment{ID: ev.ID, ContactID: ev.ContactID, Title: ev.Title, StartTime: ev.StartTime, EndTime: ev.EndTime, Address: ev.Address}
 	}
 	start, ok := parseEventTime(a.StartTime)
 	if !ok {
@@ -132,16 +132,16 @@ func planAppointment(ctx context.Context, ev api.HighLevelEvent, records api.Hig
 	}
 	lead, err := records.Lead(ctx, a.ContactID, "")
 	if err != nil {
-		return api.HighLevelCall{}, err
+		return highlevel.Call{}, err
 	}
 	if lead != "" {
 		in.ContextRef = &businesspack.Ref{Type: "lead", ID: lead}
 	}
-	return api.HighLevelCall{Tool: businesspack.CreateEvent, Input: in}, nil
+	return highlevel.Call{Tool: businesspack.CreateEvent, Input: in}, nil
 }
 
 // planStageMove: an opportunity moved to a mapped stage of the followed pipeline moves its contact's lead.
-func (h HighLevel) planStageMove(ctx context.Context, ev api.HighLevelEvent, records api.HighLevelRecords) (api.HighLevelCall, error) {
+func (h HighLevel) planStageMove(ctx context.Context, ev highlevel.Event, records highlevel.Records) (highlevel.Call, error) {
 	if h.Pipeline.ID != "" && ev.PipelineID != h.Pipeline.ID {
 		return ignore("the opportunity is in pipeline %s, not the one GEM follows (%s)", ev.PipelineID, integrationspack.EnvHighLevelPipelineID), nil
 	}
@@ -154,21 +154,21 @@ func (h HighLevel) planStageMove(ctx context.Context, ev api.HighLevelEvent, rec
 	}
 	lead, err := records.Lead(ctx, ev.ContactID, "")
 	if err != nil {
-		return api.HighLevelCall{}, err
+		return highlevel.Call{}, err
 	}
 	if lead == "" {
 		return ignore("contact %s is no GEM lead", ev.ContactID), nil
 	}
-	return api.HighLevelCall{Tool: businesspack.UpdateLeadStage, Input: businesspack.LeadsUpdateStageInput{LeadID: lead, Stage: stage,
+	return highlevel.Call{Tool: businesspack.UpdateLeadStage, Input: businesspack.LeadsUpdateStageInput{LeadID: lead, Stage: stage,
 		Notes: truncate(fmt.Sprintf("Moved in HighLevel (opportunity %s)", or(ev.Name, ev.ID)), 400)}}, nil
 }
 
-func ignore(format string, args ...any) api.HighLevelCall {
-	return api.HighLevelCall{Reason: fmt.Sprintf(format, args...)}
+func ignore(format string, args ...any) highlevel.Call {
+	return highlevel.Call{Reason: fmt.Sprintf(format, args...)}
 }
 
 // contactName is the contact's name as people would say it.
-func contactName(ev api.HighLevelEvent) string {
+func contactName(ev highlevel.Event) string {
 	if n := strings.TrimSpace(ev.Name); n != "" {
 		return n
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/api"
+	"github.com/gemhq/gem/brain/highlevel"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsplan "github.com/gemhq/gem/packs/integrations/plan"
 	"github.com/gemhq/gem/packs/internal/plantest"
@@ -183,7 +183,7 @@ func TestHighLevelPlansEvents(t *testing.T) {
 		{"an event GEM does not act on", `{"type": "InboundMessage", "body": "hi"}`, known, "", "GEM does not act on InboundMessage events"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var ev api.HighLevelEvent
+			var ev highlevel.Event
 			require.NoError(t, json.Unmarshal([]byte(tt.event), &ev))
 			call, err := h.Plan(context.Background(), ev, tt.records)
 			require.NoError(t, err)
@@ -207,7 +207,7 @@ func TestHighLevelPlansEvents(t *testing.T) {
 	down := errors.New("the database is away")
 	for _, event := range []string{`{"type": "ContactCreate", "id": "c", "phone": "0400 000 003"}`, `{"type": "NoteCreate", "contactId": "c", "body": "x"}`,
 		`{"type": "OpportunityStageUpdate", "contactId": "c", "pipelineId": "pipe1", "pipelineStageId": "stage-q"}`} {
-		var ev api.HighLevelEvent
+		var ev highlevel.Event
 		require.NoError(t, json.Unmarshal([]byte(event), &ev))
 		_, err := h.Plan(context.Background(), ev, records{err: down})
 		require.ErrorIs(t, err, down, event)
