@@ -144,6 +144,8 @@ func (c Config) Problems() []error {
 	problems := llmtext.ConfigProblems(c.LLMError)
 	if err := c.WebSearch.providerProblem(); err != nil {
 		problems = append(problems, err)
+	} else if err := c.WebSearch.urlProblem(); err != nil {
+		problems = append(problems, err)
 	}
 	if _, err := c.Image.baseURL(); err != nil {
 		problems = append(problems, err)

@@ -20,7 +20,9 @@ func TestConfigProblems(t *testing.T) {
 	}
 	require.Empty(t, problems(nil))
 	require.Empty(t, problems(map[string]string{"GEM_LLM_PROVIDER": "anthropic", "GEM_LLM_TIMEOUT": "5s", "GEM_WEB_SEARCH_PROVIDER": "Brave",
-		"GEM_IMAGE_URL": "http://127.0.0.1:1/v1"}))
+		"GEM_IMAGE_URL": "http://127.0.0.1:1/v1", "GEM_WEB_SEARCH_URL": "http://127.0.0.1:1/search"}))
+	require.Equal(t, []string{`GEM_WEB_SEARCH_URL is not an http(s) URL: "search.example"`},
+		problems(map[string]string{"GEM_WEB_SEARCH_URL": "search.example"}), "a search endpoint every call would fail on")
 
 	got := problems(map[string]string{"GEM_LLM_PROVIDER": "gemini", "GEM_LLM_TIMEOUT": "soon", "GEM_WEB_SEARCH_PROVIDER": "altavista",
 		"GEM_IMAGE_URL": "images"})

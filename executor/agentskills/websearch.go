@@ -137,6 +137,15 @@ func (p *pack) tavilySearch(ctx context.Context, query string, n int) ([]webResu
 	return out, res.Answer, nil
 }
 
+// urlProblem says why URL (defaults filled in) cannot be the search endpoint, or nil: a request to it
+// would fail on every call.
+func (c WebSearchConfig) urlProblem() error {
+	if u, err := url.Parse(c.URL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%s is not an http(s) URL: %q", EnvWebSearchURL, c.URL)
+	}
+	return nil
+}
+
 // braveSearch speaks Brave Search's web search API: GET {url}?q={query}&count={n} with
 // X-Subscription-Token: {key}; the answer is {"web": {"results": [{"title", "url", "description", "age"}]}}.
 func (p *pack) braveSearch(ctx context.Context, query string, n int) ([]webResult, error) {
