@@ -57,6 +57,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coder/websocket v1.8.15
 	github.com/gemhq/gem/llmconfig v0.0.0
+	github.com/gemhq/gem/packs v0.0.0
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
@@ -94,3 +95,7 @@ replace github.com/gemhq/gem/llmconfig => ../llmconfig
 replace github.com/gemhq/gem/registry => ../registry
 
 replace github.com/gemhq/gem/sql => ../sql
+
+replace github.com/gemhq/gem/packs => ../packs
+
+replace github.com/gemhq/gem/brain => ../brain

@@ -1,6 +1,8 @@
 package integrations
 
 import (
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+
 	"errors"
 	"fmt"
 	"maps"
@@ -21,8 +23,8 @@ const (
 	EnvHighLevelLocationID       = "GEM_HIGHLEVEL_LOCATION_ID"
 	EnvHighLevelBaseURL          = "GEM_HIGHLEVEL_BASE_URL"
 	EnvHighLevelAPIVersion       = "GEM_HIGHLEVEL_API_VERSION"
-	EnvHighLevelPipelineID       = "GEM_HIGHLEVEL_PIPELINE_ID"
-	EnvHighLevelStageIDs         = "GEM_HIGHLEVEL_STAGE_IDS"
+	EnvHighLevelPipelineID       = integrationspack.EnvHighLevelPipelineID
+	EnvHighLevelStageIDs         = integrationspack.EnvHighLevelStageIDs
 	EnvHighLevelTaskDueDays      = "GEM_HIGHLEVEL_TASK_DUE_DAYS"
 	EnvHighLevelRetryMaxAttempts = "GEM_HIGHLEVEL_RETRY_MAX_ATTEMPTS"
 	EnvHighLevelRetryBaseDelay   = "GEM_HIGHLEVEL_RETRY_BASE_DELAY"
@@ -89,7 +91,7 @@ const (
 )
 
 // GEMStages are the lead stages a HighLevel pipeline stage can be mapped to (GEM_HIGHLEVEL_STAGE_IDS).
-var GEMStages = []string{"new", "contacted", "inspection_scheduled", "inspected", "quoted", "won", "lost"}
+var GEMStages = integrationspack.GEMStages
 
 // Config configures the integrations pack. The zero value works: every outside provider is unconfigured
 // (its tools answer not_configured) and integrations.google_photos.import_links, which needs only the
@@ -246,7 +248,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		}
 		return d
 	}
-	stages, err := ParseStageIDs(get(EnvHighLevelStageIDs))
+	stages, err := integrationspack.ParseStageIDs(get(EnvHighLevelStageIDs))
 	if err != nil {
 		problems[EnvHighLevelStageIDs] = err.Error()
 	}
@@ -353,31 +355,6 @@ func (c Config) WithDefaults() Config {
 		c.HTTPClient = &http.Client{}
 	}
 	return c
-}
-
-// ParseStageIDs reads GEM_HIGHLEVEL_STAGE_IDS: comma-separated stage=id pairs, such as
-// "new=5f1c...,quoted=9a2b...,won=77de...". Stages are those of GEMStages.
-func ParseStageIDs(s string) (map[string]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	m := map[string]string{}
-	for _, pair := range strings.Split(s, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
-			continue
-		}
-		stage, id, ok := strings.Cut(pair, "=")
-		stage, id = strings.TrimSpace(stage), strings.TrimSpace(id)
-		if !ok || id == "" {
-			return nil, fmt.Errorf("%s: %q is not stage=pipeline_stage_id", EnvHighLevelStageIDs, pair)
-		}
-		if !slices.Contains(GEMStages, stage) {
-			return nil, fmt.Errorf("%s: %q is not a GEM stage (%s)", EnvHighLevelStageIDs, stage, strings.Join(GEMStages, ", "))
-		}
-		m[stage] = id
-	}
-	return m, nil
 }
 
 func or(s, def string) string {

@@ -1,6 +1,10 @@
 package integrationspack
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The HighLevel pipeline's settings. The executor moves opportunities through the pipeline's stages
 // (integrations.highlevel.update_lead_stage); the brain's webhook maps HighLevel's stage moves back to
@@ -18,15 +22,42 @@ type HighLevelPipeline struct {
 	StageByID map[string]string
 }
 
+// GEMStages are the lead stages a HighLevel pipeline stage can be mapped to (GEM_HIGHLEVEL_STAGE_IDS).
+var GEMStages = []string{"new", "contacted", "inspection_scheduled", "inspected", "quoted", "won", "lost"}
+
 // HighLevelPipelineFromEnv reads the pipeline through getenv: GEM_HIGHLEVEL_PIPELINE_ID, and
-// GEM_HIGHLEVEL_STAGE_IDS's comma-separated stage=pipeline_stage_id pairs (what is not such a pair is
-// skipped).
+// GEM_HIGHLEVEL_STAGE_IDS read as the executor reads it (ParseStageIDs). A value the executor refuses maps
+// no stage here either; the executor reports it at start.
 func HighLevelPipelineFromEnv(getenv func(string) string) HighLevelPipeline {
 	p := HighLevelPipeline{ID: strings.TrimSpace(getenv(EnvHighLevelPipelineID)), StageByID: map[string]string{}}
-	for _, pair := range strings.Split(getenv(EnvHighLevelStageIDs), ",") {
-		if stage, id, ok := strings.Cut(strings.TrimSpace(pair), "="); ok && strings.TrimSpace(id) != "" {
-			p.StageByID[strings.TrimSpace(id)] = strings.TrimSpace(stage)
-		}
+	stages, _ := ParseStageIDs(getenv(EnvHighLevelStageIDs))
+	for stage, id := range stages {
+		p.StageByID[id] = stage
 	}
 	return p
+}
+
+// ParseStageIDs reads GEM_HIGHLEVEL_STAGE_IDS: comma-separated stage=id pairs, such as
+// "new=5f1c...,quoted=9a2b...,won=77de...". Stages are those of GEMStages.
+func ParseStageIDs(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		stage, id, ok := strings.Cut(pair, "=")
+		stage, id = strings.TrimSpace(stage), strings.TrimSpace(id)
+		if !ok || id == "" {
+			return nil, fmt.Errorf("%s: %q is not stage=pipeline_stage_id", EnvHighLevelStageIDs, pair)
+		}
+		if !slices.Contains(GEMStages, stage) {
+			return nil, fmt.Errorf("%s: %q is not a GEM stage (%s)", EnvHighLevelStageIDs, stage, strings.Join(GEMStages, ", "))
+		}
+		m[stage] = id
+	}
+	return m, nil
 }
