@@ -24,8 +24,10 @@ type Main struct {
 	Handlers Handlers
 	// Log is the process logger.
 	Log zerolog.Logger
-	// Migrate applies the database migrations before starting.
+	// Migrate applies the database migrations before starting: the core's line, then Lines.
 	Migrate bool
+	// Lines are the packs' migration lines (packs.Lines), applied after the core's when Migrate is set.
+	Lines []gemsql.Line
 	// Extend, when set, is called with the loaded registry before the executor starts. It may add handlers
 	// the registry itself describes (rest and mcp tools, see package remote) and returns what to call once
 	// the executor has stopped (closing MCP connections).
@@ -95,7 +97,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if m.Migrate {
-		res, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log.With().Str("component", "migrate").Logger()))
+		res, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log.With().Str("component", "migrate").Logger()), m.Lines...)
 		if err != nil {
 			m.Pool.Close()
 			return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/packs"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -31,7 +32,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 	t.Cleanup(waiter.Stop)
 
 	// Migrations hold a session lock: through the pool, they run on the session URL.
-	_, err = gemsql.Migrate(ctx, pooled, nil)
+	_, err = gemsql.Migrate(ctx, pooled, nil, packs.Lines()...)
 	require.NoError(t, err)
 
 	env := []string{"DATABASE_URL=" + pooledURL, "GEM_DATABASE_SESSION_URL=" + b.url, "GEM_EXECUTOR_FETCH_POLL_INTERVAL=1h"}

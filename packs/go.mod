@@ -2,7 +2,12 @@ module github.com/gemhq/gem/packs
 
 go 1.26.0
 
-require github.com/stretchr/testify v1.12.1
+require (
+	github.com/gemhq/gem/registry v0.0.0
+	github.com/gemhq/gem/sql v0.0.0
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/stretchr/testify v1.12.1
+)
 
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0 // indirect
@@ -15,8 +20,6 @@ require (
 	github.com/dlclark/regexp2/v2 v2.5.2 // indirect
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b // indirect
 	github.com/gemhq/gem/llmconfig v0.0.0 // indirect
-	github.com/gemhq/gem/registry v0.0.0 // indirect
-	github.com/gemhq/gem/sql v0.0.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-sourcemap/sourcemap v2.1.3+incompatible // indirect
@@ -26,7 +29,6 @@ require (
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect

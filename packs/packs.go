@@ -14,12 +14,18 @@ import (
 	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
+	gemsql "github.com/gemhq/gem/sql"
 )
 
 // entries are every pack's registry entries: PACK/tools/NAME.json.
 //
 //go:embed */tools/*.json
 var entries embed.FS
+
+// migrations are every pack's migration line (PACK/migrations), and the built-in agents' (migrations).
+//
+//go:embed */migrations/*.sql migrations/*.sql
+var migrations embed.FS
 
 // Pack is a tool pack: its name (its folder) and its tools in order.
 type Pack struct {
@@ -42,6 +48,32 @@ func (p Pack) Entries() fs.FS {
 		panic(err) // a constant, valid path: fs.Sub refuses only invalid ones
 	}
 	return sub
+}
+
+// Migrations are the pack's migration line: its tables, functions and built-in skills (goose's format).
+func (p Pack) Migrations() gemsql.Line {
+	return line(p.Name, p.Name+"/migrations")
+}
+
+// Lines are the migration lines of every pack, in the registry's order (a pack's tables reference only the
+// core's and earlier packs'), then the built-in agents' line, whose agents hold skills of several packs.
+// Both binaries hand them to gemsql.Migrate.
+func Lines() []gemsql.Line {
+	var lines []gemsql.Line
+	for _, p := range All {
+		lines = append(lines, p.Migrations())
+	}
+	return append(lines, line("agents", "migrations"))
+}
+
+// line is a line made by the legacy migrations up to its first migration (every line of this file began
+// with them: a new pack's line has FromLegacy 0).
+func line(name, dir string) gemsql.Line {
+	files, err := fs.Sub(migrations, dir)
+	if err != nil {
+		panic(err) // a constant, valid path: fs.Sub refuses only invalid ones
+	}
+	return gemsql.Line{Name: name, Table: "gem_pack_" + name + "_migrations", Files: files, FromLegacy: 1}
 }
 
 // registryVersion is the registry document's version.

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -186,7 +187,7 @@ func bench(ctx context.Context, cfg benchConfig, c *cluster, bins binaries) (*be
 			return nil, err
 		}
 	}
-	if _, err := gemsql.Migrate(ctx, gemPool, nil); err != nil {
+	if _, err := gemsql.Migrate(ctx, gemPool, nil, packs.Lines()...); err != nil {
 		return nil, err
 	}
 

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -75,7 +76,7 @@ func benchHistory(ctx context.Context, cfg benchConfig, res *benchResult, c *clu
 			if err := warmPool(ctx, pool, 16); err != nil {
 				return err
 			}
-			if _, err := gemsql.Migrate(ctx, pool, nil); err != nil {
+			if _, err := gemsql.Migrate(ctx, pool, nil, packs.Lines()...); err != nil {
 				return err
 			}
 			// Nothing left to write out from what came before (the other database, the seeding): the

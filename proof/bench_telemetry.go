@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry/telemetrytest"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -142,7 +143,7 @@ func (s *telemetryStack) start(ctx context.Context, cfg benchConfig, c *cluster,
 	if s.pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-bench-telemetry", MaxConns: 4}); err != nil {
 		return err
 	}
-	if _, err := gemsql.Migrate(ctx, s.pool, nil); err != nil {
+	if _, err := gemsql.Migrate(ctx, s.pool, nil, packs.Lines()...); err != nil {
 		return err
 	}
 	execEnv, brainEnv := []string{"GEM_EXECUTOR_METRICS_ADDR=off"}, []string{"GEM_BRAIN_METRICS=off"}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor/business/twiliotest"
+	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -155,7 +156,7 @@ func chaos(ctx context.Context, cfg chaosConfig, bins binaries, out io.Writer) (
 		return nil, err
 	}
 	defer pool.Close()
-	if _, err := gemsql.Migrate(ctx, pool, nil); err != nil {
+	if _, err := gemsql.Migrate(ctx, pool, nil, packs.Lines()...); err != nil {
 		return nil, err
 	}
 	twilio := twiliotest.New()

@@ -45,3 +45,5 @@ replace (
 	github.com/gemhq/gem/registry => ../registry
 	github.com/gemhq/gem/sql => ../sql
 )
+require github.com/gemhq/gem/packs v0.0.0
+replace github.com/gemhq/gem/packs => ../packs

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
@@ -170,7 +171,7 @@ func restartableDB(t *testing.T, ctx context.Context, bins binaries, name string
 	pool, err = gemsql.NewPool(ctx, gemsql.PoolConfig{URL: dbURL, ApplicationName: "gem-proof", MaxConns: 5, ConnectWait: time.Minute})
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = gemsql.Migrate(ctx, pool, nil)
+	_, err = gemsql.Migrate(ctx, pool, nil, packs.Lines()...)
 	require.NoError(t, err)
 	logs = &sqltest.SyncBuffer{}
 	t.Cleanup(func() {

@@ -2,7 +2,7 @@
 // github.com/gemhq/gem/sql): the embedded migrations and how they are applied, connection pools, making
 // calls, reading receipts, and waiting for receipts with LISTEN/NOTIFY.
 //
-// The schema is in migrations/*.sql; docs/receipts.md describes the tables and views for auditing.
+// The core's schema is in migrations/*.sql (the packs' in their folders; schema.sql is all of it); docs/receipts.md describes the tables and views for auditing.
 package gemsql
 
 import (
@@ -20,6 +20,9 @@ import (
 
 //go:embed migrations/*.sql
 var migrationsFS embed.FS
+
+//go:embed legacy/migrations/*.sql
+var legacyFS embed.FS
 
 // ReceiptChannel is the LISTEN channel a receipt insert notifies. The payload is the call id alone, a
 // wake-up: any database login may LISTEN and NOTIFY it, so a listener reads the receipt itself, under its

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/packs"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -50,12 +51,12 @@ func TestMigrateIsRepeatable(t *testing.T) {
 	ctx, b := setup(t)
 
 	// The template is migrated; migrating again applies nothing and succeeds.
-	res, err := gemsql.Migrate(ctx, b.pool, nil)
+	res, err := gemsql.Migrate(ctx, b.pool, nil, packs.Lines()...)
 	require.NoError(t, err)
 	require.Empty(t, res.River)
 	require.Empty(t, res.GEM)
 
-	status, err := gemsql.MigrationStatus(ctx, b.pool)
+	status, err := gemsql.MigrationStatus(ctx, b.pool, packs.Lines()...)
 	require.NoError(t, err)
 	require.NotEmpty(t, status)
 	for _, s := range status {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 )
@@ -18,20 +19,43 @@ import (
 // executor and a brain, two executors) do not migrate at the same time.
 const migrateLockKey = 0x67656d5f6d696772 // "gem_migr"
 
-// gooseTable is the table in which goose records GEM's applied migrations.
-const gooseTable = "gem_schema_migrations"
+// legacyTable is the goose table of the migrations made before the lines began (sql/legacy/migrations): a
+// database that has it was made by them.
+const legacyTable = "gem_schema_migrations"
+
+// A Line is a migration line (as River keeps its own): goose migrations applied in order and recorded in a
+// table of their own. The core's is CoreLine; each tool pack has one (packs.Lines), run after the core's.
+type Line struct {
+	// Name names the line in logs and in MigrateResult ("core", "os", ...).
+	Name string
+	// Table is the goose table that records the line's applied migrations.
+	Table string
+	// Files are the line's migrations (NNNNN_name.sql, goose's format).
+	Files fs.FS
+	// FromLegacy is the last of the line's migrations that only restates what the legacy migrations made:
+	// a database the legacy migrations made records up to it as applied without running it. Zero for a
+	// line that began after them.
+	FromLegacy int64
+}
+
+// CoreLine is the core's migration line: calls, receipts, callers, devices, approvals, limits, the brain's
+// runs and sessions, agents and skills.
+func CoreLine() Line {
+	return Line{Name: "core", Table: "gem_core_migrations", Files: Migrations(), FromLegacy: 1}
+}
 
 // MigrateResult says what Migrate applied.
 type MigrateResult struct {
 	// River lists the River migration versions applied.
 	River []int
-	// GEM lists the GEM migration files applied.
+	// GEM lists the GEM migration files applied, each as LINE/FILE.
 	GEM []string
 }
 
-// Migrate brings the database up to date: River's migrations (rivermigrate), then GEM's embedded migrations
-// (goose), under one advisory lock. It is safe to run at every start.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*MigrateResult, error) {
+// Migrate brings the database up to date under one advisory lock: River's migrations (rivermigrate), then the
+// core's line, then lines in order (the packs'). A database the legacy migrations made is first brought to
+// their end and adopts the lines (adoptLines). It is safe to run at every start.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, lines ...Line) (*MigrateResult, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -71,17 +95,27 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Mig
 		res.River = append(res.River, v.Version)
 	}
 
-	provider, err := gooseProvider(pool, logger)
+	all := append([]Line{CoreLine()}, lines...)
+	legacy, err := tableExists(ctx, pool, legacyTable)
 	if err != nil {
 		return nil, err
 	}
-	defer provider.Close()
-	applied, err := provider.Up(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("error applying GEM migrations: %w", err)
+	if legacy {
+		applied, err := upLine(ctx, pool, logger, Line{Name: "legacy", Table: legacyTable, Files: LegacyMigrations()})
+		res.GEM = append(res.GEM, applied...)
+		if err != nil {
+			return res, err
+		}
+		if err := adoptLines(ctx, pool, all); err != nil {
+			return res, err
+		}
 	}
-	for _, r := range applied {
-		res.GEM = append(res.GEM, r.Source.Path)
+	for _, line := range all {
+		applied, err := upLine(ctx, pool, logger, line)
+		res.GEM = append(res.GEM, applied...)
+		if err != nil {
+			return res, err
+		}
 	}
 	// The months ahead, as executors make them hourly: a database migrated and not yet served takes calls.
 	if _, err := EnsureMonths(ctx, pool, time.Now()); err != nil {
@@ -90,32 +124,110 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Mig
 	return res, nil
 }
 
-// MigrationStatus reports GEM's migrations and whether each is applied.
-func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]*goose.MigrationStatus, error) {
-	provider, err := gooseProvider(pool, nil)
-	if err != nil {
-		return nil, err
+// MigrationStatus reports the core's migrations and those of lines, and whether each is applied.
+func MigrationStatus(ctx context.Context, pool *pgxpool.Pool, lines ...Line) ([]*goose.MigrationStatus, error) {
+	var all []*goose.MigrationStatus
+	for _, line := range append([]Line{CoreLine()}, lines...) {
+		provider, err := gooseProvider(pool, nil, line)
+		if err != nil {
+			return nil, err
+		}
+		status, err := provider.Status(ctx)
+		_ = provider.Close()
+		if err != nil {
+			return nil, fmt.Errorf("error reading the %s line's migrations: %w", line.Name, err)
+		}
+		all = append(all, status...)
 	}
-	defer provider.Close()
-	return provider.Status(ctx)
+	return all, nil
 }
 
-// Migrations returns the embedded migration files (for tests that need a fingerprint of the schema).
+// Migrations returns the core line's migration files.
 func Migrations() fs.FS {
 	sub, _ := fs.Sub(migrationsFS, "migrations")
 	return sub
 }
 
-func gooseProvider(pool *pgxpool.Pool, logger *slog.Logger) (*goose.Provider, error) {
-	db := stdlib.OpenDBFromPool(pool)
-	opts := []goose.ProviderOption{goose.WithTableName(gooseTable), goose.WithDisableGlobalRegistry(true)}
-	if logger != nil {
-		opts = append(opts, goose.WithSlog(logger))
+// LegacyMigrations returns the migrations made before the lines began: frozen, run only to bring a database
+// they made to their end.
+func LegacyMigrations() fs.FS {
+	sub, _ := fs.Sub(legacyFS, "legacy/migrations")
+	return sub
+}
+
+// upLine applies a line's pending migrations and returns them as LINE/FILE.
+func upLine(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, line Line) ([]string, error) {
+	provider, err := gooseProvider(pool, logger, line)
+	if err != nil {
+		return nil, err
 	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, Migrations(), opts...)
+	defer provider.Close()
+	applied, err := provider.Up(ctx)
+	var names []string
+	for _, r := range applied {
+		names = append(names, line.Name+"/"+r.Source.Path)
+	}
+	if err != nil {
+		return names, fmt.Errorf("error applying the %s line's migrations: %w", line.Name, err)
+	}
+	return names, nil
+}
+
+// adoptLines records, for each line whose table does not exist yet, its migrations up to FromLegacy as
+// applied without running them: the legacy migrations, which made this database, already made what they make.
+// A line that began after them (FromLegacy 0) is left to run from its first migration.
+func adoptLines(ctx context.Context, pool *pgxpool.Pool, lines []Line) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	for _, line := range lines {
+		if line.FromLegacy == 0 {
+			continue
+		}
+		exists, err := tableExists(ctx, pool, line.Table)
+		if err != nil || exists {
+			return err
+		}
+		store, err := database.NewStore(goose.DialectPostgres, line.Table)
+		if err != nil {
+			return err
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		err = store.CreateVersionTable(ctx, tx)
+		for v := int64(0); err == nil && v <= line.FromLegacy; v++ {
+			err = store.Insert(ctx, tx, database.InsertRequest{Version: v}) // goose's own table starts at version 0
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("error recording the %s line's migrations as made by the legacy migrations: %w", line.Name, err)
+		}
+	}
+	return nil
+}
+
+func tableExists(ctx context.Context, pool *pgxpool.Pool, table string) (bool, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil {
+		return false, fmt.Errorf("error reading whether %s exists: %w", table, err)
+	}
+	return exists, nil
+}
+
+func gooseProvider(pool *pgxpool.Pool, logger *slog.Logger, line Line) (*goose.Provider, error) {
+	db := stdlib.OpenDBFromPool(pool)
+	opts := []goose.ProviderOption{goose.WithTableName(line.Table), goose.WithDisableGlobalRegistry(true)}
+	if logger != nil {
+		opts = append(opts, goose.WithSlog(logger.With("line", line.Name)))
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, line.Files, opts...)
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("error creating migration provider: %w", err)
+		return nil, fmt.Errorf("error creating the %s line's migration provider: %w", line.Name, err)
 	}
 	return provider, nil
 }

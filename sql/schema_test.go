@@ -40,6 +40,10 @@ func TestSchemaMatchesMigrations(t *testing.T) {
 	}
 }
 
+// migrationTables are goose's tables, one per line (gem_core_migrations, gem_pack_os_migrations, and the legacy
+// gem_schema_migrations): bookkeeping, which differs between a database the lines made and one they adopted.
+var migrationTables = regexp.MustCompile(`\bgem_\w*migrations\b`)
+
 // monthly names the partitions made for the months around today (brain_runs_p2026_12): they differ from one
 // month to the next, and are left out of schema.sql; the partitioned tables and their fixed partitions stay.
 var monthly = regexp.MustCompile(`_p_?\d{4}_\d{2}`)
@@ -47,14 +51,14 @@ var monthly = regexp.MustCompile(`_p_?\d{4}_\d{2}`)
 // schemaDump is the schema of the database at dbURL as pg_dump prints it, without its header, settings and
 // monthly partitions, one statement after another.
 func schemaDump(ctx context.Context, dbURL string) (string, error) {
-	cmd := exec.CommandContext(ctx, pgDump(), "--schema-only", "--no-owner", "--no-privileges", "--dbname", dbURL)
+	cmd := exec.CommandContext(ctx, pgDump(), "--schema-only", "--no-owner", "--dbname", dbURL)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return "", &dumpError{err: err, stderr: stderr.String()}
 	}
-	var kept []string
+	var kept, privileges []string
 	for _, stmt := range strings.Split(string(out), ";\n") {
 		var lines []string
 		for _, line := range strings.Split(stmt, "\n") {
@@ -65,13 +69,23 @@ func schemaDump(ctx context.Context, dbURL string) (string, error) {
 			lines = append(lines, line)
 		}
 		s := strings.TrimSpace(strings.Join(lines, "\n"))
-		if s == "" || strings.HasPrefix(s, "SET ") || strings.HasPrefix(s, "SELECT pg_catalog.set_config") || monthly.MatchString(s) {
+		if s == "" || strings.HasPrefix(s, "SET ") || strings.HasPrefix(s, "SELECT pg_catalog.set_config") || monthly.MatchString(s) ||
+			migrationTables.MatchString(s) {
+			continue
+		}
+		if strings.HasPrefix(s, "GRANT ") || strings.HasPrefix(s, "REVOKE ") {
+			privileges = append(privileges, s+";")
 			continue
 		}
 		kept = append(kept, s+";")
 	}
-	return "-- The schema the migrations leave (sql/migrations and River's), as pg_dump prints it: make schema writes it,\n" +
-		"-- and TestSchemaMatchesMigrations fails when it is not current. The monthly partitions are left out.\n\n" +
+	// Privileges last, sorted: the order of an object's grants is the order they were given in, which means
+	// nothing.
+	sort.Strings(privileges)
+	kept = append(kept, strings.Join(privileges, "\n"))
+	return "-- The schema the migration lines leave (River's, the core's in sql/migrations, each pack's in\n" +
+		"-- packs/*/migrations), as pg_dump prints it: make schema writes it, and TestSchemaMatchesMigrations fails\n" +
+		"-- when it is not current. The monthly partitions and goose's tables are left out; the privileges come last.\n\n" +
 		strings.Join(kept, "\n\n") + "\n", nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -133,21 +134,23 @@ func CreateDatabase(ctx context.Context, admin string) (string, func(), error) {
 	return WithDatabase(admin, name), drop, nil
 }
 
-// ensureTemplate builds the migrated template once per schema version (a hash of the migration files), under
-// an advisory lock so parallel test binaries build it once.
+// ensureTemplate builds the template, migrated with the core's line and every pack's, once per schema version
+// (a hash of the lines' files), under an advisory lock so parallel test binaries build it once.
 func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	h := sha256.New()
-	err := fs.WalkDir(gemsql.Migrations(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	for _, line := range append([]gemsql.Line{gemsql.CoreLine()}, packs.Lines()...) {
+		err := fs.WalkDir(line.Files, ".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := fs.ReadFile(line.Files, path)
+			h.Write([]byte(line.Name + "/" + path))
+			h.Write(b)
 			return err
+		})
+		if err != nil {
+			return "", err
 		}
-		b, err := fs.ReadFile(gemsql.Migrations(), path)
-		h.Write([]byte(path))
-		h.Write(b)
-		return err
-	})
-	if err != nil {
-		return "", err
 	}
 	name := "gem_tmpl_" + hex.EncodeToString(h.Sum(nil))[:16]
 
@@ -181,7 +184,7 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	}
 	migrateCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, err = gemsql.Migrate(migrateCtx, pool, nil)
+	_, err = gemsql.Migrate(migrateCtx, pool, nil, packs.Lines()...)
 	pool.Close()
 	if err != nil {
 		return "", fmt.Errorf("error migrating the template: %w", err)

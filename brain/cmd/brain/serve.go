@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
+	"github.com/gemhq/gem/packs"
 	integrationsplan "github.com/gemhq/gem/packs/integrations/plan"
 	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
@@ -85,7 +86,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if m.Migrate {
-		if _, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log)); err != nil {
+		if _, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log), packs.Lines()...); err != nil {
 			return err
 		}
 	}

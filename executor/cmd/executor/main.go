@@ -30,6 +30,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/remote"
+	toolpacks "github.com/gemhq/gem/packs"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
@@ -177,7 +178,7 @@ func runExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := &executor.Main{Config: cfg, Handlers: builtIn.handlers(), Log: log, Migrate: *flags.migrate, Extend: remote.Extend(log)}
+	m := &executor.Main{Config: cfg, Handlers: builtIn.handlers(), Log: log, Migrate: *flags.migrate, Lines: toolpacks.Lines(), Extend: remote.Extend(log)}
 	if err := m.Open(ctx); err != nil {
 		log.Error().Err(err).Msg("executor did not start")
 		return 1
@@ -233,7 +234,7 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer pool.Close()
-	res, err := gemsql.Migrate(ctx, pool, gemsql.Slog(log.With().Str("component", "migrate").Logger()))
+	res, err := gemsql.Migrate(ctx, pool, gemsql.Slog(log.With().Str("component", "migrate").Logger()), toolpacks.Lines()...)
 	if err != nil {
 		fmt.Fprintln(stderr, "migrate:", err)
 		return 1
