@@ -164,3 +164,15 @@ func (c Config) Missing() []string {
 
 // Configured reports whether the LLM can be used (Missing lists nothing).
 func (c Config) Configured() bool { return len(c.Missing()) == 0 }
+
+// Problems splits what FromEnv reported into one error per variable (it joins them), for a tool pack's
+// Problems: none when err is nil.
+func Problems(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}

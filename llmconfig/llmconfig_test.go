@@ -29,9 +29,13 @@ func TestFromEnv(t *testing.T) {
 	env = map[string]string{"GEM_LLM_PROVIDER": "gemini", "GEM_LLM_MAX_TOKENS": "-1", "GEM_LLM_TIMEOUT": "soon",
 		"GEM_LLM_STEP_TIMEOUT": "0s", "GEM_LLM_RETRY_AFTER_MAX": "later"}
 	_, err = llmconfig.FromEnv(func(k string) string { return env[k] })
-	for _, name := range []string{"GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT", "GEM_LLM_STEP_TIMEOUT", "GEM_LLM_RETRY_AFTER_MAX"} {
+	problems := llmconfig.Problems(err)
+	require.Len(t, problems, 5, "one problem per variable")
+	for i, name := range []string{"GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT", "GEM_LLM_STEP_TIMEOUT", "GEM_LLM_RETRY_AFTER_MAX"} {
 		require.ErrorContains(t, err, name)
+		require.ErrorContains(t, problems[i], name)
 	}
+	require.Empty(t, llmconfig.Problems(nil))
 }
 
 func TestMissing(t *testing.T) {

@@ -72,17 +72,8 @@ type Model interface {
 	Name() string
 }
 
-// ConfigProblems splits what llmconfig.FromEnv reported into one error per variable (it joins them), for a
-// pack's Problems: none when cfgErr is nil.
-func ConfigProblems(cfgErr error) []error {
-	if joined, ok := cfgErr.(interface{ Unwrap() []error }); ok {
-		return joined.Unwrap()
-	}
-	if cfgErr != nil {
-		return []error{cfgErr}
-	}
-	return nil
-}
+// ConfigProblems splits what llmconfig.FromEnv reported into one error per variable (llmconfig.Problems).
+func ConfigProblems(cfgErr error) []error { return llmconfig.Problems(cfgErr) }
 
 // NotConfigured returns the not_configured error for a missing or invalid LLM configuration (llmconfig's
 // rules, shared with the brain), or nil when the model can be used. cfgErr is what llmconfig.FromEnv

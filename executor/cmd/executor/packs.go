@@ -2,9 +2,10 @@ package main
 
 import (
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/integrations"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
+	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
 	"github.com/rs/zerolog"
 )
 
@@ -12,7 +13,7 @@ import (
 // environment once, here, before anything starts: no pack reads the environment itself.
 type packs struct {
 	business     business.Config
-	agentSkills  agentskills.Config
+	agentSkills  agentskillspack.Config
 	integrations integrations.Config
 }
 
@@ -20,7 +21,7 @@ type packs struct {
 func packsFromEnv(getenv func(string) string) packs {
 	return packs{
 		business:     business.ConfigFromEnv(getenv),
-		agentSkills:  agentskills.ConfigFromEnv(getenv),
+		agentSkills:  agentskillspack.ConfigFromEnv(getenv),
 		integrations: integrations.ConfigFromEnv(getenv),
 	}
 }
@@ -29,7 +30,7 @@ func packsFromEnv(getenv func(string) string) packs {
 func (p packs) handlers() executor.Handlers {
 	h := executor.Handlers{}
 	business.Register(h, p.business)
-	agentskills.Register(h, p.agentSkills)
+	agentskillsrun.Register(h, p.agentSkills)
 	integrations.Register(h, p.integrations)
 	return h
 }

@@ -10,12 +10,12 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/agentskills"
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/device"
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/executor/remote"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
@@ -250,12 +250,12 @@ var providerEnvVars = withIntegrations([]envVar{
 	{llmconfig.EnvTimeout, "60s", "bound on one LLM request (a call is also bounded by its timeout_ms)"},
 	{llmconfig.EnvStepTimeout, "3 × GEM_LLM_TIMEOUT", "the brain's bound on an LLM step; checked here, not used (a call is bounded by its timeout_ms)"},
 	{llmconfig.EnvRetryAfterMax, "10s", "the brain's longest wait for a provider's Retry-After; checked here, not used"},
-	{agentskills.EnvWebSearchProvider, agentskills.DefaultWebSearchProvider, "tavily or brave"},
-	{agentskills.EnvWebSearchURL, "the provider's endpoint", "web search endpoint"},
-	{agentskills.EnvWebSearchAPIKey, "unset", "web search API key"},
-	{agentskills.EnvImageURL, agentskills.DefaultImageURL, "OpenAI Images API compatible base URL"},
-	{agentskills.EnvImageAPIKey, "unset", "image API key"},
-	{agentskills.EnvImageModel, "unset", "image model"},
+	{agentskillspack.EnvWebSearchProvider, agentskillspack.DefaultWebSearchProvider, "tavily or brave"},
+	{agentskillspack.EnvWebSearchURL, "the provider's endpoint", "web search endpoint"},
+	{agentskillspack.EnvWebSearchAPIKey, "unset", "web search API key"},
+	{agentskillspack.EnvImageURL, agentskillspack.DefaultImageURL, "OpenAI Images API compatible base URL"},
+	{agentskillspack.EnvImageAPIKey, "unset", "image API key"},
+	{agentskillspack.EnvImageModel, "unset", "image model"},
 })
 
 // withIntegrations appends the integrations pack's variables (integrations.Variables) to vars.

@@ -1,14 +1,13 @@
-package agentskills
+package agentskillsrun
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/google/uuid"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,28 +22,14 @@ const (
 	memorySimilarityFloor  = 0.3
 	defaultHalfLifeHours   = 168.0
 	defaultRecallLimit     = 10
-	defaultMemoryKind      = "note"
 	defaultImportance      = 0.5
-	orderRelevance         = "relevance"
-	orderRecency           = "recency"
 	agentInputHint         = `pass "agent" in the input, or make the call for an agent (core_tool_calls.agent)`
 	memoryColumns          = `id, agent, user_id, kind, content, tags, importance, created_at, updated_at`
 	memoryColumnsQualified = `m.id, m.agent, m.user_id, m.kind, m.content, m.tags, m.importance, m.created_at, m.updated_at`
 )
 
-type memory struct {
-	MemoryID   uuid.UUID `json:"memory_id"`
-	Agent      string    `json:"agent"`
-	UserID     string    `json:"user_id"`
-	Kind       string    `json:"kind"`
-	Content    string    `json:"content"`
-	Tags       []string  `json:"tags"`
-	Importance float64   `json:"importance"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
-func (m *memory) scanTargets() []any {
+// memoryTargets are where memoryColumns scan to.
+func memoryTargets(m *agentskillspack.Memory) []any {
 	return []any{&m.MemoryID, &m.Agent, &m.UserID, &m.Kind, &m.Content, &m.Tags, &m.Importance, &m.CreatedAt, &m.UpdatedAt}
 }
 
@@ -75,19 +60,10 @@ func normalizeTags(tags []string) []string {
 	return slices.Compact(out)
 }
 
-type storeMemoryInput struct {
-	Agent      string   `json:"agent"`
-	UserID     string   `json:"user_id"`
-	Content    string   `json:"content"`
-	Kind       string   `json:"kind"`
-	Tags       []string `json:"tags"`
-	Importance *float64 `json:"importance"`
-}
-
 // storeMemory saves a memory. Storing the same content again (ignoring case and runs of white space) for the
 // same agent, user and kind updates the memory instead of adding one: its tags become the union, its
 // importance the greater, and its updated_at now (which makes it recent again).
-func (p *pack) storeMemory(ctx context.Context, c *executor.Call, in storeMemoryInput) (any, error) {
+func (p *pack) storeMemory(ctx context.Context, c *executor.Call, in agentskillspack.StoreMemoryInput) (*agentskillspack.StoreMemoryOutput, error) {
 	agent, err := resolveAgent(c, in.Agent)
 	if err != nil {
 		return nil, err
@@ -96,14 +72,13 @@ func (p *pack) storeMemory(ctx context.Context, c *executor.Call, in storeMemory
 		return nil, executor.Invalid("content is blank")
 	}
 	if in.Kind == "" {
-		in.Kind = defaultMemoryKind
+		in.Kind = agentskillspack.DefaultMemoryKind
 	}
 	importance := defaultImportance
 	if in.Importance != nil {
 		importance = *in.Importance
 	}
-	var m memory
-	var created bool
+	var out agentskillspack.StoreMemoryOutput
 	err = c.DB.QueryRow(ctx, `INSERT INTO agent_memories (agent, user_id, kind, content, tags, importance)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (agent, user_id, kind, content_key) DO UPDATE SET
@@ -112,44 +87,25 @@ func (p *pack) storeMemory(ctx context.Context, c *executor.Call, in storeMemory
 			updated_at = now()
 		RETURNING `+memoryColumns+`, (xmax = 0)`,
 		agent, in.UserID, in.Kind, strings.TrimSpace(in.Content), normalizeTags(in.Tags), importance).
-		Scan(append(m.scanTargets(), &created)...)
+		Scan(append(memoryTargets(&out.Memory), &out.Created)...)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"memory": m, "created": created}, nil
-}
-
-// recalledMemory is a memory with its ranking.
-type recalledMemory struct {
-	memory
-	Score     float64  `json:"score"`
-	Relevance *float64 `json:"relevance"`
-	Recency   float64  `json:"recency"`
-}
-
-type recallMemoriesInput struct {
-	Agent         string   `json:"agent"`
-	UserID        string   `json:"user_id"`
-	Query         string   `json:"query"`
-	Kind          string   `json:"kind"`
-	Tags          []string `json:"tags"`
-	Order         string   `json:"order"`
-	Limit         int      `json:"limit"`
-	HalfLifeHours float64  `json:"half_life_hours"`
+	return &out, nil
 }
 
 // recallMemories returns an agent's memories of a user: the most recent, or those matching a query, best
 // first.
-func (p *pack) recallMemories(ctx context.Context, c *executor.Call, in recallMemoriesInput) (any, error) {
+func (p *pack) recallMemories(ctx context.Context, c *executor.Call, in agentskillspack.RecallMemoriesInput) (*agentskillspack.RecallMemoriesOutput, error) {
 	agent, err := resolveAgent(c, in.Agent)
 	if err != nil {
 		return nil, err
 	}
 	query := strings.TrimSpace(in.Query)
 	if in.Order == "" {
-		in.Order = orderRecency
+		in.Order = agentskillspack.OrderRecency
 		if query != "" {
-			in.Order = orderRelevance
+			in.Order = agentskillspack.OrderRelevance
 		}
 	}
 	if in.Limit <= 0 {
@@ -181,9 +137,9 @@ func (p *pack) recallMemories(ctx context.Context, c *executor.Call, in recallMe
 	if err != nil {
 		return nil, fmt.Errorf("error recalling memories: %w", err)
 	}
-	memories, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recalledMemory, error) {
-		var m recalledMemory
-		err := r.Scan(append(m.scanTargets(), &m.Score, &m.Relevance, &m.Recency)...)
+	memories, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (agentskillspack.RecalledMemory, error) {
+		var m agentskillspack.RecalledMemory
+		err := r.Scan(append(memoryTargets(&m.Memory), &m.Score, &m.Relevance, &m.Recency)...)
 		m.Score, m.Recency = round4(m.Score), round4(m.Recency)
 		if m.Relevance != nil {
 			v := round4(*m.Relevance)
@@ -195,13 +151,13 @@ func (p *pack) recallMemories(ctx context.Context, c *executor.Call, in recallMe
 		return nil, fmt.Errorf("error reading memories: %w", err)
 	}
 	if memories == nil {
-		memories = []recalledMemory{}
+		memories = []agentskillspack.RecalledMemory{}
 	}
 	var q *string
 	if query != "" {
 		q = &query
 	}
-	return map[string]any{
-		"agent": agent, "user_id": in.UserID, "query": q, "order": in.Order, "memories": memories, "count": len(memories),
+	return &agentskillspack.RecallMemoriesOutput{
+		Agent: agent, UserID: in.UserID, Query: q, Order: in.Order, Memories: memories, Count: len(memories),
 	}, nil
 }

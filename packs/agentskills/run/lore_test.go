@@ -1,10 +1,10 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -93,7 +93,7 @@ func query(t *testing.T, ctx context.Context, b *testBundle, input map[string]an
 
 func TestLoreIngestQuery(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{})
+	ctx, b := setup(t, agentskillspack.Config{})
 
 	// The input brain lore ingest sends: a file's path, title and text.
 	dragons, r := ingest(t, ctx, b, map[string]any{
@@ -162,7 +162,7 @@ func TestLoreIngestQuery(t *testing.T) {
 
 func TestLoreReingest(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{})
+	ctx, b := setup(t, agentskillspack.Config{})
 
 	input := map[string]any{"source": "lore/dragons.md", "title": "Dragons", "text": dragonsMD}
 	first, _ := ingest(t, ctx, b, input)

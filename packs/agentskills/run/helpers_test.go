@@ -1,4 +1,4 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
+	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -28,20 +29,20 @@ type testBundle struct {
 }
 
 // setup starts an executor with the pack configured by cfg (the zero Config configures no provider).
-func setup(t *testing.T, cfg agentskills.Config) (context.Context, *testBundle) {
+func setup(t *testing.T, cfg agentskillspack.Config) (context.Context, *testBundle) {
 	t.Helper()
 	pool, url := sqltest.NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 
-	reg, err := registry.Load("../../tools.registry.json")
+	reg, err := registry.Load("../../../tools.registry.json")
 	require.NoError(t, err)
 	waiter := gemsql.NewReceiptWaiter(pool, nil)
 	require.NoError(t, waiter.Start(ctx))
 	t.Cleanup(waiter.Stop)
 
 	h := executor.Handlers{}
-	agentskills.Register(h, cfg)
+	agentskillsrun.Register(h, cfg)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	e, err := executor.New(executor.Config{DatabaseURL: url, ID: "test-" + uuid.NewString()[:8]}, reg, h, pool, log)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,7 +20,7 @@ func TestSplitTextSections(t *testing.T) {
 		"## Diet\n\nGoats.\n\n" +
 		"Trade\n-----\n\nDragons do not trade.\n\n" +
 		"```\n# not a heading\n\ncode stays whole\n```\n"
-	chunks := agentskills.SplitText(text, agentskills.ChunkOptions{})
+	chunks := agentskillsrun.SplitText(text, agentskillsrun.ChunkOptions{})
 
 	type got struct {
 		headings string
@@ -38,11 +38,11 @@ func TestSplitTextSections(t *testing.T) {
 		{"Dragons > Trade", "Trade\n\nDragons do not trade.\n\n```\n# not a heading\n\ncode stays whole\n```"},
 	}, all, "front matter dropped, one chunk per section, setext headings and fenced code understood")
 
-	require.Empty(t, agentskills.SplitText("", agentskills.ChunkOptions{}))
-	require.Empty(t, agentskills.SplitText(" \n\n\t\n", agentskills.ChunkOptions{}))
+	require.Empty(t, agentskillsrun.SplitText("", agentskillsrun.ChunkOptions{}))
+	require.Empty(t, agentskillsrun.SplitText(" \n\n\t\n", agentskillsrun.ChunkOptions{}))
 
 	// Headings without text still make a chunk, so their words can be found.
-	only := agentskills.SplitText("# A\n\n## B", agentskills.ChunkOptions{})
+	only := agentskillsrun.SplitText("# A\n\n## B", agentskillsrun.ChunkOptions{})
 	require.Len(t, only, 1)
 	require.Equal(t, "# A\n\n## B", only[0].Text)
 	require.Equal(t, []string{"A", "B"}, only[0].Headings)
@@ -60,8 +60,8 @@ func TestSplitTextSizeAndOverlap(t *testing.T) {
 			b.WriteString("\n\n")
 		}
 	}
-	opts := agentskills.ChunkOptions{TargetChars: 400, OverlapChars: 80}
-	chunks := agentskills.SplitText(b.String(), opts)
+	opts := agentskillsrun.ChunkOptions{TargetChars: 400, OverlapChars: 80}
+	chunks := agentskillsrun.SplitText(b.String(), opts)
 	require.Greater(t, len(chunks), 3)
 	for i, c := range chunks {
 		require.LessOrEqual(t, utf8.RuneCountInString(c.Text), opts.TargetChars, "chunk %d", i)
@@ -78,7 +78,7 @@ func TestSplitTextSizeAndOverlap(t *testing.T) {
 	}
 
 	// No overlap: the chunks hold the text exactly once.
-	plain := agentskills.SplitText(b.String(), agentskills.ChunkOptions{TargetChars: 400, OverlapChars: 0})
+	plain := agentskillsrun.SplitText(b.String(), agentskillsrun.ChunkOptions{TargetChars: 400, OverlapChars: 0})
 	var total int
 	for _, c := range plain {
 		total += strings.Count(c.Text, "Year ")
@@ -92,7 +92,7 @@ func TestSplitTextLongPieces(t *testing.T) {
 	// A paragraph with no sentence end, and a word longer than a chunk, are still cut to size.
 	words := strings.Repeat("lorem ipsum dolor ", 100)
 	long := strings.Repeat("x", 650)
-	chunks := agentskills.SplitText(words+"\n\n"+long+"\n\nÅngström ünïcode end.", agentskills.ChunkOptions{TargetChars: 300, OverlapChars: 0})
+	chunks := agentskillsrun.SplitText(words+"\n\n"+long+"\n\nÅngström ünïcode end.", agentskillsrun.ChunkOptions{TargetChars: 300, OverlapChars: 0})
 	var joined strings.Builder
 	for _, c := range chunks {
 		require.LessOrEqual(t, utf8.RuneCountInString(c.Text), 300)
@@ -104,7 +104,7 @@ func TestSplitTextLongPieces(t *testing.T) {
 	require.Contains(t, joined.String(), "Ångström ünïcode end.")
 
 	// Overlap is capped at half a chunk.
-	capped := agentskills.SplitText(words, agentskills.ChunkOptions{TargetChars: 200, OverlapChars: 5000})
+	capped := agentskillsrun.SplitText(words, agentskillsrun.ChunkOptions{TargetChars: 200, OverlapChars: 5000})
 	for _, c := range capped {
 		require.LessOrEqual(t, utf8.RuneCountInString(c.Text), 200)
 	}

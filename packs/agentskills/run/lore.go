@@ -1,4 +1,4 @@
-package agentskills
+package agentskillsrun
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/google/uuid"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,44 +22,18 @@ const (
 	defaultMinScore    = 0.15
 	contextSeparator   = " > "
 	maxContextChars    = 2000
-	ingestCreated      = "created"
-	ingestReplaced     = "replaced"
-	ingestUnchanged    = "unchanged"
 	loreDocumentFields = `id, collection, source, title, version, chunk_count, chars, content_hash, updated_at`
 )
 
-// loreDocument is lore.ingest's result.
-type loreDocument struct {
-	DocumentID  uuid.UUID `json:"document_id"`
-	Collection  string    `json:"collection"`
-	Source      string    `json:"source"`
-	Title       string    `json:"title"`
-	Status      string    `json:"status"`
-	Version     int       `json:"version"`
-	ChunkCount  int       `json:"chunk_count"`
-	Chars       int       `json:"chars"`
-	ContentHash string    `json:"content_hash"`
-	UpdatedAt   time.Time `json:"updated_at"`
-}
-
-func (d *loreDocument) scanTargets() []any {
+// loreDocumentTargets are where loreDocumentFields scan to.
+func loreDocumentTargets(d *agentskillspack.LoreDocument) []any {
 	return []any{&d.DocumentID, &d.Collection, &d.Source, &d.Title, &d.Version, &d.ChunkCount, &d.Chars, &d.ContentHash, &d.UpdatedAt}
-}
-
-type ingestLoreInput struct {
-	Source       string          `json:"source"`
-	Title        string          `json:"title"`
-	Text         string          `json:"text"`
-	Collection   string          `json:"collection"`
-	Metadata     json.RawMessage `json:"metadata"`
-	ChunkChars   *int            `json:"chunk_chars"`
-	OverlapChars *int            `json:"overlap_chars"`
 }
 
 // ingestLore stores a document and its chunks, keyed by (collection, source). Ingesting a source again
 // with the same title, text, metadata and chunking changes nothing ("unchanged"); with anything different it
 // replaces the document's chunks and keeps its id ("replaced", version + 1).
-func (p *pack) ingestLore(ctx context.Context, c *executor.Call, in ingestLoreInput) (any, error) {
+func (p *pack) ingestLore(ctx context.Context, c *executor.Call, in agentskillspack.IngestLoreInput) (*agentskillspack.LoreDocument, error) {
 	in.Source = strings.TrimSpace(in.Source)
 	if in.Source == "" {
 		return nil, executor.Invalid("source is blank")
@@ -97,7 +70,7 @@ func (p *pack) ingestLore(ctx context.Context, c *executor.Call, in ingestLoreIn
 	}
 	hash := contentHash(title, in.Text, in.Metadata, opts)
 
-	var d loreDocument
+	var d agentskillspack.LoreDocument
 	var inserted bool
 	err := c.DB.QueryRow(ctx, `INSERT INTO lore_documents
 			(collection, source, title, metadata, content_hash, chars, chunk_chars, overlap_chars, chunk_count)
@@ -109,23 +82,23 @@ func (p *pack) ingestLore(ctx context.Context, c *executor.Call, in ingestLoreIn
 		WHERE lore_documents.content_hash <> EXCLUDED.content_hash
 		RETURNING `+loreDocumentFields+`, (xmax = 0)`,
 		in.Collection, in.Source, title, in.Metadata, hash, runeLen(in.Text), opts.TargetChars, opts.OverlapChars, len(chunks)).
-		Scan(append(d.scanTargets(), &inserted)...)
+		Scan(append(loreDocumentTargets(&d), &inserted)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The same content is stored already.
 		err = c.DB.QueryRow(ctx, `SELECT `+loreDocumentFields+` FROM lore_documents WHERE collection = $1 AND source = $2`,
-			in.Collection, in.Source).Scan(d.scanTargets()...)
+			in.Collection, in.Source).Scan(loreDocumentTargets(&d)...)
 		if err != nil {
 			return nil, fmt.Errorf("error reading lore document: %w", err)
 		}
-		d.Status = ingestUnchanged
-		return d, nil
+		d.Status = agentskillspack.IngestUnchanged
+		return &d, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	d.Status = ingestCreated
+	d.Status = agentskillspack.IngestCreated
 	if !inserted {
-		d.Status = ingestReplaced
+		d.Status = agentskillspack.IngestReplaced
 		if _, err := c.DB.Exec(ctx, `DELETE FROM lore_chunks WHERE document_id = $1`, d.DocumentID); err != nil {
 			return nil, fmt.Errorf("error deleting old chunks: %w", err)
 		}
@@ -139,7 +112,7 @@ func (p *pack) ingestLore(ctx context.Context, c *executor.Call, in ingestLoreIn
 			return nil, err
 		}
 	}
-	return d, nil
+	return &d, nil
 }
 
 // defaultTitle is a document's title when the input gives none: its first heading, else the source's file
@@ -186,40 +159,9 @@ func contentHash(title, text string, metadata json.RawMessage, opts ChunkOptions
 	return hex.EncodeToString(sum[:])
 }
 
-// loreHit is one chunk lore.query found.
-type loreHit struct {
-	Rank       int             `json:"rank"`
-	Score      float64         `json:"score"`
-	ChunkID    uuid.UUID       `json:"chunk_id"`
-	DocumentID uuid.UUID       `json:"document_id"`
-	Collection string          `json:"collection"`
-	Source     string          `json:"source"`
-	Title      string          `json:"title"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Ordinal    int             `json:"ordinal"`
-	Context    string          `json:"context"`
-	Text       string          `json:"text"`
-	Snippet    string          `json:"snippet"`
-	Match      loreMatch       `json:"match"`
-}
-
-// loreMatch is a hit's score broken down (see gem_lore_search).
-type loreMatch struct {
-	Coverage   float64 `json:"coverage"`
-	Similarity float64 `json:"similarity"`
-	Density    float64 `json:"density"`
-}
-
-type queryLoreInput struct {
-	Query      string   `json:"query"`
-	Collection *string  `json:"collection"`
-	Limit      int      `json:"limit"`
-	MinScore   *float64 `json:"min_score"`
-}
-
 // queryLore finds the lore chunks that best match a plain-text query (gem_lore_search in the migration has
 // the ranking).
-func (p *pack) queryLore(ctx context.Context, c *executor.Call, in queryLoreInput) (any, error) {
+func (p *pack) queryLore(ctx context.Context, c *executor.Call, in agentskillspack.QueryLoreInput) (*agentskillspack.QueryLoreOutput, error) {
 	query := strings.TrimSpace(in.Query)
 	if query == "" {
 		return nil, executor.Invalid("query is blank")
@@ -240,20 +182,20 @@ func (p *pack) queryLore(ctx context.Context, c *executor.Call, in queryLoreInpu
 	if err != nil {
 		return nil, fmt.Errorf("error searching lore: %w", err)
 	}
-	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (loreHit, error) {
-		var h loreHit
+	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (agentskillspack.LoreHit, error) {
+		var h agentskillspack.LoreHit
 		var score, coverage, similarity, density float32
 		err := r.Scan(&h.Rank, &score, &h.ChunkID, &h.DocumentID, &h.Collection, &h.Source, &h.Title, &h.Metadata,
 			&h.Ordinal, &h.Context, &h.Text, &h.Snippet, &coverage, &similarity, &density)
 		h.Score = round4(float64(score))
-		h.Match = loreMatch{Coverage: round4(float64(coverage)), Similarity: round4(float64(similarity)), Density: round4(float64(density))}
+		h.Match = agentskillspack.LoreMatch{Coverage: round4(float64(coverage)), Similarity: round4(float64(similarity)), Density: round4(float64(density))}
 		return h, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error reading lore chunks: %w", err)
 	}
 	if hits == nil {
-		hits = []loreHit{}
+		hits = []agentskillspack.LoreHit{}
 	}
-	return map[string]any{"query": query, "chunks": hits, "count": len(hits)}, nil
+	return &agentskillspack.QueryLoreOutput{Query: query, Chunks: hits, Count: len(hits)}, nil
 }

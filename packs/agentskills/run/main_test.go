@@ -1,4 +1,4 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"testing"

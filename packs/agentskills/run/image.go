@@ -1,16 +1,15 @@
-package agentskills
+package agentskillsrun
 
 import (
 	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/gemhq/gem/executor"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
-	"github.com/google/uuid"
 )
 
 const (
@@ -20,24 +19,15 @@ const (
 	OutsideKindImage = "image_generation"
 )
 
-// baseURL reads URL (defaults filled in).
-func (c ImageConfig) baseURL() (*url.URL, error) {
-	base, err := url.Parse(strings.TrimRight(c.URL, "/"))
-	if err != nil || base.Host == "" {
-		return nil, fmt.Errorf("%s is not a URL: %q", EnvImageURL, c.URL)
-	}
-	return base, nil
-}
-
-// notConfigured returns the not_configured error for a missing image provider configuration, or nil.
-func (c ImageConfig) notConfigured(tool string) error {
-	required := []string{EnvImageAPIKey, EnvImageModel}
+// imageNotConfigured returns the not_configured error for a missing image provider configuration, or nil.
+func imageNotConfigured(c agentskillspack.ImageConfig, tool string) error {
+	required := []string{agentskillspack.EnvImageAPIKey, agentskillspack.EnvImageModel}
 	var missing []string
 	if c.APIKey == "" {
-		missing = append(missing, EnvImageAPIKey)
+		missing = append(missing, agentskillspack.EnvImageAPIKey)
 	}
 	if c.Model == "" {
-		missing = append(missing, EnvImageModel)
+		missing = append(missing, agentskillspack.EnvImageModel)
 	}
 	if len(missing) == 0 {
 		return nil
@@ -45,37 +35,18 @@ func (c ImageConfig) notConfigured(tool string) error {
 	return executor.NotConfigured(
 		fmt.Sprintf("%s needs an image provider, and none is configured: %s not set", tool, strings.Join(missing, " and ")),
 		required,
-		fmt.Sprintf("Set %s to the provider's API key and %s to an image model (for example gpt-image-1 or dall-e-3).", EnvImageAPIKey, EnvImageModel),
-		fmt.Sprintf("Set %s to the base URL of an OpenAI Images API compatible provider (default %s; requests go to {base}/images/generations).", EnvImageURL, DefaultImageURL),
+		fmt.Sprintf("Set %s to the provider's API key and %s to an image model (for example gpt-image-1 or dall-e-3).", agentskillspack.EnvImageAPIKey, agentskillspack.EnvImageModel),
+		fmt.Sprintf("Set %s to the base URL of an OpenAI Images API compatible provider (default %s; requests go to {base}/images/generations).", agentskillspack.EnvImageURL, agentskillspack.DefaultImageURL),
 		"Restart the executor: it reads the configuration once, at start.",
 	)
-}
-
-// generatedImage is one image in image.generate's result.
-type generatedImage struct {
-	ImageID       uuid.UUID `json:"image_id"`
-	Ordinal       int       `json:"ordinal"`
-	MIMEType      *string   `json:"mime_type"`
-	Bytes         *int      `json:"bytes"`
-	SHA256        *string   `json:"sha256"`
-	URL           *string   `json:"url"`
-	RevisedPrompt *string   `json:"revised_prompt"`
-}
-
-type generateImageInput struct {
-	RequestID string `json:"request_id"`
-	Prompt    string `json:"prompt"`
-	Size      string `json:"size"`
-	Quality   string `json:"quality"`
-	N         int    `json:"n"`
 }
 
 // generateImage asks the image provider for images (OpenAI Images API: POST {base}/images/generations) and
 // keeps them in generated_images. It costs money, so it runs once per call (the executor guarantees it) and
 // once per request_id (the tool is keyed on it); a failed provider request is never retried automatically.
-func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateImageInput) (any, error) {
+func (p *pack) generateImage(ctx context.Context, c *executor.Call, in agentskillspack.GenerateImageInput) (*agentskillspack.GenerateImageOutput, error) {
 	cfg := p.cfg.Image
-	if err := cfg.notConfigured(c.Tool.Name); err != nil {
+	if err := imageNotConfigured(cfg, c.Tool.Name); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(in.Prompt) == "" {
@@ -84,10 +55,10 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateI
 	if in.N <= 0 {
 		in.N = 1
 	}
-	base, err := cfg.baseURL()
+	base, err := cfg.BaseURL()
 	if err != nil {
-		return nil, executor.NotConfigured(err.Error(), []string{EnvImageURL},
-			fmt.Sprintf("Set %s to the provider's base URL, such as %s.", EnvImageURL, DefaultImageURL))
+		return nil, executor.NotConfigured(err.Error(), []string{agentskillspack.EnvImageURL},
+			fmt.Sprintf("Set %s to the provider's base URL, such as %s.", agentskillspack.EnvImageURL, agentskillspack.DefaultImageURL))
 	}
 	provider := base.Host
 
@@ -109,11 +80,11 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateI
 	header := http.Header{"Authorization": {"Bearer " + cfg.APIKey}}
 	err = p.sendJSON(ctx, http.MethodPost, base.JoinPath("images", "generations").String(), header, body, &res, provider, maxImageAnswerBytes)
 	if err != nil {
-		return nil, providerFailure(ctx, provider, EnvImageAPIKey, err, false)
+		return nil, providerFailure(ctx, provider, agentskillspack.EnvImageAPIKey, err, false)
 	}
 	c.RecordOutside(registry.OutsideEffect{Kind: OutsideKindImage, Target: provider, Reference: in.RequestID})
 	if len(res.Data) == 0 {
-		return nil, providerFailure(ctx, provider, EnvImageAPIKey,
+		return nil, providerFailure(ctx, provider, agentskillspack.EnvImageAPIKey,
 			&malformedResponseError{Provider: provider, Problem: `the answer's "data" array is empty`}, false)
 	}
 
@@ -121,7 +92,7 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateI
 	if c.Agent != "" {
 		agent = &c.Agent
 	}
-	images := make([]generatedImage, 0, len(res.Data))
+	images := make([]agentskillspack.GeneratedImage, 0, len(res.Data))
 	for i, d := range res.Data {
 		var data []byte
 		var mime, link *string
@@ -129,7 +100,7 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateI
 		case d.B64JSON != "":
 			data, err = base64.StdEncoding.DecodeString(d.B64JSON)
 			if err != nil {
-				return nil, providerFailure(ctx, provider, EnvImageAPIKey,
+				return nil, providerFailure(ctx, provider, agentskillspack.EnvImageAPIKey,
 					&malformedResponseError{Provider: provider, Problem: fmt.Sprintf("image %d's b64_json is not base64: %v", i, err)}, false)
 			}
 			m := http.DetectContentType(data)
@@ -137,10 +108,10 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateI
 		case d.URL != "":
 			link = &d.URL
 		default:
-			return nil, providerFailure(ctx, provider, EnvImageAPIKey,
+			return nil, providerFailure(ctx, provider, agentskillspack.EnvImageAPIKey,
 				&malformedResponseError{Provider: provider, Problem: fmt.Sprintf("image %d has neither b64_json nor url", i)}, false)
 		}
-		img := generatedImage{Ordinal: i, MIMEType: mime, URL: link, RevisedPrompt: nonEmpty(d.RevisedPrompt)}
+		img := agentskillspack.GeneratedImage{Ordinal: i, MIMEType: mime, URL: link, RevisedPrompt: nonEmpty(d.RevisedPrompt)}
 		err = c.DB.QueryRow(ctx, `INSERT INTO generated_images
 				(request_id, agent, prompt, revised_prompt, model, size, ordinal, url, mime_type, data)
 			VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10)
@@ -152,5 +123,5 @@ func (p *pack) generateImage(ctx context.Context, c *executor.Call, in generateI
 		}
 		images = append(images, img)
 	}
-	return map[string]any{"request_id": in.RequestID, "model": cfg.Model, "images": images, "count": len(images)}, nil
+	return &agentskillspack.GenerateImageOutput{RequestID: in.RequestID, Model: cfg.Model, Images: images, Count: len(images)}, nil
 }

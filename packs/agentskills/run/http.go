@@ -1,4 +1,4 @@
-package agentskills
+package agentskillsrun
 
 import (
 	"bytes"

@@ -1,10 +1,10 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -62,7 +62,7 @@ func store(t *testing.T, b *testBundle, input string) storedMemory {
 
 func TestMemoryStoreRecallByRecency(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{})
+	ctx, b := setup(t, agentskillspack.Config{})
 
 	first := store(t, b, `{"agent": "npc-mira", "user_id": "u1", "content": "The player gave Mira a silver ring.", "kind": "event", "tags": ["Gift", "ring"], "importance": 0.9}`)
 	require.True(t, first.Created)
@@ -115,7 +115,7 @@ func TestMemoryStoreRecallByRecency(t *testing.T) {
 
 func TestMemoryRecallByText(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{})
+	ctx, b := setup(t, agentskillspack.Config{})
 
 	for _, content := range []string{
 		"Ash drinks green tea every morning.",
@@ -163,7 +163,7 @@ func TestMemoryRecallByText(t *testing.T) {
 
 func TestMemoryIsolation(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{})
+	ctx, b := setup(t, agentskillspack.Config{})
 
 	for _, who := range []struct{ agent, user string }{{"npc-mira", "u1"}, {"npc-mira", "u2"}, {"npc-bob", "u1"}} {
 		store(t, b, jsonString(t, map[string]any{
@@ -214,7 +214,7 @@ func TestMemoryIsolation(t *testing.T) {
 
 func TestMemoryStoreSameContentUpdates(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{})
+	ctx, b := setup(t, agentskillspack.Config{})
 
 	first := store(t, b, `{"agent": "npc-mira", "user_id": "u1", "content": "Ash likes  green tea.", "tags": ["drink"], "importance": 0.4}`)
 	store(t, b, `{"agent": "npc-mira", "user_id": "u1", "content": "Ash owns a boat."}`)

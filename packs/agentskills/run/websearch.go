@@ -1,4 +1,4 @@
-package agentskills
+package agentskillsrun
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/executor"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 )
 
 const (
@@ -19,51 +20,30 @@ const (
 	maxWebAnswerBytes = 8 << 20
 )
 
-// webResult is one search result.
-type webResult struct {
-	Title     string   `json:"title"`
-	URL       string   `json:"url"`
-	Snippet   string   `json:"snippet"`
-	Score     *float64 `json:"score"`
-	Published *string  `json:"published"`
-}
-
-// providerProblem says what is wrong with Provider (defaults filled in), or is nil.
-func (c WebSearchConfig) providerProblem() error {
-	if c.Provider != WebSearchTavily && c.Provider != WebSearchBrave {
-		return fmt.Errorf("%s is %q, which is neither %q nor %q", EnvWebSearchProvider, c.Provider, WebSearchTavily, WebSearchBrave)
-	}
-	return nil
-}
-
-// notConfigured returns the not_configured error for a missing or invalid web search configuration, or nil.
-func (c WebSearchConfig) notConfigured(tool string) error {
-	required := []string{EnvWebSearchAPIKey}
+// webSearchNotConfigured returns the not_configured error for a missing or invalid web search
+// configuration, or nil.
+func webSearchNotConfigured(c agentskillspack.WebSearchConfig, tool string) error {
+	required := []string{agentskillspack.EnvWebSearchAPIKey}
 	steps := []string{
-		fmt.Sprintf("Set %s to your search provider's API key.", EnvWebSearchAPIKey),
-		fmt.Sprintf("Set %s to %q (the default, Tavily's API) or %q (Brave Search's API).", EnvWebSearchProvider, WebSearchTavily, WebSearchBrave),
-		fmt.Sprintf("Set %s only for another endpoint of the same format (defaults: %s, %s).", EnvWebSearchURL, DefaultTavilyURL, DefaultBraveURL),
+		fmt.Sprintf("Set %s to your search provider's API key.", agentskillspack.EnvWebSearchAPIKey),
+		fmt.Sprintf("Set %s to %q (the default, Tavily's API) or %q (Brave Search's API).", agentskillspack.EnvWebSearchProvider, agentskillspack.WebSearchTavily, agentskillspack.WebSearchBrave),
+		fmt.Sprintf("Set %s only for another endpoint of the same format (defaults: %s, %s).", agentskillspack.EnvWebSearchURL, agentskillspack.DefaultTavilyURL, agentskillspack.DefaultBraveURL),
 		"Restart the executor: it reads the configuration once, at start.",
 	}
-	if err := c.providerProblem(); err != nil {
+	if err := c.ProviderProblem(); err != nil {
 		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, but %v", tool, err),
-			append([]string{EnvWebSearchProvider}, required...), steps...)
+			append([]string{agentskillspack.EnvWebSearchProvider}, required...), steps...)
 	}
 	if c.APIKey == "" {
-		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, and none is configured: %s is not set", tool, EnvWebSearchAPIKey), required, steps...)
+		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, and none is configured: %s is not set", tool, agentskillspack.EnvWebSearchAPIKey), required, steps...)
 	}
 	return nil
-}
-
-type searchWebInput struct {
-	Query      string `json:"query"`
-	MaxResults int    `json:"max_results"`
 }
 
 // searchWeb asks the configured search provider and returns its results in one shape.
-func (p *pack) searchWeb(ctx context.Context, c *executor.Call, in searchWebInput) (any, error) {
+func (p *pack) searchWeb(ctx context.Context, c *executor.Call, in agentskillspack.SearchWebInput) (*agentskillspack.SearchWebOutput, error) {
 	cfg := p.cfg.WebSearch
-	if err := cfg.notConfigured(c.Tool.Name); err != nil {
+	if err := webSearchNotConfigured(cfg, c.Tool.Name); err != nil {
 		return nil, err
 	}
 	query := strings.TrimSpace(in.Query)
@@ -73,31 +53,31 @@ func (p *pack) searchWeb(ctx context.Context, c *executor.Call, in searchWebInpu
 	if in.MaxResults <= 0 {
 		in.MaxResults = defaultWebResults
 	}
-	var results []webResult
+	var results []agentskillspack.WebResult
 	var answer *string
 	var err error
 	switch cfg.Provider {
-	case WebSearchBrave:
+	case agentskillspack.WebSearchBrave:
 		results, err = p.braveSearch(ctx, query, in.MaxResults)
 	default:
 		results, answer, err = p.tavilySearch(ctx, query, in.MaxResults)
 	}
 	if err != nil {
-		return nil, providerFailure(ctx, cfg.Provider, EnvWebSearchAPIKey, err, true)
+		return nil, providerFailure(ctx, cfg.Provider, agentskillspack.EnvWebSearchAPIKey, err, true)
 	}
 	if len(results) > in.MaxResults {
 		results = results[:in.MaxResults]
 	}
 	if results == nil {
-		results = []webResult{}
+		results = []agentskillspack.WebResult{}
 	}
-	return map[string]any{"query": query, "provider": cfg.Provider, "answer": answer, "results": results, "count": len(results)}, nil
+	return &agentskillspack.SearchWebOutput{Query: query, Provider: cfg.Provider, Answer: answer, Results: results, Count: len(results)}, nil
 }
 
 // tavilySearch speaks Tavily's search API: POST {url} {"query", "max_results", ...} with
 // Authorization: Bearer {key}; the answer is {"query", "answer", "results": [{"title", "url", "content",
 // "score", "published_date"}], "response_time"}.
-func (p *pack) tavilySearch(ctx context.Context, query string, n int) ([]webResult, *string, error) {
+func (p *pack) tavilySearch(ctx context.Context, query string, n int) ([]agentskillspack.WebResult, *string, error) {
 	cfg := p.cfg.WebSearch
 	body := map[string]any{
 		"query":               query,
@@ -118,18 +98,18 @@ func (p *pack) tavilySearch(ctx context.Context, query string, n int) ([]webResu
 		} `json:"results"`
 	}
 	header := http.Header{"Authorization": {"Bearer " + cfg.APIKey}}
-	if err := p.sendJSON(ctx, http.MethodPost, cfg.URL, header, body, &res, WebSearchTavily, maxWebAnswerBytes); err != nil {
+	if err := p.sendJSON(ctx, http.MethodPost, cfg.URL, header, body, &res, agentskillspack.WebSearchTavily, maxWebAnswerBytes); err != nil {
 		return nil, nil, err
 	}
 	if res.Results == nil {
-		return nil, nil, &malformedResponseError{Provider: WebSearchTavily, Problem: `the answer has no "results" array`}
+		return nil, nil, &malformedResponseError{Provider: agentskillspack.WebSearchTavily, Problem: `the answer has no "results" array`}
 	}
-	out := make([]webResult, 0, len(res.Results))
+	out := make([]agentskillspack.WebResult, 0, len(res.Results))
 	for _, r := range res.Results {
 		if r.URL == "" {
 			continue
 		}
-		out = append(out, webResult{Title: r.Title, URL: r.URL, Snippet: r.Content, Score: r.Score, Published: nonEmpty(r.PublishedDate)})
+		out = append(out, agentskillspack.WebResult{Title: r.Title, URL: r.URL, Snippet: r.Content, Score: r.Score, Published: nonEmpty(r.PublishedDate)})
 	}
 	if res.Answer != nil && strings.TrimSpace(*res.Answer) == "" {
 		res.Answer = nil
@@ -137,22 +117,13 @@ func (p *pack) tavilySearch(ctx context.Context, query string, n int) ([]webResu
 	return out, res.Answer, nil
 }
 
-// urlProblem says why URL (defaults filled in) cannot be the search endpoint, or nil: a request to it
-// would fail on every call.
-func (c WebSearchConfig) urlProblem() error {
-	if u, err := url.Parse(c.URL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("%s is not an http(s) URL: %q", EnvWebSearchURL, c.URL)
-	}
-	return nil
-}
-
 // braveSearch speaks Brave Search's web search API: GET {url}?q={query}&count={n} with
 // X-Subscription-Token: {key}; the answer is {"web": {"results": [{"title", "url", "description", "age"}]}}.
-func (p *pack) braveSearch(ctx context.Context, query string, n int) ([]webResult, error) {
+func (p *pack) braveSearch(ctx context.Context, query string, n int) ([]agentskillspack.WebResult, error) {
 	cfg := p.cfg.WebSearch
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("error parsing %s: %w", EnvWebSearchURL, err)
+		return nil, fmt.Errorf("error parsing %s: %w", agentskillspack.EnvWebSearchURL, err)
 	}
 	q := u.Query()
 	q.Set("q", query)
@@ -169,19 +140,19 @@ func (p *pack) braveSearch(ctx context.Context, query string, n int) ([]webResul
 		} `json:"web"`
 	}
 	header := http.Header{"X-Subscription-Token": {cfg.APIKey}}
-	if err := p.sendJSON(ctx, http.MethodGet, u.String(), header, nil, &res, WebSearchBrave, maxWebAnswerBytes); err != nil {
+	if err := p.sendJSON(ctx, http.MethodGet, u.String(), header, nil, &res, agentskillspack.WebSearchBrave, maxWebAnswerBytes); err != nil {
 		return nil, err
 	}
 	if res.Web == nil {
 		// Brave leaves "web" out when nothing was found.
-		return []webResult{}, nil
+		return []agentskillspack.WebResult{}, nil
 	}
-	out := make([]webResult, 0, len(res.Web.Results))
+	out := make([]agentskillspack.WebResult, 0, len(res.Web.Results))
 	for _, r := range res.Web.Results {
 		if r.URL == "" {
 			continue
 		}
-		out = append(out, webResult{Title: stripTags(r.Title), URL: r.URL, Snippet: stripTags(r.Description), Published: nonEmpty(r.Age)})
+		out = append(out, agentskillspack.WebResult{Title: stripTags(r.Title), URL: r.URL, Snippet: stripTags(r.Description), Published: nonEmpty(r.Age)})
 	}
 	return out, nil
 }

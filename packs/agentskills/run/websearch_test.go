@@ -1,10 +1,10 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"net/http"
 	"testing"
 
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
@@ -45,7 +45,7 @@ func TestWebSearchTavily(t *testing.T) {
 			"response_time": 1.05,
 		})
 	})
-	ctx, b := setup(t, agentskills.Config{WebSearch: agentskills.WebSearchConfig{URL: fake.URL + "/search", APIKey: "tvly-test"}})
+	ctx, b := setup(t, agentskillspack.Config{WebSearch: agentskillspack.WebSearchConfig{URL: fake.URL + "/search", APIKey: "tvly-test"}})
 
 	var got webSearchResult
 	r := b.succeed(t, ctx, "web.search", `{"query": " roof repair cost Sydney ", "max_results": 2}`, &got)
@@ -82,7 +82,7 @@ func TestWebSearchBrave(t *testing.T) {
 			}},
 		})
 	})
-	ctx, b := setup(t, agentskills.Config{WebSearch: agentskills.WebSearchConfig{
+	ctx, b := setup(t, agentskillspack.Config{WebSearch: agentskillspack.WebSearchConfig{
 		Provider: "brave", URL: fake.URL + "/res/v1/web/search", APIKey: "brave-test",
 	}})
 
@@ -108,7 +108,7 @@ func TestWebSearchProviderErrors(t *testing.T) {
 		}
 		writeJSON(w, s, map[string]any{"detail": map[string]any{"error": "nope"}})
 	})
-	ctx, b := setup(t, agentskills.Config{WebSearch: agentskills.WebSearchConfig{URL: fake.URL, APIKey: "tvly-test"}})
+	ctx, b := setup(t, agentskillspack.Config{WebSearch: agentskillspack.WebSearchConfig{URL: fake.URL, APIKey: "tvly-test"}})
 
 	status <- http.StatusUnauthorized
 	d := requireFailed(t, b.call(t, ctx, "web.search", `{"query": "x"}`), registry.StatusFailed, registry.CodeHandlerError)
@@ -129,11 +129,11 @@ func TestWebSearchProviderErrors(t *testing.T) {
 
 func TestWebSearchNotConfigured(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{})
+	ctx, b := setup(t, agentskillspack.Config{})
 	d := requireNotConfigured(t, b.call(t, ctx, "web.search", `{"query": "x"}`), "GEM_WEB_SEARCH_API_KEY")
 	require.Contains(t, d.NextSteps[1], "GEM_WEB_SEARCH_PROVIDER")
 	require.Contains(t, d.NextSteps[2], "GEM_WEB_SEARCH_URL")
 
-	ctx, b = setup(t, agentskills.Config{WebSearch: agentskills.WebSearchConfig{Provider: "bing", APIKey: "k"}})
+	ctx, b = setup(t, agentskillspack.Config{WebSearch: agentskillspack.WebSearchConfig{Provider: "bing", APIKey: "k"}})
 	requireNotConfigured(t, b.call(t, ctx, "web.search", `{"query": "x"}`), "GEM_WEB_SEARCH_PROVIDER", "GEM_WEB_SEARCH_API_KEY")
 }

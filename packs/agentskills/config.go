@@ -1,28 +1,15 @@
-// Package agentskills is the agent skills pack: the tools that give LLM-driven agents (NPCs, assistants) a
-// memory, a body of knowledge and a few senses.
-//
-//	memory.store, memory.recall   memories per agent and user, recalled by recency or text match
-//	lore.ingest, lore.query       knowledge documents, chunked and searched (full-text + trigram)
-//	sentiment.analyze             sentiment of a text, through the configured LLM (OpenAI or Anthropic)
-//	web.search                    a web search provider (Tavily or Brave wire format)
-//	image.generate                an image provider (OpenAI Images API wire format)
-//
-// Memory and lore live in PostgreSQL (migration 00005_agent_skills.sql). The other tools talk to outside
-// services configured by environment variables (Config); a tool whose provider is not configured answers
-// not_configured, naming the variables to set. docs/agent-skills-pack.md describes every tool.
-package agentskills
+package agentskillspack
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
-
-	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/llmtext"
 )
 
-// Environment variables read by ConfigFromEnv.
+// Environment variables read by ConfigFromEnv. docs/agent-skills-pack.md explains each one.
 const (
 	EnvWebSearchProvider = "GEM_WEB_SEARCH_PROVIDER"
 	EnvWebSearchURL      = "GEM_WEB_SEARCH_URL"
@@ -141,43 +128,40 @@ func (c Config) WithDefaults() Config {
 // tools that need them answer not_configured with.
 func (c Config) Problems() []error {
 	c = c.WithDefaults()
-	problems := llmtext.ConfigProblems(c.LLMError)
-	if err := c.WebSearch.providerProblem(); err != nil {
+	problems := llmconfig.Problems(c.LLMError)
+	if err := c.WebSearch.ProviderProblem(); err != nil {
 		problems = append(problems, err)
-	} else if err := c.WebSearch.urlProblem(); err != nil {
+	} else if err := c.WebSearch.URLProblem(); err != nil {
 		problems = append(problems, err)
 	}
-	if _, err := c.Image.baseURL(); err != nil {
+	if _, err := c.Image.BaseURL(); err != nil {
 		problems = append(problems, err)
 	}
 	return problems
 }
 
-// Register adds the pack's handlers with its provider configuration (defaults are filled in): the executor's
-// Main reads it from the environment once (ConfigFromEnv) and reports its Problems at start; tests build one.
-func Register(h executor.Handlers, cfg Config) {
-	p := &pack{cfg: cfg.WithDefaults()}
-	if p.cfg.llmNotConfigured("") == nil {
-		p.llm = llmtext.New(p.cfg.LLM, p.cfg.HTTPClient)
+// ProviderProblem says what is wrong with Provider (defaults filled in), or is nil.
+func (c WebSearchConfig) ProviderProblem() error {
+	if c.Provider != WebSearchTavily && c.Provider != WebSearchBrave {
+		return fmt.Errorf("%s is %q, which is neither %q nor %q", EnvWebSearchProvider, c.Provider, WebSearchTavily, WebSearchBrave)
 	}
-	h.Func("memory.store", executor.Typed(p.storeMemory))
-	h.Func("memory.recall", executor.Typed(p.recallMemories))
-	h.Func("lore.ingest", executor.Typed(p.ingestLore))
-	h.Func("lore.query", executor.Typed(p.queryLore))
-	h.Add("sentiment.analyze", executor.Handler{
-		Run: executor.Typed(p.analyzeSentiment), Isolated: true, RequiredEnv: []string{llmconfig.EnvAPIKey, llmconfig.EnvModel},
-	})
-	h.Add("web.search", executor.Handler{
-		Run: executor.Typed(p.searchWeb), Isolated: true, RequiredEnv: []string{EnvWebSearchAPIKey},
-	})
-	h.Add("image.generate", executor.Handler{
-		Run: executor.Typed(p.generateImage), Isolated: true, RequiredEnv: []string{EnvImageAPIKey, EnvImageModel},
-	})
+	return nil
 }
 
-// pack holds the configuration the handlers share.
-type pack struct {
-	cfg Config
-	// llm is the configured language model, or nil.
-	llm llmtext.Model
+// URLProblem says why URL (defaults filled in) cannot be the search endpoint, or nil: a request to it
+// would fail on every call.
+func (c WebSearchConfig) URLProblem() error {
+	if u, err := url.Parse(c.URL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%s is not an http(s) URL: %q", EnvWebSearchURL, c.URL)
+	}
+	return nil
+}
+
+// BaseURL reads URL (defaults filled in).
+func (c ImageConfig) BaseURL() (*url.URL, error) {
+	base, err := url.Parse(strings.TrimRight(c.URL, "/"))
+	if err != nil || base.Host == "" {
+		return nil, fmt.Errorf("%s is not a URL: %q", EnvImageURL, c.URL)
+	}
+	return base, nil
 }

@@ -1,4 +1,4 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/gemhq/gem/llmconfig"
 
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
@@ -100,8 +100,8 @@ func fakeAnthropic(t *testing.T, text func() string) *fakeProvider {
 	})
 }
 
-func openAIConfig(url string) agentskills.Config {
-	return agentskills.Config{LLM: llmconfig.Config{BaseURL: url + "/v1", APIKey: "sk-test", Model: "gpt-test"}}
+func openAIConfig(url string) agentskillspack.Config {
+	return agentskillspack.Config{LLM: llmconfig.Config{BaseURL: url + "/v1", APIKey: "sk-test", Model: "gpt-test"}}
 }
 
 func TestSentimentOpenAI(t *testing.T) {
@@ -128,7 +128,7 @@ func TestSentimentAnthropic(t *testing.T) {
 		// Claude has no JSON mode and sometimes fences its answer; a complete object inside is accepted.
 		return "```json\n{\"label\": \"Negative\", \"score\": -0.6, \"rationale\": \"The customer is upset.\"}\n```"
 	})
-	ctx, b := setup(t, agentskills.Config{LLM: llmconfig.Config{
+	ctx, b := setup(t, agentskillspack.Config{LLM: llmconfig.Config{
 		Provider: "anthropic", BaseURL: fake.URL, APIKey: "sk-ant-test", Model: "claude-test",
 	}})
 
@@ -200,23 +200,23 @@ func TestSentimentProviderErrors(t *testing.T) {
 
 func TestSentimentNotConfigured(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{LLM: llmconfig.Config{Model: "gpt-test"}})
+	ctx, b := setup(t, agentskillspack.Config{LLM: llmconfig.Config{Model: "gpt-test"}})
 	r := b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`)
 	d := requireNotConfigured(t, r, "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, "GEM_LLM_API_KEY not set")
 	require.NotContains(t, d.Reason, "GEM_LLM_MODEL not set")
 
-	ctx, b = setup(t, agentskills.Config{})
+	ctx, b = setup(t, agentskillspack.Config{})
 	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, "GEM_LLM_API_KEY and GEM_LLM_MODEL not set")
 
-	ctx, b = setup(t, agentskills.Config{LLM: llmconfig.Config{Provider: "gemini", APIKey: "k", Model: "m"}})
+	ctx, b = setup(t, agentskillspack.Config{LLM: llmconfig.Config{Provider: "gemini", APIKey: "k", Model: "m"}})
 	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_PROVIDER", "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, `GEM_LLM_PROVIDER is "gemini"`)
 
 	// A malformed variable read from the environment is the tool's not_configured, not a failed start.
 	env := map[string]string{"GEM_LLM_API_KEY": "k", "GEM_LLM_MODEL": "m", "GEM_LLM_TIMEOUT": "soon"}
-	ctx, b = setup(t, agentskills.ConfigFromEnv(func(k string) string { return env[k] }))
+	ctx, b = setup(t, agentskillspack.ConfigFromEnv(func(k string) string { return env[k] }))
 	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT", "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, `GEM_LLM_TIMEOUT: "soon" is not a duration`)
 }

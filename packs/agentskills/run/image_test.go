@@ -1,4 +1,4 @@
-package agentskills_test
+package agentskillsrun_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -56,8 +56,8 @@ func fakeImages(t *testing.T, answer func(f *fakeProvider, w http.ResponseWriter
 	})
 }
 
-func imageConfig(url string) agentskills.Config {
-	return agentskills.Config{Image: agentskills.ImageConfig{URL: url + "/v1", APIKey: "sk-img", Model: "gpt-image-test"}}
+func imageConfig(url string) agentskillspack.Config {
+	return agentskillspack.Config{Image: agentskillspack.ImageConfig{URL: url + "/v1", APIKey: "sk-img", Model: "gpt-image-test"}}
 }
 
 func TestImageGenerate(t *testing.T) {
@@ -163,7 +163,7 @@ func TestImageGenerateFailuresAreNotRetried(t *testing.T) {
 
 func TestImageGenerateNotConfigured(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, agentskills.Config{Image: agentskills.ImageConfig{APIKey: "sk-img"}})
+	ctx, b := setup(t, agentskillspack.Config{Image: agentskillspack.ImageConfig{APIKey: "sk-img"}})
 	d := requireNotConfigured(t, b.call(t, ctx, "image.generate", `{"request_id": "r", "prompt": "x"}`), "GEM_IMAGE_API_KEY", "GEM_IMAGE_MODEL")
 	require.Contains(t, d.Reason, "GEM_IMAGE_MODEL not set")
 	require.Contains(t, d.NextSteps[1], "GEM_IMAGE_URL")

@@ -1,9 +1,9 @@
-package agentskills_test
+package agentskillspack_test
 
 import (
 	"testing"
 
-	"github.com/gemhq/gem/executor/agentskills"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,7 +13,7 @@ func TestConfigProblems(t *testing.T) {
 	t.Parallel()
 	problems := func(env map[string]string) []string {
 		var out []string
-		for _, err := range agentskills.ConfigFromEnv(func(k string) string { return env[k] }).Problems() {
+		for _, err := range agentskillspack.ConfigFromEnv(func(k string) string { return env[k] }).Problems() {
 			out = append(out, err.Error())
 		}
 		return out
