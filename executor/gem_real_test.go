@@ -13,8 +13,9 @@ import (
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/business/twiliotest"
-	"github.com/gemhq/gem/executor/integrations"
-	"github.com/gemhq/gem/executor/integrations/integrationstest"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
+	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -407,7 +408,7 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 		FileStore: t.TempDir(),
 		LLM:       llm.config(),
 	}
-	integ := integrations.Config{Email: biz.Email}
+	integ := integrationspack.Config{}
 	hl := integrationstest.NewHighLevel()
 	t.Cleanup(hl.Close)
 	integ.HighLevel = hl.Config()
@@ -419,11 +420,11 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 	integ.Meta = meta.Config()
 	account := integrationstest.NewTwilio()
 	t.Cleanup(account.Close)
-	integ.SMS = account.Config()
+	integBiz := business.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
 
 	h := executor.Handlers{}
 	business.Register(h, biz)
-	integrations.Register(h, integ)
+	integrationsrun.Register(h, integ, integBiz)
 	b.startExecutorWith(t, executor.Config{}, b.reg, h, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 
 	real := 0

@@ -15,7 +15,8 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/business"
-	"github.com/gemhq/gem/executor/integrations"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -70,7 +71,7 @@ func runHelper() int {
 func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 	h := executor.Handlers{}
 	business.Register(h, biz)
-	integrations.Register(h, integrations.Config{})
+	integrationsrun.Register(h, integrationspack.Config{}, business.Config{})
 
 	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {
 		var id string

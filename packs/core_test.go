@@ -13,18 +13,20 @@ import (
 	"strings"
 	"testing"
 
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/stretchr/testify/require"
 )
 
-// movedPacks are the packs whose brain side (rules and sentences) lives in their folder: the brain's core
-// names none of their tools.
+// movedPacks are the packs whose brain side (rules and sentences) lives in their folder, and the agent
+// skills pack, which has none: the brain's core names none of their tools.
 var movedPacks = map[string][]string{
 	"os":           ospack.Tools,
 	"business":     businesspack.Tools,
 	"integrations": integrationspack.Tools,
+	"agentskills":  agentskillspack.Tools,
 }
 
 // coreFolders are the brain's packages that must name no moved pack's tool, as a folder of the repository.

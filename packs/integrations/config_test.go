@@ -28,3 +28,29 @@ func TestStageIDsReadOneWay(t *testing.T) {
 		require.Empty(t, integrationspack.HighLevelPipelineFromEnv(env(bad)).StageByID, "%s: the executor refuses it whole", bad)
 	}
 }
+
+// TestConfigProblems: Problems lists each setting ConfigFromEnv could not read, naming its variable, in the
+// variables' order, and nothing for settings that are unset or fine. GEM_PHONE_REGION is the business
+// pack's: read and reported there, once (TestRegistryCheckListsPackSettings), and handed to this pack's
+// Register by Main (TestPhoneRegionThatCannotBeUsed).
+func TestConfigProblems(t *testing.T) {
+	t.Parallel()
+	problems := func(env map[string]string) []string {
+		var out []string
+		for _, err := range integrationspack.ConfigFromEnv(func(k string) string { return env[k] }).Problems() {
+			out = append(out, err.Error())
+		}
+		return out
+	}
+	require.Empty(t, problems(nil))
+	require.Empty(t, problems(map[string]string{integrationspack.EnvHighLevelTaskDueDays: "3", integrationspack.EnvHighLevelRetryBaseDelay: "1m",
+		integrationspack.EnvHighLevelStageIDs: "won=s1", integrationspack.EnvGA4BaseURL: "http://127.0.0.1:1", "GEM_PHONE_REGION": "NZ"}))
+
+	got := problems(map[string]string{integrationspack.EnvHighLevelTaskDueDays: "0", integrationspack.EnvHighLevelRetryBaseDelay: "often",
+		integrationspack.EnvHighLevelStageIDs: "sold=s1", integrationspack.EnvGA4BaseURL: "ftp://ga4", "GEM_PHONE_REGION": "ZZ"})
+	require.Len(t, got, 4, "%q", got)
+	for i, env := range []string{integrationspack.EnvGA4BaseURL, integrationspack.EnvHighLevelRetryBaseDelay, integrationspack.EnvHighLevelStageIDs,
+		integrationspack.EnvHighLevelTaskDueDays} {
+		require.Contains(t, got[i], env)
+	}
+}

@@ -3,9 +3,10 @@ package main
 import (
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/business"
-	"github.com/gemhq/gem/executor/integrations"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/rs/zerolog"
 )
 
@@ -14,7 +15,7 @@ import (
 type packs struct {
 	business     business.Config
 	agentSkills  agentskillspack.Config
-	integrations integrations.Config
+	integrations integrationspack.Config
 }
 
 // packsFromEnv reads every pack's settings through getenv.
@@ -22,7 +23,7 @@ func packsFromEnv(getenv func(string) string) packs {
 	return packs{
 		business:     business.ConfigFromEnv(getenv),
 		agentSkills:  agentskillspack.ConfigFromEnv(getenv),
-		integrations: integrations.ConfigFromEnv(getenv),
+		integrations: integrationspack.ConfigFromEnv(getenv),
 	}
 }
 
@@ -31,7 +32,7 @@ func (p packs) handlers() executor.Handlers {
 	h := executor.Handlers{}
 	business.Register(h, p.business)
 	agentskillsrun.Register(h, p.agentSkills)
-	integrations.Register(h, p.integrations)
+	integrationsrun.Register(h, p.integrations, p.business)
 	return h
 }
 

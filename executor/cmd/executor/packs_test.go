@@ -141,7 +141,7 @@ func TestRegistryCheckListsPackSettings(t *testing.T) {
 	require.NotContains(t, out, "Settings that cannot be used")
 
 	t.Setenv("GEM_BUSINESS_TIMEZONE", "Mars/Olympus")
-	t.Setenv("GEM_PHONE_REGION", "ZZ") // read by the business and integrations packs
+	t.Setenv("GEM_PHONE_REGION", "ZZ") // read by the business pack, which Main hands to the integrations pack too
 	t.Setenv("GEM_HIGHLEVEL_TASK_DUE_DAYS", "soon")
 	code, out, errOut = runCmd("registry", "check", reg)
 	require.Equal(t, 0, code, errOut)

@@ -13,9 +13,9 @@ import (
 	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/device"
 	"github.com/gemhq/gem/executor/filestore"
-	"github.com/gemhq/gem/executor/integrations"
 	"github.com/gemhq/gem/executor/remote"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
@@ -258,9 +258,9 @@ var providerEnvVars = withIntegrations([]envVar{
 	{agentskillspack.EnvImageModel, "unset", "image model"},
 })
 
-// withIntegrations appends the integrations pack's variables (integrations.Variables) to vars.
+// withIntegrations appends the integrations pack's variables (integrationspack.Variables) to vars.
 func withIntegrations(vars []envVar) []envVar {
-	for _, v := range integrations.Variables() {
+	for _, v := range integrationspack.Variables() {
 		vars = append(vars, envVar{v.Name, v.Default, v.Meaning})
 	}
 	return vars

@@ -1,6 +1,7 @@
-package integrations
+package integrationsrun
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -44,7 +45,7 @@ type smsHealthOutput struct {
 // smsHealth checks the business pack's Twilio account: it fetches the Account resource
 // (GET /2010-04-01/Accounts/{AccountSid}.json, basic auth) and reads its status. Nothing is sent.
 func (p *pack) smsHealth(ctx context.Context, c *executor.Call, _ healthInput) (*smsHealthOutput, error) {
-	sms := p.cfg.SMS
+	sms := p.sms
 	if sms.AccountSID == "" || sms.AuthToken == "" {
 		return nil, executor.NotConfigured("no SMS provider is configured: the Twilio account and auth token are not set",
 			[]string{business.EnvTwilioAccountSID, business.EnvTwilioAuthToken, business.EnvSMSFrom},
@@ -122,12 +123,12 @@ type emailHealthOutput struct {
 // emailHealth checks the business pack's SMTP server without sending: connect (TLS for smtps), EHLO,
 // STARTTLS when offered, AUTH when the URL has credentials, QUIT.
 func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput) (*emailHealthOutput, error) {
-	if p.cfg.Email.URL == "" {
+	if p.email.URL == "" {
 		return nil, executor.NotConfigured("no email provider is configured: the SMTP server is not set",
 			[]string{business.EnvSMTPURL, business.EnvEmailFrom},
 			"Set "+business.EnvSMTPURL+" (smtp://user:password@host:587 or smtps://...:465) and "+business.EnvEmailFrom+".")
 	}
-	target, err := business.ParseSMTPURL(p.cfg.Email.URL)
+	target, err := business.ParseSMTPURL(p.email.URL)
 	if err != nil {
 		return nil, executor.NotConfigured(err.Error(), []string{business.EnvSMTPURL},
 			"Set "+business.EnvSMTPURL+" to smtp://user:password@host:587 or smtps://user:password@host:465.")
@@ -141,7 +142,7 @@ func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput)
 	}
 	switch {
 	case status != statusOK:
-	case p.cfg.Email.From == "":
+	case p.email.From == "":
 		status, detail = statusDegraded, detail+"; but "+business.EnvEmailFrom+" is not set, so nothing can be sent"
 	case time.Since(start) > slowProvider:
 		status, detail = statusDegraded, fmt.Sprintf("%s, slowly (%d ms)", detail, out.LatencyMS)
@@ -176,7 +177,7 @@ func probeSMTP(ctx context.Context, t business.SMTPServer, out *emailHealthOutpu
 	}
 	defer c.Close()
 	hello, _ := os.Hostname()
-	if err := c.Hello(or(hello, "localhost")); err != nil {
+	if err := c.Hello(cmp.Or(hello, "localhost")); err != nil {
 		return smtpReplyStatus(err), fmt.Sprintf("%s refused EHLO: %v", t.Addr, err)
 	}
 	if ok, _ := c.Extension("STARTTLS"); ok && !t.ImplicitTLS {

@@ -1,4 +1,4 @@
-package integrations_test
+package integrationsrun_test
 
 import (
 	"context"
@@ -10,20 +10,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gemhq/gem/executor/integrations"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
-const docPath = "../../docs/integrations.md"
+const docPath = "../../../docs/integrations.md"
 
 // TestDocsListEveryVariable keeps docs/integrations.md's table of variables true to the code's defaults.
 func TestDocsListEveryVariable(t *testing.T) {
 	t.Parallel()
 	doc := readDoc(t)
-	for _, v := range integrations.Variables() {
+	for _, v := range integrationspack.Variables() {
 		def := "`" + v.Default + "`"
 		if v.Default == "unset" {
 			def = "unset"

@@ -1,10 +1,10 @@
-package integrations_test
+package integrationsrun_test
 
 import (
 	"testing"
 
 	"github.com/gemhq/gem/executor/business"
-	"github.com/gemhq/gem/executor/integrations"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -14,25 +14,25 @@ import (
 // naming the variables to set, and import_links, which needs only the database, works.
 func TestNothingConfigured(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, integrations.Config{})
+	ctx, b := setup(t, integrationspack.Config{})
 	id := uuid.NewString()
 	for _, tt := range []struct {
 		tool  string
 		input map[string]any
 		env   []string
 	}{
-		{"integrations.google_drive.search", map[string]any{"query": "roof"}, []string{integrations.EnvGoogleOAuthRefreshToken, integrations.EnvGoogleAccessToken}},
-		{"integrations.analytics.pull_summary", map[string]any{"from": "2024-07-01", "to": "2024-07-31"}, []string{integrations.EnvGA4PropertyID}},
-		{"integrations.ads.pull_summary", map[string]any{"channel": "google_ads", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrations.EnvGoogleAdsDeveloperToken, integrations.EnvGoogleAdsCustomerID}},
-		{"integrations.ads.pull_summary", map[string]any{"channel": "meta", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrations.EnvMetaAccessToken, integrations.EnvMetaAdAccountID}},
+		{"integrations.google_drive.search", map[string]any{"query": "roof"}, []string{integrationspack.EnvGoogleOAuthRefreshToken, integrationspack.EnvGoogleAccessToken}},
+		{"integrations.analytics.pull_summary", map[string]any{"from": "2024-07-01", "to": "2024-07-31"}, []string{integrationspack.EnvGA4PropertyID}},
+		{"integrations.ads.pull_summary", map[string]any{"channel": "google_ads", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrationspack.EnvGoogleAdsDeveloperToken, integrationspack.EnvGoogleAdsCustomerID}},
+		{"integrations.ads.pull_summary", map[string]any{"channel": "meta", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrationspack.EnvMetaAccessToken, integrationspack.EnvMetaAdAccountID}},
 		{"integrations.sms_provider.health", map[string]any{}, []string{business.EnvTwilioAccountSID, business.EnvTwilioAuthToken}},
 		{"integrations.email_provider.health", map[string]any{}, []string{business.EnvSMTPURL}},
-		{"integrations.highlevel.health_check", map[string]any{}, []string{integrations.EnvHighLevelToken, integrations.EnvHighLevelLocationID}},
-		{"integrations.highlevel.sync_contacts", map[string]any{"limit": 10}, []string{integrations.EnvHighLevelToken}},
-		{"integrations.highlevel.sync_inspection", map[string]any{"inspection_id": id, "highlevel_contact_id": "c1"}, []string{integrations.EnvHighLevelToken}},
-		{"integrations.highlevel.sync_quote", map[string]any{"quote_id": id, "highlevel_contact_id": "c1"}, []string{integrations.EnvHighLevelToken}},
-		{"integrations.highlevel.update_lead_stage", map[string]any{"highlevel_contact_id": "c1", "stage": "quoted"}, []string{integrations.EnvHighLevelLocationID}},
-		{"integrations.highlevel.process_sync_queue", map[string]any{}, []string{integrations.EnvHighLevelToken}},
+		{"integrations.highlevel.health_check", map[string]any{}, []string{integrationspack.EnvHighLevelToken, integrationspack.EnvHighLevelLocationID}},
+		{"integrations.highlevel.sync_contacts", map[string]any{"limit": 10}, []string{integrationspack.EnvHighLevelToken}},
+		{"integrations.highlevel.sync_inspection", map[string]any{"inspection_id": id, "highlevel_contact_id": "c1"}, []string{integrationspack.EnvHighLevelToken}},
+		{"integrations.highlevel.sync_quote", map[string]any{"quote_id": id, "highlevel_contact_id": "c1"}, []string{integrationspack.EnvHighLevelToken}},
+		{"integrations.highlevel.update_lead_stage", map[string]any{"highlevel_contact_id": "c1", "stage": "quoted"}, []string{integrationspack.EnvHighLevelLocationID}},
+		{"integrations.highlevel.process_sync_queue", map[string]any{}, []string{integrationspack.EnvHighLevelToken}},
 	} {
 		notConfigured(t, b.run(t, ctx, tt.tool, tt.input), tt.env...)
 	}
@@ -48,7 +48,7 @@ func TestNothingConfigured(t *testing.T) {
 // anything that is not a Google Photos share link refuses the call.
 func TestGooglePhotosImportLinks(t *testing.T) {
 	t.Parallel()
-	ctx, b := setup(t, integrations.Config{})
+	ctx, b := setup(t, integrationspack.Config{})
 	type source struct {
 		SourceID string `json:"source_id"`
 		URL      string `json:"url"`

@@ -1,10 +1,11 @@
-package integrations
+package integrationsrun
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,7 +15,7 @@ import (
 // googleTokens hands out Google OAuth access tokens: the fixed one configured, or ones minted from the
 // refresh token (the refresh_token grant of RFC 6749, section 6), kept until a minute before they expire.
 type googleTokens struct {
-	cfg    GoogleConfig
+	cfg    integrationspack.GoogleConfig
 	client *http.Client
 
 	mu      sync.Mutex
@@ -30,11 +31,11 @@ func (g *googleTokens) refreshes() bool {
 }
 
 // googleCredentialEnv are the variables of either way to authenticate, for not_configured receipts.
-var googleCredentialEnv = []string{EnvGoogleAccessToken, EnvGoogleOAuthClientID, EnvGoogleOAuthClientSecret, EnvGoogleOAuthRefreshToken}
+var googleCredentialEnv = []string{integrationspack.EnvGoogleAccessToken, integrationspack.EnvGoogleOAuthClientID, integrationspack.EnvGoogleOAuthClientSecret, integrationspack.EnvGoogleOAuthRefreshToken}
 
 // googleCredentialSteps says how to give GEM Google credentials.
-const googleCredentialSteps = "Set " + EnvGoogleOAuthClientID + ", " + EnvGoogleOAuthClientSecret + " and " + EnvGoogleOAuthRefreshToken +
-	" (an OAuth client and a refresh token granted the scopes of the tools used), or " + EnvGoogleAccessToken + " to a short-lived access token."
+const googleCredentialSteps = "Set " + integrationspack.EnvGoogleOAuthClientID + ", " + integrationspack.EnvGoogleOAuthClientSecret + " and " + integrationspack.EnvGoogleOAuthRefreshToken +
+	" (an OAuth client and a refresh token granted the scopes of the tools used), or " + integrationspack.EnvGoogleAccessToken + " to a short-lived access token."
 
 // accessToken returns a token to send as Authorization: Bearer.
 func (g *googleTokens) accessToken(ctx context.Context) (string, error) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gemhq/gem/executor/integrations"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 )
 
 // MetaVersion is the Graph API version the fake serves.
@@ -36,8 +36,8 @@ func NewMeta() *Meta {
 }
 
 // Config is the pack's Meta configuration for this fake.
-func (m *Meta) Config() integrations.MetaConfig {
-	return integrations.MetaConfig{AccessToken: m.AccessToken, AdAccountID: m.AdAccountID, BaseURL: m.URL, APIVersion: MetaVersion}
+func (m *Meta) Config() integrationspack.MetaConfig {
+	return integrationspack.MetaConfig{AccessToken: m.AccessToken, AdAccountID: m.AdAccountID, BaseURL: m.URL, APIVersion: MetaVersion}
 }
 
 // Requests counts the requests that reached the fake.

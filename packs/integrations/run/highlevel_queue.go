@@ -1,4 +1,4 @@
-package integrations
+package integrationsrun
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -101,7 +102,7 @@ func (r *syncRun) do(ctx context.Context, op syncOp) (opOutcome, error) {
 // backoff is the wait before attempt number attempts+1 of a queued operation: the base delay doubled
 // for every attempt made, capped, with jitter (a random half of it), and never shorter than what
 // HighLevel asked for in Retry-After.
-func (cfg HighLevelConfig) backoff(attempts int, retryAfter time.Duration) time.Duration {
+func backoff(cfg integrationspack.HighLevelConfig, attempts int, retryAfter time.Duration) time.Duration {
 	d := cfg.RetryBaseDelay
 	for i := 1; i < attempts && d < cfg.RetryMaxDelay; i++ {
 		d *= 2
@@ -117,7 +118,7 @@ func (p *pack) enqueue(ctx context.Context, c *executor.Call, op syncOp, leadID 
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("error encoding a sync operation: %w", err)
 	}
-	wait := p.cfg.HighLevel.backoff(max(attempts, 1), cause.RetryAfter)
+	wait := backoff(p.cfg.HighLevel, max(attempts, 1), cause.RetryAfter)
 	var status *int
 	if cause.Status != 0 {
 		status = &cause.Status
@@ -221,7 +222,7 @@ func (p *pack) processSyncQueue(ctx context.Context, c *executor.Call, in proces
 		case pe.retryable() && attempts < it.maxAttempts:
 			out.Failed++
 			out.Requeued++
-			wait := p.cfg.HighLevel.backoff(attempts, pe.RetryAfter)
+			wait := backoff(p.cfg.HighLevel, attempts, pe.RetryAfter)
 			if _, err := c.DB.Exec(ctx, `UPDATE integration_sync_queue SET attempts = $2, next_attempt_at = now() + make_interval(secs => $3),
 				last_error = $4, last_http_status = nullif($5, 0), updated_at = now() WHERE id = $1`,
 				it.id, attempts, wait.Seconds(), pe.Error(), pe.Status); err != nil {

@@ -1,4 +1,4 @@
-package integrations_test
+package integrationsrun_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/integrations"
+	"github.com/gemhq/gem/executor/business"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemcontract"
 	gemsql "github.com/gemhq/gem/sql"
@@ -22,7 +24,7 @@ import (
 
 // registryPath is the repository's registry. Every result must also match the original GEM's output schema
 // (GEM's contract, the repository's extract in registry/gemcontract).
-const registryPath = "../../tools.registry.json"
+const registryPath = "../../../tools.registry.json"
 
 var (
 	ourRegistry = sync.OnceValues(func() (*registry.Registry, error) { return registry.Load(registryPath) })
@@ -42,7 +44,13 @@ type testBundle struct {
 }
 
 // setup starts an executor with the pack configured by cfg on a database of the test's own.
-func setup(t *testing.T, cfg integrations.Config) (context.Context, *testBundle) {
+func setup(t *testing.T, cfg integrationspack.Config) (context.Context, *testBundle) {
+	t.Helper()
+	return setupWith(t, cfg, business.Config{})
+}
+
+// setupWith is setup with the business pack's settings the pack reads (its SMS and email providers).
+func setupWith(t *testing.T, cfg integrationspack.Config, biz business.Config) (context.Context, *testBundle) {
 	t.Helper()
 	pool, url := sqltest.NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -54,7 +62,7 @@ func setup(t *testing.T, cfg integrations.Config) (context.Context, *testBundle)
 	t.Cleanup(b.waiter.Stop)
 
 	h := executor.Handlers{}
-	integrations.Register(h, cfg)
+	integrationsrun.Register(h, cfg, biz)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	e, err := executor.New(executor.Config{DatabaseURL: url, ID: "test-" + uuid.NewString()[:8]}, reg, h, pool, log)
 	require.NoError(t, err)

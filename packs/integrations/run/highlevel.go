@@ -1,6 +1,7 @@
-package integrations
+package integrationsrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -21,9 +23,9 @@ import (
 func highLevelNotConfigured() error {
 	return executor.NotConfigured("HighLevel is not configured: the API token and location id are not set", highLevelRequiredEnv,
 		"Create a Private Integration in the HighLevel sub-account (Settings → Private Integrations) with the scopes locations.readonly, "+
-			"contacts.readonly, contacts.write, opportunities.readonly and opportunities.write, and set "+EnvHighLevelToken+" to its token.",
-		"Set "+EnvHighLevelLocationID+" to the sub-account's location id (Settings → Business Profile).",
-		"To move opportunities, also set "+EnvHighLevelPipelineID+" and "+EnvHighLevelStageIDs+" (for example new=<stage id>,quoted=<stage id>).")
+			"contacts.readonly, contacts.write, opportunities.readonly and opportunities.write, and set "+integrationspack.EnvHighLevelToken+" to its token.",
+		"Set "+integrationspack.EnvHighLevelLocationID+" to the sub-account's location id (Settings → Business Profile).",
+		"To move opportunities, also set "+integrationspack.EnvHighLevelPipelineID+" and "+integrationspack.EnvHighLevelStageIDs+" (for example new=<stage id>,quoted=<stage id>).")
 }
 
 // --- integrations.highlevel.health_check ---
@@ -80,11 +82,11 @@ func (p *pack) highLevelHealth(ctx context.Context, c *executor.Call, _ healthIn
 		out.Status = statusDown
 		switch {
 		case pe.refusedCredentials():
-			out.Detail = pe.Error() + "; check " + EnvHighLevelToken + ", its scopes and its access to location " + cfg.LocationID
+			out.Detail = pe.Error() + "; check " + integrationspack.EnvHighLevelToken + ", its scopes and its access to location " + cfg.LocationID
 		case pe.Status == http.StatusTooManyRequests:
 			out.Status, out.Checks.API, out.Detail = statusDegraded, true, pe.Error()+"; HighLevel is limiting requests"
 		case pe.Status/100 == 4:
-			out.Checks.API, out.Detail = true, pe.Error()+"; check "+EnvHighLevelLocationID
+			out.Checks.API, out.Detail = true, pe.Error()+"; check "+integrationspack.EnvHighLevelLocationID
 		default:
 			out.Detail = pe.Error()
 		}
@@ -144,17 +146,17 @@ func (p *pack) checkPipeline(ctx context.Context) (ok bool, problem string, err 
 			stages[s.ID] = true
 		}
 		var missing []string
-		for _, stage := range GEMStages {
+		for _, stage := range integrationspack.GEMStages {
 			if id, mapped := cfg.StageIDs[stage]; mapped && !stages[id] {
 				missing = append(missing, stage+"="+id)
 			}
 		}
 		if len(missing) > 0 {
-			return false, fmt.Sprintf("pipeline %q has no stages %s (%s)", pl.Name, strings.Join(missing, ", "), EnvHighLevelStageIDs), nil
+			return false, fmt.Sprintf("pipeline %q has no stages %s (%s)", pl.Name, strings.Join(missing, ", "), integrationspack.EnvHighLevelStageIDs), nil
 		}
 		return true, "", nil
 	}
-	return false, fmt.Sprintf("the location has no pipeline %s (%s)", cfg.PipelineID, EnvHighLevelPipelineID), nil
+	return false, fmt.Sprintf("the location has no pipeline %s (%s)", cfg.PipelineID, integrationspack.EnvHighLevelPipelineID), nil
 }
 
 // --- integrations.highlevel.sync_contacts ---
@@ -221,11 +223,11 @@ func (p *pack) syncContacts(ctx context.Context, c *executor.Call, in syncContac
 	if !p.highLevel.configured() {
 		return nil, highLevelNotConfigured()
 	}
-	if problem := p.cfg.envProblems[phone.EnvRegion]; problem != "" {
-		return nil, executor.NotConfigured(problem, []string{phone.EnvRegion},
+	if p.phoneRegionProblem != nil {
+		return nil, executor.NotConfigured(p.phoneRegionProblem.Error(), []string{phone.EnvRegion},
 			"Set "+phone.EnvRegion+" to a two-letter region such as AU (or unset it for AU), and restart the executor.")
 	}
-	location := or(strings.TrimSpace(in.LocationID), p.cfg.HighLevel.LocationID)
+	location := cmp.Or(strings.TrimSpace(in.LocationID), p.cfg.HighLevel.LocationID)
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 100
@@ -268,7 +270,7 @@ func (p *pack) syncContacts(ctx context.Context, c *executor.Call, in syncContac
 			return nil, executor.Retryable(pe)
 		case pe.refusedCredentials():
 			return nil, executor.NotConfigured("HighLevel refused the token: "+pe.Error(), highLevelRequiredEnv,
-				"Check "+EnvHighLevelToken+" and that it has the contacts.readonly scope for location "+location+".")
+				"Check "+integrationspack.EnvHighLevelToken+" and that it has the contacts.readonly scope for location "+location+".")
 		}
 		out.Status, out.Error = "failed", pe.Error()
 		return out, nil
@@ -412,7 +414,7 @@ func (p *pack) upsertContactTx(ctx context.Context, c *executor.Call, ct hlConta
 	// A contact's number is read as leads.create reads one, so it finds the lead however either was typed.
 	var number phone.Number
 	if typed := strings.TrimSpace(ct.Phone); typed != "" {
-		n, err := phone.Parse(typed, p.cfg.PhoneRegion)
+		n, err := phone.Parse(typed, p.phoneRegion)
 		if err != nil {
 			return false, &contactError{reason: "its phone number cannot be a lead's: " + err.Error()}
 		}

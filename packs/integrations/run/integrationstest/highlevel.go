@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gemhq/gem/executor/integrations"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 )
 
 // HighLevelVersion is the Version header the fake insists on, as LeadConnector's v2 endpoints do.
@@ -92,12 +92,12 @@ func NewHighLevel() *HighLevel {
 }
 
 // Config is the integrations pack's HighLevel configuration for this fake, with the pipeline mapped.
-func (h *HighLevel) Config() integrations.HighLevelConfig {
+func (h *HighLevel) Config() integrationspack.HighLevelConfig {
 	stages := map[string]string{}
 	for k, v := range HighLevelStages {
 		stages[k] = v
 	}
-	return integrations.HighLevelConfig{Token: h.Token, LocationID: h.LocationID, BaseURL: h.URL, PipelineID: h.PipelineID, StageIDs: stages}
+	return integrationspack.HighLevelConfig{Token: h.Token, LocationID: h.LocationID, BaseURL: h.URL, PipelineID: h.PipelineID, StageIDs: stages}
 }
 
 // AddContact puts a contact in the location (its location and dates are filled in when empty).

@@ -1,4 +1,4 @@
-package integrations
+package integrationsrun
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 )
 
 // dateRangeInput is a report's period: from and to, both included (YYYY-MM-DD).
@@ -82,7 +83,7 @@ type analyticsOutput struct {
 	Summary analyticsSummary `json:"summary"`
 }
 
-var ga4RequiredEnv = append([]string{EnvGA4PropertyID}, googleCredentialEnv...)
+var ga4RequiredEnv = append([]string{integrationspack.EnvGA4PropertyID}, googleCredentialEnv...)
 
 // analyticsSummary reports sessions, users and conversions per day and in total from Google Analytics 4:
 // properties.runReport with the date dimension. Totals come from GA4's own TOTAL aggregation (users are
@@ -90,7 +91,7 @@ var ga4RequiredEnv = append([]string{EnvGA4PropertyID}, googleCredentialEnv...)
 func (p *pack) analyticsSummary(ctx context.Context, c *executor.Call, in dateRangeInput) (*analyticsOutput, error) {
 	if p.cfg.GA4.PropertyID == "" || !p.google.configured() {
 		return nil, executor.NotConfigured("Google Analytics is not configured: a GA4 property id and Google credentials are needed", ga4RequiredEnv,
-			"Set "+EnvGA4PropertyID+" to the numeric id of the GA4 property (Admin → Property details).",
+			"Set "+integrationspack.EnvGA4PropertyID+" to the numeric id of the GA4 property (Admin → Property details).",
 			googleCredentialSteps+" The scope needed is https://www.googleapis.com/auth/analytics.readonly.")
 	}
 	if err := in.check(); err != nil {
@@ -133,7 +134,7 @@ func (p *pack) analyticsSummary(ctx context.Context, c *executor.Call, in dateRa
 	if err != nil {
 		return nil, readFailure(err, ga4RequiredEnv, googleCredentialSteps,
 			"Check that the Analytics Data API is enabled and the credentials' user can read property "+p.cfg.GA4.PropertyID+".",
-			"If the conversions metric is refused, set "+EnvGA4ConversionsMetric+" (keyEvents, or conversions on older properties).")
+			"If the conversions metric is refused, set "+integrationspack.EnvGA4ConversionsMetric+" (keyEvents, or conversions on older properties).")
 	}
 	col := map[string]int{}
 	for i, h := range report.MetricHeaders {
@@ -232,8 +233,8 @@ func (s *adsSummary) finish() {
 }
 
 var (
-	googleAdsRequiredEnv = append([]string{EnvGoogleAdsDeveloperToken, EnvGoogleAdsCustomerID}, googleCredentialEnv...)
-	metaRequiredEnv      = []string{EnvMetaAccessToken, EnvMetaAdAccountID}
+	googleAdsRequiredEnv = append([]string{integrationspack.EnvGoogleAdsDeveloperToken, integrationspack.EnvGoogleAdsCustomerID}, googleCredentialEnv...)
+	metaRequiredEnv      = []string{integrationspack.EnvMetaAccessToken, integrationspack.EnvMetaAdAccountID}
 )
 
 // adsSummary reports spend, clicks, impressions and conversions per day and in total for one ads channel.
@@ -242,8 +243,8 @@ func (p *pack) adsSummary(ctx context.Context, c *executor.Call, in adsInput) (*
 	case "google_ads":
 		if p.cfg.GoogleAds.DeveloperToken == "" || p.cfg.GoogleAds.CustomerID == "" || !p.google.configured() {
 			return nil, executor.NotConfigured("Google Ads is not configured: a developer token, a customer id and Google credentials are needed", googleAdsRequiredEnv,
-				"Set "+EnvGoogleAdsDeveloperToken+" (API Center of the manager account) and "+EnvGoogleAdsCustomerID+" (the account reported on, 123-456-7890).",
-				"Set "+EnvGoogleAdsLoginCustomer+" to the manager account's id when access to the account goes through it.",
+				"Set "+integrationspack.EnvGoogleAdsDeveloperToken+" (API Center of the manager account) and "+integrationspack.EnvGoogleAdsCustomerID+" (the account reported on, 123-456-7890).",
+				"Set "+integrationspack.EnvGoogleAdsLoginCustomer+" to the manager account's id when access to the account goes through it.",
 				googleCredentialSteps+" The scope needed is https://www.googleapis.com/auth/adwords.")
 		}
 		if err := in.check(); err != nil {
@@ -253,8 +254,8 @@ func (p *pack) adsSummary(ctx context.Context, c *executor.Call, in adsInput) (*
 	case "meta":
 		if p.cfg.Meta.AccessToken == "" || p.cfg.Meta.AdAccountID == "" {
 			return nil, executor.NotConfigured("Meta ads are not configured: an access token and an ad account id are needed", metaRequiredEnv,
-				"Set "+EnvMetaAccessToken+" to a token with the ads_read permission (a system user's token does not expire).",
-				"Set "+EnvMetaAdAccountID+" to the ad account id (act_1234567890 or 1234567890).")
+				"Set "+integrationspack.EnvMetaAccessToken+" to a token with the ads_read permission (a system user's token does not expire).",
+				"Set "+integrationspack.EnvMetaAdAccountID+" to the ad account id (act_1234567890 or 1234567890).")
 		}
 		if err := in.check(); err != nil {
 			return nil, err
@@ -303,7 +304,7 @@ func (p *pack) googleAdsSummary(ctx context.Context, in dateRangeInput) (*adsOut
 	}, &batches)
 	if err != nil {
 		return nil, readFailure(err, googleAdsRequiredEnv, googleCredentialSteps,
-			"Check that the developer token is approved for the account and "+EnvGoogleAdsLoginCustomer+" names the manager account when one is used.")
+			"Check that the developer token is approved for the account and "+integrationspack.EnvGoogleAdsLoginCustomer+" names the manager account when one is used.")
 	}
 	s := adsSummary{Channel: "google_ads", AccountID: cfg.CustomerID, From: in.From, To: in.To, ByDate: []adsDay{}}
 	for _, b := range batches {

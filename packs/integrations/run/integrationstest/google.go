@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gemhq/gem/executor/integrations"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 )
 
 // GoogleAdsVersion is the Google Ads API version the fake serves.
@@ -68,11 +68,11 @@ func NewGoogle() *Google {
 }
 
 // Config sets the pack's Google, GA4 and Google Ads configuration to this fake.
-func (g *Google) Config(cfg *integrations.Config) {
-	cfg.Google = integrations.GoogleConfig{ClientID: g.ClientID, ClientSecret: g.ClientSecret, RefreshToken: g.RefreshToken,
+func (g *Google) Config(cfg *integrationspack.Config) {
+	cfg.Google = integrationspack.GoogleConfig{ClientID: g.ClientID, ClientSecret: g.ClientSecret, RefreshToken: g.RefreshToken,
 		TokenURL: g.URL + "/token", DriveBaseURL: g.URL}
-	cfg.GA4 = integrations.GA4Config{PropertyID: g.PropertyID, BaseURL: g.URL}
-	cfg.GoogleAds = integrations.GoogleAdsConfig{DeveloperToken: g.DeveloperToken, CustomerID: "123-456-7890", LoginCustomerID: g.LoginCustomerID,
+	cfg.GA4 = integrationspack.GA4Config{PropertyID: g.PropertyID, BaseURL: g.URL}
+	cfg.GoogleAds = integrationspack.GoogleAdsConfig{DeveloperToken: g.DeveloperToken, CustomerID: "123-456-7890", LoginCustomerID: g.LoginCustomerID,
 		BaseURL: g.URL, APIVersion: GoogleAdsVersion}
 }
 

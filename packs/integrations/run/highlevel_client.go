@@ -1,20 +1,21 @@
-package integrations
+package integrationsrun
 
 import (
 	"context"
 	"encoding/json"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"net/http"
 	"net/url"
 	"strings"
 )
 
 // highLevelRequiredEnv are what every HighLevel tool needs.
-var highLevelRequiredEnv = []string{EnvHighLevelToken, EnvHighLevelLocationID}
+var highLevelRequiredEnv = []string{integrationspack.EnvHighLevelToken, integrationspack.EnvHighLevelLocationID}
 
 // highLevelClient calls LeadConnector API v2 (services.leadconnectorhq.com): Authorization: Bearer with a
 // Private Integration or OAuth token of the location, and the Version header.
 type highLevelClient struct {
-	cfg    HighLevelConfig
+	cfg    integrationspack.HighLevelConfig
 	client *http.Client
 }
 

@@ -1,6 +1,7 @@
-package integrations
+package integrationsrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -33,11 +35,11 @@ func sqlState(err error) string {
 func (p *pack) stageMove(contactID, stage, name string, value *float64) (*syncOp, string) {
 	cfg := p.cfg.HighLevel
 	if cfg.PipelineID == "" {
-		return nil, EnvHighLevelPipelineID + " is not set"
+		return nil, integrationspack.EnvHighLevelPipelineID + " is not set"
 	}
 	id, ok := cfg.StageIDs[stage]
 	if !ok {
-		return nil, fmt.Sprintf("%s maps no stage id to %s", EnvHighLevelStageIDs, stage)
+		return nil, fmt.Sprintf("%s maps no stage id to %s", integrationspack.EnvHighLevelStageIDs, stage)
 	}
 	return &syncOp{Kind: opMoveStage, ContactID: contactID, Move: &hlStageMove{ContactID: contactID, PipelineID: cfg.PipelineID,
 		StageID: id, Stage: stage, Status: opportunityStatus(stage), Name: name, MonetaryValue: value}}, ""
@@ -157,15 +159,15 @@ func inspectionNote(ctx context.Context, c *executor.Call, id uuid.UUID) (leadID
 	}
 	text := func(m map[string]any, k string) string { s, _ := m[k].(string); return strings.TrimSpace(s) }
 	var b strings.Builder
-	fmt.Fprintf(&b, "GEM inspection for %s", or(text(lead, "name"), "the customer"))
+	fmt.Fprintf(&b, "GEM inspection for %s", cmp.Or(text(lead, "name"), "the customer"))
 	if addr := strings.TrimSpace(strings.Join([]string{text(lead, "address"), text(lead, "suburb")}, " ")); addr != "" {
 		fmt.Fprintf(&b, ", %s", addr)
 	}
-	fmt.Fprintf(&b, " (inspection %s, %s).\n", id, or(text(ins, "status"), "recorded"))
+	fmt.Fprintf(&b, " (inspection %s, %s).\n", id, cmp.Or(text(ins, "status"), "recorded"))
 	if who := text(ins, "inspector"); who != "" {
 		fmt.Fprintf(&b, "Inspector: %s.\n", who)
 	}
-	if s := or(text(ins, "summary"), text(ins, "scope_summary")); s != "" {
+	if s := cmp.Or(text(ins, "summary"), text(ins, "scope_summary")); s != "" {
 		fmt.Fprintf(&b, "Summary: %s\n", s)
 	}
 	if len(defects) == 0 {
@@ -417,8 +419,8 @@ func (p *pack) updateLeadStage(ctx context.Context, c *executor.Call, in updateL
 	op, skipped := p.stageMove(contact, in.Stage, name, nil)
 	if op == nil {
 		return nil, executor.NotConfigured("the HighLevel pipeline is not set up for stage "+in.Stage+": "+skipped,
-			[]string{EnvHighLevelPipelineID, EnvHighLevelStageIDs},
-			"Set "+EnvHighLevelPipelineID+" to the pipeline's id and "+EnvHighLevelStageIDs+" to stage=id pairs covering "+in.Stage+
+			[]string{integrationspack.EnvHighLevelPipelineID, integrationspack.EnvHighLevelStageIDs},
+			"Set "+integrationspack.EnvHighLevelPipelineID+" to the pipeline's id and "+integrationspack.EnvHighLevelStageIDs+" to stage=id pairs covering "+in.Stage+
 				" (for example new=<id>,contacted=<id>,quoted=<id>,won=<id>,lost=<id>); integrations.highlevel.health_check checks them.")
 	}
 	if in.LeadID != nil {

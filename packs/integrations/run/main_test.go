@@ -1,4 +1,4 @@
-package integrations_test
+package integrationsrun_test
 
 import (
 	"testing"

@@ -1,11 +1,11 @@
-package integrations_test
+package integrationsrun_test
 
 import (
 	"net/http"
 	"testing"
 
-	"github.com/gemhq/gem/executor/integrations"
-	"github.com/gemhq/gem/executor/integrations/integrationstest"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
 )
@@ -20,10 +20,10 @@ type driveResult struct {
 	DriveQuery string `json:"drive_query"`
 }
 
-func googleFake(t *testing.T) (*integrationstest.Google, integrations.Config) {
+func googleFake(t *testing.T) (*integrationstest.Google, integrationspack.Config) {
 	g := integrationstest.NewGoogle()
 	t.Cleanup(g.Close)
-	var cfg integrations.Config
+	var cfg integrationspack.Config
 	g.Config(&cfg)
 	return g, cfg
 }
@@ -78,7 +78,7 @@ func TestGoogleDriveSearch(t *testing.T) {
 	bad := cfg
 	bad.Google.RefreshToken = "1//revoked"
 	ctx, b = setup(t, bad)
-	notConfigured(t, b.run(t, ctx, "integrations.google_drive.search", map[string]any{"query": "roof"}), integrations.EnvGoogleOAuthRefreshToken)
+	notConfigured(t, b.run(t, ctx, "integrations.google_drive.search", map[string]any{"query": "roof"}), integrationspack.EnvGoogleOAuthRefreshToken)
 }
 
 type analyticsResult struct {
@@ -134,7 +134,7 @@ func TestAnalyticsPullSummary(t *testing.T) {
 	other := cfg
 	other.GA4.PropertyID = "999"
 	ctx, b = setup(t, other)
-	notConfigured(t, b.run(t, ctx, "integrations.analytics.pull_summary", input), integrations.EnvGA4PropertyID)
+	notConfigured(t, b.run(t, ctx, "integrations.analytics.pull_summary", input), integrationspack.EnvGA4PropertyID)
 }
 
 type adsResult struct {
@@ -215,6 +215,6 @@ func TestAdsPullSummary(t *testing.T) {
 	bad.GoogleAds.DeveloperToken = "not-approved"
 	bad.Meta.AccessToken = "EAAB-expired"
 	ctx, b = setup(t, bad)
-	notConfigured(t, b.run(t, ctx, "integrations.ads.pull_summary", july("google_ads")), integrations.EnvGoogleAdsDeveloperToken)
-	notConfigured(t, b.run(t, ctx, "integrations.ads.pull_summary", july("meta")), integrations.EnvMetaAccessToken)
+	notConfigured(t, b.run(t, ctx, "integrations.ads.pull_summary", july("google_ads")), integrationspack.EnvGoogleAdsDeveloperToken)
+	notConfigured(t, b.run(t, ctx, "integrations.ads.pull_summary", july("meta")), integrationspack.EnvMetaAccessToken)
 }

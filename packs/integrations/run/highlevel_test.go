@@ -1,4 +1,4 @@
-package integrations_test
+package integrationsrun_test
 
 import (
 	"context"
@@ -6,19 +6,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gemhq/gem/executor/integrations"
-	"github.com/gemhq/gem/executor/integrations/integrationstest"
+	"github.com/gemhq/gem/executor/business"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
+	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
 // highLevelFake starts a HighLevel fake and a config pointing at it, with retries fast enough for tests.
-func highLevelFake(t *testing.T) (*integrationstest.HighLevel, integrations.Config) {
+func highLevelFake(t *testing.T) (*integrationstest.HighLevel, integrationspack.Config) {
 	t.Helper()
 	hl := integrationstest.NewHighLevel()
 	t.Cleanup(hl.Close)
-	cfg := integrations.Config{HighLevel: hl.Config()}
+	cfg := integrationspack.Config{HighLevel: hl.Config()}
 	cfg.HighLevel.RetryBaseDelay, cfg.HighLevel.RetryMaxDelay, cfg.HighLevel.RetryMaxAttempts = time.Millisecond, 5*time.Millisecond, 3
 	return hl, cfg
 }
@@ -320,7 +322,7 @@ func TestHighLevelSyncQuote(t *testing.T) {
 	require.False(t, tasks[0].Completed)
 	due, err := time.Parse(time.RFC3339, tasks[0].DueDate)
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now().AddDate(0, 0, integrations.HighLevelTaskDueDaysDefault), due, time.Minute)
+	require.WithinDuration(t, time.Now().AddDate(0, 0, integrationspack.HighLevelTaskDueDaysDefault), due, time.Minute)
 	opp := hl.Opportunities()[0]
 	require.Equal(t, integrationstest.HighLevelStages["quoted"], opp.PipelineStageID)
 	require.Equal(t, 2800.60, *opp.MonetaryValue)
@@ -389,7 +391,7 @@ func TestHighLevelUpdateLeadStage(t *testing.T) {
 	partial.HighLevel.StageIDs = map[string]string{"won": integrationstest.HighLevelStages["won"]}
 	ctx, b = setup(t, partial)
 	notConfigured(t, b.run(t, ctx, "integrations.highlevel.update_lead_stage", map[string]any{"highlevel_contact_id": "c5", "stage": "quoted"}),
-		integrations.EnvHighLevelStageIDs)
+		integrationspack.EnvHighLevelStageIDs)
 }
 
 // TestHighLevelSyncQueueBackoff: a queued operation HighLevel keeps refusing with 5xx is rescheduled with
@@ -434,12 +436,12 @@ func TestHighLevelSyncQueueBackoff(t *testing.T) {
 	for attempt, bounds := range map[int][2]time.Duration{1: {5 * time.Second, 10 * time.Second}, 2: {10 * time.Second, 20 * time.Second},
 		4: {30 * time.Second, time.Minute}, 9: {30 * time.Second, time.Minute}} {
 		for range 20 {
-			d := integrations.Backoff(slow, attempt, 0)
+			d := integrationsrun.Backoff(slow, attempt, 0)
 			require.GreaterOrEqual(t, d, bounds[0], "attempt %d", attempt)
 			require.LessOrEqual(t, d, bounds[1], "attempt %d", attempt)
 		}
 	}
-	require.Equal(t, 2*time.Minute, integrations.Backoff(slow, 1, 2*time.Minute))
+	require.Equal(t, 2*time.Minute, integrationsrun.Backoff(slow, 1, 2*time.Minute))
 
 	// A 4xx ends a queued operation at once; a 429 stops the run, leaving the rest for later.
 	hl2, cfg2 := highLevelFake(t)
@@ -462,4 +464,18 @@ func TestHighLevelSyncQueueBackoff(t *testing.T) {
 	require.Equal(t, 2, run.Succeeded)
 	require.Equal(t, "error", run.Status)
 	require.Contains(t, run.Error, "body is too long")
+}
+
+// TestPhoneRegionThatCannotBeUsed: the contact sync reads phone numbers in the business pack's region
+// (GEM_PHONE_REGION, read by business.ConfigFromEnv and handed to Register); one that cannot be used makes
+// it answer not_configured with the reason, reading no contact.
+func TestPhoneRegionThatCannotBeUsed(t *testing.T) {
+	t.Parallel()
+	hl, cfg := highLevelFake(t)
+	biz := business.ConfigFromEnv(func(k string) string { return map[string]string{"GEM_PHONE_REGION": "ZZ"}[k] })
+	ctx, b := setupWith(t, cfg, biz)
+	r := b.run(t, ctx, "integrations.highlevel.sync_contacts", map[string]any{"limit": 10})
+	notConfigured(t, r, "GEM_PHONE_REGION")
+	require.Contains(t, r.Error.Message, `GEM_PHONE_REGION="ZZ"`)
+	require.Empty(t, hl.Requests(), "no contact was read")
 }

@@ -1,0 +1,35 @@
+package packs_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/gemhq/gem/packs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestContractsImportNeitherSide: a pack's contract (packs/NAME), which the brain's rules and the
+// executor's handlers both import, imports neither the brain nor the executor, nor anything else of the
+// repository but its leaves (registry, llmconfig): the brain never links the executor's code, nor the
+// executor the brain's.
+func TestContractsImportNeitherSide(t *testing.T) {
+	t.Parallel()
+	leaves := []string{"github.com/gemhq/gem/registry", "github.com/gemhq/gem/llmconfig"}
+	for _, p := range packs.All {
+		contract := "github.com/gemhq/gem/packs/" + p.Name
+		out, err := exec.Command("go", "list", "-deps", contract).Output()
+		require.NoError(t, err, contract)
+		for dep := range strings.Lines(string(out)) {
+			dep = strings.TrimSpace(dep)
+			if !strings.HasPrefix(dep, "github.com/gemhq/gem/") || dep == contract {
+				continue
+			}
+			leaf := false
+			for _, l := range leaves {
+				leaf = leaf || dep == l || strings.HasPrefix(dep, l+"/")
+			}
+			require.True(t, leaf, "%s imports %s: a contract imports only the standard library and the repository's leaves", contract, dep)
+		}
+	}
+}

@@ -1,0 +1,21 @@
+package integrationsrun_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/business"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
+	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryToolHasAHandler: Register adds a handler for each of the pack's tools (integrationspack.Tools)
+// and for no other tool.
+func TestEveryToolHasAHandler(t *testing.T) {
+	t.Parallel()
+	h := executor.Handlers{}
+	integrationsrun.Register(h, integrationspack.Config{}, business.Config{})
+	require.Equal(t, slices.Sorted(slices.Values(integrationspack.Tools)), h.Names())
+}
