@@ -105,6 +105,12 @@ func TestPackSettingsReportedAtStart(t *testing.T) {
 	require.Contains(t, d.RequiredEnv, "GEM_WEB_SEARCH_PROVIDER")
 	require.Contains(t, d.Reason, `GEM_WEB_SEARCH_PROVIDER is "altavista"`)
 
+	// The integrations pack runs as well: its HighLevel tools, with no token, name the variables to set.
+	r = callTool(t, running, pool, waiter, "integrations.highlevel.health_check", `{}`)
+	require.Equal(t, registry.StatusNotConfigured, r.Status, "%+v", r.Error)
+	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
+	require.Contains(t, d.RequiredEnv, "GEM_HIGHLEVEL_TOKEN")
+
 	// And it said so when it started, apart from any call: one warning per problem, each naming its
 	// variable and value, each once (the business and agent skills packs both read GEM_LLM_*).
 	var warnings []string
