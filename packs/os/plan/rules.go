@@ -51,7 +51,7 @@ var Rules = []planner.Rule{
 			`^task\s+(?P<id>` + id + `)\s+is\s+(?:done|complete|completed|finished)\s*[.!]*$`,
 		},
 		Build: func(m *planner.Match) (any, error) {
-			return ospack.CompleteTaskInput{TaskID: m.ID(), Note: m.Group("note")}, nil
+			return ospack.CompleteTaskInput{TaskID: m.ID(), Note: said(m.Group("note"))}, nil
 		},
 	},
 	{
@@ -169,7 +169,7 @@ var Rules = []planner.Rule{
 			if due.IsZero() {
 				return nil, planner.Missing("due_at", `until when? For example "defer task <id> to friday"`)
 			}
-			return ospack.DeferTaskInput{TaskID: m.ID(), DueAt: due, Reason: m.Group("reason")}, nil
+			return ospack.DeferTaskInput{TaskID: m.ID(), DueAt: due, Reason: said(m.Group("reason"))}, nil
 		},
 	},
 	{
@@ -311,6 +311,14 @@ func noteTitle(body string) string {
 		title = title[:i]
 	}
 	return planner.Capitalize(planner.Cut(title, 60))
+}
+
+// said is a value the message gave, or nil (left out of the input) when it gave none.
+func said(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // snapshotDomain is the snapshot's domain the words name: business unless they say personal or everything.
