@@ -16,6 +16,8 @@ import (
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
+	ospack "github.com/gemhq/gem/packs/os"
+	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -423,6 +425,7 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 	integBiz := business.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
 
 	h := executor.Handlers{}
+	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{business.ForOS(biz)})
 	business.Register(h, biz)
 	integrationsrun.Register(h, integ, integBiz)
 	b.startExecutorWith(t, executor.Config{}, b.reg, h, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))

@@ -17,6 +17,8 @@ import (
 	"github.com/gemhq/gem/executor/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
+	ospack "github.com/gemhq/gem/packs/os"
+	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -66,10 +68,12 @@ func runHelper() int {
 	return 0
 }
 
-// testHandlers are the business pack's handlers (configured by biz, not by the environment) plus the
+// testHandlers are the os and business packs' handlers (configured by biz, not by the environment) plus the
 // handlers of testdata/test-tools.json.
 func testHandlers(outsideLog string, biz business.Config) executor.Handlers {
 	h := executor.Handlers{}
+	// The os pack reads the business's time zone (GEM_BUSINESS_TIMEZONE) too: tests set it once, in biz.
+	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{business.ForOS(biz)})
 	business.Register(h, biz)
 	integrationsrun.Register(h, integrationspack.Config{}, business.Config{})
 

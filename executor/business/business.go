@@ -1,23 +1,24 @@
 // Package business holds the handlers of GEM's business pack: the tools a roofing or trades business runs
-// on (notes, tasks, reminders, leads, customers and sites, inspections, quotes, jobs, invoices,
-// communications and media). Every handler writes only through the call's transaction, returns not_found
+// on (leads, customers and sites, inspections, quotes, jobs, invoices, communications, calendar, media and
+// marketing, and the owner's identity and personal tools). The os pack (notes, tasks, reminders, the state
+// snapshot, the audit log, health) comes before it: this pack gives that pack's tools its records, its parts
+// of the snapshot and its providers (ForOS), and schedules reminders through it. Every handler writes only through the call's transaction, returns not_found
 // for a missing row and conflict when the current state refuses a change, and returns a result that matches
 // its tool's output schema. docs/business-pack.md describes the tools and their rules.
 package business
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/filestore"
+	ospack "github.com/gemhq/gem/packs/os"
+	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry/phone"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // Register adds the business pack's handlers with its configuration: the executor's Main reads it from the
@@ -27,11 +28,6 @@ func Register(h executor.Handlers, cfg Config) {
 	p.loc, p.locErr = p.cfg.location()
 	p.region, p.regionErr = p.cfg.ResolvePhoneRegion()
 	p.files = filestore.New(p.cfg.FileStore)
-	registerOS(h, p)
-	registerReminders(h)
-	registerAudit(h)
-	registerSnapshots(h, p)
-	registerRollback(h)
 	registerIdentity(h)
 	registerPersonal(h)
 	registerLeads(h, p)
@@ -45,6 +41,30 @@ func Register(h executor.Handlers, cfg Config) {
 	registerCalendar(h, p)
 	registerMedia(h, p)
 	registerMarketing(h, p)
+}
+
+// Records are the business pack's records a context_ref may name (of an os task, note or reminder), and
+// their tables: a reference to one that does not exist is refused.
+var Records = map[string]string{
+	"lead": "leads", "entity": "entities", "customer": "entities", "supplier": "entities", "site": "entities",
+	"inspection": "inspections", "quote": "quotes", "job": "jobs", "invoice": "invoices", "media": "media_assets",
+	"commitment": "personal_commitments", "memory": "identity_memories", "checkin": "personal_checkins",
+}
+
+// ForOS is what the business pack gives the os pack's tools (osrun.Register), configured by cfg as Register
+// is: its Records; its parts of the state snapshot (the business's pipeline, work, money and calendar; the
+// owner's check-ins, commitments and boundaries); and its outside providers, for the health check.
+func ForOS(cfg Config) osrun.Pack {
+	cfg = cfg.WithDefaults()
+	return osrun.Pack{
+		Name:    "business",
+		Records: Records,
+		Sections: []osrun.Section{
+			{Domain: ospack.DomainBusiness, State: businessState},
+			{Domain: ospack.DomainPersonal, State: personalState},
+		},
+		Providers: cfg.providers,
+	}
 }
 
 // pack holds what the handlers that depend on configuration need.
@@ -61,8 +81,7 @@ type pack struct {
 // today is the business's current date, in its time zone.
 func (p *pack) today() (civilDate, error) {
 	if p.locErr != nil {
-		return civilDate{}, executor.NotConfigured(p.locErr.Error(), []string{EnvTimeZone},
-			"Set "+EnvTimeZone+" to an IANA time zone such as Australia/Sydney, or unset it for the default.")
+		return civilDate{}, osrun.TimeZoneUnusable(p.locErr)
 	}
 	return dateOf(time.Now().In(p.loc)), nil
 }
@@ -82,35 +101,6 @@ func (p *pack) readPhone(field, typed string) (phone.Number, error) {
 		return phone.Number{}, executor.Invalid("%s", err.Error())
 	}
 	return n, nil
-}
-
-// notFoundIfNoRows maps pgx.ErrNoRows to a not_found receipt naming what is missing; other errors pass
-// through (the executor chooses the receipt code of a database error).
-func notFoundIfNoRows(err error, what string, id any) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return executor.NotFound("%s %v does not exist", what, id)
-	}
-	return err
-}
-
-// optional distinguishes a field that is absent from one set to null.
-type optional[T any] struct {
-	Set   bool
-	Value *T
-}
-
-func (o *optional[T]) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	if string(b) == "null" {
-		o.Value = nil
-		return nil
-	}
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	o.Value = &v
-	return nil
 }
 
 func nullableUUID(s *string) (*uuid.UUID, error) {
@@ -135,22 +125,6 @@ func parseTime(s *string) (*time.Time, error) {
 	return &t, nil
 }
 
-// likeEscaper escapes the characters LIKE and ILIKE give a meaning (with the default escape character).
-var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
-
-// likeEscape makes s match itself in a LIKE or ILIKE pattern: % and _ in input match only % and _.
-func likeEscape(s string) string { return likeEscaper.Replace(s) }
-
-// likeContains is the LIKE or ILIKE pattern of a text that contains s.
-func likeContains(s string) string { return "%" + likeEscape(s) + "%" }
-
-func limitOr(n int, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
-}
-
 // leadStageOrder is the order of the lead pipeline; lost is off it.
 var leadStageOrder = map[string]int{"new": 0, "contacted": 1, "inspection_scheduled": 2, "inspected": 3, "quoted": 4, "won": 5}
 
@@ -159,7 +133,7 @@ var leadStageOrder = map[string]int{"new": 0, "contacted": 1, "inspection_schedu
 // returns the stage before and after.
 func advanceLead(ctx context.Context, db executor.DB, leadID uuid.UUID, stage string) (before, after string, err error) {
 	if err := db.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1 FOR UPDATE`, leadID).Scan(&before); err != nil {
-		return "", "", notFoundIfNoRows(err, "lead", leadID)
+		return "", "", executor.NotFoundIfNoRows(err, "lead", leadID)
 	}
 	forward := before != "lost" && leadStageOrder[stage] > leadStageOrder[before]
 	if !forward && !(stage == "won" && before == "lost") {
@@ -170,22 +144,6 @@ func advanceLead(ctx context.Context, db executor.DB, leadID uuid.UUID, stage st
 		return "", "", fmt.Errorf("error moving lead %s to %s: %w", leadID, stage, err)
 	}
 	return before, stage, nil
-}
-
-// queryList runs a query and scans every row with scan; it never returns a nil slice (JSON [] not null).
-func queryList[T any](ctx context.Context, c *executor.Call, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
-	rows, err := c.DB.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
-	if err != nil {
-		return nil, err
-	}
-	if list == nil {
-		list = []T{}
-	}
-	return list, nil
 }
 
 // checkStoredRef refuses a reference into GEM's file store (gemfs://...) that names no stored file, with

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -172,14 +173,14 @@ func scanEvent(row pgx.Row) (calendarEvent, error) {
 	var ctxType, ctxID *string
 	err := row.Scan(&e.EventID, &e.Title, &e.StartAt, &e.EndAt, &e.Location, &e.Status, &e.CancelReason, &e.CancelledAt,
 		&e.LeadID, &e.JobID, &ctxType, &ctxID, &e.CreatedAt, &e.UpdatedAt)
-	e.ContextRef = refFromColumns(ctxType, ctxID)
+	e.ContextRef = osrun.RefFromColumns(ctxType, ctxID)
 	return e, err
 }
 
 // lockEvent locks an event for the rest of the call and returns it.
 func lockEvent(ctx context.Context, c *executor.Call, id uuid.UUID) (calendarEvent, error) {
 	e, err := scanEvent(c.DB.QueryRow(ctx, `SELECT `+eventColumns+` FROM calendar_events WHERE id = $1 FOR UPDATE`, id))
-	return e, notFoundIfNoRows(err, "calendar event", id)
+	return e, executor.NotFoundIfNoRows(err, "calendar event", id)
 }
 
 // eventOverlap is a scheduled event that shares time with another.
@@ -192,7 +193,7 @@ type eventOverlap struct {
 
 // overlappingEvents lists the scheduled events that share time with [start, end), other than except.
 func overlappingEvents(ctx context.Context, c *executor.Call, start, end time.Time, except uuid.UUID) ([]eventOverlap, error) {
-	return queryList(ctx, c, func(r pgx.Row) (eventOverlap, error) {
+	return executor.QueryList(ctx, c.DB, func(r pgx.Row) (eventOverlap, error) {
 		var o eventOverlap
 		return o, r.Scan(&o.EventID, &o.Title, &o.StartAt, &o.EndAt)
 	}, `SELECT id, title, start_at, end_at FROM calendar_events
@@ -231,7 +232,7 @@ func insertEvent(ctx context.Context, c *executor.Call, d eventDraft) (uuid.UUID
 	if err := checkEventTimes(d.StartAt, d.EndAt); err != nil {
 		return uuid.Nil, nil, err
 	}
-	ctxType, ctxID := refColumns(d.Ref)
+	ctxType, ctxID := osrun.RefColumns(d.Ref)
 	var id uuid.UUID
 	err := c.DB.QueryRow(ctx, `INSERT INTO calendar_events (title, start_at, end_at, location, lead_id, job_id, context_type, context_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, d.Title, d.StartAt, d.EndAt, d.Location, d.LeadID, d.JobID, ctxType, ctxID).Scan(&id)
@@ -263,7 +264,7 @@ func createEvent(ctx context.Context, c *executor.Call, in createEventInput) (*e
 	if err != nil {
 		return nil, err
 	}
-	ref, err := in.ContextRef.resolveIfSet(ctx, c, "lead", "job", "quote", "invoice", "inspection", "entity", "personal")
+	ref, err := resolveRefIfSet(ctx, c, in.ContextRef, "lead", "job", "quote", "invoice", "inspection", "entity", "personal")
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +357,7 @@ func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*e
 	if !next.EndAt.Equal(e.EndAt) {
 		out.UpdatedFields = append(out.UpdatedFields, "end_at")
 	}
-	if !samePtr(next.Location, e.Location) {
+	if !executor.SamePtr(next.Location, e.Location) {
 		out.UpdatedFields = append(out.UpdatedFields, "location")
 	}
 	if len(out.UpdatedFields) > 0 {
@@ -433,7 +434,7 @@ type jobAttached struct {
 // attachJobToEvent ties an event to a job (and the job's lead, when the event has none) or to a lead. A
 // cancelled event is a conflict; attaching what is attached already changes nothing.
 func attachJobToEvent(ctx context.Context, c *executor.Call, in attachJobToEventInput) (*jobAttached, error) {
-	ref, err := in.ContextRef.resolve(ctx, c, "job", "lead")
+	ref, err := resolveRef(ctx, c, in.ContextRef, "job", "lead")
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +455,7 @@ func attachJobToEvent(ctx context.Context, c *executor.Call, in attachJobToEvent
 		leadID = &ref.RecordID
 	}
 	out := &jobAttached{Attached: true, EventID: in.EventID, Event: e}
-	if samePtr(jobID, e.JobID) && samePtr(leadID, e.LeadID) {
+	if executor.SamePtr(jobID, e.JobID) && executor.SamePtr(leadID, e.LeadID) {
 		return out, nil
 	}
 	out.Changed = true
@@ -508,9 +509,9 @@ func (p *pack) findSlots(ctx context.Context, c *executor.Call, in findSlotsInpu
 	if in.To.Sub(in.From) > findSlotsMaxRange {
 		return nil, executor.Invalid("the range is longer than %d days: search a shorter one", int(findSlotsMaxRange.Hours()/24))
 	}
-	duration := time.Duration(limitOr(in.DurationMinutes, 60)) * time.Minute
-	maxSlots := limitOr(in.MaxSlots, 50)
-	busy, err := queryList(ctx, c, func(r pgx.Row) ([2]time.Time, error) {
+	duration := time.Duration(executor.LimitOr(in.DurationMinutes, 60)) * time.Minute
+	maxSlots := executor.LimitOr(in.MaxSlots, 50)
+	busy, err := executor.QueryList(ctx, c.DB, func(r pgx.Row) ([2]time.Time, error) {
 		var b [2]time.Time
 		return b, r.Scan(&b[0], &b[1])
 	}, `SELECT start_at, end_at FROM calendar_events

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/phone"
 	"github.com/google/uuid"
@@ -26,17 +27,11 @@ func registerComms(h executor.Handlers, p *pack) {
 	h.Add("comms.send_email", executor.Handler{Run: executor.Typed(p.sendEmail), Isolated: true, RequiredEnv: emailRequiredEnv})
 }
 
-// contextRef is GEM's reference to the record something is about: {"type": "lead", "id": "<uuid>"}. A
-// "personal" reference names no record: its id is the caller's own. It is also each item of a note's
-// entity_refs. The os tools read it with normalize and check (any type, known ones checked); the others
-// with resolve (a fixed list of types, and the records the one named belongs to).
-type contextRef struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
-
-// empty reports whether the reference was left empty ({}), which optional references allow.
-func (r contextRef) empty() bool { return r.Type == "" && r.ID == "" }
+// contextRef is GEM's reference to the record something is about: {"type": "lead", "id": "<uuid>"}, the os
+// pack's ospack.Ref. A "personal" reference names no record: its id is the caller's own. This pack's tools
+// read it with resolveRef (a fixed list of types, and the records the one named belongs to); the os tools
+// check any type a pack declares (Records).
+type contextRef = ospack.Ref
 
 // refRecord is a context_ref checked against the database, with the records it belongs to.
 type refRecord struct {
@@ -65,7 +60,7 @@ var refTypes = map[string]string{
 
 // resolve checks that the reference is of one of the types allowed and names a record that exists
 // (not_found otherwise), and finds what the record belongs to.
-func (r contextRef) resolve(ctx context.Context, c *executor.Call, allowed ...string) (refRecord, error) {
+func resolveRef(ctx context.Context, c *executor.Call, r contextRef, allowed ...string) (refRecord, error) {
 	rec := refRecord{contextRef: r}
 	if !slices.Contains(allowed, r.Type) {
 		return rec, executor.Invalid("context_ref.type %q is not one of %s", r.Type, strings.Join(allowed, ", "))
@@ -86,7 +81,7 @@ func (r contextRef) resolve(ctx context.Context, c *executor.Call, allowed ...st
 	rec.RecordID = id
 	err = c.DB.QueryRow(ctx, refTypes[r.Type], id).Scan(&rec.LeadID, &rec.QuoteID, &rec.JobID, &rec.InvoiceID, &rec.EntityID)
 	if err != nil {
-		return rec, notFoundIfNoRows(err, r.Type, id)
+		return rec, executor.NotFoundIfNoRows(err, r.Type, id)
 	}
 	if r.Type == "entity" {
 		rec.EntityID = &id
@@ -94,12 +89,13 @@ func (r contextRef) resolve(ctx context.Context, c *executor.Call, allowed ...st
 	return rec, nil
 }
 
-// resolveIfSet resolves a context_ref that may be left out or empty (nil then).
-func (r *contextRef) resolveIfSet(ctx context.Context, c *executor.Call, allowed ...string) (*refRecord, error) {
-	if r == nil || r.empty() {
+// resolveRefIfSet resolves a context_ref that may be left out or empty ({}, which optional references
+// allow): nil then.
+func resolveRefIfSet(ctx context.Context, c *executor.Call, r *contextRef, allowed ...string) (*refRecord, error) {
+	if r == nil || *r == (contextRef{}) {
 		return nil, nil
 	}
-	rec, err := r.resolve(ctx, c, allowed...)
+	rec, err := resolveRef(ctx, c, *r, allowed...)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +207,7 @@ func (p *pack) deliverSMS(ctx context.Context, c *executor.Call, d smsDelivery) 
 	if strings.TrimSpace(d.Body) == "" {
 		return nil, executor.Invalid("the message is empty")
 	}
-	ref, err := d.Ref.resolve(ctx, c, "lead", "quote", "job", "invoice", "entity", "inspection", "personal")
+	ref, err := resolveRef(ctx, c, d.Ref, "lead", "quote", "job", "invoice", "entity", "inspection", "personal")
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +270,7 @@ func (p *pack) deliverEmail(ctx context.Context, c *executor.Call, d emailDelive
 	if strings.TrimSpace(d.Subject) == "" || strings.TrimSpace(d.Body) == "" {
 		return nil, executor.Invalid("an email needs a subject and a body")
 	}
-	ref, err := d.Ref.resolve(ctx, c, "lead", "quote", "job", "invoice", "entity", "inspection", "personal")
+	ref, err := resolveRef(ctx, c, d.Ref, "lead", "quote", "job", "invoice", "entity", "inspection", "personal")
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +407,7 @@ func logCallOutcome(ctx context.Context, c *executor.Call, in logCallOutcomeInpu
 	if err := requireEntityExists(ctx, c, in.EntityID); err != nil {
 		return nil, err
 	}
-	ref, err := in.ContextRef.resolveIfSet(ctx, c, "lead", "quote", "job", "invoice", "entity", "inspection", "message", "personal")
+	ref, err := resolveRefIfSet(ctx, c, in.ContextRef, "lead", "quote", "job", "invoice", "entity", "inspection", "message", "personal")
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +475,7 @@ func createFollowupTaskFromMessage(ctx context.Context, c *executor.Call, in cre
 	if utf8.RuneCountInString(title) > 200 {
 		return nil, executor.Invalid("title is longer than 200 characters")
 	}
-	ref, err := in.ContextRef.resolve(ctx, c, "lead", "quote", "job", "invoice", "entity", "inspection", "message", "personal")
+	ref, err := resolveRef(ctx, c, in.ContextRef, "lead", "quote", "job", "invoice", "entity", "inspection", "message", "personal")
 	if err != nil {
 		return nil, err
 	}

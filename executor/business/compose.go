@@ -242,7 +242,7 @@ func (p *pack) composePrepare(ctx context.Context, c *executor.Call, in *compose
 	if _, err := p.today(); err != nil { // the time zone the dates are written in
 		return t, nil, err
 	}
-	ref, err := in.ContextRef.resolve(ctx, c, "lead", "quote", "job", "invoice", "entity")
+	ref, err := resolveRef(ctx, c, in.ContextRef, "lead", "quote", "job", "invoice", "entity")
 	if err != nil {
 		return t, nil, err
 	}
@@ -298,7 +298,7 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 		v.Phone, v.Email = composeNonEmpty(phone, v.Phone), composeNonEmpty(email, v.Email)
 		suburb, address = composeNonEmpty(eSuburb, suburb), composeNonEmpty(eAddress, address)
 	}
-	v.Suburb, v.Address = strOr(suburb, ""), strOr(address, "")
+	v.Suburb, v.Address = executor.ValueOr(suburb, ""), executor.ValueOr(address, "")
 	if v.Address != "" && v.Suburb != "" && !strings.Contains(strings.ToLower(v.Address), strings.ToLower(v.Suburb)) {
 		v.Address += ", " + v.Suburb
 	}

@@ -15,20 +15,22 @@ import (
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/llmtext"
 	"github.com/gemhq/gem/llmconfig"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry/phone"
 )
 
 // Defaults of Config.
 const (
-	// TimeZoneDefault is the business's time zone unless GEM_BUSINESS_TIMEZONE says otherwise.
-	TimeZoneDefault = "Australia/Sydney"
+	// TimeZoneDefault is the business's time zone unless GEM_BUSINESS_TIMEZONE says otherwise: the os
+	// pack's setting, which this pack reads too.
+	TimeZoneDefault = ospack.TimeZoneDefault
 	// TwilioBaseURLDefault is Twilio's REST API.
 	TwilioBaseURLDefault = "https://api.twilio.com"
 )
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvTimeZone         = "GEM_BUSINESS_TIMEZONE"
+	EnvTimeZone         = ospack.EnvTimeZone
 	EnvTwilioAccountSID = "GEM_SMS_TWILIO_ACCOUNT_SID"
 	EnvTwilioAuthToken  = "GEM_SMS_TWILIO_AUTH_TOKEN"
 	EnvSMSFrom          = "GEM_SMS_FROM"
@@ -195,13 +197,33 @@ func (c Config) ResolvePhoneRegion() (string, error) {
 	return phone.ResolveRegion(c.PhoneRegion, c.SMS.CountryCode)
 }
 
-// location resolves TimeZone.
+// location resolves TimeZone, as the os pack does (a value both packs cannot use is reported once).
 func (c Config) location() (*time.Location, error) {
-	loc, err := time.LoadLocation(c.TimeZone)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%q is not a time zone: %w", EnvTimeZone, c.TimeZone, err)
+	return ospack.LoadTimeZone(c.TimeZone)
+}
+
+// providers lists the outside providers of the configuration and what each one lacks, for the os pack's
+// health check (ForOS).
+func (c Config) providers() []ospack.ProviderHealth {
+	errText := func(err error) *string {
+		if err == nil {
+			return nil
+		}
+		s := err.Error()
+		return &s
 	}
-	return loc, nil
+	sms := ospack.ProviderHealth{Name: "sms", RequiredEnv: smsRequiredEnv, Missing: c.SMS.missing()}
+	if len(sms.Missing) == 0 {
+		sms.Error = errText(c.SMS.validate())
+	}
+	email := ospack.ProviderHealth{Name: "email", RequiredEnv: emailRequiredEnv, Missing: c.Email.missing()}
+	if len(email.Missing) == 0 {
+		_, err := c.Email.parse()
+		email.Error = errText(err)
+	}
+	llm := ospack.ProviderHealth{Name: "llm", RequiredEnv: []string{llmconfig.EnvModel, llmconfig.EnvAPIKey}, Missing: c.LLM.Missing(),
+		Error: errText(c.LLMError)}
+	return []ospack.ProviderHealth{sms, email, llm}
 }
 
 // missing lists the required variables that are empty.

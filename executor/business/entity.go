@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry/phone"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -85,7 +86,7 @@ func requireEntity(ctx context.Context, c *executor.Call, id uuid.UUID, kind str
 	}
 	var got string
 	if err := c.DB.QueryRow(ctx, `SELECT kind FROM entities WHERE id = $1 FOR SHARE`, id).Scan(&got); err != nil {
-		return notFoundIfNoRows(err, "entity", id)
+		return executor.NotFoundIfNoRows(err, "entity", id)
 	}
 	if got != kind {
 		return executor.Invalid("entity %s is a %s, not a %s", id, got, kind)
@@ -97,14 +98,14 @@ func requireEntity(ctx context.Context, c *executor.Call, id uuid.UUID, kind str
 func requireEntityExists(ctx context.Context, c *executor.Call, id uuid.UUID) error {
 	var one int
 	err := c.DB.QueryRow(ctx, `SELECT 1 FROM entities WHERE id = $1 FOR KEY SHARE`, id).Scan(&one)
-	return notFoundIfNoRows(err, "entity", id)
+	return executor.NotFoundIfNoRows(err, "entity", id)
 }
 
 // requireLeadExists checks that a lead exists and keeps it for the rest of the call.
 func requireLeadExists(ctx context.Context, c *executor.Call, id uuid.UUID) error {
 	var one int
 	err := c.DB.QueryRow(ctx, `SELECT 1 FROM leads WHERE id = $1 FOR KEY SHARE`, id).Scan(&one)
-	return notFoundIfNoRows(err, "lead", id)
+	return executor.NotFoundIfNoRows(err, "lead", id)
 }
 
 // readContact reads a contact object: keys of contactKeys with text values; null (or blank text) clears a
@@ -179,14 +180,6 @@ func readPatchText(field string, raw json.RawMessage) (*string, error) {
 		return nil, nil
 	}
 	return &t, nil
-}
-
-// samePtr reports whether two optional values are both absent or equal.
-func samePtr[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // checkName refuses a blank name or one longer than 200 characters.
@@ -266,7 +259,7 @@ func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEnti
 	}
 	current, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1 FOR UPDATE`, in.EntityID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "entity", in.EntityID)
+		return nil, executor.NotFoundIfNoRows(err, "entity", in.EntityID)
 	}
 	next := current
 	updated := []string{}
@@ -306,7 +299,7 @@ func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEnti
 		if err != nil {
 			return nil, err
 		}
-		if !samePtr(notes, current.Notes) {
+		if !executor.SamePtr(notes, current.Notes) {
 			next.Notes = notes
 			set("notes", "notes", notes)
 		}
@@ -317,7 +310,7 @@ func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEnti
 			return nil, err
 		}
 		for _, k := range slices.Sorted(maps.Keys(fields)) {
-			if v := fields[k]; !samePtr(v, *current.Contact.field(k)) {
+			if v := fields[k]; !executor.SamePtr(v, *current.Contact.field(k)) {
 				*next.Contact.field(k) = v
 				set("contact."+k, k, v) // column names come from contactKeys, never from the input
 			}
@@ -337,7 +330,7 @@ func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEnti
 				return nil, err
 			}
 		}
-		if !samePtr(leadID, current.LeadID) {
+		if !executor.SamePtr(leadID, current.LeadID) {
 			set("lead_id", "lead_id", leadID)
 		}
 	}
@@ -372,7 +365,7 @@ func scanInteraction(row pgx.Row) (interaction, error) {
 	var ctxType, ctxID *string
 	err := row.Scan(&i.InteractionID, &i.EntityID, &i.InteractionType, &i.Summary, &i.Details, &i.CallOutcome, &ctxType, &ctxID,
 		&i.OccurredAt, &i.CreatedAt)
-	i.ContextRef = refFromColumns(ctxType, ctxID)
+	i.ContextRef = osrun.RefFromColumns(ctxType, ctxID)
 	return i, err
 }
 
@@ -409,17 +402,17 @@ const entityRecentInteractions = 50
 func getEntity(ctx context.Context, c *executor.Call, in getEntityInput) (*getEntityOutput, error) {
 	e, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1`, in.EntityID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "entity", in.EntityID)
+		return nil, executor.NotFoundIfNoRows(err, "entity", in.EntityID)
 	}
 	d := entityDetail{entity: e}
-	if d.Interactions, err = queryList(ctx, c, scanInteraction, `SELECT `+interactionColumns+` FROM entity_interactions
+	if d.Interactions, err = executor.QueryList(ctx, c.DB, scanInteraction, `SELECT `+interactionColumns+` FROM entity_interactions
 		WHERE entity_id = $1 ORDER BY occurred_at DESC, created_at DESC LIMIT $2`, in.EntityID, entityRecentInteractions); err != nil {
 		return nil, err
 	}
 	if err := c.DB.QueryRow(ctx, `SELECT count(*) FROM entity_interactions WHERE entity_id = $1`, in.EntityID).Scan(&d.InteractionsTotal); err != nil {
 		return nil, err
 	}
-	if d.Conversations, err = queryList(ctx, c, func(r pgx.Row) (linkedConversation, error) {
+	if d.Conversations, err = executor.QueryList(ctx, c.DB, func(r pgx.Row) (linkedConversation, error) {
 		var lc linkedConversation
 		return lc, r.Scan(&lc.ConversationID, &lc.LinkedAt, &lc.Runs, &lc.LastRunAt)
 	}, `SELECT ec.conversation_id, ec.created_at, count(r.id), max(r.created_at) FROM entity_conversations ec
@@ -427,7 +420,7 @@ func getEntity(ctx context.Context, c *executor.Call, in getEntityInput) (*getEn
 		WHERE ec.entity_id = $1 GROUP BY ec.id ORDER BY ec.created_at`, in.EntityID); err != nil {
 		return nil, err
 	}
-	if d.Sites, err = queryList(ctx, c, scanEntity, `SELECT `+entityColumns+` FROM entities WHERE parent_id = $1
+	if d.Sites, err = executor.QueryList(ctx, c.DB, scanEntity, `SELECT `+entityColumns+` FROM entities WHERE parent_id = $1
 		ORDER BY name, created_at`, in.EntityID); err != nil {
 		return nil, err
 	}
@@ -464,12 +457,12 @@ func (p *pack) searchEntities(ctx context.Context, c *executor.Call, in searchEn
 	if len(digits) < 4 {
 		digits = "" // too short to mean a phone number
 	}
-	list, err := queryList(ctx, c, scanEntity, `SELECT `+entityColumns+` FROM entities
+	list, err := executor.QueryList(ctx, c.DB, scanEntity, `SELECT `+entityColumns+` FROM entities
 		WHERE ($2 = '' OR kind = $2)
 		  AND (name ILIKE $1 OR email ILIKE $1 OR address ILIKE $1 OR suburb ILIKE $1 OR postcode ILIKE $1
 		       OR ($3 <> '' AND phone_digits LIKE '%' || $3 || '%'))
 		ORDER BY CASE WHEN lower(name) = lower($4) THEN 0 WHEN name ILIKE $1 THEN 1 ELSE 2 END, name, created_at
-		LIMIT $5`, likeContains(q), typ, digits, q, limitOr(in.Limit, 20))
+		LIMIT $5`, executor.LikeContains(q), typ, digits, q, executor.LimitOr(in.Limit, 20))
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +540,7 @@ func addEntityInteraction(ctx context.Context, c *executor.Call, in addEntityInt
 	if err := requireEntityExists(ctx, c, in.EntityID); err != nil {
 		return nil, err
 	}
-	ref, err := in.ContextRef.resolveIfSet(ctx, c, "lead", "quote", "job", "invoice", "inspection", "message", "personal")
+	ref, err := resolveRefIfSet(ctx, c, in.ContextRef, "lead", "quote", "job", "invoice", "inspection", "message", "personal")
 	if err != nil {
 		return nil, err
 	}
@@ -612,14 +605,14 @@ func addEntitySiteDetails(ctx context.Context, c *executor.Call, in addEntitySit
 	}
 	current, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1 FOR UPDATE`, in.EntityID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "entity", in.EntityID)
+		return nil, executor.NotFoundIfNoRows(err, "entity", in.EntityID)
 	}
 	out := &siteDetailsSaved{Saved: true, EntityID: in.EntityID, UpdatedFields: []string{}, Contact: current.Contact,
 		SiteDetails: current.SiteDetails}
 	var sets []string
 	args := []any{in.EntityID}
 	for _, k := range slices.Sorted(maps.Keys(contactFields)) {
-		if v := contactFields[k]; !samePtr(v, *current.Contact.field(k)) {
+		if v := contactFields[k]; !executor.SamePtr(v, *current.Contact.field(k)) {
 			*out.Contact.field(k) = v
 			out.UpdatedFields = append(out.UpdatedFields, k)
 			args = append(args, v)

@@ -91,7 +91,7 @@ func (p *pack) addExpense(ctx context.Context, c *executor.Call, in addExpenseIn
 	if in.JobID != nil {
 		var found bool
 		if err := c.DB.QueryRow(ctx, `SELECT true FROM jobs WHERE id = $1 FOR KEY SHARE`, *in.JobID).Scan(&found); err != nil {
-			return nil, notFoundIfNoRows(err, "job", *in.JobID)
+			return nil, executor.NotFoundIfNoRows(err, "job", *in.JobID)
 		}
 	}
 	if in.Reference != nil {
@@ -246,7 +246,7 @@ type expenseRow struct {
 }
 
 func (p *pack) expenseRows(ctx context.Context, c *executor.Call, from, to civilDate) ([]expenseRow, error) {
-	return queryList(ctx, c, func(row pgx.Row) (expenseRow, error) {
+	return executor.QueryList(ctx, c.DB, func(row pgx.Row) (expenseRow, error) {
 		var e expenseRow
 		return e, row.Scan(&e.day, &e.category, &e.costType, &e.amountCents, &e.gstCents, &e.count)
 	}, `SELECT incurred_on, category, cost_type, sum(amount_cents), sum(gst_cents), count(*) FROM expenses
@@ -303,7 +303,7 @@ func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapsh
 		cents  int64
 		count  int
 	}
-	payments, err := queryList(ctx, c, func(row pgx.Row) (paymentRow, error) {
+	payments, err := executor.QueryList(ctx, c.DB, func(row pgx.Row) (paymentRow, error) {
 		var r paymentRow
 		return r, row.Scan(&r.day, &r.method, &r.cents, &r.count)
 	}, `SELECT received_on, method, sum(amount_cents), count(*) FROM invoice_payments

@@ -99,14 +99,14 @@ type selfModelChange struct {
 // else replaces). A patch that changes nothing writes nothing.
 func updateSelfModel(ctx context.Context, c *executor.Call, in updateSelfModelInput) (*selfModelChange, error) {
 	if len(in.Patch) == 0 {
-		return nil, invalidField("patch", "is empty: give one or more of %s, each an object", strings.Join(selfModelSections, ", "))
+		return nil, executor.InvalidField("patch", "is empty: give one or more of %s, each an object", strings.Join(selfModelSections, ", "))
 	}
 	for _, k := range slices.Sorted(maps.Keys(in.Patch)) {
 		if !slices.Contains(selfModelSections, k) {
-			return nil, invalidField("patch."+k, "is not a section of the self-model (%s)", strings.Join(selfModelSections, ", "))
+			return nil, executor.InvalidField("patch."+k, "is not a section of the self-model (%s)", strings.Join(selfModelSections, ", "))
 		}
 		if !isJSONObject(in.Patch[k]) {
-			return nil, invalidField("patch."+k, "must be an object (the changes to merge into the %s section)", k)
+			return nil, executor.InvalidField("patch."+k, "must be an object (the changes to merge into the %s section)", k)
 		}
 	}
 	return changeSelfModel(ctx, c, in.Patch, in.Reason, func(current, patch json.RawMessage) (json.RawMessage, error) {
@@ -138,7 +138,7 @@ func changeSelfModel(ctx context.Context, c *executor.Call, patch map[string]jso
 	for k, v := range patch {
 		merged, err := change(*m.section(k), v)
 		if err != nil {
-			return nil, invalidField("patch."+k, "cannot be merged: %v", err)
+			return nil, executor.InvalidField("patch."+k, "cannot be merged: %v", err)
 		}
 		*next.section(k) = merged
 	}
@@ -253,7 +253,7 @@ func scanIdentityMemory(row pgx.Row) (identityMemory, error) {
 
 func memoryByID(ctx context.Context, db executor.DB, id uuid.UUID) (identityMemory, error) {
 	m, err := scanIdentityMemory(db.QueryRow(ctx, `SELECT `+memoryColumnsM+` FROM identity_memories m WHERE m.id = $1`, id))
-	return m, notFoundIfNoRows(err, "memory", id)
+	return m, executor.NotFoundIfNoRows(err, "memory", id)
 }
 
 // currentMemory locks and returns the current memory of a key, or nil.
@@ -292,7 +292,7 @@ type memoryWriteOutput struct {
 func putMemory(ctx context.Context, db executor.DB, w memoryWrite) (*memoryWriteOutput, error) {
 	w.Key = strings.TrimSpace(w.Key)
 	if w.Key == "" {
-		return nil, invalidField("key", "is blank")
+		return nil, executor.InvalidField("key", "is blank")
 	}
 	if len(w.EvidenceRefs) == 0 {
 		w.EvidenceRefs = json.RawMessage("[]")
@@ -376,14 +376,14 @@ var memorySelectorFields = []string{"key", "key_prefix", "memory_id", "memory_ty
 func parseMemorySelector(raw map[string]json.RawMessage) (memorySelector, error) {
 	var s memorySelector
 	if len(raw) == 0 {
-		return s, invalidField("selector", "is empty: give one or more of %s", strings.Join(memorySelectorFields, ", "))
+		return s, executor.InvalidField("selector", "is empty: give one or more of %s", strings.Join(memorySelectorFields, ", "))
 	}
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		field := "selector." + k
 		var v string
 		if string(raw[k]) == "null" || json.Unmarshal(raw[k], &v) != nil {
 			if slices.Contains(memorySelectorFields, k) {
-				return s, invalidField(field, "must be a string")
+				return s, executor.InvalidField(field, "must be a string")
 			}
 		}
 		v = strings.TrimSpace(v)
@@ -396,21 +396,21 @@ func parseMemorySelector(raw map[string]json.RawMessage) (memorySelector, error)
 			s.memoryID = &id
 		case "key":
 			if v == "" {
-				return s, invalidField(field, "is blank")
+				return s, executor.InvalidField(field, "is blank")
 			}
 			s.key = &v
 		case "key_prefix":
 			if v == "" {
-				return s, invalidField(field, "is blank: it would match every memory; name memory_type alone for that")
+				return s, executor.InvalidField(field, "is blank: it would match every memory; name memory_type alone for that")
 			}
 			s.keyPrefix = &v
 		case "memory_type":
 			if !slices.Contains(memoryTypes, v) {
-				return s, invalidField(field, "must be one of %s", strings.Join(memoryTypes, ", "))
+				return s, executor.InvalidField(field, "must be one of %s", strings.Join(memoryTypes, ", "))
 			}
 			s.memoryType = &v
 		default:
-			return s, invalidField(field, "is not a way to select memories (%s)", strings.Join(memorySelectorFields, ", "))
+			return s, executor.InvalidField(field, "is not a way to select memories (%s)", strings.Join(memorySelectorFields, ", "))
 		}
 	}
 	return s, nil
@@ -429,7 +429,7 @@ func expireMemory(ctx context.Context, c *executor.Call, in expireMemoryInput) (
 	}
 	var prefix *string
 	if s.keyPrefix != nil {
-		p := likeEscape(*s.keyPrefix) + "%"
+		p := executor.LikeEscape(*s.keyPrefix) + "%"
 		prefix = &p
 	}
 	rows, err := c.DB.Query(ctx, `UPDATE identity_memories SET valid_to = now(), end_reason = $5, updated_at = now()
@@ -475,12 +475,12 @@ type listMemoriesOutput struct {
 // listMemories lists current memories (and, when asked, closed ones too), by key, newest value first.
 func listMemories(ctx context.Context, c *executor.Call, in listMemoriesInput) (*listMemoriesOutput, error) {
 	if in.MemoryType != "" && !slices.Contains(memoryTypes, in.MemoryType) {
-		return nil, invalidField("memory_type", "must be one of %s", strings.Join(memoryTypes, ", "))
+		return nil, executor.InvalidField("memory_type", "must be one of %s", strings.Join(memoryTypes, ", "))
 	}
-	list, err := queryList(ctx, c, scanIdentityMemory, `SELECT `+memoryColumnsM+` FROM identity_memories m
+	list, err := executor.QueryList(ctx, c.DB, scanIdentityMemory, `SELECT `+memoryColumnsM+` FROM identity_memories m
 		WHERE ($1 = '' OR m.memory_type = $1) AND m.key LIKE $2 AND ($3 OR m.valid_to IS NULL)
 		ORDER BY m.key, m.valid_from DESC, m.created_at DESC LIMIT $4`,
-		in.MemoryType, likeEscape(in.KeyPrefix)+"%", in.IncludeExpired, limitOr(in.Limit, 50))
+		in.MemoryType, executor.LikeEscape(in.KeyPrefix)+"%", in.IncludeExpired, executor.LimitOr(in.Limit, 50))
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +507,7 @@ type scorePatternOutput struct {
 func scorePattern(ctx context.Context, c *executor.Call, in scorePatternInput) (*scorePatternOutput, error) {
 	key := strings.TrimSpace(in.Key)
 	if key == "" {
-		return nil, invalidField("key", "is blank")
+		return nil, executor.InvalidField("key", "is blank")
 	}
 	evidence, err := json.Marshal(in.EvidenceRefs)
 	if err != nil {

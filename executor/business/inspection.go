@@ -58,7 +58,7 @@ func scanInspection(row pgx.Row) (inspection, error) {
 func lockInspectionRow(ctx context.Context, c *executor.Call, id uuid.UUID) (inspection, error) {
 	i, err := scanInspection(c.DB.QueryRow(ctx, `SELECT `+inspectionColumns+` FROM inspections WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
-		return inspection{}, notFoundIfNoRows(err, "inspection", id)
+		return inspection{}, executor.NotFoundIfNoRows(err, "inspection", id)
 	}
 	return i, nil
 }
@@ -112,7 +112,7 @@ type createInspectionInput struct {
 func createInspection(ctx context.Context, c *executor.Call, in createInspectionInput) (*inspection, error) {
 	var leadAddress *string
 	if err := c.DB.QueryRow(ctx, `SELECT address FROM leads WHERE id = $1 FOR KEY SHARE`, in.LeadID).Scan(&leadAddress); err != nil {
-		return nil, notFoundIfNoRows(err, "lead", in.LeadID)
+		return nil, executor.NotFoundIfNoRows(err, "lead", in.LeadID)
 	}
 	address := trimmedOrNil(in.SiteAddress)
 	if in.SiteID != nil {
@@ -121,7 +121,7 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 		err := c.DB.QueryRow(ctx, `SELECT kind, concat_ws(', ', nullif(address, ''), nullif(suburb, ''), nullif(postcode, ''))
 			FROM entities WHERE id = $1 FOR KEY SHARE`, *in.SiteID).Scan(&kind, &siteAddress)
 		if err != nil {
-			return nil, notFoundIfNoRows(err, "site", *in.SiteID)
+			return nil, executor.NotFoundIfNoRows(err, "site", *in.SiteID)
 		}
 		if kind != "site" {
 			return nil, executor.Invalid("entity %s is a %s, not a site", *in.SiteID, kind)
@@ -134,7 +134,7 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 		// GEM's callers book the visit (leads.schedule_inspection, which opens its inspection) and then create
 		// the inspection without naming the visit: the lead's one booked visit is the one meant. With several,
 		// nothing is guessed.
-		booked, err := queryList(ctx, c, func(r pgx.Row) (uuid.UUID, error) {
+		booked, err := executor.QueryList(ctx, c.DB, func(r pgx.Row) (uuid.UUID, error) {
 			var id uuid.UUID
 			return id, r.Scan(&id)
 		}, `SELECT id FROM inspection_appointments WHERE lead_id = $1 AND status = 'scheduled' LIMIT 2`, in.LeadID)
@@ -152,7 +152,7 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 		err := c.DB.QueryRow(ctx, `SELECT lead_id, status, address FROM inspection_appointments WHERE id = $1 FOR UPDATE`, *in.AppointmentID).
 			Scan(&leadID, &status, &visitAddress)
 		if err != nil {
-			return nil, notFoundIfNoRows(err, "appointment", *in.AppointmentID)
+			return nil, executor.NotFoundIfNoRows(err, "appointment", *in.AppointmentID)
 		}
 		if leadID != in.LeadID {
 			return nil, executor.Invalid("appointment %s is for lead %s, not %s", *in.AppointmentID, leadID, in.LeadID)
@@ -503,7 +503,7 @@ func (p *pack) addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRef
 	if asset != nil {
 		var found bool
 		if err := c.DB.QueryRow(ctx, `SELECT true FROM media_assets WHERE id = $1 FOR KEY SHARE`, *asset).Scan(&found); err != nil {
-			return nil, notFoundIfNoRows(err, "media asset", *asset)
+			return nil, executor.NotFoundIfNoRows(err, "media asset", *asset)
 		}
 	} else {
 		var id uuid.UUID
@@ -800,24 +800,24 @@ func loadInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (inspec
 	var err error
 	d.Inspection, err = scanInspection(c.DB.QueryRow(ctx, `SELECT `+inspectionColumns+` FROM inspections WHERE id = $1`, id))
 	if err != nil {
-		return d, notFoundIfNoRows(err, "inspection", id)
+		return d, executor.NotFoundIfNoRows(err, "inspection", id)
 	}
 	if err := c.DB.QueryRow(ctx, `SELECT name FROM leads WHERE id = $1`, d.Inspection.LeadID).Scan(&d.LeadName); err != nil {
-		return d, notFoundIfNoRows(err, "lead", d.Inspection.LeadID)
+		return d, executor.NotFoundIfNoRows(err, "lead", d.Inspection.LeadID)
 	}
-	if d.Checklist, err = queryList(ctx, c, scanChecklistItem, `SELECT `+checklistColumns+` FROM inspection_checklist_items
+	if d.Checklist, err = executor.QueryList(ctx, c.DB, scanChecklistItem, `SELECT `+checklistColumns+` FROM inspection_checklist_items
 		WHERE inspection_id = $1 ORDER BY item_key`, id); err != nil {
 		return d, err
 	}
-	if d.Measurements, err = queryList(ctx, c, scanMeasurement, `SELECT `+measurementColumns+` FROM inspection_measurements
+	if d.Measurements, err = executor.QueryList(ctx, c.DB, scanMeasurement, `SELECT `+measurementColumns+` FROM inspection_measurements
 		WHERE inspection_id = $1 ORDER BY created_at, id`, id); err != nil {
 		return d, err
 	}
-	if d.Photos, err = queryList(ctx, c, scanPhoto, `SELECT `+photoColumns+` FROM inspection_photos
+	if d.Photos, err = executor.QueryList(ctx, c.DB, scanPhoto, `SELECT `+photoColumns+` FROM inspection_photos
 		WHERE inspection_id = $1 ORDER BY created_at, file_ref`, id); err != nil {
 		return d, err
 	}
-	d.Defects, err = queryList(ctx, c, scanDefect, `SELECT `+defectColumns+` FROM inspection_defects
+	d.Defects, err = executor.QueryList(ctx, c.DB, scanDefect, `SELECT `+defectColumns+` FROM inspection_defects
 		WHERE inspection_id = $1 ORDER BY created_at, id`, id)
 	return d, err
 }

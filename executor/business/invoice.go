@@ -67,7 +67,7 @@ func invoiceLabel(number int64) string { return fmt.Sprintf("INV-%04d", number) 
 func lockInvoice(ctx context.Context, c *executor.Call, id uuid.UUID) (invoice, error) {
 	v, err := scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (SELECT * FROM invoices WHERE id = $1 FOR UPDATE) `+invoiceSelect, id))
 	if err != nil {
-		return invoice{}, notFoundIfNoRows(err, "invoice", id)
+		return invoice{}, executor.NotFoundIfNoRows(err, "invoice", id)
 	}
 	return v, nil
 }
@@ -112,7 +112,7 @@ func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call, in cr
 	err = c.DB.QueryRow(ctx, `SELECT currency, subtotal_cents, gst_cents, total_cents FROM quotes WHERE id = $1`, j.QuoteID).
 		Scan(&currency, &subtotal, &gst, &total)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "quote", j.QuoteID)
+		return nil, executor.NotFoundIfNoRows(err, "quote", j.QuoteID)
 	}
 	if total == 0 {
 		return nil, executor.Conflict("quote %s totals $0.00: there is nothing to invoice", j.QuoteID)
@@ -299,11 +299,11 @@ func (p *pack) listOverdue(ctx context.Context, c *executor.Call, in listOverdue
 	if err != nil {
 		return nil, err
 	}
-	list, err := queryList(ctx, c, func(row pgx.Row) (overdueInvoice, error) {
+	list, err := executor.QueryList(ctx, c.DB, func(row pgx.Row) (overdueInvoice, error) {
 		v, err := scanInvoice(row)
 		return overdueInvoice{invoice: v, DaysOverdue: daysBetween(v.DueOn, today)}, err
 	}, `WITH irows AS (SELECT * FROM invoices WHERE paid_at IS NULL AND due_on < $1) `+invoiceSelect+`
-		ORDER BY i.due_on, i.number LIMIT $2`, today, limitOr(in.Limit, 50))
+		ORDER BY i.due_on, i.number LIMIT $2`, today, executor.LimitOr(in.Limit, 50))
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func jobLabel(number int64) string { return fmt.Sprintf("J-%04d", number) }
 func lockJob(ctx context.Context, c *executor.Call, id uuid.UUID) (job, error) {
 	j, err := scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (SELECT * FROM jobs WHERE id = $1 FOR UPDATE) `+jobSelect, id))
 	if err != nil {
-		return job{}, notFoundIfNoRows(err, "job", id)
+		return job{}, executor.NotFoundIfNoRows(err, "job", id)
 	}
 	return j, nil
 }
@@ -76,7 +76,7 @@ func lockJob(ctx context.Context, c *executor.Call, id uuid.UUID) (job, error) {
 func shareJob(ctx context.Context, c *executor.Call, id uuid.UUID) (job, error) {
 	j, err := scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (SELECT * FROM jobs WHERE id = $1 FOR SHARE) `+jobSelect, id))
 	if err != nil {
-		return job{}, notFoundIfNoRows(err, "job", id)
+		return job{}, executor.NotFoundIfNoRows(err, "job", id)
 	}
 	return j, nil
 }
@@ -102,7 +102,7 @@ type createJobFromQuoteInput struct {
 func createJobFromQuote(ctx context.Context, c *executor.Call, in createJobFromQuoteInput) (*job, error) {
 	var status string
 	if err := c.DB.QueryRow(ctx, `SELECT status FROM quotes WHERE id = $1 FOR UPDATE`, in.QuoteID).Scan(&status); err != nil {
-		return nil, notFoundIfNoRows(err, "quote", in.QuoteID)
+		return nil, executor.NotFoundIfNoRows(err, "quote", in.QuoteID)
 	}
 	if status != "accepted" {
 		return nil, executor.Conflict("quote %s is %s: a job is made only from an accepted quote", in.QuoteID, status)

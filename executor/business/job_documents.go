@@ -61,7 +61,7 @@ func loadJobFacts(ctx context.Context, c *executor.Call, id uuid.UUID) (jobFacts
 		WHERE q.id = $1`, j.QuoteID).Scan(&f.QuoteNumber, &leadName, &leadPhone, &leadEmail, &leadAddress, &leadSuburb,
 		&cuName, &cuPhone, &cuEmail, &cuAddress, &cuSuburb, &cuPostcode, &siName, &siAddress, &siSuburb, &siPostcode, &inspAddress)
 	if err != nil {
-		return jobFacts{}, notFoundIfNoRows(err, "quote", j.QuoteID)
+		return jobFacts{}, executor.NotFoundIfNoRows(err, "quote", j.QuoteID)
 	}
 	f.Customer = firstText(cuName, &leadName)
 	if s := firstText(cuPhone, leadPhone); s != "" {
@@ -82,7 +82,7 @@ func loadJobFacts(ctx context.Context, c *executor.Call, id uuid.UUID) (jobFacts
 	default:
 		f.Site = joinText(cuAddress, cuSuburb, cuPostcode)
 	}
-	f.Lines, err = queryList(ctx, c, func(row pgx.Row) (jobLine, error) {
+	f.Lines, err = executor.QueryList(ctx, c.DB, func(row pgx.Row) (jobLine, error) {
 		var l jobLine
 		err := row.Scan(&l.Description, &l.Quantity, &l.Unit, &l.LineTotalCents)
 		l.Quantity = trimDecimal(l.Quantity)
@@ -91,7 +91,7 @@ func loadJobFacts(ctx context.Context, c *executor.Call, id uuid.UUID) (jobFacts
 	if err != nil {
 		return jobFacts{}, err
 	}
-	f.SiteNotes, err = queryList(ctx, c, func(row pgx.Row) (jobSiteNote, error) {
+	f.SiteNotes, err = executor.QueryList(ctx, c.DB, func(row pgx.Row) (jobSiteNote, error) {
 		var n jobSiteNote
 		return n, row.Scan(&n.Note, &n.Author, &n.CreatedAt)
 	}, `SELECT note, author, created_at FROM job_site_notes WHERE job_id = $1 ORDER BY created_at, id`, id)

@@ -65,7 +65,7 @@ func scanLead(row pgx.Row) (lead, error) {
 func lockLead(ctx context.Context, c *executor.Call, id uuid.UUID) (lead, error) {
 	l, err := scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
-		return lead{}, notFoundIfNoRows(err, "lead", id)
+		return lead{}, executor.NotFoundIfNoRows(err, "lead", id)
 	}
 	return l, nil
 }
@@ -179,7 +179,7 @@ func updateLeadStage(ctx context.Context, c *executor.Call, in updateLeadStageIn
 	}
 	notes := trimmedText(in.Notes)
 	out := &leadStageChanged{LeadID: in.LeadID, Stage: in.Stage, PreviousStage: current.Stage, Lead: current}
-	if current.Stage == in.Stage && (notes == nil || samePtr(notes, current.StageReason)) {
+	if current.Stage == in.Stage && (notes == nil || executor.SamePtr(notes, current.StageReason)) {
 		return out, nil
 	}
 	l, err := scanLead(c.DB.QueryRow(ctx, `UPDATE leads SET stage = $2, stage_reason = $3,
@@ -219,9 +219,9 @@ func listLeadsByStage(ctx context.Context, c *executor.Call, in listLeadsByStage
 	if stage != "" && !slices.Contains(leadStages, stage) {
 		return nil, executor.Invalid("stage %q is not one of %s", in.Stage, strings.Join(leadStages, ", "))
 	}
-	leads, err := queryList(ctx, c, scanLead, `SELECT `+leadColumns+` FROM leads
+	leads, err := executor.QueryList(ctx, c.DB, scanLead, `SELECT `+leadColumns+` FROM leads
 		WHERE ($1 = '' OR stage = $1) AND ($2 = '' OR lower(suburb) = lower($2)) AND ($3 = '' OR source = $3)
-		ORDER BY created_at DESC, id LIMIT $4`, stage, strings.TrimSpace(in.Suburb), source, limitOr(in.Limit, 20))
+		ORDER BY created_at DESC, id LIMIT $4`, stage, strings.TrimSpace(in.Suburb), source, executor.LimitOr(in.Limit, 20))
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func addLeadSource(ctx context.Context, c *executor.Call, in addLeadSourceInput)
 		}
 		out.LeadSource = source
 	}
-	if out.Sources, err = queryList(ctx, c, func(r pgx.Row) (leadSource, error) {
+	if out.Sources, err = executor.QueryList(ctx, c.DB, func(r pgx.Row) (leadSource, error) {
 		var s leadSource
 		return s, r.Scan(&s.SourceID, &s.Source, &s.Detail, &s.Campaign, &s.CreatedAt)
 	}, `SELECT id, source, detail, campaign, created_at FROM lead_sources WHERE lead_id = $1 ORDER BY created_at, source, detail`, in.LeadID); err != nil {
@@ -373,7 +373,7 @@ func addLeadPhotosLinks(ctx context.Context, c *executor.Call, in addLeadPhotosL
 		out.Added += int(tag.RowsAffected())
 	}
 	var err error
-	if out.Links, err = queryList(ctx, c, func(r pgx.Row) (photoLink, error) {
+	if out.Links, err = executor.QueryList(ctx, c.DB, func(r pgx.Row) (photoLink, error) {
 		var l photoLink
 		return l, r.Scan(&l.LinkID, &l.URL, &l.Label, &l.CreatedAt)
 	}, `SELECT id, url, label, created_at FROM lead_photo_links WHERE lead_id = $1 ORDER BY created_at, url`, in.LeadID); err != nil {

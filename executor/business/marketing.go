@@ -55,7 +55,7 @@ func resolveAssetRefs(ctx context.Context, db executor.DB, field string, refs []
 		err := db.QueryRow(ctx, `SELECT id FROM media_assets WHERE id = $1 OR file_ref = $2 ORDER BY id = $1 DESC NULLS LAST LIMIT 1`,
 			asID, r).Scan(&id)
 		if err != nil {
-			return nil, nil, notFoundIfNoRows(err, field+": media asset", r)
+			return nil, nil, executor.NotFoundIfNoRows(err, field+": media asset", r)
 		}
 		f, err := loadAssetFacts(ctx, db, id)
 		if err != nil {
@@ -83,7 +83,7 @@ func loadAreaProof(ctx context.Context, db executor.DB, area string, service *st
 	proof := areaProof{Area: area, ExampleLineItems: []string{}, ServiceSearchedFor: service}
 	pattern := "%"
 	if service != nil {
-		pattern = likeContains(*service)
+		pattern = executor.LikeContains(*service)
 	}
 	const inArea = `WITH area_jobs AS (
 		SELECT j.id, j.quote_id FROM jobs j
@@ -577,7 +577,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 		fs.add("progress", s)
 	}
 	fs.add("completion notes", jf.CompletionNotes)
-	photos, err := queryList(ctx, c, scanAsset, `SELECT `+assetColumns+` FROM media_assets WHERE job_id = $1 ORDER BY taken_at NULLS LAST, created_at, id LIMIT 10`, in.JobID)
+	photos, err := executor.QueryList(ctx, c.DB, scanAsset, `SELECT `+assetColumns+` FROM media_assets WHERE job_id = $1 ORDER BY taken_at NULLS LAST, created_at, id LIMIT 10`, in.JobID)
 	if err != nil {
 		return nil, err
 	}

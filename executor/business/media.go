@@ -63,7 +63,7 @@ func scanAsset(row pgx.Row) (asset, error) {
 // getAsset reads an asset, or answers not_found.
 func getAsset(ctx context.Context, db executor.DB, id uuid.UUID) (asset, error) {
 	a, err := scanAsset(db.QueryRow(ctx, `SELECT `+assetColumns+` FROM media_assets WHERE id = $1`, id))
-	return a, notFoundIfNoRows(err, "media asset", id)
+	return a, executor.NotFoundIfNoRows(err, "media asset", id)
 }
 
 // getAssets reads assets in the order of ids (each once); any missing id is not_found, all of them named.
@@ -72,7 +72,7 @@ func getAssets(ctx context.Context, c *executor.Call, ids []uuid.UUID) ([]asset,
 	if len(ids) == 0 {
 		return nil, executor.Invalid("asset_ids is empty: name at least one media asset")
 	}
-	found, err := queryList(ctx, c, scanAsset, `SELECT `+assetColumns+` FROM media_assets WHERE id = ANY($1)`, ids)
+	found, err := executor.QueryList(ctx, c.DB, scanAsset, `SELECT `+assetColumns+` FROM media_assets WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func jobSuburb(ctx context.Context, db executor.DB, jobID uuid.UUID) (*string, e
 		LEFT JOIN entities cu ON cu.id = q.customer_id
 		LEFT JOIN leads l ON l.id = q.lead_id
 		WHERE j.id = $1`, jobID).Scan(&suburb)
-	return suburb, notFoundIfNoRows(err, "job", jobID)
+	return suburb, executor.NotFoundIfNoRows(err, "job", jobID)
 }
 
 type tagAssetInput struct {
@@ -243,7 +243,7 @@ func tagAsset(ctx context.Context, c *executor.Call, in tagAssetInput) (*tagAsse
 	}
 	var current []string
 	if err := c.DB.QueryRow(ctx, `SELECT tags FROM media_assets WHERE id = $1 FOR UPDATE`, in.AssetID).Scan(&current); err != nil {
-		return nil, notFoundIfNoRows(err, "media asset", in.AssetID)
+		return nil, executor.NotFoundIfNoRows(err, "media asset", in.AssetID)
 	}
 	out := tagAssetOutput{AssetID: in.AssetID, Tags: []string{}, Added: []string{}, Removed: []string{}}
 	for _, t := range current {

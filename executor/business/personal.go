@@ -12,6 +12,8 @@ import (
 	"unicode"
 
 	"github.com/gemhq/gem/executor"
+	ospack "github.com/gemhq/gem/packs/os"
+	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -120,17 +122,17 @@ type createCommitmentInput struct {
 type createCommitmentOutput struct {
 	CommitmentID uuid.UUID  `json:"commitment_id"`
 	Commitment   commitment `json:"commitment"`
-	ReminderID   *uuid.UUID `json:"reminder_id"`
+	ReminderID   *string    `json:"reminder_id"`
 }
 
 // createCommitment records a commitment; with review_at it also sets a personal reminder to review it then.
 func createCommitment(ctx context.Context, c *executor.Call, in createCommitmentInput) (*createCommitmentOutput, error) {
 	title := strings.TrimSpace(in.Title)
 	if title == "" {
-		return nil, invalidField("title", "is blank")
+		return nil, executor.InvalidField("title", "is blank")
 	}
 	if in.ReviewAt != nil && in.ReviewAt.Before(time.Now()) {
-		return nil, invalidField("review_at", "(%s) is in the past: a review is set for a later time", in.ReviewAt.Format(time.RFC3339))
+		return nil, executor.InvalidField("review_at", "(%s) is in the past: a review is set for a later time", in.ReviewAt.Format(time.RFC3339))
 	}
 	m, err := scanCommitment(c.DB.QueryRow(ctx, `INSERT INTO personal_commitments (title, details, review_at) VALUES ($1, $2, $3)
 		RETURNING `+commitmentColumns, title, in.Details, in.ReviewAt))
@@ -139,8 +141,8 @@ func createCommitment(ctx context.Context, c *executor.Call, in createCommitment
 	}
 	out := &createCommitmentOutput{CommitmentID: m.CommitmentID, Commitment: m}
 	if in.ReviewAt != nil {
-		r, err := insertReminder(ctx, c.DB, newReminder{Title: "Review commitment: " + title, RemindAt: *in.ReviewAt,
-			Domain: domainPersonal, ContextRef: &contextRef{Type: "commitment", ID: m.CommitmentID.String()}})
+		r, err := osrun.InsertReminder(ctx, c.DB, ospack.CreateReminderInput{Title: "Review commitment: " + title, RemindAt: *in.ReviewAt,
+			Domain: ospack.DomainPersonal, ContextRef: &contextRef{Type: "commitment", ID: m.CommitmentID.String()}})
 		if err != nil {
 			return nil, err
 		}
@@ -171,10 +173,10 @@ func reviewCommitments(ctx context.Context, c *executor.Call, in reviewCommitmen
 	if err := c.DB.QueryRow(ctx, `SELECT now()`).Scan(&out.AsOf); err != nil {
 		return nil, err
 	}
-	list, err := queryList(ctx, c, scanCommitment, `SELECT `+commitmentColumns+` FROM personal_commitments
+	list, err := executor.QueryList(ctx, c.DB, scanCommitment, `SELECT `+commitmentColumns+` FROM personal_commitments
 		WHERE $1 = 'all' OR status = $1
 		ORDER BY status = 'active' AND coalesce(review_at <= now(), false) DESC, status, review_at NULLS LAST, created_at DESC
-		LIMIT $2`, in.Status, limitOr(in.Limit, 20))
+		LIMIT $2`, in.Status, executor.LimitOr(in.Limit, 20))
 	if err != nil {
 		return nil, err
 	}
@@ -203,19 +205,19 @@ type closeCommitmentOutput struct {
 // closeCommitment closes an active commitment with its outcome and dismisses its pending review reminders.
 // Closing it again with the same outcome changes nothing; another outcome is a conflict.
 func closeCommitment(ctx context.Context, c *executor.Call, in closeCommitmentInput) (*closeCommitmentOutput, error) {
-	id, err := parseRecordID("commitment", in.CommitmentID)
+	id, err := executor.ParseRecordID("commitment", in.CommitmentID)
 	if err != nil {
 		return nil, err
 	}
 	m, err := scanCommitment(c.DB.QueryRow(ctx, `SELECT `+commitmentColumns+` FROM personal_commitments WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "commitment", id)
+		return nil, executor.NotFoundIfNoRows(err, "commitment", id)
 	}
 	if m.Status == "closed" {
 		if m.Outcome != nil && *m.Outcome == in.Outcome {
 			return &closeCommitmentOutput{CommitmentID: id, Commitment: m, AlreadyClosed: true}, nil
 		}
-		return nil, executor.Conflict("commitment %s is already closed as %s", id, strOr(m.Outcome, "closed"))
+		return nil, executor.Conflict("commitment %s is already closed as %s", id, executor.ValueOr(m.Outcome, "closed"))
 	}
 	if m, err = scanCommitment(c.DB.QueryRow(ctx, `UPDATE personal_commitments SET status = 'closed', outcome = $2, closing_note = $3,
 			closed_at = now(), updated_at = now()
@@ -243,14 +245,14 @@ type boundarySetOutput struct {
 	Memory             identityMemory `json:"memory"`
 	SupersededMemoryID *uuid.UUID     `json:"superseded_memory_id"`
 	Changed            bool           `json:"changed"`
-	ReminderID         *uuid.UUID     `json:"reminder_id"`
+	ReminderID         *string        `json:"reminder_id"`
 }
 
 // boundarySet makes a personal boundary the current boundary memory of its key (identity's memories; see
 // putMemory) and, with remind_at, sets a personal reminder to check on it then.
 func boundarySet(ctx context.Context, c *executor.Call, in boundarySetInput) (*boundarySetOutput, error) {
 	if in.RemindAt != nil && in.RemindAt.Before(time.Now()) {
-		return nil, invalidField("remind_at", "(%s) is in the past", in.RemindAt.Format(time.RFC3339))
+		return nil, executor.InvalidField("remind_at", "(%s) is in the past", in.RemindAt.Format(time.RFC3339))
 	}
 	w, err := putMemory(ctx, c.DB, memoryWrite{Type: "boundary", Key: in.Key, Value: in.Value, Confidence: 1, Source: "user"})
 	if err != nil {
@@ -258,8 +260,8 @@ func boundarySet(ctx context.Context, c *executor.Call, in boundarySetInput) (*b
 	}
 	out := &boundarySetOutput{MemoryID: w.MemoryID, Memory: w.Memory, SupersededMemoryID: w.SupersededMemoryID, Changed: w.Changed}
 	if in.RemindAt != nil {
-		r, err := insertReminder(ctx, c.DB, newReminder{Title: "Check boundary: " + w.Memory.Key, RemindAt: *in.RemindAt,
-			Domain: domainPersonal, ContextRef: &contextRef{Type: "memory", ID: w.MemoryID.String()}})
+		r, err := osrun.InsertReminder(ctx, c.DB, ospack.CreateReminderInput{Title: "Check boundary: " + w.Memory.Key, RemindAt: *in.RemindAt,
+			Domain: ospack.DomainPersonal, ContextRef: &contextRef{Type: "memory", ID: w.MemoryID.String()}})
 		if err != nil {
 			return nil, err
 		}
@@ -343,11 +345,11 @@ func decisionSupport(ctx context.Context, c *executor.Call, in decisionSupportIn
 	a := decisionAnalysis{Decision: strings.TrimSpace(in.Decision), Options: []decisionOption{}, Constraints: []decisionConstraint{},
 		Questions: []string{}, Cautions: []string{}}
 	if a.Decision == "" {
-		return nil, invalidField("decision", "is blank")
+		return nil, executor.InvalidField("decision", "is blank")
 	}
 	// Every option is weighed against every constraint: bounded, so one call cannot grow without end.
 	if len(in.Options) > decisionOptionsMax || len(in.Constraints) > decisionConstraintsMax {
-		return nil, invalidField("options", "%d options and %d constraints: at most %d and %d can be weighed in one call",
+		return nil, executor.InvalidField("options", "%d options and %d constraints: at most %d and %d can be weighed in one call",
 			len(in.Options), len(in.Constraints), decisionOptionsMax, decisionConstraintsMax)
 	}
 	var options []string
@@ -357,7 +359,7 @@ func decisionSupport(ctx context.Context, c *executor.Call, in decisionSupportIn
 			continue
 		}
 		if slices.ContainsFunc(options, func(x string) bool { return strings.EqualFold(x, o) }) {
-			return nil, invalidField(fmt.Sprintf("options[%d]", i), "%q is listed twice", o)
+			return nil, executor.InvalidField(fmt.Sprintf("options[%d]", i), "%q is listed twice", o)
 		}
 		options = append(options, o)
 	}
@@ -535,7 +537,7 @@ func significantWords(s string) []string {
 
 // boundariesInForce are the current boundary memories and the self-model's boundaries, by key.
 func boundariesInForce(ctx context.Context, c *executor.Call) ([]decisionBoundary, error) {
-	list, err := queryList(ctx, c, func(r pgx.Row) (decisionBoundary, error) {
+	list, err := executor.QueryList(ctx, c.DB, func(r pgx.Row) (decisionBoundary, error) {
 		var b decisionBoundary
 		return b, r.Scan(&b.Source, &b.Key, &b.Value, &b.MemoryID)
 	}, `
@@ -551,7 +553,7 @@ func boundariesInForce(ctx context.Context, c *executor.Call) ([]decisionBoundar
 
 // activeCommitments are the active commitments, those due for review first.
 func activeCommitments(ctx context.Context, c *executor.Call) ([]decisionCommitment, error) {
-	list, err := queryList(ctx, c, func(r pgx.Row) (decisionCommitment, error) {
+	list, err := executor.QueryList(ctx, c.DB, func(r pgx.Row) (decisionCommitment, error) {
 		var m decisionCommitment
 		return m, r.Scan(&m.CommitmentID, &m.Title, &m.ReviewAt, &m.OverdueForReview)
 	}, `SELECT id, title, review_at, coalesce(review_at <= now(), false) FROM personal_commitments

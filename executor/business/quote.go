@@ -76,7 +76,7 @@ func quoteLabel(number int64) string { return fmt.Sprintf("Q-%04d", number) }
 func lockQuote(ctx context.Context, c *executor.Call, id uuid.UUID) (quote, error) {
 	q, err := scanQuote(c.DB.QueryRow(ctx, `SELECT `+quoteColumns+` FROM quotes WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
-		return quote{}, notFoundIfNoRows(err, "quote", id)
+		return quote{}, executor.NotFoundIfNoRows(err, "quote", id)
 	}
 	return q, nil
 }
@@ -114,7 +114,7 @@ func scanLineItem(row pgx.Row) (lineItem, error) {
 }
 
 func quoteLines(ctx context.Context, c *executor.Call, quoteID uuid.UUID) ([]lineItem, error) {
-	return queryList(ctx, c, scanLineItem, `SELECT `+lineItemColumns+` FROM quote_line_items WHERE quote_id = $1 ORDER BY position`, quoteID)
+	return executor.QueryList(ctx, c.DB, scanLineItem, `SELECT `+lineItemColumns+` FROM quote_line_items WHERE quote_id = $1 ORDER BY position`, quoteID)
 }
 
 // A line item as callers give it (quote.update_line_items' items, quote.add_line_item): description and
@@ -343,7 +343,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	if customer != nil {
 		var kind string
 		if err := c.DB.QueryRow(ctx, `SELECT kind FROM entities WHERE id = $1 FOR KEY SHARE`, *customer).Scan(&kind); err != nil {
-			return nil, notFoundIfNoRows(err, "customer", *customer)
+			return nil, executor.NotFoundIfNoRows(err, "customer", *customer)
 		}
 		if kind != "client" && kind != "customer" {
 			return nil, executor.Invalid("entity %s is a %s, not a client", *customer, kind)
@@ -373,7 +373,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	q, err := scanQuote(c.DB.QueryRow(ctx, `INSERT INTO quotes (lead_id, inspection_id, customer_id, pricing_profile, valid_until, notes,
 			subtotal_cents, gst_cents, total_cents)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+quoteColumns,
-		insp.LeadID, in.InspectionID, customer, profile.name, today.addDays(limitOr(in.ValidDays, 30)), trimmedOrNil(in.Notes),
+		insp.LeadID, in.InspectionID, customer, profile.name, today.addDays(executor.LimitOr(in.ValidDays, 30)), trimmedOrNil(in.Notes),
 		subtotal, gst, total))
 	if err != nil {
 		return nil, err
@@ -520,7 +520,7 @@ type updateLineItemInput struct {
 func updateLineItem(ctx context.Context, c *executor.Call, in updateLineItemInput) (*updateLineItemOutput, error) {
 	var quoteID uuid.UUID
 	if err := c.DB.QueryRow(ctx, `SELECT quote_id FROM quote_line_items WHERE id = $1`, in.LineItemID).Scan(&quoteID); err != nil {
-		return nil, notFoundIfNoRows(err, "line item", in.LineItemID)
+		return nil, executor.NotFoundIfNoRows(err, "line item", in.LineItemID)
 	}
 	// The quote first, then the line: every writer of a quote's lines takes the locks in this order.
 	if _, err := lockDraftQuote(ctx, c, quoteID); err != nil {
@@ -528,7 +528,7 @@ func updateLineItem(ctx context.Context, c *executor.Call, in updateLineItemInpu
 	}
 	cur, err := scanLineItem(c.DB.QueryRow(ctx, `SELECT `+lineItemColumns+` FROM quote_line_items WHERE id = $1 FOR UPDATE`, in.LineItemID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "line item", in.LineItemID)
+		return nil, executor.NotFoundIfNoRows(err, "line item", in.LineItemID)
 	}
 	next := lineSpec{Description: cur.Description, Quantity: cur.Quantity, Unit: cur.Unit, UnitPriceCents: cur.UnitPriceCents}
 	if in.Description != nil {
@@ -650,7 +650,7 @@ func leadStageFor(ctx context.Context, c *executor.Call, q quote) (string, error
 	if target == "" {
 		var stage string
 		err := c.DB.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1`, q.LeadID).Scan(&stage)
-		return stage, notFoundIfNoRows(err, "lead", q.LeadID)
+		return stage, executor.NotFoundIfNoRows(err, "lead", q.LeadID)
 	}
 	_, stage, err := advanceLead(ctx, c.DB, q.LeadID, target)
 	return stage, err

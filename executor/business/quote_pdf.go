@@ -40,7 +40,7 @@ func loadQuoteDocument(ctx context.Context, c *executor.Call, q quote) (quoteDoc
 	var leadAddress *string
 	if err := c.DB.QueryRow(ctx, `SELECT name, phone, email, address FROM leads WHERE id = $1`, q.LeadID).
 		Scan(&d.Customer, &d.Phone, &d.Email, &leadAddress); err != nil {
-		return d, notFoundIfNoRows(err, "lead", q.LeadID)
+		return d, executor.NotFoundIfNoRows(err, "lead", q.LeadID)
 	}
 	if q.CustomerID != nil {
 		// The customer entity's details win over the lead's: it is who the business deals with now.
@@ -48,7 +48,7 @@ func loadQuoteDocument(ctx context.Context, c *executor.Call, q quote) (quoteDoc
 		var phone, email *string
 		err := c.DB.QueryRow(ctx, `SELECT name, phone, email FROM entities WHERE id = $1`, *q.CustomerID).Scan(&name, &phone, &email)
 		if err != nil {
-			return d, notFoundIfNoRows(err, "customer", *q.CustomerID)
+			return d, executor.NotFoundIfNoRows(err, "customer", *q.CustomerID)
 		}
 		d.Customer = name
 		if phone != nil {
@@ -98,7 +98,7 @@ func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in genera
 	}
 	q, err := scanQuote(c.DB.QueryRow(ctx, `SELECT `+quoteColumns+` FROM quotes WHERE id = $1`, in.QuoteID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "quote", in.QuoteID)
+		return nil, executor.NotFoundIfNoRows(err, "quote", in.QuoteID)
 	}
 	d, err := loadQuoteDocument(ctx, c, q)
 	if err != nil {

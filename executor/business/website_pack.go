@@ -221,7 +221,7 @@ func (p *pack) planNames(ctx context.Context, c *executor.Call, assets []asset, 
 	}
 	for stem, group := range stems {
 		held, err := queryTexts(ctx, c.DB, `SELECT proposed_name FROM media_assets WHERE proposed_name LIKE $1 AND NOT (id = ANY($2))`,
-			likeEscape(stem)+"-%", naming)
+			executor.LikeEscape(stem)+"-%", naming)
 		if err != nil {
 			return nil, err
 		}

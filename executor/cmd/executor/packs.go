@@ -7,12 +7,15 @@ import (
 	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
+	ospack "github.com/gemhq/gem/packs/os"
+	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/rs/zerolog"
 )
 
 // packs are the tool packs built into this executor, with their settings. They are read from the
 // environment once, here, before anything starts: no pack reads the environment itself.
 type packs struct {
+	os           ospack.Config
 	business     business.Config
 	agentSkills  agentskillspack.Config
 	integrations integrationspack.Config
@@ -21,6 +24,7 @@ type packs struct {
 // packsFromEnv reads every pack's settings through getenv.
 func packsFromEnv(getenv func(string) string) packs {
 	return packs{
+		os:           ospack.ConfigFromEnv(getenv),
 		business:     business.ConfigFromEnv(getenv),
 		agentSkills:  agentskillspack.ConfigFromEnv(getenv),
 		integrations: integrationspack.ConfigFromEnv(getenv),
@@ -30,6 +34,7 @@ func packsFromEnv(getenv func(string) string) packs {
 // handlers are the packs' tool handlers.
 func (p packs) handlers() executor.Handlers {
 	h := executor.Handlers{}
+	osrun.Register(h, p.os, osrun.Packs{business.ForOS(p.business)})
 	business.Register(h, p.business)
 	agentskillsrun.Register(h, p.agentSkills)
 	integrationsrun.Register(h, p.integrations, p.business)
@@ -37,11 +42,11 @@ func (p packs) handlers() executor.Handlers {
 }
 
 // problems are the settings that are set but cannot be used, each error naming its variable. A setting two
-// packs read (GEM_LLM_*, GEM_PHONE_REGION) is listed once.
+// packs read (GEM_BUSINESS_TIMEZONE, GEM_LLM_*, GEM_PHONE_REGION) is listed once.
 func (p packs) problems() []error {
 	var problems []error
 	seen := map[string]bool{}
-	for _, pack := range [][]error{p.business.Problems(), p.agentSkills.Problems(), p.integrations.Problems()} {
+	for _, pack := range [][]error{p.os.Problems(), p.business.Problems(), p.agentSkills.Problems(), p.integrations.Problems()} {
 		for _, err := range pack {
 			if !seen[err.Error()] {
 				seen[err.Error()] = true

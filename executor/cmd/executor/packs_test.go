@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -92,6 +93,12 @@ func TestPackSettingsReportedAtStart(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
 	require.Equal(t, []string{"GEM_BUSINESS_TIMEZONE"}, d.RequiredEnv)
 	require.Contains(t, d.Reason, `GEM_BUSINESS_TIMEZONE="Mars/Olympus" is not a time zone`)
+	// The os pack reads it too (its Config): the business's state needs today's date.
+	r = callTool(t, running, pool, waiter, ospack.GetStateSnapshot, `{"domain": "business"}`)
+	require.Equal(t, registry.StatusNotConfigured, r.Status, "%+v", r.Error)
+	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
+	require.Equal(t, []string{"GEM_BUSINESS_TIMEZONE"}, d.RequiredEnv)
+	require.Contains(t, d.Reason, `GEM_BUSINESS_TIMEZONE="Mars/Olympus" is not a time zone`)
 
 	r = callTool(t, running, pool, waiter, "sentiment.analyze", `{"text": "fine"}`)
 	require.Equal(t, registry.StatusNotConfigured, r.Status, "%+v", r.Error)
@@ -112,7 +119,8 @@ func TestPackSettingsReportedAtStart(t *testing.T) {
 	require.Contains(t, d.RequiredEnv, "GEM_HIGHLEVEL_TOKEN")
 
 	// And it said so when it started, apart from any call: one warning per problem, each naming its
-	// variable and value, each once (the business and agent skills packs both read GEM_LLM_*).
+	// variable and value, each once (the business and agent skills packs both read GEM_LLM_*, the os and
+	// business packs GEM_BUSINESS_TIMEZONE).
 	var warnings []string
 	scanner := bufio.NewScanner(strings.NewReader(log.String()))
 	for scanner.Scan() {

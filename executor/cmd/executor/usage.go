@@ -16,6 +16,7 @@ import (
 	"github.com/gemhq/gem/executor/remote"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
@@ -226,7 +227,7 @@ func envNames(vars []envVar) []string {
 // providerEnvVars are the tool packs' variables: a tool whose required variables are unset answers
 // not_configured (docs/business-pack.md, docs/agent-skills-pack.md).
 var providerEnvVars = withIntegrations([]envVar{
-	{business.EnvTimeZone, business.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
+	{ospack.EnvTimeZone, ospack.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
 	{business.EnvBusinessName, business.BusinessNameDefault, "the business's name on documents and messages"},
 	{business.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
 	{business.EnvBusinessPhone, "unset", "phone number on documents and messages"},

@@ -1,86 +1,37 @@
-package business
+package osrun
 
 import (
 	"context"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/gemhq/gem/executor"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
-
-func registerAudit(h executor.Handlers) {
-	h.Func("os.audit_log_search", executor.Typed(searchAuditLog))
-}
-
-// auditWrite is one line of a receipt's effects.db_writes, without the row ids.
-type auditWrite struct {
-	Table string `json:"table"`
-	Op    string `json:"op"`
-	Count int    `json:"count"`
-}
-
-type auditItem struct {
-	ReceiptID      int64           `json:"receipt_id"`
-	CallID         uuid.UUID       `json:"call_id"`
-	Tool           string          `json:"tool"`
-	Status         string          `json:"status"`
-	ErrorCode      *string         `json:"error_code"`
-	ErrorMessage   *string         `json:"error_message"`
-	IdempotencyHit bool            `json:"idempotency_hit"`
-	Attempt        int             `json:"attempt"`
-	DurationMS     float64         `json:"duration_ms"`
-	FinishedAt     time.Time       `json:"finished_at"`
-	RequestedBy    *string         `json:"requested_by"`
-	Agent          *string         `json:"agent"`
-	RunID          *uuid.UUID      `json:"run_id"`
-	Summary        json.RawMessage `json:"summary"`
-	DBWrites       []auditWrite    `json:"db_writes"`
-	OutsideEffects bool            `json:"outside_effects"`
-	RolledBackBy   *uuid.UUID      `json:"rolled_back_by"`
-	Undoable       bool            `json:"undoable"`
-}
-
-type searchAuditLogInput struct {
-	Query     string     `json:"query"`
-	EventType string     `json:"event_type"`
-	CallID    string     `json:"call_id"`
-	Since     *time.Time `json:"since"`
-	Limit     int        `json:"limit"`
-	Tool      string     `json:"tool"`
-	Until     *time.Time `json:"until"`
-	BeforeID  *int64     `json:"before_id"`
-}
-
-type searchAuditLogOutput struct {
-	Items        []auditItem `json:"items"`
-	Count        int         `json:"count"`
-	NextBeforeID *int64      `json:"next_before_id"`
-}
 
 // searchAuditLog reads receipts, newest first. query matches tool names, call inputs and errors (any part,
 // ignoring case); event_type is a receipt status (succeeded, failed, not_configured), an error code
 // (not_found, conflict, ...), a tool domain (os, leads, integrations.highlevel, ...), idempotency_hit or
 // rolled_back. Pages are cut by receipt id: pass a page's next_before_id as before_id to get the next one.
-func searchAuditLog(ctx context.Context, c *executor.Call, in searchAuditLogInput) (*searchAuditLogOutput, error) {
+func searchAuditLog(ctx context.Context, c *executor.Call, in ospack.AuditLogSearchInput) (*ospack.AuditLogSearchOutput, error) {
 	if in.Since != nil && in.Until != nil && in.Until.Before(*in.Since) {
-		return nil, invalidField("until", "is before since")
+		return nil, executor.InvalidField("until", "is before since")
 	}
 	var callID *uuid.UUID
 	if s := strings.TrimSpace(in.CallID); s != "" {
 		id, err := uuid.Parse(s)
 		if err != nil {
-			return nil, invalidField("call_id", "%q is not a call id (a UUID)", in.CallID)
+			return nil, executor.InvalidField("call_id", "%q is not a call id (a UUID)", in.CallID)
 		}
 		callID = &id
 	}
-	limit := limitOr(in.Limit, 50)
+	limit := executor.LimitOr(in.Limit, 50)
 	eventType := strings.TrimSpace(in.EventType)
 	// One row more than the page tells whether another page follows.
-	items, err := queryList(ctx, c, func(r pgx.Row) (auditItem, error) {
-		var e auditItem
+	items, err := executor.QueryList(ctx, c.DB, func(r pgx.Row) (ospack.AuditItem, error) {
+		var e ospack.AuditItem
 		var writes []byte
 		err := r.Scan(&e.ReceiptID, &e.CallID, &e.Tool, &e.Status, &e.ErrorCode, &e.ErrorMessage, &e.IdempotencyHit,
 			&e.Attempt, &e.DurationMS, &e.FinishedAt, &e.RequestedBy, &e.Agent, &e.RunID, &e.Summary, &writes,
@@ -108,12 +59,12 @@ func searchAuditLog(ctx context.Context, c *executor.Call, in searchAuditLogInpu
 		  AND ($6::bigint IS NULL OR r.id < $6)
 		  AND ($10 = '' OR r.tool_name = $10)
 		ORDER BY r.id DESC LIMIT $7`,
-		in.Query, eventType, callID, in.Since, in.Until, in.BeforeID, limit+1, likeContains(in.Query),
-		likeEscape(eventType)+".%", strings.TrimSpace(in.Tool))
+		in.Query, eventType, callID, in.Since, in.Until, in.BeforeID, limit+1, executor.LikeContains(in.Query),
+		executor.LikeEscape(eventType)+".%", strings.TrimSpace(in.Tool))
 	if err != nil {
 		return nil, err
 	}
-	out := &searchAuditLogOutput{Items: items}
+	out := &ospack.AuditLogSearchOutput{Items: items}
 	if len(items) > limit {
 		out.Items = items[:limit]
 		out.NextBeforeID = &out.Items[limit-1].ReceiptID

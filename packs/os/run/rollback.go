@@ -1,4 +1,4 @@
-package business
+package osrun
 
 import (
 	"cmp"
@@ -12,29 +12,12 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
-
-func registerRollback(h executor.Handlers) {
-	h.Func("os.rollback_last_action", executor.Typed(rollbackCall))
-}
-
-type rollbackInput struct {
-	CallID string `json:"call_id"`
-}
-
-type rollbackOutput struct {
-	RolledBack   bool      `json:"rolled_back"`
-	CallID       uuid.UUID `json:"call_id"`
-	ToolName     string    `json:"tool_name"`
-	Reason       *string   `json:"reason"`
-	RowsDeleted  int       `json:"rows_deleted"`
-	RowsRestored int       `json:"rows_restored"`
-	Tables       []string  `json:"tables"`
-}
 
 // undoTarget is the call to roll back, as its call row and receipt describe it.
 type undoTarget struct {
@@ -90,8 +73,8 @@ type rowRestore struct {
 // with effects outside the database, a call whose rows another call changed since (unless that call was
 // rolled back itself), and a call already rolled back. A call that wrote nothing answers rolled_back false
 // with the reason. The rollback's own writes are captured like any call's, so it can be rolled back too.
-func rollbackCall(ctx context.Context, c *executor.Call, in rollbackInput) (*rollbackOutput, error) {
-	id, err := parseRecordID("call", in.CallID)
+func rollbackCall(ctx context.Context, c *executor.Call, in ospack.RollbackInput) (*ospack.RollbackOutput, error) {
+	id, err := executor.ParseRecordID("call", in.CallID)
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +90,10 @@ func rollbackCall(ctx context.Context, c *executor.Call, in rollbackInput) (*rol
 		LEFT JOIN core_rollbacks rb ON rb.call_id = c.id
 		WHERE c.id = $1`, id).Scan(&t.tool, &t.status, &t.effects, &t.idempotencyHit, &t.idempotencyOf, &t.rolledBackBy, &t.rolledBackAt)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "call", id)
+		return nil, executor.NotFoundIfNoRows(err, "call", id)
 	}
-	out := &rollbackOutput{CallID: id, ToolName: t.tool, Tables: []string{}}
-	nothing := func(format string, args ...any) (*rollbackOutput, error) {
+	out := &ospack.RollbackOutput{CallID: id.String(), ToolName: t.tool, Tables: []string{}}
+	nothing := func(format string, args ...any) (*ospack.RollbackOutput, error) {
 		reason := fmt.Sprintf(format, args...)
 		out.Reason = &reason
 		return out, nil
@@ -382,15 +365,8 @@ func checkLaterChanges(ctx context.Context, db executor.DB, callID uuid.UUID, pl
 	}
 	return &executor.Error{Code: registry.CodeConflict, Message: fmt.Sprintf(
 		"call %s (%s) changed row %s of %s (%s) after call %s wrote it; roll back call %s first, or change the row by hand",
-		later, strOr(tool, "unknown tool"), rowID, table, op, callID, later),
+		later, executor.ValueOr(tool, "unknown tool"), rowID, table, op, callID, later),
 		Details: map[string]any{"later_call_id": later, "table": table, "row_id": rowID}}
-}
-
-func strOr(s *string, def string) string {
-	if s == nil {
-		return def
-	}
-	return *s
 }
 
 // undoStep is one statement of a rollback.
@@ -588,5 +564,5 @@ func checkOnlyOwnRows(ctx context.Context, db executor.DB, rollbackID, callID uu
 	}
 	return &executor.Error{Code: registry.CodeConflict, Message: fmt.Sprintf(
 		"rolling back call %s would also change row %s of %s (written by call %s), which refers to a row it created; roll that call back first",
-		callID, rowID, table, strOr(creator, "unknown")), Details: map[string]any{"table": table, "row_id": rowID}}
+		callID, rowID, table, executor.ValueOr(creator, "unknown")), Details: map[string]any{"table": table, "row_id": rowID}}
 }
