@@ -14,8 +14,9 @@ func openAPIExamples() api.OpenAPIExamples {
 	dueAt := time.Date(2026, 12, 6, 17, 0, 0, 0, time.FixedZone("AEDT", 11*3600))
 	dueUTC := dueAt.UTC()
 	input := ospack.CreateTaskInput{Title: "call John", Domain: ospack.DomainBusiness, Priority: ospack.PriorityHigh, DueAt: &dueAt}
+	made := time.Date(2026, 12, 5, 5, 58, 27, 619412000, time.UTC) // while the call ran (started_at, finished_at)
 	result := ospack.Task{TaskID: taskID, Title: "call John", Domain: ospack.DomainBusiness, Priority: ospack.PriorityHigh,
-		Status: ospack.StatusOpen, DueAt: &dueUTC}
+		Status: ospack.StatusOpen, DueAt: &dueUTC, CreatedAt: made, UpdatedAt: made}
 	return api.OpenAPIExamples{
 		RunMessage: "create a task to call John tomorrow, urgent",
 		RunTool:    ospack.CreateTask,
