@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"net/http"
 	"os"
@@ -59,8 +60,8 @@ const (
 // drainTools are the calls GEM drains: os.health_check writes only its receipt, like the River floor's
 // receipt job; os.create_note also writes a note row (with its full-text index).
 var drainTools = map[string]struct{ tool, input string }{
-	drGEM:     {"os.health_check", `'{}'::jsonb`},
-	drGEMNote: {"os.create_note", `jsonb_build_object('domain', 'business', 'title', 'drain note ' || g, 'content', 'measured by make bench')`},
+	drGEM:     {ospack.HealthCheck, `'{}'::jsonb`},
+	drGEMNote: {ospack.CreateNote, `jsonb_build_object('domain', 'business', 'title', 'drain note ' || g, 'content', 'measured by make bench')`},
 }
 
 // latencyResult is one scenario under one load, repeated.
@@ -340,9 +341,9 @@ func benchGEM(ctx context.Context, cfg benchConfig, res *benchResult, bins binar
 	if cfg.runs("gem") {
 		// os.health_check writes only its receipt, like the River floor's job; os.create_note also writes a
 		// note row with its full-text index, as most tools write something.
-		err = measureLatency(ctx, cfg, res, scGEM, gemCall("os.health_check", func(int) map[string]any { return map[string]any{} }), settle, progress)
+		err = measureLatency(ctx, cfg, res, scGEM, gemCall(ospack.HealthCheck, func(int) map[string]any { return map[string]any{} }), settle, progress)
 		if err == nil {
-			err = measureLatency(ctx, cfg, res, scGEMNote, gemCall("os.create_note", func(i int) map[string]any {
+			err = measureLatency(ctx, cfg, res, scGEMNote, gemCall(ospack.CreateNote, func(i int) map[string]any {
 				return map[string]any{"domain": "business", "title": fmt.Sprintf("bench note %d", i), "content": "measured by make bench"}
 			}), settle, progress)
 		}
@@ -686,7 +687,7 @@ func insertAndWait(ctx context.Context, pool *pgxpool.Pool, l *listener, tool st
 // healthCheck is a sequential call of os.health_check through insertAndWait.
 func healthCheck(pool *pgxpool.Pool, l *listener) func(context.Context, int) (time.Time, error) {
 	return func(ctx context.Context, _ int) (time.Time, error) {
-		return insertAndWait(ctx, pool, l, "os.health_check", map[string]any{})
+		return insertAndWait(ctx, pool, l, ospack.HealthCheck, map[string]any{})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"net"
 	"net/http"
@@ -54,7 +55,7 @@ func benchMCP(ctx context.Context, cfg benchConfig, res *benchResult, brain *bra
 		return err
 	}
 	err = measureLatency(ctx, cfg, res, scMCP, func(ctx context.Context, i int) (time.Time, error) {
-		return rpc.callTool(ctx, i, "os.health_check")
+		return rpc.callTool(ctx, i, ospack.HealthCheck)
 	}, settle, progress)
 	if err != nil {
 		return err
@@ -76,7 +77,7 @@ func benchMCP(ctx context.Context, cfg benchConfig, res *benchResult, brain *bra
 		sessions[i] = s
 	}
 	return measureLatency(ctx, cfg, res, scMCPSDK, func(ctx context.Context, i int) (time.Time, error) {
-		out, err := sessions[i%len(sessions)].CallTool(ctx, &mcp.CallToolParams{Name: "os.health_check", Arguments: map[string]any{}})
+		out, err := sessions[i%len(sessions)].CallTool(ctx, &mcp.CallToolParams{Name: ospack.HealthCheck, Arguments: map[string]any{}})
 		end := time.Now()
 		if err != nil {
 			return end, err
@@ -268,7 +269,7 @@ func benchREST(ctx context.Context, cfg benchConfig, res *benchResult, bins bina
 	if err := measureLatency(ctx, cfg, res, scREST, call("bench.rest_status", ""), settle, progress); err != nil {
 		return err
 	}
-	if err := measureLatency(ctx, cfg, res, scRESTGo, call("os.health_check", ""), settle, progress); err != nil {
+	if err := measureLatency(ctx, cfg, res, scRESTGo, call(ospack.HealthCheck, ""), settle, progress); err != nil {
 		return err
 	}
 
@@ -425,7 +426,7 @@ func benchCode(ctx context.Context, cfg benchConfig, res *benchResult, brain *br
 		}
 		succeeded := 0
 		for _, tc := range out.ToolCalls {
-			if tc.Tool == "os.health_check" && tc.Status == "succeeded" {
+			if tc.Tool == ospack.HealthCheck && tc.Status == "succeeded" {
 				succeeded++
 			}
 		}
@@ -456,7 +457,7 @@ func setUpAgents(ctx context.Context, rig *deviceRig) error {
 		method, path string
 		body         any
 	}{
-		{http.MethodPost, "/skills", map[string]any{"slug": "bench-health", "name": "Health", "instructions": "Check health.", "tools": []string{"os.health_check"}}},
+		{http.MethodPost, "/skills", map[string]any{"slug": "bench-health", "name": "Health", "instructions": "Check health.", "tools": []string{ospack.HealthCheck}}},
 		{http.MethodPost, "/agents", map[string]any{"slug": "bench-coder", "name": "Bench coder", "code_mode": true, "max_tool_iterations": 3}},
 		{http.MethodPut, "/agents/bench-coder/skills/bench-health", nil},
 		{http.MethodPost, "/agents", map[string]any{"slug": benchAgent, "name": "Bench agent", "max_tool_iterations": 3}},
@@ -515,7 +516,7 @@ func benchAgentLoop(ctx context.Context, cfg benchConfig, res *benchResult, rig,
 			}
 			succeeded := 0
 			for _, tc := range out.ToolCalls {
-				if tc.Tool == "os.health_check" && tc.Status == "succeeded" {
+				if tc.Tool == ospack.HealthCheck && tc.Status == "succeeded" {
 					succeeded++
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	ospack "github.com/gemhq/gem/packs/os"
 	"net/http"
 	"time"
 
@@ -24,7 +25,7 @@ func takeoverScript(tag string, step int) (string, []scriptedCall, time.Duration
 	if step > 0 {
 		return "Done " + tag + ".", nil, 0
 	}
-	return "", []scriptedCall{{id: "call_task", tool: "os.create_task", tag: tag,
+	return "", []scriptedCall{{id: "call_task", tool: ospack.CreateTask, tag: tag,
 		args: map[string]any{"title": "bench task " + tag, "domain": "business", "priority": nil, "description": nil, "due_at": nil, "context_ref": nil}}}, 0
 }
 
@@ -62,7 +63,7 @@ func benchTakeover(ctx context.Context, cfg benchConfig, res *benchResult, bins 
 	}
 	defer func() { _ = b.stop(15 * time.Second) }()
 	if err := fleet.api(ctx, b, http.MethodPost, "/skills", map[string]any{"slug": "bench-tasks", "name": "Tasks", "instructions": "Make tasks.",
-		"tools": []string{"os.create_task"}}, nil); err != nil {
+		"tools": []string{ospack.CreateTask}}, nil); err != nil {
 		return err
 	}
 	if err := fleet.api(ctx, b, http.MethodPost, "/agents", map[string]any{"slug": "bench-takeover", "name": "Bench takeover", "max_tool_iterations": 3}, nil); err != nil {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	businesspack "github.com/gemhq/gem/packs/business"
+	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -112,17 +114,17 @@ func planChaos(n int, seed uint64, devices int) []chaosCall {
 		}
 		switch p := rng.IntN(100); {
 		case p < 35: // none, database effects
-			c.tool, c.input = "os.create_note", map[string]any{"domain": "business", "title": fmt.Sprintf("chaos note %d", i), "content": c.id.String()}
+			c.tool, c.input = ospack.CreateNote, map[string]any{"domain": "business", "title": fmt.Sprintf("chaos note %d", i), "content": c.id.String()}
 		case p < 45: // an outside effect that must never happen twice
-			c.tool, c.input = "comms.send_sms", map[string]any{"to": fmt.Sprintf("+6141%07d", i), "message": "chaos " + c.id.String(),
+			c.tool, c.input = businesspack.SendSMS, map[string]any{"to": fmt.Sprintf("+6141%07d", i), "message": "chaos " + c.id.String(),
 				"context_ref": map[string]any{"type": "personal", "id": c.id.String()}}
 		case p < 70: // keyed, keys repeated across calls
 			k := rng.IntN(keys)
-			c.tool, c.input = "leads.create", map[string]any{"name": fmt.Sprintf("Chaos Lead %d", k), "phone": fmt.Sprintf("0499%06d", k), "suburb": "Newtown", "source": "other"}
+			c.tool, c.input = businesspack.CreateLead, map[string]any{"name": fmt.Sprintf("Chaos Lead %d", k), "phone": fmt.Sprintf("0499%06d", k), "suburb": "Newtown", "source": "other"}
 		case p < 85: // safe-retry
-			c.tool, c.input = "os.health_check", map[string]any{}
+			c.tool, c.input = ospack.HealthCheck, map[string]any{}
 		default:
-			c.tool, c.input = "os.search_notes", map[string]any{"query": "chaos", "limit": 5}
+			c.tool, c.input = ospack.SearchNotes, map[string]any{"query": "chaos", "limit": 5}
 		}
 		calls[i] = c
 	}

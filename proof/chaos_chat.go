@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	businesspack "github.com/gemhq/gem/packs/business"
+	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -89,7 +91,7 @@ func startChatFleet(ctx context.Context, bins binaries, dbURL string, perProvide
 	// Two agents with the same tools; a session's agent says which fleet it talks to.
 	b := f.brains[chatProviders[0]][0]
 	if err := f.api(ctx, b, http.MethodPost, "/skills", map[string]any{"slug": "chaos-records", "name": "Records", "description": "Tasks, notes and leads.",
-		"instructions": "Record what the customer asks for.", "tools": []string{"os.create_task", "os.create_note", "leads.create"}}, nil); err != nil {
+		"instructions": "Record what the customer asks for.", "tools": []string{ospack.CreateTask, ospack.CreateNote, businesspack.CreateLead}}, nil); err != nil {
 		f.close()
 		return nil, err
 	}

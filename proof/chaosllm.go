@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	businesspack "github.com/gemhq/gem/packs/business"
+	ospack "github.com/gemhq/gem/packs/os"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -129,14 +131,14 @@ func chaosScript(tag string, step int) (text string, calls []scriptedCall, delay
 		c := scriptedCall{id: id, tag: callTag}
 		switch rng.IntN(3) {
 		case 0:
-			c.tool, c.args = "os.create_task", map[string]any{"title": "chaos task " + callTag, "domain": "business", "priority": "normal",
+			c.tool, c.args = ospack.CreateTask, map[string]any{"title": "chaos task " + callTag, "domain": "business", "priority": "normal",
 				"description": "Ring the customer back about the roof inspection and confirm the date.", "due_at": nil, "context_ref": nil}
 		case 1:
-			c.tool, c.args = "os.create_note", map[string]any{"title": "chaos note", "domain": "business", "content": "chaos note " + callTag +
+			c.tool, c.args = ospack.CreateNote, map[string]any{"title": "chaos note", "domain": "business", "content": "chaos note " + callTag +
 				": the customer asked for a quote on the gutters as well.", "entity_refs": nil, "tags": nil}
 		default:
 			phone := rng.IntN(40) // shared between turns and sessions: the key's effect happens once
-			c.tool, c.args = "leads.create", map[string]any{"name": "Chaos Lead " + callTag, "phone": fmt.Sprintf("0477%06d", phone),
+			c.tool, c.args = businesspack.CreateLead, map[string]any{"name": "Chaos Lead " + callTag, "phone": fmt.Sprintf("0477%06d", phone),
 				"email": nil, "suburb": "Newtown", "source": "referral", "notes": nil}
 		}
 		calls = append(calls, c)
