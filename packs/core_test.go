@@ -29,8 +29,10 @@ var movedPacks = map[string][]string{
 	"agentskills":  agentskillspack.Tools,
 }
 
-// coreFolders are the brain's packages that must name no moved pack's tool, as a folder of the repository.
-var coreFolders = []string{"brain/planner", "brain/run", "brain/chat", "brain/api", "brain/llm", "brain/mcpserver", "brain/postgres"}
+// coreFolders are the core's folders (and every package under them) that must name no pack's tool.
+// proof is left out: its scenarios drive tools as a user does, by name in SQL and JSON (its Go values use the
+// packs' constants). The executor joins when the business pack's handlers have left executor/business.
+var coreFolders = []string{"brain", "sql", "registry", "llmconfig"}
 
 // stillNamed are the places of the core that still name a moved pack's tool, and why; each goes when its
 // reason does. The test fails on any other, and on one of these that no longer names a tool.
@@ -85,9 +87,13 @@ func TestCoreNamesNoMovedTools(t *testing.T) {
 	}
 	for file, names := range named {
 		_, excused := stillNamed[file]
-		require.True(t, excused, "%s names %s: a moved pack's tools are named only in its folder (packs/)", file, strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "))
+		if !excused {
+			t.Errorf("%s names %s: a pack's tools are named only in its folder (packs/)", file, strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "))
+		}
 	}
 	for file, why := range stillNamed {
-		require.NotEmpty(t, named[file], "%s names no moved tool any more: drop it from stillNamed (%s)", file, why)
+		if len(named[file]) == 0 {
+			t.Errorf("%s names no pack's tool any more: drop it from stillNamed (%s)", file, why)
+		}
 	}
 }

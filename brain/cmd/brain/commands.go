@@ -21,6 +21,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 )
@@ -396,7 +397,7 @@ func importSkills(args []string, getenv func(string) string, stdout, stderr io.W
 	return 0
 }
 
-// ingestLore makes one lore.ingest call per Markdown or text file under DIR and reports each receipt.
+// ingestLore makes one agentskillspack.LoreIngest call per Markdown or text file under DIR and reports each receipt.
 func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(stderr, "usage: brain lore ingest DIR [-collection NAME]")
@@ -454,7 +455,7 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		var raw json.RawMessage
-		status, err := client().Do(ctx, http.MethodPost, "/calls", map[string]any{"tool": "lore.ingest", "input": input, "wait_timeout_ms": 60000}, &raw)
+		status, err := client().Do(ctx, http.MethodPost, "/calls", map[string]any{"tool": agentskillspack.LoreIngest, "input": input, "wait_timeout_ms": 60000}, &raw)
 		cancel()
 		if err != nil {
 			fmt.Fprintln(stderr, "brain lore ingest:", err)

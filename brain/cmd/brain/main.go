@@ -21,12 +21,15 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
+	agentskillspack "github.com/gemhq/gem/packs/agentskills"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
 )
 
-const usage = `brain: GEM's brain, an HTTP service that plans tool calls, and a CLI that talks to it.
+// usage names the packs' tools by their contracts' constants.
+var usage = `brain: GEM's brain, an HTTP service that plans tool calls, and a CLI that talks to it.
 
 usage:
   brain serve [-migrate]                  serve the HTTP API until SIGINT/SIGTERM
@@ -61,7 +64,7 @@ usage:
                                           calls awaiting a decision, and deciding one (approve)
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
-                                          ingest Markdown and text files with lore.ingest
+                                          ingest Markdown and text files with ` + agentskillspack.LoreIngest + `
   brain mcp [-agent SLUG] [-as NAME]      serve MCP over stdio (the brain's /mcp for a local host; reads
                                           the database settings below, logs to stderr); -as names an
                                           existing caller [stdio, which may do everything]
@@ -118,7 +121,7 @@ brain serve reads (defaults in brackets):
   GEM_STUDIO_SESSION_TTL           how long a login to the studio (/studio) lasts [8h]
   GEM_STUDIO_INSECURE_COOKIE       leave Secure off the studio's cookie, for plain HTTP off localhost [false]
   GEM_HIGHLEVEL_WEBHOOK_PUBLIC_KEYS  keys HighLevel webhook signatures are checked with [HighLevel's Ed25519 key]
-  GEM_HIGHLEVEL_PIPELINE_ID        pipeline whose stage moves become leads.update_stage [any]
+  GEM_HIGHLEVEL_PIPELINE_ID        pipeline whose stage moves become ` + businesspack.UpdateLeadStage + ` [any]
   GEM_HIGHLEVEL_STAGE_IDS          stage=pipeline_stage_id pairs, comma-separated [none: stage moves ignored]
   GEM_BRAIN_TOOL_SEARCH_THRESHOLD  tools above which agents get search_tools/describe_tool [40]
   GEM_BRAIN_CHAT_WAIT_TIMEOUT      wait for one chat iteration's receipts [30s]

@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/devices"
 	"github.com/gemhq/gem/brain/mcpserver"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
@@ -33,7 +34,7 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 	fs.SetOutput(stderr)
 	agent := fs.String("agent", "", "serve this agent's tools and skills, and make the calls for it")
 	as := fs.String("as", MCPCallerDefault, "the name recorded as who made the calls (and the user an agent's skills are resolved for)")
-	names := fs.String("names", mcpserver.NamesPortable, "the names tools/list gives: portable (os__create_note, what model APIs accept) or dotted (GEM's os.create_note); tools/call takes either")
+	names := fs.String("names", mcpserver.NamesPortable, "the names tools/list gives: portable ("+registry.PortableName(ospack.CreateNote)+", what model APIs accept) or dotted (GEM's "+ospack.CreateNote+"); tools/call takes either")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
