@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -26,8 +27,9 @@ func Says[In, Out any](say func(in In, out Out, when When) string, next func(in 
 		if len(rawIn) > 0 && json.Unmarshal(rawIn, &in) != nil {
 			return in, out, false
 		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(rawOut, &obj) != nil || obj == nil || json.Unmarshal(rawOut, &out) != nil {
+		// A result is an object: null, an array or a scalar decodes into a struct as nothing, and must not be
+		// read as an empty result. One look at the first byte instead of decoding it twice.
+		if trimmed := bytes.TrimLeft(rawOut, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(rawOut, &out) != nil {
 			return in, out, false
 		}
 		return in, out, true
