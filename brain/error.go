@@ -8,23 +8,26 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	gemsql "github.com/gemhq/gem/sql"
 )
 
 // Error codes. Each maps to one HTTP status in the API's status table (brain/api); clients match on the code.
+// Those a storage error can carry are the storage's own (gemsql.Error): AsError reads them as they are.
 const (
-	EINVALID      = "invalid"              // the request or the plan it leads to is invalid (400)
-	EUNAUTHORIZED = "unauthorized"         // missing or wrong bearer token (401)
-	EFORBIDDEN    = "forbidden"            // the caller lacks a permission the request needs (403)
-	ENOTFOUND     = "not_found"            // unknown run, call or route (404)
-	ECONFLICT     = "conflict"             // the request does not fit the current state (409)
-	EKEYREUSED    = "idempotency_conflict" // an idempotency key its caller used with another input (422)
-	ETOOLARGE     = "too_large"            // the request body is over the limit (413)
-	EUNAVAILABLE  = "unavailable"          // the database or the LLM cannot be reached (503)
-	EINTERNAL     = "internal"             // a bug or an unexpected failure (500)
-	ENOPLAN       = "no_plan"              // nothing in the message matched what the brain can do (200, ok false)
-	ETIMEOUT      = "wait_timeout"         // receipts did not all arrive in time; the calls keep running (200, ok false)
-	ECALLFAILED   = "call_failed"          // a call ended with a failed or not_configured receipt (200, ok false)
-	EAWAITING     = "awaiting_approval"    // a call waits for a person's decision (200, ok false)
+	EINVALID      = gemsql.EINVALID     // the request or the plan it leads to is invalid (400)
+	EUNAUTHORIZED = "unauthorized"      // missing or wrong bearer token (401)
+	EFORBIDDEN    = "forbidden"         // the caller lacks a permission the request needs (403)
+	ENOTFOUND     = gemsql.ENOTFOUND    // unknown run, call or route (404)
+	ECONFLICT     = gemsql.ECONFLICT    // the request does not fit the current state (409)
+	EKEYREUSED    = gemsql.EKEYREUSED   // an idempotency key its caller used with another input (422)
+	ETOOLARGE     = "too_large"         // the request body is over the limit (413)
+	EUNAVAILABLE  = gemsql.EUNAVAILABLE // the database or the LLM cannot be reached (503)
+	EINTERNAL     = gemsql.EINTERNAL    // a bug or an unexpected failure (500)
+	ENOPLAN       = "no_plan"           // nothing in the message matched what the brain can do (200, ok false)
+	ETIMEOUT      = "wait_timeout"      // receipts did not all arrive in time; the calls keep running (200, ok false)
+	ECALLFAILED   = "call_failed"       // a call ended with a failed or not_configured receipt (200, ok false)
+	EAWAITING     = "awaiting_approval" // a call waits for a person's decision (200, ok false)
 	EMETHOD       = "method_not_allowed"
 	ENOLLM        = "llm_not_configured" // the request needs an LLM and none is configured (503)
 	EOVERLOADED   = "overloaded"         // too many requests at once; retry after the Retry-After header (503)
@@ -53,20 +56,34 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of err: its *Error's, or EINTERNAL.
+// ErrorCode returns the code of err: AsError's.
 func ErrorCode(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
 	}
+	if code := gemsql.ErrorCode(gemsql.Coded(err)); code != "" {
+		return code
+	}
 	return EINTERNAL
 }
 
-// AsError turns any error into an *Error; internal errors keep a generic message (details are logged).
+// AsError turns any error into an *Error, the one reading of an error the doors (HTTP, MCP, chat) answer
+// with: an *Error as it is; a storage error (gemsql.Error: the storage's functions return their failures
+// coded) with its code, message and details; a database failure a statement outside them met, coded the
+// storage's way (gemsql.Coded); anything else internal, with a generic message (details are logged).
 func AsError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var se *gemsql.Error
+	if errors.As(gemsql.Coded(err), &se) && se.Code != EINTERNAL {
+		var details any
+		if se.Details != nil {
+			details = se.Details
+		}
+		return &Error{Code: se.Code, Message: se.Message, Details: details}
 	}
 	return &Error{Code: EINTERNAL, Message: "internal error"}
 }

@@ -63,7 +63,7 @@ func ApprovalGet(ctx context.Context, db DBTX, call uuid.UUID) (*Approval, error
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error reading the approval of call %s: %w", call, err)
+		return nil, Coded(fmt.Errorf("error reading the approval of call %s: %w", call, err))
 	}
 	return a, nil
 }
@@ -83,7 +83,7 @@ func ApprovalsPending(ctx context.Context, db DBTX, limit int) ([]*PendingApprov
 	rows, err := db.Query(ctx, `SELECT call_id, required_by, expires_at, created_at, tool_name, input, coalesce(requested_by, ''),
 		coalesce(agent, ''), run_id FROM core_pending_approvals LIMIT $1`, limit)
 	if err != nil {
-		return nil, fmt.Errorf("error listing approvals: %w", err)
+		return nil, Coded(fmt.Errorf("error listing approvals: %w", err))
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*PendingApproval, error) {
 		var p PendingApproval
@@ -91,7 +91,7 @@ func ApprovalsPending(ctx context.Context, db DBTX, limit int) ([]*PendingApprov
 		return &p, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error listing approvals: %w", err)
+		return nil, Coded(fmt.Errorf("error listing approvals: %w", err))
 	}
 	return list, nil
 }
@@ -115,7 +115,7 @@ func CallDecide(ctx context.Context, db DBTX, call uuid.UUID, approve bool, reas
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("error deciding call %s: %w", call, err)
+		return "", Coded(fmt.Errorf("error deciding call %s: %w", call, err))
 	}
 	return status, nil
 }

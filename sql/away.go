@@ -13,7 +13,7 @@ import (
 // the server answered that it is starting, stopping, restarting or out of connections or resources. It is
 // GEM's one list of such errors, and waiting, not another request, is what fixes them:
 //
-//   - the brain answers them 503 unavailable with a Retry-After (brain/postgres.Error);
+//   - the storage returns them coded EUNAVAILABLE (Coded), which the brain answers 503 with a Retry-After;
 //   - the executor gives back the call they interrupted without spending one of its attempts;
 //   - processes starting wait for the database through them (NewPool's ConnectWait).
 //

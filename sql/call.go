@@ -305,7 +305,7 @@ func CallGet(ctx context.Context, db DBTX, id uuid.UUID) (*Call, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error getting call: %w", err)
+		return nil, Coded(fmt.Errorf("error getting call: %w", err))
 	}
 	return c, nil
 }
@@ -356,19 +356,19 @@ func CallList(ctx context.Context, db DBTX, p CallListParams) ([]*Call, error) {
 		p.ToolName, string(p.Status), p.RunID, nullTime(p.Since), p.After.time(), p.After.id(), limit, p.RequestedBy, p.Agent, p.Device,
 		p.Viewer)
 	if err != nil {
-		return nil, fmt.Errorf("error listing calls: %w", err)
+		return nil, Coded(fmt.Errorf("error listing calls: %w", err))
 	}
 	defer rows.Close()
 	var calls []*Call
 	for rows.Next() {
 		c, err := scanCall(rows)
 		if err != nil {
-			return nil, fmt.Errorf("error reading call: %w", err)
+			return nil, Coded(fmt.Errorf("error reading call: %w", err))
 		}
 		calls = append(calls, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error listing calls: %w", err)
+		return nil, Coded(fmt.Errorf("error listing calls: %w", err))
 	}
 	return calls, nil
 }
@@ -431,7 +431,7 @@ func CallAttempts(ctx context.Context, db DBTX, jobID int64) ([]CallAttempt, err
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error reading attempts: %w", err)
+		return nil, Coded(fmt.Errorf("error reading attempts: %w", err))
 	}
 	if err := json.Unmarshal(raw, &attempts); err != nil {
 		return nil, fmt.Errorf("error decoding attempts: %w", err)
@@ -445,11 +445,11 @@ func CallIdempotencyHits(ctx context.Context, db DBTX, original uuid.UUID, limit
 	rows, err := db.Query(ctx, `SELECT call_id FROM core_tool_receipts WHERE idempotency_of = $1
 		ORDER BY finished_at DESC LIMIT $2`, original, limit)
 	if err != nil {
-		return nil, fmt.Errorf("error listing idempotency hits: %w", err)
+		return nil, Coded(fmt.Errorf("error listing idempotency hits: %w", err))
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
-		return nil, fmt.Errorf("error listing idempotency hits: %w", err)
+		return nil, Coded(fmt.Errorf("error listing idempotency hits: %w", err))
 	}
 	return ids, nil
 }
@@ -466,7 +466,7 @@ type IdempotencyConflictError struct {
 
 func (e *IdempotencyConflictError) Error() string { return e.Message }
 
-// insertError is the error of a calls' insert: an *IdempotencyConflictError for GI001.
+// insertError is the error of a calls' insert: EKEYREUSED for GI001, its cause an *IdempotencyConflictError.
 func insertError(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "GI001" {
@@ -479,7 +479,8 @@ func insertError(err error) error {
 		if json.Unmarshal([]byte(pgErr.Detail), &d) == nil {
 			ce.CallID, ce.Tool, ce.Key = d.CallID, d.Tool, d.Key
 		}
-		return ce
+		return &Error{Code: EKEYREUSED, Message: ce.Message + "; a retry sends the same input with the same key, a new request a new key",
+			Details: map[string]any{"call_id": ce.CallID, "tool": ce.Tool, "idempotency_key": ce.Key}, Err: ce}
 	}
-	return fmt.Errorf("error inserting calls: %w", err)
+	return Coded(fmt.Errorf("error inserting calls: %w", err))
 }

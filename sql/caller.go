@@ -58,11 +58,11 @@ func scanCaller(row pgx.Row) (*Caller, error) {
 func CallerList(ctx context.Context, db DBTX) ([]*Caller, error) {
 	rows, err := db.Query(ctx, `SELECT `+callerColumns+` FROM core_callers ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("error listing callers: %w", err)
+		return nil, Coded(fmt.Errorf("error listing callers: %w", err))
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Caller, error) { return scanCaller(row) })
 	if err != nil {
-		return nil, fmt.Errorf("error listing callers: %w", err)
+		return nil, Coded(fmt.Errorf("error listing callers: %w", err))
 	}
 	return list, nil
 }
@@ -74,7 +74,7 @@ func CallerGet(ctx context.Context, db DBTX, name string) (*Caller, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error reading caller %s: %w", name, err)
+		return nil, Coded(fmt.Errorf("error reading caller %s: %w", name, err))
 	}
 	return c, nil
 }
@@ -86,7 +86,7 @@ func CallerByToken(ctx context.Context, db DBTX, token string) (*Caller, error) 
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error reading a caller by token: %w", err)
+		return nil, Coded(fmt.Errorf("error reading a caller by token: %w", err))
 	}
 	return c, nil
 }
@@ -124,7 +124,7 @@ func CallerCreate(ctx context.Context, db DBTX, p CallerParams) (*Caller, string
 	case err == nil && c.Kind == "":
 		return nil, "", &NameClashError{Name: p.Name, Existing: c.Name}
 	case err != nil:
-		return nil, "", fmt.Errorf("error creating caller %s: %w", p.Name, err)
+		return nil, "", Coded(fmt.Errorf("error creating caller %s: %w", p.Name, err))
 	}
 	return c, token, nil
 }
@@ -148,7 +148,7 @@ func CallerUpdate(ctx context.Context, db DBTX, p CallerParams) (*Caller, error)
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error updating caller %s: %w", p.Name, err)
+		return nil, Coded(fmt.Errorf("error updating caller %s: %w", p.Name, err))
 	}
 	return c, nil
 }
@@ -158,7 +158,7 @@ func CallerUpdate(ctx context.Context, db DBTX, p CallerParams) (*Caller, error)
 func CallerRevoke(ctx context.Context, db DBTX, name string) error {
 	tag, err := db.Exec(ctx, `UPDATE core_callers SET revoked_at = coalesce(revoked_at, now()), updated_at = now() WHERE name = $1`, name)
 	if err != nil {
-		return fmt.Errorf("error revoking caller %s: %w", name, err)
+		return Coded(fmt.Errorf("error revoking caller %s: %w", name, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return ErrNotFound
@@ -173,7 +173,7 @@ func CallerRotateToken(ctx context.Context, db DBTX, name string) (string, error
 	tag, err := db.Exec(ctx, `UPDATE core_callers SET token_sha256 = $2, updated_at = now() WHERE name = $1 AND kind = 'token'`,
 		name, TokenHash(token))
 	if err != nil {
-		return "", fmt.Errorf("error rotating the token of caller %s: %w", name, err)
+		return "", Coded(fmt.Errorf("error rotating the token of caller %s: %w", name, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return "", ErrNotFound
@@ -212,7 +212,7 @@ func CallerEnable(ctx context.Context, db DBTX, name string) (*Caller, string, e
 	c, err := scanCaller(db.QueryRow(ctx, `UPDATE core_callers SET revoked_at = NULL, updated_at = now(), token_sha256 = $2
 		WHERE name = $1 RETURNING `+callerColumns, name, hash))
 	if err != nil {
-		return nil, "", fmt.Errorf("error enabling caller %s: %w", name, err)
+		return nil, "", Coded(fmt.Errorf("error enabling caller %s: %w", name, err))
 	}
 	return c, token, nil
 }
@@ -242,7 +242,7 @@ func CallerEnsure(ctx context.Context, db DBTX, name, kind string, permissions [
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("error recording caller %s: %w", name, err)
+		return Coded(fmt.Errorf("error recording caller %s: %w", name, err))
 	}
 	if hasToken || existingKind != kind {
 		return fmt.Errorf("caller %q: %w (rename one of them)", name, ErrCallerClash)

@@ -32,7 +32,7 @@ func CallCancel(ctx context.Context, db DBTX, call uuid.UUID, canceller string) 
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("error cancelling call %s: %w", call, err)
+		return "", Coded(fmt.Errorf("error cancelling call %s: %w", call, err))
 	}
 	return status, nil
 }

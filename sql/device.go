@@ -35,8 +35,9 @@ const (
 // DeviceNameRe is the rule for device names: a slug, as agents' are.
 var DeviceNameRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
-// ErrExists is returned when something to create already exists.
-var ErrExists = errors.New("already exists")
+// ErrExists is returned when something to create already exists (errors.Is matches it; its code is
+// ECONFLICT).
+var ErrExists error = &Error{Code: ECONFLICT, Message: "already exists"}
 
 // Device is a row of core_devices_status: a device, whether it can be given calls, and its tools.
 type Device struct {
@@ -68,11 +69,11 @@ func scanDevice(row pgx.Row) (*Device, error) {
 func DeviceList(ctx context.Context, db DBTX) ([]*Device, error) {
 	rows, err := db.Query(ctx, `SELECT `+deviceColumns+` FROM core_devices_status ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("error listing devices: %w", err)
+		return nil, Coded(fmt.Errorf("error listing devices: %w", err))
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Device, error) { return scanDevice(row) })
 	if err != nil {
-		return nil, fmt.Errorf("error listing devices: %w", err)
+		return nil, Coded(fmt.Errorf("error listing devices: %w", err))
 	}
 	return list, nil
 }
@@ -84,7 +85,7 @@ func DeviceGet(ctx context.Context, db DBTX, name string) (*Device, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error reading device %s: %w", name, err)
+		return nil, Coded(fmt.Errorf("error reading device %s: %w", name, err))
 	}
 	return d, nil
 }
@@ -103,7 +104,7 @@ func DeviceCreate(ctx context.Context, db DBTX, name, owner string, permissions 
 		return "", ErrExists
 	}
 	if err != nil {
-		return "", fmt.Errorf("error creating device %s: %w", name, err)
+		return "", Coded(fmt.Errorf("error creating device %s: %w", name, err))
 	}
 	return token, nil
 }
@@ -113,7 +114,7 @@ func DeviceCreate(ctx context.Context, db DBTX, name, owner string, permissions 
 func DeviceGrant(ctx context.Context, db DBTX, name string, permissions []string) error {
 	tag, err := db.Exec(ctx, `UPDATE core_devices SET permissions = $2 WHERE name = $1`, name, nonNil(permissions))
 	if err != nil {
-		return fmt.Errorf("error granting device %s: %w", name, err)
+		return Coded(fmt.Errorf("error granting device %s: %w", name, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return ErrNotFound
@@ -127,7 +128,7 @@ func DeviceRotateToken(ctx context.Context, db DBTX, name string) (string, error
 	token := newToken("gemdev_")
 	tag, err := db.Exec(ctx, `UPDATE core_devices SET token_hash = $2 WHERE name = $1`, name, TokenHash(token))
 	if err != nil {
-		return "", fmt.Errorf("error rotating the token of device %s: %w", name, err)
+		return "", Coded(fmt.Errorf("error rotating the token of device %s: %w", name, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return "", ErrNotFound
@@ -140,7 +141,7 @@ func DeviceRotateToken(ctx context.Context, db DBTX, name string) (string, error
 func DeviceDelete(ctx context.Context, db DBTX, name string) error {
 	var found bool
 	if err := db.QueryRow(ctx, `SELECT gem_device_delete($1)`, name).Scan(&found); err != nil {
-		return fmt.Errorf("error deleting device %s: %w", name, err)
+		return Coded(fmt.Errorf("error deleting device %s: %w", name, err))
 	}
 	if !found {
 		return ErrNotFound

@@ -48,7 +48,7 @@ ORDER BY alive DESC, x.started_at DESC, x.id`
 func ExecutorList(ctx context.Context, db DBTX) ([]*Executor, error) {
 	rows, err := db.Query(ctx, executorListSQL)
 	if err != nil {
-		return nil, fmt.Errorf("error listing executors: %w", err)
+		return nil, Coded(fmt.Errorf("error listing executors: %w", err))
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Executor, error) {
 		var x Executor
@@ -56,7 +56,7 @@ func ExecutorList(ctx context.Context, db DBTX) ([]*Executor, error) {
 		return &x, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error listing executors: %w", err)
+		return nil, Coded(fmt.Errorf("error listing executors: %w", err))
 	}
 	return list, nil
 }
@@ -74,11 +74,11 @@ type ToolReadiness struct {
 func ExecutorTools(ctx context.Context, db DBTX) (map[string]ToolReadiness, error) {
 	rows, err := db.Query(ctx, `SELECT l.tools FROM (`+executorListSQL+`) l0 JOIN core_executors l ON l.id = l0.id WHERE l0.alive`)
 	if err != nil {
-		return nil, fmt.Errorf("error reading executors' tools: %w", err)
+		return nil, Coded(fmt.Errorf("error reading executors' tools: %w", err))
 	}
 	each, err := pgx.CollectRows(rows, pgx.RowTo[map[string]ToolReadiness])
 	if err != nil {
-		return nil, fmt.Errorf("error reading executors' tools: %w", err)
+		return nil, Coded(fmt.Errorf("error reading executors' tools: %w", err))
 	}
 	out := map[string]ToolReadiness{}
 	for _, tools := range each {

@@ -29,8 +29,9 @@ var legacyFS embed.FS
 // own role's row-level security.
 const ReceiptChannel = "gem_receipt"
 
-// ErrNotFound is returned when a call or receipt does not exist.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is returned when what was asked for (a call, a receipt, a caller, a device) does not exist
+// (errors.Is matches it; its code is ENOTFOUND).
+var ErrNotFound error = &Error{Code: ENOTFOUND, Message: "not found"}
 
 // DBTX is what the query functions need: a pool, a connection or a transaction, so callers can combine
 // them in their own transaction.

@@ -22,7 +22,7 @@ type QueueStats struct {
 func QueueStatsGet(ctx context.Context, db DBTX) (*QueueStats, error) {
 	depth, err := telemetry.ReadQueueDepth(ctx, db)
 	if err != nil {
-		return nil, err
+		return nil, Coded(err)
 	}
 	q := QueueStats{QueueDepth: *depth}
 	err = db.QueryRow(ctx, `SELECT
@@ -30,7 +30,7 @@ func QueueStatsGet(ctx context.Context, db DBTX) (*QueueStats, error) {
 		(SELECT count(*) FROM (`+executorListSQL+`) x WHERE x.alive),
 		(SELECT count(*) FROM core_devices_status WHERE connected AND alive)`).Scan(&q.ReceiptsLastMinute, &q.ExecutorsAlive, &q.DevicesConnected)
 	if err != nil {
-		return nil, fmt.Errorf("error reading queue stats: %w", err)
+		return nil, Coded(fmt.Errorf("error reading queue stats: %w", err))
 	}
 	return &q, nil
 }

@@ -63,7 +63,7 @@ func ReceiptGet(ctx context.Context, db DBTX, callID uuid.UUID) (*registry.Recei
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error getting receipt: %w", err)
+		return nil, Coded(fmt.Errorf("error getting receipt: %w", err))
 	}
 	return r, nil
 }
@@ -76,18 +76,18 @@ func ReceiptsGet(ctx context.Context, db DBTX, callIDs []uuid.UUID) (map[uuid.UU
 	}
 	rows, err := db.Query(ctx, `SELECT `+receiptColumns+` FROM core_tool_receipts WHERE call_id = ANY($1)`, callIDs)
 	if err != nil {
-		return nil, fmt.Errorf("error getting receipts: %w", err)
+		return nil, Coded(fmt.Errorf("error getting receipts: %w", err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		r, err := scanReceipt(rows)
 		if err != nil {
-			return nil, fmt.Errorf("error reading receipt: %w", err)
+			return nil, Coded(fmt.Errorf("error reading receipt: %w", err))
 		}
 		out[r.CallID] = r
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error getting receipts: %w", err)
+		return nil, Coded(fmt.Errorf("error getting receipts: %w", err))
 	}
 	return out, nil
 }
@@ -143,19 +143,19 @@ func ReceiptList(ctx context.Context, db DBTX, p ReceiptListParams) ([]*registry
 		ORDER BY finished_at DESC, call_id DESC LIMIT $7`,
 		p.ToolName, string(p.Status), string(p.ErrorCode), nullTime(p.Since), p.After.time(), p.After.id(), limit, p.Viewer)
 	if err != nil {
-		return nil, fmt.Errorf("error listing receipts: %w", err)
+		return nil, Coded(fmt.Errorf("error listing receipts: %w", err))
 	}
 	defer rows.Close()
 	var out []*registry.Receipt
 	for rows.Next() {
 		r, err := scanReceipt(rows)
 		if err != nil {
-			return nil, fmt.Errorf("error reading receipt: %w", err)
+			return nil, Coded(fmt.Errorf("error reading receipt: %w", err))
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error listing receipts: %w", err)
+		return nil, Coded(fmt.Errorf("error listing receipts: %w", err))
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/postgres"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -34,7 +33,7 @@ func (s *Server) listApprovals(c echo.Context) error {
 	}
 	list, err := gemsql.ApprovalsPending(c.Request().Context(), s.pool, limit)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	return ok(c, http.StatusOK, map[string]any{"approvals": list})
 }
@@ -61,11 +60,11 @@ func (s *Server) decide(approve bool) echo.HandlerFunc {
 		}
 		call, err := gemsql.CallGet(ctx, s.pool, id)
 		if err != nil {
-			return postgres.Error(err)
+			return err
 		}
 		approval, err := gemsql.ApprovalGet(ctx, s.pool, id)
 		if err != nil {
-			return postgres.Error(err)
+			return err
 		}
 		return ok(c, http.StatusOK, map[string]any{"call": call, "approval": approval})
 	}
@@ -83,5 +82,5 @@ func decisionError(c echo.Context, s *Server, id uuid.UUID, err error) error {
 		}
 		return brain.Errorf(brain.ECONFLICT, "call %s does not await approval", id)
 	}
-	return postgres.Error(err)
+	return err
 }

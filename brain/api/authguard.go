@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/postgres"
 	gemsql "github.com/gemhq/gem/sql"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
@@ -235,5 +234,5 @@ func principalErr(err error, name string) error {
 	case brain.ErrorCode(err) == brain.ETOOMANY:
 		return err
 	}
-	return postgres.Error(err)
+	return err
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/labstack/echo/v4"
@@ -225,7 +224,7 @@ func (p *callerParams) agents() (given bool, agents []string) {
 func (s *Server) listCallers(c echo.Context) error {
 	list, err := gemsql.CallerList(c.Request().Context(), s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	return ok(c, http.StatusOK, map[string]any{"callers": list})
 }
@@ -382,7 +381,7 @@ func callerError(name string, err error) error {
 	case errors.Is(err, gemsql.ErrExists):
 		return brain.Errorf(brain.ECONFLICT, "a caller named %q already exists", name)
 	}
-	return postgres.Error(err)
+	return err
 }
 
 func nonNilStrings(s []string) []string {

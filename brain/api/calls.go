@@ -264,7 +264,7 @@ func (s *Server) createCall(c echo.Context) error {
 	made, err := gemsql.CallInsertOne(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
 		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Agent: req.Agent, Device: req.Device, DeviceWaitMS: req.DeviceWaitMS})
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	if made.Awaiting {
 		return s.awaitingApproval(c, id, nil)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/labstack/echo/v4"
@@ -42,7 +41,7 @@ type deviceParams struct {
 func (s *Server) listDevices(c echo.Context) error {
 	list, err := gemsql.DeviceList(c.Request().Context(), s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	return ok(c, http.StatusOK, map[string]any{"devices": list})
 }
@@ -71,7 +70,7 @@ func (s *Server) createDevice(c echo.Context) error {
 	}
 	d, err := gemsql.DeviceGet(ctx, s.pool, p.Name)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	return ok(c, http.StatusCreated, map[string]any{"device": d, "token": token,
 		"note": "the token is shown only now: give it to the device (GEM_DEVICE_TOKEN)"})
@@ -120,5 +119,5 @@ func deviceError(name string, err error) error {
 	case errors.Is(err, gemsql.ErrExists):
 		return brain.Errorf(brain.ECONFLICT, "a device named %q already exists", name)
 	}
-	return postgres.Error(err)
+	return err
 }

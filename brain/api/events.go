@@ -47,7 +47,7 @@ func (s *Server) getRunEvents(c echo.Context) error {
 	}
 	page, err := postgres.RunEventsRead(c.Request().Context(), s.pool, id, after, eventsPage)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	if !principalOf(c).reader().MayReadRun(page.RequestedBy, page.ApprovedBy, page.Status) {
 		return brain.Errorf(brain.ENOTFOUND, "no run %s", id)

@@ -35,7 +35,7 @@ func (s *Server) operatorChat(c echo.Context) error {
 		if errors.As(err, &repeat) {
 			rec, err := postgres.RunGet(ctx, s.pool, repeat.RunID, false)
 			if err != nil {
-				return postgres.Error(err)
+				return err
 			}
 			if async {
 				return s.acceptedChat(c, rec.ID, rec.ConversationID, true)

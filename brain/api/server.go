@@ -18,7 +18,6 @@ import (
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/highlevel"
 	"github.com/gemhq/gem/brain/planner"
-	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
@@ -415,18 +414,17 @@ type errorBody struct {
 	Errors []*brain.Error `json:"errors"`
 }
 
-// handleError is the one place errors become responses: codes map to statuses in errorStatus, database
-// errors are translated once (postgres.Error), only internal errors are logged as errors, and clients always
-// get {"ok": false, "errors": [...]}.
+// handleError is the one place errors become responses: an error's code (brain.AsError: the storage's
+// too) maps to a status in errorStatus, only internal errors are logged as errors, and clients always get
+// {"ok": false, "errors": [...]}.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	var he *echo.HTTPError
-	var e *brain.Error
-	err = postgres.Error(err) // whatever a service did not translate: the database away, text it refused
+	e := brain.AsError(err)
 	switch {
-	case errors.As(err, &e):
+	case e.Code != brain.EINTERNAL:
 	case errors.As(err, &he):
 		e = &brain.Error{Code: brain.EINTERNAL, Message: http.StatusText(he.Code)}
 		switch he.Code {
@@ -441,8 +439,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e = brain.Errorf(brain.EUNAVAILABLE, "the request was cancelled or timed out")
-	default:
-		e = &brain.Error{Code: brain.EINTERNAL, Message: "internal error"}
 	}
 	if e.Code == brain.EINTERNAL {
 		zerolog.Ctx(c.Request().Context()).Error().Err(err).Msg("internal error")

@@ -120,7 +120,7 @@ func (s *Server) studioCalls(c echo.Context) error {
 	}
 	calls, err := gemsql.CallList(ctx, s.pool, p)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	next := ""
 	if len(calls) == p.Limit {
@@ -141,7 +141,7 @@ func (s *Server) studioCall(c echo.Context) error {
 	}
 	call, err := postgres.CallReadable(ctx, s.pool, principalOf(c).reader(), id)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	data := map[string]any{"Call": call}
 	receipt, err := gemsql.ReceiptGet(ctx, s.pool, id)
@@ -149,23 +149,23 @@ func (s *Server) studioCall(c echo.Context) error {
 	case err == nil:
 		data["Receipt"] = receipt
 	case !errors.Is(err, gemsql.ErrNotFound):
-		return postgres.Error(err)
+		return err
 	}
 	if approval, err := gemsql.ApprovalGet(ctx, s.pool, id); err == nil {
 		data["Approval"] = approval
 	} else if !errors.Is(err, gemsql.ErrNotFound) {
-		return postgres.Error(err)
+		return err
 	}
 	if call.JobID != 0 {
 		attempts, err := gemsql.CallAttempts(ctx, s.pool, call.JobID)
 		if err != nil {
-			return postgres.Error(err)
+			return err
 		}
 		data["Attempts"] = attempts
 	}
 	hits, err := gemsql.CallIdempotencyHits(ctx, s.pool, id, 50)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	data["Hits"] = hits
 	return s.render(c, http.StatusOK, "call.html", &studioPage{Title: "Call " + call.ToolName, Nav: "calls", Data: data})
@@ -215,7 +215,7 @@ func (s *Server) studioApprovals(c echo.Context) error {
 	defer cancel()
 	list, err := gemsql.ApprovalsPending(ctx, s.pool, 200)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	return s.render(c, http.StatusOK, "approvals.html", &studioPage{Title: "Approvals", Nav: "approvals", Data: map[string]any{"Approvals": list}})
 }
@@ -361,7 +361,7 @@ func (s *Server) studioRegistry(c echo.Context) error {
 	defer cancel()
 	readiness, err := gemsql.ExecutorTools(ctx, s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	q := strings.ToLower(c.QueryParam("q"))
 	tools := slices.DeleteFunc(s.reg.Tools(), func(t *registry.Tool) bool {
@@ -385,7 +385,7 @@ func (s *Server) studioTool(c echo.Context) error {
 	}
 	readiness, err := gemsql.ExecutorTools(ctx, s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	row := s.toolRows(readiness, []*registry.Tool{t})[0]
 	return s.render(c, http.StatusOK, "tool.html", &studioPage{Title: t.Name, Nav: "registry", Data: map[string]any{
@@ -397,16 +397,16 @@ func (s *Server) studioExecutors(c echo.Context) error {
 	defer cancel()
 	executors, err := gemsql.ExecutorList(ctx, s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	devices, err := gemsql.DeviceList(ctx, s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	running, err := gemsql.CallList(ctx, s.pool, gemsql.CallListParams{Status: registry.CallRunning, Viewer: principalOf(c).reader().Viewer(),
 		Limit: 200, MaxInputBytes: 200})
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	byWorker := map[string][]*gemsql.Call{}
 	for _, call := range running {
@@ -425,7 +425,7 @@ func (s *Server) studioArchitecture(c echo.Context) error {
 	defer cancel()
 	q, err := gemsql.QueueStatsGet(ctx, s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	return s.render(c, http.StatusOK, "architecture.html", &studioPage{Title: "Architecture", Nav: "architecture", Data: map[string]any{"Queue": q}})
 }
@@ -436,7 +436,7 @@ func (s *Server) studioQueue(c echo.Context) error {
 	defer cancel()
 	q, err := gemsql.QueueStatsGet(ctx, s.pool)
 	if err != nil {
-		return postgres.Error(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, q)
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	gemsql "github.com/gemhq/gem/sql"
 )
 
 // A turn's journal write that finds the database away (a restart, a failover, a few seconds of outage) is
@@ -24,10 +23,10 @@ const (
 	awayPauseMax = 500 * time.Millisecond
 )
 
-// away says whether err is the database being away, as a driver error or as the brain's EUNAVAILABLE
-// (postgres.Error's translation of one).
+// away says whether err is the database being away (EUNAVAILABLE: the storage's code for it, which
+// brain.ErrorCode also gives a driver's error that says so).
 func away(err error) bool {
-	return gemsql.DatabaseAway(err) || brain.ErrorCode(err) == brain.EUNAVAILABLE
+	return brain.ErrorCode(err) == brain.EUNAVAILABLE
 }
 
 // untilBack runs write (its try numbered from 1) and again while it finds the database away, for up to

@@ -353,7 +353,7 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		Decision: brain.Decision{Mode: "chat", Planner: "llm:" + c.llm.Provider(), Reason: "agent " + r.agent.Slug}, PlannedCalls: []brain.PlannedCall{},
 		Agent: r.agent.Slug, RequestedBy: requester, IdempotencyKey: r.req.IdempotencyKey, Fingerprint: r.req.Fingerprint}
 	var busy uuid.UUID
-	return postgres.Error(postgres.BatchTx(ctx, c.pool, func(b *pgx.Batch) {
+	return postgres.BatchTx(ctx, c.pool, func(b *pgx.Batch) {
 		if r.req.IdempotencyKey != "" {
 			// First: a repeat racing its first request is a repeat, not a busy session.
 			postgres.RunKeyClaimQueue(b, requester, r.req.IdempotencyKey, r.req.Fingerprint, r.runID)
@@ -376,7 +376,7 @@ func (c *Chat) begin(ctx context.Context, r *chatRun, requester string) error {
 		r.claim = postgres.NewClaim(c.owner)
 		run.Owner = r.claim
 		return c.startTurn(ctx, tx, r, func(b *pgx.Batch) { postgres.RunInsertLeasedQueue(b, run, c.lease) })
-	}))
+	})
 }
 
 // openTurn tells a turn what became of the session's calls since the agent was last told (decided
@@ -813,7 +813,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 				}
 			}
 			if err := postgres.LazyCommitBatch(ctx, c.pool, b); err != nil {
-				return postgres.Error(err)
+				return err
 			}
 			if ahead {
 				r.startedAhead = iteration + 1
@@ -947,7 +947,7 @@ func (c *Chat) journal(ctx context.Context, r *chatRun, st step, end func(b *pgx
 	if err != nil && away(err) {
 		return &databaseAway{err: err}
 	}
-	return postgres.Error(err)
+	return err
 }
 
 // codeNotDescribed answers a call of a tool the agent has not described yet (with the meta-tools).
@@ -1046,7 +1046,7 @@ func (c *Chat) settleFinished(ctx context.Context, tx pgx.Tx, r *chatRun, ids []
 	}
 	receipts, err := gemsql.ReceiptsGet(ctx, tx, ids)
 	if err != nil {
-		return nil, postgres.Error(err)
+		return nil, err
 	}
 	var settled []uuid.UUID
 	var contents []string

@@ -161,7 +161,7 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 		return nil, "", &script.ToolError{Code: "taken_over", Message: "the turn was taken over by another brain: this program makes no more calls"}
 	}
 	if err != nil {
-		return nil, "", postgres.Error(err)
+		return nil, "", err
 	}
 	r.resp.ToolCalls = append(r.resp.ToolCalls, brain.ChatToolCall{CallID: &id, Tool: name, Iteration: iteration})
 	report := &r.resp.ToolCalls[len(r.resp.ToolCalls)-1]

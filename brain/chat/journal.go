@@ -462,7 +462,7 @@ func (c *Chat) startQueued(ctx context.Context, r *chatRun, message string) erro
 		if errors.Is(err, postgres.ErrTakenOver) {
 			return err
 		}
-		return c.finishResumed(ctx, r, postgres.Error(err))
+		return c.finishResumed(ctx, r, err)
 	}
 	conversation := append(append([]llm.Message{}, r.history...), llm.Message{Role: "user", Content: r.userContent})
 	_, err = c.drive(ctx, r, conversation, 1)

@@ -344,7 +344,7 @@ func writeError(w http.ResponseWriter, status int, e *brain.Error) {
 func (s *Server) Run(ctx context.Context, t mcp.Transport, c Caller) error {
 	if c.Agent != "" {
 		if _, err := postgres.AgentGet(ctx, s.pool, c.Agent); err != nil {
-			return postgres.Error(err)
+			return err
 		}
 	}
 	// Not the SDK's Server.Run, which logs a stop by signal as an error.
@@ -429,7 +429,7 @@ func encodableError(err error, req mcp.Request) error {
 // internal logs an unexpected error and returns what the client is told: the brain's message for errors it
 // knows (a database that cannot be reached), "internal error" otherwise.
 func (s *Server) internal(ctx context.Context, err error, msg string) error {
-	e := brain.AsError(postgres.Error(err))
+	e := brain.AsError(err)
 	if e.Code == brain.EINTERNAL {
 		s.logger(ctx).Error().Err(err).Msg(msg)
 	}

@@ -87,7 +87,7 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		made, err := gemsql.CallInsertOne(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
 			IdempotencyKey: key, Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name, Device: device})
 		if err != nil {
-			switch e := brain.AsError(postgres.Error(err)); e.Code {
+			switch e := brain.AsError(err); e.Code {
 			case brain.EINVALID: // text PostgreSQL cannot store
 				return invalidArguments(tool.Name, e), nil
 			case brain.EKEYREUSED:

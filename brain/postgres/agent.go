@@ -28,7 +28,7 @@ func AgentGet(ctx context.Context, db gemsql.DBTX, slug string) (*brain.Agent, e
 		return nil, brain.Errorf(brain.ENOTFOUND, "no agent %q", slug)
 	}
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return a, nil
 }
@@ -37,11 +37,11 @@ func AgentGet(ctx context.Context, db gemsql.DBTX, slug string) (*brain.Agent, e
 func AgentList(ctx context.Context, db gemsql.DBTX) ([]*brain.Agent, error) {
 	rows, err := db.Query(ctx, `SELECT `+agentColumns+` FROM agents ORDER BY slug`)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*brain.Agent, error) { return scanAgent(r) })
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	if out == nil {
 		out = []*brain.Agent{}
@@ -85,7 +85,7 @@ func AgentUpdate(ctx context.Context, db gemsql.DBTX, slug string, in *brain.Age
 func AgentDelete(ctx context.Context, db gemsql.DBTX, slug string) error {
 	tag, err := db.Exec(ctx, `DELETE FROM agents WHERE slug = $1`, slug)
 	if err != nil {
-		return Error(err)
+		return coded(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return brain.Errorf(brain.ENOTFOUND, "no agent %q", slug)
@@ -101,7 +101,7 @@ func AssignmentList(ctx context.Context, db gemsql.DBTX, slug, user string) ([]b
 		LEFT JOIN gem_agent_skills($1, $2) g ON g.skill_id = s.id
 		WHERE a.slug = $1 ORDER BY a_s.priority, s.slug`, slug, user)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (brain.Assignment, error) {
 		var as brain.Assignment
@@ -110,7 +110,7 @@ func AssignmentList(ctx context.Context, db gemsql.DBTX, slug, user string) ([]b
 		return as, err
 	})
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	if out == nil {
 		out = []brain.Assignment{}
@@ -122,10 +122,10 @@ func AssignmentList(ctx context.Context, db gemsql.DBTX, slug, user string) ([]b
 func AgentTools(ctx context.Context, db gemsql.DBTX, reg *registry.Registry, slug, user string) ([]*registry.Tool, error) {
 	rows, err := db.Query(ctx, agentToolsSQL, slug, user)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	tools, err := agentToolsRead(rows, reg)
-	return tools, Error(err)
+	return tools, coded(err)
 }
 
 // AgentToolsQueue queues AgentTools's read on b: the tools are in out once b is sent.
@@ -158,11 +158,11 @@ func AgentToolsMissing(ctx context.Context, db gemsql.DBTX, slug, user string, t
 	rows, err := db.Query(ctx, `SELECT t FROM unnest($3::text[]) WITH ORDINALITY AS u (t, n)
 		WHERE NOT gem_agent_may_call($1, $2, t) ORDER BY n`, slug, user, tools)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil || len(missing) == 0 {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return missing, nil
 }
@@ -182,7 +182,7 @@ func Assign(ctx context.Context, db gemsql.DBTX, agent, skill string, in *brain.
 			call_priority = EXCLUDED.call_priority`,
 		agent, skill, overrides, in.Priority, in.Enabled, in.AllowedUsers, in.CallTimeoutMS, in.CallMaxAttempts, in.CallPriority)
 	if err != nil {
-		return Error(err)
+		return coded(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return missing(ctx, db, agent, skill)
@@ -195,7 +195,7 @@ func Unassign(ctx context.Context, db gemsql.DBTX, agent, skill string) error {
 	tag, err := db.Exec(ctx, `DELETE FROM agent_skills a_s USING agents a, skills s
 		WHERE a_s.agent_id = a.id AND a_s.skill_id = s.id AND a.slug = $1 AND s.slug = $2`, agent, skill)
 	if err != nil {
-		return Error(err)
+		return coded(err)
 	}
 	if tag.RowsAffected() == 0 {
 		if err := missing(ctx, db, agent, skill); err != nil {
@@ -213,7 +213,7 @@ func missing(ctx context.Context, db gemsql.DBTX, agent, skill string) error {
 		agent, skill).Scan(&hasAgent, &hasSkill)
 	switch {
 	case err != nil:
-		return Error(err)
+		return coded(err)
 	case !hasAgent:
 		return brain.Errorf(brain.ENOTFOUND, "no agent %q", agent)
 	case !hasSkill:
@@ -240,7 +240,7 @@ func SkillGet(ctx context.Context, db gemsql.DBTX, slug string) (*brain.Skill, e
 		return nil, brain.Errorf(brain.ENOTFOUND, "no skill %q", slug)
 	}
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return sk, nil
 }
@@ -249,11 +249,11 @@ func SkillGet(ctx context.Context, db gemsql.DBTX, slug string) (*brain.Skill, e
 func SkillList(ctx context.Context, db gemsql.DBTX) ([]*brain.Skill, error) {
 	rows, err := db.Query(ctx, `SELECT `+skillColumns+` FROM skills s ORDER BY s.category, s.slug`)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*brain.Skill, error) { return scanSkill(r) })
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	if out == nil {
 		out = []*brain.Skill{}
@@ -338,7 +338,7 @@ func SkillDelete(ctx context.Context, db gemsql.DBTX, slug string) error {
 		}
 		return brain.Errorf(brain.ECONFLICT, "skill %q is built in; take it from agents or disable their assignments instead", slug)
 	}
-	return Error(err)
+	return coded(err)
 }
 
 // constraintError explains the database's refusals: a duplicate slug, a dependency cycle.
@@ -358,5 +358,5 @@ func constraintError(err error, what, slug string) error {
 			return brain.Errorf(brain.EINVALID, "%s", pgErr.Message)
 		}
 	}
-	return Error(err)
+	return coded(err)
 }

@@ -17,13 +17,13 @@ func CallReadable(ctx context.Context, db gemsql.DBTX, reader brain.Reader, id u
 		return nil, brain.Errorf(brain.ENOTFOUND, "no call %s", id)
 	}
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	held := false
 	if !reader.MayReadCall(call.RequestedBy, call.ApprovedBy, false) && reader.Approver {
 		_, err := gemsql.ApprovalGet(ctx, db, id)
 		if err != nil && !errors.Is(err, gemsql.ErrNotFound) {
-			return nil, Error(err)
+			return nil, coded(err)
 		}
 		held = err == nil
 	}

@@ -39,7 +39,7 @@ func SessionClaimQueue(b *pgx.Batch, sessionID string, agentID uuid.UUID, userID
 		var user string
 		var sessionCaller, firstCaller *string
 		if err := row.Scan(&owner, &user, &sessionCaller, &firstCaller, &turn); err != nil {
-			return fmt.Errorf("error claiming session: %w", err)
+			return coded(fmt.Errorf("error claiming session: %w", err))
 		}
 		if owner != agentID || user != userID || sessionCaller == nil || *sessionCaller != caller || firstCaller != nil && *firstCaller != caller {
 			// Whose it is stays unsaid: to any other caller, agent or user the session does not exist.
@@ -109,10 +109,10 @@ func SessionMessageListQueue(b *pgx.Batch, sessionID string, limit int, out *[]l
 func messagesBefore(ctx context.Context, db gemsql.DBTX, sessionID string, before int64, limit int) ([]llm.Message, error) {
 	rows, err := db.Query(ctx, messagesBeforeSQL, sessionID, before, limit)
 	if err != nil {
-		return nil, Error(fmt.Errorf("error loading messages: %w", err))
+		return nil, coded(fmt.Errorf("error loading messages: %w", err))
 	}
 	msgs, err := messagesRead(rows)
-	return msgs, Error(err)
+	return msgs, coded(err)
 }
 
 const messagesBeforeSQL = `SELECT role, content, tool_calls, coalesce(tool_call_id, '') FROM (
@@ -189,7 +189,7 @@ func TurnInsert(ctx context.Context, db gemsql.DBTX, p *TurnInsertParams) error 
 	b := &pgx.Batch{}
 	TurnInsertQueue(b, p)
 	if err := execQueued(ctx, db, b); err != nil {
-		return fmt.Errorf("error recording an LLM turn: %w", err)
+		return coded(fmt.Errorf("error recording an LLM turn: %w", err))
 	}
 	return nil
 }
@@ -227,7 +227,7 @@ func RunAddCalls(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []uui
 	b := &pgx.Batch{}
 	RunAddCallsQueue(b, runID, ids, planned)
 	if err := execQueued(ctx, db, b); err != nil {
-		return fmt.Errorf("error updating run: %w", err)
+		return coded(fmt.Errorf("error updating run: %w", err))
 	}
 	return nil
 }
@@ -251,7 +251,7 @@ func RunFinish(ctx context.Context, pool *pgxpool.Pool, runID uuid.UUID, claim, 
 	if errors.Is(err, ErrTakenOver) {
 		return err
 	}
-	return Error(err)
+	return coded(err)
 }
 
 // RunFinishQueue queues RunFinish's statements on b, for a batch under the run's fence. queued, when not nil,
@@ -293,7 +293,7 @@ func ProgramRecord(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, iterati
 		runID, iteration, code, value, jsonOrEmpty(res.Output, "[]"), jsonOrEmpty(res.Calls, "[]"), callIDs, errJSON,
 		float64(took.Microseconds())/1000)
 	if err != nil {
-		return fmt.Errorf("error recording a program: %w", err)
+		return coded(fmt.Errorf("error recording a program: %w", err))
 	}
 	return nil
 }
@@ -307,9 +307,9 @@ func ToolMessagesSettle(ctx context.Context, db gemsql.DBTX, sessionID string, c
 		return nil
 	}
 	if pool, ok := db.(*pgxpool.Pool); ok {
-		return Error(LazyCommitBatch(ctx, pool, b))
+		return coded(LazyCommitBatch(ctx, pool, b))
 	}
-	return Error(execQueued(ctx, db, b))
+	return coded(execQueued(ctx, db, b))
 }
 
 // ToolMessagesSettleQueue queues ToolMessagesSettle's statement on b (nothing, for no calls).
@@ -342,7 +342,7 @@ func RunMessages(ctx context.Context, db gemsql.DBTX, sessionID string, runID uu
 	rows, err := db.Query(ctx, `SELECT id, role, content, tool_calls, coalesce(tool_call_id, ''), call_id, awaiting_receipt
 		FROM agent_messages WHERE session_id = $1 AND run_id = $2 ORDER BY id`, sessionID, runID)
 	if err != nil {
-		return nil, nil, Error(fmt.Errorf("error loading a run's messages: %w", err))
+		return nil, nil, coded(fmt.Errorf("error loading a run's messages: %w", err))
 	}
 	first := int64(-1)
 	own, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (SessionMessage, error) {
@@ -359,10 +359,10 @@ func RunMessages(ctx context.Context, db gemsql.DBTX, sessionID string, runID uu
 		return m, err
 	})
 	if err != nil || first < 0 {
-		return nil, own, Error(err)
+		return nil, own, coded(err)
 	}
 	history, err = messagesBefore(ctx, db, sessionID, first, limit)
-	return history, own, err
+	return history, own, coded(err)
 }
 
 // RunAssistantMessages counts a chat run's assistant messages: one per journaled step (an LLM answer, or
@@ -370,7 +370,7 @@ func RunMessages(ctx context.Context, db gemsql.DBTX, sessionID string, runID uu
 func RunAssistantMessages(ctx context.Context, db gemsql.DBTX, runID uuid.UUID) (int, error) {
 	var n int
 	err := db.QueryRow(ctx, `SELECT count(*) FROM agent_messages WHERE run_id = $1 AND role = 'assistant'`, runID).Scan(&n)
-	return n, Error(err)
+	return n, coded(err)
 }
 
 // SessionOf returns the user a chat session speaks for.
@@ -379,7 +379,7 @@ func SessionOf(ctx context.Context, db gemsql.DBTX, sessionID string) (userID st
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", brain.Errorf(brain.ENOTFOUND, "no session %q", sessionID)
 	}
-	return userID, Error(err)
+	return userID, coded(err)
 }
 
 // ErrTakenOver is the refusal of a journal write by a brain that no longer owns the run: another brain took
@@ -391,7 +391,7 @@ var ErrTakenOver = errors.New("the run was taken over by another brain")
 // believe they own a run, one journals each step. The check is sent with BEGIN, in one round trip
 // (gem_run_fence: FOR NO KEY UPDATE holds off a takeover's UPDATE as FOR UPDATE would, without blocking the
 // checks of rows that name the run). lazy commits without waiting for the disk (a write a durable one
-// follows). fn's error comes back as it is.
+// follows). fn's own errors come back as they are, the database's coded.
 func RunFenced(ctx context.Context, db TxBeginner, runID uuid.UUID, claim string, lazy bool, fn func(pgx.Tx) error) error {
 	begin := "BEGIN; SELECT gem_run_fence(" + literal(runID.String()) + ", " + literal(claim) + ")"
 	if lazy {
@@ -402,12 +402,12 @@ func RunFenced(ctx context.Context, db TxBeginner, runID uuid.UUID, claim string
 	if errors.As(err, &pgErr) && pgErr.Code == "GR409" {
 		return ErrTakenOver
 	}
-	return err
+	return coded(err)
 }
 
 // RunFencedBatch is RunFenced for a write that needs nothing back before it ends: the statements queue puts
 // on a batch travel in one round trip with the fence before them and the COMMIT after. A failing statement
-// rolls all of them back, and its error comes back as it is.
+// rolls all of them back, and its error comes back coded.
 func RunFencedBatch(ctx context.Context, pool *pgxpool.Pool, runID uuid.UUID, claim string, lazy bool, queue func(*pgx.Batch) error) error {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
@@ -424,7 +424,7 @@ func RunFencedBatch(ctx context.Context, pool *pgxpool.Pool, runID uuid.UUID, cl
 	if errors.As(err, &pgErr) && pgErr.Code == "GR409" {
 		return ErrTakenOver
 	}
-	return err
+	return coded(err)
 }
 
 // TxBeginner begins transactions with options (a pool, a connection).
@@ -445,7 +445,7 @@ func RunLeasesRenew(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, cla
 	_, err := db.Exec(ctx, `UPDATE brain_runs b SET lease_until = now() + $3::interval
 		FROM unnest($1::uuid[], $2::text[]) AS l (id, claim)
 		WHERE b.id = l.id AND b.owner = l.claim AND b.status IN ('planning', 'waiting')`, runIDs, claims, d)
-	return Error(err)
+	return coded(err)
 }
 
 // RunLeasesGive ends the leases of runs at once, each under its claim, so another brain takes them over (a
@@ -454,7 +454,7 @@ func RunLeasesGive(ctx context.Context, db gemsql.DBTX, runIDs []uuid.UUID, clai
 	_, err := db.Exec(ctx, `UPDATE brain_runs b SET lease_until = now() - interval '1 millisecond'
 		FROM unnest($1::uuid[], $2::text[]) AS l (id, claim)
 		WHERE b.id = l.id AND b.owner = l.claim AND b.status IN ('planning', 'waiting')`, runIDs, claims)
-	return Error(err)
+	return coded(err)
 }
 
 // Taken is a run a brain took, with its claim.
@@ -479,10 +479,10 @@ func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner, planner string, d 
 		      ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) t
 		WHERE r.id = t.id RETURNING r.id, r.owner`, owner, d, limit, planner, CrossPlannerTakeover, busy)
 	if err != nil {
-		return nil, Error(fmt.Errorf("error taking runs over: %w", err))
+		return nil, coded(fmt.Errorf("error taking runs over: %w", err))
 	}
 	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Taken])
-	return taken, Error(err)
+	return taken, coded(err)
 }
 
 // CallsAwaitingApproval says which of the calls wait for a person's decision (undecided: an approved call
@@ -490,14 +490,14 @@ func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner, planner string, d 
 func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
 	rows, err := db.Query(ctx, callsAwaitingApprovalSQL, ids)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	set := map[uuid.UUID]bool{}
 	for _, id := range found {
 		set[id] = true
 	}
-	return set, Error(err)
+	return set, coded(err)
 }
 
 const callsAwaitingApprovalSQL = `SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`
@@ -527,7 +527,8 @@ func SessionCallsAwaitingReceiptsQueue(b *pgx.Batch, sessionID string, out *[]uu
 
 // BatchTx runs fn in a transaction whose BEGIN travels with the statements first queues, in one round trip;
 // fn learns their error (firstErr: a server's leaves the transaction failed, a callback's leaves it usable).
-// The transaction commits when fn returns nil, and rolls back otherwise.
+// The transaction commits when fn returns nil, and rolls back otherwise; fn's own errors come back as they
+// are, the database's coded.
 func BatchTx(ctx context.Context, pool *pgxpool.Pool, first func(*pgx.Batch), fn func(tx pgx.Tx, firstErr error) error) error {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
@@ -536,13 +537,26 @@ func BatchTx(ctx context.Context, pool *pgxpool.Pool, first func(*pgx.Batch), fn
 	firstErr := br.Close()
 	tx := br.Tx()
 	if tx == nil {
-		return firstErr
+		return coded(firstErr)
 	}
 	if err := fn(tx, firstErr); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return err
+		return coded(err)
 	}
-	return tx.Commit(ctx)
+	return coded(tx.Commit(ctx))
+}
+
+// BatchSend sends the statements queued on b in one round trip (a batch without BEGIN is one implicit
+// transaction), for a write that joins several of this package's queue forms, and returns their failure
+// coded.
+func BatchSend(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
+	return coded(pool.SendBatch(ctx, b).Close())
+}
+
+// InTx runs fn in a transaction on db, which commits when fn returns nil and rolls back otherwise; fn's own
+// errors come back as they are, the database's coded.
+func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error {
+	return coded(pgx.BeginFunc(ctx, db, fn))
 }
 
 // QueuedTurnsStart starts, for owner, up to limit chat turns queued behind others (if_busy enqueue) whose
@@ -552,10 +566,10 @@ func BatchTx(ctx context.Context, pool *pgxpool.Pool, first func(*pgx.Batch), fn
 func QueuedTurnsStart(ctx context.Context, db gemsql.DBTX, owner string, d time.Duration, limit int, _ []uuid.UUID) ([]Taken, error) {
 	rows, err := db.Query(ctx, `SELECT run_id, run_owner FROM gem_queued_turns_start($1, $2::interval, $3)`, owner, d, limit)
 	if err != nil {
-		return nil, Error(fmt.Errorf("error starting queued turns: %w", err))
+		return nil, coded(fmt.Errorf("error starting queued turns: %w", err))
 	}
 	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Taken])
-	return taken, Error(err)
+	return taken, coded(err)
 }
 
 // ToolMessageSettleByToolCall gives a run's tool message answering the LLM's tool call toolCallID (a run_code
@@ -563,14 +577,14 @@ func QueuedTurnsStart(ctx context.Context, db gemsql.DBTX, owner string, d time.
 func ToolMessageSettleByToolCall(ctx context.Context, db gemsql.DBTX, sessionID string, runID uuid.UUID, toolCallID, content string) error {
 	_, err := db.Exec(ctx, `UPDATE agent_messages SET content = $4, awaiting_receipt = false
 		WHERE session_id = $1 AND run_id = $2 AND tool_call_id = $3 AND role = 'tool' AND awaiting_receipt`, sessionID, runID, toolCallID, content)
-	return Error(err)
+	return coded(err)
 }
 
 // StepScrub rewrites a journaled step's records — its assistant message, its LLM turns and its text events —
 // through scrub,
 // for secrets learned after they were written (a run_code program's calls name them).
 func StepScrub(ctx context.Context, db Beginner, sessionID string, runID uuid.UUID, iteration int, scrub func(string) string) error {
-	return Error(pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	return coded(pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		type row struct {
 			id   int64
 			a, b string

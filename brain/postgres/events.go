@@ -30,7 +30,7 @@ const RunEventChannel = "gem_run_event"
 // progress on the run, so an event is either read by the stream's first read after it, or notified.
 func RunWatch(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, who string) error {
 	if _, err := db.Exec(ctx, `SELECT gem_run_watch($1, $2)`, runID, who); err != nil {
-		return Error(fmt.Errorf("error watching a run's events: %w", err))
+		return coded(fmt.Errorf("error watching a run's events: %w", err))
 	}
 	return nil
 }
@@ -38,7 +38,7 @@ func RunWatch(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, who string) 
 // RunUnwatch removes a stream's watch of a run.
 func RunUnwatch(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, who string) error {
 	if _, err := db.Exec(ctx, `DELETE FROM brain_run_watches WHERE run_id = $1 AND watcher = $2`, runID, who); err != nil {
-		return Error(fmt.Errorf("error ending a watch of a run's events: %w", err))
+		return coded(fmt.Errorf("error ending a watch of a run's events: %w", err))
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func RunEventAdd(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, kind stri
 		return fmt.Errorf("error encoding a run event: %w", err)
 	}
 	if err := LazyCommit(ctx, db, `SELECT gem_run_events_add($1, ARRAY[$2::text], ARRAY[$3::jsonb])`, runID, kind, b); err != nil {
-		return Error(fmt.Errorf("error recording a run event: %w", err))
+		return coded(fmt.Errorf("error recording a run event: %w", err))
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func RunEventAddFenced(ctx context.Context, pool *pgxpool.Pool, runID uuid.UUID,
 		return err
 	}
 	if err := LazyCommitBatch(ctx, pool, b); err != nil {
-		return Error(fmt.Errorf("error recording a run event: %w", err))
+		return coded(fmt.Errorf("error recording a run event: %w", err))
 	}
 	return nil
 }
@@ -135,7 +135,7 @@ func lazyCommit(ctx context.Context, db gemsql.DBTX, generic bool, sql string, a
 	pool, ok := db.(*pgxpool.Pool)
 	if !ok {
 		_, err := db.Exec(ctx, sql, args...)
-		return err
+		return coded(err)
 	}
 	b := &pgx.Batch{}
 	if generic {
@@ -153,7 +153,7 @@ func LazyCommitBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) erro
 	tx.Queue("SET LOCAL synchronous_commit = off")
 	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
 	tx.Queue("COMMIT")
-	return sendTx(ctx, pool, tx)
+	return coded(sendTx(ctx, pool, tx))
 }
 
 // execQueued runs the statements queued on b one after another on db, as a write whose queue form serves a
@@ -189,7 +189,7 @@ func StepTextScrub(ctx context.Context, tx pgx.Tx, runID uuid.UUID, iteration in
 			WHERE run_id = $1 AND kind = '`+EventLLMStarted+`' AND data ->> 'iteration' = $2)
 		ORDER BY seq`, runID, strconv.Itoa(iteration))
 	if err != nil {
-		return Error(fmt.Errorf("error reading a step's text events: %w", err))
+		return coded(fmt.Errorf("error reading a step's text events: %w", err))
 	}
 	type event struct {
 		Seq        int64
@@ -197,7 +197,7 @@ func StepTextScrub(ctx context.Context, tx pgx.Tx, runID uuid.UUID, iteration in
 	}
 	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[event])
 	if err != nil {
-		return Error(err)
+		return coded(err)
 	}
 	var seqs []int64
 	var whole strings.Builder
@@ -212,7 +212,7 @@ func StepTextScrub(ctx context.Context, tx pgx.Tx, runID uuid.UUID, iteration in
 		}
 		_, err := tx.Exec(ctx, `UPDATE brain_run_events SET data = jsonb_build_object('text', CASE WHEN seq = $3 THEN $4 ELSE '' END)
 			WHERE run_id = $1 AND seq = ANY ($2)`, runID, seqs, seqs[0], scrubbed)
-		return Error(err)
+		return coded(err)
 	}
 	for _, e := range events {
 		if e.Kind == EventLLMStarted {
@@ -234,7 +234,7 @@ func RunCallsAdded(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []u
 		return nil
 	}
 	if _, err := db.Exec(ctx, runCallsAddedSQL, runID, ids); err != nil {
-		return Error(fmt.Errorf("error recording a run's calls as events: %w", err))
+		return coded(fmt.Errorf("error recording a run's calls as events: %w", err))
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ const runCallsAddedSQL = `SELECT gem_run_calls_added($1, $2)`
 func RunAwaitingQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID, held *[]uuid.UUID) {
 	b.Queue(`SELECT gem_run_awaiting($1, $2)`, runID, ids).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(held); err != nil {
-			return fmt.Errorf("error reading the calls held for approval: %w", err)
+			return coded(fmt.Errorf("error reading the calls held for approval: %w", err))
 		}
 		return nil
 	})
@@ -279,7 +279,7 @@ func RunEventsRead(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, after i
 			SELECT seq, at, kind, data FROM brain_run_events WHERE run_id = r.id AND seq > $2 ORDER BY seq LIMIT $3) e ON true
 		WHERE r.id = $1`, runID, after, limit)
 	if err != nil {
-		return nil, Error(fmt.Errorf("error reading a run's events: %w", err))
+		return nil, coded(fmt.Errorf("error reading a run's events: %w", err))
 	}
 	defer rows.Close()
 	var page *RunEventsPage
@@ -293,7 +293,7 @@ func RunEventsRead(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, after i
 			data []byte
 		)
 		if err := rows.Scan(&mode, &p.Status, &p.RequestedBy, &p.ApprovedBy, &seq, &at, &kind, &data); err != nil {
-			return nil, Error(fmt.Errorf("error reading a run's events: %w", err))
+			return nil, coded(fmt.Errorf("error reading a run's events: %w", err))
 		}
 		if page == nil {
 			p.Mode = brain.Mode(mode)
@@ -304,7 +304,7 @@ func RunEventsRead(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, after i
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, Error(fmt.Errorf("error reading a run's events: %w", err))
+		return nil, coded(fmt.Errorf("error reading a run's events: %w", err))
 	}
 	if page == nil {
 		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", runID)

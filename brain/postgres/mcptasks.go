@@ -39,7 +39,7 @@ func MCPTaskCreate(ctx context.Context, db gemsql.DBTX, idSHA256 []byte, call uu
 	var at time.Time
 	err := db.QueryRow(ctx, `INSERT INTO core_mcp_tasks (id_sha256, call_id, caller, agent) VALUES ($1, $2, $3, $4)
 		RETURNING created_at`, idSHA256, call, caller, agent).Scan(&at)
-	return at, Error(err)
+	return at, coded(err)
 }
 
 // MCPTaskGet returns the task for caller speaking for agent: ENOTFOUND for one that does not exist and for
@@ -59,7 +59,7 @@ func MCPTaskGet(ctx context.Context, db gemsql.DBTX, idSHA256 []byte, caller, ag
 		return nil, brain.Errorf(brain.ENOTFOUND, "no such task")
 	}
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return &t, nil
 }
@@ -68,5 +68,5 @@ func MCPTaskGet(ctx context.Context, db gemsql.DBTX, idSHA256 []byte, caller, ag
 // changes nothing).
 func MCPTaskInputAnswered(ctx context.Context, db gemsql.DBTX, idSHA256 []byte) error {
 	_, err := db.Exec(ctx, `UPDATE core_mcp_tasks SET input_answered = now() WHERE id_sha256 = $1 AND input_answered IS NULL`, idSHA256)
-	return Error(err)
+	return coded(err)
 }

@@ -1,7 +1,8 @@
 // Package postgres holds every SQL statement of the brain's own tables: runs, agents, skills, chat sessions
 // and LLM turns. Functions take the database handle first (a pool, a connection or a transaction), so
-// callers compose them in their own transactions; errors come back as *brain.Error where the database
-// refused something a client asked for (see Error).
+// callers compose them in their own transactions. Errors come back coded (see coded): a *brain.Error, or
+// the storage's *gemsql.Error (the database away, text it cannot store), which brain.AsError reads; the
+// rest is internal.
 package postgres
 
 import (
@@ -65,7 +66,7 @@ func RunInsert(ctx context.Context, db gemsql.DBTX, r *brain.Run) error {
 func RunInsertLeased(ctx context.Context, db gemsql.DBTX, r *brain.Run, lease time.Duration) error {
 	err := db.QueryRow(ctx, insertRunSQL, insertRunArgs(r, lease)...).Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt)
 	if err != nil {
-		return Error(fmt.Errorf("error recording run: %w", err))
+		return coded(fmt.Errorf("error recording run: %w", err))
 	}
 	return nil
 }
@@ -74,7 +75,7 @@ func RunInsertLeased(ctx context.Context, db gemsql.DBTX, r *brain.Run, lease ti
 func RunInsertLeasedQueue(b *pgx.Batch, r *brain.Run, lease time.Duration) {
 	b.Queue(insertRunSQL, insertRunArgs(r, lease)...).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt); err != nil {
-			return fmt.Errorf("error recording run: %w", err)
+			return coded(fmt.Errorf("error recording run: %w", err))
 		}
 		return nil
 	})
@@ -84,7 +85,7 @@ func RunInsertLeasedQueue(b *pgx.Batch, r *brain.Run, lease time.Duration) {
 func RunInsertQueue(b *pgx.Batch, r *brain.Run) {
 	b.Queue(insertRunSQL, insertRunArgs(r, 0)...).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt); err != nil {
-			return fmt.Errorf("error recording run: %w", err)
+			return coded(fmt.Errorf("error recording run: %w", err))
 		}
 		return nil
 	})
@@ -116,7 +117,7 @@ func RunUpdateArgs(r *brain.Run) []any {
 // RunUpdate writes what changes after a run is recorded: its status, calls and answer.
 func RunUpdate(ctx context.Context, db gemsql.DBTX, r *brain.Run) error {
 	if err := db.QueryRow(ctx, updateRunSQL, RunUpdateArgs(r)...).Scan(&r.UpdatedAt, &r.CompletedAt); err != nil {
-		return fmt.Errorf("error updating run: %w", err)
+		return coded(fmt.Errorf("error updating run: %w", err))
 	}
 	return nil
 }
@@ -137,7 +138,7 @@ func RunUpdateAnswer(ctx context.Context, pool *pgxpool.Pool, args []any) error 
 	b.Queue(updateRunSQL, args...)
 	b.Queue("COMMIT")
 	if err := pool.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("error updating run: %w", err)
+		return coded(fmt.Errorf("error updating run: %w", err))
 	}
 	return nil
 }
@@ -164,7 +165,7 @@ func RunGet(ctx context.Context, db gemsql.DBTX, id uuid.UUID, forUpdate bool) (
 		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error loading run: %w", err)
+		return nil, coded(fmt.Errorf("error loading run: %w", err))
 	}
 	r.Mode = brain.Mode(mode)
 	for _, f := range []struct {
@@ -192,7 +193,7 @@ func ConversationLast(ctx context.Context, db gemsql.DBTX, conversationID, calle
 			WHERE conversation_id = $1 AND mode <> 'chat' AND requested_by = $2 ORDER BY created_at DESC LIMIT 1) l ON true`,
 		conversationID, caller).Scan(&owner, &ctxJSON, &callIDs)
 	if err != nil {
-		return nil, nil, false, Error(fmt.Errorf("error loading the conversation: %w", err))
+		return nil, nil, false, coded(fmt.Errorf("error loading the conversation: %w", err))
 	}
 	if owner != nil && *owner != caller {
 		return nil, nil, false, brain.Errorf(brain.ENOTFOUND, "no session %q of caller %q", conversationID, caller)
@@ -219,7 +220,7 @@ func RunSteps(ctx context.Context, db gemsql.DBTX, runID uuid.UUID) ([]brain.Run
 			coalesce((usage ->> 'input_tokens')::bigint, 0), coalesce((usage ->> 'output_tokens')::bigint, 0), error, created_at
 		FROM brain_turns WHERE run_id = $1 ORDER BY iteration, attempt, id`, runID)
 	if err != nil {
-		return nil, Error(fmt.Errorf("error reading a run's steps: %w", err))
+		return nil, coded(fmt.Errorf("error reading a run's steps: %w", err))
 	}
 	steps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (brain.RunStep, error) {
 		var s brain.RunStep
@@ -231,5 +232,5 @@ func RunSteps(ctx context.Context, db gemsql.DBTX, runID uuid.UUID) ([]brain.Run
 		}
 		return s, err
 	})
-	return steps, Error(err)
+	return steps, coded(err)
 }

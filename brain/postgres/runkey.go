@@ -30,7 +30,7 @@ func RequestKeyCheck(ctx context.Context, db gemsql.DBTX, caller, key string, fp
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil
 	case err != nil:
-		return Error(fmt.Errorf("error reading a request key: %w", err))
+		return coded(fmt.Errorf("error reading a request key: %w", err))
 	case string(held) != string(fp):
 		return &brain.Error{Code: brain.EKEYREUSED, Message: fmt.Sprintf("idempotency key %q of caller %q was used for run %s with a different request; "+
 			"a retry sends the same request with the same key, a new request a new key", key, caller, run),
@@ -57,7 +57,7 @@ func RunByKey(ctx context.Context, db gemsql.DBTX, caller, key string) (uuid.UUI
 		return uuid.Nil, brain.Errorf(brain.ENOTFOUND, "no run of caller %q has idempotency key %q", caller, key)
 	}
 	if err != nil {
-		return uuid.Nil, Error(fmt.Errorf("error reading a request key: %w", err))
+		return uuid.Nil, coded(fmt.Errorf("error reading a request key: %w", err))
 	}
 	return run, nil
 }
@@ -71,7 +71,7 @@ func RunAwaitEnd(ctx context.Context, pool *pgxpool.Pool, ended *gemsql.Listener
 		// A read outlives ctx's end by a little: the run's state is the answer then.
 		rec, err := RunGet(context.WithoutCancel(ctx), pool, id, false)
 		if err != nil {
-			return nil, Error(err)
+			return nil, coded(err)
 		}
 		if rec.Status == brain.RunCompleted || rec.Status == brain.RunFailed {
 			return rec, nil

@@ -29,7 +29,7 @@ func SkillResourcesBySkill(ctx context.Context, db gemsql.DBTX, slugs []string) 
 	rows, err := db.Query(ctx, `SELECT s.slug, f.path, f.media_type, f.sha256, f.size
 		FROM skill_files f JOIN skills s ON s.id = f.skill_id WHERE s.slug = ANY($1) ORDER BY s.slug, f.path`, slugs)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	out := map[string][]brain.SkillResource{}
 	var slug string
@@ -39,7 +39,7 @@ func SkillResourcesBySkill(ctx context.Context, db gemsql.DBTX, slugs []string) 
 		return nil
 	})
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return out, nil
 }
@@ -54,7 +54,7 @@ func SkillResourceGet(ctx context.Context, db gemsql.DBTX, slug, path string) (*
 		return nil, brain.Errorf(brain.ENOTFOUND, "skill %q has no file %q", slug, path)
 	}
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return &f, nil
 }
@@ -68,10 +68,10 @@ func SkillFilesReplace(ctx context.Context, db gemsql.DBTX, slug string, files [
 		return brain.Errorf(brain.ENOTFOUND, "no skill %q", slug)
 	}
 	if err != nil {
-		return Error(err)
+		return coded(err)
 	}
 	if _, err := db.Exec(ctx, `DELETE FROM skill_files WHERE skill_id = $1`, id); err != nil {
-		return Error(fmt.Errorf("error deleting skill files: %w", err))
+		return coded(fmt.Errorf("error deleting skill files: %w", err))
 	}
 	if len(files) == 0 {
 		return nil
@@ -114,10 +114,10 @@ func SkillImport(ctx context.Context, db Beginner, slug string, in *brain.SkillP
 func AgentSkills(ctx context.Context, db gemsql.DBTX, agent, user string) ([]brain.AgentSkill, error) {
 	rows, err := db.Query(ctx, agentSkillsSQL, agent, user)
 	if err != nil {
-		return nil, Error(fmt.Errorf("error loading skills: %w", err))
+		return nil, coded(fmt.Errorf("error loading skills: %w", err))
 	}
 	out, err := agentSkillsRead(rows)
-	return out, Error(err)
+	return out, coded(err)
 }
 
 // AgentSkillsQueue queues AgentSkills's read on b: the skills are in out once b is sent.

@@ -36,13 +36,13 @@ func StudioSessionCreate(ctx context.Context, db gemsql.DBTX, caller string, ttl
 	sum := sha256.Sum256([]byte(id))
 	s := &StudioSession{Caller: caller, CSRFToken: RandomToken()}
 	if _, err := db.Exec(ctx, `DELETE FROM brain_studio_sessions WHERE expires_at < now()`); err != nil {
-		return "", nil, fmt.Errorf("error removing expired studio sessions: %w", Error(err))
+		return "", nil, fmt.Errorf("error removing expired studio sessions: %w", coded(err))
 	}
 	err := db.QueryRow(ctx, `INSERT INTO brain_studio_sessions (id_sha256, caller, csrf_token, expires_at)
 		VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond') RETURNING expires_at`,
 		sum[:], caller, s.CSRFToken, ttl.Milliseconds()).Scan(&s.ExpiresAt)
 	if err != nil {
-		return "", nil, fmt.Errorf("error creating studio session: %w", Error(err))
+		return "", nil, fmt.Errorf("error creating studio session: %w", coded(err))
 	}
 	return id, s, nil
 }
@@ -57,7 +57,7 @@ func StudioSessionGet(ctx context.Context, db gemsql.DBTX, id string) (*StudioSe
 		return nil, brain.Errorf(brain.ENOTFOUND, "no such studio session")
 	}
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return &s, nil
 }
@@ -66,7 +66,7 @@ func StudioSessionGet(ctx context.Context, db gemsql.DBTX, id string) (*StudioSe
 func StudioSessionDelete(ctx context.Context, db gemsql.DBTX, id string) error {
 	sum := sha256.Sum256([]byte(id))
 	_, err := db.Exec(ctx, `DELETE FROM brain_studio_sessions WHERE id_sha256 = $1`, sum[:])
-	return Error(err)
+	return coded(err)
 }
 
 // RunSummary is a run as a listing shows it.
@@ -104,7 +104,7 @@ func RunList(ctx context.Context, db gemsql.DBTX, f RunFilter, reader brain.Read
 		  AND ($3 = '' OR requested_by = $3 OR approved_by = $3 OR ($4 AND status = 'planned'))
 		ORDER BY created_at DESC LIMIT $2`, f.Status, limit, reader.Viewer(), reader.Approver, f.Mode, f.Agent, f.Caller)
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunSummary, error) {
 		var r RunSummary
@@ -112,7 +112,7 @@ func RunList(ctx context.Context, db gemsql.DBTX, f RunFilter, reader brain.Read
 		return r, err
 	})
 	if err != nil {
-		return nil, Error(err)
+		return nil, coded(err)
 	}
 	return runs, nil
 }

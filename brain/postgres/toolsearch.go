@@ -34,10 +34,10 @@ func ToolCatalogLoad(ctx context.Context, db gemsql.DBTX, tools []*registry.Tool
 		ON CONFLICT (key) DO UPDATE SET seen_at = now() WHERE brain_tool_search.seen_at < now() - interval '1 hour'`,
 		keys, names, words, descriptions, properties)
 	if err != nil {
-		return fmt.Errorf("error loading the tool search catalog: %w", Error(err))
+		return fmt.Errorf("error loading the tool search catalog: %w", coded(err))
 	}
 	if _, err := db.Exec(ctx, `DELETE FROM brain_tool_search WHERE seen_at < now() - interval '30 days'`); err != nil {
-		return fmt.Errorf("error pruning the tool search catalog: %w", Error(err))
+		return fmt.Errorf("error pruning the tool search catalog: %w", coded(err))
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func ToolSearch(ctx context.Context, db gemsql.DBTX, tools []*registry.Tool, que
 func toolSearchRun(ctx context.Context, db gemsql.DBTX, keys []string, q llm.SearchQuery, limit int, byName map[string]*registry.Tool) (int, []ToolHit, error) {
 	rows, err := db.Query(ctx, toolSearchSQL, keys, q.Concepts, q.Literals, q.Text(), limit, toolSearchMinScore)
 	if err != nil {
-		return 0, nil, fmt.Errorf("error searching tools: %w", Error(err))
+		return 0, nil, fmt.Errorf("error searching tools: %w", coded(err))
 	}
 	var known int
 	var name *string
@@ -152,7 +152,7 @@ func toolSearchRun(ctx context.Context, db gemsql.DBTX, keys []string, q llm.Sea
 		return nil
 	})
 	if err != nil {
-		return 0, nil, fmt.Errorf("error searching tools: %w", Error(err))
+		return 0, nil, fmt.Errorf("error searching tools: %w", coded(err))
 	}
 	return known, hits, nil
 }

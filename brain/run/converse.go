@@ -47,7 +47,7 @@ func (s *Service) conversationContext(ctx context.Context, sessionID, requester 
 	}
 	receipts, err := gemsql.ReceiptsGet(ctx, s.pool, callIDs)
 	if err != nil {
-		return nil, postgres.Error(err)
+		return nil, err
 	}
 	if ctxIDs == nil {
 		ctxIDs = map[string]any{}

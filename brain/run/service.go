@@ -95,7 +95,7 @@ func (s *Service) repeated(ctx context.Context, err error, req *brain.RunParams,
 	}
 	rec, err := postgres.RunGet(ctx, s.pool, repeat.RunID, false)
 	if err != nil {
-		return nil, postgres.Error(err)
+		return nil, err
 	}
 	// An async repeat (OnRecorded set) is answered at once, from the run as it is: 202 while it goes on, and
 	// as its first request was when it was refused.
@@ -251,8 +251,8 @@ func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.C
 	// come back with theirs.
 	var awaiting []uuid.UUID
 	postgres.RunAwaitingQueue(b, rec.ID, ids, &awaiting)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, postgres.Error(err)
+	if err := postgres.BatchSend(ctx, s.pool, b); err != nil {
+		return nil, err
 	}
 	set := map[uuid.UUID]bool{}
 	for _, id := range awaiting {
@@ -384,7 +384,7 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 			sub.Close()
 		}
 	}()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if rec, err = postgres.RunGet(ctx, tx, id, true); err != nil {
 			return err
@@ -423,7 +423,7 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 		return postgres.RunCallsAdded(ctx, tx, rec.ID, ids)
 	})
 	if err != nil {
-		return nil, postgres.Error(err)
+		return nil, err
 	}
 	brain.LogRun(ctx, id).Info().Str("approved_by", approver.Name).Int("calls", len(rec.CallIDs)).Msg("plan approved")
 	if !wait {
@@ -482,14 +482,14 @@ func (s *Service) callParams(rec *brain.Run, wait bool) []gemsql.CallInsertParam
 func (s *Service) GetRun(ctx context.Context, id uuid.UUID, reader brain.Reader) (*brain.RunResponse, error) {
 	rec, err := postgres.RunGet(ctx, s.pool, id, false)
 	if err != nil {
-		return nil, postgres.Error(err)
+		return nil, err
 	}
 	if !reader.MayReadRun(rec.RequestedBy, rec.ApprovedBy, rec.Status) {
 		return nil, brain.Errorf(brain.ENOTFOUND, "no run %s", id)
 	}
 	receipts, err := gemsql.ReceiptsGet(ctx, s.pool, rec.CallIDs)
 	if err != nil {
-		return nil, postgres.Error(err)
+		return nil, err
 	}
 	var pending []uuid.UUID
 	for _, id := range rec.CallIDs {
@@ -538,7 +538,7 @@ func (s *Service) fail(ctx context.Context, rec *brain.Run, e *brain.Error) (*br
 
 func (s *Service) record(ctx context.Context, rec *brain.Run) (*brain.RunResponse, error) {
 	if err := postgres.RunInsert(ctx, s.pool, rec); err != nil {
-		return nil, postgres.Error(err)
+		return nil, err
 	}
 	return s.response(rec, nil, nil), nil
 }
