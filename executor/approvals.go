@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 )
 
 // syncTools writes what a call's insert must know of each registry tool into core_tools: its permissions,
@@ -75,7 +75,7 @@ func (e *Executor) approvalsLoop() {
 		}
 		wait := time.Second
 		var next *time.Time
-		err := gemsql.Guarded(&e.log, "ending expired approvals", func() (err error) {
+		err := gemlog.Guarded(&e.log, "ending expired approvals", func() (err error) {
 			next, err = e.expireApprovals(e.dbCtx)
 			return err
 		})

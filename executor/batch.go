@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -134,7 +134,7 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 	err := e.withConn(func(ctx context.Context, conn *pgxpool.Conn) error {
 		// A panic of the batch's own code (a handler's is recovered where it runs) fails the batch as an
 		// error does: nothing is committed, every call it reached is retried, and the executor goes on.
-		return gemsql.Guarded(&e.log, "a batch of calls", func() error {
+		return gemlog.Guarded(&e.log, "a batch of calls", func() error {
 			t := &batchTx{e: e, pipe: newPipe(conn.Conn())}
 			tx = t
 			defer func() { snoozes = t.snoozes }()
@@ -175,7 +175,7 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 			return t.commit(ctx)
 		})
 	})
-	if _, panicked := errors.AsType[*gemsql.PanicError](err); panicked {
+	if _, panicked := errors.AsType[*gemlog.PanicError](err); panicked {
 		ran, rest = items, nil // every call is answered (retried): none may wait on a batch that ended
 	}
 	if e.metrics != nil || e.tracer != nil {

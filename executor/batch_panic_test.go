@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -33,7 +33,7 @@ func TestBatchPanicRetriesItsCalls(t *testing.T) {
 	for _, p := range []*pending{broken, other} {
 		select {
 		case err := <-p.result:
-			_, panicked := errors.AsType[*gemsql.PanicError](err)
+			_, panicked := errors.AsType[*gemlog.PanicError](err)
 			require.True(t, panicked, "%v", err)
 		default:
 			t.Fatal("a call of the batch was left waiting")

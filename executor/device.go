@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -75,7 +76,7 @@ type deviceRelay struct {
 func newDeviceRelay(e *Executor) *deviceRelay {
 	return &deviceRelay{
 		e:         e,
-		listener:  gemsql.NewListener(e.pool, "device listener", []string{gemsql.DeviceResultChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(e.log)),
+		listener:  gemsql.NewListener(e.pool, "device listener", []string{gemsql.DeviceResultChannel, gemsql.DeviceChangedChannel}, gemlog.Slog(e.log)),
 		contracts: map[[32]byte]*registry.Tool{},
 	}
 }

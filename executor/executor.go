@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5"
@@ -153,7 +154,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 	}
 	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
 	e.devices = newDeviceRelay(e)
-	e.waiter = gemsql.NewReceiptWaiter(pool, gemsql.Slog(e.log))
+	e.waiter = gemsql.NewReceiptWaiter(pool, gemlog.Slog(e.log))
 
 	// River's notifier LISTENs and its connections set synchronous_commit: they need sessions of their own.
 	riverCfg := gemsql.Session(pool)

@@ -20,6 +20,7 @@ import (
 	ospack "github.com/gemhq/gem/packs/os"
 	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 // runHelper is an executor process with the test handlers, configured from the environment like the real
 // command, that stops on SIGTERM with its drain deadline.
 func runHelper() int {
-	log, _ := gemsql.NewLogger(os.Stderr, "executor", "info", "")
+	log, _ := gemlog.New(os.Stderr, "executor", "info", "")
 	cfg, err := executor.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -97,7 +98,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if m.Migrate {
-		res, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log.With().Str("component", "migrate").Logger()), m.Lines...)
+		res, err := gemsql.Migrate(ctx, m.Pool, gemlog.Slog(m.Log.With().Str("component", "migrate").Logger()), m.Lines...)
 		if err != nil {
 			m.Pool.Close()
 			return err

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5"
 )
@@ -234,7 +235,7 @@ func (e *Executor) rescueLoop() {
 		case <-ticker.C:
 		}
 		rescue := func() error { _, err := e.rescueDead(e.dbCtx); return err }
-		if err := gemsql.Guarded(&e.log, "rescuing dead executors' calls", rescue); err != nil && e.dbCtx.Err() == nil {
+		if err := gemlog.Guarded(&e.log, "rescuing dead executors' calls", rescue); err != nil && e.dbCtx.Err() == nil {
 			e.log.Warn().Err(err).Msg("error rescuing the calls of dead executors")
 		}
 		if err := e.rescueOrphans(e.dbCtx); err != nil && e.dbCtx.Err() == nil {

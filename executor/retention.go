@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 )
 
@@ -17,7 +18,7 @@ const maintenanceInterval = time.Hour
 func (e *Executor) maintenanceLoop() {
 	defer close(e.maintenanceDone)
 	for {
-		_ = gemsql.Guarded(&e.log, "history maintenance", func() error { e.Maintain(e.dbCtx, time.Now()); return nil })
+		_ = gemlog.Guarded(&e.log, "history maintenance", func() error { e.Maintain(e.dbCtx, time.Now()); return nil })
 		timer := time.NewTimer(maintenanceInterval)
 		select {
 		case <-e.stopLiveness:

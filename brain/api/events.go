@@ -11,7 +11,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -266,7 +266,7 @@ func detach[T any](ctx context.Context, work func(ctx context.Context, begun fun
 	d := &detached[T]{begun: make(chan uuid.UUID, 1), done: make(chan detachedResult[T], 1)}
 	go func() {
 		var v T
-		err := gemsql.Guarded(zerolog.Ctx(ctx), "an async request", func() error {
+		err := gemlog.Guarded(zerolog.Ctx(ctx), "an async request", func() error {
 			var err error
 			v, err = work(ctx, func(id uuid.UUID) {
 				select {

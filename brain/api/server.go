@@ -20,6 +20,7 @@ import (
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -498,7 +499,7 @@ const statusClientClosed = 499
 // echo's logger without the request id.
 func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		return gemsql.Guarded(zerolog.Ctx(c.Request().Context()), "a request's handler", func() error { return next(c) })
+		return gemlog.Guarded(zerolog.Ctx(c.Request().Context()), "a request's handler", func() error { return next(c) })
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -153,7 +154,7 @@ func (c *Chat) takeOver(ctx context.Context, log *zerolog.Logger,
 		c.runs.add(id, t.Claim)
 		go func() {
 			defer c.runs.remove(id)
-			_ = gemsql.Guarded(log, "resuming a run", func() error {
+			_ = gemlog.Guarded(log, "resuming a run", func() error {
 				if err := c.Resume(log.WithContext(ctx), id, t.Claim); err != nil && !errors.Is(err, postgres.ErrTakenOver) && ctx.Err() == nil {
 					log.Warn().Err(err).Str("run_id", id.String()).Msg("error resuming a run")
 				}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5"
 )
@@ -46,7 +47,7 @@ func (h *Hub) watchCatalog(ctx context.Context) {
 	for {
 		// A panic in a refresh (a bug, a callback's) is logged and the next refresh tries again.
 		refresh := func() error { return h.RefreshCatalog(ctx) }
-		if err := gemsql.Guarded(&h.log, "refreshing the device catalog", refresh); err != nil && ctx.Err() == nil {
+		if err := gemlog.Guarded(&h.log, "refreshing the device catalog", refresh); err != nil && ctx.Err() == nil {
 			h.log.Warn().Err(err).Msg("could not read the devices' tools; the catalog keeps what it had")
 		}
 		select {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -145,7 +146,7 @@ func New(p *Params) (*Hub, error) {
 	return &Hub{
 		base: base, cancelBase: cancelBase,
 		cfg: cfg, reg: p.Registry, pool: p.Pool, relayPool: relayPool, log: p.Log.With().Str("component", "devices").Logger(),
-		listener: gemsql.NewListener(p.Pool, "device hub listener", []string{gemsql.DeviceDispatchChannel, gemsql.DeviceChangedChannel}, gemsql.Slog(p.Log)),
+		listener: gemsql.NewListener(p.Pool, "device hub listener", []string{gemsql.DeviceDispatchChannel, gemsql.DeviceChangedChannel}, gemlog.Slog(p.Log)),
 		sessions: map[string]*session{}, contracts: map[[32]byte]*registry.Tool{},
 	}, nil
 }
@@ -207,7 +208,7 @@ func (h *Hub) sweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		_ = gemsql.Guarded(&h.log, "expiring silent devices", func() error { h.expire(ctx); return nil })
+		_ = gemlog.Guarded(&h.log, "expiring silent devices", func() error { h.expire(ctx); return nil })
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -77,7 +78,7 @@ func (s *session) write(m *registry.DeviceMessage) error {
 // session with an internal error, as a lost connection does: the device reconnects, and its calls' attempts
 // are settled as after any disconnection.
 func (s *session) guarded(work func()) {
-	err := gemsql.Guarded(&s.log, "a device session", func() error { work(); return nil })
+	err := gemlog.Guarded(&s.log, "a device session", func() error { work(); return nil })
 	if err != nil {
 		s.close(websocket.StatusInternalError, "the hub failed; reconnect")
 	}

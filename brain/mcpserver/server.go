@@ -20,6 +20,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -179,7 +180,7 @@ func New(p *Params) (*Server, error) {
 	caps.AddExtension(TasksExtension, nil)
 	// The SDK logs every stateless request's session at info; the brain's request log already has one line
 	// per request, so the SDK says only what went wrong.
-	sdkLog := gemsql.Slog(p.Log.Level(max(p.Log.GetLevel(), zerolog.WarnLevel)))
+	sdkLog := gemlog.Slog(p.Log.Level(max(p.Log.GetLevel(), zerolog.WarnLevel)))
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "gem", Title: "GEM", Version: brain.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       sdkLog,
@@ -399,11 +400,11 @@ func (s *Server) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
 			logCtx = logCtx.Str("jsonrpc_id", extra.Header.Get(jsonrpcIDHeader))
 		}
 		log := logCtx.Logger()
-		err = gemsql.Guarded(&log, "an MCP handler", func() error {
+		err = gemlog.Guarded(&log, "an MCP handler", func() error {
 			res, err = next(ctx, method, req)
 			return err
 		})
-		var panicked *gemsql.PanicError
+		var panicked *gemlog.PanicError
 		if errors.As(err, &panicked) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the brain failed to handle %s (the failure is logged)", method)}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -158,7 +159,7 @@ func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, id uuid.UU
 	done := make(chan outcome, 1)
 	go func() {
 		var res *gemsql.WaitResult
-		err := gemsql.Guarded(s.logger(ctx), "waiting for a receipt", func() (err error) {
+		err := gemlog.Guarded(s.logger(ctx), "waiting for a receipt", func() (err error) {
 			res, err = wait(waitCtx)
 			return err
 		})

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/gemhq/gem/brain/postgres"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 )
@@ -55,7 +55,7 @@ func (s *Service) recordAnswer(ctx context.Context, runID uuid.UUID, args []any)
 // writeAnswer writes a run's answer, logging when it could not (GET /brain/runs/{id} derives it again).
 func (s *Service) writeAnswer(ctx context.Context, runID uuid.UUID, args []any) {
 	log := zerolog.Ctx(ctx)
-	err := gemsql.Guarded(log, "recording a run's answer", func() error {
+	err := gemlog.Guarded(log, "recording a run's answer", func() error {
 		return postgres.RunUpdateAnswer(context.WithoutCancel(ctx), s.pool, args)
 	})
 	if err != nil {

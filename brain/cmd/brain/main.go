@@ -24,7 +24,7 @@ import (
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/rs/zerolog"
 )
 
@@ -249,7 +249,7 @@ func serve(args []string, getenv func(string) string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	log, err := gemsql.NewLogger(stderr, "brain", getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
+	log, err := gemlog.New(stderr, "brain", getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2

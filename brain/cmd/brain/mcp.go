@@ -16,6 +16,7 @@ import (
 	"github.com/gemhq/gem/brain/mcpserver"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
 )
@@ -42,7 +43,7 @@ func serveMCP(args []string, getenv func(string) string, stdin io.Reader, stdout
 		fmt.Fprintln(stderr, "usage: brain mcp [-agent SLUG] [-as NAME] [-names portable|dotted]")
 		return 2
 	}
-	log, err := gemsql.NewLogger(stderr, "brain-mcp", getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
+	log, err := gemlog.New(stderr, "brain-mcp", getenv("GEM_LOG_LEVEL"), getenv("GEM_LOG_FORMAT"))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -109,7 +110,7 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent stri
 		pool.Close()
 		return nil, caller, nil, err
 	}
-	waiter := gemsql.NewReceiptWaiter(pool, gemsql.Slog(log))
+	waiter := gemsql.NewReceiptWaiter(pool, gemlog.Slog(log))
 	if err := waiter.Start(ctx); err != nil {
 		pool.Close()
 		return nil, caller, nil, err

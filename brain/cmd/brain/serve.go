@@ -18,6 +18,7 @@ import (
 	integrationsplan "github.com/gemhq/gem/packs/integrations/plan"
 	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -86,7 +87,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if m.Migrate {
-		if _, err := gemsql.Migrate(ctx, m.Pool, gemsql.Slog(m.Log), packs.Lines()...); err != nil {
+		if _, err := gemsql.Migrate(ctx, m.Pool, gemlog.Slog(m.Log), packs.Lines()...); err != nil {
 			return err
 		}
 	}
@@ -95,12 +96,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := postgres.ToolCatalogLoad(ctx, m.Pool, m.Registry.Tools()); err != nil {
 		m.Log.Warn().Err(err).Msg("error loading the tool search catalog; the first search will load it")
 	}
-	m.Waiter = gemsql.NewReceiptWaiter(m.Pool, gemsql.Slog(m.Log))
+	m.Waiter = gemsql.NewReceiptWaiter(m.Pool, gemlog.Slog(m.Log))
 	if err := m.Waiter.Start(ctx); err != nil {
 		m.Waiter = nil
 		return err
 	}
-	m.RunEnds = gemsql.NewListener(m.Pool, "run listener", []string{postgres.RunEndedChannel, postgres.RunEventChannel}, gemsql.Slog(m.Log))
+	m.RunEnds = gemsql.NewListener(m.Pool, "run listener", []string{postgres.RunEndedChannel, postgres.RunEventChannel}, gemlog.Slog(m.Log))
 	if err := m.RunEnds.Start(ctx); err != nil {
 		m.RunEnds = nil
 		return err
@@ -212,7 +213,7 @@ func (m *Main) closeAll() {
 // newRiverUI builds River UI over the brain's pool: an insert-only River client (the brain runs no jobs)
 // and River's own handler, mounted by the API under /studio/river. Its background services run until ctx ends.
 func newRiverUI(ctx context.Context, pool *pgxpool.Pool, log zerolog.Logger) (*riverui.Handler, error) {
-	logger := gemsql.Slog(log.With().Str("component", "river_ui").Logger())
+	logger := gemlog.Slog(log.With().Str("component", "river_ui").Logger())
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("error making River UI's client: %w", err)

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/gemhq/gem/executor/device"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 )
 
 func deviceFlagSet() (*flag.FlagSet, *string) {
@@ -26,7 +26,7 @@ func runDevice(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseNoArgFlags(fs, "device", args, stdout, stderr); !ok {
 		return code
 	}
-	log, err := gemsql.NewLogger(stderr, "device", os.Getenv("GEM_LOG_LEVEL"), os.Getenv("GEM_LOG_FORMAT"))
+	log, err := gemlog.New(stderr, "device", os.Getenv("GEM_LOG_LEVEL"), os.Getenv("GEM_LOG_FORMAT"))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2

@@ -32,6 +32,7 @@ import (
 	"github.com/gemhq/gem/executor/remote"
 	toolpacks "github.com/gemhq/gem/packs"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/rs/zerolog"
 )
@@ -119,7 +120,7 @@ func isHelpFlag(arg string) bool {
 
 // logger builds the process logger from GEM_LOG_LEVEL and GEM_LOG_FORMAT.
 func logger(stderr io.Writer) (zerolog.Logger, error) {
-	return gemsql.NewLogger(stderr, "executor", os.Getenv("GEM_LOG_LEVEL"), os.Getenv("GEM_LOG_FORMAT"))
+	return gemlog.New(stderr, "executor", os.Getenv("GEM_LOG_LEVEL"), os.Getenv("GEM_LOG_FORMAT"))
 }
 
 // parseFlags parses a command's flags. It returns the exit code and false when the command should not go
@@ -234,7 +235,7 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer pool.Close()
-	res, err := gemsql.Migrate(ctx, pool, gemsql.Slog(log.With().Str("component", "migrate").Logger()), toolpacks.Lines()...)
+	res, err := gemsql.Migrate(ctx, pool, gemlog.Slog(log.With().Str("component", "migrate").Logger()), toolpacks.Lines()...)
 	if err != nil {
 		fmt.Fprintln(stderr, "migrate:", err)
 		return 1

@@ -18,6 +18,7 @@ import (
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/gemhq/gem/registry/phone"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
@@ -160,7 +161,7 @@ var envVars = []envVar{
 	{"GEM_DATABASE_SESSION_URL", "DATABASE_URL", "PostgreSQL URL for connections that keep a session (LISTEN, locks, River) when DATABASE_URL is a transaction pooler"},
 	{"GEM_REGISTRY", registry.DefaultPath + " in the working folder or its parents", "registry file"},
 	{"GEM_LOG_LEVEL", "info", "debug, info, warn or error"},
-	{"GEM_LOG_FORMAT", gemsql.LogFormatJSON, "json lines, or console (coloured only on a terminal)"},
+	{"GEM_LOG_FORMAT", gemlog.FormatJSON, "json lines, or console (coloured only on a terminal)"},
 	{"GEM_EXECUTOR_ID", "executor-<hostname>-<pid>", "this executor's unique id"},
 	{"GEM_EXECUTOR_MAX_WORKERS", fmt.Sprint(executor.MaxWorkersDefault), "calls one executor works on at once"},
 	{"GEM_EXECUTOR_FETCH_COOLDOWN", duration(executor.FetchCooldownDefault), "least time between fetches"},
@@ -212,7 +213,7 @@ var deviceEnvVars = []envVar{
 	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "the device's file store, for the files its MCP servers return"},
 	{remote.EnvBase64MinBytes, fmt.Sprint(remote.Base64MinBytesDefault), "an MCP server's undeclared base64 string this long or longer is stored as a file (0: only declared ones)"},
 	{"GEM_LOG_LEVEL", "info", "debug, info, warn or error"},
-	{"GEM_LOG_FORMAT", gemsql.LogFormatJSON, "json lines, or console (coloured only on a terminal)"},
+	{"GEM_LOG_FORMAT", gemlog.FormatJSON, "json lines, or console (coloured only on a terminal)"},
 }
 
 // envNames returns the variables' names.

@@ -1,4 +1,4 @@
-package gemsql_test
+package gemlog_test
 
 import (
 	"bytes"
@@ -7,17 +7,17 @@ import (
 	"path/filepath"
 	"testing"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/stretchr/testify/require"
 )
 
-func TestNewLogger(t *testing.T) {
+func TestNew(t *testing.T) {
 	t.Parallel()
 
 	t.Run("JSONByDefault", func(t *testing.T) {
 		t.Parallel()
 		var buf bytes.Buffer
-		log, err := gemsql.NewLogger(&buf, "executor", "", "")
+		log, err := gemlog.New(&buf, "executor", "", "")
 		require.NoError(t, err)
 		log.Debug().Msg("hidden at info")
 		log.Info().Str("call_id", "c1").Msg("hello")
@@ -34,7 +34,7 @@ func TestNewLogger(t *testing.T) {
 		t.Parallel()
 		// A buffer and a regular file (make run > file) are not terminals: no ANSI escape codes.
 		var buf bytes.Buffer
-		log, err := gemsql.NewLogger(&buf, "brain", "debug", "console")
+		log, err := gemlog.New(&buf, "brain", "debug", "console")
 		require.NoError(t, err)
 		log.Debug().Str("tool", "leads.create").Msg("hello")
 		require.Contains(t, buf.String(), "hello")
@@ -44,8 +44,8 @@ func TestNewLogger(t *testing.T) {
 		f, err := os.Create(filepath.Join(t.TempDir(), "log"))
 		require.NoError(t, err)
 		defer f.Close()
-		require.False(t, gemsql.IsTerminal(f))
-		log, err = gemsql.NewLogger(f, "brain", "", "console")
+		require.False(t, gemlog.IsTerminal(f))
+		log, err = gemlog.New(f, "brain", "", "console")
 		require.NoError(t, err)
 		log.Warn().Msg("to a file")
 		b, err := os.ReadFile(f.Name())
@@ -56,18 +56,18 @@ func TestNewLogger(t *testing.T) {
 
 	t.Run("RejectsUnknownLevelAndFormat", func(t *testing.T) {
 		t.Parallel()
-		_, err := gemsql.NewLogger(&bytes.Buffer{}, "executor", "loud", "")
+		_, err := gemlog.New(&bytes.Buffer{}, "executor", "loud", "")
 		require.ErrorContains(t, err, "GEM_LOG_LEVEL")
-		_, err = gemsql.NewLogger(&bytes.Buffer{}, "executor", "", "xml")
+		_, err = gemlog.New(&bytes.Buffer{}, "executor", "", "xml")
 		require.ErrorContains(t, err, "GEM_LOG_FORMAT")
 	})
 
 	t.Run("SlogBridge", func(t *testing.T) {
 		t.Parallel()
 		var buf bytes.Buffer
-		log, err := gemsql.NewLogger(&buf, "executor", "warn", "json")
+		log, err := gemlog.New(&buf, "executor", "warn", "json")
 		require.NoError(t, err)
-		slogger := gemsql.Slog(log.With().Str("component", "river").Logger())
+		slogger := gemlog.Slog(log.With().Str("component", "river").Logger())
 		slogger.Info("below the level")
 		require.Empty(t, buf.String(), "the zerolog level applies to slog records")
 		slogger.Warn("listener lost", "error", "boom")

@@ -1,4 +1,4 @@
-package gemsql
+package gemlog
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package gemsql_test
+package gemlog_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -28,15 +28,15 @@ func openPTY(t *testing.T) *os.File {
 	return tty
 }
 
-func TestNewLoggerColoursATerminal(t *testing.T) {
+func TestNewColoursATerminal(t *testing.T) {
 	t.Parallel()
 	tty := openPTY(t)
-	require.True(t, gemsql.IsTerminal(tty))
+	require.True(t, gemlog.IsTerminal(tty))
 
 	// The console format decides on colour from the writer it is given; write through a wrapper that keeps
 	// the terminal's Fd but records the bytes.
 	rec := &fdRecorder{File: tty}
-	log, err := gemsql.NewLogger(rec, "executor", "", "console")
+	log, err := gemlog.New(rec, "executor", "", "console")
 	require.NoError(t, err)
 	log.Info().Msg("hello")
 	require.Contains(t, rec.buf.String(), "hello")
