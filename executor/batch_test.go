@@ -118,7 +118,7 @@ func TestBatchWritesAroundStatementlessCalls(t *testing.T) {
 		kinds, params = append(kinds, kind), append(params, p)
 	}
 	// The calls wait for the executor, so it finds many at once.
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	b.startExecutor(t, batched)
 	rs := b.wait(t, ctx, ids...)
@@ -190,7 +190,7 @@ func TestBatchKeyedDuplicatesInOneTransaction(t *testing.T) {
 		input := json.RawMessage(fmt.Sprintf(`{"name": "Lead %d", "phone": "0413 %03d %03d", "suburb": "Newtown"}`, i, i, i))
 		params = append(params, gemsql.CallInsertParams{ToolName: "leads.create", Input: input}, gemsql.CallInsertParams{ToolName: "leads.create", Input: input})
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	b.startExecutor(t, batched)
 	rs := b.wait(t, ctx, ids...)
@@ -267,7 +267,7 @@ func TestBatchTwoJobsForOneCall(t *testing.T) {
 	for i := range 30 {
 		params = append(params, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(fmt.Sprintf(`{"domain": "business", "title": "twin %d", "content": "twice queued"}`, i))})
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	insertTwinJobs(t, ctx, b, ids)
 	b.startExecutor(t, batched)
@@ -427,7 +427,7 @@ func TestBatchHandlerStatementFails(t *testing.T) {
 		params = append(params, gemsql.CallInsertParams{ToolName: "test.sql_error", Input: json.RawMessage(f.input)})
 		want = append(want, f)
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	b.startExecutor(t, batched)
 	rs := b.wait(t, ctx, ids...)
@@ -480,7 +480,7 @@ func TestBatchHandlerFirstStatementFailsToPrepare(t *testing.T) {
 		{ToolName: "test.sql_error", Input: json.RawMessage(`{"kind": "undefined_column", "first": true}`), MaxAttempts: 1},
 		{ToolName: "os.create_note", Input: json.RawMessage(`{"domain": "business", "title": "after", "content": "last"}`)},
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	b.startExecutor(t, batched)
 	rs := b.wait(t, ctx, ids...)
@@ -514,7 +514,7 @@ func TestBatchOddJSON(t *testing.T) {
 			params = append(params, gemsql.CallInsertParams{ToolName: "test.odd_json", Input: json.RawMessage(`{"fail": true}`)})
 		}
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	b.startExecutor(t, batched)
 	rs := b.wait(t, ctx, ids...)

@@ -143,7 +143,7 @@ func TestIdempotencySafeRetry(t *testing.T) {
 	b.startExecutor(t, nil)
 
 	insert := func(key string) uuid.UUID {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.safe", IdempotencyKey: key})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.safe", IdempotencyKey: key}))
 		require.NoError(t, err)
 		return id
 	}
@@ -242,7 +242,7 @@ func TestKeyedDuplicatesAcrossExecutors(t *testing.T) {
 		add(k-1, 1)
 	}
 	add(keys-1, 1)
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	rs := b.wait(t, ctx, ids...)
 
@@ -388,7 +388,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	b.startExecutor(t, nil)
 
 	retried := b.call(t, ctx, "test.transient", `{"fail_attempts": 1}`)
-	exhausted, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.transient", Input: json.RawMessage(`{"fail_attempts": 5}`), MaxAttempts: 1})
+	exhausted, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.transient", Input: json.RawMessage(`{"fail_attempts": 5}`), MaxAttempts: 1}))
 	require.NoError(t, err)
 	rs := b.wait(t, ctx, retried, exhausted)
 
@@ -418,7 +418,7 @@ func TestIsolatedHandler(t *testing.T) {
 		}
 		params = append(params, gemsql.CallInsertParams{ToolName: tool})
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	b.startExecutor(t, batched)
 	rs := b.wait(t, ctx, ids...)
@@ -464,7 +464,7 @@ func TestBatchKeepsEachCallApart(t *testing.T) {
 			params = append(params, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "conflict"}`)})
 		}
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	rs := b.wait(t, ctx, ids...)
 	for i, id := range ids {
@@ -531,7 +531,7 @@ func TestToolNotEnabledForAgent(t *testing.T) {
 	require.NoError(t, err)
 
 	call := func(tool, input, user string) *registry.Receipt {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: json.RawMessage(input), Agent: "sales", UserID: user})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: json.RawMessage(input), Agent: "sales", UserID: user}))
 		require.NoError(t, err)
 		return b.waitOne(t, ctx, id)
 	}
@@ -562,9 +562,9 @@ func TestCallLogCarriesRunID(t *testing.T) {
 	b.startExecutorWith(t, executor.Config{}, b.reg, testHandlers(b.outsideLog, b.business), zerolog.New(&logs).Level(zerolog.WarnLevel))
 
 	run := uuid.New()
-	withRun, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "conflict"}`), RunID: &run})
+	withRun, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "conflict"}`), RunID: &run}))
 	require.NoError(t, err)
-	without, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "invalid"}`)})
+	without, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "test.fail", Input: json.RawMessage(`{"kind": "invalid"}`)}))
 	require.NoError(t, err)
 	b.wait(t, ctx, withRun, without)
 

@@ -28,7 +28,7 @@ func (b *testBundle) runKeyed(t *testing.T, ctx context.Context, tool string, in
 	t.Helper()
 	raw, err := json.Marshal(input)
 	require.NoError(t, err)
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: raw, IdempotencyKey: key})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: raw, IdempotencyKey: key}))
 	require.NoError(t, err)
 	return b.waitOne(t, ctx, id)
 }
@@ -395,7 +395,7 @@ func TestGEMOSAuditLogSearch(t *testing.T) {
 	// Who asked is shown too.
 	_, err := b.pool.Exec(ctx, `SELECT gem_caller_grant('ops-ann', '{read:*}')`)
 	require.NoError(t, err)
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: "ops-ann"})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: "ops-ann"}))
 	require.NoError(t, err)
 	b.waitOne(t, ctx, id)
 	r, _ = b.ok(t, ctx, "os.audit_log_search", J{"tool": "os.health_check"})

@@ -25,7 +25,7 @@ func TestPermissions(t *testing.T) {
 
 	call := func(tool, input, caller, agent string) *registry.Receipt {
 		t.Helper()
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: []byte(input), RequestedBy: caller, Agent: agent})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, Input: []byte(input), RequestedBy: caller, Agent: agent}))
 		require.NoError(t, err)
 		return b.waitOne(t, ctx, id)
 	}

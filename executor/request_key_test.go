@@ -61,7 +61,7 @@ func TestRequestKeySQL(t *testing.T) {
 	require.Contains(t, pgErr.Message, first.String())
 	require.Equal(t, 0, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls WHERE input->>'title' = 'paid twice?'`))
 	// Through gemsql, the refusal is typed.
-	_, err = gemsql.CallInsertOne(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.create_note",
+	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.create_note",
 		Input: []byte(`{"domain": "business", "title": "paid twice?", "content": "x"}`), IdempotencyKey: "req-1"})
 	var reused *gemsql.IdempotencyConflictError
 	require.ErrorAs(t, err, &reused)
@@ -71,10 +71,10 @@ func TestRequestKeySQL(t *testing.T) {
 	other, err := b.insertKeyed(t, ctx, "os.create_task", `{"domain": "business", "title": "paid once"}`, "req-1")
 	require.NoError(t, err)
 	require.False(t, b.waitOne(t, ctx, other).IdempotencyHit)
-	otherCaller, err := gemsql.CallInsertOne(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.create_note", Input: []byte(note),
+	otherCaller, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.create_note", Input: []byte(note),
 		IdempotencyKey: "req-1", RequestedBy: "someone-else"})
 	require.NoError(t, err)
-	require.Nil(t, otherCaller.IdempotencyOf, "a key is its caller's")
+	require.Nil(t, otherCaller[0].IdempotencyOf, "a key is its caller's")
 	require.Equal(t, 1, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls WHERE idempotency_key = 'req-1' AND job_id IS NOT NULL AND requested_by = 'someone-else'`))
 
 	// A first call that failed (here: its input is invalid) is repeated as failed, not run again.

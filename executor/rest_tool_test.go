@@ -453,11 +453,11 @@ func TestRESTProviderErrors(t *testing.T) {
 
 	missing := b.call(t, ctx, "ext.missing", `{"id": "42"}`)
 	fragile := b.call(t, ctx, "ext.fragile", `{"token": "f1"}`)
-	down, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "ext.down", Input: json.RawMessage(`{"token": "d1"}`), MaxAttempts: 1})
+	down, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "ext.down", Input: json.RawMessage(`{"token": "d1"}`), MaxAttempts: 1}))
 	require.NoError(t, err)
 	unset := b.call(t, ctx, "ext.unset", `{}`)
 	unreachable := b.call(t, ctx, "ext.unreachable", `{}`)
-	unreachableRead, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "ext.unreachable_read", MaxAttempts: 1})
+	unreachableRead, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "ext.unreachable_read", MaxAttempts: 1}))
 	require.NoError(t, err)
 	rs := b.wait(t, ctx, missing, fragile, down, unset, unreachable, unreachableRead)
 

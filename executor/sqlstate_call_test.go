@@ -35,7 +35,7 @@ func TestStatementErrorCodes(t *testing.T) {
 	for _, tt := range tests {
 		params = append(params, gemsql.CallInsertParams{ToolName: "test.sql_error", Input: json.RawMessage(`{"kind": "` + tt.kind + `"}`)})
 	}
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, params...))
 	require.NoError(t, err)
 	rs := b.wait(t, ctx, ids...)
 	for i, tt := range tests {

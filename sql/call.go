@@ -90,18 +90,23 @@ type CallInsertParams struct {
 	TraceState  string
 }
 
-// CallInsert makes one call: it inserts the core_tool_calls row, whose trigger creates the River job in the
-// same transaction. Pass a transaction to enqueue together with your own state.
-func CallInsert(ctx context.Context, db DBTX, p CallInsertParams) (uuid.UUID, error) {
-	ids, err := CallInsertMany(ctx, db, []CallInsertParams{p})
-	if err != nil {
-		return uuid.Nil, err
-	}
-	return ids[0], nil
+// Inserted is what an insert made of a call.
+type Inserted struct {
+	ID uuid.UUID
+	// Awaiting: the call awaits a person's decision (docs/governance.md#approvals): it has no receipt to
+	// wait for until someone decides.
+	Awaiting bool
+	// IdempotencyOf is the call this one repeats (the same caller, tool and key within the key's window): it
+	// never runs, and its receipt, written as soon as that call has one, repeats it.
+	IdempotencyOf *uuid.UUID
 }
 
-// CallInsertMany makes several calls with one statement and returns their ids in order.
-func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) (_ []uuid.UUID, err error) {
+// CallInsert makes calls with one statement: it inserts their core_tool_calls rows, whose trigger creates
+// the River jobs in the same transaction (pass a transaction to enqueue together with your own state), and
+// says what became of each, in order: made, or a repeat of an earlier request (IdempotencyOf); awaiting
+// approval or not. A key its caller used with another input is refused, nothing made (EKEYREUSED, its
+// cause an *IdempotencyConflictError).
+func CallInsert(ctx context.Context, db DBTX, params ...CallInsertParams) (_ []Inserted, err error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
@@ -111,114 +116,52 @@ func CallInsertMany(ctx context.Context, db DBTX, params []CallInsertParams) (_ 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.Exec(ctx, callInsertSQL, args...); err != nil {
+	rows, err := db.Query(ctx, callInsertSQL, args...)
+	if err != nil {
 		return nil, insertError(err)
 	}
-	return ids, nil
+	return callInsertRead(rows, ids)
 }
 
-// Inserted is what the insert made of a call.
-type Inserted struct {
-	ID uuid.UUID
-	// Awaiting: the call awaits approval (docs/governance.md#approvals).
-	Awaiting bool
-	// IdempotencyOf is the call this one repeats (the same caller, tool and key): it never runs, and its
-	// receipt, written as soon as that call has one, repeats it.
-	IdempotencyOf *uuid.UUID
-}
-
-// CallInsertOne makes one call and says what became of it: made, awaiting approval, or a repeat of an
-// earlier request. A key used with another input is refused with *IdempotencyConflictError.
-func CallInsertOne(ctx context.Context, db DBTX, p CallInsertParams) (_ Inserted, err error) {
-	ctx, end := StartEnqueue(ctx, []CallInsertParams{p})
-	defer func() { end(err) }()
-	ids, args, err := callInsertArgs(ctx, []CallInsertParams{p})
-	if err != nil {
-		return Inserted{}, err
-	}
-	in := Inserted{ID: ids[0]}
-	err = db.QueryRow(ctx, callInsertSQL+` RETURNING status = 'awaiting_approval', idempotency_of`, args...).Scan(&in.Awaiting, &in.IdempotencyOf)
-	if err != nil {
-		return Inserted{}, insertError(err)
-	}
-	return in, nil
-}
-
-// CallInsertAwaiting makes one call and says whether it awaits approval (docs/governance.md#approvals): such
-// a call has no receipt to wait for until someone decides.
-func CallInsertAwaiting(ctx context.Context, db DBTX, p CallInsertParams) (uuid.UUID, bool, error) {
-	ids, awaiting, err := CallInsertManyAwaiting(ctx, db, []CallInsertParams{p})
-	if err != nil {
-		return uuid.Nil, false, err
-	}
-	return ids[0], awaiting[ids[0]], nil
-}
-
-// CallInsertManyAwaiting makes several calls with one statement and returns their ids in order, and those
-// that await approval.
-func CallInsertManyAwaiting(ctx context.Context, db DBTX, params []CallInsertParams) (_ []uuid.UUID, _ map[uuid.UUID]bool, err error) {
-	ctx, end := StartEnqueue(ctx, params)
-	defer func() { end(err) }()
-	ids, args, err := callInsertArgs(ctx, params)
-	if err != nil {
-		return nil, nil, err
-	}
-	rows, err := db.Query(ctx, callInsertSQL+` RETURNING id, status = 'awaiting_approval'`, args...)
-	if err != nil {
-		return nil, nil, insertError(err)
-	}
-	awaiting := map[uuid.UUID]bool{}
-	var id uuid.UUID
-	var waits bool
-	_, err = pgx.ForEachRow(rows, []any{&id, &waits}, func() error {
-		if waits {
-			awaiting[id] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, insertError(err)
-	}
-	return ids, awaiting, nil
-}
-
-// QueueCallInsertMany queues the insert of several calls on a batch and returns their ids, so they can
-// travel in one round trip with other statements. A batch without BEGIN runs as one implicit transaction.
-// The calls carry ctx's trace context: start the span that sends the batch first.
-func QueueCallInsertMany(ctx context.Context, b *pgx.Batch, params []CallInsertParams) ([]uuid.UUID, error) {
+// CallInsertQueue queues CallInsert's statement on b, so the calls travel in one round trip with other
+// statements (a batch without BEGIN runs as one implicit transaction), and returns their ids: what became
+// of them is in out once b is sent, and a refusal is b's error. The calls carry ctx's trace context: start
+// the span that sends the batch first.
+func CallInsertQueue(ctx context.Context, b *pgx.Batch, out *[]Inserted, params ...CallInsertParams) ([]uuid.UUID, error) {
 	ids, args, err := callInsertArgs(ctx, params)
 	if err != nil {
 		return nil, err
 	}
-	b.Queue(callInsertSQL, args...)
+	b.Queue(callInsertSQL, args...).Query(func(rows pgx.Rows) (err error) {
+		*out, err = callInsertRead(rows, ids)
+		return err
+	})
 	return ids, nil
 }
 
-// QueueCallInsertManyAwaiting is QueueCallInsertMany that also learns, once the batch is sent, which of the
-// calls await approval: they are added to awaiting.
-func QueueCallInsertManyAwaiting(ctx context.Context, b *pgx.Batch, params []CallInsertParams, awaiting map[uuid.UUID]bool) ([]uuid.UUID, error) {
-	ids, args, err := callInsertArgs(ctx, params)
-	if err != nil {
-		return nil, err
-	}
-	b.Queue(callInsertSQL+` RETURNING id, status = 'awaiting_approval'`, args...).Query(func(rows pgx.Rows) error {
-		var id uuid.UUID
-		var waits bool
-		if _, err := pgx.ForEachRow(rows, []any{&id, &waits}, func() error {
-			if waits {
-				awaiting[id] = true
-			}
-			return nil
-		}); err != nil {
-			return insertError(err)
-		}
+// callInsertRead reads what callInsertSQL made of the calls ids, in their order.
+func callInsertRead(rows pgx.Rows, ids []uuid.UUID) ([]Inserted, error) {
+	made := make(map[uuid.UUID]Inserted, len(ids))
+	var in Inserted
+	_, err := pgx.ForEachRow(rows, []any{&in.ID, &in.Awaiting, &in.IdempotencyOf}, func() error {
+		made[in.ID] = in
 		return nil
 	})
-	return ids, nil
+	if err != nil {
+		return nil, insertError(err)
+	}
+	out := make([]Inserted, len(ids))
+	for i, id := range ids {
+		if out[i] = made[id]; out[i].ID != id {
+			return nil, fmt.Errorf("error inserting calls: call %s was not inserted", id)
+		}
+	}
+	return out, nil
 }
 
 // callInsertSQL inserts calls from one JSON array (a parameter whose contents the planner cannot see, so
-// the statement is planned once per connection rather than for each number of calls).
+// the statement is planned once per connection rather than for each number of calls), and returns what
+// became of each.
 const callInsertSQL = `
 	INSERT INTO core_tool_calls (id, tool_name, input, idempotency_key, max_attempts, run_id, agent, user_id, requested_by,
 		approved_by, device, device_wait_ms, parent_id, traceparent, tracestate)
@@ -226,7 +169,8 @@ const callInsertSQL = `
 		approved_by, device, device_wait_ms, parent_id, traceparent, tracestate
 	FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, tool_name text, input jsonb, idempotency_key text, max_attempts integer,
 		run_id uuid, agent text, user_id text, requested_by text, approved_by text, device text, device_wait_ms integer,
-		parent_id uuid, traceparent text, tracestate text)`
+		parent_id uuid, traceparent text, tracestate text)
+	RETURNING id, status = 'awaiting_approval', idempotency_of`
 
 // callInsertRow is one element of callInsertSQL's array.
 type callInsertRow struct {

@@ -21,10 +21,10 @@ func TestCallCancel(t *testing.T) {
 	require.NoError(t, err)
 	call := func(tool, by string) uuid.UUID {
 		t.Helper()
-		made, err := gemsql.CallInsertOne(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, RequestedBy: by})
+		made, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: tool, RequestedBy: by})
 		require.NoError(t, err)
-		require.Equal(t, tool == "test.held", made.Awaiting)
-		return made.ID
+		require.Equal(t, tool == "test.held", made[0].Awaiting)
+		return made[0].ID
 	}
 	receipts := func(id uuid.UUID) int {
 		return b.count(t, ctx, `SELECT count(*) FROM core_tool_receipts WHERE call_id = $1`, id)

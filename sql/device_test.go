@@ -14,7 +14,7 @@ import (
 // attempt that ended.
 func TestDeviceAttemptOneOpen(t *testing.T) {
 	ctx, b := setup(t)
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "lab.effect", Input: json.RawMessage(`{}`)})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "lab.effect", Input: json.RawMessage(`{}`)}))
 	require.NoError(t, err)
 	const insert = `INSERT INTO core_device_attempts (call_id, device, timeout_ms) VALUES ($1, $2, 1000) RETURNING id`
 	var first int64

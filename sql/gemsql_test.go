@@ -106,19 +106,28 @@ func TestPlainSQLInsertEnqueuesAJob(t *testing.T) {
 	require.JSONEq(t, `{"title":"call John"}`, string(call.Input))
 }
 
-func TestCallInsertMany(t *testing.T) {
+func TestCallInsert(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
+	_, err := b.pool.Exec(ctx, `INSERT INTO core_tools (name, approval_required) VALUES ('test.held', true)`)
+	require.NoError(t, err)
 
 	run := uuid.New()
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, []gemsql.CallInsertParams{
-		{ToolName: "os.list_tasks"},
-		{ToolName: "leads.create", Input: json.RawMessage(`{"name":"Ann","phone":"0400"}`), IdempotencyKey: "k1", MaxAttempts: 2, RunID: &run, Agent: "sales", RequestedBy: "test"},
-	})
+	made, err := gemsql.CallInsert(ctx, b.pool,
+		gemsql.CallInsertParams{ToolName: "os.list_tasks"},
+		gemsql.CallInsertParams{ToolName: "leads.create", Input: json.RawMessage(`{"name":"Ann","phone":"0400"}`), IdempotencyKey: "k1", MaxAttempts: 2, RunID: &run, Agent: "sales", RequestedBy: "test"},
+		gemsql.CallInsertParams{ToolName: "test.held"},
+		gemsql.CallInsertParams{ToolName: "leads.create", Input: json.RawMessage(`{"name":"Ann","phone":"0400"}`), IdempotencyKey: "k1", RequestedBy: "test"})
 	require.NoError(t, err)
-	require.Len(t, ids, 2)
+	require.Len(t, made, 4)
+	// What each became, in order: made; held for a person's decision; a repeat of the keyed call.
+	require.False(t, made[0].Awaiting)
+	require.Nil(t, made[0].IdempotencyOf)
+	require.True(t, made[2].Awaiting)
+	require.Equal(t, &made[1].ID, made[3].IdempotencyOf)
+	require.False(t, made[3].Awaiting)
 
-	c, err := gemsql.CallGet(ctx, b.pool, ids[1])
+	c, err := gemsql.CallGet(ctx, b.pool, made[1].ID)
 	require.NoError(t, err)
 	require.Equal(t, "leads.create", c.ToolName)
 	require.Equal(t, "k1", c.IdempotencyKey)
@@ -126,7 +135,11 @@ func TestCallInsertMany(t *testing.T) {
 	require.Equal(t, &run, c.RunID)
 	require.Equal(t, "sales", c.Agent)
 	require.Equal(t, "test", c.RequestedBy)
+	held, err := gemsql.CallGet(ctx, b.pool, made[2].ID)
+	require.NoError(t, err)
+	require.Equal(t, registry.CallAwaitingApproval, held.Status)
 
+	// Jobs for the two calls that run now; none for the held call until it is approved, nor for the repeat.
 	var jobs int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'gem.tool_call'`).Scan(&jobs))
 	require.Equal(t, 2, jobs)
@@ -137,16 +150,47 @@ func TestCallInsertMany(t *testing.T) {
 	require.Error(t, err)
 	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(`{"title":`)})
 	require.ErrorContains(t, err, "not valid JSON")
+	// A key used with another input: nothing is made.
+	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "leads.create", Input: json.RawMessage(`{"name":"Bo","phone":"0400"}`),
+		IdempotencyKey: "k1", RequestedBy: "test"})
+	require.Equal(t, gemsql.EKEYREUSED, gemsql.ErrorCode(err))
+	var reused *gemsql.IdempotencyConflictError
+	require.ErrorAs(t, err, &reused)
+	require.Equal(t, made[1].ID, reused.CallID)
 
 	// The first call's defaults: input {}, no key, 5 attempts, no run or agent.
-	c, err = gemsql.CallGet(ctx, b.pool, ids[0])
+	c, err = gemsql.CallGet(ctx, b.pool, made[0].ID)
 	require.NoError(t, err)
 	require.JSONEq(t, `{}`, string(c.Input))
 	require.Empty(t, c.IdempotencyKey)
 	require.Equal(t, 5, c.MaxAttempts)
 	require.Nil(t, c.RunID)
 	require.Empty(t, c.Agent)
-	require.Equal(t, 2, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls`))
+	require.Equal(t, 4, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls`))
+
+	t.Run("QueuedOnABatch", func(t *testing.T) {
+		// The queueing twin: the same statement in one round trip with others, its answer once the batch is
+		// sent, and a refusal the batch's error.
+		var queued []gemsql.Inserted
+		batch := &pgx.Batch{}
+		ids, err := gemsql.CallInsertQueue(ctx, batch, &queued, gemsql.CallInsertParams{ToolName: "test.held"},
+			gemsql.CallInsertParams{ToolName: "os.list_tasks"})
+		require.NoError(t, err)
+		batch.Queue(`SELECT 1`)
+		require.NoError(t, b.pool.SendBatch(ctx, batch).Close())
+		require.Len(t, queued, 2)
+		require.Equal(t, ids, []uuid.UUID{queued[0].ID, queued[1].ID})
+		require.True(t, queued[0].Awaiting)
+		require.False(t, queued[1].Awaiting)
+
+		batch = &pgx.Batch{}
+		_, err = gemsql.CallInsertQueue(ctx, batch, &queued, gemsql.CallInsertParams{ToolName: "leads.create",
+			Input: json.RawMessage(`{"name":"Cy","phone":"0400"}`), IdempotencyKey: "k1", RequestedBy: "test"})
+		require.NoError(t, err)
+		err = b.pool.SendBatch(ctx, batch).Close()
+		require.Equal(t, gemsql.EKEYREUSED, gemsql.ErrorCode(err))
+		require.Equal(t, 6, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls`))
+	})
 }
 
 func TestCallListPaginates(t *testing.T) {
@@ -158,7 +202,7 @@ func TestCallListPaginates(t *testing.T) {
 	for i := range params {
 		params[i] = gemsql.CallInsertParams{ToolName: "os.list_tasks"}
 	}
-	_, err := gemsql.CallInsertMany(ctx, b.pool, params)
+	_, err := gemsql.CallInsert(ctx, b.pool, params...)
 	require.NoError(t, err)
 	_, err = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
 	require.NoError(t, err)
@@ -203,7 +247,7 @@ func TestReceiptSetsCallStatusAndIsUnique(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 	require.NoError(t, err)
 	insertReceipt(t, ctx, b.pool, id, "failed")
 
@@ -224,7 +268,7 @@ func TestReceiptSetsCallStatusAndIsUnique(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status) VALUES ($1, 'os.health_check', 'succeeded')`, id)
 	require.ErrorContains(t, err, "_one_per_call") // core_tool_receipts_p<month>_one_per_call, its partition's key
 	// And a succeeded receipt cannot carry an error code, nor a failed one lack it.
-	id2, _ := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	id2, _ := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status) VALUES ($1, 'os.health_check', 'failed')`, id2)
 	require.ErrorContains(t, err, "core_tool_receipts_error_iff_not_succeeded")
 
@@ -240,7 +284,7 @@ func TestReceiptWaiter(t *testing.T) {
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
 
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, []gemsql.CallInsertParams{{ToolName: "a.b"}, {ToolName: "a.b"}, {ToolName: "a.b"}})
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, []gemsql.CallInsertParams{{ToolName: "a.b"}, {ToolName: "a.b"}, {ToolName: "a.b"}}...))
 	require.NoError(t, err)
 
 	// A receipt that exists before the wait starts is found at once.
@@ -289,7 +333,7 @@ func TestReceiptWaiterReconnects(t *testing.T) {
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
 
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"}))
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
@@ -345,7 +389,7 @@ func TestSafetyNetReceipts(t *testing.T) {
 		{"deleted", `DELETE FROM river_job WHERE id = $1`, registry.CodeJobDeleted},
 	}
 	for _, tt := range tests {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 		require.NoError(t, err)
 		c, _ := gemsql.CallGet(ctx, b.pool, id)
 		_, err = b.pool.Exec(ctx, tt.finish, c.JobID)
@@ -364,7 +408,7 @@ func TestSafetyNetReceipts(t *testing.T) {
 		{"outside effects", `UPDATE core_tool_calls SET outside_token = gen_random_uuid(), outside_attempt = 1 WHERE id = $1`, "started effects outside"},
 		{"device attempt", `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms, sent_at) VALUES ($1, 'laptop', 'sent', 1000, now())`, "device laptop was handed it"},
 	} {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 		require.NoError(t, err)
 		_, err = b.pool.Exec(ctx, acted.setup, id)
 		require.NoError(t, err, acted.name)
@@ -380,7 +424,7 @@ func TestSafetyNetReceipts(t *testing.T) {
 		require.Equal(t, "job_discarded", details["ended_by"], acted.name)
 	}
 	// A device attempt that was never handed out (unsent) does not count.
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms) VALUES ($1, 'laptop', 'unsent', 1000)`, id)
 	require.NoError(t, err)
@@ -391,7 +435,7 @@ func TestSafetyNetReceipts(t *testing.T) {
 	require.Equal(t, registry.CodeJobDiscarded, r.Error.Code)
 
 	// A job that ends after its receipt exists gets no second receipt.
-	id, _ = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	id, _ = insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 	insertReceipt(t, ctx, b.pool, id, "succeeded")
 	c, _ = gemsql.CallGet(ctx, b.pool, id)
 	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, c.JobID)
@@ -401,7 +445,7 @@ func TestSafetyNetReceipts(t *testing.T) {
 
 	// The executor completes jobs in the transaction that writes their receipts and says so
 	// (gem.jobs_receipted); the trigger then does not look for a receipt.
-	id, _ = gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	id, _ = insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 	c, _ = gemsql.CallGet(ctx, b.pool, id)
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -440,7 +484,7 @@ func TestSafetyNetEndsDeviceAttempts(t *testing.T) {
 		{gemsql.AttemptSent, registry.CodeOutcomeUnknown}, // it may be running on the device
 		{gemsql.AttemptQueued, registry.CodeJobDiscarded}, // never handed over, and now never will be
 	} {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 		require.NoError(t, err)
 		_, err = b.pool.Exec(ctx, `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms) VALUES ($1, 'laptop', $2, 1000)`, id, tt.state)
 		require.NoError(t, err)
@@ -468,7 +512,7 @@ func TestDeviceAttemptsEndWithNoneKept(t *testing.T) {
 	ctx, b := setup(t)
 	var ids []int64
 	for range 3 {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 		require.NoError(t, err)
 		var att int64
 		require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO core_device_attempts (call_id, device, state, timeout_ms, sent_at)
@@ -489,7 +533,7 @@ func TestLiveCallStatus(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.health_check"}))
 	require.NoError(t, err)
 	c, _ := gemsql.CallGet(ctx, b.pool, id)
 	require.Equal(t, registry.CallQueued, c.Status)
@@ -616,7 +660,7 @@ func TestReceiptWaiterPayloads(t *testing.T) {
 	_, err = conn.Exec(ctx, `LISTEN gem_receipt`)
 	require.NoError(t, err)
 
-	ids, err := gemsql.CallInsertMany(ctx, b.pool, []gemsql.CallInsertParams{{ToolName: "a.b"}, {ToolName: "a.b"}})
+	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, []gemsql.CallInsertParams{{ToolName: "a.b"}, {ToolName: "a.b"}}...))
 	require.NoError(t, err)
 	small, large := ids[0], ids[1]
 	got := make(chan *gemsql.WaitResult, 1)
@@ -701,7 +745,7 @@ func TestReceiptWaiterSurvivesHostileNotifications(t *testing.T) {
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
 
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"}))
 	require.NoError(t, err)
 	sub := w.Subscribe([]uuid.UUID{id})
 	defer sub.Close()
@@ -774,4 +818,24 @@ func TestRunKeyClaim(t *testing.T) {
 	require.Equal(t, later, holder)
 	_, err = conn.Exec(ctx, `RESET gem.idempotency_window`)
 	require.NoError(t, err)
+}
+
+// insertedID is the id of the one call gemsql.CallInsert made: id, err := insertedID(gemsql.CallInsert(...)).
+func insertedID(made []gemsql.Inserted, err error) (uuid.UUID, error) {
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return made[0].ID, nil
+}
+
+// insertedIDs are the ids of the calls gemsql.CallInsert made, in order.
+func insertedIDs(made []gemsql.Inserted, err error) ([]uuid.UUID, error) {
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uuid.UUID, len(made))
+	for i, m := range made {
+		ids[i] = m.ID
+	}
+	return ids, nil
 }

@@ -29,9 +29,9 @@ func TestCallListTruncatesLargeInputs(t *testing.T) {
 	ctx, b := setup(t)
 
 	big := bigDocument(100_000)
-	bigID, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.big", Input: big})
+	bigID, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.big", Input: big}))
 	require.NoError(t, err)
-	smallID, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.small", Input: json.RawMessage(`{"n": 1}`)})
+	smallID, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.small", Input: json.RawMessage(`{"n": 1}`)}))
 	require.NoError(t, err)
 
 	inputs := func(max int) map[uuid.UUID]json.RawMessage {
@@ -70,7 +70,7 @@ func TestReceiptListTruncatesLargeResultsAndErrorDetails(t *testing.T) {
 	big := bigDocument(100_000)
 	var ids []uuid.UUID
 	for range 4 {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"}))
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}
@@ -124,7 +124,7 @@ func TestListsCutLongMessagesAndSummaries(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"}))
 	require.NoError(t, err)
 	long := strings.Repeat("é", 50_000) // 100,000 bytes
 	errJSON, err := json.Marshal(registry.CallError{Code: "validation_error", Message: long})

@@ -89,7 +89,7 @@ func TestReceiptWaiterStartsOnce(t *testing.T) {
 	// Receipts of calls no one waits on go by; the one waited on is heard.
 	var ids []uuid.UUID
 	for range 5 {
-		id, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"})
+		id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"}))
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}

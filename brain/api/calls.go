@@ -261,11 +261,12 @@ func (s *Server) createCall(c echo.Context) error {
 		sub = s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 		defer sub.Close()
 	}
-	made, err := gemsql.CallInsertOne(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
+	inserted, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: req.Tool, Input: req.Input,
 		IdempotencyKey: req.IdempotencyKey, RequestedBy: requester(c), Agent: req.Agent, Device: req.Device, DeviceWaitMS: req.DeviceWaitMS})
 	if err != nil {
 		return err
 	}
+	made := inserted[0]
 	if made.Awaiting {
 		return s.awaitingApproval(c, id, nil)
 	}

@@ -328,12 +328,12 @@ func (s *Server) recordHighLevelEvent(ctx context.Context, cfg HighLevelWebhookC
 			_, err := tx.Exec(ctx, `UPDATE integration_webhook_events SET reason = $2 WHERE id = $1`, rowID, plan.Reason)
 			return err
 		}
-		callID, err := gemsql.CallInsert(ctx, tx, gemsql.CallInsertParams{ToolName: plan.Tool, Input: input, RequestedBy: highLevelRequester})
+		made, err := gemsql.CallInsert(ctx, tx, gemsql.CallInsertParams{ToolName: plan.Tool, Input: input, RequestedBy: highLevelRequester})
 		if err != nil {
 			return err
 		}
-		resp["status"], resp["tool"], resp["call_id"] = "enqueued", plan.Tool, callID
-		_, err = tx.Exec(ctx, `UPDATE integration_webhook_events SET status = 'enqueued', call_id = $2 WHERE id = $1`, rowID, callID)
+		resp["status"], resp["tool"], resp["call_id"] = "enqueued", plan.Tool, made[0].ID
+		_, err = tx.Exec(ctx, `UPDATE integration_webhook_events SET status = 'enqueued', call_id = $2 WHERE id = $1`, rowID, made[0].ID)
 		return err
 	})
 	if err != nil {

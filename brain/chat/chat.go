@@ -725,12 +725,14 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		turn.enqueued = append(turn.enqueued, postgres.EnqueuedCall{CallID: p.ID, Tool: p.ToolName})
 	}
 	awaiting := map[uuid.UUID]bool{}
+	var made []gemsql.Inserted
 	enqueueCtx, enqueued := ctx, func(error) {}
 	if len(params) > 0 {
 		enqueueCtx, enqueued = gemsql.StartEnqueue(ctx, params) // the calls carry the span that sends them
 	}
 	err := c.journal(ctx, r, step{turn: turn, msgs: msgs, also: func(b *pgx.Batch, written bool) error {
 		clear(awaiting) // a try that failed may have read some
+		made = nil
 		if len(params) == 0 {
 			return nil
 		}
@@ -738,7 +740,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			postgres.CallsAwaitingApprovalQueue(b, ids, awaiting)
 			return nil
 		}
-		if _, err := gemsql.QueueCallInsertManyAwaiting(enqueueCtx, b, params, awaiting); err != nil {
+		if _, err := gemsql.CallInsertQueue(enqueueCtx, b, &made, params...); err != nil {
 			return err
 		}
 		postgres.RunAddCallsQueue(b, r.runID, ids, append(slices.Clone(r.calls), planned...))
@@ -749,6 +751,11 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 	enqueued(err)
 	if err != nil {
 		return nil, err
+	}
+	for _, m := range made {
+		if m.Awaiting {
+			awaiting[m.ID] = true
+		}
 	}
 	r.calls = append(r.calls, planned...)
 	// Programs run now, their step journaled; each one's tool message is settled with what it returned.

@@ -150,11 +150,12 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 	var awaiting bool
 	// Under the run's fence: a brain that lost the run makes no more of its program's calls.
 	err = postgres.RunFenced(ctx, c.pool, r.runID, r.claim, false, func(tx pgx.Tx) error {
-		var err error
-		if _, awaiting, err = gemsql.CallInsertAwaiting(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
-			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester, Device: device}); err != nil {
+		made, err := gemsql.CallInsert(ctx, tx, gemsql.CallInsertParams{ID: id, ToolName: name, Input: input, RunID: &r.runID,
+			Agent: r.agent.Slug, UserID: r.req.UserID, RequestedBy: r.requester, Device: device})
+		if err != nil {
 			return err
 		}
+		awaiting = made[0].Awaiting
 		return postgres.RunAddCalls(ctx, tx, r.runID, []uuid.UUID{id}, r.calls)
 	})
 	if errors.Is(err, postgres.ErrTakenOver) {

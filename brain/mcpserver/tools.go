@@ -85,7 +85,7 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		id := uuid.Must(uuid.NewV7())
 		sub := s.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first
 		defer sub.Close()
-		made, err := gemsql.CallInsertOne(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
+		inserted, err := gemsql.CallInsert(ctx, s.pool, gemsql.CallInsertParams{ID: id, ToolName: tool.Name, Input: input,
 			IdempotencyKey: key, Agent: c.Agent, UserID: c.userOf(), RequestedBy: c.Name, Device: device})
 		if err != nil {
 			switch e := brain.AsError(err); e.Code {
@@ -96,6 +96,7 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 			}
 			return nil, s.internal(ctx, err, "error enqueueing the call")
 		}
+		made := inserted[0]
 		slot := taskSlotOf(ctx) // the client declared tasks: a call that does not end at once becomes one
 		if made.Awaiting {
 			if slot != nil {

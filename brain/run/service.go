@@ -243,7 +243,7 @@ func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.C
 	// One round trip: a batch without BEGIN is one implicit transaction.
 	b := &pgx.Batch{}
 	postgres.RunInsertQueue(b, rec)
-	ids, err := gemsql.QueueCallInsertMany(ctx, b, params)
+	ids, err := gemsql.CallInsertQueue(ctx, b, new([]gemsql.Inserted), params...)
 	if err != nil {
 		return nil, err
 	}
@@ -416,9 +416,17 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 		if err := postgres.RunUpdate(ctx, tx, rec); err != nil {
 			return err
 		}
-		var ids []uuid.UUID
-		if ids, awaiting, err = gemsql.CallInsertManyAwaiting(ctx, tx, params); err != nil {
+		made, err := gemsql.CallInsert(ctx, tx, params...)
+		if err != nil {
 			return err
+		}
+		awaiting = map[uuid.UUID]bool{}
+		ids := make([]uuid.UUID, len(made))
+		for i, m := range made {
+			ids[i] = m.ID
+			if m.Awaiting {
+				awaiting[m.ID] = true
+			}
 		}
 		return postgres.RunCallsAdded(ctx, tx, rec.ID, ids)
 	})

@@ -233,8 +233,8 @@ func TestChatRefusalsGoBackToTheLLM(t *testing.T) {
 	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID), "only the good call was enqueued")
 
 	// The executor refuses the disabled tool too, whoever makes the call for the agent.
-	id, err := gemsql.CallInsert(context.Background(), shared.pool, gemsql.CallInsertParams{ToolName: "os.create_note",
-		Input: json.RawMessage(`{"domain": "business", "title": "sneaky", "content": "x"}`), Agent: agent, UserID: "user-1"})
+	id, err := insertedID(gemsql.CallInsert(context.Background(), shared.pool, gemsql.CallInsertParams{ToolName: "os.create_note",
+		Input: json.RawMessage(`{"domain": "business", "title": "sneaky", "content": "x"}`), Agent: agent, UserID: "user-1"}))
 	require.NoError(t, err)
 	var body struct {
 		Receipt *registry.Receipt `json:"receipt"`

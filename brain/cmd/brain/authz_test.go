@@ -348,7 +348,7 @@ func TestAgentLimitedCallerNamesNoAgent(t *testing.T) {
 	require.True(t, res.IsError, "%v", res.Content)
 
 	// SQL: the executor refuses a call in its name for no agent.
-	id, err := gemsql.CallInsert(ctx, shared.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: name})
+	id, err := insertedID(gemsql.CallInsert(ctx, shared.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: name}))
 	require.NoError(t, err)
 	var got callResponse
 	require.Equal(t, http.StatusOK, admin.do(http.MethodGet, "/calls/"+id.String()+"?wait=20s", nil, &got))

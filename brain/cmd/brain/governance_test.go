@@ -141,7 +141,7 @@ func TestCallersHTTP(t *testing.T) {
 	require.Eventually(t, func() bool { return reader.do(http.MethodGet, "/calls?limit=1", nil, &e) == http.StatusUnauthorized },
 		5*time.Second, 100*time.Millisecond)
 	require.Contains(t, e.Errors[0].Message, "revoked")
-	id, err := gemsql.CallInsert(context.Background(), shared.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: name})
+	id, err := insertedID(gemsql.CallInsert(context.Background(), shared.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: name}))
 	require.NoError(t, err)
 	var got callResponse
 	require.Equal(t, http.StatusOK, admin.do(http.MethodGet, "/calls/"+id.String()+"?wait=20s", nil, &got))
@@ -174,7 +174,7 @@ func TestCallerAgents(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, res.StatusCode)
 
 	// A call made in its name for another agent, by SQL, is refused by the executor.
-	id, err := gemsql.CallInsert(context.Background(), shared.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: name, Agent: other})
+	id, err := insertedID(gemsql.CallInsert(context.Background(), shared.pool, gemsql.CallInsertParams{ToolName: "os.health_check", RequestedBy: name, Agent: other}))
 	require.NoError(t, err)
 	var got callResponse
 	require.Equal(t, http.StatusOK, admin.do(http.MethodGet, "/calls/"+id.String()+"?wait=20s", nil, &got))
@@ -549,4 +549,12 @@ func TestCallerPermissionsInChat(t *testing.T) {
 	require.Equal(t, http.StatusOK, admin.do(http.MethodGet, "/calls/"+resp.ToolCalls[0].CallID.String(), nil, &got))
 	require.Equal(t, name, got.Call.RequestedBy)
 	require.Equal(t, agent, got.Call.Agent)
+}
+
+// insertedID is the id of the one call gemsql.CallInsert made: id, err := insertedID(gemsql.CallInsert(...)).
+func insertedID(made []gemsql.Inserted, err error) (uuid.UUID, error) {
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return made[0].ID, nil
 }
