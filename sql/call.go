@@ -101,6 +101,17 @@ type Inserted struct {
 	IdempotencyOf *uuid.UUID
 }
 
+// InsertedAwaiting is the set of the calls of made that await approval.
+func InsertedAwaiting(made []Inserted) map[uuid.UUID]bool {
+	set := map[uuid.UUID]bool{}
+	for _, m := range made {
+		if m.Awaiting {
+			set[m.ID] = true
+		}
+	}
+	return set
+}
+
 // CallInsert makes calls with one statement: it inserts their core_tool_calls rows, whose trigger creates
 // the River jobs in the same transaction (pass a transaction to enqueue together with your own state), and
 // says what became of each, in order: made, or a repeat of an earlier request (IdempotencyOf); awaiting
@@ -120,7 +131,11 @@ func CallInsert(ctx context.Context, db DBTX, params ...CallInsertParams) (_ []I
 	if err != nil {
 		return nil, insertError(err)
 	}
-	return callInsertRead(rows, ids)
+	made, err := callInsertRead(rows, ids)
+	if err != nil {
+		return nil, insertError(err)
+	}
+	return made, nil
 }
 
 // CallInsertQueue queues CallInsert's statement on b, so the calls travel in one round trip with other
@@ -132,14 +147,49 @@ func CallInsertQueue(ctx context.Context, b *pgx.Batch, out *[]Inserted, params 
 	if err != nil {
 		return nil, err
 	}
-	b.Queue(callInsertSQL, args...).Query(func(rows pgx.Rows) (err error) {
-		*out, err = callInsertRead(rows, ids)
-		return err
+	b.Queue(callInsertSQL, args...).Query(func(rows pgx.Rows) error {
+		made, err := callInsertRead(rows, ids)
+		if err != nil {
+			return insertError(err)
+		}
+		*out = made
+		return nil
 	})
 	return ids, nil
 }
 
-// callInsertRead reads what callInsertSQL made of the calls ids, in their order.
+// CallsInserted reads back what CallInsert answered of calls made before (a turn taken up again after its
+// brain stopped, a write whose answer was lost with its connection), in the order of ids, as the calls are
+// now: a call decided since no longer awaits approval. With CallInsert's answer, it is how GEM learns
+// whether a call awaits approval: one test of it (insertedColumns), the call's status.
+func CallsInserted(ctx context.Context, db DBTX, ids []uuid.UUID) ([]Inserted, error) {
+	rows, err := db.Query(ctx, callsInsertedSQL, ids)
+	if err != nil {
+		return nil, Coded(fmt.Errorf("error reading calls: %w", err))
+	}
+	made, err := callInsertRead(rows, ids)
+	if err != nil {
+		return nil, Coded(fmt.Errorf("error reading calls: %w", err))
+	}
+	return made, nil
+}
+
+// CallsInsertedQueue queues CallsInserted's read on b: what became of the calls is in out once b is sent.
+func CallsInsertedQueue(b *pgx.Batch, ids []uuid.UUID, out *[]Inserted) {
+	b.Queue(callsInsertedSQL, ids).Query(func(rows pgx.Rows) (err error) {
+		*out, err = callInsertRead(rows, ids)
+		return err
+	})
+}
+
+// insertedColumns are what CallInsert answers of each call and CallsInserted reads back (Inserted's
+// fields): the one place "awaits approval" is decided, from the call's status, which its insert sets
+// (gem_approval_needed) and a decision or the approval's expiry changes.
+const insertedColumns = `id, status = 'awaiting_approval', idempotency_of`
+
+const callsInsertedSQL = `SELECT ` + insertedColumns + ` FROM core_tool_calls WHERE id = ANY($1)`
+
+// callInsertRead reads what callInsertSQL made of the calls ids (or callsInsertedSQL found), in their order.
 func callInsertRead(rows pgx.Rows, ids []uuid.UUID) ([]Inserted, error) {
 	made := make(map[uuid.UUID]Inserted, len(ids))
 	var in Inserted
@@ -148,13 +198,12 @@ func callInsertRead(rows pgx.Rows, ids []uuid.UUID) ([]Inserted, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, insertError(err)
+		return nil, err
 	}
 	out := make([]Inserted, len(ids))
 	for i, id := range ids {
-		if out[i] = made[id]; out[i].ID != id {
-			return nil, fmt.Errorf("error inserting calls: call %s was not inserted", id)
-		}
+		out[i] = made[id]
+		out[i].ID = id // a call CallsInserted does not find (gone with its month's history) awaits nothing
 	}
 	return out, nil
 }
@@ -170,7 +219,7 @@ const callInsertSQL = `
 	FROM jsonb_to_recordset($1::jsonb) AS t(id uuid, tool_name text, input jsonb, idempotency_key text, max_attempts integer,
 		run_id uuid, agent text, user_id text, requested_by text, approved_by text, device text, device_wait_ms integer,
 		parent_id uuid, traceparent text, tracestate text)
-	RETURNING id, status = 'awaiting_approval', idempotency_of`
+	RETURNING ` + insertedColumns
 
 // callInsertRow is one element of callInsertSQL's array.
 type callInsertRow struct {

@@ -191,6 +191,25 @@ func TestCallInsert(t *testing.T) {
 		require.Equal(t, gemsql.EKEYREUSED, gemsql.ErrorCode(err))
 		require.Equal(t, 6, b.count(t, ctx, `SELECT count(*) FROM core_tool_calls`))
 	})
+
+	t.Run("ReadBack", func(t *testing.T) {
+		// What the insert answered, read back for calls made before (in the order asked, a call that is gone
+		// awaiting nothing), as the calls are now: approved, the held call awaits no more.
+		gone := uuid.New()
+		ids := []uuid.UUID{made[3].ID, gone, made[2].ID, made[0].ID}
+		again, err := gemsql.CallsInserted(ctx, b.pool, ids)
+		require.NoError(t, err)
+		require.Equal(t, []gemsql.Inserted{made[3], {ID: gone}, made[2], made[0]}, again)
+		require.Equal(t, map[uuid.UUID]bool{made[2].ID: true}, gemsql.InsertedAwaiting(again))
+
+		_, err = gemsql.CallDecide(ctx, b.pool, made[2].ID, true, "", "")
+		require.NoError(t, err)
+		var queued []gemsql.Inserted
+		batch := &pgx.Batch{}
+		gemsql.CallsInsertedQueue(batch, []uuid.UUID{made[2].ID}, &queued)
+		require.NoError(t, b.pool.SendBatch(ctx, batch).Close())
+		require.Equal(t, []gemsql.Inserted{{ID: made[2].ID}}, queued)
+	})
 }
 
 func TestCallListPaginates(t *testing.T) {

@@ -273,7 +273,7 @@ func (s *Server) createCall(c echo.Context) error {
 	if of := made.IdempotencyOf; of != nil && sub != nil {
 		// A repeated request: its receipt comes when the first one's does. If that one waits for a person,
 		// so does this answer.
-		if first, err := gemsql.CallGet(ctx, s.pool, *of); err == nil && first.Status == registry.CallAwaitingApproval {
+		if first, err := gemsql.CallsInserted(ctx, s.pool, []uuid.UUID{*of}); err == nil && first[0].Awaiting {
 			return s.awaitingApproval(c, *of, &id)
 		}
 	}

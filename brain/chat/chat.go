@@ -724,20 +724,19 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 	for _, p := range params {
 		turn.enqueued = append(turn.enqueued, postgres.EnqueuedCall{CallID: p.ID, Tool: p.ToolName})
 	}
-	awaiting := map[uuid.UUID]bool{}
 	var made []gemsql.Inserted
 	enqueueCtx, enqueued := ctx, func(error) {}
 	if len(params) > 0 {
 		enqueueCtx, enqueued = gemsql.StartEnqueue(ctx, params) // the calls carry the span that sends them
 	}
 	err := c.journal(ctx, r, step{turn: turn, msgs: msgs, also: func(b *pgx.Batch, written bool) error {
-		clear(awaiting) // a try that failed may have read some
-		made = nil
+		made = nil // a try that failed may have read some
 		if len(params) == 0 {
 			return nil
 		}
 		if written {
-			postgres.CallsAwaitingApprovalQueue(b, ids, awaiting)
+			// A try before made them, its answer lost: what it made is read back.
+			gemsql.CallsInsertedQueue(b, ids, &made)
 			return nil
 		}
 		if _, err := gemsql.CallInsertQueue(enqueueCtx, b, &made, params...); err != nil {
@@ -745,18 +744,14 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		}
 		postgres.RunAddCallsQueue(b, r.runID, ids, append(slices.Clone(r.calls), planned...))
 		// Their call_enqueued events went with the answer's llm_ended; those held for approval add theirs.
-		postgres.RunAwaitingQueue(b, r.runID, ids, new([]uuid.UUID))
+		postgres.RunCallsHeldQueue(b, r.runID, ids)
 		return nil
 	}}, nil)
 	enqueued(err)
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range made {
-		if m.Awaiting {
-			awaiting[m.ID] = true
-		}
-	}
+	awaiting := gemsql.InsertedAwaiting(made)
 	r.calls = append(r.calls, planned...)
 	// Programs run now, their step journaled; each one's tool message is settled with what it returned.
 	known := len(r.secretValues)

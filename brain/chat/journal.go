@@ -261,10 +261,11 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID, claim string) error 
 	}
 	settled := map[uuid.UUID]string{}
 	if len(waiting) > 0 {
-		awaiting, err := postgres.CallsAwaitingApproval(ctx, c.pool, waiting)
+		made, err := gemsql.CallsInserted(ctx, c.pool, waiting)
 		if err != nil {
 			return err
 		}
+		awaiting := gemsql.InsertedAwaiting(made)
 		waitCtx, cancel := context.WithTimeout(ctx, c.wait)
 		rest := slices.DeleteFunc(slices.Clone(waiting), func(id uuid.UUID) bool { return awaiting[id] })
 		res, _ := c.waiter.Wait(waitCtx, rest)

@@ -110,7 +110,7 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		if of := made.IdempotencyOf; of != nil {
 			taskCall = *of
 			// A repeated request: its receipt comes with the first one's, which may wait for a person.
-			if first, err := gemsql.CallGet(ctx, s.pool, *of); err == nil && first.Status == registry.CallAwaitingApproval {
+			if first, err := gemsql.CallsInserted(ctx, s.pool, []uuid.UUID{*of}); err == nil && first[0].Awaiting {
 				if slot != nil {
 					return s.toTask(ctx, slot, tool.Name, *of)
 				}

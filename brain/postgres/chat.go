@@ -173,7 +173,7 @@ type TurnInsertParams struct {
 	// its llm_ended.
 	Text string
 	// Enqueued are the calls the turn's answer makes, in its transaction: their call_enqueued events follow
-	// its llm_ended (those held for approval add theirs with RunAwaitingQueue).
+	// its llm_ended (those held for approval add theirs with RunCallsHeldQueue).
 	Enqueued []EnqueuedCall
 }
 
@@ -483,35 +483,6 @@ func RunsTakeOver(ctx context.Context, db gemsql.DBTX, owner, planner string, d 
 	}
 	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Taken])
 	return taken, coded(err)
-}
-
-// CallsAwaitingApproval says which of the calls wait for a person's decision (undecided: an approved call
-// runs and has a receipt to wait for, a rejected or expired one has its receipt).
-func CallsAwaitingApproval(ctx context.Context, db gemsql.DBTX, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
-	rows, err := db.Query(ctx, callsAwaitingApprovalSQL, ids)
-	if err != nil {
-		return nil, coded(err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	set := map[uuid.UUID]bool{}
-	for _, id := range found {
-		set[id] = true
-	}
-	return set, coded(err)
-}
-
-const callsAwaitingApprovalSQL = `SELECT call_id FROM core_approvals WHERE call_id = ANY($1) AND decision IS NULL`
-
-// CallsAwaitingApprovalQueue queues CallsAwaitingApproval's read on b: those awaiting are added to set.
-func CallsAwaitingApprovalQueue(b *pgx.Batch, ids []uuid.UUID, set map[uuid.UUID]bool) {
-	b.Queue(callsAwaitingApprovalSQL, ids).Query(func(rows pgx.Rows) error {
-		var id uuid.UUID
-		_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
-			set[id] = true
-			return nil
-		})
-		return err
-	})
 }
 
 // SessionCallsAwaitingReceiptsQueue queues on b the read of the calls whose tool messages in the session still

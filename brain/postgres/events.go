@@ -241,16 +241,12 @@ func RunCallsAdded(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, ids []u
 
 const runCallsAddedSQL = `SELECT gem_run_calls_added($1, $2)`
 
-// RunAwaitingQueue queues, on the batch that inserts a run with its calls (ids), the read of the calls held
-// for a person's decision into held, which adds their call_awaiting_approval events (gem_run_awaiting): the
-// run's insert has numbered their call_enqueued already.
-func RunAwaitingQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID, held *[]uuid.UUID) {
-	b.Queue(`SELECT gem_run_awaiting($1, $2)`, runID, ids).QueryRow(func(row pgx.Row) error {
-		if err := row.Scan(held); err != nil {
-			return coded(fmt.Errorf("error reading the calls held for approval: %w", err))
-		}
-		return nil
-	})
+// RunCallsHeldQueue queues, on the batch that inserts a run's calls (ids), the call_awaiting_approval events
+// of those held for a person's decision (gem_run_awaiting): the run's insert, or its turn's, has numbered
+// their call_enqueued already. Which calls await approval the brain learns from the insert's answer
+// (gemsql.Inserted).
+func RunCallsHeldQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID) {
+	b.Queue(`SELECT gem_run_awaiting($1, $2)`, runID, ids)
 }
 
 // RunEventsPage is one read of a run's events: those after a seq, and the run as it was when they were read

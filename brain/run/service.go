@@ -243,22 +243,18 @@ func (s *Service) enqueue(ctx context.Context, rec *brain.Run, params []gemsql.C
 	// One round trip: a batch without BEGIN is one implicit transaction.
 	b := &pgx.Batch{}
 	postgres.RunInsertQueue(b, rec)
-	ids, err := gemsql.CallInsertQueue(ctx, b, new([]gemsql.Inserted), params...)
+	var made []gemsql.Inserted
+	ids, err := gemsql.CallInsertQueue(ctx, b, &made, params...)
 	if err != nil {
 		return nil, err
 	}
 	// The run's insert numbered the calls' events (call_enqueued) from its plan; the calls held for approval
-	// come back with theirs.
-	var awaiting []uuid.UUID
-	postgres.RunAwaitingQueue(b, rec.ID, ids, &awaiting)
+	// add theirs.
+	postgres.RunCallsHeldQueue(b, rec.ID, ids)
 	if err := postgres.BatchSend(ctx, s.pool, b); err != nil {
 		return nil, err
 	}
-	set := map[uuid.UUID]bool{}
-	for _, id := range awaiting {
-		set[id] = true
-	}
-	return set, nil
+	return gemsql.InsertedAwaiting(made), nil
 }
 
 // waitAndAnswer waits for the run's receipts (sub, subscribed before the calls were made) and records the
@@ -420,13 +416,10 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 		if err != nil {
 			return err
 		}
-		awaiting = map[uuid.UUID]bool{}
+		awaiting = gemsql.InsertedAwaiting(made)
 		ids := make([]uuid.UUID, len(made))
 		for i, m := range made {
 			ids[i] = m.ID
-			if m.Awaiting {
-				awaiting[m.ID] = true
-			}
 		}
 		return postgres.RunCallsAdded(ctx, tx, rec.ID, ids)
 	})
