@@ -10,9 +10,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -385,9 +385,10 @@ func SkillMediaType(p string, content []byte) string {
 	return "application/octet-stream"
 }
 
-// IsText says whether content can be shown as text: valid UTF-8 without NUL bytes.
+// IsText says whether content can be shown, and stored, as text: valid UTF-8 without NUL bytes, which
+// PostgreSQL's text holds (gemsql.PlainTextProblem).
 func IsText(content []byte) bool {
-	return utf8.Valid(content) && !bytes.ContainsRune(content, 0)
+	return gemsql.PlainTextProblem(string(content)) == ""
 }
 
 // scriptExtensions are the extensions of files a skill runs rather than reads.

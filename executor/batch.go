@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -651,8 +652,9 @@ func encodeReceipts(receipts []receiptRow, uncollected *receiptDraft, chunkBytes
 		if err != nil {
 			return nil, fmt.Errorf("error encoding the receipt of call %s: %w", a.args.CallID, err)
 		}
-		// A result or an error message may hold what jsonb refuses; this is where every receipt passes.
-		b = sanitizeJSON(b)
+		// A result or an error message may hold what jsonb refuses: repaired (gemsql.TextRepaired, GEM's rule
+		// for text it did not get from a client), here, where every receipt passes.
+		b = gemsql.TextRepaired(b)
 		// Joining this receipt adds a comma, the receipt and (at the end) the closing bracket.
 		if len(doc) > 1 && len(doc)+1+len(b)+1 > chunkBytes {
 			docs = append(docs, string(append(doc, ']')))

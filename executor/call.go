@@ -609,57 +609,6 @@ func msSince(t time.Time) float64 {
 	return float64(time.Since(t).Microseconds()) / 1000
 }
 
-// sanitizeJSON replaces the escapes PostgreSQL's jsonb refuses with U+FFFD: \u0000, and a UTF-16 surrogate
-// escape that is not half of a pair. One odd character in a result (a handler may return json.RawMessage)
-// or an error message cannot then make a receipt impossible to write, and with it the batch it shares.
-func sanitizeJSON(b []byte) []byte {
-	for i := 0; i < len(b)-1; i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		if b[i+1] != 'u' || i+6 > len(b) {
-			i++ // skip the escaped character
-			continue
-		}
-		u, ok := hex4(b[i+2 : i+6])
-		switch {
-		case !ok:
-		case u == 0:
-			copy(b[i+2:i+6], "fffd")
-		case u >= 0xd800 && u < 0xdc00: // high surrogate: must be followed by a low one
-			if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-				if lo, ok := hex4(b[i+8 : i+12]); ok && lo >= 0xdc00 && lo < 0xe000 {
-					i += 11 // the pair
-					continue
-				}
-			}
-			copy(b[i+2:i+6], "fffd")
-		case u >= 0xdc00 && u < 0xe000: // a low surrogate not after a high one
-			copy(b[i+2:i+6], "fffd")
-		}
-		i += 5
-	}
-	return b
-}
-
-// hex4 reads four hexadecimal digits.
-func hex4(b []byte) (rune, bool) {
-	var r rune
-	for _, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
 // validInput decodes and validates a call's input against its tool: the decoded input, or the receipt of
 // a call whose input is refused. A detached run (a device's) checks its input the same way.
 func validInput(tool *registry.Tool, raw []byte) (any, *receiptDraft) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/registry"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 )
@@ -31,7 +32,7 @@ func readBody(c echo.Context) ([]byte, error) {
 	return body, nil
 }
 
-// decodeBody reads the body and decodes it into T after checking its text (see textProblem) and validating
+// decodeBody reads the body and decodes it into T after checking its text (brain.CheckText) and validating
 // it against schema, so every mistake in a request is reported at once. An empty body is emptyBody
 // ("" to require one).
 func decodeBody[T any](c echo.Context, schema *requestSchema, emptyBody string) (*T, []byte, error) {
@@ -42,7 +43,7 @@ func decodeBody[T any](c echo.Context, schema *requestSchema, emptyBody string) 
 	if len(strings.TrimSpace(string(body))) == 0 && emptyBody != "" {
 		body = []byte(emptyBody)
 	}
-	if err := checkText(body); err != nil {
+	if err := brain.CheckText(body); err != nil {
 		return nil, nil, err
 	}
 	if err := schema.Validate(body); err != nil {
@@ -53,20 +54,6 @@ func decodeBody[T any](c echo.Context, schema *requestSchema, emptyBody string) 
 		return nil, nil, brain.Errorf(brain.EINVALID, "the request body does not fit: %v", err)
 	}
 	return &v, body, nil
-}
-
-// checkText refuses a JSON document holding text PostgreSQL cannot store, naming where it is.
-func checkText(doc []byte) error {
-	pointer, problem, found := textProblem(doc)
-	if !found {
-		return nil
-	}
-	where := "the request body"
-	if pointer != "" {
-		where = pointer
-	}
-	return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("%s %s; GEM stores text exactly, so it refuses what it cannot store", where, problem),
-		Details: map[string]any{"pointer": pointer, "problem": problem}}
 }
 
 // invalidRequest lists every violation of a request's schema.
@@ -86,11 +73,11 @@ func invalidRequest(err error) *brain.Error {
 func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		for name, values := range c.QueryParams() {
-			if problem := plainTextProblem(name); problem != "" {
+			if problem := gemsql.PlainTextProblem(name); problem != "" {
 				return brain.Errorf(brain.EINVALID, "a query parameter name %s", problem)
 			}
 			for _, v := range values {
-				if problem := plainTextProblem(v); problem != "" {
+				if problem := gemsql.PlainTextProblem(v); problem != "" {
 					return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("query parameter %s %s", name, problem),
 						Details: map[string]any{"parameter": name, "problem": problem}}
 				}
@@ -98,13 +85,13 @@ func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		for i, name := range c.ParamNames() {
 			if i < len(c.ParamValues()) {
-				if problem := plainTextProblem(c.ParamValues()[i]); problem != "" {
+				if problem := gemsql.PlainTextProblem(c.ParamValues()[i]); problem != "" {
 					return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("path parameter %s %s", name, problem),
 						Details: map[string]any{"parameter": name, "problem": problem}}
 				}
 			}
 		}
-		if problem := plainTextProblem(c.Request().URL.Path); problem != "" {
+		if problem := gemsql.PlainTextProblem(c.Request().URL.Path); problem != "" {
 			return &brain.Error{Code: brain.EINVALID, Message: fmt.Sprintf("the path %s", problem), Details: map[string]any{"problem": problem}}
 		}
 		return next(c)

@@ -269,7 +269,7 @@ func (s *Server) highLevelWebhook(cfg HighLevelWebhookConfig) echo.HandlerFunc {
 		if err := cfg.verify(c.Request().Header, body); err != nil {
 			return err
 		}
-		if err := checkText(body); err != nil {
+		if err := brain.CheckText(body); err != nil {
 			return err
 		}
 		ev, err := parseHighLevelEvent(body)

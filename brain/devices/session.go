@@ -501,8 +501,10 @@ func (s *session) store() {
 	}
 }
 
-// storeAnswers stores a batch of answers and returns the attempts stored; when the batch does not store
-// (a result PostgreSQL refuses), each answer is stored alone. One that still fails (the database away) is
+// storeAnswers stores a batch of answers and returns the attempts stored. A device's answer is a tool's
+// result, not the client's text: what PostgreSQL cannot store in it is repaired (gemsql.TextRepaired), as in
+// a receipt of a call run by an executor. When the batch does not store all the same (a value PostgreSQL
+// refuses), each answer is stored alone. One that still fails (the database away) is
 // left to the device, which keeps an answer until it is acknowledged and sends it again when it
 // registers: the connection is closed, so that it does. Storing does not end with the socket.
 func (s *session) storeAnswers(batch []*registry.DeviceAnswer) []int64 {
@@ -528,7 +530,7 @@ func (s *session) storeAnswers(batch []*registry.DeviceAnswer) []int64 {
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
-			// A result PostgreSQL cannot store (a \u0000 in a string): the call fails instead.
+			// A result PostgreSQL still refuses (a value out of its range): the call fails instead.
 			failed, _ := json.Marshal(&registry.CallError{Code: registry.CodeOutputContract, Message: fmt.Sprintf(
 				"device %s answered a result that cannot be stored: %s", s.name, pgErr.Message)})
 			err = s.storeRows(ctx, []answerRow{{Attempt: row.Attempt, State: gemsql.AttemptFailed, Error: failed}})
@@ -553,7 +555,7 @@ func (s *session) storeRows(ctx context.Context, rows []answerRow) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.h.relayPool.Exec(ctx, storeAnswersSQL, s.name, string(doc))
+	_, err = s.h.relayPool.Exec(ctx, storeAnswersSQL, s.name, string(gemsql.TextRepaired(doc)))
 	return err
 }
 

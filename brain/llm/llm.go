@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
+	gemsql "github.com/gemhq/gem/sql"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -55,7 +56,7 @@ type Request struct {
 	// OnText heard before belongs to an attempt that failed.
 	OnAttempt func(n int) `json:"-"`
 	// OnText, when set, is told the answer's text as the provider streams it, piece by piece and in order,
-	// on the goroutine that called Complete (NUL replaced, as in the answer): the pieces of the attempt
+	// on the goroutine that called Complete (repaired as the answer is: scrub.go): the pieces of the attempt
 	// that answers make its Content.
 	OnText func(text string) `json:"-"`
 }
@@ -63,7 +64,7 @@ type Request struct {
 // text tells req's OnText a piece of the answer's text.
 func (req *Request) text(s string) {
 	if req.OnText != nil && s != "" {
-		req.OnText(strings.ReplaceAll(s, "\x00", replacement))
+		req.OnText(gemsql.PlainTextRepaired(s))
 	}
 }
 

@@ -15,10 +15,13 @@ func TestScrubNUL(t *testing.T) {
 		{`{"title": "a\\\u0000b"}`, `{"title": "a\\\ufffdb"}`}, // an escaped backslash, then an escape
 		{"{\"title\": \"a\x00b\"}", "{\"title\": \"a\uFFFDb\"}"},
 		{`{"title": "\u00001"}`, `{"title": "\ufffd1"}`},
+		{`{"title": "a\ud800b"}`, `{"title": "a\ufffdb"}`}, // a lone surrogate, which jsonb refuses too
 		{`{"n": 1}`, `{"n": 1}`},
 		{`{"title": "cut\`, `{"title": "cut\`},
 	} {
-		got := scrubJSONNUL(tc.in)
+		r := &Response{ToolCalls: []ToolCall{{Arguments: tc.in}}}
+		r.scrubNUL()
+		got := r.ToolCalls[0].Arguments
 		require.Equal(t, tc.want, got, tc.in)
 		if json.Valid([]byte(tc.in)) {
 			var v any
@@ -26,9 +29,9 @@ func TestScrubNUL(t *testing.T) {
 			require.NotContains(t, fmt.Sprint(v), "\x00", got)
 		}
 	}
-	r := &Response{Content: "a\x00b", ToolCalls: []ToolCall{{ID: "x\x00", Name: "n", Arguments: `{"a": "\u0000"}`}}}
+	r := &Response{Content: "a\x00b\xff", ToolCalls: []ToolCall{{ID: "x\x00", Name: "n", Arguments: `{"a": "\u0000"}`}}}
 	r.scrubNUL()
-	require.Equal(t, "a\uFFFDb", r.Content)
+	require.Equal(t, "a\uFFFDb\uFFFD", r.Content)
 	require.Equal(t, "x\uFFFD", r.ToolCalls[0].ID)
 	require.Equal(t, `{"a": "\ufffd"}`, r.ToolCalls[0].Arguments)
 }

@@ -61,6 +61,9 @@ func (s *Server) callTool(tool *registry.Tool) mcp.ToolHandler {
 		if len(input) == 0 || string(input) == "null" {
 			input = []byte("{}")
 		}
+		if err := brain.CheckText(input); err != nil { // the client's text: refused, as POST /calls refuses it
+			return invalidArguments(tool.Name, err), nil
+		}
 		if err := tool.ValidateInput(input); err != nil {
 			var ve *registry.ValidationError
 			if errors.As(err, &ve) {

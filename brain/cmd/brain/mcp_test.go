@@ -416,6 +416,8 @@ func TestMCPInspectorHTTP(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.IsError)
 		require.Equal(t, "invalid_arguments", res.StructuredContent.(map[string]any)["status"])
+		// Named where it is, as POST /calls names it: one rule for a client's text (gemsql's text.go).
+		require.Contains(t, res.Content[0].(*mcp.TextContent).Text, `/title contains a NUL character (\u0000)`)
 		// No arguments at all: every required property is named.
 		res, err = s.CallTool(context.Background(), &mcp.CallToolParams{Name: "os.create_note"})
 		require.NoError(t, err)
