@@ -15,12 +15,5 @@ func insertedID(made []gemsql.Inserted, err error) (uuid.UUID, error) {
 
 // insertedIDs are the ids of the calls gemsql.CallInsert made, in order.
 func insertedIDs(made []gemsql.Inserted, err error) ([]uuid.UUID, error) {
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]uuid.UUID, len(made))
-	for i, m := range made {
-		ids[i] = m.ID
-	}
-	return ids, nil
+	return gemsql.InsertedIDs(made), err
 }

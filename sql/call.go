@@ -101,6 +101,15 @@ type Inserted struct {
 	IdempotencyOf *uuid.UUID
 }
 
+// InsertedIDs are the ids of the calls of made, in order.
+func InsertedIDs(made []Inserted) []uuid.UUID {
+	ids := make([]uuid.UUID, len(made))
+	for i, m := range made {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
 // InsertedAwaiting is the set of the calls of made that await approval.
 func InsertedAwaiting(made []Inserted) map[uuid.UUID]bool {
 	set := map[uuid.UUID]bool{}

@@ -417,11 +417,7 @@ func (s *Service) Approve(ctx context.Context, id uuid.UUID, wait bool, timeout 
 			return err
 		}
 		awaiting = gemsql.InsertedAwaiting(made)
-		ids := make([]uuid.UUID, len(made))
-		for i, m := range made {
-			ids[i] = m.ID
-		}
-		return postgres.RunCallsAdded(ctx, tx, rec.ID, ids)
+		return postgres.RunCallsAdded(ctx, tx, rec.ID, gemsql.InsertedIDs(made))
 	})
 	if err != nil {
 		return nil, err
