@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gemhq/gem/executor/business"
-	"github.com/gemhq/gem/executor/business/twiliotest"
+	businessrun "github.com/gemhq/gem/packs/business/run"
+	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -233,10 +233,10 @@ func TestGEMInvoiceSends(t *testing.T) {
 	twilio := twiliotest.New()
 	t.Cleanup(twilio.Close)
 	smtp := newFakeSMTP(t, "gem", "pw")
-	b.business = business.Config{
-		SMS:      business.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
-		Email:    business.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
-		Business: business.Letterhead{Name: "Acme Roofing", ABN: "12 345 678 901", Phone: "02 9000 1234"},
+	b.business = businessrun.Config{
+		SMS:      businessrun.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
+		Email:    businessrun.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
+		Business: businessrun.Letterhead{Name: "Acme Roofing", ABN: "12 345 678 901", Phone: "02 9000 1234"},
 	}
 	b.startExecutor(t, nil)
 	f := b.jobTo(t, ctx, "invoice")

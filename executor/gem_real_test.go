@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/business"
-	"github.com/gemhq/gem/executor/business/twiliotest"
+	businessrun "github.com/gemhq/gem/packs/business/run"
+	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
@@ -404,9 +404,9 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 		out, _ := json.Marshal(sampleOf(r.Schema))
 		return string(out)
 	})
-	biz := business.Config{
-		SMS:       business.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
-		Email:     business.SMTPConfig{URL: "smtp://gem:secret@" + smtp.addr, From: "office@acme-roofing.example"},
+	biz := businessrun.Config{
+		SMS:       businessrun.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
+		Email:     businessrun.SMTPConfig{URL: "smtp://gem:secret@" + smtp.addr, From: "office@acme-roofing.example"},
 		FileStore: t.TempDir(),
 		LLM:       llm.config(),
 	}
@@ -422,11 +422,11 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 	integ.Meta = meta.Config()
 	account := integrationstest.NewTwilio()
 	t.Cleanup(account.Close)
-	integBiz := business.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
+	integBiz := businessrun.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
 
 	h := executor.Handlers{}
-	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{business.ForOS(biz)})
-	business.Register(h, biz)
+	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{businessrun.ForOS(biz)})
+	businessrun.Register(h, biz)
 	integrationsrun.Register(h, integ, integBiz)
 	b.startExecutorWith(t, executor.Config{}, b.reg, h, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 

@@ -22,8 +22,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gemhq/gem/executor/business/twiliotest"
 	"github.com/gemhq/gem/packs"
+	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

@@ -121,7 +121,7 @@ type Config struct {
 }
 
 // BusinessTimezoneDefault is the executor's business time zone when GEM_BUSINESS_TIMEZONE is unset
-// (executor/business.TimeZoneDefault; the brain does not import the executor).
+// (ospack.TimeZoneDefault; the brain does not import the executor).
 const BusinessTimezoneDefault = "Australia/Sydney"
 
 // Planners.

@@ -2,9 +2,9 @@ package main
 
 import (
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/business"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
+	businessrun "github.com/gemhq/gem/packs/business/run"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	ospack "github.com/gemhq/gem/packs/os"
@@ -16,7 +16,7 @@ import (
 // environment once, here, before anything starts: no pack reads the environment itself.
 type packs struct {
 	os           ospack.Config
-	business     business.Config
+	business     businessrun.Config
 	agentSkills  agentskillspack.Config
 	integrations integrationspack.Config
 }
@@ -25,7 +25,7 @@ type packs struct {
 func packsFromEnv(getenv func(string) string) packs {
 	return packs{
 		os:           ospack.ConfigFromEnv(getenv),
-		business:     business.ConfigFromEnv(getenv),
+		business:     businessrun.ConfigFromEnv(getenv),
 		agentSkills:  agentskillspack.ConfigFromEnv(getenv),
 		integrations: integrationspack.ConfigFromEnv(getenv),
 	}
@@ -34,8 +34,8 @@ func packsFromEnv(getenv func(string) string) packs {
 // handlers are the packs' tool handlers.
 func (p packs) handlers() executor.Handlers {
 	h := executor.Handlers{}
-	osrun.Register(h, p.os, osrun.Packs{business.ForOS(p.business)})
-	business.Register(h, p.business)
+	osrun.Register(h, p.os, osrun.Packs{businessrun.ForOS(p.business)})
+	businessrun.Register(h, p.business)
 	agentskillsrun.Register(h, p.agentSkills)
 	integrationsrun.Register(h, p.integrations, p.business)
 	return h

@@ -183,7 +183,7 @@ func TestPacksReadNoEnvironment(t *testing.T) {
 	var pkgs []string
 	for f := range reflect.TypeFor[packs]().Fields() {
 		pkgs = append(pkgs, f.Type.PkgPath())
-		if strings.HasPrefix(f.Type.PkgPath(), "github.com/gemhq/gem/packs/") {
+		if name, ok := strings.CutPrefix(f.Type.PkgPath(), "github.com/gemhq/gem/packs/"); ok && !strings.Contains(name, "/") {
 			pkgs = append(pkgs, f.Type.PkgPath()+"/run")
 		}
 	}

@@ -10,11 +10,11 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/business"
 	"github.com/gemhq/gem/executor/device"
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/remote"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
+	businessrun "github.com/gemhq/gem/packs/business/run"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
@@ -229,20 +229,20 @@ func envNames(vars []envVar) []string {
 // not_configured (docs/business-pack.md, docs/agent-skills-pack.md).
 var providerEnvVars = withIntegrations([]envVar{
 	{ospack.EnvTimeZone, ospack.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
-	{business.EnvBusinessName, business.BusinessNameDefault, "the business's name on documents and messages"},
-	{business.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
-	{business.EnvBusinessPhone, "unset", "phone number on documents and messages"},
-	{business.EnvBusinessEmail, "unset", "email address on documents and messages"},
-	{business.EnvBusinessAddress, "unset", "address on documents"},
-	{business.EnvBusinessHours, business.BusinessHoursDefault, "working hours, for calendar.find_slots and inspection windows"},
-	{business.EnvTwilioAccountSID, "unset", "Twilio account, for comms.send_sms"},
-	{business.EnvTwilioAuthToken, "unset", "Twilio auth token, for comms.send_sms"},
-	{business.EnvSMSFrom, "unset", "SMS sender, for comms.send_sms"},
-	{business.EnvTwilioBaseURL, business.TwilioBaseURLDefault, "Twilio's API"},
+	{businessrun.EnvBusinessName, businessrun.BusinessNameDefault, "the business's name on documents and messages"},
+	{businessrun.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
+	{businessrun.EnvBusinessPhone, "unset", "phone number on documents and messages"},
+	{businessrun.EnvBusinessEmail, "unset", "email address on documents and messages"},
+	{businessrun.EnvBusinessAddress, "unset", "address on documents"},
+	{businessrun.EnvBusinessHours, businessrun.BusinessHoursDefault, "working hours, for calendar.find_slots and inspection windows"},
+	{businessrun.EnvTwilioAccountSID, "unset", "Twilio account, for comms.send_sms"},
+	{businessrun.EnvTwilioAuthToken, "unset", "Twilio auth token, for comms.send_sms"},
+	{businessrun.EnvSMSFrom, "unset", "SMS sender, for comms.send_sms"},
+	{businessrun.EnvTwilioBaseURL, businessrun.TwilioBaseURLDefault, "Twilio's API"},
 	{phone.EnvRegion, phone.RegionDefault, "region of phone numbers typed without a country code: leads are one per number in E.164, SMS go there"},
-	{business.EnvSMSCountryCode, "unset", "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
-	{business.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
-	{business.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
+	{businessrun.EnvSMSCountryCode, "unset", "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
+	{businessrun.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
+	{businessrun.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
 	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "file store for the PDFs and packs tools write and the files MCP servers return"},
 	{llmconfig.EnvProvider, llmconfig.ProviderDefault, "openai or anthropic (the brain reads the same GEM_LLM_*)"},
 	{llmconfig.EnvBaseURL, "the provider's API", "LLM API base URL"},

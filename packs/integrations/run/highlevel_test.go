@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gemhq/gem/executor/business"
+	businessrun "github.com/gemhq/gem/packs/business/run"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
@@ -472,7 +472,7 @@ func TestHighLevelSyncQueueBackoff(t *testing.T) {
 func TestPhoneRegionThatCannotBeUsed(t *testing.T) {
 	t.Parallel()
 	hl, cfg := highLevelFake(t)
-	biz := business.ConfigFromEnv(func(k string) string { return map[string]string{"GEM_PHONE_REGION": "ZZ"}[k] })
+	biz := businessrun.ConfigFromEnv(func(k string) string { return map[string]string{"GEM_PHONE_REGION": "ZZ"}[k] })
 	ctx, b := setupWith(t, cfg, biz)
 	r := b.run(t, ctx, "integrations.highlevel.sync_contacts", map[string]any{"limit": 10})
 	notConfigured(t, r, "GEM_PHONE_REGION")

@@ -1,0 +1,160 @@
+// Package businessrun holds the handlers of GEM's business pack: the tools a roofing or trades business runs
+// on (leads, customers and sites, inspections, quotes, jobs, invoices, communications, calendar, media and
+// marketing, and the owner's identity and personal tools). The os pack (notes, tasks, reminders, the state
+// snapshot, the audit log, health) comes before it: this pack gives that pack's tools its records, its parts
+// of the snapshot and its providers (ForOS), and schedules reminders through it. Every handler writes only through the call's transaction, returns not_found
+// for a missing row and conflict when the current state refuses a change, and returns a result that matches
+// its tool's output schema. docs/business-pack.md describes the tools and their rules.
+package businessrun
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	"github.com/gemhq/gem/executor/filestore"
+	ospack "github.com/gemhq/gem/packs/os"
+	osrun "github.com/gemhq/gem/packs/os/run"
+	"github.com/gemhq/gem/registry/phone"
+	"github.com/google/uuid"
+)
+
+// Register adds the business pack's handlers with its configuration: the executor's Main reads it from the
+// environment once (ConfigFromEnv) and reports its Problems at start; tests build one.
+func Register(h executor.Handlers, cfg Config) {
+	p := &pack{cfg: cfg.WithDefaults()}
+	p.loc, p.locErr = p.cfg.location()
+	p.region, p.regionErr = p.cfg.ResolvePhoneRegion()
+	p.files = filestore.New(p.cfg.FileStore)
+	registerIdentity(h)
+	registerPersonal(h)
+	registerLeads(h, p)
+	registerEntity(h, p)
+	registerInspection(h, p)
+	registerQuote(h, p)
+	registerJob(h, p)
+	registerInvoice(h, p)
+	registerFinance(h, p)
+	registerComms(h, p)
+	registerCalendar(h, p)
+	registerMedia(h, p)
+	registerMarketing(h, p)
+}
+
+// Records are the business pack's records a context_ref may name (of an os task, note or reminder), and
+// their tables: a reference to one that does not exist is refused.
+var Records = map[string]string{
+	"lead": "leads", "entity": "entities", "customer": "entities", "supplier": "entities", "site": "entities",
+	"inspection": "inspections", "quote": "quotes", "job": "jobs", "invoice": "invoices", "media": "media_assets",
+	"commitment": "personal_commitments", "memory": "identity_memories", "checkin": "personal_checkins",
+}
+
+// ForOS is what the business pack gives the os pack's tools (osrun.Register), configured by cfg as Register
+// is: its Records; its parts of the state snapshot (the business's pipeline, work, money and calendar; the
+// owner's check-ins, commitments and boundaries); and its outside providers, for the health check.
+func ForOS(cfg Config) osrun.Pack {
+	cfg = cfg.WithDefaults()
+	return osrun.Pack{
+		Name:    "business",
+		Records: Records,
+		Sections: []osrun.Section{
+			{Domain: ospack.DomainBusiness, State: businessState},
+			{Domain: ospack.DomainPersonal, State: personalState},
+		},
+		Providers: cfg.providers,
+	}
+}
+
+// pack holds what the handlers that depend on configuration need.
+type pack struct {
+	cfg    Config
+	loc    *time.Location
+	locErr error
+	// region is the region phone numbers are read in (Config.phoneRegion).
+	region    string
+	regionErr error
+	files     *filestore.Store
+}
+
+// today is the business's current date, in its time zone.
+func (p *pack) today() (civilDate, error) {
+	if p.locErr != nil {
+		return civilDate{}, osrun.TimeZoneUnusable(p.locErr)
+	}
+	return dateOf(time.Now().In(p.loc)), nil
+}
+
+// readPhone reads a phone number as people type it (phone.Parse, in the business's region). One that is not
+// a number is a validation_error saying why; field, when not "", names the input it came from.
+func (p *pack) readPhone(field, typed string) (phone.Number, error) {
+	if p.regionErr != nil {
+		return phone.Number{}, executor.NotConfigured(p.regionErr.Error(), []string{phone.EnvRegion},
+			"Set "+phone.EnvRegion+" to a two-letter region such as AU, NZ or GB (or unset it for AU), and restart the executor.")
+	}
+	n, err := phone.Parse(typed, p.region)
+	switch {
+	case err != nil && field != "":
+		return phone.Number{}, inputError(field, "%s", err.Error())
+	case err != nil:
+		return phone.Number{}, executor.Invalid("%s", err.Error())
+	}
+	return n, nil
+}
+
+func nullableUUID(s *string) (*uuid.UUID, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(*s)
+	if err != nil {
+		return nil, executor.Invalid("%q is not a UUID", *s)
+	}
+	return &id, nil
+}
+
+func parseTime(s *string) (*time.Time, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		return nil, executor.Invalid("%q is not an RFC 3339 date-time", *s)
+	}
+	return &t, nil
+}
+
+// leadStageOrder is the order of the lead pipeline; lost is off it.
+var leadStageOrder = map[string]int{"new": 0, "contacted": 1, "inspection_scheduled": 2, "inspected": 3, "quoted": 4, "won": 5}
+
+// advanceLead moves a lead forward along the pipeline to stage as work on it progresses. It never moves a
+// lead back and leaves lost leads alone, except that winning (an accepted quote) wins a lost lead too. It
+// returns the stage before and after.
+func advanceLead(ctx context.Context, db executor.DB, leadID uuid.UUID, stage string) (before, after string, err error) {
+	if err := db.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1 FOR UPDATE`, leadID).Scan(&before); err != nil {
+		return "", "", executor.NotFoundIfNoRows(err, "lead", leadID)
+	}
+	forward := before != "lost" && leadStageOrder[stage] > leadStageOrder[before]
+	if !forward && !(stage == "won" && before == "lost") {
+		return before, before, nil
+	}
+	if _, err := db.Exec(ctx, `UPDATE leads SET stage = $2, stage_reason = NULL, lost_reason_code = NULL, updated_at = now()
+		WHERE id = $1`, leadID, stage); err != nil {
+		return "", "", fmt.Errorf("error moving lead %s to %s: %w", leadID, stage, err)
+	}
+	return before, stage, nil
+}
+
+// checkStoredRef refuses a reference into GEM's file store (gemfs://...) that names no stored file, with
+// not_found naming field; other references (URLs, bucket paths) are the caller's to keep.
+func (p *pack) checkStoredRef(field, ref string) error {
+	ref = strings.TrimSpace(ref)
+	if !isFileStoreRef(ref) {
+		return nil
+	}
+	if _, err := p.files.Path(ref); err != nil {
+		return executor.NotFound("%s: %s is not in GEM's file store", field, ref)
+	}
+	return nil
+}

@@ -1,0 +1,582 @@
+package businessrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/executor"
+	osrun "github.com/gemhq/gem/packs/os/run"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The calendar is kept in PostgreSQL (calendar_events): events with their times, place and status, tied to
+// a lead and a job. Free slots are found within the business's working hours (GEM_BUSINESS_HOURS) in its
+// time zone (GEM_BUSINESS_TIMEZONE), around the scheduled events.
+
+const (
+	// EnvBusinessHours is the environment variable of Config.BusinessHours.
+	EnvBusinessHours = "GEM_BUSINESS_HOURS"
+	// BusinessHoursDefault are the working hours unless GEM_BUSINESS_HOURS says otherwise.
+	BusinessHoursDefault = "Mon-Fri 07:00-17:00"
+)
+
+func registerCalendar(h executor.Handlers, p *pack) {
+	h.Func("calendar.find_slots", executor.Typed(p.findSlots))
+	h.Func("calendar.create_event", executor.Typed(createEvent))
+	h.Func("calendar.update_event", executor.Typed(updateEvent))
+	h.Func("calendar.cancel_event", executor.Typed(cancelEvent))
+	h.Func("calendar.attach_job_to_event", executor.Typed(attachJobToEvent))
+}
+
+// workingDay is a day's working hours, in minutes after midnight.
+type workingDay struct{ open, close int }
+
+// workingHours are the hours of each weekday (indexed by time.Weekday); nil is a day off.
+type workingHours struct {
+	days [7]*workingDay
+	spec string
+}
+
+var weekdayNames = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
+	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday}
+
+// parseWorkingHours reads working hours like "Mon-Fri 07:00-17:00; Sat 08:00-12:00": parts separated by
+// semicolons, each days (a day, a range of days, or a comma-separated list of either) and a time range.
+func parseWorkingHours(spec string) (workingHours, error) {
+	wh := workingHours{spec: spec}
+	bad := func(format string, args ...any) (workingHours, error) {
+		return wh, fmt.Errorf("%s=%q: %s (like %q)", EnvBusinessHours, spec, fmt.Sprintf(format, args...), "Mon-Fri 07:00-17:00; Sat 08:00-12:00")
+	}
+	for _, part := range strings.Split(spec, ";") {
+		fields := strings.Fields(part)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 2 {
+			return bad("%q is not days and a time range", strings.TrimSpace(part))
+		}
+		from, to, ok := strings.Cut(fields[1], "-")
+		open, err1 := clockMinutes(from)
+		closing, err2 := clockMinutes(to)
+		if !ok || err1 != nil || err2 != nil || closing <= open {
+			return bad("%q is not a time range such as 07:00-17:00", fields[1])
+		}
+		for _, item := range strings.Split(strings.ToLower(fields[0]), ",") {
+			first, last, isRange := strings.Cut(item, "-")
+			d1, ok1 := weekdayNames[first]
+			d2, ok2 := weekdayNames[last]
+			if !isRange {
+				d2, ok2 = d1, ok1
+			}
+			if !ok1 || !ok2 {
+				return bad("%q is not a day (Mon ... Sun) or a range of days", item)
+			}
+			for d := d1; ; d = (d + 1) % 7 {
+				if wh.days[d] != nil {
+					return bad("%s is given twice", d)
+				}
+				wh.days[d] = &workingDay{open, closing}
+				if d == d2 {
+					break
+				}
+			}
+		}
+	}
+	if wh.days == [7]*workingDay{} {
+		return bad("there are no working days")
+	}
+	return wh, nil
+}
+
+// clockMinutes reads "07:30" as minutes after midnight (24:00 is the end of the day).
+func clockMinutes(s string) (int, error) {
+	h, m, ok := strings.Cut(s, ":")
+	hh, err1 := strconv.Atoi(h)
+	mm, err2 := strconv.Atoi(m)
+	if !ok || err1 != nil || err2 != nil || hh < 0 || mm < 0 || mm > 59 || hh*60+mm > 24*60 {
+		return 0, fmt.Errorf("%q is not a time of day", s)
+	}
+	return hh*60 + mm, nil
+}
+
+// businessHours are the configured working hours, or not_configured when GEM_BUSINESS_HOURS or the time zone
+// cannot be used.
+func (p *pack) businessHours() (workingHours, error) {
+	if _, err := p.today(); err != nil {
+		return workingHours{}, err
+	}
+	spec := p.cfg.BusinessHours
+	if strings.TrimSpace(spec) == "" {
+		spec = BusinessHoursDefault
+	}
+	wh, err := parseWorkingHours(spec)
+	if err != nil {
+		return wh, executor.NotConfigured(err.Error(), []string{EnvBusinessHours},
+			"Set "+EnvBusinessHours+" to working hours like \"Mon-Fri 07:00-17:00; Sat 08:00-12:00\", or unset it for "+BusinessHoursDefault+".")
+	}
+	return wh, nil
+}
+
+// wallClock is the time of a day's minute in the time zone; a time that does not exist on that day (a DST change)
+// moves forward as time.Date does.
+func wallClock(d civilDate, minutes int, loc *time.Location) time.Time {
+	y, m, day := d.t.Date()
+	return time.Date(y, m, day, minutes/60, minutes%60, 0, 0, loc)
+}
+
+// partOfDay is a date's morning (opening to noon), afternoon (noon to closing) or whole working day.
+func (wh workingHours) partOfDay(d civilDate, part string, loc *time.Location) (time.Time, time.Time, error) {
+	day := wh.days[d.t.Weekday()]
+	if day == nil {
+		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s is a %s, not a working day (%s)", d, d.t.Weekday(), wh.spec)
+	}
+	open, closing := day.open, day.close
+	switch part {
+	case "morning":
+		closing = min(closing, 12*60)
+	case "afternoon":
+		open = max(open, 12*60)
+	}
+	if closing <= open {
+		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s has no working hours in the %s (%s)", d, part, wh.spec)
+	}
+	return wallClock(d, open, loc), wallClock(d, closing, loc), nil
+}
+
+// calendarEvent is an event as the calendar tools return it.
+type calendarEvent struct {
+	EventID      uuid.UUID   `json:"event_id"`
+	Title        string      `json:"title"`
+	StartAt      time.Time   `json:"start_at"`
+	EndAt        time.Time   `json:"end_at"`
+	Location     *string     `json:"location"`
+	Status       string      `json:"status"`
+	CancelReason *string     `json:"cancel_reason"`
+	CancelledAt  *time.Time  `json:"cancelled_at"`
+	LeadID       *uuid.UUID  `json:"lead_id"`
+	JobID        *uuid.UUID  `json:"job_id"`
+	ContextRef   *contextRef `json:"context_ref"`
+	CreatedAt    time.Time   `json:"created_at"`
+	UpdatedAt    time.Time   `json:"updated_at"`
+}
+
+const eventColumns = `id, title, start_at, end_at, location, status, cancel_reason, cancelled_at, lead_id, job_id, context_type,
+	context_id, created_at, updated_at`
+
+func scanEvent(row pgx.Row) (calendarEvent, error) {
+	var e calendarEvent
+	var ctxType, ctxID *string
+	err := row.Scan(&e.EventID, &e.Title, &e.StartAt, &e.EndAt, &e.Location, &e.Status, &e.CancelReason, &e.CancelledAt,
+		&e.LeadID, &e.JobID, &ctxType, &ctxID, &e.CreatedAt, &e.UpdatedAt)
+	e.ContextRef = osrun.RefFromColumns(ctxType, ctxID)
+	return e, err
+}
+
+// lockEvent locks an event for the rest of the call and returns it.
+func lockEvent(ctx context.Context, c *executor.Call, id uuid.UUID) (calendarEvent, error) {
+	e, err := scanEvent(c.DB.QueryRow(ctx, `SELECT `+eventColumns+` FROM calendar_events WHERE id = $1 FOR UPDATE`, id))
+	return e, executor.NotFoundIfNoRows(err, "calendar event", id)
+}
+
+// eventOverlap is a scheduled event that shares time with another.
+type eventOverlap struct {
+	EventID uuid.UUID `json:"event_id"`
+	Title   string    `json:"title"`
+	StartAt time.Time `json:"start_at"`
+	EndAt   time.Time `json:"end_at"`
+}
+
+// overlappingEvents lists the scheduled events that share time with [start, end), other than except.
+func overlappingEvents(ctx context.Context, c *executor.Call, start, end time.Time, except uuid.UUID) ([]eventOverlap, error) {
+	return executor.QueryList(ctx, c.DB, func(r pgx.Row) (eventOverlap, error) {
+		var o eventOverlap
+		return o, r.Scan(&o.EventID, &o.Title, &o.StartAt, &o.EndAt)
+	}, `SELECT id, title, start_at, end_at FROM calendar_events
+		WHERE status = 'scheduled' AND tstzrange(start_at, end_at) && tstzrange($1, $2) AND id <> $3
+		ORDER BY start_at, id LIMIT 50`, start, end, except)
+}
+
+// eventDraft is a new event.
+type eventDraft struct {
+	Title          string
+	StartAt, EndAt time.Time
+	Location       *string
+	LeadID, JobID  *uuid.UUID
+	Ref            *contextRef
+}
+
+// eventLongest bounds an event's length: a longer one is a typo (a wrong year), and would cover every free
+// slot find_slots could offer for as long as it lasts.
+const eventLongest = 31 * 24 * time.Hour
+
+// checkEventTimes refuses an event that does not end after it starts or lasts longer than eventLongest.
+func checkEventTimes(start, end time.Time) error {
+	if !end.After(start) {
+		return executor.Invalid("end_at (%s) must be after start_at (%s)", end.Format(time.RFC3339), start.Format(time.RFC3339))
+	}
+	if end.Sub(start) > eventLongest {
+		return executor.Invalid("the event lasts %s, longer than %d days: check start_at (%s) and end_at (%s)",
+			end.Sub(start).Round(time.Hour), int(eventLongest.Hours()/24), start.Format(time.RFC3339), end.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// insertEvent books an event and returns the scheduled events it overlaps (booked anyway: overlaps are
+// reported, not refused).
+func insertEvent(ctx context.Context, c *executor.Call, d eventDraft) (uuid.UUID, []eventOverlap, error) {
+	if err := checkEventTimes(d.StartAt, d.EndAt); err != nil {
+		return uuid.Nil, nil, err
+	}
+	ctxType, ctxID := osrun.RefColumns(d.Ref)
+	var id uuid.UUID
+	err := c.DB.QueryRow(ctx, `INSERT INTO calendar_events (title, start_at, end_at, location, lead_id, job_id, context_type, context_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, d.Title, d.StartAt, d.EndAt, d.Location, d.LeadID, d.JobID, ctxType, ctxID).Scan(&id)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	overlaps, err := overlappingEvents(ctx, c, d.StartAt, d.EndAt, id)
+	return id, overlaps, err
+}
+
+type createEventInput struct {
+	Title      string      `json:"title"`
+	StartAt    time.Time   `json:"start_at"`
+	EndAt      time.Time   `json:"end_at"`
+	Location   *string     `json:"location"`
+	ContextRef *contextRef `json:"context_ref"`
+}
+
+type eventCreated struct {
+	EventID  uuid.UUID      `json:"event_id"`
+	Event    calendarEvent  `json:"event"`
+	Overlaps []eventOverlap `json:"overlaps"`
+}
+
+// createEvent books an event, tied to the lead and job its context_ref reaches. Overlapping events are
+// reported in the result, not refused.
+func createEvent(ctx context.Context, c *executor.Call, in createEventInput) (*eventCreated, error) {
+	title, err := checkEntityName("title", in.Title)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := resolveRefIfSet(ctx, c, in.ContextRef, "lead", "job", "quote", "invoice", "inspection", "entity", "personal")
+	if err != nil {
+		return nil, err
+	}
+	d := eventDraft{Title: title, StartAt: in.StartAt, EndAt: in.EndAt, Location: trimmedText(in.Location)}
+	if ref != nil {
+		d.LeadID, d.JobID, d.Ref = ref.LeadID, ref.JobID, &ref.contextRef
+	}
+	id, overlaps, err := insertEvent(ctx, c, d)
+	if err != nil {
+		return nil, err
+	}
+	e, err := scanEvent(c.DB.QueryRow(ctx, `SELECT `+eventColumns+` FROM calendar_events WHERE id = $1`, id))
+	if err != nil {
+		return nil, err
+	}
+	return &eventCreated{EventID: id, Event: e, Overlaps: overlaps}, nil
+}
+
+// eventPatchKeys are the keys calendar.update_event's patch may hold.
+var eventPatchKeys = []string{"title", "start_at", "end_at", "location"}
+
+type updateEventInput struct {
+	EventID uuid.UUID                  `json:"event_id"`
+	Patch   map[string]json.RawMessage `json:"patch"`
+}
+
+type eventUpdated struct {
+	EventID       uuid.UUID      `json:"event_id"`
+	UpdatedFields []string       `json:"updated_fields"`
+	Event         calendarEvent  `json:"event"`
+	Overlaps      []eventOverlap `json:"overlaps"`
+}
+
+// updateEvent changes an event's title, times or location (null clears the location). A cancelled event
+// is a conflict. Moving an inspection visit's event moves the visit. Only what changes is written.
+func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*eventUpdated, error) {
+	if err := checkPatchKeys(in.Patch, eventPatchKeys); err != nil {
+		return nil, err
+	}
+	e, err := lockEvent(ctx, c, in.EventID)
+	if err != nil {
+		return nil, err
+	}
+	if e.Status == "cancelled" {
+		return nil, executor.Conflict("calendar event %s is cancelled; create a new event instead", in.EventID)
+	}
+	next := e
+	if raw, ok := in.Patch["title"]; ok {
+		if next.Title, err = readPatchName("patch.title", raw); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range []string{"start_at", "end_at"} {
+		raw, ok := in.Patch[k]
+		if !ok {
+			continue
+		}
+		var s string
+		var t time.Time
+		if err := json.Unmarshal(raw, &s); err == nil {
+			t, err = time.Parse(time.RFC3339Nano, s)
+		}
+		if s == "" || t.IsZero() {
+			return nil, executor.Invalid("patch.%s must be an RFC 3339 date-time", k)
+		}
+		if k == "start_at" {
+			next.StartAt = t
+		} else {
+			next.EndAt = t
+		}
+	}
+	if raw, ok := in.Patch["location"]; ok {
+		if next.Location, err = readPatchText("patch.location", raw); err != nil {
+			return nil, err
+		}
+	}
+	if !next.EndAt.After(next.StartAt) {
+		return nil, executor.Invalid("the event would end (%s) before it starts (%s)", next.EndAt.Format(time.RFC3339), next.StartAt.Format(time.RFC3339))
+	}
+	if err := checkEventTimes(next.StartAt, next.EndAt); err != nil {
+		return nil, err
+	}
+	out := &eventUpdated{EventID: in.EventID, UpdatedFields: []string{}, Event: e}
+	if next.Title != e.Title {
+		out.UpdatedFields = append(out.UpdatedFields, "title")
+	}
+	if !next.StartAt.Equal(e.StartAt) {
+		out.UpdatedFields = append(out.UpdatedFields, "start_at")
+	}
+	if !next.EndAt.Equal(e.EndAt) {
+		out.UpdatedFields = append(out.UpdatedFields, "end_at")
+	}
+	if !executor.SamePtr(next.Location, e.Location) {
+		out.UpdatedFields = append(out.UpdatedFields, "location")
+	}
+	if len(out.UpdatedFields) > 0 {
+		if out.Event, err = scanEvent(c.DB.QueryRow(ctx, `UPDATE calendar_events SET title = $2, start_at = $3, end_at = $4, location = $5,
+				updated_at = now()
+			WHERE id = $1 RETURNING `+eventColumns, in.EventID, next.Title, next.StartAt, next.EndAt, next.Location)); err != nil {
+			return nil, err
+		}
+		// An inspection visit booked with this event moves with it.
+		if _, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET scheduled_for = $2, window_end = $3,
+				duration_minutes = least(480, greatest(15, extract(epoch FROM $3::timestamptz - $2::timestamptz)::integer / 60)), updated_at = now()
+			WHERE calendar_event_id = $1 AND status = 'scheduled' AND (scheduled_for, window_end) IS DISTINCT FROM ($2, $3)`,
+			in.EventID, next.StartAt, next.EndAt); err != nil {
+			return nil, err
+		}
+	}
+	if out.Overlaps, err = overlappingEvents(ctx, c, out.Event.StartAt, out.Event.EndAt, in.EventID); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type cancelEventInput struct {
+	EventID uuid.UUID `json:"event_id"`
+	Reason  *string   `json:"reason"`
+}
+
+type eventCancelled struct {
+	Cancelled             bool          `json:"cancelled"`
+	EventID               uuid.UUID     `json:"event_id"`
+	AlreadyCancelled      bool          `json:"already_cancelled"`
+	CancelledAppointments int           `json:"cancelled_appointments"`
+	Event                 calendarEvent `json:"event"`
+}
+
+// cancelEvent cancels an event, with the reason; an inspection visit booked with it is cancelled too.
+// Cancelling it again changes nothing.
+func cancelEvent(ctx context.Context, c *executor.Call, in cancelEventInput) (*eventCancelled, error) {
+	e, err := lockEvent(ctx, c, in.EventID)
+	if err != nil {
+		return nil, err
+	}
+	out := &eventCancelled{Cancelled: true, EventID: in.EventID, Event: e}
+	if e.Status == "cancelled" {
+		out.AlreadyCancelled = true
+		return out, nil
+	}
+	if out.Event, err = scanEvent(c.DB.QueryRow(ctx, `UPDATE calendar_events SET status = 'cancelled', cancel_reason = $2,
+			cancelled_at = now(), updated_at = now()
+		WHERE id = $1 RETURNING `+eventColumns, in.EventID, trimmedText(in.Reason))); err != nil {
+		return nil, err
+	}
+	tag, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'cancelled', updated_at = now()
+		WHERE calendar_event_id = $1 AND status = 'scheduled'`, in.EventID)
+	if err != nil {
+		return nil, err
+	}
+	out.CancelledAppointments = int(tag.RowsAffected())
+	return out, nil
+}
+
+type attachJobToEventInput struct {
+	EventID    uuid.UUID  `json:"event_id"`
+	ContextRef contextRef `json:"context_ref"`
+}
+
+type jobAttached struct {
+	Attached bool          `json:"attached"`
+	EventID  uuid.UUID     `json:"event_id"`
+	Changed  bool          `json:"changed"`
+	Event    calendarEvent `json:"event"`
+}
+
+// attachJobToEvent ties an event to a job (and the job's lead, when the event has none) or to a lead. A
+// cancelled event is a conflict; attaching what is attached already changes nothing.
+func attachJobToEvent(ctx context.Context, c *executor.Call, in attachJobToEventInput) (*jobAttached, error) {
+	ref, err := resolveRef(ctx, c, in.ContextRef, "job", "lead")
+	if err != nil {
+		return nil, err
+	}
+	e, err := lockEvent(ctx, c, in.EventID)
+	if err != nil {
+		return nil, err
+	}
+	if e.Status == "cancelled" {
+		return nil, executor.Conflict("calendar event %s is cancelled", in.EventID)
+	}
+	jobID, leadID := e.JobID, e.LeadID
+	if ref.Type == "job" {
+		jobID = &ref.RecordID
+		if leadID == nil {
+			leadID = ref.LeadID
+		}
+	} else {
+		leadID = &ref.RecordID
+	}
+	out := &jobAttached{Attached: true, EventID: in.EventID, Event: e}
+	if executor.SamePtr(jobID, e.JobID) && executor.SamePtr(leadID, e.LeadID) {
+		return out, nil
+	}
+	out.Changed = true
+	if out.Event, err = scanEvent(c.DB.QueryRow(ctx, `UPDATE calendar_events SET job_id = $2, lead_id = $3, updated_at = now()
+		WHERE id = $1 RETURNING `+eventColumns, in.EventID, jobID, leadID)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// findSlotsMax is the most slots calendar.find_slots returns; findSlotsMaxRange the longest range it searches.
+const (
+	findSlotsMax      = 100
+	findSlotsMaxRange = 92 * 24 * time.Hour
+)
+
+type findSlotsInput struct {
+	From            time.Time `json:"from"`
+	To              time.Time `json:"to"`
+	DurationMinutes int       `json:"duration_minutes"`
+	MaxSlots        int       `json:"max_slots"`
+}
+
+type freeSlot struct {
+	StartAt time.Time `json:"start_at"`
+	EndAt   time.Time `json:"end_at"`
+	Date    civilDate `json:"date"`
+	Weekday string    `json:"weekday"`
+}
+
+type slotsFound struct {
+	Slots           []freeSlot `json:"slots"`
+	Count           int        `json:"count"`
+	Truncated       bool       `json:"truncated"`
+	DurationMinutes int        `json:"duration_minutes"`
+	TimeZone        string     `json:"time_zone"`
+	BusinessHours   string     `json:"business_hours"`
+}
+
+// findSlots lists free times of the duration asked for (60 minutes unless said) between from and to,
+// within working hours and around scheduled events. Slots start on the quarter hour and follow each other
+// back to back; times are given in the business's time zone.
+func (p *pack) findSlots(ctx context.Context, c *executor.Call, in findSlotsInput) (*slotsFound, error) {
+	wh, err := p.businessHours()
+	if err != nil {
+		return nil, err
+	}
+	if !in.To.After(in.From) {
+		return nil, executor.Invalid("to (%s) must be after from (%s)", in.To.Format(time.RFC3339), in.From.Format(time.RFC3339))
+	}
+	if in.To.Sub(in.From) > findSlotsMaxRange {
+		return nil, executor.Invalid("the range is longer than %d days: search a shorter one", int(findSlotsMaxRange.Hours()/24))
+	}
+	duration := time.Duration(executor.LimitOr(in.DurationMinutes, 60)) * time.Minute
+	maxSlots := executor.LimitOr(in.MaxSlots, 50)
+	busy, err := executor.QueryList(ctx, c.DB, func(r pgx.Row) ([2]time.Time, error) {
+		var b [2]time.Time
+		return b, r.Scan(&b[0], &b[1])
+	}, `SELECT start_at, end_at FROM calendar_events
+		WHERE status = 'scheduled' AND tstzrange(start_at, end_at) && tstzrange($1, $2) ORDER BY start_at`, in.From, in.To)
+	if err != nil {
+		return nil, err
+	}
+	out := &slotsFound{Slots: []freeSlot{}, DurationMinutes: int(duration.Minutes()), TimeZone: p.loc.String(), BusinessHours: wh.spec}
+	last := dateOf(in.To.In(p.loc))
+	for d := dateOf(in.From.In(p.loc)); !last.before(d); d = d.addDays(1) {
+		day := wh.days[d.t.Weekday()]
+		if day == nil {
+			continue
+		}
+		start, end := laterOf(wallClock(d, day.open, p.loc), in.From), earlierOf(wallClock(d, day.close, p.loc), in.To)
+		for _, free := range subtractBusy(start, end, busy) {
+			// Quarter hours are whole in every zone's offset, so truncating the instant keeps local quarter hours.
+			s := free[0].Truncate(15 * time.Minute)
+			if s.Before(free[0]) {
+				s = s.Add(15 * time.Minute)
+			}
+			for ; !s.Add(duration).After(free[1]); s = s.Add(duration) {
+				if len(out.Slots) == maxSlots {
+					out.Truncated = true
+					out.Count = len(out.Slots)
+					return out, nil
+				}
+				local := s.In(p.loc)
+				out.Slots = append(out.Slots, freeSlot{StartAt: local, EndAt: s.Add(duration).In(p.loc), Date: dateOf(local),
+					Weekday: local.Weekday().String()})
+			}
+		}
+	}
+	out.Count = len(out.Slots)
+	return out, nil
+}
+
+// subtractBusy is [start, end) without the busy intervals (sorted by start), as free intervals.
+func subtractBusy(start, end time.Time, busy [][2]time.Time) [][2]time.Time {
+	var free [][2]time.Time
+	for _, b := range busy {
+		if !b[1].After(start) || !b[0].Before(end) {
+			continue
+		}
+		if b[0].After(start) {
+			free = append(free, [2]time.Time{start, b[0]})
+		}
+		start = laterOf(start, b[1])
+	}
+	if end.After(start) {
+		free = append(free, [2]time.Time{start, end})
+	}
+	return free
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlierOf(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
