@@ -3,7 +3,7 @@ package executor_test
 import (
 	"testing"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -171,7 +171,7 @@ func TestGEMCalendarFindSlots(t *testing.T) {
 func TestGEMCalendarBusinessHours(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	b.business = businessrun.Config{TimeZone: "Australia/Perth", BusinessHours: "Sat 08:00-12:00; Mon,Wed 09:00-10:00"}
+	b.business = businesspack.Config{TimeZone: "Australia/Perth", BusinessHours: "Sat 08:00-12:00; Mon,Wed 09:00-10:00"}
 	b.startExecutor(t, nil)
 
 	r, _ := b.ok(t, ctx, "calendar.find_slots", J{"from": "2027-04-02T00:00:00Z", "to": "2027-04-06T00:00:00Z", "duration_minutes": 240})
@@ -180,7 +180,7 @@ func TestGEMCalendarBusinessHours(t *testing.T) {
 	require.Equal(t, "Australia/Perth", r.str(t, "time_zone"))
 
 	ctx2, bad := setup(t)
-	bad.business = businessrun.Config{BusinessHours: "weekdays 9 to 5"}
+	bad.business = businesspack.Config{BusinessHours: "weekdays 9 to 5"}
 	bad.startExecutor(t, nil)
 	rr := bad.run(t, ctx2, "calendar.find_slots", J{"from": "2027-04-02T00:00:00Z", "to": "2027-04-06T00:00:00Z"})
 	require.Equal(t, registry.StatusNotConfigured, rr.Status)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -90,7 +90,7 @@ func TestGEMCommsSendSMSThroughTwilio(t *testing.T) {
 	ctx, b := setup(t)
 	twilio := twiliotest.New()
 	t.Cleanup(twilio.Close)
-	b.business = businessrun.Config{SMS: businessrun.TwilioConfig{
+	b.business = businesspack.Config{SMS: businesspack.TwilioConfig{
 		AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL,
 	}}
 	b.startExecutor(t, nil)
@@ -157,7 +157,7 @@ func TestGEMCommsSendSMSBadCredentials(t *testing.T) {
 	ctx, b := setup(t)
 	twilio := twiliotest.New()
 	t.Cleanup(twilio.Close)
-	b.business = businessrun.Config{SMS: businessrun.TwilioConfig{
+	b.business = businesspack.Config{SMS: businesspack.TwilioConfig{
 		AccountSID: twilio.AccountSID, AuthToken: "wrong", From: twiliotest.From, BaseURL: twilio.URL,
 	}}
 	b.startExecutor(t, nil)
@@ -175,7 +175,7 @@ func TestGEMCommsSendEmailThroughSMTP(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 	smtp := newFakeSMTP(t, "gem", "s3cret p@ss")
-	b.business = businessrun.Config{Email: businessrun.SMTPConfig{
+	b.business = businesspack.Config{Email: businesspack.SMTPConfig{
 		URL:  "smtp://gem:s3cret%20p%40ss@" + smtp.addr, // the password, percent-encoded
 		From: "Acme Roofing <office@acme-roofing.example>",
 	}}
@@ -233,7 +233,7 @@ func TestGEMCommsSendEmailBadLogin(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 	smtp := newFakeSMTP(t, "gem", "right")
-	b.business = businessrun.Config{Email: businessrun.SMTPConfig{URL: "smtp://gem:wrong@" + smtp.addr, From: "office@acme-roofing.example"}}
+	b.business = businesspack.Config{Email: businesspack.SMTPConfig{URL: "smtp://gem:wrong@" + smtp.addr, From: "office@acme-roofing.example"}}
 	b.startExecutor(t, nil)
 
 	r := b.run(t, ctx, "comms.send_email", J{"to": "maria@example.com", "subject": "x", "body": "y", "context_ref": ref("personal", "p1")})
@@ -250,7 +250,7 @@ func TestGEMCommsSendEmailBadLogin(t *testing.T) {
 func TestGEMCommsCompose(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	b.business = businessrun.Config{Email: businessrun.SMTPConfig{From: "Acme Roofing <office@acme.example>"}}
+	b.business = businesspack.Config{Email: businesspack.SMTPConfig{From: "Acme Roofing <office@acme.example>"}}
 	b.startExecutor(t, nil)
 
 	chain := b.salesChainSQL(t, ctx)

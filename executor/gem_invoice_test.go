@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -233,10 +233,10 @@ func TestGEMInvoiceSends(t *testing.T) {
 	twilio := twiliotest.New()
 	t.Cleanup(twilio.Close)
 	smtp := newFakeSMTP(t, "gem", "pw")
-	b.business = businessrun.Config{
-		SMS:      businessrun.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
-		Email:    businessrun.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
-		Business: businessrun.Letterhead{Name: "Acme Roofing", ABN: "12 345 678 901", Phone: "02 9000 1234"},
+	b.business = businesspack.Config{
+		SMS:      businesspack.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
+		Email:    businesspack.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
+		Business: businesspack.Letterhead{Name: "Acme Roofing", ABN: "12 345 678 901", Phone: "02 9000 1234"},
 	}
 	b.startExecutor(t, nil)
 	f := b.jobTo(t, ctx, "invoice")

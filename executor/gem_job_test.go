@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor/filestore"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -259,7 +259,7 @@ func TestGEMJobCardAndWarranty(t *testing.T) {
 	ctx, b := setup(t)
 	files := t.TempDir()
 	b.business.FileStore = files
-	b.business.Business = businessrun.Letterhead{Name: "Acme Roofing", ABN: "12 345 678 901", Phone: "02 9000 1234"}
+	b.business.Business = businesspack.Letterhead{Name: "Acme Roofing", ABN: "12 345 678 901", Phone: "02 9000 1234"}
 	b.startExecutor(t, nil)
 	f := b.jobTo(t, ctx, "scheduled")
 	b.ok(t, ctx, "job.add_site_notes", J{"job_id": f.job, "notes": "Side gate code 4821", "author": "Sam"})
@@ -355,9 +355,9 @@ func TestGEMJobRequestReview(t *testing.T) {
 	twilio := twiliotest.New()
 	t.Cleanup(twilio.Close)
 	smtp := newFakeSMTP(t, "gem", "pw")
-	b.business = businessrun.Config{
-		SMS:   businessrun.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
-		Email: businessrun.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
+	b.business = businesspack.Config{
+		SMS:   businesspack.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
+		Email: businesspack.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
 	}
 	b.startExecutor(t, nil)
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
@@ -425,20 +425,20 @@ func TestGEMOSHealthCheck(t *testing.T) {
 	require.Equal(t, true, r.get(t, "checks.database.ok"))
 	require.Equal(t, true, r.get(t, "checks.queue.ok"))
 	require.GreaterOrEqual(t, r.int(t, "checks.executors.live"), int64(1))
-	require.Equal(t, businessrun.TimeZoneDefault, r.str(t, "checks.time_zone.name"))
+	require.Equal(t, businesspack.TimeZoneDefault, r.str(t, "checks.time_zone.name"))
 	providers := map[string]map[string]any{}
 	for _, p := range r.list(t, "checks.providers") {
 		m := p.(map[string]any)
 		providers[m["name"].(string)] = m
 	}
 	require.Equal(t, false, providers["sms"]["configured"])
-	require.Contains(t, providers["sms"]["missing"], businessrun.EnvTwilioAccountSID)
+	require.Contains(t, providers["sms"]["missing"], businesspack.EnvTwilioAccountSID)
 	require.Equal(t, false, providers["email"]["configured"])
 	require.Equal(t, false, providers["llm"]["configured"])
 
 	// A configured provider whose value cannot be used, or a time zone that does not resolve: degraded.
 	ctx2, b2 := setup(t)
-	b2.business = businessrun.Config{TimeZone: "Mars/Olympus_Mons", SMS: businessrun.TwilioConfig{AccountSID: "AC1", AuthToken: "t", From: "+61400000000", BaseURL: "ftp://twilio"}}
+	b2.business = businesspack.Config{TimeZone: "Mars/Olympus_Mons", SMS: businesspack.TwilioConfig{AccountSID: "AC1", AuthToken: "t", From: "+61400000000", BaseURL: "ftp://twilio"}}
 	b2.startExecutor(t, nil)
 	r, _ = b2.ok(t, ctx2, "os.health_check", J{})
 	require.Equal(t, "degraded", r.str(t, "status"))
@@ -446,7 +446,7 @@ func TestGEMOSHealthCheck(t *testing.T) {
 	for _, p := range r.list(t, "checks.providers") {
 		if m := p.(map[string]any); m["name"] == "sms" {
 			require.Equal(t, false, m["configured"])
-			require.Contains(t, m["error"], businessrun.EnvTwilioBaseURL)
+			require.Contains(t, m["error"], businesspack.EnvTwilioBaseURL)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/stretchr/testify/require"
@@ -341,7 +341,7 @@ func TestGEMQuotePDF(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 	files := t.TempDir()
-	b.business = businessrun.Config{FileStore: files, Business: businessrun.Letterhead{
+	b.business = businesspack.Config{FileStore: files, Business: businesspack.Letterhead{
 		Name: "Acme Roofing", ABN: "12 345 678 901", Phone: "02 9000 1234", Email: "office@acme-roofing.example",
 	}}
 	b.startExecutor(t, nil)
@@ -403,11 +403,11 @@ func TestGEMQuoteSendToClient(t *testing.T) {
 	twilio := twiliotest.New()
 	t.Cleanup(twilio.Close)
 	smtp := newFakeSMTP(t, "gem", "pw")
-	b.business = businessrun.Config{
+	b.business = businesspack.Config{
 		FileStore: t.TempDir(),
-		SMS:       businessrun.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
-		Email:     businessrun.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
-		Business:  businessrun.Letterhead{Name: "Acme Roofing", Phone: "02 9000 1234"},
+		SMS:       businesspack.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
+		Email:     businesspack.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "Acme Roofing <office@acme-roofing.example>"},
+		Business:  businesspack.Letterhead{Name: "Acme Roofing", Phone: "02 9000 1234"},
 	}
 	b.startExecutor(t, nil)
 
@@ -509,7 +509,7 @@ func TestGEMQuoteSendNotConfigured(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 	smtp := newFakeSMTP(t, "gem", "pw")
-	b.business = businessrun.Config{Email: businessrun.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "office@acme-roofing.example"}}
+	b.business = businesspack.Config{Email: businesspack.SMTPConfig{URL: "smtp://gem:pw@" + smtp.addr, From: "office@acme-roofing.example"}}
 	b.startExecutor(t, nil)
 	lead := b.sqlLead(t, ctx, "Maria Rossi", "")
 	quote := b.draftQuote(t, ctx, lead)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	businessrun "github.com/gemhq/gem/packs/business/run"
 	"github.com/gemhq/gem/packs/business/run/twiliotest"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
@@ -404,9 +405,9 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 		out, _ := json.Marshal(sampleOf(r.Schema))
 		return string(out)
 	})
-	biz := businessrun.Config{
-		SMS:       businessrun.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
-		Email:     businessrun.SMTPConfig{URL: "smtp://gem:secret@" + smtp.addr, From: "office@acme-roofing.example"},
+	biz := businesspack.Config{
+		SMS:       businesspack.TwilioConfig{AccountSID: twilio.AccountSID, AuthToken: twilio.AuthToken, From: twiliotest.From, BaseURL: twilio.URL},
+		Email:     businesspack.SMTPConfig{URL: "smtp://gem:secret@" + smtp.addr, From: "office@acme-roofing.example"},
 		FileStore: t.TempDir(),
 		LLM:       llm.config(),
 	}
@@ -422,7 +423,7 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 	integ.Meta = meta.Config()
 	account := integrationstest.NewTwilio()
 	t.Cleanup(account.Close)
-	integBiz := businessrun.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
+	integBiz := businesspack.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
 
 	h := executor.Handlers{}
 	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{businessrun.ForOS(biz)})

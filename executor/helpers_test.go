@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	businessrun "github.com/gemhq/gem/packs/business/run"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
@@ -53,7 +54,7 @@ func runHelper() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	m := &executor.Main{Config: cfg, Handlers: testHandlers(os.Getenv("GEM_TEST_OUTSIDE_LOG"), businessrun.ConfigFromEnv(os.Getenv)), Log: log}
+	m := &executor.Main{Config: cfg, Handlers: testHandlers(os.Getenv("GEM_TEST_OUTSIDE_LOG"), businesspack.ConfigFromEnv(os.Getenv)), Log: log}
 	if err := m.Open(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -71,12 +72,12 @@ func runHelper() int {
 
 // testHandlers are the os and business packs' handlers (configured by biz, not by the environment) plus the
 // handlers of testdata/test-tools.json.
-func testHandlers(outsideLog string, biz businessrun.Config) executor.Handlers {
+func testHandlers(outsideLog string, biz businesspack.Config) executor.Handlers {
 	h := executor.Handlers{}
 	// The os pack reads the business's time zone (GEM_BUSINESS_TIMEZONE) too: tests set it once, in biz.
 	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{businessrun.ForOS(biz)})
 	businessrun.Register(h, biz)
-	integrationsrun.Register(h, integrationspack.Config{}, businessrun.Config{})
+	integrationsrun.Register(h, integrationspack.Config{}, businesspack.Config{})
 
 	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {
 		var id string
@@ -409,7 +410,7 @@ type testBundle struct {
 	waiter     *gemsql.ReceiptWaiter
 	outsideLog string
 	// business configures the business pack of executors started after it is set (providers, time zone).
-	business businessrun.Config
+	business businesspack.Config
 }
 
 func setup(t *testing.T) (context.Context, *testBundle) {

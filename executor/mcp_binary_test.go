@@ -15,7 +15,7 @@ import (
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/executor/remote/mcppeers"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -113,7 +113,7 @@ func TestMCPBinaryResults(t *testing.T) {
 	command, args := mcppeers.BinaryServer(t)
 	tools := append(binaryServerTools(t), registryTool(t, "media.register_asset"))
 	reg := mcpRegistry(t, map[string]any{"files": map[string]any{"command": command, "args": args}}, tools...)
-	h := testHandlers(b.outsideLog, businessrun.Config{FileStore: dir})
+	h := testHandlers(b.outsideLog, businesspack.Config{FileStore: dir})
 	closeRemote, err := remote.Register(context.Background(), reg, h, remote.Options{
 		Getenv: mcpGetenv(map[string]string{filestore.EnvDir: dir}), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)

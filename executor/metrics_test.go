@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/sql/telemetry/telemetrytest"
 	"github.com/google/uuid"
@@ -23,7 +23,7 @@ func (b *testBundle) startMain(t *testing.T, edit func(*executor.Config)) *execu
 	if edit != nil {
 		edit(&cfg)
 	}
-	m := &executor.Main{Config: cfg, Handlers: testHandlers(b.outsideLog, businessrun.Config{FileStore: t.TempDir()}),
+	m := &executor.Main{Config: cfg, Handlers: testHandlers(b.outsideLog, businesspack.Config{FileStore: t.TempDir()}),
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}
 	require.NoError(t, m.Open(context.Background()))
 	t.Cleanup(func() {

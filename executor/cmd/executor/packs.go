@@ -4,6 +4,7 @@ import (
 	"github.com/gemhq/gem/executor"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	businessrun "github.com/gemhq/gem/packs/business/run"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
@@ -16,7 +17,7 @@ import (
 // environment once, here, before anything starts: no pack reads the environment itself.
 type packs struct {
 	os           ospack.Config
-	business     businessrun.Config
+	business     businesspack.Config
 	agentSkills  agentskillspack.Config
 	integrations integrationspack.Config
 }
@@ -25,7 +26,7 @@ type packs struct {
 func packsFromEnv(getenv func(string) string) packs {
 	return packs{
 		os:           ospack.ConfigFromEnv(getenv),
-		business:     businessrun.ConfigFromEnv(getenv),
+		business:     businesspack.ConfigFromEnv(getenv),
 		agentSkills:  agentskillspack.ConfigFromEnv(getenv),
 		integrations: integrationspack.ConfigFromEnv(getenv),
 	}

@@ -183,7 +183,7 @@ func TestPacksReadNoEnvironment(t *testing.T) {
 	var pkgs []string
 	for f := range reflect.TypeFor[packs]().Fields() {
 		pkgs = append(pkgs, f.Type.PkgPath())
-		if name, ok := strings.CutPrefix(f.Type.PkgPath(), "github.com/gemhq/gem/packs/"); ok && !strings.Contains(name, "/") {
+		if strings.HasPrefix(f.Type.PkgPath(), "github.com/gemhq/gem/packs/") {
 			pkgs = append(pkgs, f.Type.PkgPath()+"/run")
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/remote"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
@@ -229,20 +229,20 @@ func envNames(vars []envVar) []string {
 // not_configured (docs/business-pack.md, docs/agent-skills-pack.md).
 var providerEnvVars = withIntegrations([]envVar{
 	{ospack.EnvTimeZone, ospack.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
-	{businessrun.EnvBusinessName, businessrun.BusinessNameDefault, "the business's name on documents and messages"},
-	{businessrun.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
-	{businessrun.EnvBusinessPhone, "unset", "phone number on documents and messages"},
-	{businessrun.EnvBusinessEmail, "unset", "email address on documents and messages"},
-	{businessrun.EnvBusinessAddress, "unset", "address on documents"},
-	{businessrun.EnvBusinessHours, businessrun.BusinessHoursDefault, "working hours, for calendar.find_slots and inspection windows"},
-	{businessrun.EnvTwilioAccountSID, "unset", "Twilio account, for comms.send_sms"},
-	{businessrun.EnvTwilioAuthToken, "unset", "Twilio auth token, for comms.send_sms"},
-	{businessrun.EnvSMSFrom, "unset", "SMS sender, for comms.send_sms"},
-	{businessrun.EnvTwilioBaseURL, businessrun.TwilioBaseURLDefault, "Twilio's API"},
+	{businesspack.EnvBusinessName, businesspack.BusinessNameDefault, "the business's name on documents and messages"},
+	{businesspack.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
+	{businesspack.EnvBusinessPhone, "unset", "phone number on documents and messages"},
+	{businesspack.EnvBusinessEmail, "unset", "email address on documents and messages"},
+	{businesspack.EnvBusinessAddress, "unset", "address on documents"},
+	{businesspack.EnvBusinessHours, businesspack.BusinessHoursDefault, "working hours, for calendar.find_slots and inspection windows"},
+	{businesspack.EnvTwilioAccountSID, "unset", "Twilio account, for comms.send_sms"},
+	{businesspack.EnvTwilioAuthToken, "unset", "Twilio auth token, for comms.send_sms"},
+	{businesspack.EnvSMSFrom, "unset", "SMS sender, for comms.send_sms"},
+	{businesspack.EnvTwilioBaseURL, businesspack.TwilioBaseURLDefault, "Twilio's API"},
 	{phone.EnvRegion, phone.RegionDefault, "region of phone numbers typed without a country code: leads are one per number in E.164, SMS go there"},
-	{businessrun.EnvSMSCountryCode, "unset", "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
-	{businessrun.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
-	{businessrun.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
+	{businesspack.EnvSMSCountryCode, "unset", "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
+	{businesspack.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for comms.send_email"},
+	{businesspack.EnvEmailFrom, "unset", "email sender, for comms.send_email"},
 	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "file store for the PDFs and packs tools write and the files MCP servers return"},
 	{llmconfig.EnvProvider, llmconfig.ProviderDefault, "openai or anthropic (the brain reads the same GEM_LLM_*)"},
 	{llmconfig.EnvBaseURL, "the provider's API", "LLM API base URL"},

@@ -12,9 +12,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	_ "time/tzdata" // the business time zone must resolve on hosts without a zoneinfo database
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/filestore"
+	"github.com/gemhq/gem/llmconfig"
+	businesspack "github.com/gemhq/gem/packs/business"
 	ospack "github.com/gemhq/gem/packs/os"
 	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry/phone"
@@ -22,10 +25,10 @@ import (
 )
 
 // Register adds the business pack's handlers with its configuration: the executor's Main reads it from the
-// environment once (ConfigFromEnv) and reports its Problems at start; tests build one.
-func Register(h executor.Handlers, cfg Config) {
+// environment once (businesspack.ConfigFromEnv) and reports its Problems at start; tests build one.
+func Register(h executor.Handlers, cfg businesspack.Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
-	p.loc, p.locErr = p.cfg.location()
+	p.loc, p.locErr = p.cfg.Location()
 	p.region, p.regionErr = p.cfg.ResolvePhoneRegion()
 	p.files = filestore.New(p.cfg.FileStore)
 	registerIdentity(h)
@@ -54,7 +57,7 @@ var Records = map[string]string{
 // ForOS is what the business pack gives the os pack's tools (osrun.Register), configured by cfg as Register
 // is: its Records; its parts of the state snapshot (the business's pipeline, work, money and calendar; the
 // owner's check-ins, commitments and boundaries); and its outside providers, for the health check.
-func ForOS(cfg Config) osrun.Pack {
+func ForOS(cfg businesspack.Config) osrun.Pack {
 	cfg = cfg.WithDefaults()
 	return osrun.Pack{
 		Name:    "business",
@@ -63,16 +66,40 @@ func ForOS(cfg Config) osrun.Pack {
 			{Domain: ospack.DomainBusiness, State: businessState},
 			{Domain: ospack.DomainPersonal, State: personalState},
 		},
-		Providers: cfg.providers,
+		Providers: func() []ospack.ProviderHealth { return providers(cfg) },
 	}
+}
+
+// providers lists the outside providers of the configuration and what each one lacks, for the os pack's
+// health check (ForOS).
+func providers(c businesspack.Config) []ospack.ProviderHealth {
+	errText := func(err error) *string {
+		if err == nil {
+			return nil
+		}
+		s := err.Error()
+		return &s
+	}
+	sms := ospack.ProviderHealth{Name: "sms", RequiredEnv: businesspack.SMSRequiredEnv, Missing: c.SMS.Missing()}
+	if len(sms.Missing) == 0 {
+		sms.Error = errText(c.SMS.Validate())
+	}
+	email := ospack.ProviderHealth{Name: "email", RequiredEnv: businesspack.EmailRequiredEnv, Missing: c.Email.Missing()}
+	if len(email.Missing) == 0 {
+		_, err := parseSMTP(c.Email)
+		email.Error = errText(err)
+	}
+	llm := ospack.ProviderHealth{Name: "llm", RequiredEnv: []string{llmconfig.EnvModel, llmconfig.EnvAPIKey}, Missing: c.LLM.Missing(),
+		Error: errText(c.LLMError)}
+	return []ospack.ProviderHealth{sms, email, llm}
 }
 
 // pack holds what the handlers that depend on configuration need.
 type pack struct {
-	cfg    Config
+	cfg    businesspack.Config
 	loc    *time.Location
 	locErr error
-	// region is the region phone numbers are read in (Config.phoneRegion).
+	// region is the region phone numbers are read in (businesspack.Config.ResolvePhoneRegion).
 	region    string
 	regionErr error
 	files     *filestore.Store

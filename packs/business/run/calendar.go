@@ -3,12 +3,11 @@ package businessrun
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -18,13 +17,6 @@ import (
 // a lead and a job. Free slots are found within the business's working hours (GEM_BUSINESS_HOURS) in its
 // time zone (GEM_BUSINESS_TIMEZONE), around the scheduled events.
 
-const (
-	// EnvBusinessHours is the environment variable of Config.BusinessHours.
-	EnvBusinessHours = "GEM_BUSINESS_HOURS"
-	// BusinessHoursDefault are the working hours unless GEM_BUSINESS_HOURS says otherwise.
-	BusinessHoursDefault = "Mon-Fri 07:00-17:00"
-)
-
 func registerCalendar(h executor.Handlers, p *pack) {
 	h.Func("calendar.find_slots", executor.Typed(p.findSlots))
 	h.Func("calendar.create_event", executor.Typed(createEvent))
@@ -33,76 +25,9 @@ func registerCalendar(h executor.Handlers, p *pack) {
 	h.Func("calendar.attach_job_to_event", executor.Typed(attachJobToEvent))
 }
 
-// workingDay is a day's working hours, in minutes after midnight.
-type workingDay struct{ open, close int }
-
-// workingHours are the hours of each weekday (indexed by time.Weekday); nil is a day off.
-type workingHours struct {
-	days [7]*workingDay
-	spec string
-}
-
-var weekdayNames = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
-	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday}
-
-// parseWorkingHours reads working hours like "Mon-Fri 07:00-17:00; Sat 08:00-12:00": parts separated by
-// semicolons, each days (a day, a range of days, or a comma-separated list of either) and a time range.
-func parseWorkingHours(spec string) (workingHours, error) {
-	wh := workingHours{spec: spec}
-	bad := func(format string, args ...any) (workingHours, error) {
-		return wh, fmt.Errorf("%s=%q: %s (like %q)", EnvBusinessHours, spec, fmt.Sprintf(format, args...), "Mon-Fri 07:00-17:00; Sat 08:00-12:00")
-	}
-	for _, part := range strings.Split(spec, ";") {
-		fields := strings.Fields(part)
-		if len(fields) == 0 {
-			continue
-		}
-		if len(fields) != 2 {
-			return bad("%q is not days and a time range", strings.TrimSpace(part))
-		}
-		from, to, ok := strings.Cut(fields[1], "-")
-		open, err1 := clockMinutes(from)
-		closing, err2 := clockMinutes(to)
-		if !ok || err1 != nil || err2 != nil || closing <= open {
-			return bad("%q is not a time range such as 07:00-17:00", fields[1])
-		}
-		for _, item := range strings.Split(strings.ToLower(fields[0]), ",") {
-			first, last, isRange := strings.Cut(item, "-")
-			d1, ok1 := weekdayNames[first]
-			d2, ok2 := weekdayNames[last]
-			if !isRange {
-				d2, ok2 = d1, ok1
-			}
-			if !ok1 || !ok2 {
-				return bad("%q is not a day (Mon ... Sun) or a range of days", item)
-			}
-			for d := d1; ; d = (d + 1) % 7 {
-				if wh.days[d] != nil {
-					return bad("%s is given twice", d)
-				}
-				wh.days[d] = &workingDay{open, closing}
-				if d == d2 {
-					break
-				}
-			}
-		}
-	}
-	if wh.days == [7]*workingDay{} {
-		return bad("there are no working days")
-	}
-	return wh, nil
-}
-
-// clockMinutes reads "07:30" as minutes after midnight (24:00 is the end of the day).
-func clockMinutes(s string) (int, error) {
-	h, m, ok := strings.Cut(s, ":")
-	hh, err1 := strconv.Atoi(h)
-	mm, err2 := strconv.Atoi(m)
-	if !ok || err1 != nil || err2 != nil || hh < 0 || mm < 0 || mm > 59 || hh*60+mm > 24*60 {
-		return 0, fmt.Errorf("%q is not a time of day", s)
-	}
-	return hh*60 + mm, nil
-}
+// workingHours are the business's working hours (businesspack.ParseWorkingHours), with the handlers'
+// methods.
+type workingHours businesspack.WorkingHours
 
 // businessHours are the configured working hours, or not_configured when GEM_BUSINESS_HOURS or the time zone
 // cannot be used.
@@ -112,14 +37,14 @@ func (p *pack) businessHours() (workingHours, error) {
 	}
 	spec := p.cfg.BusinessHours
 	if strings.TrimSpace(spec) == "" {
-		spec = BusinessHoursDefault
+		spec = businesspack.BusinessHoursDefault
 	}
-	wh, err := parseWorkingHours(spec)
+	wh, err := businesspack.ParseWorkingHours(spec)
 	if err != nil {
-		return wh, executor.NotConfigured(err.Error(), []string{EnvBusinessHours},
-			"Set "+EnvBusinessHours+" to working hours like \"Mon-Fri 07:00-17:00; Sat 08:00-12:00\", or unset it for "+BusinessHoursDefault+".")
+		return workingHours(wh), executor.NotConfigured(err.Error(), []string{businesspack.EnvBusinessHours},
+			"Set "+businesspack.EnvBusinessHours+" to working hours like \"Mon-Fri 07:00-17:00; Sat 08:00-12:00\", or unset it for "+businesspack.BusinessHoursDefault+".")
 	}
-	return wh, nil
+	return workingHours(wh), nil
 }
 
 // wallClock is the time of a day's minute in the time zone; a time that does not exist on that day (a DST change)
@@ -131,11 +56,11 @@ func wallClock(d civilDate, minutes int, loc *time.Location) time.Time {
 
 // partOfDay is a date's morning (opening to noon), afternoon (noon to closing) or whole working day.
 func (wh workingHours) partOfDay(d civilDate, part string, loc *time.Location) (time.Time, time.Time, error) {
-	day := wh.days[d.t.Weekday()]
+	day := wh.Days[d.t.Weekday()]
 	if day == nil {
-		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s is a %s, not a working day (%s)", d, d.t.Weekday(), wh.spec)
+		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s is a %s, not a working day (%s)", d, d.t.Weekday(), wh.Spec)
 	}
-	open, closing := day.open, day.close
+	open, closing := day.Open, day.Close
 	switch part {
 	case "morning":
 		closing = min(closing, 12*60)
@@ -143,7 +68,7 @@ func (wh workingHours) partOfDay(d civilDate, part string, loc *time.Location) (
 		open = max(open, 12*60)
 	}
 	if closing <= open {
-		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s has no working hours in the %s (%s)", d, part, wh.spec)
+		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s has no working hours in the %s (%s)", d, part, wh.Spec)
 	}
 	return wallClock(d, open, loc), wallClock(d, closing, loc), nil
 }
@@ -519,14 +444,14 @@ func (p *pack) findSlots(ctx context.Context, c *executor.Call, in findSlotsInpu
 	if err != nil {
 		return nil, err
 	}
-	out := &slotsFound{Slots: []freeSlot{}, DurationMinutes: int(duration.Minutes()), TimeZone: p.loc.String(), BusinessHours: wh.spec}
+	out := &slotsFound{Slots: []freeSlot{}, DurationMinutes: int(duration.Minutes()), TimeZone: p.loc.String(), BusinessHours: wh.Spec}
 	last := dateOf(in.To.In(p.loc))
 	for d := dateOf(in.From.In(p.loc)); !last.before(d); d = d.addDays(1) {
-		day := wh.days[d.t.Weekday()]
+		day := wh.Days[d.t.Weekday()]
 		if day == nil {
 			continue
 		}
-		start, end := laterOf(wallClock(d, day.open, p.loc), in.From), earlierOf(wallClock(d, day.close, p.loc), in.To)
+		start, end := laterOf(wallClock(d, day.Open, p.loc), in.From), earlierOf(wallClock(d, day.Close, p.loc), in.To)
 		for _, free := range subtractBusy(start, end, busy) {
 			// Quarter hours are whole in every zone's offset, so truncating the instant keeps local quarter hours.
 			s := free[0].Truncate(15 * time.Minute)

@@ -5,39 +5,15 @@ import (
 	"testing"
 	"time"
 
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/stretchr/testify/require"
 )
-
-func TestParseWorkingHours(t *testing.T) {
-	t.Parallel()
-	wh, err := parseWorkingHours(BusinessHoursDefault)
-	require.NoError(t, err)
-	require.Nil(t, wh.days[time.Sunday])
-	require.Nil(t, wh.days[time.Saturday])
-	require.Equal(t, &workingDay{7 * 60, 17 * 60}, wh.days[time.Monday])
-	require.Equal(t, &workingDay{7 * 60, 17 * 60}, wh.days[time.Friday])
-
-	wh, err = parseWorkingHours("Fri-Mon 08:30-12:00; wed 13:00-24:00")
-	require.NoError(t, err)
-	for _, d := range []time.Weekday{time.Friday, time.Saturday, time.Sunday, time.Monday} {
-		require.Equal(t, &workingDay{8*60 + 30, 12 * 60}, wh.days[d], d)
-	}
-	require.Nil(t, wh.days[time.Tuesday])
-	require.Equal(t, &workingDay{13 * 60, 24 * 60}, wh.days[time.Wednesday])
-
-	for _, bad := range []string{"", "Mon-Fri", "Mon-Fri 9-5", "Mon-Fri 17:00-07:00", "Mon-Fri 07:00-17:00; Fri 08:00-09:00",
-		"Funday 07:00-17:00", "Mon 07:60-08:00", "Mon 07:00-25:00"} {
-		_, err := parseWorkingHours(bad)
-		require.ErrorContains(t, err, EnvBusinessHours, bad)
-	}
-}
 
 func TestPartOfDayAcrossDST(t *testing.T) {
 	t.Parallel()
 	loc, err := time.LoadLocation("Australia/Sydney")
 	require.NoError(t, err)
-	wh, err := parseWorkingHours("Mon-Sun 07:00-17:00")
-	require.NoError(t, err)
+	wh := parseMust(t, "Mon-Sun 07:00-17:00")
 	// Daylight saving ends at 03:00 on Sunday 4 April 2027: the day has 25 hours.
 	d := dateOf(time.Date(2027, 4, 4, 0, 0, 0, 0, time.UTC))
 	start, end, err := wh.partOfDay(d, "any", loc)
@@ -52,9 +28,9 @@ func TestPartOfDayAcrossDST(t *testing.T) {
 }
 
 func parseMust(t *testing.T, spec string) workingHours {
-	wh, err := parseWorkingHours(spec)
+	wh, err := businesspack.ParseWorkingHours(spec)
 	require.NoError(t, err)
-	return wh
+	return workingHours(wh)
 }
 
 func TestSubtractBusy(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/phone"
@@ -23,8 +24,8 @@ func registerComms(h executor.Handlers, p *pack) {
 	h.Func("comms.compose_email", executor.Typed(p.composeEmail))
 	h.Func("comms.log_call_outcome", executor.Typed(logCallOutcome))
 	h.Func("comms.create_followup_task_from_message", executor.Typed(createFollowupTaskFromMessage))
-	h.Add("comms.send_sms", executor.Handler{Run: executor.Typed(p.sendSMS), Isolated: true, RequiredEnv: smsRequiredEnv})
-	h.Add("comms.send_email", executor.Handler{Run: executor.Typed(p.sendEmail), Isolated: true, RequiredEnv: emailRequiredEnv})
+	h.Add("comms.send_sms", executor.Handler{Run: executor.Typed(p.sendSMS), Isolated: true, RequiredEnv: businesspack.SMSRequiredEnv})
+	h.Add("comms.send_email", executor.Handler{Run: executor.Typed(p.sendEmail), Isolated: true, RequiredEnv: businesspack.EmailRequiredEnv})
 }
 
 // contextRef is GEM's reference to the record something is about: {"type": "lead", "id": "<uuid>"}, the os
@@ -118,14 +119,14 @@ func (r *refRecord) columns() (typ, id *string) {
 // smsReady is nil when SMS can be sent, and a not_configured error naming what to set otherwise.
 func (p *pack) smsReady() error {
 	cfg := p.cfg.SMS
-	if missing := cfg.missing(); len(missing) > 0 {
-		return executor.NotConfigured("no SMS provider is configured: GEM sends SMS through Twilio", smsRequiredEnv,
-			fmt.Sprintf("Set %s (the Account SID, AC...) and %s (its auth token) from the Twilio console.", EnvTwilioAccountSID, EnvTwilioAuthToken),
-			fmt.Sprintf("Set %s to the sender: a Twilio number in E.164 (+61...), an alphanumeric sender id, or a Messaging Service SID (MG...).", EnvSMSFrom),
+	if missing := cfg.Missing(); len(missing) > 0 {
+		return executor.NotConfigured("no SMS provider is configured: GEM sends SMS through Twilio", businesspack.SMSRequiredEnv,
+			fmt.Sprintf("Set %s (the Account SID, AC...) and %s (its auth token) from the Twilio console.", businesspack.EnvTwilioAccountSID, businesspack.EnvTwilioAuthToken),
+			fmt.Sprintf("Set %s to the sender: a Twilio number in E.164 (+61...), an alphanumeric sender id, or a Messaging Service SID (MG...).", businesspack.EnvSMSFrom),
 			fmt.Sprintf("Optionally set %s (default %s), the region of numbers without a country code, and restart the executor.", phone.EnvRegion, phone.RegionDefault))
 	}
-	if err := cfg.validate(); err != nil {
-		return executor.NotConfigured(err.Error(), smsRequiredEnv, "Fix the variable named and restart the executor.")
+	if err := cfg.Validate(); err != nil {
+		return executor.NotConfigured(err.Error(), businesspack.SMSRequiredEnv, "Fix the variable named and restart the executor.")
 	}
 	return nil
 }
@@ -138,14 +139,14 @@ func (p *pack) emailReady() error {
 
 func (p *pack) smtpServer() (*smtpServer, error) {
 	cfg := p.cfg.Email
-	if missing := cfg.missing(); len(missing) > 0 {
-		return nil, executor.NotConfigured("no email provider is configured: GEM sends email through an SMTP server", emailRequiredEnv,
-			fmt.Sprintf("Set %s to your provider's SMTP server, like smtp://user:password@smtp.example.com:587 (STARTTLS) or smtps://user:password@smtp.example.com:465.", EnvSMTPURL),
-			fmt.Sprintf("Set %s to the sender, like \"Acme Roofing <office@acme.example>\", and restart the executor.", EnvEmailFrom))
+	if missing := cfg.Missing(); len(missing) > 0 {
+		return nil, executor.NotConfigured("no email provider is configured: GEM sends email through an SMTP server", businesspack.EmailRequiredEnv,
+			fmt.Sprintf("Set %s to your provider's SMTP server, like smtp://user:password@smtp.example.com:587 (STARTTLS) or smtps://user:password@smtp.example.com:465.", businesspack.EnvSMTPURL),
+			fmt.Sprintf("Set %s to the sender, like \"Acme Roofing <office@acme.example>\", and restart the executor.", businesspack.EnvEmailFrom))
 	}
-	srv, err := cfg.parse()
+	srv, err := parseSMTP(cfg)
 	if err != nil {
-		return nil, executor.NotConfigured(err.Error(), emailRequiredEnv, "Fix the variable named and restart the executor.")
+		return nil, executor.NotConfigured(err.Error(), businesspack.EmailRequiredEnv, "Fix the variable named and restart the executor.")
 	}
 	return srv, nil
 }

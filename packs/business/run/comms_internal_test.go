@@ -8,16 +8,15 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/llmconfig"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
-	"github.com/gemhq/gem/registry/phone"
 	"github.com/stretchr/testify/require"
 )
 
 func TestSMSRecipient(t *testing.T) {
 	t.Parallel()
 	p := &pack{}
-	p.region, p.regionErr = Config{}.ResolvePhoneRegion()
+	p.region, p.regionErr = businesspack.Config{}.ResolvePhoneRegion()
 	tests := []struct{ in, want string }{
 		{"0412 345 678", "+61412345678"},
 		{"(02) 9555 1234", "+61295551234"},
@@ -35,16 +34,16 @@ func TestSMSRecipient(t *testing.T) {
 		_, err := p.smsRecipient(bad)
 		require.Error(t, err, bad)
 	}
-	for _, cfg := range []Config{{PhoneRegion: "NZ"}, {SMS: TwilioConfig{CountryCode: "64"}}, {PhoneRegion: "NZ", SMS: TwilioConfig{CountryCode: "64"}}} {
+	for _, cfg := range []businesspack.Config{{PhoneRegion: "NZ"}, {SMS: businesspack.TwilioConfig{CountryCode: "64"}}, {PhoneRegion: "NZ", SMS: businesspack.TwilioConfig{CountryCode: "64"}}} {
 		p.region, p.regionErr = cfg.ResolvePhoneRegion()
 		got, err := p.smsRecipient("021 555 0100")
 		require.NoError(t, err)
 		require.Equal(t, "+64215550100", got, "another region: %+v", cfg)
 	}
-	for cfg, says := range map[*Config]string{
-		{PhoneRegion: "AU", SMS: TwilioConfig{CountryCode: "64"}}: "disagree",
-		{SMS: TwilioConfig{CountryCode: "999"}}:                   "no country's calling code",
-		{PhoneRegion: "XX"}:                                       "GEM_PHONE_REGION",
+	for cfg, says := range map[*businesspack.Config]string{
+		{PhoneRegion: "AU", SMS: businesspack.TwilioConfig{CountryCode: "64"}}: "disagree",
+		{SMS: businesspack.TwilioConfig{CountryCode: "999"}}:                   "no country's calling code",
+		{PhoneRegion: "XX"}: "GEM_PHONE_REGION",
 	} {
 		p.region, p.regionErr = cfg.ResolvePhoneRegion()
 		_, err := p.smsRecipient("021 555 0100")
@@ -55,7 +54,7 @@ func TestSMSRecipient(t *testing.T) {
 
 func TestSMTPConfigParse(t *testing.T) {
 	t.Parallel()
-	s, err := SMTPConfig{URL: "smtp://user%40acme:p%40ss@smtp.example.com", From: "Acme <office@acme.example>"}.parse()
+	s, err := parseSMTP(businesspack.SMTPConfig{URL: "smtp://user%40acme:p%40ss@smtp.example.com", From: "Acme <office@acme.example>"})
 	require.NoError(t, err)
 	require.Equal(t, "smtp.example.com:587", s.Addr)
 	require.False(t, s.ImplicitTLS)
@@ -64,21 +63,21 @@ func TestSMTPConfigParse(t *testing.T) {
 	require.Equal(t, "p@ss", password)
 	require.Equal(t, "office@acme.example", s.from.Address)
 
-	s, err = SMTPConfig{URL: "smtps://mail.example.com", From: "office@acme.example"}.parse()
+	s, err = parseSMTP(businesspack.SMTPConfig{URL: "smtps://mail.example.com", From: "office@acme.example"})
 	require.NoError(t, err)
 	require.Equal(t, "mail.example.com:465", s.Addr)
 	require.True(t, s.ImplicitTLS)
 	require.Nil(t, s.User)
 
-	for _, c := range []SMTPConfig{
+	for _, c := range []businesspack.SMTPConfig{
 		{URL: "http://mail.example.com", From: "a@b.example"},
 		{URL: "smtp://", From: "a@b.example"},
 		{URL: "smtp://mail.example.com", From: "not an address"},
 	} {
-		_, err := c.parse()
+		_, err := parseSMTP(c)
 		require.Error(t, err, c.URL)
 	}
-	_, err = SMTPConfig{URL: "smtp://user:se cret%zz@host", From: "a@b.example"}.parse()
+	_, err = parseSMTP(businesspack.SMTPConfig{URL: "smtp://user:se cret%zz@host", From: "a@b.example"})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "se cret", "the password is never repeated")
 }
@@ -104,56 +103,4 @@ func TestEmailMessage(t *testing.T) {
 	require.Equal(t, "<abc@acme.example>", parsed.Header.Get("Message-ID"))
 	require.Equal(t, "Thu, 05 Mar 2026 09:30:00 +0000", parsed.Header.Get("Date"))
 	require.Equal(t, "L=C3=ADnea uno\r\nline two", body)
-}
-
-func TestConfigFromEnv(t *testing.T) {
-	t.Parallel()
-	env := map[string]string{
-		EnvTwilioAccountSID: " ACxyz ", EnvTwilioAuthToken: "tok", EnvSMSFrom: "+61400000000",
-		EnvSMTPURL: "smtp://h", EnvEmailFrom: "a@b.example", EnvTimeZone: "Australia/Perth",
-	}
-	c := ConfigFromEnv(func(k string) string { return env[k] }).WithDefaults()
-	require.Equal(t, "ACxyz", c.SMS.AccountSID)
-	require.Empty(t, c.SMS.missing())
-	require.Empty(t, c.Email.missing())
-	require.Equal(t, TwilioBaseURLDefault, c.SMS.BaseURL)
-	region, err := c.ResolvePhoneRegion()
-	require.NoError(t, err)
-	require.Equal(t, "AU", region)
-	loc, err := c.location()
-	require.NoError(t, err)
-	require.Equal(t, "Australia/Perth", loc.String())
-
-	c = Config{}.WithDefaults()
-	require.Equal(t, []string{EnvTwilioAccountSID, EnvTwilioAuthToken, EnvSMSFrom}, c.SMS.missing())
-	require.Equal(t, []string{EnvSMTPURL, EnvEmailFrom}, c.Email.missing())
-	require.Equal(t, TimeZoneDefault, c.TimeZone)
-	_, err = Config{TimeZone: "Mars/Olympus"}.location()
-	require.ErrorContains(t, err, EnvTimeZone)
-}
-
-// TestConfigProblems: Problems lists each setting that is set but cannot be used, naming its variable, and
-// nothing for settings that are unset or fine.
-func TestConfigProblems(t *testing.T) {
-	t.Parallel()
-	problems := func(env map[string]string) []string {
-		var out []string
-		for _, err := range ConfigFromEnv(func(k string) string { return env[k] }).Problems() {
-			out = append(out, err.Error())
-		}
-		return out
-	}
-	require.Empty(t, problems(nil))
-	require.Empty(t, problems(map[string]string{EnvTimeZone: "Australia/Perth", phone.EnvRegion: "nz", EnvBusinessHours: "Sat 08:00-12:00",
-		EnvTwilioBaseURL: "http://127.0.0.1:1", EnvSMTPURL: "smtps://u:p@h", EnvEmailFrom: "Acme <a@b.example>", llmconfig.EnvTimeout: "5s"}))
-
-	got := problems(map[string]string{EnvTimeZone: "Mars/Olympus", phone.EnvRegion: "ZZ", EnvBusinessHours: "whenever",
-		EnvTwilioBaseURL: "ftp://twilio", EnvSMTPURL: "http://u:secret@h", EnvEmailFrom: "not an address",
-		llmconfig.EnvTimeout: "soon", llmconfig.EnvMaxTokens: "many"})
-	require.Len(t, got, 8, "%q", got)
-	for i, env := range []string{EnvTimeZone, phone.EnvRegion, EnvBusinessHours, EnvTwilioBaseURL, EnvSMTPURL, EnvEmailFrom,
-		llmconfig.EnvMaxTokens, llmconfig.EnvTimeout} {
-		require.Contains(t, got[i], env)
-	}
-	require.NotContains(t, strings.Join(got, "\n"), "secret", "a URL's password is never repeated")
 }

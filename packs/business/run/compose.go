@@ -454,7 +454,7 @@ func (p *pack) businessName() string {
 	if a, err := mail.ParseAddress(p.cfg.Email.From); err == nil && strings.TrimSpace(a.Name) != "" {
 		return strings.TrimSpace(a.Name)
 	}
-	return p.cfg.Business.withDefaults().Name
+	return p.cfg.Business.WithDefaults().Name
 }
 
 func fillTemplate(text string, v *composeView) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -18,9 +19,9 @@ func registerInvoice(h executor.Handlers, p *pack) {
 	h.Func("invoice.mark_overdue", executor.Typed(p.markOverdue))
 	h.Func("invoice.list_overdue", executor.Typed(p.listOverdue))
 	h.Add("invoice.send", executor.Handler{Run: executor.Typed(p.sendInvoice), Isolated: true,
-		RequiredEnv: append(append([]string{}, emailRequiredEnv...), smsRequiredEnv...)})
-	h.Add("invoice.send_reminder_sms", executor.Handler{Run: executor.Typed(p.sendInvoiceReminderSMS), Isolated: true, RequiredEnv: smsRequiredEnv})
-	h.Add("invoice.send_reminder_email", executor.Handler{Run: executor.Typed(p.sendInvoiceReminderEmail), Isolated: true, RequiredEnv: emailRequiredEnv})
+		RequiredEnv: append(append([]string{}, businesspack.EmailRequiredEnv...), businesspack.SMSRequiredEnv...)})
+	h.Add("invoice.send_reminder_sms", executor.Handler{Run: executor.Typed(p.sendInvoiceReminderSMS), Isolated: true, RequiredEnv: businesspack.SMSRequiredEnv})
+	h.Add("invoice.send_reminder_email", executor.Handler{Run: executor.Typed(p.sendInvoiceReminderEmail), Isolated: true, RequiredEnv: businesspack.EmailRequiredEnv})
 }
 
 // invoice is an invoice as the invoice tools return it.

@@ -206,7 +206,7 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 		return nil, err
 	}
 	label := invoiceLabel(v.Number)
-	biz := p.cfg.Business.withDefaults()
+	biz := p.cfg.Business.WithDefaults()
 	greeting := fmt.Sprintf("Hi %s, here is invoice %s from %s for the work at %s (job %s).", greetingName(f.Customer), label,
 		biz.Name, orText(f.Site, "your property"), jobLabel(f.Number))
 	smsBody := fmt.Sprintf("Hi %s, invoice %s from %s for job %s: %s incl. GST, due %s. Balance owing %s; please quote %s when you pay. Thank you!",
@@ -374,7 +374,7 @@ func (p *pack) requestReview(ctx context.Context, c *executor.Call, in requestRe
 		return nil, executor.Conflict("job %s is %s: ask for a review once the job is completed", in.JobID, f.Status)
 	}
 	text := fmt.Sprintf("Hi %s, thank you for choosing %s for the work at %s. If you are happy with the job, a short review "+
-		"would help us a lot", greetingName(f.Customer), p.cfg.Business.withDefaults().Name, orText(f.Site, "your place"))
+		"would help us a lot", greetingName(f.Customer), p.cfg.Business.WithDefaults().Name, orText(f.Site, "your place"))
 	if url := trimmedOrNil(in.ReviewURL); url != nil {
 		text += ": " + *url + "\nThank you!"
 	} else {

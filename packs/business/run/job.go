@@ -10,6 +10,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/filestore"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -25,7 +26,7 @@ func registerJob(h executor.Handlers, p *pack) {
 	h.Func("job.create_job_card", executor.Typed(p.createJobCard))
 	h.Func("job.generate_warranty_certificate", executor.Typed(p.generateWarrantyCertificate))
 	h.Add("job.request_review", executor.Handler{Run: executor.Typed(p.requestReview), Isolated: true,
-		RequiredEnv: append(append([]string{}, smsRequiredEnv...), emailRequiredEnv...)})
+		RequiredEnv: append(append([]string{}, businesspack.SMSRequiredEnv...), businesspack.EmailRequiredEnv...)})
 }
 
 // job is a job as the job tools return it.

@@ -42,7 +42,7 @@ func newPDFDoc(title string, date time.Time) *pdfDoc {
 // letterheadPDF starts a document under the business's letterhead: its name as the title, then its ABN and
 // contact details.
 func (p *pack) letterheadPDF(date time.Time) *pdfDoc {
-	biz := p.cfg.Business.withDefaults()
+	biz := p.cfg.Business.WithDefaults()
 	d := newPDFDoc(biz.Name, date)
 	d.fields([2]string{"ABN", biz.ABN}, [2]string{"Phone", biz.Phone}, [2]string{"Email", biz.Email}, [2]string{"Address", biz.Address})
 	return d

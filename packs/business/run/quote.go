@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,7 @@ func registerQuote(h executor.Handlers, p *pack) {
 	h.Func("quote.calculate_totals", executor.Typed(calculateTotals))
 	h.Func("quote.generate_pdf", executor.Typed(p.generateQuotePDF))
 	h.Add("quote.send_to_client", executor.Handler{Run: executor.Typed(p.sendQuoteToClient), Isolated: true,
-		RequiredEnv: slices.Concat(emailRequiredEnv, smsRequiredEnv)})
+		RequiredEnv: slices.Concat(businesspack.EmailRequiredEnv, businesspack.SMSRequiredEnv)})
 	h.Func("quote.mark_sent", executor.Typed(markQuoteSent))
 	h.Func("quote.mark_accepted", executor.Typed(markQuoteAccepted))
 	h.Func("quote.mark_declined", executor.Typed(markQuoteDeclined))

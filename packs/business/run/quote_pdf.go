@@ -117,7 +117,7 @@ func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in genera
 
 // quotePDF lays out the standard quote template.
 func (p *pack) quotePDF(d quoteDocument) *pdfDoc {
-	biz := p.cfg.Business.withDefaults()
+	biz := p.cfg.Business.WithDefaults()
 	q := d.Quote
 	// The quote's last change dates the document, so its bytes depend only on the quote.
 	issued := q.UpdatedAt.In(p.loc)

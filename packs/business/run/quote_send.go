@@ -144,7 +144,7 @@ func (p *pack) quoteSMS(d quoteDocument, override *string) string {
 	if o := trimmedOrNil(override); o != nil {
 		return *o
 	}
-	biz := p.cfg.Business.withDefaults()
+	biz := p.cfg.Business.WithDefaults()
 	s := fmt.Sprintf("Hi %s, your quote %s from %s", greetingName(d.Customer), quoteLabel(d.Quote.Number), biz.Name)
 	if d.Site != "" {
 		s += " for " + d.Site
@@ -159,7 +159,7 @@ func (p *pack) quoteSMS(d quoteDocument, override *string) string {
 // quoteEmail is the subject and plain-text body of a quote by email: an opening (or the override), the
 // lines and totals, the terms and the business's details.
 func (p *pack) quoteEmail(d quoteDocument, override *string) (subject, body string) {
-	biz := p.cfg.Business.withDefaults()
+	biz := p.cfg.Business.WithDefaults()
 	label := quoteLabel(d.Quote.Number)
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }

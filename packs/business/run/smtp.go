@@ -17,8 +17,27 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 )
+
+// smtpServer is a parsed businesspack.SMTPConfig: the server and the sender.
+type smtpServer struct {
+	businesspack.SMTPServer
+	from *mail.Address
+}
+
+func parseSMTP(c businesspack.SMTPConfig) (*smtpServer, error) {
+	server, err := businesspack.ParseSMTPURL(c.URL)
+	if err != nil {
+		return nil, err
+	}
+	s := &smtpServer{SMTPServer: server}
+	if s.from, err = businesspack.ParseEmailFrom(c.From); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 // outgoingEmail is one plain-text email.
 type outgoingEmail struct {
@@ -113,8 +132,8 @@ func sendSMTP(ctx context.Context, srv *smtpServer, m outgoingEmail) error {
 		if err := c.Auth(smtp.PlainAuth("", srv.User.Username(), password, srv.Host)); err != nil {
 			var te *textproto.Error
 			if ctx.Err() == nil && (!errors.As(err, &te) || te.Code/100 == 5) {
-				return executor.NotConfigured(fmt.Sprintf("the SMTP server did not accept the login in %s: %v", EnvSMTPURL, err), emailRequiredEnv,
-					"Check the user and password in "+EnvSMTPURL+" (smtp://user:password@host:587; percent-encode special characters).",
+				return executor.NotConfigured(fmt.Sprintf("the SMTP server did not accept the login in %s: %v", businesspack.EnvSMTPURL, err), businesspack.EmailRequiredEnv,
+					"Check the user and password in "+businesspack.EnvSMTPURL+" (smtp://user:password@host:587; percent-encode special characters).",
 					"Use a server that offers STARTTLS, or smtps:// for TLS from the start: credentials are never sent unencrypted.")
 			}
 			return notSent("AUTH", err)

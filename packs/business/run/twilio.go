@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 )
 
@@ -34,7 +35,7 @@ type twilioError struct {
 // sendTwilioSMS creates a Message through Twilio's REST API:
 // POST {BaseURL}/2010-04-01/Accounts/{AccountSID}/Messages.json, form-encoded, with basic auth. From is
 // sent as MessagingServiceSid when it is a Messaging Service ("MG...").
-func sendTwilioSMS(ctx context.Context, cfg TwilioConfig, to, body string) (twilioMessage, error) {
+func sendTwilioSMS(ctx context.Context, cfg businesspack.TwilioConfig, to, body string) (twilioMessage, error) {
 	form := url.Values{"To": {to}, "Body": {body}}
 	if strings.HasPrefix(cfg.From, "MG") {
 		form.Set("MessagingServiceSid", cfg.From)
@@ -97,9 +98,9 @@ func twilioFailure(status int, raw []byte) error {
 	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
-		return executor.NotConfigured(fmt.Sprintf("Twilio refused the account or credentials (%s: %s)", desc, te.Message), smsRequiredEnv,
-			"Check "+EnvTwilioAccountSID+" (starts with AC) and "+EnvTwilioAuthToken+" against the Twilio console.",
-			"Check that "+EnvSMSFrom+" is a number or Messaging Service of that account.")
+		return executor.NotConfigured(fmt.Sprintf("Twilio refused the account or credentials (%s: %s)", desc, te.Message), businesspack.SMSRequiredEnv,
+			"Check "+businesspack.EnvTwilioAccountSID+" (starts with AC) and "+businesspack.EnvTwilioAuthToken+" against the Twilio console.",
+			"Check that "+businesspack.EnvSMSFrom+" is a number or Messaging Service of that account.")
 	case status == http.StatusTooManyRequests:
 		return &executor.Error{Code: registry.CodeHandlerError, Details: details,
 			Message: fmt.Sprintf("Twilio is limiting requests (%s): the SMS was not sent; try again later", desc)}

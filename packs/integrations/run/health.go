@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 )
 
 // Health statuses.
@@ -48,8 +48,8 @@ func (p *pack) smsHealth(ctx context.Context, c *executor.Call, _ healthInput) (
 	sms := p.sms
 	if sms.AccountSID == "" || sms.AuthToken == "" {
 		return nil, executor.NotConfigured("no SMS provider is configured: the Twilio account and auth token are not set",
-			[]string{businessrun.EnvTwilioAccountSID, businessrun.EnvTwilioAuthToken, businessrun.EnvSMSFrom},
-			"Set "+businessrun.EnvTwilioAccountSID+" (AC...), "+businessrun.EnvTwilioAuthToken+" and "+businessrun.EnvSMSFrom+" from the Twilio console.")
+			[]string{businesspack.EnvTwilioAccountSID, businesspack.EnvTwilioAuthToken, businesspack.EnvSMSFrom},
+			"Set "+businesspack.EnvTwilioAccountSID+" (AC...), "+businesspack.EnvTwilioAuthToken+" and "+businesspack.EnvSMSFrom+" from the Twilio console.")
 	}
 	out := &smsHealthOutput{Provider: "twilio", CheckedAt: time.Now().UTC()}
 	start := time.Now()
@@ -87,7 +87,7 @@ func (p *pack) smsHealth(ctx context.Context, c *executor.Call, _ healthInput) (
 		out.Status, out.Detail = statusDown, pe.Error()
 		switch {
 		case pe.refusedCredentials() || pe.Status == http.StatusNotFound:
-			out.Detail += "; check " + businessrun.EnvTwilioAccountSID + " and " + businessrun.EnvTwilioAuthToken
+			out.Detail += "; check " + businesspack.EnvTwilioAccountSID + " and " + businesspack.EnvTwilioAuthToken
 		case pe.Status == http.StatusTooManyRequests:
 			out.Status, out.Detail = statusDegraded, pe.Error()+"; Twilio is limiting requests"
 		}
@@ -98,7 +98,7 @@ func (p *pack) smsHealth(ctx context.Context, c *executor.Call, _ healthInput) (
 	case account.Status != "active":
 		out.Status, out.Detail = statusDown, fmt.Sprintf("the Twilio account %s is %s: it cannot send", account.SID, account.Status)
 	case sms.From == "":
-		out.Status, out.Detail = statusDegraded, "the Twilio account is active but "+businessrun.EnvSMSFrom+" is not set, so nothing can be sent"
+		out.Status, out.Detail = statusDegraded, "the Twilio account is active but "+businesspack.EnvSMSFrom+" is not set, so nothing can be sent"
 	case account.Type == "Trial":
 		out.Status, out.Detail = statusDegraded, "the Twilio account is a trial: it can only text verified numbers"
 	case time.Since(start) > slowProvider:
@@ -125,13 +125,13 @@ type emailHealthOutput struct {
 func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput) (*emailHealthOutput, error) {
 	if p.email.URL == "" {
 		return nil, executor.NotConfigured("no email provider is configured: the SMTP server is not set",
-			[]string{businessrun.EnvSMTPURL, businessrun.EnvEmailFrom},
-			"Set "+businessrun.EnvSMTPURL+" (smtp://user:password@host:587 or smtps://...:465) and "+businessrun.EnvEmailFrom+".")
+			[]string{businesspack.EnvSMTPURL, businesspack.EnvEmailFrom},
+			"Set "+businesspack.EnvSMTPURL+" (smtp://user:password@host:587 or smtps://...:465) and "+businesspack.EnvEmailFrom+".")
 	}
-	target, err := businessrun.ParseSMTPURL(p.email.URL)
+	target, err := businesspack.ParseSMTPURL(p.email.URL)
 	if err != nil {
-		return nil, executor.NotConfigured(err.Error(), []string{businessrun.EnvSMTPURL},
-			"Set "+businessrun.EnvSMTPURL+" to smtp://user:password@host:587 or smtps://user:password@host:465.")
+		return nil, executor.NotConfigured(err.Error(), []string{businesspack.EnvSMTPURL},
+			"Set "+businesspack.EnvSMTPURL+" to smtp://user:password@host:587 or smtps://user:password@host:465.")
 	}
 	out := &emailHealthOutput{Provider: "smtp", Server: target.Addr, CheckedAt: time.Now().UTC()}
 	start := time.Now()
@@ -143,7 +143,7 @@ func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput)
 	switch {
 	case status != statusOK:
 	case p.email.From == "":
-		status, detail = statusDegraded, detail+"; but "+businessrun.EnvEmailFrom+" is not set, so nothing can be sent"
+		status, detail = statusDegraded, detail+"; but "+businesspack.EnvEmailFrom+" is not set, so nothing can be sent"
 	case time.Since(start) > slowProvider:
 		status, detail = statusDegraded, fmt.Sprintf("%s, slowly (%d ms)", detail, out.LatencyMS)
 	}
@@ -152,7 +152,7 @@ func (p *pack) emailHealth(ctx context.Context, c *executor.Call, _ healthInput)
 }
 
 // probeSMTP talks to the server as far as a send would before MAIL FROM, then says goodbye.
-func probeSMTP(ctx context.Context, t businessrun.SMTPServer, out *emailHealthOutput) (status, detail string) {
+func probeSMTP(ctx context.Context, t businesspack.SMTPServer, out *emailHealthOutput) (status, detail string) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", t.Addr)
 	if err != nil {
@@ -188,7 +188,7 @@ func probeSMTP(ctx context.Context, t businessrun.SMTPServer, out *emailHealthOu
 	}
 	if t.User != nil {
 		if ok, _ := c.Extension("AUTH"); !ok {
-			return statusDegraded, fmt.Sprintf("%s offers no AUTH, so the credentials in %s cannot be used", t.Addr, businessrun.EnvSMTPURL)
+			return statusDegraded, fmt.Sprintf("%s offers no AUTH, so the credentials in %s cannot be used", t.Addr, businesspack.EnvSMTPURL)
 		}
 		password, _ := t.User.Password()
 		// PlainAuth sends credentials only over TLS or to localhost, as sending mail does.
@@ -197,7 +197,7 @@ func probeSMTP(ctx context.Context, t businessrun.SMTPServer, out *emailHealthOu
 			if errors.As(err, &te) && te.Code/100 == 4 {
 				return statusDegraded, fmt.Sprintf("%s refused the login for now: %v", t.Addr, err)
 			}
-			return statusDown, fmt.Sprintf("%s did not accept the login in %s: %v", t.Addr, businessrun.EnvSMTPURL, err)
+			return statusDown, fmt.Sprintf("%s did not accept the login in %s: %v", t.Addr, businesspack.EnvSMTPURL, err)
 		}
 		out.Authenticated = true
 	}

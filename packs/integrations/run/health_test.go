@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
 	"github.com/stretchr/testify/require"
@@ -25,7 +25,7 @@ func TestSMSProviderHealth(t *testing.T) {
 	t.Parallel()
 	tw := integrationstest.NewTwilio()
 	t.Cleanup(tw.Close)
-	ctx, b := setupWith(t, integrationspack.Config{}, businessrun.Config{SMS: tw.Config()})
+	ctx, b := setupWith(t, integrationspack.Config{}, businesspack.Config{SMS: tw.Config()})
 	check := func() healthResult {
 		t.Helper()
 		return ok[healthResult](t, b.run(t, ctx, "integrations.sms_provider.health", map[string]any{}))
@@ -53,7 +53,7 @@ func TestSMSProviderHealth(t *testing.T) {
 	// Credentials Twilio refuses: down, saying which variables to check.
 	cfg := tw.Config()
 	cfg.AuthToken = "wrong"
-	ctx, b = setupWith(t, integrationspack.Config{}, businessrun.Config{SMS: cfg})
+	ctx, b = setupWith(t, integrationspack.Config{}, businesspack.Config{SMS: cfg})
 	h = ok[healthResult](t, b.run(t, ctx, "integrations.sms_provider.health", map[string]any{}))
 	require.Equal(t, "down", h.Status)
 	require.Contains(t, h.Detail, "HTTP 401")
@@ -66,7 +66,7 @@ func TestEmailProviderHealth(t *testing.T) {
 	srv, err := integrationstest.NewSMTP()
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
-	ctx, b := setupWith(t, integrationspack.Config{}, businessrun.Config{Email: srv.Config()})
+	ctx, b := setupWith(t, integrationspack.Config{}, businesspack.Config{Email: srv.Config()})
 	h := ok[healthResult](t, b.run(t, ctx, "integrations.email_provider.health", map[string]any{}))
 	require.Equal(t, "ok", h.Status, h.Detail)
 	require.True(t, h.Authenticated)
@@ -96,7 +96,7 @@ func TestEmailProviderHealth(t *testing.T) {
 		{"nothing listening", "smtp://" + closed, "office@example.com", "down", "cannot connect"},
 		{"busy", busy.Config().URL, "office@example.com", "degraded", "421"},
 	} {
-		ctx, b := setupWith(t, integrationspack.Config{}, businessrun.Config{Email: businessrun.SMTPConfig{URL: tt.url, From: tt.from}})
+		ctx, b := setupWith(t, integrationspack.Config{}, businesspack.Config{Email: businesspack.SMTPConfig{URL: tt.url, From: tt.from}})
 		h := ok[healthResult](t, b.run(t, ctx, "integrations.email_provider.health", map[string]any{}))
 		require.Equal(t, tt.status, h.Status, "%s: %s", tt.name, h.Detail)
 		require.Contains(t, h.Detail, tt.detail, tt.name)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/registry"
@@ -46,11 +46,11 @@ type testBundle struct {
 // setup starts an executor with the pack configured by cfg on a database of the test's own.
 func setup(t *testing.T, cfg integrationspack.Config) (context.Context, *testBundle) {
 	t.Helper()
-	return setupWith(t, cfg, businessrun.Config{})
+	return setupWith(t, cfg, businesspack.Config{})
 }
 
 // setupWith is setup with the business pack's settings the pack reads (its SMS and email providers).
-func setupWith(t *testing.T, cfg integrationspack.Config, biz businessrun.Config) (context.Context, *testBundle) {
+func setupWith(t *testing.T, cfg integrationspack.Config, biz businesspack.Config) (context.Context, *testBundle) {
 	t.Helper()
 	pool, url := sqltest.NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
@@ -467,12 +467,12 @@ func TestHighLevelSyncQueueBackoff(t *testing.T) {
 }
 
 // TestPhoneRegionThatCannotBeUsed: the contact sync reads phone numbers in the business pack's region
-// (GEM_PHONE_REGION, read by business.ConfigFromEnv and handed to Register); one that cannot be used makes
+// (GEM_PHONE_REGION, read by businesspack.ConfigFromEnv and handed to Register); one that cannot be used makes
 // it answer not_configured with the reason, reading no contact.
 func TestPhoneRegionThatCannotBeUsed(t *testing.T) {
 	t.Parallel()
 	hl, cfg := highLevelFake(t)
-	biz := businessrun.ConfigFromEnv(func(k string) string { return map[string]string{"GEM_PHONE_REGION": "ZZ"}[k] })
+	biz := businesspack.ConfigFromEnv(func(k string) string { return map[string]string{"GEM_PHONE_REGION": "ZZ"}[k] })
 	ctx, b := setupWith(t, cfg, biz)
 	r := b.run(t, ctx, "integrations.highlevel.sync_contacts", map[string]any{"limit": 10})
 	notConfigured(t, r, "GEM_PHONE_REGION")

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/executor"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry/phone"
 )
@@ -22,12 +22,12 @@ import (
 // Register adds the integrations pack's handlers with its configuration and the business pack's settings
 // it reads: the SMS and email providers its health checks probe, and the region contacts' phone numbers
 // are read in. The executor's Main reads both from the environment once (integrationspack.ConfigFromEnv,
-// business.ConfigFromEnv) and reports their Problems at start; tests build them.
-func Register(h executor.Handlers, cfg integrationspack.Config, biz businessrun.Config) {
+// businesspack.ConfigFromEnv) and reports their Problems at start; tests build them.
+func Register(h executor.Handlers, cfg integrationspack.Config, biz businesspack.Config) {
 	cfg = cfg.WithDefaults()
 	p := &pack{cfg: cfg, google: &googleTokens{cfg: cfg.Google, client: cfg.HTTPClient}, sms: biz.SMS, email: biz.Email}
 	p.highLevel = &highLevelClient{cfg: cfg.HighLevel, client: cfg.HTTPClient}
-	p.sms.BaseURL = strings.TrimRight(cmp.Or(p.sms.BaseURL, businessrun.TwilioBaseURLDefault), "/")
+	p.sms.BaseURL = strings.TrimRight(cmp.Or(p.sms.BaseURL, businesspack.TwilioBaseURLDefault), "/")
 	p.phoneRegion, p.phoneRegionProblem = biz.ResolvePhoneRegion()
 	p.phoneRegion = cmp.Or(p.phoneRegion, phone.RegionDefault)
 
@@ -44,8 +44,8 @@ func Register(h executor.Handlers, cfg integrationspack.Config, biz businessrun.
 	h.Func(integrationspack.PhotosImportLinks, executor.Typed(importPhotoLinks))
 	h.Add(integrationspack.AnalyticsPullSummary, outside(executor.Typed(p.analyticsSummary), append([]string{integrationspack.EnvGA4PropertyID}, google...)))
 	h.Add(integrationspack.AdsPullSummary, outside(executor.Typed(p.adsSummary), nil))
-	h.Add(integrationspack.SMSProviderHealth, outside(executor.Typed(p.smsHealth), []string{businessrun.EnvTwilioAccountSID, businessrun.EnvTwilioAuthToken}))
-	h.Add(integrationspack.EmailProviderHealth, outside(executor.Typed(p.emailHealth), []string{businessrun.EnvSMTPURL}))
+	h.Add(integrationspack.SMSProviderHealth, outside(executor.Typed(p.smsHealth), []string{businesspack.EnvTwilioAccountSID, businesspack.EnvTwilioAuthToken}))
+	h.Add(integrationspack.EmailProviderHealth, outside(executor.Typed(p.emailHealth), []string{businesspack.EnvSMTPURL}))
 
 	hl := highLevelRequiredEnv
 	h.Add(integrationspack.HighLevelHealthCheck, outside(executor.Typed(p.highLevelHealth), hl))
@@ -62,8 +62,8 @@ type pack struct {
 	google    *googleTokens
 	highLevel *highLevelClient
 	// sms and email are the business pack's providers, which the health checks probe.
-	sms   businessrun.TwilioConfig
-	email businessrun.SMTPConfig
+	sms   businesspack.TwilioConfig
+	email businesspack.SMTPConfig
 	// phoneRegion is the region a contact's phone number without a country code is read in, to find its
 	// lead (the business pack's GEM_PHONE_REGION); phoneRegionProblem is why it cannot be used, if so (the
 	// contact sync then answers not_configured with it).

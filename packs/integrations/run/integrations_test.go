@@ -3,7 +3,7 @@ package integrationsrun_test
 import (
 	"testing"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -25,8 +25,8 @@ func TestNothingConfigured(t *testing.T) {
 		{"integrations.analytics.pull_summary", map[string]any{"from": "2024-07-01", "to": "2024-07-31"}, []string{integrationspack.EnvGA4PropertyID}},
 		{"integrations.ads.pull_summary", map[string]any{"channel": "google_ads", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrationspack.EnvGoogleAdsDeveloperToken, integrationspack.EnvGoogleAdsCustomerID}},
 		{"integrations.ads.pull_summary", map[string]any{"channel": "meta", "from": "2024-07-01", "to": "2024-07-31"}, []string{integrationspack.EnvMetaAccessToken, integrationspack.EnvMetaAdAccountID}},
-		{"integrations.sms_provider.health", map[string]any{}, []string{businessrun.EnvTwilioAccountSID, businessrun.EnvTwilioAuthToken}},
-		{"integrations.email_provider.health", map[string]any{}, []string{businessrun.EnvSMTPURL}},
+		{"integrations.sms_provider.health", map[string]any{}, []string{businesspack.EnvTwilioAccountSID, businesspack.EnvTwilioAuthToken}},
+		{"integrations.email_provider.health", map[string]any{}, []string{businesspack.EnvSMTPURL}},
 		{"integrations.highlevel.health_check", map[string]any{}, []string{integrationspack.EnvHighLevelToken, integrationspack.EnvHighLevelLocationID}},
 		{"integrations.highlevel.sync_contacts", map[string]any{"limit": 10}, []string{integrationspack.EnvHighLevelToken}},
 		{"integrations.highlevel.sync_inspection", map[string]any{"inspection_id": id, "highlevel_contact_id": "c1"}, []string{integrationspack.EnvHighLevelToken}},

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/executor"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/stretchr/testify/require"
@@ -16,6 +16,6 @@ import (
 func TestEveryToolHasAHandler(t *testing.T) {
 	t.Parallel()
 	h := executor.Handlers{}
-	integrationsrun.Register(h, integrationspack.Config{}, businessrun.Config{})
+	integrationsrun.Register(h, integrationspack.Config{}, businesspack.Config{})
 	require.Equal(t, slices.Sorted(slices.Values(integrationspack.Tools)), h.Names())
 }

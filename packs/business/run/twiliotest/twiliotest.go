@@ -15,7 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 )
 
 // From is the sender Env configures.
@@ -46,8 +46,8 @@ func (s *Server) Messages() []url.Values {
 
 // Env configures an executor process to send SMS through this fake.
 func (s *Server) Env() []string {
-	return []string{businessrun.EnvTwilioAccountSID + "=" + s.AccountSID, businessrun.EnvTwilioAuthToken + "=" + s.AuthToken,
-		businessrun.EnvSMSFrom + "=" + From, businessrun.EnvTwilioBaseURL + "=" + s.URL}
+	return []string{businesspack.EnvTwilioAccountSID + "=" + s.AccountSID, businesspack.EnvTwilioAuthToken + "=" + s.AuthToken,
+		businesspack.EnvSMSFrom + "=" + From, businesspack.EnvTwilioBaseURL + "=" + s.URL}
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 )
 
 // SMTP is an SMTP server on a loopback port speaking enough of RFC 5321 and RFC 4954 for a health check:
@@ -37,9 +37,9 @@ func NewSMTP() (*SMTP, error) {
 }
 
 // Config is the business pack's email configuration for this server.
-func (s *SMTP) Config() businessrun.SMTPConfig {
+func (s *SMTP) Config() businesspack.SMTPConfig {
 	u := url.URL{Scheme: "smtp", User: url.UserPassword(s.User, s.Password), Host: s.Addr}
-	return businessrun.SMTPConfig{URL: u.String(), From: "GEM <office@example.com>"}
+	return businesspack.SMTPConfig{URL: u.String(), From: "GEM <office@example.com>"}
 }
 
 // Busy makes the server greet with 421 (service not available, try later).

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"sync"
 
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesspack "github.com/gemhq/gem/packs/business"
 )
 
 // Twilio fakes Twilio's Account resource: GET /2010-04-01/Accounts/{AccountSid}.json with basic auth,
@@ -29,8 +29,8 @@ func NewTwilio() *Twilio {
 }
 
 // Config is the business pack's SMS configuration for this fake.
-func (t *Twilio) Config() businessrun.TwilioConfig {
-	return businessrun.TwilioConfig{AccountSID: t.AccountSID, AuthToken: t.AuthToken, From: "+61400999888", BaseURL: t.URL}
+func (t *Twilio) Config() businesspack.TwilioConfig {
+	return businesspack.TwilioConfig{AccountSID: t.AccountSID, AuthToken: t.AuthToken, From: "+61400999888", BaseURL: t.URL}
 }
 
 // SetAccount sets the account's status (active, suspended, closed) and type (Full, Trial).

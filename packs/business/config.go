@@ -1,23 +1,25 @@
-package businessrun
+package businesspack
 
 import (
 	"cmp"
 	"fmt"
 	"net"
-
 	"net/http"
 	"net/mail"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // the business time zone must resolve on hosts without a zoneinfo database
 
-	"github.com/gemhq/gem/executor/filestore"
-	"github.com/gemhq/gem/executor/llmtext"
 	"github.com/gemhq/gem/llmconfig"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry/phone"
 )
+
+// The business pack's settings: Main reads them once (ConfigFromEnv), reports their Problems at start and
+// hands the Config to the pack's handlers (businessrun.Register) and to the integrations pack's, which probes
+// the same SMS and email providers. docs/business-pack.md and the executor's usage text list each variable
+// with its default.
 
 // Defaults of Config.
 const (
@@ -26,6 +28,14 @@ const (
 	TimeZoneDefault = ospack.TimeZoneDefault
 	// TwilioBaseURLDefault is Twilio's REST API.
 	TwilioBaseURLDefault = "https://api.twilio.com"
+	// BusinessHoursDefault are the working hours unless GEM_BUSINESS_HOURS says otherwise.
+	BusinessHoursDefault = "Mon-Fri 07:00-17:00"
+	// BusinessNameDefault is the business's name on documents unless GEM_BUSINESS_NAME says otherwise.
+	BusinessNameDefault = "GEM Roofing"
+	// FileStoreDefault is the file store's directory unless GEM_FILE_STORE says otherwise, relative to the
+	// working directory: the executor's file store's default (executor/filestore.DefaultDir; the contract
+	// does not import the executor, and businessrun's tests check that the two agree).
+	FileStoreDefault = ".gem/files"
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -38,12 +48,24 @@ const (
 	EnvSMSCountryCode   = phone.EnvCallingCode
 	EnvSMTPURL          = "GEM_SMTP_URL"
 	EnvEmailFrom        = "GEM_EMAIL_FROM"
+	// EnvBusinessHours is the variable of Config.BusinessHours.
+	EnvBusinessHours = "GEM_BUSINESS_HOURS"
+	// EnvFileStore is the variable of Config.FileStore: executor/filestore.EnvDir, which the executor's MCP
+	// servers' files are stored under too.
+	EnvFileStore = "GEM_FILE_STORE"
+	// The letterhead's (Config.Business).
+	EnvBusinessName    = "GEM_BUSINESS_NAME"
+	EnvBusinessABN     = "GEM_BUSINESS_ABN"
+	EnvBusinessPhone   = "GEM_BUSINESS_PHONE"
+	EnvBusinessEmail   = "GEM_BUSINESS_EMAIL"
+	EnvBusinessAddress = "GEM_BUSINESS_ADDRESS"
 )
 
-// smsRequiredEnv and emailRequiredEnv are what comms.send_sms and comms.send_email need.
+// SMSRequiredEnv and EmailRequiredEnv are what comms.send_sms and comms.send_email need (in the order
+// TwilioConfig.Missing and SMTPConfig.Missing list them). Copy before appending.
 var (
-	smsRequiredEnv   = []string{EnvTwilioAccountSID, EnvTwilioAuthToken, EnvSMSFrom}
-	emailRequiredEnv = []string{EnvSMTPURL, EnvEmailFrom}
+	SMSRequiredEnv   = []string{EnvTwilioAccountSID, EnvTwilioAuthToken, EnvSMSFrom}
+	EmailRequiredEnv = []string{EnvSMTPURL, EnvEmailFrom}
 )
 
 // Config configures the business pack. The zero value works: the SMS and email providers are not
@@ -70,7 +92,7 @@ type Config struct {
 	Email SMTPConfig
 
 	// FileStore is the directory of GEM's file store, where quote PDFs, job cards, warranty certificates and
-	// website packs are written (filestore.EnvDir). Defaults to filestore.DefaultDir.
+	// website packs are written (EnvFileStore). Defaults to FileStoreDefault.
 	FileStore string
 
 	// LLM configures the tools that write text (marketing.generate_*, media.generate_alt_text and
@@ -80,8 +102,8 @@ type Config struct {
 	// not_configured with it.
 	LLMError error
 
-	// Business is how documents and customer messages name the business (letterhead.go). Read from the
-	// GEM_BUSINESS_* variables; the name defaults to BusinessNameDefault.
+	// Business is how documents and customer messages name the business. Read from the GEM_BUSINESS_*
+	// variables; the name defaults to BusinessNameDefault.
 	Business Letterhead
 }
 
@@ -136,7 +158,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 			URL:  get(EnvSMTPURL),
 			From: get(EnvEmailFrom),
 		},
-		FileStore: get(filestore.EnvDir),
+		FileStore: get(EnvFileStore),
 		LLM:       llm,
 		LLMError:  llmErr,
 		Business:  letterheadFromEnv(get),
@@ -153,24 +175,24 @@ func (c Config) Problems() []error {
 			problems = append(problems, err)
 		}
 	}
-	_, err := c.location()
+	_, err := c.Location()
 	add(err)
 	_, err = c.ResolvePhoneRegion()
 	add(err)
 	if c.BusinessHours != "" {
-		_, err = parseWorkingHours(c.BusinessHours)
+		_, err = ParseWorkingHours(c.BusinessHours)
 		add(err)
 	}
-	add(c.SMS.validate())
+	add(c.SMS.Validate())
 	if c.Email.URL != "" {
 		_, err = ParseSMTPURL(c.Email.URL)
 		add(err)
 	}
 	if c.Email.From != "" {
-		_, err = parseEmailFrom(c.Email.From)
+		_, err = ParseEmailFrom(c.Email.From)
 		add(err)
 	}
-	return append(problems, llmtext.ConfigProblems(c.LLMError)...)
+	return append(problems, llmconfig.Problems(c.LLMError)...)
 }
 
 // WithDefaults returns the config with defaults in place of zero values.
@@ -187,7 +209,7 @@ func (c Config) WithDefaults() Config {
 		c.SMS.HTTPClient = &http.Client{}
 	}
 	if c.FileStore == "" {
-		c.FileStore = filestore.DefaultDir
+		c.FileStore = FileStoreDefault
 	}
 	return c
 }
@@ -197,47 +219,25 @@ func (c Config) ResolvePhoneRegion() (string, error) {
 	return phone.ResolveRegion(c.PhoneRegion, c.SMS.CountryCode)
 }
 
-// location resolves TimeZone, as the os pack does (a value both packs cannot use is reported once).
-func (c Config) location() (*time.Location, error) {
+// Location resolves TimeZone, as the os pack does (ospack.LoadTimeZone: a value both packs cannot use is
+// reported once).
+func (c Config) Location() (*time.Location, error) {
 	return ospack.LoadTimeZone(c.TimeZone)
 }
 
-// providers lists the outside providers of the configuration and what each one lacks, for the os pack's
-// health check (ForOS).
-func (c Config) providers() []ospack.ProviderHealth {
-	errText := func(err error) *string {
-		if err == nil {
-			return nil
-		}
-		s := err.Error()
-		return &s
-	}
-	sms := ospack.ProviderHealth{Name: "sms", RequiredEnv: smsRequiredEnv, Missing: c.SMS.missing()}
-	if len(sms.Missing) == 0 {
-		sms.Error = errText(c.SMS.validate())
-	}
-	email := ospack.ProviderHealth{Name: "email", RequiredEnv: emailRequiredEnv, Missing: c.Email.missing()}
-	if len(email.Missing) == 0 {
-		_, err := c.Email.parse()
-		email.Error = errText(err)
-	}
-	llm := ospack.ProviderHealth{Name: "llm", RequiredEnv: []string{llmconfig.EnvModel, llmconfig.EnvAPIKey}, Missing: c.LLM.Missing(),
-		Error: errText(c.LLMError)}
-	return []ospack.ProviderHealth{sms, email, llm}
-}
-
-// missing lists the required variables that are empty.
-func (c TwilioConfig) missing() []string {
+// Missing lists the required variables that are empty (of SMSRequiredEnv).
+func (c TwilioConfig) Missing() []string {
 	var m []string
 	for i, v := range []string{c.AccountSID, c.AuthToken, c.From} {
 		if v == "" {
-			m = append(m, smsRequiredEnv[i])
+			m = append(m, SMSRequiredEnv[i])
 		}
 	}
 	return m
 }
 
-func (c TwilioConfig) validate() error {
+// Validate refuses a BaseURL that is not an http(s) URL, naming its variable.
+func (c TwilioConfig) Validate() error {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("%s=%q is not an http(s) URL", EnvTwilioBaseURL, c.BaseURL)
@@ -245,11 +245,12 @@ func (c TwilioConfig) validate() error {
 	return nil
 }
 
-func (c SMTPConfig) missing() []string {
+// Missing lists the required variables that are empty (of EmailRequiredEnv).
+func (c SMTPConfig) Missing() []string {
 	var m []string
 	for i, v := range []string{c.URL, c.From} {
 		if v == "" {
-			m = append(m, emailRequiredEnv[i])
+			m = append(m, EmailRequiredEnv[i])
 		}
 	}
 	return m
@@ -287,29 +288,113 @@ func ParseSMTPURL(raw string) (SMTPServer, error) {
 	return s, nil
 }
 
-// smtpServer is a parsed SMTPConfig: the server and the sender.
-type smtpServer struct {
-	SMTPServer
-	from *mail.Address
-}
-
-func (c SMTPConfig) parse() (*smtpServer, error) {
-	server, err := ParseSMTPURL(c.URL)
-	if err != nil {
-		return nil, err
-	}
-	s := &smtpServer{SMTPServer: server}
-	if s.from, err = parseEmailFrom(c.From); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// parseEmailFrom reads GEM_EMAIL_FROM.
-func parseEmailFrom(from string) (*mail.Address, error) {
+// ParseEmailFrom reads GEM_EMAIL_FROM.
+func ParseEmailFrom(from string) (*mail.Address, error) {
 	a, err := mail.ParseAddress(from)
 	if err != nil {
 		return nil, fmt.Errorf("%s=%q is not an email address: %w", EnvEmailFrom, from, err)
 	}
 	return a, nil
+}
+
+// Letterhead is the business as its documents (quote PDFs) and customer messages name it. Empty details
+// are left off.
+type Letterhead struct {
+	// Name is the trading name. Defaults to BusinessNameDefault.
+	Name string
+	// ABN is the Australian Business Number, printed on quotes when set. No default.
+	ABN string
+	// Phone is the number customers call. No default.
+	Phone string
+	// Email is the address customers write to. No default.
+	Email string
+	// Address is the business's postal or street address. No default.
+	Address string
+}
+
+func letterheadFromEnv(get func(string) string) Letterhead {
+	return Letterhead{
+		Name: get(EnvBusinessName), ABN: get(EnvBusinessABN), Phone: get(EnvBusinessPhone),
+		Email: get(EnvBusinessEmail), Address: get(EnvBusinessAddress),
+	}
+}
+
+// WithDefaults returns the letterhead with the default name in place of an empty one.
+func (l Letterhead) WithDefaults() Letterhead {
+	if strings.TrimSpace(l.Name) == "" {
+		l.Name = BusinessNameDefault
+	}
+	return l
+}
+
+// WorkingDay is a day's working hours, in minutes after midnight.
+type WorkingDay struct{ Open, Close int }
+
+// WorkingHours are the hours of each weekday (indexed by time.Weekday); nil is a day off.
+type WorkingHours struct {
+	Days [7]*WorkingDay
+	// Spec is the text they were read from.
+	Spec string
+}
+
+var weekdayNames = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
+	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday}
+
+// ParseWorkingHours reads working hours like "Mon-Fri 07:00-17:00; Sat 08:00-12:00": parts separated by
+// semicolons, each days (a day, a range of days, or a comma-separated list of either) and a time range.
+func ParseWorkingHours(spec string) (WorkingHours, error) {
+	wh := WorkingHours{Spec: spec}
+	bad := func(format string, args ...any) (WorkingHours, error) {
+		return wh, fmt.Errorf("%s=%q: %s (like %q)", EnvBusinessHours, spec, fmt.Sprintf(format, args...), "Mon-Fri 07:00-17:00; Sat 08:00-12:00")
+	}
+	for _, part := range strings.Split(spec, ";") {
+		fields := strings.Fields(part)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 2 {
+			return bad("%q is not days and a time range", strings.TrimSpace(part))
+		}
+		from, to, ok := strings.Cut(fields[1], "-")
+		open, err1 := clockMinutes(from)
+		closing, err2 := clockMinutes(to)
+		if !ok || err1 != nil || err2 != nil || closing <= open {
+			return bad("%q is not a time range such as 07:00-17:00", fields[1])
+		}
+		for _, item := range strings.Split(strings.ToLower(fields[0]), ",") {
+			first, last, isRange := strings.Cut(item, "-")
+			d1, ok1 := weekdayNames[first]
+			d2, ok2 := weekdayNames[last]
+			if !isRange {
+				d2, ok2 = d1, ok1
+			}
+			if !ok1 || !ok2 {
+				return bad("%q is not a day (Mon ... Sun) or a range of days", item)
+			}
+			for d := d1; ; d = (d + 1) % 7 {
+				if wh.Days[d] != nil {
+					return bad("%s is given twice", d)
+				}
+				wh.Days[d] = &WorkingDay{open, closing}
+				if d == d2 {
+					break
+				}
+			}
+		}
+	}
+	if wh.Days == [7]*WorkingDay{} {
+		return bad("there are no working days")
+	}
+	return wh, nil
+}
+
+// clockMinutes reads "07:30" as minutes after midnight (24:00 is the end of the day).
+func clockMinutes(s string) (int, error) {
+	h, m, ok := strings.Cut(s, ":")
+	hh, err1 := strconv.Atoi(h)
+	mm, err2 := strconv.Atoi(m)
+	if !ok || err1 != nil || err2 != nil || hh < 0 || mm < 0 || mm > 59 || hh*60+mm > 24*60 {
+		return 0, fmt.Errorf("%q is not a time of day", s)
+	}
+	return hh*60 + mm, nil
 }

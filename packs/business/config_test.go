@@ -1,0 +1,88 @@
+package businesspack_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/llmconfig"
+	businesspack "github.com/gemhq/gem/packs/business"
+	"github.com/gemhq/gem/registry/phone"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		businesspack.EnvTwilioAccountSID: " ACxyz ", businesspack.EnvTwilioAuthToken: "tok", businesspack.EnvSMSFrom: "+61400000000",
+		businesspack.EnvSMTPURL: "smtp://h", businesspack.EnvEmailFrom: "a@b.example", businesspack.EnvTimeZone: "Australia/Perth",
+	}
+	c := businesspack.ConfigFromEnv(func(k string) string { return env[k] }).WithDefaults()
+	require.Equal(t, "ACxyz", c.SMS.AccountSID)
+	require.Empty(t, c.SMS.Missing())
+	require.Empty(t, c.Email.Missing())
+	require.Equal(t, businesspack.TwilioBaseURLDefault, c.SMS.BaseURL)
+	region, err := c.ResolvePhoneRegion()
+	require.NoError(t, err)
+	require.Equal(t, "AU", region)
+	loc, err := c.Location()
+	require.NoError(t, err)
+	require.Equal(t, "Australia/Perth", loc.String())
+
+	c = businesspack.Config{}.WithDefaults()
+	require.Equal(t, []string{businesspack.EnvTwilioAccountSID, businesspack.EnvTwilioAuthToken, businesspack.EnvSMSFrom}, c.SMS.Missing())
+	require.Equal(t, []string{businesspack.EnvSMTPURL, businesspack.EnvEmailFrom}, c.Email.Missing())
+	require.Equal(t, businesspack.TimeZoneDefault, c.TimeZone)
+	_, err = businesspack.Config{TimeZone: "Mars/Olympus"}.Location()
+	require.ErrorContains(t, err, businesspack.EnvTimeZone)
+}
+
+// TestConfigProblems: Problems lists each setting that is set but cannot be used, naming its variable, and
+// nothing for settings that are unset or fine.
+func TestConfigProblems(t *testing.T) {
+	t.Parallel()
+	problems := func(env map[string]string) []string {
+		var out []string
+		for _, err := range businesspack.ConfigFromEnv(func(k string) string { return env[k] }).Problems() {
+			out = append(out, err.Error())
+		}
+		return out
+	}
+	require.Empty(t, problems(nil))
+	require.Empty(t, problems(map[string]string{businesspack.EnvTimeZone: "Australia/Perth", phone.EnvRegion: "nz", businesspack.EnvBusinessHours: "Sat 08:00-12:00",
+		businesspack.EnvTwilioBaseURL: "http://127.0.0.1:1", businesspack.EnvSMTPURL: "smtps://u:p@h", businesspack.EnvEmailFrom: "Acme <a@b.example>", llmconfig.EnvTimeout: "5s"}))
+
+	got := problems(map[string]string{businesspack.EnvTimeZone: "Mars/Olympus", phone.EnvRegion: "ZZ", businesspack.EnvBusinessHours: "whenever",
+		businesspack.EnvTwilioBaseURL: "ftp://twilio", businesspack.EnvSMTPURL: "http://u:secret@h", businesspack.EnvEmailFrom: "not an address",
+		llmconfig.EnvTimeout: "soon", llmconfig.EnvMaxTokens: "many"})
+	require.Len(t, got, 8, "%q", got)
+	for i, env := range []string{businesspack.EnvTimeZone, phone.EnvRegion, businesspack.EnvBusinessHours, businesspack.EnvTwilioBaseURL, businesspack.EnvSMTPURL, businesspack.EnvEmailFrom,
+		llmconfig.EnvMaxTokens, llmconfig.EnvTimeout} {
+		require.Contains(t, got[i], env)
+	}
+	require.NotContains(t, strings.Join(got, "\n"), "secret", "a URL's password is never repeated")
+}
+
+func TestParseWorkingHours(t *testing.T) {
+	t.Parallel()
+	wh, err := businesspack.ParseWorkingHours(businesspack.BusinessHoursDefault)
+	require.NoError(t, err)
+	require.Nil(t, wh.Days[time.Sunday])
+	require.Nil(t, wh.Days[time.Saturday])
+	require.Equal(t, &businesspack.WorkingDay{7 * 60, 17 * 60}, wh.Days[time.Monday])
+	require.Equal(t, &businesspack.WorkingDay{7 * 60, 17 * 60}, wh.Days[time.Friday])
+
+	wh, err = businesspack.ParseWorkingHours("Fri-Mon 08:30-12:00; wed 13:00-24:00")
+	require.NoError(t, err)
+	for _, d := range []time.Weekday{time.Friday, time.Saturday, time.Sunday, time.Monday} {
+		require.Equal(t, &businesspack.WorkingDay{8*60 + 30, 12 * 60}, wh.Days[d], d)
+	}
+	require.Nil(t, wh.Days[time.Tuesday])
+	require.Equal(t, &businesspack.WorkingDay{13 * 60, 24 * 60}, wh.Days[time.Wednesday])
+
+	for _, bad := range []string{"", "Mon-Fri", "Mon-Fri 9-5", "Mon-Fri 17:00-07:00", "Mon-Fri 07:00-17:00; Fri 08:00-09:00",
+		"Funday 07:00-17:00", "Mon 07:60-08:00", "Mon 07:00-25:00"} {
+		_, err := businesspack.ParseWorkingHours(bad)
+		require.ErrorContains(t, err, businesspack.EnvBusinessHours, bad)
+	}
+}

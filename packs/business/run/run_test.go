@@ -1,0 +1,18 @@
+package businessrun
+
+import (
+	"testing"
+
+	"github.com/gemhq/gem/executor/filestore"
+	businesspack "github.com/gemhq/gem/packs/business"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFileStoreSettingIsTheExecutors: the contract names the file store's variable and default itself (it
+// imports no executor package); they are the executor's, which its MCP servers' files go under too.
+func TestFileStoreSettingIsTheExecutors(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, filestore.EnvDir, businesspack.EnvFileStore)
+	require.Equal(t, filestore.DefaultDir, businesspack.FileStoreDefault)
+	require.Equal(t, filestore.DefaultDir, businesspack.Config{}.WithDefaults().FileStore)
+}
