@@ -18,11 +18,11 @@ import (
 // time zone (GEM_BUSINESS_TIMEZONE), around the scheduled events.
 
 func registerCalendar(h executor.Handlers, p *pack) {
-	h.Func("calendar.find_slots", executor.Typed(p.findSlots))
-	h.Func("calendar.create_event", executor.Typed(createEvent))
-	h.Func("calendar.update_event", executor.Typed(updateEvent))
-	h.Func("calendar.cancel_event", executor.Typed(cancelEvent))
-	h.Func("calendar.attach_job_to_event", executor.Typed(attachJobToEvent))
+	h.Func(businesspack.FindSlots, executor.Typed(p.findSlots))
+	h.Func(businesspack.CreateEvent, executor.Typed(createEvent))
+	h.Func(businesspack.UpdateEvent, executor.Typed(updateEvent))
+	h.Func(businesspack.CancelEvent, executor.Typed(cancelEvent))
+	h.Func(businesspack.AttachJobToEvent, executor.Typed(attachJobToEvent))
 }
 
 // workingHours are the business's working hours (businesspack.ParseWorkingHours), with the handlers'

@@ -20,12 +20,12 @@ import (
 )
 
 func registerComms(h executor.Handlers, p *pack) {
-	h.Func("comms.compose_sms", executor.Typed(p.composeSMS))
-	h.Func("comms.compose_email", executor.Typed(p.composeEmail))
-	h.Func("comms.log_call_outcome", executor.Typed(logCallOutcome))
-	h.Func("comms.create_followup_task_from_message", executor.Typed(createFollowupTaskFromMessage))
-	h.Add("comms.send_sms", executor.Handler{Run: executor.Typed(p.sendSMS), Isolated: true, RequiredEnv: businesspack.SMSRequiredEnv})
-	h.Add("comms.send_email", executor.Handler{Run: executor.Typed(p.sendEmail), Isolated: true, RequiredEnv: businesspack.EmailRequiredEnv})
+	h.Func(businesspack.ComposeSMS, executor.Typed(p.composeSMS))
+	h.Func(businesspack.ComposeEmail, executor.Typed(p.composeEmail))
+	h.Func(businesspack.LogCallOutcome, executor.Typed(logCallOutcome))
+	h.Func(businesspack.CreateFollowupTask, executor.Typed(createFollowupTaskFromMessage))
+	h.Add(businesspack.SendSMS, executor.Handler{Run: executor.Typed(p.sendSMS), Isolated: true, RequiredEnv: businesspack.SMSRequiredEnv})
+	h.Add(businesspack.SendEmail, executor.Handler{Run: executor.Typed(p.sendEmail), Isolated: true, RequiredEnv: businesspack.EmailRequiredEnv})
 }
 
 // contextRef is GEM's reference to the record something is about: {"type": "lead", "id": "<uuid>"}, the os

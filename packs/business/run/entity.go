@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry/phone"
 	"github.com/google/uuid"
@@ -21,13 +22,13 @@ import (
 )
 
 func registerEntity(h executor.Handlers, p *pack) {
-	h.Func("entity.create", executor.Typed(p.createEntity))
-	h.Func("entity.update", executor.Typed(p.updateEntity))
-	h.Func("entity.get", executor.Typed(getEntity))
-	h.Func("entity.search", executor.Typed(p.searchEntities))
-	h.Func("entity.link_to_conversation", executor.Typed(linkEntityToConversation))
-	h.Func("entity.add_interaction", executor.Typed(addEntityInteraction))
-	h.Func("entity.add_address_site_details", executor.Typed(addEntitySiteDetails))
+	h.Func(businesspack.CreateEntity, executor.Typed(p.createEntity))
+	h.Func(businesspack.UpdateEntity, executor.Typed(p.updateEntity))
+	h.Func(businesspack.GetEntity, executor.Typed(getEntity))
+	h.Func(businesspack.SearchEntities, executor.Typed(p.searchEntities))
+	h.Func(businesspack.LinkEntityConversation, executor.Typed(linkEntityToConversation))
+	h.Func(businesspack.AddInteraction, executor.Typed(addEntityInteraction))
+	h.Func(businesspack.AddAddressSiteDetails, executor.Typed(addEntitySiteDetails))
 }
 
 // entityTypes are GEM's kinds of entity. Rows may also be "site" (a property under its client, from before

@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 func registerFinance(h executor.Handlers, p *pack) {
-	h.Func("finance.add_expense", executor.Typed(p.addExpense))
-	h.Func("finance.generate_cashflow_snapshot", executor.Typed(p.cashflowSnapshot))
-	h.Func("finance.generate_pnl_snapshot", executor.Typed(p.pnlSnapshot))
+	h.Func(businesspack.AddExpense, executor.Typed(p.addExpense))
+	h.Func(businesspack.GenerateCashflowSnapshot, executor.Typed(p.cashflowSnapshot))
+	h.Func(businesspack.GeneratePnLSnapshot, executor.Typed(p.pnlSnapshot))
 }
 
 // maxSnapshotDays bounds a snapshot's period (about ten years).

@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 func registerIdentity(h executor.Handlers) {
-	h.Func("identity.get_self_model", executor.Typed(getSelfModel))
-	h.Func("identity.update_self_model", executor.Typed(updateSelfModel))
-	h.Func("identity.set_boundaries", executor.Typed(setBoundaries))
-	h.Func("identity.add_memory", executor.Typed(addMemory))
-	h.Func("identity.expire_memory", executor.Typed(expireMemory))
-	h.Func("identity.list_memories", executor.Typed(listMemories))
-	h.Func("identity.score_pattern", executor.Typed(scorePattern))
+	h.Func(businesspack.GetSelfModel, executor.Typed(getSelfModel))
+	h.Func(businesspack.UpdateSelfModel, executor.Typed(updateSelfModel))
+	h.Func(businesspack.SetBoundaries, executor.Typed(setBoundaries))
+	h.Func(businesspack.AddMemory, executor.Typed(addMemory))
+	h.Func(businesspack.ExpireMemory, executor.Typed(expireMemory))
+	h.Func(businesspack.ListMemories, executor.Typed(listMemories))
+	h.Func(businesspack.ScorePattern, executor.Typed(scorePattern))
 }
 
 // selfModelSections are the four parts of the self-model, each a JSON object.

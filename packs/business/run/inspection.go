@@ -11,21 +11,22 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 func registerInspection(h executor.Handlers, p *pack) {
-	h.Func("inspection.create", executor.Typed(createInspection))
-	h.Func("inspection.get", executor.Typed(getInspection))
-	h.Func("inspection.add_checklist_item", executor.Typed(addChecklistItem))
-	h.Func("inspection.add_measurement", executor.Typed(addMeasurement))
-	h.Func("inspection.add_photo_ref", executor.Typed(p.addPhotoRef))
-	h.Func("inspection.add_defect", executor.Typed(p.addDefect))
-	h.Func("inspection.generate_scope_summary", executor.Typed(generateScopeSummary))
-	h.Func("inspection.submit", executor.Typed(submitInspection))
-	h.Func("inspection.reopen", executor.Typed(reopenInspection))
-	h.Func("inspection.lock", executor.Typed(lockInspection))
+	h.Func(businesspack.CreateInspection, executor.Typed(createInspection))
+	h.Func(businesspack.GetInspection, executor.Typed(getInspection))
+	h.Func(businesspack.AddChecklistItem, executor.Typed(addChecklistItem))
+	h.Func(businesspack.AddMeasurement, executor.Typed(addMeasurement))
+	h.Func(businesspack.AddPhotoRef, executor.Typed(p.addPhotoRef))
+	h.Func(businesspack.AddDefect, executor.Typed(p.addDefect))
+	h.Func(businesspack.GenerateScopeSummary, executor.Typed(generateScopeSummary))
+	h.Func(businesspack.SubmitInspection, executor.Typed(submitInspection))
+	h.Func(businesspack.ReopenInspection, executor.Typed(reopenInspection))
+	h.Func(businesspack.LockInspection, executor.Typed(lockInspection))
 }
 
 type inspection struct {

@@ -14,14 +14,14 @@ import (
 )
 
 func registerInvoice(h executor.Handlers, p *pack) {
-	h.Func("invoice.create_from_job", executor.Typed(p.createInvoiceFromJob))
-	h.Func("invoice.add_payment", executor.Typed(p.addPayment))
-	h.Func("invoice.mark_overdue", executor.Typed(p.markOverdue))
-	h.Func("invoice.list_overdue", executor.Typed(p.listOverdue))
-	h.Add("invoice.send", executor.Handler{Run: executor.Typed(p.sendInvoice), Isolated: true,
+	h.Func(businesspack.CreateInvoiceFromJob, executor.Typed(p.createInvoiceFromJob))
+	h.Func(businesspack.AddPayment, executor.Typed(p.addPayment))
+	h.Func(businesspack.MarkInvoiceOverdue, executor.Typed(p.markOverdue))
+	h.Func(businesspack.ListOverdueInvoices, executor.Typed(p.listOverdue))
+	h.Add(businesspack.SendInvoice, executor.Handler{Run: executor.Typed(p.sendInvoice), Isolated: true,
 		RequiredEnv: append(append([]string{}, businesspack.EmailRequiredEnv...), businesspack.SMSRequiredEnv...)})
-	h.Add("invoice.send_reminder_sms", executor.Handler{Run: executor.Typed(p.sendInvoiceReminderSMS), Isolated: true, RequiredEnv: businesspack.SMSRequiredEnv})
-	h.Add("invoice.send_reminder_email", executor.Handler{Run: executor.Typed(p.sendInvoiceReminderEmail), Isolated: true, RequiredEnv: businesspack.EmailRequiredEnv})
+	h.Add(businesspack.SendInvoiceReminderSMS, executor.Handler{Run: executor.Typed(p.sendInvoiceReminderSMS), Isolated: true, RequiredEnv: businesspack.SMSRequiredEnv})
+	h.Add(businesspack.SendInvoiceReminderEmail, executor.Handler{Run: executor.Typed(p.sendInvoiceReminderEmail), Isolated: true, RequiredEnv: businesspack.EmailRequiredEnv})
 }
 
 // invoice is an invoice as the invoice tools return it.

@@ -17,15 +17,15 @@ import (
 )
 
 func registerJob(h executor.Handlers, p *pack) {
-	h.Func("job.create_from_accepted_quote", executor.Typed(createJobFromQuote))
-	h.Func("job.assign_dates", executor.Typed(assignJobDates))
-	h.Func("job.add_site_notes", executor.Typed(addSiteNotes))
-	h.Func("job.add_progress_update", executor.Typed(p.addProgressUpdate))
-	h.Func("job.add_before_after_refs", executor.Typed(p.addBeforeAfterRefs))
-	h.Func("job.complete", executor.Typed(p.completeJob))
-	h.Func("job.create_job_card", executor.Typed(p.createJobCard))
-	h.Func("job.generate_warranty_certificate", executor.Typed(p.generateWarrantyCertificate))
-	h.Add("job.request_review", executor.Handler{Run: executor.Typed(p.requestReview), Isolated: true,
+	h.Func(businesspack.CreateJobFromAcceptedQuote, executor.Typed(createJobFromQuote))
+	h.Func(businesspack.AssignJobDates, executor.Typed(assignJobDates))
+	h.Func(businesspack.AddSiteNotes, executor.Typed(addSiteNotes))
+	h.Func(businesspack.AddProgressUpdate, executor.Typed(p.addProgressUpdate))
+	h.Func(businesspack.AddBeforeAfterRefs, executor.Typed(p.addBeforeAfterRefs))
+	h.Func(businesspack.CompleteJob, executor.Typed(p.completeJob))
+	h.Func(businesspack.CreateJobCard, executor.Typed(p.createJobCard))
+	h.Func(businesspack.GenerateWarrantyCertificate, executor.Typed(p.generateWarrantyCertificate))
+	h.Add(businesspack.RequestReview, executor.Handler{Run: executor.Typed(p.requestReview), Isolated: true,
 		RequiredEnv: append(append([]string{}, businesspack.SMSRequiredEnv...), businesspack.EmailRequiredEnv...)})
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,16 +22,16 @@ import (
 func registerLeads(h executor.Handlers, p *pack) {
 	// One lead per number however it is typed: the key of a call is the number in E.164, so "+61 499 000 111"
 	// after "0499 000 111" is the first call's receipt again.
-	h.Add("leads.create", executor.Handler{Run: executor.Typed(p.createLead), Key: func(typed string) (string, error) {
+	h.Add(businesspack.CreateLead, executor.Handler{Run: executor.Typed(p.createLead), Key: func(typed string) (string, error) {
 		n, err := p.readPhone("phone", typed)
 		return n.E164, err
 	}})
-	h.Func("leads.update_stage", executor.Typed(updateLeadStage))
-	h.Func("leads.list_by_stage", executor.Typed(listLeadsByStage))
-	h.Func("leads.add_source", executor.Typed(addLeadSource))
-	h.Func("leads.add_photos_link", executor.Typed(addLeadPhotosLinks))
-	h.Func("leads.schedule_inspection", executor.Typed(p.scheduleInspection))
-	h.Func("leads.mark_lost", executor.Typed(markLeadLost))
+	h.Func(businesspack.UpdateLeadStage, executor.Typed(updateLeadStage))
+	h.Func(businesspack.ListLeadsByStage, executor.Typed(listLeadsByStage))
+	h.Func(businesspack.AddLeadSource, executor.Typed(addLeadSource))
+	h.Func(businesspack.AddLeadPhotosLink, executor.Typed(addLeadPhotosLinks))
+	h.Func(businesspack.ScheduleInspection, executor.Typed(p.scheduleInspection))
+	h.Func(businesspack.MarkLeadLost, executor.Typed(markLeadLost))
 }
 
 // leadStages are the stages of the pipeline, in order, then lost. GEM's stages lack "inspected", which

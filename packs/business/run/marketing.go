@@ -16,17 +16,18 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/llmtext"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 func registerMarketing(h executor.Handlers, p *pack) {
-	h.Add("marketing.generate_meta_ad_pack", llmHandler(p.generateMetaAdPack))
-	h.Add("marketing.generate_google_ads_pack", llmHandler(p.generateGoogleAdsPack))
-	h.Add("marketing.generate_case_study_from_job", llmHandler(p.generateCaseStudy))
-	h.Add("marketing.generate_gmb_post", llmHandler(p.generateGMBPost))
-	h.Func("marketing.schedule_content", executor.Typed(p.scheduleContent))
-	h.Func("marketing.log_campaign_result", executor.Typed(logCampaignResult))
+	h.Add(businesspack.GenerateMetaAdPack, llmHandler(p.generateMetaAdPack))
+	h.Add(businesspack.GenerateGoogleAdsPack, llmHandler(p.generateGoogleAdsPack))
+	h.Add(businesspack.GenerateCaseStudyFromJob, llmHandler(p.generateCaseStudy))
+	h.Add(businesspack.GenerateGMBPost, llmHandler(p.generateGMBPost))
+	h.Func(businesspack.ScheduleContent, executor.Typed(p.scheduleContent))
+	h.Func(businesspack.LogCampaignResult, executor.Typed(logCampaignResult))
 }
 
 // maxAssetRefs bounds the photos one piece of copy is written from.

@@ -15,17 +15,18 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/llmtext"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 func registerMedia(h executor.Handlers, p *pack) {
-	h.Func("media.register_asset", executor.Typed(p.registerAsset))
-	h.Func("media.tag_asset", executor.Typed(tagAsset))
-	h.Add("media.generate_alt_text", llmHandler(p.generateAltText))
-	h.Add("media.generate_caption", llmHandler(p.generateCaption))
-	h.Func("media.propose_rename_map", executor.Typed(p.proposeRenameMap))
-	h.Func("media.export_website_pack", executor.Typed(p.exportWebsitePack))
+	h.Func(businesspack.RegisterAsset, executor.Typed(p.registerAsset))
+	h.Func(businesspack.TagAsset, executor.Typed(tagAsset))
+	h.Add(businesspack.GenerateAltText, llmHandler(p.generateAltText))
+	h.Add(businesspack.GenerateCaption, llmHandler(p.generateCaption))
+	h.Func(businesspack.ProposeRenameMap, executor.Typed(p.proposeRenameMap))
+	h.Func(businesspack.ExportWebsitePack, executor.Typed(p.exportWebsitePack))
 }
 
 // asset is a media asset as the media tools return it.

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	ospack "github.com/gemhq/gem/packs/os"
 	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/google/uuid"
@@ -19,12 +20,12 @@ import (
 )
 
 func registerPersonal(h executor.Handlers) {
-	h.Func("personal.check_in", executor.Typed(checkIn))
-	h.Func("personal.create_commitment", executor.Typed(createCommitment))
-	h.Func("personal.review_commitments", executor.Typed(reviewCommitments))
-	h.Func("personal.close_commitment", executor.Typed(closeCommitment))
-	h.Func("personal.decision_support", executor.Typed(decisionSupport))
-	h.Func("personal.boundary_set", executor.Typed(boundarySet))
+	h.Func(businesspack.CheckIn, executor.Typed(checkIn))
+	h.Func(businesspack.CreateCommitment, executor.Typed(createCommitment))
+	h.Func(businesspack.ReviewCommitments, executor.Typed(reviewCommitments))
+	h.Func(businesspack.CloseCommitment, executor.Typed(closeCommitment))
+	h.Func(businesspack.DecisionSupport, executor.Typed(decisionSupport))
+	h.Func(businesspack.BoundarySet, executor.Typed(boundarySet))
 }
 
 // checkInFreshFor is how long a check-in says how the owner is doing: decision support uses an older one for

@@ -20,17 +20,17 @@ import (
 )
 
 func registerQuote(h executor.Handlers, p *pack) {
-	h.Func("quote.create_from_inspection", executor.Typed(p.createQuoteFromInspection))
-	h.Func("quote.update_line_items", executor.Typed(updateLineItems))
-	h.Func("quote.add_line_item", executor.Typed(addLineItem))
-	h.Func("quote.update_line_item", executor.Typed(updateLineItem))
-	h.Func("quote.calculate_totals", executor.Typed(calculateTotals))
-	h.Func("quote.generate_pdf", executor.Typed(p.generateQuotePDF))
-	h.Add("quote.send_to_client", executor.Handler{Run: executor.Typed(p.sendQuoteToClient), Isolated: true,
+	h.Func(businesspack.CreateQuoteFromInspection, executor.Typed(p.createQuoteFromInspection))
+	h.Func(businesspack.UpdateLineItems, executor.Typed(updateLineItems))
+	h.Func(businesspack.AddLineItem, executor.Typed(addLineItem))
+	h.Func(businesspack.UpdateLineItem, executor.Typed(updateLineItem))
+	h.Func(businesspack.CalculateQuoteTotals, executor.Typed(calculateTotals))
+	h.Func(businesspack.GenerateQuotePDF, executor.Typed(p.generateQuotePDF))
+	h.Add(businesspack.SendQuoteToClient, executor.Handler{Run: executor.Typed(p.sendQuoteToClient), Isolated: true,
 		RequiredEnv: slices.Concat(businesspack.EmailRequiredEnv, businesspack.SMSRequiredEnv)})
-	h.Func("quote.mark_sent", executor.Typed(markQuoteSent))
-	h.Func("quote.mark_accepted", executor.Typed(markQuoteAccepted))
-	h.Func("quote.mark_declined", executor.Typed(markQuoteDeclined))
+	h.Func(businesspack.MarkQuoteSent, executor.Typed(markQuoteSent))
+	h.Func(businesspack.MarkQuoteAccepted, executor.Typed(markQuoteAccepted))
+	h.Func(businesspack.MarkQuoteDeclined, executor.Typed(markQuoteDeclined))
 }
 
 type quote struct {

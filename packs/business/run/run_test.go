@@ -3,6 +3,7 @@ package businessrun
 import (
 	"testing"
 
+	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/filestore"
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/stretchr/testify/require"
@@ -15,4 +16,13 @@ func TestFileStoreSettingIsTheExecutors(t *testing.T) {
 	require.Equal(t, filestore.EnvDir, businesspack.EnvFileStore)
 	require.Equal(t, filestore.DefaultDir, businesspack.FileStoreDefault)
 	require.Equal(t, filestore.DefaultDir, businesspack.Config{}.WithDefaults().FileStore)
+}
+
+// TestEveryToolHasAHandler: Register adds a handler for each tool of businesspack.Tools, and for no other
+// tool (the os pack's are osrun's, whatever ForOS gives them).
+func TestEveryToolHasAHandler(t *testing.T) {
+	t.Parallel()
+	h := executor.Handlers{}
+	Register(h, businesspack.Config{})
+	require.ElementsMatch(t, businesspack.Tools, h.Names())
 }
