@@ -36,6 +36,15 @@ type FindSlotsOutput struct {
 	Slots []FreeSlot `json:"slots"`
 }
 
+// EventOverlap is a scheduled event that shares time with one being booked (the booking goes ahead; the
+// answer says what it overlaps).
+type EventOverlap struct {
+	EventID string    `json:"event_id"`
+	Title   string    `json:"title"`
+	StartAt time.Time `json:"start_at"`
+	EndAt   time.Time `json:"end_at"`
+}
+
 // CreateEventInput is calendar.create_event's input.
 type CreateEventInput struct {
 	Title   string    `json:"title"`

@@ -54,11 +54,13 @@ type LeadsCreateInput struct {
 	Address string `json:"address,omitempty"`
 }
 
-// LeadsCreateOutput is leads.create's result (what the answer reads of it).
+// LeadsCreateOutput is leads.create's result.
 type LeadsCreateOutput struct {
 	LeadID string `json:"lead_id"`
-	// Created is false when the phone number was already a lead's (that lead is returned).
+	// Created is false when the phone number was already a lead's (that lead is returned); nil in a result
+	// that does not say.
 	Created *bool `json:"created"`
+	Lead    Lead  `json:"lead"`
 }
 
 // LeadsUpdateStageInput is leads.update_stage's input.
@@ -100,7 +102,28 @@ type LeadsScheduleInspectionInput struct {
 
 // LeadsScheduleInspectionOutput is leads.schedule_inspection's result.
 type LeadsScheduleInspectionOutput struct {
-	InspectionID string `json:"inspection_id"`
+	InspectionID  string           `json:"inspection_id"`
+	AppointmentID string           `json:"appointment_id"`
+	LeadID        string           `json:"lead_id"`
+	Created       bool             `json:"created"`
+	Window        InspectionWindow `json:"window"`
+	Address       *string          `json:"address"`
+	EventID       *string          `json:"event_id"`
+	Overlaps      []EventOverlap   `json:"overlaps"`
+	PreviousStage string           `json:"previous_stage"`
+	LeadStage     string           `json:"lead_stage"`
+}
+
+// InspectionWindow is a booked inspection visit's window: timed when the lead gave a time range short
+// enough to be the visit itself (then it has a calendar event), else a part of a working day to confirm.
+type InspectionWindow struct {
+	StartAt time.Time `json:"start_at"`
+	EndAt   time.Time `json:"end_at"`
+	// Date is the visit's day (YYYY-MM-DD) in the business's time zone.
+	Date      string  `json:"date"`
+	PartOfDay *string `json:"part_of_day"`
+	Timed     bool    `json:"timed"`
+	EventID   *string `json:"event_id"`
 }
 
 // LeadsListByStageInput is leads.list_by_stage's input.
@@ -115,9 +138,18 @@ type LeadsListByStageInput struct {
 type Lead struct {
 	LeadID string `json:"lead_id"`
 	Name   string `json:"name"`
-	Phone  string `json:"phone"`
-	Stage  string `json:"stage"`
-	// Status is where an older result kept the stage.
+	// Phone is the number as it was typed.
+	Phone       string    `json:"phone"`
+	Email       *string   `json:"email"`
+	Suburb      *string   `json:"suburb"`
+	Address     *string   `json:"address"`
+	Source      string    `json:"source"`
+	Stage       string    `json:"stage"`
+	StageReason *string   `json:"stage_reason"`
+	Notes       *string   `json:"notes"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	// Status is where an older result kept the stage (the handlers no longer write it).
 	Status string `json:"status,omitempty"`
 }
 

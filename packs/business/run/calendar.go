@@ -108,18 +108,10 @@ func lockEvent(ctx context.Context, c *executor.Call, id uuid.UUID) (calendarEve
 	return e, executor.NotFoundIfNoRows(err, "calendar event", id)
 }
 
-// eventOverlap is a scheduled event that shares time with another.
-type eventOverlap struct {
-	EventID uuid.UUID `json:"event_id"`
-	Title   string    `json:"title"`
-	StartAt time.Time `json:"start_at"`
-	EndAt   time.Time `json:"end_at"`
-}
-
 // overlappingEvents lists the scheduled events that share time with [start, end), other than except.
-func overlappingEvents(ctx context.Context, c *executor.Call, start, end time.Time, except uuid.UUID) ([]eventOverlap, error) {
-	return executor.QueryList(ctx, c.DB, func(r pgx.Row) (eventOverlap, error) {
-		var o eventOverlap
+func overlappingEvents(ctx context.Context, c *executor.Call, start, end time.Time, except uuid.UUID) ([]businesspack.EventOverlap, error) {
+	return executor.QueryList(ctx, c.DB, func(r pgx.Row) (businesspack.EventOverlap, error) {
+		var o businesspack.EventOverlap
 		return o, r.Scan(&o.EventID, &o.Title, &o.StartAt, &o.EndAt)
 	}, `SELECT id, title, start_at, end_at FROM calendar_events
 		WHERE status = 'scheduled' AND tstzrange(start_at, end_at) && tstzrange($1, $2) AND id <> $3
@@ -153,7 +145,7 @@ func checkEventTimes(start, end time.Time) error {
 
 // insertEvent books an event and returns the scheduled events it overlaps (booked anyway: overlaps are
 // reported, not refused).
-func insertEvent(ctx context.Context, c *executor.Call, d eventDraft) (uuid.UUID, []eventOverlap, error) {
+func insertEvent(ctx context.Context, c *executor.Call, d eventDraft) (uuid.UUID, []businesspack.EventOverlap, error) {
 	if err := checkEventTimes(d.StartAt, d.EndAt); err != nil {
 		return uuid.Nil, nil, err
 	}
@@ -177,9 +169,9 @@ type createEventInput struct {
 }
 
 type eventCreated struct {
-	EventID  uuid.UUID      `json:"event_id"`
-	Event    calendarEvent  `json:"event"`
-	Overlaps []eventOverlap `json:"overlaps"`
+	EventID  uuid.UUID                   `json:"event_id"`
+	Event    calendarEvent               `json:"event"`
+	Overlaps []businesspack.EventOverlap `json:"overlaps"`
 }
 
 // createEvent books an event, tied to the lead and job its context_ref reaches. Overlapping events are
@@ -217,10 +209,10 @@ type updateEventInput struct {
 }
 
 type eventUpdated struct {
-	EventID       uuid.UUID      `json:"event_id"`
-	UpdatedFields []string       `json:"updated_fields"`
-	Event         calendarEvent  `json:"event"`
-	Overlaps      []eventOverlap `json:"overlaps"`
+	EventID       uuid.UUID                   `json:"event_id"`
+	UpdatedFields []string                    `json:"updated_fields"`
+	Event         calendarEvent               `json:"event"`
+	Overlaps      []businesspack.EventOverlap `json:"overlaps"`
 }
 
 // updateEvent changes an event's title, times or location (null clears the location). A cancelled event

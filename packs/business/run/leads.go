@@ -38,58 +38,27 @@ func registerLeads(h executor.Handlers, p *pack) {
 // inspection.submit moves a lead to.
 var leadStages = []string{"new", "contacted", "inspection_scheduled", "inspected", "quoted", "won", "lost"}
 
-type lead struct {
-	LeadID      uuid.UUID `json:"lead_id"`
-	Name        string    `json:"name"`
-	Phone       string    `json:"phone"`
-	Email       *string   `json:"email"`
-	Suburb      *string   `json:"suburb"`
-	Address     *string   `json:"address"`
-	Source      string    `json:"source"`
-	Stage       string    `json:"stage"`
-	StageReason *string   `json:"stage_reason"`
-	Notes       *string   `json:"notes"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-}
-
 const leadColumns = `id, name, phone, email, suburb, address, source, stage, stage_reason, notes, created_at, updated_at`
 
-func scanLead(row pgx.Row) (lead, error) {
-	var l lead
+func scanLead(row pgx.Row) (businesspack.Lead, error) {
+	var l businesspack.Lead
 	err := row.Scan(&l.LeadID, &l.Name, &l.Phone, &l.Email, &l.Suburb, &l.Address, &l.Source, &l.Stage, &l.StageReason, &l.Notes,
 		&l.CreatedAt, &l.UpdatedAt)
 	return l, err
 }
 
 // lockLead locks a lead for the rest of the call and returns it.
-func lockLead(ctx context.Context, c *executor.Call, id uuid.UUID) (lead, error) {
+func lockLead(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Lead, error) {
 	l, err := scanLead(c.DB.QueryRow(ctx, `SELECT `+leadColumns+` FROM leads WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
-		return lead{}, executor.NotFoundIfNoRows(err, "lead", id)
+		return businesspack.Lead{}, executor.NotFoundIfNoRows(err, "lead", id)
 	}
 	return l, nil
 }
 
-type createLeadInput struct {
-	Name    string  `json:"name"`
-	Phone   string  `json:"phone"`
-	Email   *string `json:"email"`
-	Suburb  string  `json:"suburb"`
-	Source  string  `json:"source"`
-	Notes   *string `json:"notes"`
-	Address *string `json:"address"`
-}
-
-type leadCreated struct {
-	LeadID  uuid.UUID `json:"lead_id"`
-	Created bool      `json:"created"`
-	Lead    lead      `json:"lead"`
-}
-
 // createLead records a lead; a phone number already on file (however it is typed) returns that lead. The
 // number is kept as typed, for people, and in E.164 (phone_e164), the key.
-func (p *pack) createLead(ctx context.Context, c *executor.Call, in createLeadInput) (*leadCreated, error) {
+func (p *pack) createLead(ctx context.Context, c *executor.Call, in businesspack.LeadsCreateInput) (*businesspack.LeadsCreateOutput, error) {
 	name, err := checkEntityName("name", in.Name)
 	if err != nil {
 		return nil, err
@@ -102,7 +71,7 @@ func (p *pack) createLead(ctx context.Context, c *executor.Call, in createLeadIn
 	if err != nil {
 		return nil, err
 	}
-	email := trimmedText(in.Email)
+	email := optionalText(in.Email)
 	if email != nil {
 		a, err := mail.ParseAddress(*email)
 		if err != nil {
@@ -115,7 +84,7 @@ func (p *pack) createLead(ctx context.Context, c *executor.Call, in createLeadIn
 	}
 	l, err := scanLead(c.DB.QueryRow(ctx, gemsql.LeadByPhoneSQL(leadColumns, ""), gemsql.LeadByPhoneArgs(number)...))
 	if err == nil {
-		return &leadCreated{LeadID: l.LeadID, Lead: l}, nil
+		return leadCreated(l, false), nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
@@ -123,9 +92,9 @@ func (p *pack) createLead(ctx context.Context, c *executor.Call, in createLeadIn
 	l, err = scanLead(c.DB.QueryRow(ctx, `INSERT INTO leads (name, phone, phone_e164, email, suburb, address, source, notes)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (phone_e164) DO NOTHING
-		RETURNING `+leadColumns, name, number.Typed, number.E164, email, suburb, trimmedText(in.Address), in.Source, trimmedText(in.Notes)))
+		RETURNING `+leadColumns, name, number.Typed, number.E164, email, suburb, optionalText(in.Address), in.Source, optionalText(in.Notes)))
 	if err == nil {
-		return &leadCreated{LeadID: l.LeadID, Created: true, Lead: l}, nil
+		return leadCreated(l, true), nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
@@ -135,7 +104,11 @@ func (p *pack) createLead(ctx context.Context, c *executor.Call, in createLeadIn
 	if err != nil {
 		return nil, err
 	}
-	return &leadCreated{LeadID: l.LeadID, Lead: l}, nil
+	return leadCreated(l, false), nil
+}
+
+func leadCreated(l businesspack.Lead, created bool) *businesspack.LeadsCreateOutput {
+	return &businesspack.LeadsCreateOutput{LeadID: l.LeadID, Created: &created, Lead: l}
 }
 
 // trimmedText is s trimmed, or nil when s is nil or blank.
@@ -157,59 +130,45 @@ func recordStageChange(ctx context.Context, c *executor.Call, leadID uuid.UUID, 
 	return err
 }
 
-type updateLeadStageInput struct {
-	LeadID uuid.UUID `json:"lead_id"`
-	Stage  string    `json:"stage"`
-	Notes  *string   `json:"notes"`
-}
-
 type leadStageChanged struct {
-	LeadID        uuid.UUID `json:"lead_id"`
-	Stage         string    `json:"stage"`
-	PreviousStage string    `json:"previous_stage"`
-	Changed       bool      `json:"changed"`
-	Lead          lead      `json:"lead"`
+	LeadID        uuid.UUID         `json:"lead_id"`
+	Stage         string            `json:"stage"`
+	PreviousStage string            `json:"previous_stage"`
+	Changed       bool              `json:"changed"`
+	Lead          businesspack.Lead `json:"lead"`
 }
 
 // updateLeadStage moves a lead to a stage, keeping the notes as the stage's reason. Leaving lost clears the
 // loss's reason code. Moving to the stage it is in, with the same notes, writes nothing.
-func updateLeadStage(ctx context.Context, c *executor.Call, in updateLeadStageInput) (*leadStageChanged, error) {
-	current, err := lockLead(ctx, c, in.LeadID)
+func updateLeadStage(ctx context.Context, c *executor.Call, in businesspack.LeadsUpdateStageInput) (*leadStageChanged, error) {
+	id, err := recordID("lead_id", in.LeadID)
 	if err != nil {
 		return nil, err
 	}
-	notes := trimmedText(in.Notes)
-	out := &leadStageChanged{LeadID: in.LeadID, Stage: in.Stage, PreviousStage: current.Stage, Lead: current}
+	current, err := lockLead(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	notes := optionalText(in.Notes)
+	out := &leadStageChanged{LeadID: id, Stage: in.Stage, PreviousStage: current.Stage, Lead: current}
 	if current.Stage == in.Stage && (notes == nil || executor.SamePtr(notes, current.StageReason)) {
 		return out, nil
 	}
 	l, err := scanLead(c.DB.QueryRow(ctx, `UPDATE leads SET stage = $2, stage_reason = $3,
 			lost_reason_code = CASE WHEN $2 = 'lost' THEN lost_reason_code END, updated_at = now()
-		WHERE id = $1 RETURNING `+leadColumns, in.LeadID, in.Stage, notes))
+		WHERE id = $1 RETURNING `+leadColumns, id, in.Stage, notes))
 	if err != nil {
 		return nil, err
 	}
-	if err := recordStageChange(ctx, c, in.LeadID, current.Stage, in.Stage, nil, notes); err != nil {
+	if err := recordStageChange(ctx, c, id, current.Stage, in.Stage, nil, notes); err != nil {
 		return nil, err
 	}
 	out.Changed, out.Lead = true, l
 	return out, nil
 }
 
-type listLeadsByStageInput struct {
-	Stage  string `json:"stage"`
-	Suburb string `json:"suburb"`
-	Source string `json:"source"`
-	Limit  int    `json:"limit"`
-}
-
-type listLeadsOutput struct {
-	Leads []lead `json:"leads"`
-	Count int    `json:"count"`
-}
-
 // listLeadsByStage lists leads, newest first, optionally of one stage, suburb (any case) and source.
-func listLeadsByStage(ctx context.Context, c *executor.Call, in listLeadsByStageInput) (*listLeadsOutput, error) {
+func listLeadsByStage(ctx context.Context, c *executor.Call, in businesspack.LeadsListByStageInput) (*businesspack.LeadsListByStageOutput, error) {
 	stage, source := strings.TrimSpace(in.Stage), ""
 	if strings.TrimSpace(in.Source) != "" {
 		var err error
@@ -226,7 +185,7 @@ func listLeadsByStage(ctx context.Context, c *executor.Call, in listLeadsByStage
 	if err != nil {
 		return nil, err
 	}
-	return &listLeadsOutput{Leads: leads, Count: len(leads)}, nil
+	return &businesspack.LeadsListByStageOutput{Leads: leads, Count: len(leads)}, nil
 }
 
 // sourceWordRe splits a source into its words.
@@ -254,9 +213,10 @@ type leadSource struct {
 	CreatedAt time.Time         `json:"created_at"`
 }
 
+// addLeadSourceInput is leads.add_source's input as the handler reads it: each campaign detail is text or
+// null, which the contract's map of text cannot say.
 type addLeadSourceInput struct {
-	LeadID   uuid.UUID                  `json:"lead_id"`
-	Source   string                     `json:"source"`
+	businesspack.LeadsAddSourceInput
 	Campaign map[string]json.RawMessage `json:"campaign"`
 }
 
@@ -274,6 +234,10 @@ type leadSourceAdded struct {
 // same source and campaign name again updates the campaign's details; the lead's own source, when it was
 // other, becomes this one.
 func addLeadSource(ctx context.Context, c *executor.Call, in addLeadSourceInput) (*leadSourceAdded, error) {
+	leadID, err := recordID("lead_id", in.LeadID)
+	if err != nil {
+		return nil, err
+	}
 	source, err := normalizeSource(in.Source)
 	if err != nil {
 		return nil, err
@@ -288,21 +252,21 @@ func addLeadSource(ctx context.Context, c *executor.Call, in addLeadSourceInput)
 			campaign[k] = *v
 		}
 	}
-	l, err := lockLead(ctx, c, in.LeadID)
+	l, err := lockLead(ctx, c, leadID)
 	if err != nil {
 		return nil, err
 	}
-	out := &leadSourceAdded{LeadID: in.LeadID, Source: source, LeadSource: l.Source, CampaignName: campaign["name"]}
+	out := &leadSourceAdded{LeadID: leadID, Source: source, LeadSource: l.Source, CampaignName: campaign["name"]}
 	// The lead's lock keeps concurrent calls for it apart, so looking first cannot race an insert.
 	var id uuid.UUID
 	var was map[string]string
 	err = c.DB.QueryRow(ctx, `SELECT id, campaign FROM lead_sources WHERE lead_id = $1 AND source = $2 AND detail = $3`,
-		in.LeadID, source, out.CampaignName).Scan(&id, &was)
+		leadID, source, out.CampaignName).Scan(&id, &was)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		out.Added = true
 		_, err = c.DB.Exec(ctx, `INSERT INTO lead_sources (lead_id, source, detail, campaign) VALUES ($1, $2, $3, $4)`,
-			in.LeadID, source, out.CampaignName, campaign)
+			leadID, source, out.CampaignName, campaign)
 	case err == nil && !sameJSON(was, campaign):
 		out.Updated = true
 		_, err = c.DB.Exec(ctx, `UPDATE lead_sources SET campaign = $2, updated_at = now() WHERE id = $1`, id, campaign)
@@ -311,7 +275,7 @@ func addLeadSource(ctx context.Context, c *executor.Call, in addLeadSourceInput)
 		return nil, err
 	}
 	if l.Source == "other" && source != "other" {
-		if _, err := c.DB.Exec(ctx, `UPDATE leads SET source = $2, updated_at = now() WHERE id = $1`, in.LeadID, source); err != nil {
+		if _, err := c.DB.Exec(ctx, `UPDATE leads SET source = $2, updated_at = now() WHERE id = $1`, leadID, source); err != nil {
 			return nil, err
 		}
 		out.LeadSource = source
@@ -319,16 +283,10 @@ func addLeadSource(ctx context.Context, c *executor.Call, in addLeadSourceInput)
 	if out.Sources, err = executor.QueryList(ctx, c.DB, func(r pgx.Row) (leadSource, error) {
 		var s leadSource
 		return s, r.Scan(&s.SourceID, &s.Source, &s.Detail, &s.Campaign, &s.CreatedAt)
-	}, `SELECT id, source, detail, campaign, created_at FROM lead_sources WHERE lead_id = $1 ORDER BY created_at, source, detail`, in.LeadID); err != nil {
+	}, `SELECT id, source, detail, campaign, created_at FROM lead_sources WHERE lead_id = $1 ORDER BY created_at, source, detail`, leadID); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-type addLeadPhotosLinksInput struct {
-	LeadID uuid.UUID `json:"lead_id"`
-	Links  []string  `json:"links"`
-	Label  *string   `json:"label"`
 }
 
 type photoLink struct {
@@ -346,7 +304,11 @@ type photosLinksAdded struct {
 
 // addLeadPhotosLinks records links to photos or videos a lead shared (an album, a cloud folder). A link
 // already on file is kept once.
-func addLeadPhotosLinks(ctx context.Context, c *executor.Call, in addLeadPhotosLinksInput) (*photosLinksAdded, error) {
+func addLeadPhotosLinks(ctx context.Context, c *executor.Call, in businesspack.LeadsAddPhotosLinkInput) (*photosLinksAdded, error) {
+	leadID, err := recordID("lead_id", in.LeadID)
+	if err != nil {
+		return nil, err
+	}
 	if len(in.Links) == 0 {
 		return nil, executor.Invalid("links is empty: give one or more http(s) links")
 	}
@@ -361,23 +323,22 @@ func addLeadPhotosLinks(ctx context.Context, c *executor.Call, in addLeadPhotosL
 			links = append(links, s)
 		}
 	}
-	if _, err := lockLead(ctx, c, in.LeadID); err != nil {
+	if _, err := lockLead(ctx, c, leadID); err != nil {
 		return nil, err
 	}
-	out := &photosLinksAdded{LeadID: in.LeadID}
+	out := &photosLinksAdded{LeadID: leadID}
 	for _, link := range links {
 		tag, err := c.DB.Exec(ctx, `INSERT INTO lead_photo_links (lead_id, url, label) VALUES ($1, $2, $3)
-			ON CONFLICT ON CONSTRAINT lead_photo_links_once DO NOTHING`, in.LeadID, link, trimmedText(in.Label))
+			ON CONFLICT ON CONSTRAINT lead_photo_links_once DO NOTHING`, leadID, link, optionalText(in.Label))
 		if err != nil {
 			return nil, err
 		}
 		out.Added += int(tag.RowsAffected())
 	}
-	var err error
 	if out.Links, err = executor.QueryList(ctx, c.DB, func(r pgx.Row) (photoLink, error) {
 		var l photoLink
 		return l, r.Scan(&l.LinkID, &l.URL, &l.Label, &l.CreatedAt)
-	}, `SELECT id, url, label, created_at FROM lead_photo_links WHERE lead_id = $1 ORDER BY created_at, url`, in.LeadID); err != nil {
+	}, `SELECT id, url, label, created_at FROM lead_photo_links WHERE lead_id = $1 ORDER BY created_at, url`, leadID); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -455,34 +416,11 @@ func readPreferredWindow(raw map[string]json.RawMessage) (preferredWindow, error
 	return w, nil
 }
 
+// scheduleInspectionInput is leads.schedule_inspection's input as the handler reads it: the window key by
+// key (readPreferredWindow), to name the one that is wrong.
 type scheduleInspectionInput struct {
-	LeadID          uuid.UUID                  `json:"lead_id"`
+	businesspack.LeadsScheduleInspectionInput
 	PreferredWindow map[string]json.RawMessage `json:"preferred_window"`
-	Notes           *string                    `json:"notes"`
-	Address         *string                    `json:"address"`
-}
-
-// inspectionWindow is a booked visit's window.
-type inspectionWindow struct {
-	StartAt   time.Time  `json:"start_at"`
-	EndAt     time.Time  `json:"end_at"`
-	Date      civilDate  `json:"date"`
-	PartOfDay *string    `json:"part_of_day"`
-	Timed     bool       `json:"timed"`
-	EventID   *uuid.UUID `json:"event_id"`
-}
-
-type inspectionScheduled struct {
-	InspectionID  uuid.UUID        `json:"inspection_id"`
-	AppointmentID uuid.UUID        `json:"appointment_id"`
-	LeadID        uuid.UUID        `json:"lead_id"`
-	Created       bool             `json:"created"`
-	Window        inspectionWindow `json:"window"`
-	Address       *string          `json:"address"`
-	EventID       *uuid.UUID       `json:"event_id"`
-	Overlaps      []eventOverlap   `json:"overlaps"`
-	PreviousStage string           `json:"previous_stage"`
-	LeadStage     string           `json:"lead_stage"`
 }
 
 // inspectionVisitMinutes is how long a visit whose time is still to be confirmed is expected to take.
@@ -495,27 +433,31 @@ const bookableWindow = 8 * time.Hour
 // (inspection.create with the appointment takes it over), and, when the window has times, a calendar event.
 // The lead moves to inspection_scheduled (a lead further along keeps its stage). Booking the same lead for
 // the same window again returns the first booking. Won and lost leads are a conflict.
-func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in scheduleInspectionInput) (*inspectionScheduled, error) {
+func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in scheduleInspectionInput) (*businesspack.LeadsScheduleInspectionOutput, error) {
+	leadID, err := recordID("lead_id", in.LeadID)
+	if err != nil {
+		return nil, err
+	}
 	w, err := readPreferredWindow(in.PreferredWindow)
 	if err != nil {
 		return nil, err
 	}
-	l, err := lockLead(ctx, c, in.LeadID)
+	l, err := lockLead(ctx, c, leadID)
 	if err != nil {
 		return nil, err
 	}
 	if l.Stage == "won" || l.Stage == "lost" {
-		return nil, executor.Conflict("lead %s is %s; move it back to an open stage with leads.update_stage first", in.LeadID, l.Stage)
+		return nil, executor.Conflict("lead %s is %s; move it back to an open stage with leads.update_stage first", leadID, l.Stage)
 	}
 
-	win := inspectionWindow{PartOfDay: w.PartOfDay, Timed: w.Start != nil && w.End.Sub(*w.Start) <= bookableWindow}
+	win := businesspack.InspectionWindow{PartOfDay: w.PartOfDay, Timed: w.Start != nil && w.End.Sub(*w.Start) <= bookableWindow}
 	duration := inspectionVisitMinutes
 	if w.Start != nil {
 		if _, err := p.today(); err != nil { // the time zone, for the window's date
 			return nil, err
 		}
 		win.StartAt, win.EndAt = *w.Start, *w.End
-		win.Date = dateOf(w.Start.In(p.loc))
+		win.Date = dateOf(w.Start.In(p.loc)).String()
 		if w.End.Sub(*w.Start) < 15*time.Minute {
 			return nil, executor.Invalid("preferred_window is shorter than 15 minutes")
 		}
@@ -527,7 +469,7 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 		if w.PartOfDay != nil {
 			part = *w.PartOfDay
 		}
-		win.PartOfDay, win.Date = &part, *w.Date
+		win.PartOfDay, win.Date = &part, w.Date.String()
 		hours, err := p.businessHours()
 		if err != nil {
 			return nil, err
@@ -536,16 +478,16 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 			return nil, err
 		}
 	}
-	address := trimmedText(in.Address)
+	address := optionalText(in.Address)
 	if address == nil {
 		address = joinedAddress(l.Address, l.Suburb)
 	}
-	out := &inspectionScheduled{LeadID: in.LeadID, Window: win, Address: address, Overlaps: []eventOverlap{}, Created: true}
+	out := &businesspack.LeadsScheduleInspectionOutput{LeadID: leadID.String(), Window: win, Address: address, Overlaps: []businesspack.EventOverlap{}, Created: true}
 
 	// The same lead and window again is the same booking.
 	var existingEvent *uuid.UUID
 	err = c.DB.QueryRow(ctx, `SELECT id, calendar_event_id FROM inspection_appointments
-		WHERE lead_id = $1 AND scheduled_for = $2 AND status = 'scheduled'`, in.LeadID, win.StartAt).Scan(&out.AppointmentID, &existingEvent)
+		WHERE lead_id = $1 AND scheduled_for = $2 AND status = 'scheduled'`, leadID, win.StartAt).Scan(&out.AppointmentID, &existingEvent)
 	switch {
 	case err == nil:
 		out.Created = false
@@ -556,7 +498,7 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 				title += ", " + *l.Suburb
 			}
 			ev, overlaps, err := insertEvent(ctx, c, eventDraft{Title: truncateRunes(title, 200), StartAt: win.StartAt, EndAt: win.EndAt,
-				Location: address, LeadID: &in.LeadID, Ref: &contextRef{Type: "lead", ID: in.LeadID.String()}})
+				Location: address, LeadID: &leadID, Ref: &contextRef{Type: "lead", ID: leadID.String()}})
 			if err != nil {
 				return nil, err
 			}
@@ -565,23 +507,26 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 		err = c.DB.QueryRow(ctx, `INSERT INTO inspection_appointments (lead_id, scheduled_for, duration_minutes, address, notes,
 				window_end, part_of_day, calendar_event_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			in.LeadID, win.StartAt, duration, address, trimmedText(in.Notes), win.EndAt, win.PartOfDay, existingEvent).Scan(&out.AppointmentID)
+			leadID, win.StartAt, duration, address, optionalText(in.Notes), win.EndAt, win.PartOfDay, existingEvent).Scan(&out.AppointmentID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	out.EventID, out.Window.EventID = existingEvent, existingEvent
+	if existingEvent != nil {
+		event := existingEvent.String()
+		out.EventID, out.Window.EventID = &event, &event
+	}
 
 	// The appointment's inspection: the one opened for it, or a new draft.
 	err = c.DB.QueryRow(ctx, `SELECT id FROM inspections WHERE appointment_id = $1`, out.AppointmentID).Scan(&out.InspectionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = c.DB.QueryRow(ctx, `INSERT INTO inspections (lead_id, appointment_id, site_address) VALUES ($1, $2, $3) RETURNING id`,
-			in.LeadID, out.AppointmentID, address).Scan(&out.InspectionID)
+			leadID, out.AppointmentID, address).Scan(&out.InspectionID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if out.PreviousStage, out.LeadStage, err = advanceLead(ctx, c.DB, in.LeadID, "inspection_scheduled"); err != nil {
+	if out.PreviousStage, out.LeadStage, err = advanceLead(ctx, c.DB, leadID, "inspection_scheduled"); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -602,29 +547,26 @@ func joinedAddress(address, suburb *string) *string {
 	return &s
 }
 
-type markLeadLostInput struct {
-	LeadID     uuid.UUID `json:"lead_id"`
-	Reason     string    `json:"reason"`
-	Notes      *string   `json:"notes"`
-	ReasonCode string    `json:"reason_code"`
-}
-
 type leadLost struct {
-	LeadID                uuid.UUID `json:"lead_id"`
-	Stage                 string    `json:"stage"`
-	PreviousStage         string    `json:"previous_stage"`
-	Reason                string    `json:"reason"`
-	ReasonCode            string    `json:"reason_code"`
-	Changed               bool      `json:"changed"`
-	CancelledAppointments int       `json:"cancelled_appointments"`
-	CancelledEvents       int       `json:"cancelled_events"`
-	Lead                  lead      `json:"lead"`
+	LeadID                uuid.UUID         `json:"lead_id"`
+	Stage                 string            `json:"stage"`
+	PreviousStage         string            `json:"previous_stage"`
+	Reason                string            `json:"reason"`
+	ReasonCode            string            `json:"reason_code"`
+	Changed               bool              `json:"changed"`
+	CancelledAppointments int               `json:"cancelled_appointments"`
+	CancelledEvents       int               `json:"cancelled_events"`
+	Lead                  businesspack.Lead `json:"lead"`
 }
 
 // markLeadLost closes a lead as lost, with the reason (and its notes, kept in the lead's stage history).
 // Marking a lost lead lost again updates the reason; a won lead is a conflict. Its scheduled inspection
 // visits, and their calendar events, are cancelled.
-func markLeadLost(ctx context.Context, c *executor.Call, in markLeadLostInput) (*leadLost, error) {
+func markLeadLost(ctx context.Context, c *executor.Call, in businesspack.LeadsMarkLostInput) (*leadLost, error) {
+	leadID, err := recordID("lead_id", in.LeadID)
+	if err != nil {
+		return nil, err
+	}
 	reason := strings.TrimSpace(in.Reason)
 	if reason == "" {
 		return nil, executor.Invalid("reason is empty: say why the lead was lost")
@@ -632,37 +574,37 @@ func markLeadLost(ctx context.Context, c *executor.Call, in markLeadLostInput) (
 	if in.ReasonCode == "" {
 		in.ReasonCode = "other"
 	}
-	current, err := lockLead(ctx, c, in.LeadID)
+	current, err := lockLead(ctx, c, leadID)
 	if err != nil {
 		return nil, err
 	}
 	if current.Stage == "won" {
-		return nil, executor.Conflict("lead %s is won (a quote was accepted); it cannot be lost", in.LeadID)
+		return nil, executor.Conflict("lead %s is won (a quote was accepted); it cannot be lost", leadID)
 	}
-	out := &leadLost{LeadID: in.LeadID, Stage: "lost", PreviousStage: current.Stage, Reason: reason, ReasonCode: in.ReasonCode, Lead: current}
+	out := &leadLost{LeadID: leadID, Stage: "lost", PreviousStage: current.Stage, Reason: reason, ReasonCode: in.ReasonCode, Lead: current}
 	l, err := scanLead(c.DB.QueryRow(ctx, `UPDATE leads SET stage = 'lost', stage_reason = $2, lost_reason_code = $3, updated_at = now()
 		WHERE id = $1 AND (stage, stage_reason, lost_reason_code) IS DISTINCT FROM ('lost', $2, $3)
-		RETURNING `+leadColumns, in.LeadID, reason, in.ReasonCode))
+		RETURNING `+leadColumns, leadID, reason, in.ReasonCode))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows): // already lost for this reason
 	case err != nil:
 		return nil, err
 	default:
 		out.Changed, out.Lead = true, l
-		if err := recordStageChange(ctx, c, in.LeadID, current.Stage, "lost", &reason, trimmedText(in.Notes)); err != nil {
+		if err := recordStageChange(ctx, c, leadID, current.Stage, "lost", &reason, optionalText(in.Notes)); err != nil {
 			return nil, err
 		}
 	}
 	tag, err := c.DB.Exec(ctx, `UPDATE calendar_events SET status = 'cancelled', cancelled_at = now(),
 			cancel_reason = 'The lead was lost: ' || $2, updated_at = now()
 		WHERE status = 'scheduled' AND id IN (SELECT calendar_event_id FROM inspection_appointments
-			WHERE lead_id = $1 AND status = 'scheduled')`, in.LeadID, reason)
+			WHERE lead_id = $1 AND status = 'scheduled')`, leadID, reason)
 	if err != nil {
 		return nil, err
 	}
 	out.CancelledEvents = int(tag.RowsAffected())
 	tag, err = c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'cancelled', updated_at = now()
-		WHERE lead_id = $1 AND status = 'scheduled'`, in.LeadID)
+		WHERE lead_id = $1 AND status = 'scheduled'`, leadID)
 	if err != nil {
 		return nil, err
 	}
