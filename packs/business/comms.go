@@ -1,6 +1,10 @@
 package businesspack
 
-import "time"
+import (
+	"time"
+
+	ospack "github.com/gemhq/gem/packs/os"
+)
 
 // The comms tools: drafts, texts and emails about a record, calls logged, follow-ups.
 const (
@@ -21,12 +25,10 @@ const (
 	CallOther       = "other"
 )
 
-// Ref names the record a message, call, event or interaction is about: {"type": "lead", "id": "…"}. A rule
-// leaves it out when the message does not name one: the run's context supplies it.
-type Ref struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
+// Ref names the record a message, call, event or interaction is about: {"type": "lead", "id": "…"}, the os
+// pack's context_ref (every pack keeps its records' references in this form). A rule leaves it out when the
+// message does not name one: the run's context supplies it.
+type Ref = ospack.Ref
 
 // ComposeInput is comms.compose_sms's and comms.compose_email's input: a draft, not sent.
 type ComposeInput struct {

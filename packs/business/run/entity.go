@@ -195,12 +195,13 @@ func checkEntityName(field, name string) (string, error) {
 	return name, nil
 }
 
+// createEntityInput is entity.create's input as the handler reads it: the contact key by key, notes kept as
+// given (null or left out is none), and a lead_id that is not a UUID refused even when empty.
 type createEntityInput struct {
-	EntityType string          `json:"entity_type"`
-	Name       string          `json:"name"`
-	Contact    json.RawMessage `json:"contact"`
-	Notes      *string         `json:"notes"`
-	LeadID     *uuid.UUID      `json:"lead_id"`
+	businesspack.CreateEntityInput
+	Contact json.RawMessage `json:"contact"`
+	Notes   *string         `json:"notes"`
+	LeadID  *uuid.UUID      `json:"lead_id"`
 }
 
 type entityCreated struct {
@@ -241,9 +242,11 @@ func (p *pack) createEntity(ctx context.Context, c *executor.Call, in createEnti
 // entityPatchKeys are the keys entity.update's patch may hold.
 var entityPatchKeys = []string{"name", "entity_type", "notes", "contact", "lead_id"}
 
+// updateEntityInput is entity.update's input as the handler reads it: the patch key by key, since a key
+// left out keeps a field and null clears it (businesspack.EntityPatch, which rules build, cannot say null).
 type updateEntityInput struct {
-	EntityID uuid.UUID                  `json:"entity_id"`
-	Patch    map[string]json.RawMessage `json:"patch"`
+	businesspack.UpdateEntityInput
+	Patch map[string]json.RawMessage `json:"patch"`
 }
 
 type updateEntityOutput struct {
@@ -255,17 +258,21 @@ type updateEntityOutput struct {
 // updateEntity applies a patch: the keys given change (null clears notes, lead_id and contact fields; the
 // contact object is merged key by key). Only what changes is written, so repeating an update writes nothing.
 func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (*updateEntityOutput, error) {
+	entityID, err := recordID("entity_id", in.EntityID)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkPatchKeys(in.Patch, entityPatchKeys); err != nil {
 		return nil, err
 	}
-	current, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1 FOR UPDATE`, in.EntityID))
+	current, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1 FOR UPDATE`, entityID))
 	if err != nil {
-		return nil, executor.NotFoundIfNoRows(err, "entity", in.EntityID)
+		return nil, executor.NotFoundIfNoRows(err, "entity", entityID)
 	}
 	next := current
 	updated := []string{}
 	var sets []string
-	args := []any{in.EntityID}
+	args := []any{entityID}
 	set := func(field, column string, value any) {
 		updated = append(updated, field)
 		args = append(args, value)
@@ -289,7 +296,7 @@ func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEnti
 		}
 		if typ != current.EntityType {
 			if current.EntityType == "site" {
-				return nil, executor.Conflict("entity %s is a site under its client; its type cannot change", in.EntityID)
+				return nil, executor.Conflict("entity %s is a site under its client; its type cannot change", entityID)
 			}
 			next.EntityType = typ
 			set("entity_type", "kind", typ)
@@ -336,14 +343,14 @@ func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEnti
 		}
 	}
 	if len(sets) == 0 {
-		return &updateEntityOutput{EntityID: in.EntityID, UpdatedFields: updated, Entity: current}, nil
+		return &updateEntityOutput{EntityID: entityID, UpdatedFields: updated, Entity: current}, nil
 	}
 	e, err := scanEntity(c.DB.QueryRow(ctx, `UPDATE entities SET `+strings.Join(sets, ", ")+`, updated_at = now()
 		WHERE id = $1 RETURNING `+entityColumns, args...))
 	if err != nil {
 		return nil, err
 	}
-	return &updateEntityOutput{EntityID: in.EntityID, UpdatedFields: updated, Entity: e}, nil
+	return &updateEntityOutput{EntityID: entityID, UpdatedFields: updated, Entity: e}, nil
 }
 
 // interaction is a call, message, meeting or visit with an entity.
@@ -387,10 +394,6 @@ type entityDetail struct {
 	Sites             []entity             `json:"sites"`
 }
 
-type getEntityInput struct {
-	EntityID uuid.UUID `json:"entity_id"`
-}
-
 type getEntityOutput struct {
 	Entity entityDetail `json:"entity"`
 }
@@ -400,17 +403,21 @@ const entityRecentInteractions = 50
 
 // getEntity returns an entity with its newest interactions, its site details, the conversations it was linked
 // to and its sites.
-func getEntity(ctx context.Context, c *executor.Call, in getEntityInput) (*getEntityOutput, error) {
-	e, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1`, in.EntityID))
+func getEntity(ctx context.Context, c *executor.Call, in businesspack.GetEntityInput) (*getEntityOutput, error) {
+	entityID, err := recordID("entity_id", in.EntityID)
 	if err != nil {
-		return nil, executor.NotFoundIfNoRows(err, "entity", in.EntityID)
+		return nil, err
+	}
+	e, err := scanEntity(c.DB.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = $1`, entityID))
+	if err != nil {
+		return nil, executor.NotFoundIfNoRows(err, "entity", entityID)
 	}
 	d := entityDetail{entity: e}
 	if d.Interactions, err = executor.QueryList(ctx, c.DB, scanInteraction, `SELECT `+interactionColumns+` FROM entity_interactions
-		WHERE entity_id = $1 ORDER BY occurred_at DESC, created_at DESC LIMIT $2`, in.EntityID, entityRecentInteractions); err != nil {
+		WHERE entity_id = $1 ORDER BY occurred_at DESC, created_at DESC LIMIT $2`, entityID, entityRecentInteractions); err != nil {
 		return nil, err
 	}
-	if err := c.DB.QueryRow(ctx, `SELECT count(*) FROM entity_interactions WHERE entity_id = $1`, in.EntityID).Scan(&d.InteractionsTotal); err != nil {
+	if err := c.DB.QueryRow(ctx, `SELECT count(*) FROM entity_interactions WHERE entity_id = $1`, entityID).Scan(&d.InteractionsTotal); err != nil {
 		return nil, err
 	}
 	if d.Conversations, err = executor.QueryList(ctx, c.DB, func(r pgx.Row) (linkedConversation, error) {
@@ -418,20 +425,14 @@ func getEntity(ctx context.Context, c *executor.Call, in getEntityInput) (*getEn
 		return lc, r.Scan(&lc.ConversationID, &lc.LinkedAt, &lc.Runs, &lc.LastRunAt)
 	}, `SELECT ec.conversation_id, ec.created_at, count(r.id), max(r.created_at) FROM entity_conversations ec
 		LEFT JOIN brain_runs r ON r.conversation_id = ec.conversation_id
-		WHERE ec.entity_id = $1 GROUP BY ec.id ORDER BY ec.created_at`, in.EntityID); err != nil {
+		WHERE ec.entity_id = $1 GROUP BY ec.id ORDER BY ec.created_at`, entityID); err != nil {
 		return nil, err
 	}
 	if d.Sites, err = executor.QueryList(ctx, c.DB, scanEntity, `SELECT `+entityColumns+` FROM entities WHERE parent_id = $1
-		ORDER BY name, created_at`, in.EntityID); err != nil {
+		ORDER BY name, created_at`, entityID); err != nil {
 		return nil, err
 	}
 	return &getEntityOutput{Entity: d}, nil
-}
-
-type searchEntitiesInput struct {
-	Query      string `json:"query"`
-	EntityType string `json:"entity_type"`
-	Limit      int    `json:"limit"`
 }
 
 type searchEntitiesOutput struct {
@@ -442,7 +443,7 @@ type searchEntitiesOutput struct {
 // searchEntities finds entities whose name, email, address, suburb or postcode contains the query, or whose
 // phone number contains its digits: a whole number's national digits, so "+61 499 000 111" finds "0499 000
 // 111" and the other way round. Name matches rank first.
-func (p *pack) searchEntities(ctx context.Context, c *executor.Call, in searchEntitiesInput) (*searchEntitiesOutput, error) {
+func (p *pack) searchEntities(ctx context.Context, c *executor.Call, in businesspack.SearchEntitiesInput) (*searchEntitiesOutput, error) {
 	typ := strings.ToLower(strings.TrimSpace(in.EntityType))
 	if typ == "customer" {
 		typ = "client"
@@ -511,13 +512,11 @@ func linkEntityToConversation(ctx context.Context, c *executor.Call, in linkEnti
 	return out, nil
 }
 
+// addEntityInteractionInput is entity.add_interaction's input as the handler reads it: the details are
+// stored as they were given.
 type addEntityInteractionInput struct {
-	EntityID        uuid.UUID       `json:"entity_id"`
-	InteractionType string          `json:"interaction_type"`
-	Summary         string          `json:"summary"`
-	Details         json.RawMessage `json:"details"`
-	OccurredAt      *time.Time      `json:"occurred_at"`
-	ContextRef      *contextRef     `json:"context_ref"`
+	businesspack.AddInteractionInput
+	Details json.RawMessage `json:"details"`
 }
 
 type interactionAdded struct {
@@ -527,6 +526,10 @@ type interactionAdded struct {
 
 // addEntityInteraction records a call, message, meeting, site visit or other contact with an entity.
 func addEntityInteraction(ctx context.Context, c *executor.Call, in addEntityInteractionInput) (*interactionAdded, error) {
+	entityID, err := recordID("entity_id", in.EntityID)
+	if err != nil {
+		return nil, err
+	}
 	summary := strings.TrimSpace(in.Summary)
 	if summary == "" {
 		return nil, executor.Invalid("summary is empty")
@@ -538,7 +541,7 @@ func addEntityInteraction(ctx context.Context, c *executor.Call, in addEntityInt
 	if len(in.Details) > 0 && string(in.Details) != "null" {
 		details = in.Details
 	}
-	if err := requireEntityExists(ctx, c, in.EntityID); err != nil {
+	if err := requireEntityExists(ctx, c, entityID); err != nil {
 		return nil, err
 	}
 	ref, err := resolveRefIfSet(ctx, c, in.ContextRef, "lead", "quote", "job", "invoice", "inspection", "message", "personal")
@@ -549,7 +552,7 @@ func addEntityInteraction(ctx context.Context, c *executor.Call, in addEntityInt
 	i, err := scanInteraction(c.DB.QueryRow(ctx, `INSERT INTO entity_interactions (entity_id, interaction_type, summary, details,
 			context_type, context_id, occurred_at)
 		VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now())) RETURNING `+interactionColumns,
-		in.EntityID, in.InteractionType, summary, details, ctxType, ctxID, in.OccurredAt))
+		entityID, in.InteractionType, summary, details, ctxType, ctxID, in.OccurredAt))
 	if err != nil {
 		return nil, err
 	}
