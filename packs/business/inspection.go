@@ -1,5 +1,7 @@
 package businesspack
 
+import "time"
+
 // The inspection tools: a roof inspected, from the visit to the scope of works.
 const (
 	CreateInspection     = "inspection.create"
@@ -59,9 +61,29 @@ type InspectionCreateInput struct {
 	Inspector     string `json:"inspector,omitempty"`
 }
 
-// InspectionCreateOutput is inspection.create's result (what the answer reads of it).
-type InspectionCreateOutput struct {
-	InspectionID string `json:"inspection_id"`
+// Inspection is an inspection as the inspection tools return it (inspection.create's result).
+type Inspection struct {
+	InspectionID  string     `json:"inspection_id"`
+	LeadID        string     `json:"lead_id"`
+	AppointmentID *string    `json:"appointment_id"`
+	SiteID        *string    `json:"site_id"`
+	SiteAddress   *string    `json:"site_address"`
+	Notes         *string    `json:"notes"`
+	Status        string     `json:"status"`
+	Inspector     *string    `json:"inspector"`
+	Summary       *string    `json:"summary"`
+	SubmittedAt   *time.Time `json:"submitted_at"`
+	LockedAt      *time.Time `json:"locked_at"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+}
+
+// InspectionCounts are how many of each record an inspection holds.
+type InspectionCounts struct {
+	ChecklistItems int `json:"checklist_items"`
+	Measurements   int `json:"measurements"`
+	Photos         int `json:"photos"`
+	Defects        int `json:"defects"`
 }
 
 // InspectionAddChecklistItemInput is inspection.add_checklist_item's input.
@@ -110,7 +132,11 @@ type InspectionGenerateScopeSummaryInput struct {
 
 // InspectionGenerateScopeSummaryOutput is inspection.generate_scope_summary's result.
 type InspectionGenerateScopeSummaryOutput struct {
-	ScopeText string `json:"scope_text"`
+	ScopeText        string           `json:"scope_text"`
+	InspectionID     string           `json:"inspection_id"`
+	Format           string           `json:"format"`
+	InspectionStatus string           `json:"inspection_status"`
+	Counts           InspectionCounts `json:"counts"`
 }
 
 // InspectionLockInput is inspection.lock's input.

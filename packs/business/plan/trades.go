@@ -579,7 +579,7 @@ var tradesSentences = run.Sentences{
 		}
 		return fmt.Sprintf("Inspection %s booked for %s.", out.InspectionID, start)
 	}, nil),
-	businesspack.CreateInspection: run.Says(func(_ struct{}, out businesspack.InspectionCreateOutput, _ run.When) string {
+	businesspack.CreateInspection: run.Says(func(_ struct{}, out businesspack.Inspection, _ run.When) string {
 		return fmt.Sprintf("Started inspection %s.", out.InspectionID)
 	}, nil),
 	businesspack.CreateQuoteFromInspection: run.Says(func(_ struct{}, out businesspack.QuoteCreateFromInspectionOutput, _ run.When) string {

@@ -158,7 +158,7 @@ var leadStageOrder = map[string]int{"new": 0, "contacted": 1, "inspection_schedu
 // advanceLead moves a lead forward along the pipeline to stage as work on it progresses. It never moves a
 // lead back and leaves lost leads alone, except that winning (an accepted quote) wins a lost lead too. It
 // returns the stage before and after.
-func advanceLead(ctx context.Context, db executor.DB, leadID uuid.UUID, stage string) (before, after string, err error) {
+func advanceLead(ctx context.Context, db executor.DB, leadID string, stage string) (before, after string, err error) {
 	if err := db.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1 FOR UPDATE`, leadID).Scan(&before); err != nil {
 		return "", "", executor.NotFoundIfNoRows(err, "lead", leadID)
 	}

@@ -439,7 +439,7 @@ func logCallOutcome(ctx context.Context, c *executor.Call, in logCallOutcomeInpu
 		if in.Outcome == "answered" {
 			target = "contacted"
 		}
-		_, after, err := advanceLead(ctx, c.DB, ref.RecordID, target)
+		_, after, err := advanceLead(ctx, c.DB, ref.RecordID.String(), target)
 		if err != nil {
 			return nil, err
 		}

@@ -29,44 +29,28 @@ func registerInspection(h executor.Handlers, p *pack) {
 	h.Func(businesspack.LockInspection, executor.Typed(lockInspection))
 }
 
-type inspection struct {
-	InspectionID  uuid.UUID  `json:"inspection_id"`
-	LeadID        uuid.UUID  `json:"lead_id"`
-	AppointmentID *uuid.UUID `json:"appointment_id"`
-	SiteID        *uuid.UUID `json:"site_id"`
-	SiteAddress   *string    `json:"site_address"`
-	Notes         *string    `json:"notes"`
-	Status        string     `json:"status"`
-	Inspector     *string    `json:"inspector"`
-	Summary       *string    `json:"summary"`
-	SubmittedAt   *time.Time `json:"submitted_at"`
-	LockedAt      *time.Time `json:"locked_at"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
-}
-
 const inspectionColumns = `id, lead_id, appointment_id, site_id, site_address, notes, status, inspector, summary, submitted_at,
 	locked_at, created_at, updated_at`
 
-func scanInspection(row pgx.Row) (inspection, error) {
-	var i inspection
+func scanInspection(row pgx.Row) (businesspack.Inspection, error) {
+	var i businesspack.Inspection
 	err := row.Scan(&i.InspectionID, &i.LeadID, &i.AppointmentID, &i.SiteID, &i.SiteAddress, &i.Notes, &i.Status, &i.Inspector,
 		&i.Summary, &i.SubmittedAt, &i.LockedAt, &i.CreatedAt, &i.UpdatedAt)
 	return i, err
 }
 
 // lockInspectionRow locks an inspection for the rest of the call and returns it.
-func lockInspectionRow(ctx context.Context, c *executor.Call, id uuid.UUID) (inspection, error) {
+func lockInspectionRow(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Inspection, error) {
 	i, err := scanInspection(c.DB.QueryRow(ctx, `SELECT `+inspectionColumns+` FROM inspections WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
-		return inspection{}, executor.NotFoundIfNoRows(err, "inspection", id)
+		return businesspack.Inspection{}, executor.NotFoundIfNoRows(err, "inspection", id)
 	}
 	return i, nil
 }
 
 // lockDraftInspection locks an inspection that may still be edited: a draft. A submitted inspection refuses
 // edits until it is reopened; a locked one refuses every change.
-func lockDraftInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (inspection, error) {
+func lockDraftInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Inspection, error) {
 	i, err := lockInspectionRow(ctx, c, id)
 	if err != nil {
 		return i, err
@@ -110,7 +94,7 @@ type createInspectionInput struct {
 // entity's, else the booked visit's, else the lead's. For a booked visit the visit is marked completed; an
 // inspection already opened for that visit (leads.schedule_inspection may open one) is taken over, not
 // duplicated.
-func createInspection(ctx context.Context, c *executor.Call, in createInspectionInput) (*inspection, error) {
+func createInspection(ctx context.Context, c *executor.Call, in createInspectionInput) (*businesspack.Inspection, error) {
 	var leadAddress *string
 	if err := c.DB.QueryRow(ctx, `SELECT address FROM leads WHERE id = $1 FOR KEY SHARE`, in.LeadID).Scan(&leadAddress); err != nil {
 		return nil, executor.NotFoundIfNoRows(err, "lead", in.LeadID)
@@ -190,13 +174,13 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 }
 
 // takeOverInspection fills in an inspection opened for a booked visit with what inspection.create was given.
-func takeOverInspection(ctx context.Context, c *executor.Call, i inspection, in createInspectionInput, address *string) (*inspection, error) {
+func takeOverInspection(ctx context.Context, c *executor.Call, i businesspack.Inspection, in createInspectionInput, address *string) (*businesspack.Inspection, error) {
 	notes, inspector, site := trimmedOrNil(in.Notes), trimmedOrNil(in.Inspector), in.SiteID
 	if i.SiteAddress != nil && trimmedOrNil(in.SiteAddress) == nil {
 		address = i.SiteAddress // an address the visit already has wins over one derived from elsewhere
 	}
 	changed := !sameOptText(i.SiteAddress, address) || (notes != nil && !sameOptText(i.Notes, notes)) ||
-		(inspector != nil && !sameOptText(i.Inspector, inspector)) || (site != nil && (i.SiteID == nil || *i.SiteID != *site))
+		(inspector != nil && !sameOptText(i.Inspector, inspector)) || (site != nil && (i.SiteID == nil || *i.SiteID != site.String()))
 	if !changed {
 		return &i, nil
 	}
@@ -644,15 +628,8 @@ func resolveDefectPhoto(ctx context.Context, c *executor.Call, inspectionID uuid
 	return ref, err == nil, err
 }
 
-type inspectionCounts struct {
-	ChecklistItems int `json:"checklist_items"`
-	Measurements   int `json:"measurements"`
-	Photos         int `json:"photos"`
-	Defects        int `json:"defects"`
-}
-
-func countInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (inspectionCounts, error) {
-	var n inspectionCounts
+func countInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.InspectionCounts, error) {
+	var n businesspack.InspectionCounts
 	err := c.DB.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM inspection_checklist_items WHERE inspection_id = $1),
 			(SELECT count(*) FROM inspection_measurements WHERE inspection_id = $1),
@@ -663,39 +640,38 @@ func countInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (inspe
 }
 
 type submitInspectionOutput struct {
-	Inspection       inspection       `json:"inspection"`
-	Counts           inspectionCounts `json:"counts"`
-	AlreadySubmitted bool             `json:"already_submitted"`
-	LeadStage        string           `json:"lead_stage"`
-}
-
-type submitInspectionInput struct {
-	InspectionID uuid.UUID `json:"inspection_id"`
-	Summary      *string   `json:"summary"`
+	Inspection       businesspack.Inspection       `json:"inspection"`
+	Counts           businesspack.InspectionCounts `json:"counts"`
+	AlreadySubmitted bool                          `json:"already_submitted"`
+	LeadStage        string                        `json:"lead_stage"`
 }
 
 // submitInspection marks a draft inspection complete and moves its lead to inspected. An inspection with
 // nothing recorded cannot be submitted; submitting again changes nothing.
-func submitInspection(ctx context.Context, c *executor.Call, in submitInspectionInput) (*submitInspectionOutput, error) {
-	i, err := lockInspectionRow(ctx, c, in.InspectionID)
+func submitInspection(ctx context.Context, c *executor.Call, in businesspack.InspectionSubmitInput) (*submitInspectionOutput, error) {
+	id, err := recordID("inspection_id", in.InspectionID)
 	if err != nil {
 		return nil, err
 	}
-	counts, err := countInspection(ctx, c, in.InspectionID)
+	i, err := lockInspectionRow(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := countInspection(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
 	already := i.Status == "submitted"
 	switch i.Status {
 	case "locked":
-		return nil, executor.Conflict("inspection %s is locked: it refuses every change", in.InspectionID)
+		return nil, executor.Conflict("inspection %s is locked: it refuses every change", id)
 	case "draft":
-		if counts == (inspectionCounts{}) {
-			return nil, executor.Conflict("inspection %s has nothing recorded: add checklist items, measurements, photos or defects first", in.InspectionID)
+		if counts == (businesspack.InspectionCounts{}) {
+			return nil, executor.Conflict("inspection %s has nothing recorded: add checklist items, measurements, photos or defects first", id)
 		}
 		i, err = scanInspection(c.DB.QueryRow(ctx, `UPDATE inspections SET status = 'submitted', submitted_at = now(),
 				summary = coalesce($2, summary), updated_at = now()
-			WHERE id = $1 RETURNING `+inspectionColumns, in.InspectionID, in.Summary))
+			WHERE id = $1 RETURNING `+inspectionColumns, id, in.Summary))
 		if err != nil {
 			return nil, err
 		}
@@ -708,8 +684,8 @@ func submitInspection(ctx context.Context, c *executor.Call, in submitInspection
 }
 
 type inspectionChanged struct {
-	Inspection inspection `json:"inspection"`
-	Changed    bool       `json:"changed"`
+	Inspection businesspack.Inspection `json:"inspection"`
+	Changed    bool                    `json:"changed"`
 }
 
 type reopenInspectionInput struct {
@@ -737,38 +713,38 @@ func reopenInspection(ctx context.Context, c *executor.Call, in reopenInspection
 	return &inspectionChanged{Inspection: i, Changed: true}, nil
 }
 
-type lockInspectionInput struct {
-	InspectionID uuid.UUID `json:"inspection_id"`
-}
-
 type lockInspectionOutput struct {
-	Locked     bool       `json:"locked"`
-	Changed    bool       `json:"changed"`
-	Inspection inspection `json:"inspection"`
-	LeadStage  string     `json:"lead_stage"`
+	Locked     bool                    `json:"locked"`
+	Changed    bool                    `json:"changed"`
+	Inspection businesspack.Inspection `json:"inspection"`
+	LeadStage  string                  `json:"lead_stage"`
 }
 
 // lockInspection makes an inspection final: it then refuses every change. A draft is submitted and locked
 // at once (it needs something recorded) and its lead moves to inspected. Locking again changes nothing.
-func lockInspection(ctx context.Context, c *executor.Call, in lockInspectionInput) (*lockInspectionOutput, error) {
-	i, err := lockInspectionRow(ctx, c, in.InspectionID)
+func lockInspection(ctx context.Context, c *executor.Call, in businesspack.InspectionLockInput) (*lockInspectionOutput, error) {
+	id, err := recordID("inspection_id", in.InspectionID)
+	if err != nil {
+		return nil, err
+	}
+	i, err := lockInspectionRow(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
 	changed := i.Status != "locked"
 	if i.Status == "draft" {
-		counts, err := countInspection(ctx, c, in.InspectionID)
+		counts, err := countInspection(ctx, c, id)
 		if err != nil {
 			return nil, err
 		}
-		if counts == (inspectionCounts{}) {
-			return nil, executor.Conflict("inspection %s has nothing recorded: add checklist items, measurements, photos or defects before locking it", in.InspectionID)
+		if counts == (businesspack.InspectionCounts{}) {
+			return nil, executor.Conflict("inspection %s has nothing recorded: add checklist items, measurements, photos or defects before locking it", id)
 		}
 	}
 	if changed {
 		i, err = scanInspection(c.DB.QueryRow(ctx, `UPDATE inspections SET status = 'locked', locked_at = clock_timestamp(),
 				submitted_at = coalesce(submitted_at, now()), updated_at = now()
-			WHERE id = $1 RETURNING `+inspectionColumns, in.InspectionID))
+			WHERE id = $1 RETURNING `+inspectionColumns, id))
 		if err != nil {
 			return nil, err
 		}
@@ -783,7 +759,7 @@ func lockInspection(ctx context.Context, c *executor.Call, in lockInspectionInpu
 // inspectionData is everything recorded on an inspection, with its lead's name, in a fixed order: records
 // are stamped with clock_timestamp() when made, so calls run in one batch transaction keep their order too.
 type inspectionData struct {
-	Inspection   inspection
+	Inspection   businesspack.Inspection
 	LeadName     string
 	Checklist    []checklistItem
 	Measurements []measurement
@@ -791,8 +767,8 @@ type inspectionData struct {
 	Defects      []defect
 }
 
-func (d inspectionData) counts() inspectionCounts {
-	return inspectionCounts{ChecklistItems: len(d.Checklist), Measurements: len(d.Measurements), Photos: len(d.Photos), Defects: len(d.Defects)}
+func (d inspectionData) counts() businesspack.InspectionCounts {
+	return businesspack.InspectionCounts{ChecklistItems: len(d.Checklist), Measurements: len(d.Measurements), Photos: len(d.Photos), Defects: len(d.Defects)}
 }
 
 // loadInspection reads an inspection and everything recorded on it.
@@ -828,14 +804,14 @@ type getInspectionInput struct {
 }
 
 type getInspectionOutput struct {
-	Inspection     inspection       `json:"inspection"`
-	LeadName       string           `json:"lead_name"`
-	ChecklistItems []checklistItem  `json:"checklist_items"`
-	Measurements   []measurement    `json:"measurements"`
-	Photos         []photoRef       `json:"photos"`
-	Defects        []defect         `json:"defects"`
-	Counts         inspectionCounts `json:"counts"`
-	ScopeText      string           `json:"scope_text"`
+	Inspection     businesspack.Inspection       `json:"inspection"`
+	LeadName       string                        `json:"lead_name"`
+	ChecklistItems []checklistItem               `json:"checklist_items"`
+	Measurements   []measurement                 `json:"measurements"`
+	Photos         []photoRef                    `json:"photos"`
+	Defects        []defect                      `json:"defects"`
+	Counts         businesspack.InspectionCounts `json:"counts"`
+	ScopeText      string                        `json:"scope_text"`
 }
 
 // getInspection returns an inspection with everything recorded on it and its scope summary (sections).

@@ -526,7 +526,7 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 	if err != nil {
 		return nil, err
 	}
-	if out.PreviousStage, out.LeadStage, err = advanceLead(ctx, c.DB, leadID, "inspection_scheduled"); err != nil {
+	if out.PreviousStage, out.LeadStage, err = advanceLead(ctx, c.DB, in.LeadID, "inspection_scheduled"); err != nil {
 		return nil, err
 	}
 	return out, nil

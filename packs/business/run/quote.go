@@ -653,7 +653,7 @@ func leadStageFor(ctx context.Context, c *executor.Call, q quote) (string, error
 		err := c.DB.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1`, q.LeadID).Scan(&stage)
 		return stage, executor.NotFoundIfNoRows(err, "lead", q.LeadID)
 	}
-	_, stage, err := advanceLead(ctx, c.DB, q.LeadID, target)
+	_, stage, err := advanceLead(ctx, c.DB, q.LeadID.String(), target)
 	return stage, err
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/google/uuid"
+	businesspack "github.com/gemhq/gem/packs/business"
 )
 
 // Scope summary formats.
@@ -22,32 +22,23 @@ var (
 	categoryOrder = []string{"tile", "ridge", "valley", "flashing", "gutter", "leak", "other"}
 )
 
-type generateScopeSummaryInput struct {
-	InspectionID uuid.UUID `json:"inspection_id"`
-	Format       string    `json:"format"`
-}
-
-type generateScopeSummaryOutput struct {
-	ScopeText        string           `json:"scope_text"`
-	InspectionID     uuid.UUID        `json:"inspection_id"`
-	Format           string           `json:"format"`
-	InspectionStatus string           `json:"inspection_status"`
-	Counts           inspectionCounts `json:"counts"`
-}
-
 // generateScopeSummary writes the scope of works an inspection found, from its records: the site,
 // measurements, defects by severity and category with their notes, failed checklist items and the number of
 // photos. It only reads; the same records always give the same text.
-func generateScopeSummary(ctx context.Context, c *executor.Call, in generateScopeSummaryInput) (*generateScopeSummaryOutput, error) {
-	if in.Format == "" {
-		in.Format = scopeSections
-	}
-	d, err := loadInspection(ctx, c, in.InspectionID)
+func generateScopeSummary(ctx context.Context, c *executor.Call, in businesspack.InspectionGenerateScopeSummaryInput) (*businesspack.InspectionGenerateScopeSummaryOutput, error) {
+	id, err := recordID("inspection_id", in.InspectionID)
 	if err != nil {
 		return nil, err
 	}
-	return &generateScopeSummaryOutput{
-		ScopeText: scopeSummary(d, in.Format), InspectionID: in.InspectionID, Format: in.Format,
+	if in.Format == "" {
+		in.Format = scopeSections
+	}
+	d, err := loadInspection(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	return &businesspack.InspectionGenerateScopeSummaryOutput{
+		ScopeText: scopeSummary(d, in.Format), InspectionID: id.String(), Format: in.Format,
 		InspectionStatus: d.Inspection.Status, Counts: d.counts(),
 	}, nil
 }
