@@ -25,15 +25,24 @@ type FindSlotsInput struct {
 	MaxSlots        int       `json:"max_slots,omitempty"`
 }
 
-// FreeSlot is a free time calendar.find_slots found.
+// FreeSlot is a free time calendar.find_slots found, in the business's time zone.
 type FreeSlot struct {
 	StartAt time.Time `json:"start_at"`
 	EndAt   time.Time `json:"end_at"`
+	// Date is the slot's day (YYYY-MM-DD) and Weekday its name (Monday).
+	Date    string `json:"date"`
+	Weekday string `json:"weekday"`
 }
 
-// FindSlotsOutput is calendar.find_slots's result (what the answer reads of it).
+// FindSlotsOutput is calendar.find_slots's result.
 type FindSlotsOutput struct {
 	Slots []FreeSlot `json:"slots"`
+	Count int        `json:"count"`
+	// Truncated is true when there were more slots than max_slots.
+	Truncated       bool   `json:"truncated"`
+	DurationMinutes int    `json:"duration_minutes"`
+	TimeZone        string `json:"time_zone"`
+	BusinessHours   string `json:"business_hours"`
 }
 
 // EventOverlap is a scheduled event that shares time with one being booked (the booking goes ahead; the

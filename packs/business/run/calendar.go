@@ -160,14 +160,6 @@ func insertEvent(ctx context.Context, c *executor.Call, d eventDraft) (uuid.UUID
 	return id, overlaps, err
 }
 
-type createEventInput struct {
-	Title      string      `json:"title"`
-	StartAt    time.Time   `json:"start_at"`
-	EndAt      time.Time   `json:"end_at"`
-	Location   *string     `json:"location"`
-	ContextRef *contextRef `json:"context_ref"`
-}
-
 type eventCreated struct {
 	EventID  uuid.UUID                   `json:"event_id"`
 	Event    calendarEvent               `json:"event"`
@@ -176,7 +168,7 @@ type eventCreated struct {
 
 // createEvent books an event, tied to the lead and job its context_ref reaches. Overlapping events are
 // reported in the result, not refused.
-func createEvent(ctx context.Context, c *executor.Call, in createEventInput) (*eventCreated, error) {
+func createEvent(ctx context.Context, c *executor.Call, in businesspack.CreateEventInput) (*eventCreated, error) {
 	title, err := checkEntityName("title", in.Title)
 	if err != nil {
 		return nil, err
@@ -203,9 +195,11 @@ func createEvent(ctx context.Context, c *executor.Call, in createEventInput) (*e
 // eventPatchKeys are the keys calendar.update_event's patch may hold.
 var eventPatchKeys = []string{"title", "start_at", "end_at", "location"}
 
+// updateEventInput is calendar.update_event's input as the handler reads it: the patch key by key, since a
+// key left out keeps a field and null clears the location (businesspack.EventPatch cannot say null).
 type updateEventInput struct {
-	EventID uuid.UUID                  `json:"event_id"`
-	Patch   map[string]json.RawMessage `json:"patch"`
+	businesspack.UpdateEventInput
+	Patch map[string]json.RawMessage `json:"patch"`
 }
 
 type eventUpdated struct {
@@ -218,15 +212,19 @@ type eventUpdated struct {
 // updateEvent changes an event's title, times or location (null clears the location). A cancelled event
 // is a conflict. Moving an inspection visit's event moves the visit. Only what changes is written.
 func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*eventUpdated, error) {
+	eventID, err := recordID("event_id", in.EventID)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkPatchKeys(in.Patch, eventPatchKeys); err != nil {
 		return nil, err
 	}
-	e, err := lockEvent(ctx, c, in.EventID)
+	e, err := lockEvent(ctx, c, eventID)
 	if err != nil {
 		return nil, err
 	}
 	if e.Status == "cancelled" {
-		return nil, executor.Conflict("calendar event %s is cancelled; create a new event instead", in.EventID)
+		return nil, executor.Conflict("calendar event %s is cancelled; create a new event instead", eventID)
 	}
 	next := e
 	if raw, ok := in.Patch["title"]; ok {
@@ -264,7 +262,7 @@ func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*e
 	if err := checkEventTimes(next.StartAt, next.EndAt); err != nil {
 		return nil, err
 	}
-	out := &eventUpdated{EventID: in.EventID, UpdatedFields: []string{}, Event: e}
+	out := &eventUpdated{EventID: eventID, UpdatedFields: []string{}, Event: e}
 	if next.Title != e.Title {
 		out.UpdatedFields = append(out.UpdatedFields, "title")
 	}
@@ -280,26 +278,21 @@ func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*e
 	if len(out.UpdatedFields) > 0 {
 		if out.Event, err = scanEvent(c.DB.QueryRow(ctx, `UPDATE calendar_events SET title = $2, start_at = $3, end_at = $4, location = $5,
 				updated_at = now()
-			WHERE id = $1 RETURNING `+eventColumns, in.EventID, next.Title, next.StartAt, next.EndAt, next.Location)); err != nil {
+			WHERE id = $1 RETURNING `+eventColumns, eventID, next.Title, next.StartAt, next.EndAt, next.Location)); err != nil {
 			return nil, err
 		}
 		// An inspection visit booked with this event moves with it.
 		if _, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET scheduled_for = $2, window_end = $3,
 				duration_minutes = least(480, greatest(15, extract(epoch FROM $3::timestamptz - $2::timestamptz)::integer / 60)), updated_at = now()
 			WHERE calendar_event_id = $1 AND status = 'scheduled' AND (scheduled_for, window_end) IS DISTINCT FROM ($2, $3)`,
-			in.EventID, next.StartAt, next.EndAt); err != nil {
+			eventID, next.StartAt, next.EndAt); err != nil {
 			return nil, err
 		}
 	}
-	if out.Overlaps, err = overlappingEvents(ctx, c, out.Event.StartAt, out.Event.EndAt, in.EventID); err != nil {
+	if out.Overlaps, err = overlappingEvents(ctx, c, out.Event.StartAt, out.Event.EndAt, eventID); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-type cancelEventInput struct {
-	EventID uuid.UUID `json:"event_id"`
-	Reason  *string   `json:"reason"`
 }
 
 type eventCancelled struct {
@@ -312,33 +305,32 @@ type eventCancelled struct {
 
 // cancelEvent cancels an event, with the reason; an inspection visit booked with it is cancelled too.
 // Cancelling it again changes nothing.
-func cancelEvent(ctx context.Context, c *executor.Call, in cancelEventInput) (*eventCancelled, error) {
-	e, err := lockEvent(ctx, c, in.EventID)
+func cancelEvent(ctx context.Context, c *executor.Call, in businesspack.CancelEventInput) (*eventCancelled, error) {
+	eventID, err := recordID("event_id", in.EventID)
 	if err != nil {
 		return nil, err
 	}
-	out := &eventCancelled{Cancelled: true, EventID: in.EventID, Event: e}
+	e, err := lockEvent(ctx, c, eventID)
+	if err != nil {
+		return nil, err
+	}
+	out := &eventCancelled{Cancelled: true, EventID: eventID, Event: e}
 	if e.Status == "cancelled" {
 		out.AlreadyCancelled = true
 		return out, nil
 	}
 	if out.Event, err = scanEvent(c.DB.QueryRow(ctx, `UPDATE calendar_events SET status = 'cancelled', cancel_reason = $2,
 			cancelled_at = now(), updated_at = now()
-		WHERE id = $1 RETURNING `+eventColumns, in.EventID, trimmedText(in.Reason))); err != nil {
+		WHERE id = $1 RETURNING `+eventColumns, eventID, optionalText(in.Reason))); err != nil {
 		return nil, err
 	}
 	tag, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'cancelled', updated_at = now()
-		WHERE calendar_event_id = $1 AND status = 'scheduled'`, in.EventID)
+		WHERE calendar_event_id = $1 AND status = 'scheduled'`, eventID)
 	if err != nil {
 		return nil, err
 	}
 	out.CancelledAppointments = int(tag.RowsAffected())
 	return out, nil
-}
-
-type attachJobToEventInput struct {
-	EventID    uuid.UUID  `json:"event_id"`
-	ContextRef contextRef `json:"context_ref"`
 }
 
 type jobAttached struct {
@@ -350,17 +342,21 @@ type jobAttached struct {
 
 // attachJobToEvent ties an event to a job (and the job's lead, when the event has none) or to a lead. A
 // cancelled event is a conflict; attaching what is attached already changes nothing.
-func attachJobToEvent(ctx context.Context, c *executor.Call, in attachJobToEventInput) (*jobAttached, error) {
-	ref, err := resolveRef(ctx, c, in.ContextRef, "job", "lead")
+func attachJobToEvent(ctx context.Context, c *executor.Call, in businesspack.AttachJobToEventInput) (*jobAttached, error) {
+	eventID, err := recordID("event_id", in.EventID)
 	if err != nil {
 		return nil, err
 	}
-	e, err := lockEvent(ctx, c, in.EventID)
+	ref, err := resolveRef(ctx, c, executor.ValueOr(in.ContextRef, contextRef{}), "job", "lead")
+	if err != nil {
+		return nil, err
+	}
+	e, err := lockEvent(ctx, c, eventID)
 	if err != nil {
 		return nil, err
 	}
 	if e.Status == "cancelled" {
-		return nil, executor.Conflict("calendar event %s is cancelled", in.EventID)
+		return nil, executor.Conflict("calendar event %s is cancelled", eventID)
 	}
 	jobID, leadID := e.JobID, e.LeadID
 	if ref.Type == "job" {
@@ -371,13 +367,13 @@ func attachJobToEvent(ctx context.Context, c *executor.Call, in attachJobToEvent
 	} else {
 		leadID = &ref.RecordID
 	}
-	out := &jobAttached{Attached: true, EventID: in.EventID, Event: e}
+	out := &jobAttached{Attached: true, EventID: eventID, Event: e}
 	if executor.SamePtr(jobID, e.JobID) && executor.SamePtr(leadID, e.LeadID) {
 		return out, nil
 	}
 	out.Changed = true
 	if out.Event, err = scanEvent(c.DB.QueryRow(ctx, `UPDATE calendar_events SET job_id = $2, lead_id = $3, updated_at = now()
-		WHERE id = $1 RETURNING `+eventColumns, in.EventID, jobID, leadID)); err != nil {
+		WHERE id = $1 RETURNING `+eventColumns, eventID, jobID, leadID)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -389,33 +385,10 @@ const (
 	findSlotsMaxRange = 92 * 24 * time.Hour
 )
 
-type findSlotsInput struct {
-	From            time.Time `json:"from"`
-	To              time.Time `json:"to"`
-	DurationMinutes int       `json:"duration_minutes"`
-	MaxSlots        int       `json:"max_slots"`
-}
-
-type freeSlot struct {
-	StartAt time.Time `json:"start_at"`
-	EndAt   time.Time `json:"end_at"`
-	Date    civilDate `json:"date"`
-	Weekday string    `json:"weekday"`
-}
-
-type slotsFound struct {
-	Slots           []freeSlot `json:"slots"`
-	Count           int        `json:"count"`
-	Truncated       bool       `json:"truncated"`
-	DurationMinutes int        `json:"duration_minutes"`
-	TimeZone        string     `json:"time_zone"`
-	BusinessHours   string     `json:"business_hours"`
-}
-
 // findSlots lists free times of the duration asked for (60 minutes unless said) between from and to,
 // within working hours and around scheduled events. Slots start on the quarter hour and follow each other
 // back to back; times are given in the business's time zone.
-func (p *pack) findSlots(ctx context.Context, c *executor.Call, in findSlotsInput) (*slotsFound, error) {
+func (p *pack) findSlots(ctx context.Context, c *executor.Call, in businesspack.FindSlotsInput) (*businesspack.FindSlotsOutput, error) {
 	wh, err := p.businessHours()
 	if err != nil {
 		return nil, err
@@ -436,7 +409,7 @@ func (p *pack) findSlots(ctx context.Context, c *executor.Call, in findSlotsInpu
 	if err != nil {
 		return nil, err
 	}
-	out := &slotsFound{Slots: []freeSlot{}, DurationMinutes: int(duration.Minutes()), TimeZone: p.loc.String(), BusinessHours: wh.Spec}
+	out := &businesspack.FindSlotsOutput{Slots: []businesspack.FreeSlot{}, DurationMinutes: int(duration.Minutes()), TimeZone: p.loc.String(), BusinessHours: wh.Spec}
 	last := dateOf(in.To.In(p.loc))
 	for d := dateOf(in.From.In(p.loc)); !last.before(d); d = d.addDays(1) {
 		day := wh.Days[d.t.Weekday()]
@@ -457,7 +430,7 @@ func (p *pack) findSlots(ctx context.Context, c *executor.Call, in findSlotsInpu
 					return out, nil
 				}
 				local := s.In(p.loc)
-				out.Slots = append(out.Slots, freeSlot{StartAt: local, EndAt: s.Add(duration).In(p.loc), Date: dateOf(local),
+				out.Slots = append(out.Slots, businesspack.FreeSlot{StartAt: local, EndAt: s.Add(duration).In(p.loc), Date: dateOf(local).String(),
 					Weekday: local.Weekday().String()})
 			}
 		}
