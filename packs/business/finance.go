@@ -17,18 +17,82 @@ type FinanceSnapshotInput struct {
 	To   string `json:"to,omitempty"`
 }
 
-// CashTotal is money in or out over a report's days.
-type CashTotal struct {
-	TotalCents int64 `json:"total_cents"`
+// FinanceTally is an amount of money and how many records make it up.
+type FinanceTally struct {
+	AmountCents int64 `json:"amount_cents"`
+	Count       int   `json:"count"`
 }
 
-// CashflowSummary is a cash flow report's summary (what the answer reads of it).
+// DayTally is the money of one day (YYYY-MM-DD).
+type DayTally struct {
+	Date string `json:"date"`
+	FinanceTally
+}
+
+// WeekTally is the money of the week starting on a Monday (YYYY-MM-DD).
+type WeekTally struct {
+	WeekStart string `json:"week_start"`
+	FinanceTally
+}
+
+// MethodTally is the money paid one way (bank transfer, card, …).
+type MethodTally struct {
+	Method string `json:"method"`
+	FinanceTally
+}
+
+// CategoryTally is the money spent on one category of expense, direct (the work) or an overhead.
+type CategoryTally struct {
+	Category string `json:"category"`
+	CostType string `json:"cost_type"`
+	FinanceTally
+}
+
+// CashIn is the money that came in over a report's days: payments, by method (biggest first), day and week.
+type CashIn struct {
+	TotalCents int64         `json:"total_cents"`
+	Count      int           `json:"count"`
+	ByMethod   []MethodTally `json:"by_method"`
+	ByDay      []DayTally    `json:"by_day"`
+	ByWeek     []WeekTally   `json:"by_week"`
+}
+
+// CashOut is the money that went out over a report's days: expenses, GST included, by category.
+type CashOut struct {
+	TotalCents int64           `json:"total_cents"`
+	GSTCents   int64           `json:"gst_cents"`
+	Count      int             `json:"count"`
+	ByCategory []CategoryTally `json:"by_category"`
+}
+
+// CashMonth is one month (YYYY-MM) of a cash flow report.
+type CashMonth struct {
+	Month        string `json:"month"`
+	CashInCents  int64  `json:"cash_in_cents"`
+	CashOutCents int64  `json:"cash_out_cents"`
+	NetCents     int64  `json:"net_cents"`
+}
+
+// Receivables are what customers owed at the end of a report's days (AsOf, YYYY-MM-DD).
+type Receivables struct {
+	AsOf             string `json:"as_of"`
+	OutstandingCents int64  `json:"outstanding_cents"`
+	OutstandingCount int    `json:"outstanding_count"`
+	OverdueCents     int64  `json:"overdue_cents"`
+	OverdueCount     int    `json:"overdue_count"`
+}
+
+// CashflowSummary is a cash flow report: its days (YYYY-MM-DD), the money in and out, each month, and the
+// receivables.
 type CashflowSummary struct {
-	From     string    `json:"from"`
-	To       string    `json:"to"`
-	CashIn   CashTotal `json:"cash_in"`
-	CashOut  CashTotal `json:"cash_out"`
-	NetCents int64     `json:"net_cents"`
+	From        string      `json:"from"`
+	To          string      `json:"to"`
+	Currency    string      `json:"currency"`
+	CashIn      CashIn      `json:"cash_in"`
+	CashOut     CashOut     `json:"cash_out"`
+	NetCents    int64       `json:"net_cents"`
+	ByMonth     []CashMonth `json:"by_month"`
+	Receivables Receivables `json:"receivables"`
 }
 
 // FinanceCashflowSnapshotOutput is finance.generate_cashflow_snapshot's result.
@@ -36,13 +100,39 @@ type FinanceCashflowSnapshotOutput struct {
 	Summary CashflowSummary `json:"summary"`
 }
 
-// PnLSummary is a profit and loss report's summary (what the answer reads of it).
+// PnLMonth is one month (YYYY-MM) of a profit and loss report.
+type PnLMonth struct {
+	Month             string `json:"month"`
+	InvoiceCount      int    `json:"invoice_count"`
+	RevenueCents      int64  `json:"revenue_cents"`
+	GSTCollectedCents int64  `json:"gst_collected_cents"`
+	DirectCostsCents  int64  `json:"direct_costs_cents"`
+	OverheadsCents    int64  `json:"overheads_cents"`
+	GrossProfitCents  int64  `json:"gross_profit_cents"`
+	NetProfitCents    int64  `json:"net_profit_cents"`
+}
+
+// PnLSummary is a profit and loss report over its days (YYYY-MM-DD): revenue is what was invoiced, without
+// GST; costs are expenses without GST. The gross margin is nil without revenue.
 type PnLSummary struct {
-	From             string `json:"from"`
-	To               string `json:"to"`
-	RevenueCents     int64  `json:"revenue_cents"`
-	GrossProfitCents int64  `json:"gross_profit_cents"`
-	NetProfitCents   int64  `json:"net_profit_cents"`
+	From                   string          `json:"from"`
+	To                     string          `json:"to"`
+	Currency               string          `json:"currency"`
+	InvoiceCount           int             `json:"invoice_count"`
+	InvoicedTotalCents     int64           `json:"invoiced_total_cents"`
+	RevenueCents           int64           `json:"revenue_cents"`
+	GSTCollectedCents      int64           `json:"gst_collected_cents"`
+	ExpenseCount           int             `json:"expense_count"`
+	ExpensesCents          int64           `json:"expenses_cents"`
+	ExpenseGSTCents        int64           `json:"expense_gst_cents"`
+	DirectCostsCents       int64           `json:"direct_costs_cents"`
+	OverheadsCents         int64           `json:"overheads_cents"`
+	GrossProfitCents       int64           `json:"gross_profit_cents"`
+	NetProfitCents         int64           `json:"net_profit_cents"`
+	GrossMarginBasisPoints *int64          `json:"gross_margin_basis_points"`
+	GSTNetCents            int64           `json:"gst_net_cents"`
+	ExpensesByCategory     []CategoryTally `json:"expenses_by_category"`
+	ByMonth                []PnLMonth      `json:"by_month"`
 }
 
 // FinancePnLSnapshotOutput is finance.generate_pnl_snapshot's result.

@@ -117,6 +117,8 @@ func (p *pack) addExpense(ctx context.Context, c *executor.Call, in addExpenseIn
 	return &addExpenseOutput{expense: e, Created: true}, nil
 }
 
+// snapshotInput is the money reports' input (businesspack.FinanceSnapshotInput) as the handlers read it:
+// its days as dates, so one that is not a date is refused naming its field.
 type snapshotInput struct {
 	From *civilDate `json:"from"`
 	To   *civilDate `json:"to"`
@@ -159,81 +161,10 @@ func financeWeek(d civilDate) civilDate {
 	return d.addDays(-((int(d.t.Weekday()) + 6) % 7))
 }
 
-// financeTally is an amount and how many records make it up.
-type financeTally struct {
-	AmountCents int64 `json:"amount_cents"`
-	Count       int   `json:"count"`
-}
-
-func (t *financeTally) add(cents int64, n int) {
+// tally adds an amount of n records to t.
+func tally(t *businesspack.FinanceTally, cents int64, n int) {
 	t.AmountCents += cents
 	t.Count += n
-}
-
-type dayTally struct {
-	Date civilDate `json:"date"`
-	financeTally
-}
-
-type weekTally struct {
-	WeekStart civilDate `json:"week_start"`
-	financeTally
-}
-
-type methodTally struct {
-	Method string `json:"method"`
-	financeTally
-}
-
-type categoryTally struct {
-	Category string `json:"category"`
-	CostType string `json:"cost_type"`
-	financeTally
-}
-
-type cashIn struct {
-	TotalCents int64         `json:"total_cents"`
-	Count      int           `json:"count"`
-	ByMethod   []methodTally `json:"by_method"`
-	ByDay      []dayTally    `json:"by_day"`
-	ByWeek     []weekTally   `json:"by_week"`
-}
-
-type cashOut struct {
-	TotalCents int64           `json:"total_cents"`
-	GSTCents   int64           `json:"gst_cents"`
-	Count      int             `json:"count"`
-	ByCategory []categoryTally `json:"by_category"`
-}
-
-type cashMonth struct {
-	Month        string `json:"month"`
-	CashInCents  int64  `json:"cash_in_cents"`
-	CashOutCents int64  `json:"cash_out_cents"`
-	NetCents     int64  `json:"net_cents"`
-}
-
-type receivables struct {
-	AsOf             civilDate `json:"as_of"`
-	OutstandingCents int64     `json:"outstanding_cents"`
-	OutstandingCount int       `json:"outstanding_count"`
-	OverdueCents     int64     `json:"overdue_cents"`
-	OverdueCount     int       `json:"overdue_count"`
-}
-
-type cashflowSummary struct {
-	From        civilDate   `json:"from"`
-	To          civilDate   `json:"to"`
-	Currency    string      `json:"currency"`
-	CashIn      cashIn      `json:"cash_in"`
-	CashOut     cashOut     `json:"cash_out"`
-	NetCents    int64       `json:"net_cents"`
-	ByMonth     []cashMonth `json:"by_month"`
-	Receivables receivables `json:"receivables"`
-}
-
-type cashflowOutput struct {
-	Summary cashflowSummary `json:"summary"`
 }
 
 // expenseRow is the expenses of one day and category.
@@ -255,19 +186,19 @@ func (p *pack) expenseRows(ctx context.Context, c *executor.Call, from, to civil
 }
 
 // categoryTallies sums expense rows by category (amounts as amountOf gives them), biggest first.
-func categoryTallies(rows []expenseRow, amountOf func(expenseRow) int64) []categoryTally {
-	out := []categoryTally{}
+func categoryTallies(rows []expenseRow, amountOf func(expenseRow) int64) []businesspack.CategoryTally {
+	out := []businesspack.CategoryTally{}
 	index := map[string]int{}
 	for _, e := range rows {
 		i, ok := index[e.category]
 		if !ok {
 			i = len(out)
 			index[e.category] = i
-			out = append(out, categoryTally{Category: e.category, CostType: e.costType})
+			out = append(out, businesspack.CategoryTally{Category: e.category, CostType: e.costType})
 		}
-		out[i].add(amountOf(e), e.count)
+		tally(&out[i].FinanceTally, amountOf(e), e.count)
 	}
-	sortTallies(out, func(t categoryTally) (int64, string) { return t.AmountCents, t.Category })
+	sortTallies(out, func(t businesspack.CategoryTally) (int64, string) { return t.AmountCents, t.Category })
 	return out
 }
 
@@ -283,16 +214,16 @@ func sortTallies[T any](list []T, key func(T) (int64, string)) {
 // cashflowSnapshot sums the money that came in (payments, by method, day, week and month) and went out
 // (expenses, GST included, by category and month) between from and to, and what customers owed on to:
 // outstanding and overdue receivables.
-func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapshotInput) (*cashflowOutput, error) {
+func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapshotInput) (*businesspack.FinanceCashflowSnapshotOutput, error) {
 	from, to, err := p.snapshotPeriod(in)
 	if err != nil {
 		return nil, err
 	}
-	s := cashflowSummary{From: from, To: to, Currency: "AUD", Receivables: receivables{AsOf: to}}
-	s.CashIn.ByMethod, s.CashIn.ByDay, s.CashIn.ByWeek = []methodTally{}, []dayTally{}, []weekTally{}
-	byMonth := map[string]*cashMonth{}
+	s := businesspack.CashflowSummary{From: from.String(), To: to.String(), Currency: "AUD", Receivables: businesspack.Receivables{AsOf: to.String()}}
+	s.CashIn.ByMethod, s.CashIn.ByDay, s.CashIn.ByWeek = []businesspack.MethodTally{}, []businesspack.DayTally{}, []businesspack.WeekTally{}
+	byMonth := map[string]*businesspack.CashMonth{}
 	for _, m := range financeMonths(from, to) {
-		s.ByMonth = append(s.ByMonth, cashMonth{Month: m})
+		s.ByMonth = append(s.ByMonth, businesspack.CashMonth{Month: m})
 	}
 	for i := range s.ByMonth {
 		byMonth[s.ByMonth[i].Month] = &s.ByMonth[i]
@@ -316,24 +247,24 @@ func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapsh
 	for _, r := range payments {
 		s.CashIn.TotalCents += r.cents
 		s.CashIn.Count += r.count
-		if n := len(s.CashIn.ByDay); n == 0 || !s.CashIn.ByDay[n-1].Date.equal(r.day) {
-			s.CashIn.ByDay = append(s.CashIn.ByDay, dayTally{Date: r.day})
+		if day, n := r.day.String(), len(s.CashIn.ByDay); n == 0 || s.CashIn.ByDay[n-1].Date != day {
+			s.CashIn.ByDay = append(s.CashIn.ByDay, businesspack.DayTally{Date: day})
 		}
-		s.CashIn.ByDay[len(s.CashIn.ByDay)-1].add(r.cents, r.count)
-		if w, n := financeWeek(r.day), len(s.CashIn.ByWeek); n == 0 || !s.CashIn.ByWeek[n-1].WeekStart.equal(w) {
-			s.CashIn.ByWeek = append(s.CashIn.ByWeek, weekTally{WeekStart: w})
+		tally(&s.CashIn.ByDay[len(s.CashIn.ByDay)-1].FinanceTally, r.cents, r.count)
+		if w, n := financeWeek(r.day).String(), len(s.CashIn.ByWeek); n == 0 || s.CashIn.ByWeek[n-1].WeekStart != w {
+			s.CashIn.ByWeek = append(s.CashIn.ByWeek, businesspack.WeekTally{WeekStart: w})
 		}
-		s.CashIn.ByWeek[len(s.CashIn.ByWeek)-1].add(r.cents, r.count)
+		tally(&s.CashIn.ByWeek[len(s.CashIn.ByWeek)-1].FinanceTally, r.cents, r.count)
 		i, ok := methods[r.method]
 		if !ok {
 			i = len(s.CashIn.ByMethod)
 			methods[r.method] = i
-			s.CashIn.ByMethod = append(s.CashIn.ByMethod, methodTally{Method: r.method})
+			s.CashIn.ByMethod = append(s.CashIn.ByMethod, businesspack.MethodTally{Method: r.method})
 		}
-		s.CashIn.ByMethod[i].add(r.cents, r.count)
+		tally(&s.CashIn.ByMethod[i].FinanceTally, r.cents, r.count)
 		byMonth[financeMonth(r.day)].CashInCents += r.cents
 	}
-	sortTallies(s.CashIn.ByMethod, func(t methodTally) (int64, string) { return t.AmountCents, t.Method })
+	sortTallies(s.CashIn.ByMethod, func(t businesspack.MethodTally) (int64, string) { return t.AmountCents, t.Method })
 
 	expenses, err := p.expenseRows(ctx, c, from, to)
 	if err != nil {
@@ -362,57 +293,21 @@ func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapsh
 	if err != nil {
 		return nil, err
 	}
-	return &cashflowOutput{Summary: s}, nil
-}
-
-type pnlMonth struct {
-	Month             string `json:"month"`
-	InvoiceCount      int    `json:"invoice_count"`
-	RevenueCents      int64  `json:"revenue_cents"`
-	GSTCollectedCents int64  `json:"gst_collected_cents"`
-	DirectCostsCents  int64  `json:"direct_costs_cents"`
-	OverheadsCents    int64  `json:"overheads_cents"`
-	GrossProfitCents  int64  `json:"gross_profit_cents"`
-	NetProfitCents    int64  `json:"net_profit_cents"`
-}
-
-type pnlSummary struct {
-	From                   civilDate       `json:"from"`
-	To                     civilDate       `json:"to"`
-	Currency               string          `json:"currency"`
-	InvoiceCount           int             `json:"invoice_count"`
-	InvoicedTotalCents     int64           `json:"invoiced_total_cents"`
-	RevenueCents           int64           `json:"revenue_cents"`
-	GSTCollectedCents      int64           `json:"gst_collected_cents"`
-	ExpenseCount           int             `json:"expense_count"`
-	ExpensesCents          int64           `json:"expenses_cents"`
-	ExpenseGSTCents        int64           `json:"expense_gst_cents"`
-	DirectCostsCents       int64           `json:"direct_costs_cents"`
-	OverheadsCents         int64           `json:"overheads_cents"`
-	GrossProfitCents       int64           `json:"gross_profit_cents"`
-	NetProfitCents         int64           `json:"net_profit_cents"`
-	GrossMarginBasisPoints *int64          `json:"gross_margin_basis_points"`
-	GSTNetCents            int64           `json:"gst_net_cents"`
-	ExpensesByCategory     []categoryTally `json:"expenses_by_category"`
-	ByMonth                []pnlMonth      `json:"by_month"`
-}
-
-type pnlOutput struct {
-	Summary pnlSummary `json:"summary"`
+	return &businesspack.FinanceCashflowSnapshotOutput{Summary: s}, nil
 }
 
 // pnlSnapshot is the profit and loss between from and to: revenue is what was invoiced (by issue date)
 // without GST; costs are expenses without GST, direct costs (the work) before gross profit and overheads
 // after it; with the GST collected and paid, and each month.
-func (p *pack) pnlSnapshot(ctx context.Context, c *executor.Call, in snapshotInput) (*pnlOutput, error) {
+func (p *pack) pnlSnapshot(ctx context.Context, c *executor.Call, in snapshotInput) (*businesspack.FinancePnLSnapshotOutput, error) {
 	from, to, err := p.snapshotPeriod(in)
 	if err != nil {
 		return nil, err
 	}
-	s := pnlSummary{From: from, To: to, Currency: "AUD"}
-	byMonth := map[string]*pnlMonth{}
+	s := businesspack.PnLSummary{From: from.String(), To: to.String(), Currency: "AUD"}
+	byMonth := map[string]*businesspack.PnLMonth{}
 	for _, m := range financeMonths(from, to) {
-		s.ByMonth = append(s.ByMonth, pnlMonth{Month: m})
+		s.ByMonth = append(s.ByMonth, businesspack.PnLMonth{Month: m})
 	}
 	for i := range s.ByMonth {
 		byMonth[s.ByMonth[i].Month] = &s.ByMonth[i]
@@ -478,5 +373,5 @@ func (p *pack) pnlSnapshot(ctx context.Context, c *executor.Call, in snapshotInp
 		}
 		s.GrossMarginBasisPoints = &bp
 	}
-	return &pnlOutput{Summary: s}, nil
+	return &businesspack.FinancePnLSnapshotOutput{Summary: s}, nil
 }
