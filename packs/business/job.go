@@ -19,11 +19,24 @@ const (
 var JobTools = []string{CreateJobFromAcceptedQuote, AssignJobDates, CreateJobCard, AddSiteNotes, AddProgressUpdate, AddBeforeAfterRefs,
 	CompleteJob, GenerateWarrantyCertificate, RequestReview}
 
-// Job is a job as the job tools return it (what the answer reads of it).
+// Job is a job as the job tools return it, with its quote's lead and customer.
 type Job struct {
-	JobID string `json:"job_id"`
-	// EndDate is the last day on site (2006-01-02), "" when not set.
-	EndDate string `json:"end_date"`
+	JobID      string  `json:"job_id"`
+	Number     int64   `json:"number"`
+	QuoteID    string  `json:"quote_id"`
+	LeadID     string  `json:"lead_id"`
+	CustomerID *string `json:"customer_id"`
+	Status     string  `json:"status"`
+	// StartDate and EndDate are the first and last days on site (2006-01-02), nil until it is scheduled.
+	StartDate         *string    `json:"start_date"`
+	EndDate           *string    `json:"end_date"`
+	Notes             *string    `json:"notes"`
+	ScheduleNotes     *string    `json:"schedule_notes"`
+	CompletedAt       *time.Time `json:"completed_at"`
+	CompletionNotes   *string    `json:"completion_notes"`
+	ReviewRequestedAt *time.Time `json:"review_requested_at"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
 }
 
 // JobCreateFromAcceptedQuoteInput is job.create_from_accepted_quote's input.

@@ -636,8 +636,8 @@ var tradesSentences = run.Sentences{
 	}, nil),
 	businesspack.AssignJobDates: run.Says(func(in businesspack.JobAssignDatesInput, out businesspack.Job, _ run.When) string {
 		s := fmt.Sprintf("Job %s is scheduled from %s", in.JobID, in.StartDate)
-		if out.EndDate != "" && out.EndDate != in.StartDate {
-			s += " to " + out.EndDate
+		if out.EndDate != nil && *out.EndDate != in.StartDate {
+			s += " to " + *out.EndDate
 		}
 		return s + "."
 	}, nil),

@@ -54,3 +54,20 @@ func (d *civilDate) ScanDate(v pgtype.Date) error {
 }
 
 func (d civilDate) equal(o civilDate) bool { return d.t.Equal(o.t) }
+
+// The contract's results give dates as text (YYYY-MM-DD), as the registry's schemas do.
+
+// dateText is a date as the contract's results give it, or nil.
+func dateText(d *civilDate) *string {
+	if d == nil {
+		return nil
+	}
+	s := d.String()
+	return &s
+}
+
+// dateOfText reads a date a handler wrote (dateText); text that is no date reads as the zero date.
+func dateOfText(s string) civilDate {
+	t, _ := time.Parse(time.DateOnly, s)
+	return civilDate{t}
+}

@@ -383,12 +383,12 @@ func (p *pack) requestReview(ctx context.Context, c *executor.Call, in requestRe
 	if o := trimmedOrNil(in.MessageOverride); o != nil {
 		text = *o
 	}
-	res, err := p.sendToCustomer(ctx, c, customerMessage{channel: in.Channel, about: contextRef{Type: "job", ID: f.JobID.String()},
+	res, err := p.sendToCustomer(ctx, c, customerMessage{channel: in.Channel, about: contextRef{Type: "job", ID: f.JobID},
 		phone: f.Phone, email: f.Email, smsBody: text, subject: "How did we do? Job " + jobLabel(f.Number), mailBody: text + "\n"})
 	if err != nil {
 		return nil, err
 	}
-	out := &requestReviewOutput{customerMessageResult: *res, JobID: f.JobID}
+	out := &requestReviewOutput{customerMessageResult: *res, JobID: in.JobID}
 	err = c.DB.QueryRow(ctx, `UPDATE jobs SET review_requested_at = now(), updated_at = now() WHERE id = $1 RETURNING review_requested_at`,
 		f.JobID).Scan(&out.ReviewRequestedAt)
 	if err != nil {

@@ -30,33 +30,17 @@ func registerJob(h executor.Handlers, p *pack) {
 }
 
 // job is a job as the job tools return it.
-type job struct {
-	JobID             uuid.UUID  `json:"job_id"`
-	Number            int64      `json:"number"`
-	QuoteID           uuid.UUID  `json:"quote_id"`
-	LeadID            uuid.UUID  `json:"lead_id"`
-	CustomerID        *uuid.UUID `json:"customer_id"`
-	Status            string     `json:"status"`
-	StartDate         *civilDate `json:"start_date"`
-	EndDate           *civilDate `json:"end_date"`
-	Notes             *string    `json:"notes"`
-	ScheduleNotes     *string    `json:"schedule_notes"`
-	CompletedAt       *time.Time `json:"completed_at"`
-	CompletionNotes   *string    `json:"completion_notes"`
-	ReviewRequestedAt *time.Time `json:"review_requested_at"`
-	CreatedAt         time.Time  `json:"created_at"`
-	UpdatedAt         time.Time  `json:"updated_at"`
-}
-
 // jobSelect reads jobs from jrows (a CTE returning rows of jobs), with their quote's lead and customer.
 const jobSelect = `SELECT j.id, j.number, j.quote_id, q.lead_id, q.customer_id, j.status, j.start_date, j.end_date, j.notes,
 	j.schedule_notes, j.completed_at, j.completion_notes, j.review_requested_at, j.created_at, j.updated_at
 	FROM jrows j JOIN quotes q ON q.id = j.quote_id`
 
-func scanJob(row pgx.Row) (job, error) {
-	var j job
-	err := row.Scan(&j.JobID, &j.Number, &j.QuoteID, &j.LeadID, &j.CustomerID, &j.Status, &j.StartDate, &j.EndDate, &j.Notes,
+func scanJob(row pgx.Row) (businesspack.Job, error) {
+	var j businesspack.Job
+	var start, end *civilDate
+	err := row.Scan(&j.JobID, &j.Number, &j.QuoteID, &j.LeadID, &j.CustomerID, &j.Status, &start, &end, &j.Notes,
 		&j.ScheduleNotes, &j.CompletedAt, &j.CompletionNotes, &j.ReviewRequestedAt, &j.CreatedAt, &j.UpdatedAt)
+	j.StartDate, j.EndDate = dateText(start), dateText(end)
 	return j, err
 }
 
@@ -64,32 +48,32 @@ func scanJob(row pgx.Row) (job, error) {
 func jobLabel(number int64) string { return fmt.Sprintf("J-%04d", number) }
 
 // lockJob locks a job for the rest of the call and returns it.
-func lockJob(ctx context.Context, c *executor.Call, id uuid.UUID) (job, error) {
+func lockJob(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Job, error) {
 	j, err := scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (SELECT * FROM jobs WHERE id = $1 FOR UPDATE) `+jobSelect, id))
 	if err != nil {
-		return job{}, executor.NotFoundIfNoRows(err, "job", id)
+		return businesspack.Job{}, executor.NotFoundIfNoRows(err, "job", id)
 	}
 	return j, nil
 }
 
 // shareJob reads a job, keeping it from being deleted or changed until the call ends (FOR SHARE): for
 // tools that add to a job or read it for a document.
-func shareJob(ctx context.Context, c *executor.Call, id uuid.UUID) (job, error) {
+func shareJob(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Job, error) {
 	j, err := scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (SELECT * FROM jobs WHERE id = $1 FOR SHARE) `+jobSelect, id))
 	if err != nil {
-		return job{}, executor.NotFoundIfNoRows(err, "job", id)
+		return businesspack.Job{}, executor.NotFoundIfNoRows(err, "job", id)
 	}
 	return j, nil
 }
 
 // updateJob runs an UPDATE ... RETURNING * on jobs and reads the job it returns.
-func updateJob(ctx context.Context, c *executor.Call, update string, args ...any) (job, error) {
+func updateJob(ctx context.Context, c *executor.Call, update string, args ...any) (businesspack.Job, error) {
 	return scanJob(c.DB.QueryRow(ctx, `WITH jrows AS (`+update+` RETURNING *) `+jobSelect, args...))
 }
 
 // jobChanged is a job and whether the call changed it.
 type jobChanged struct {
-	job
+	businesspack.Job
 	Changed bool `json:"changed"`
 }
 
@@ -100,7 +84,7 @@ type createJobFromQuoteInput struct {
 
 // createJobFromQuote makes the job for an accepted quote. A quote has one job: asking for a second is a
 // conflict that names the first, never a second job.
-func createJobFromQuote(ctx context.Context, c *executor.Call, in createJobFromQuoteInput) (*job, error) {
+func createJobFromQuote(ctx context.Context, c *executor.Call, in createJobFromQuoteInput) (*businesspack.Job, error) {
 	var status string
 	if err := c.DB.QueryRow(ctx, `SELECT status FROM quotes WHERE id = $1 FOR UPDATE`, in.QuoteID).Scan(&status); err != nil {
 		return nil, executor.NotFoundIfNoRows(err, "quote", in.QuoteID)
@@ -154,15 +138,16 @@ func assignJobDates(ctx context.Context, c *executor.Call, in assignJobDatesInpu
 	switch {
 	case j.Status == "completed":
 		return nil, executor.Conflict("job %s is completed: its dates cannot change", in.JobID)
-	case j.Status == "scheduled" && j.StartDate.equal(in.StartDate) && j.EndDate.equal(end) && equalText(j.ScheduleNotes, notes):
-		return &jobChanged{job: j}, nil
+	case j.Status == "scheduled" && executor.SamePtr(j.StartDate, dateText(&in.StartDate)) && executor.SamePtr(j.EndDate, dateText(&end)) &&
+		equalText(j.ScheduleNotes, notes):
+		return &jobChanged{Job: j}, nil
 	}
 	j, err = updateJob(ctx, c, `UPDATE jobs SET status = 'scheduled', start_date = $2, end_date = $3, schedule_notes = $4,
 		updated_at = now() WHERE id = $1`, in.JobID, in.StartDate, end, notes)
 	if err != nil {
 		return nil, err
 	}
-	return &jobChanged{job: j, Changed: true}, nil
+	return &jobChanged{Job: j, Changed: true}, nil
 }
 
 // sameInstant compares times at PostgreSQL's precision (microseconds).
@@ -364,7 +349,7 @@ func (p *pack) completeJob(ctx context.Context, c *executor.Call, in completeJob
 		if in.Notes != nil && !equalText(in.Notes, j.CompletionNotes) {
 			return nil, executor.Conflict("job %s is already completed, with other completion notes", in.JobID)
 		}
-		return &jobChanged{job: j}, nil
+		return &jobChanged{Job: j}, nil
 	}
 	completedAt := time.Now()
 	if in.CompletedAt != nil {
@@ -385,5 +370,5 @@ func (p *pack) completeJob(ctx context.Context, c *executor.Call, in completeJob
 	if err != nil {
 		return nil, err
 	}
-	return &jobChanged{job: j, Changed: true}, nil
+	return &jobChanged{Job: j, Changed: true}, nil
 }

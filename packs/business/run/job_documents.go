@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,7 +17,7 @@ import (
 
 // jobFacts is what paperwork and messages about a job say: who it is for, where, and what the work is.
 type jobFacts struct {
-	job
+	businesspack.Job
 	QuoteNumber int64
 	Customer    string
 	Phone       *string
@@ -47,7 +48,7 @@ func loadJobFacts(ctx context.Context, c *executor.Call, id uuid.UUID) (jobFacts
 	if err != nil {
 		return jobFacts{}, err
 	}
-	f := jobFacts{job: j}
+	f := jobFacts{Job: j}
 	var leadName string
 	var leadPhone, leadEmail, leadAddress, leadSuburb, cuName, cuPhone, cuEmail, cuAddress, cuSuburb, cuPostcode *string
 	var siName, siAddress, siSuburb, siPostcode, inspAddress *string
@@ -133,15 +134,15 @@ func trimDecimal(s string) string {
 // docDate is how documents print a date: "Tue 1 Dec 2026".
 func docDate(d civilDate) string { return d.t.Format("Mon 2 Jan 2006") }
 
-// dateRange prints a job's dates.
-func (j job) dateRange() string {
+// jobDates prints a job's dates.
+func jobDates(j businesspack.Job) string {
 	switch {
 	case j.StartDate == nil:
 		return "not scheduled yet"
-	case j.EndDate == nil || j.EndDate.equal(*j.StartDate):
-		return docDate(*j.StartDate)
+	case j.EndDate == nil || *j.EndDate == *j.StartDate:
+		return docDate(dateOfText(*j.StartDate))
 	default:
-		return docDate(*j.StartDate) + " to " + docDate(*j.EndDate)
+		return docDate(dateOfText(*j.StartDate)) + " to " + docDate(dateOfText(*j.EndDate))
 	}
 }
 
@@ -204,7 +205,7 @@ func (p *pack) createJobCard(ctx context.Context, c *executor.Call, in createJob
 	label := jobLabel(f.Number)
 	details := [][2]string{
 		{"Status", f.Status},
-		{"Dates", f.dateRange()},
+		{"Dates", jobDates(f.Job)},
 		{"Customer", f.Customer},
 		{"Phone", textOrEmpty(f.Phone)},
 		{"Email", textOrEmpty(f.Email)},

@@ -530,7 +530,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 	fs.add("job", jobLabel(jf.Number))
 	fs.add("suburb", suburb)
 	if jf.StartDate != nil {
-		fs.add("work dates", jf.dateRange())
+		fs.add("work dates", jobDates(jf.Job))
 	}
 	if jf.CompletedAt != nil {
 		fs.add("completed on", jf.CompletedAt.In(loc))
