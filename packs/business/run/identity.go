@@ -332,12 +332,10 @@ func putMemory(ctx context.Context, db executor.DB, w memoryWrite) (*memoryWrite
 	return out, nil
 }
 
+// addMemoryInput is identity.add_memory's input as the handler reads it: the value is stored as given.
 type addMemoryInput struct {
-	MemoryType string          `json:"memory_type"`
-	Key        string          `json:"key"`
-	Value      json.RawMessage `json:"value"`
-	Confidence *float64        `json:"confidence"`
-	Source     string          `json:"source"`
+	businesspack.IdentityAddMemoryInput
+	Value json.RawMessage `json:"value"`
 }
 
 // addMemory records a value for a key; see putMemory. Confidence defaults to 1 and source to user.
@@ -461,20 +459,13 @@ func expireMemory(ctx context.Context, c *executor.Call, in expireMemoryInput) (
 	return &expireMemoryOutput{Expired: true, ExpiredCount: len(ids), MemoryIDs: ids}, nil
 }
 
-type listMemoriesInput struct {
-	MemoryType     string `json:"memory_type"`
-	KeyPrefix      string `json:"key_prefix"`
-	Limit          int    `json:"limit"`
-	IncludeExpired bool   `json:"include_expired"`
-}
-
 type listMemoriesOutput struct {
 	Memories []identityMemory `json:"memories"`
 	Count    int              `json:"count"`
 }
 
 // listMemories lists current memories (and, when asked, closed ones too), by key, newest value first.
-func listMemories(ctx context.Context, c *executor.Call, in listMemoriesInput) (*listMemoriesOutput, error) {
+func listMemories(ctx context.Context, c *executor.Call, in businesspack.ListMemoriesInput) (*listMemoriesOutput, error) {
 	if in.MemoryType != "" && !slices.Contains(memoryTypes, in.MemoryType) {
 		return nil, executor.InvalidField("memory_type", "must be one of %s", strings.Join(memoryTypes, ", "))
 	}

@@ -63,11 +63,11 @@ func latestCheckIn(ctx context.Context, db executor.DB) (*checkInRecord, error) 
 	return &r, nil
 }
 
+// checkInInput is personal.check_in's input as the handler reads it: notes are kept as given (null or
+// left out is none).
 type checkInInput struct {
-	Energy string  `json:"energy"`
-	Stress string  `json:"stress"`
-	Focus  string  `json:"focus"`
-	Notes  *string `json:"notes"`
+	businesspack.CheckInInput
+	Notes *string `json:"notes"`
 }
 
 type checkInOutput struct {
@@ -114,10 +114,11 @@ func scanCommitment(row pgx.Row) (commitment, error) {
 	return m, err
 }
 
+// createCommitmentInput is personal.create_commitment's input as the handler reads it: details are kept
+// as given (null or left out is none).
 type createCommitmentInput struct {
-	Title    string     `json:"title"`
-	Details  *string    `json:"details"`
-	ReviewAt *time.Time `json:"review_at"`
+	businesspack.CreateCommitmentInput
+	Details *string `json:"details"`
 }
 
 type createCommitmentOutput struct {
@@ -152,11 +153,6 @@ func createCommitment(ctx context.Context, c *executor.Call, in createCommitment
 	return out, nil
 }
 
-type reviewCommitmentsInput struct {
-	Status string `json:"status"`
-	Limit  int    `json:"limit"`
-}
-
 type reviewCommitmentsOutput struct {
 	Commitments  []commitment `json:"commitments"`
 	Count        int          `json:"count"`
@@ -166,7 +162,7 @@ type reviewCommitmentsOutput struct {
 
 // reviewCommitments lists commitments (active by default): those overdue for review first, then by review
 // date, then the newest.
-func reviewCommitments(ctx context.Context, c *executor.Call, in reviewCommitmentsInput) (*reviewCommitmentsOutput, error) {
+func reviewCommitments(ctx context.Context, c *executor.Call, in businesspack.ReviewCommitmentsInput) (*reviewCommitmentsOutput, error) {
 	if in.Status == "" {
 		in.Status = "active"
 	}
@@ -235,10 +231,11 @@ func closeCommitment(ctx context.Context, c *executor.Call, in closeCommitmentIn
 
 // Boundaries.
 
+// boundarySetInput is personal.boundary_set's input as the handler reads it: the value is any object,
+// stored as given (businesspack.Boundary is the one people say in words).
 type boundarySetInput struct {
-	Key      string          `json:"key"`
-	Value    json.RawMessage `json:"value"`
-	RemindAt *time.Time      `json:"remind_at"`
+	businesspack.BoundarySetInput
+	Value json.RawMessage `json:"value"`
 }
 
 type boundarySetOutput struct {
@@ -273,9 +270,10 @@ func boundarySet(ctx context.Context, c *executor.Call, in boundarySetInput) (*b
 
 // Decision support.
 
+// decisionSupportInput is personal.decision_support's input as the handler reads it: each constraint's
+// value as given, to tell a limit, a must, a requirement and a list apart.
 type decisionSupportInput struct {
-	Decision    string                     `json:"decision"`
-	Options     []string                   `json:"options"`
+	businesspack.DecisionSupportInput
 	Constraints map[string]json.RawMessage `json:"constraints"`
 }
 
