@@ -25,17 +25,31 @@ const (
 	PaymentOther        = "other"
 )
 
-// Invoice is an invoice as the invoice tools return it (what the answer reads of it).
+// Invoice is an invoice as the invoice tools return it, with its job's quote and lead.
 type Invoice struct {
 	InvoiceID string `json:"invoice_id"`
-	// Number is the invoice's number for people, when the result has it.
-	Number *int64 `json:"number"`
-	// TotalCents is what it bills, GST included, when the result has it.
-	TotalCents   *int64 `json:"total_cents"`
-	BalanceCents int64  `json:"balance_cents"`
-	Status       string `json:"status"`
-	// DueOn is the day payment is due (2006-01-02).
-	DueOn string `json:"due_on"`
+	// Number is the invoice's number for people; nil in a result that does not say.
+	Number        *int64 `json:"number"`
+	JobID         string `json:"job_id"`
+	QuoteID       string `json:"quote_id"`
+	LeadID        string `json:"lead_id"`
+	Currency      string `json:"currency"`
+	SubtotalCents int64  `json:"subtotal_cents"`
+	GSTCents      int64  `json:"gst_cents"`
+	// TotalCents is what it bills, GST included; nil in a result that does not say.
+	TotalCents      *int64 `json:"total_cents"`
+	AmountPaidCents int64  `json:"amount_paid_cents"`
+	BalanceCents    int64  `json:"balance_cents"`
+	Status          string `json:"status"`
+	// IssuedOn and DueOn are the days it was issued and payment is due (2006-01-02).
+	IssuedOn  string     `json:"issued_on"`
+	DueOn     string     `json:"due_on"`
+	Notes     *string    `json:"notes"`
+	SentAt    *time.Time `json:"sent_at"`
+	PaidAt    *time.Time `json:"paid_at"`
+	OverdueAt *time.Time `json:"overdue_at"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // InvoiceCreateFromJobInput is invoice.create_from_job's input.
@@ -63,9 +77,21 @@ type InvoiceAddPaymentInput struct {
 	Notes       string     `json:"notes,omitempty"`
 }
 
-// InvoiceAddPaymentOutput is invoice.add_payment's result: the invoice as the payment left it.
+// InvoiceAddPaymentOutput is invoice.add_payment's result: the payment (the one recorded before with the
+// same reference, when Created is false) and the invoice as the payment left it.
 type InvoiceAddPaymentOutput struct {
-	Invoice *Invoice `json:"invoice"`
+	PaymentID   string    `json:"payment_id"`
+	InvoiceID   string    `json:"invoice_id"`
+	AmountCents int64     `json:"amount_cents"`
+	Method      string    `json:"method"`
+	Reference   *string   `json:"reference"`
+	PaidAt      time.Time `json:"paid_at"`
+	// ReceivedOn is the day it was received (2006-01-02) in the business's time zone.
+	ReceivedOn     string   `json:"received_on"`
+	Notes          *string  `json:"notes"`
+	Created        bool     `json:"created"`
+	PreviousStatus string   `json:"previous_status"`
+	Invoice        *Invoice `json:"invoice"`
 }
 
 // InvoiceMarkOverdueInput is invoice.mark_overdue's input.
@@ -96,8 +122,18 @@ type InvoiceListOverdueInput struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// InvoiceListOverdueOutput is invoice.list_overdue's result.
+// OverdueInvoice is an unpaid invoice past its due date, and by how many days on the day asked about.
+type OverdueInvoice struct {
+	Invoice
+	DaysOverdue int `json:"days_overdue"`
+}
+
+// InvoiceListOverdueOutput is invoice.list_overdue's result: the invoices listed (oldest due first), and
+// how many there are and what they owe in all, on AsOf (2006-01-02).
 type InvoiceListOverdueOutput struct {
-	Invoices []Invoice `json:"invoices"`
-	Count    int       `json:"count"`
+	Invoices              []OverdueInvoice `json:"invoices"`
+	Count                 int              `json:"count"`
+	TotalCount            int64            `json:"total_count"`
+	TotalOutstandingCents int64            `json:"total_outstanding_cents"`
+	AsOf                  string           `json:"as_of"`
 }

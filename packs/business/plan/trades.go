@@ -658,7 +658,7 @@ var tradesSentences = run.Sentences{
 			run.Money(sum.RevenueCents), run.Money(sum.GrossProfitCents), run.Money(sum.NetProfitCents))
 	}, nil),
 	businesspack.ListOverdueInvoices: run.Says(func(_ struct{}, out businesspack.InvoiceListOverdueOutput, _ run.When) string {
-		return run.List(out.Invoices, "overdue invoice", "overdue invoices", func(i businesspack.Invoice) string {
+		return run.List(out.Invoices, "overdue invoice", "overdue invoices", func(i businesspack.OverdueInvoice) string {
 			number := i.InvoiceID
 			if i.Number != nil {
 				number = strconv.FormatInt(*i.Number, 10)

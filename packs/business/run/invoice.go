@@ -25,50 +25,29 @@ func registerInvoice(h executor.Handlers, p *pack) {
 }
 
 // invoice is an invoice as the invoice tools return it.
-type invoice struct {
-	InvoiceID       uuid.UUID  `json:"invoice_id"`
-	Number          int64      `json:"number"`
-	JobID           uuid.UUID  `json:"job_id"`
-	QuoteID         uuid.UUID  `json:"quote_id"`
-	LeadID          uuid.UUID  `json:"lead_id"`
-	Currency        string     `json:"currency"`
-	SubtotalCents   int64      `json:"subtotal_cents"`
-	GSTCents        int64      `json:"gst_cents"`
-	TotalCents      int64      `json:"total_cents"`
-	AmountPaidCents int64      `json:"amount_paid_cents"`
-	BalanceCents    int64      `json:"balance_cents"`
-	Status          string     `json:"status"`
-	IssuedOn        civilDate  `json:"issued_on"`
-	DueOn           civilDate  `json:"due_on"`
-	Notes           *string    `json:"notes"`
-	SentAt          *time.Time `json:"sent_at"`
-	PaidAt          *time.Time `json:"paid_at"`
-	OverdueAt       *time.Time `json:"overdue_at"`
-	CreatedAt       time.Time  `json:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-}
-
 // invoiceSelect reads invoices from irows (a CTE returning rows of invoices), with their quote and lead.
 const invoiceSelect = `SELECT i.id, i.number, i.job_id, j.quote_id, q.lead_id, i.currency, i.subtotal_cents, i.gst_cents,
 	i.total_cents, i.amount_paid_cents, i.balance_cents, i.status, i.issued_on, i.due_on, i.notes, i.sent_at, i.paid_at,
 	i.overdue_at, i.created_at, i.updated_at
 	FROM irows i JOIN jobs j ON j.id = i.job_id JOIN quotes q ON q.id = j.quote_id`
 
-func scanInvoice(row pgx.Row) (invoice, error) {
-	var v invoice
+func scanInvoice(row pgx.Row) (businesspack.Invoice, error) {
+	var v businesspack.Invoice
+	var issued, due civilDate
 	err := row.Scan(&v.InvoiceID, &v.Number, &v.JobID, &v.QuoteID, &v.LeadID, &v.Currency, &v.SubtotalCents, &v.GSTCents,
-		&v.TotalCents, &v.AmountPaidCents, &v.BalanceCents, &v.Status, &v.IssuedOn, &v.DueOn, &v.Notes, &v.SentAt, &v.PaidAt,
+		&v.TotalCents, &v.AmountPaidCents, &v.BalanceCents, &v.Status, &issued, &due, &v.Notes, &v.SentAt, &v.PaidAt,
 		&v.OverdueAt, &v.CreatedAt, &v.UpdatedAt)
+	v.IssuedOn, v.DueOn = issued.String(), due.String()
 	return v, err
 }
 
 // invoiceLabel is how paperwork and messages name an invoice.
 func invoiceLabel(number int64) string { return fmt.Sprintf("INV-%04d", number) }
 
-func lockInvoice(ctx context.Context, c *executor.Call, id uuid.UUID) (invoice, error) {
+func lockInvoice(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Invoice, error) {
 	v, err := scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (SELECT * FROM invoices WHERE id = $1 FOR UPDATE) `+invoiceSelect, id))
 	if err != nil {
-		return invoice{}, executor.NotFoundIfNoRows(err, "invoice", id)
+		return businesspack.Invoice{}, executor.NotFoundIfNoRows(err, "invoice", id)
 	}
 	return v, nil
 }
@@ -81,7 +60,7 @@ type createInvoiceFromJobInput struct {
 
 // createInvoiceFromJob invoices a completed job for its accepted quote's totals, issued today and due in
 // due_days (14 by default). A job has one invoice: asking for a second is a conflict that names the first.
-func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call, in createInvoiceFromJobInput) (*invoice, error) {
+func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call, in createInvoiceFromJobInput) (*businesspack.Invoice, error) {
 	dueDays := 14
 	if in.DueDays != nil {
 		dueDays = *in.DueDays
@@ -137,24 +116,10 @@ type addPaymentInput struct {
 	Notes       *string    `json:"notes"`
 }
 
-type addPaymentOutput struct {
-	PaymentID      uuid.UUID `json:"payment_id"`
-	InvoiceID      uuid.UUID `json:"invoice_id"`
-	AmountCents    int64     `json:"amount_cents"`
-	Method         string    `json:"method"`
-	Reference      *string   `json:"reference"`
-	PaidAt         time.Time `json:"paid_at"`
-	ReceivedOn     civilDate `json:"received_on"`
-	Notes          *string   `json:"notes"`
-	Created        bool      `json:"created"`
-	PreviousStatus string    `json:"previous_status"`
-	Invoice        invoice   `json:"invoice"`
-}
-
 // addPayment records money received against an invoice; its balance and status follow. A payment larger
 // than the balance is refused, and so is any payment on a paid invoice. A payment whose reference is
 // already recorded on the invoice is the same payment: it is returned, not recorded twice.
-func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentInput) (*addPaymentOutput, error) {
+func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentInput) (*businesspack.InvoiceAddPaymentOutput, error) {
 	if in.Method == "" {
 		in.Method = "bank_transfer"
 	}
@@ -176,10 +141,13 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentIn
 	if err != nil {
 		return nil, err
 	}
-	out := addPaymentOutput{InvoiceID: v.InvoiceID, PreviousStatus: v.Status}
+	out := businesspack.InvoiceAddPaymentOutput{InvoiceID: v.InvoiceID, PreviousStatus: v.Status}
 	const paymentColumns = `id, amount_cents, method, reference, paid_at, received_on, notes`
 	scan := func(row pgx.Row) error {
-		return row.Scan(&out.PaymentID, &out.AmountCents, &out.Method, &out.Reference, &out.PaidAt, &out.ReceivedOn, &out.Notes)
+		var received civilDate
+		err := row.Scan(&out.PaymentID, &out.AmountCents, &out.Method, &out.Reference, &out.PaidAt, &received, &out.Notes)
+		out.ReceivedOn = received.String()
+		return err
 	}
 	if in.Reference != nil {
 		err := scan(c.DB.QueryRow(ctx, `SELECT `+paymentColumns+` FROM invoice_payments WHERE invoice_id = $1 AND reference = $2`,
@@ -189,7 +157,7 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentIn
 			return nil, executor.Conflict("a payment with reference %q is already recorded on invoice %s for %d cents, not %d",
 				*in.Reference, in.InvoiceID, out.AmountCents, in.AmountCents)
 		case err == nil:
-			out.Invoice = v
+			out.Invoice = &v
 			return &out, nil
 		case !errors.Is(err, pgx.ErrNoRows):
 			return nil, err
@@ -209,7 +177,7 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentIn
 		return nil, err
 	}
 	// Paid in full: paid at the latest payment's time (payments may be recorded out of order).
-	out.Invoice, err = scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (
+	paid, err := scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (
 			UPDATE invoices SET amount_paid_cents = amount_paid_cents + $2,
 				paid_at = CASE WHEN amount_paid_cents + $2 = total_cents
 					THEN (SELECT max(paid_at) FROM invoice_payments WHERE invoice_id = $1) END,
@@ -218,17 +186,12 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentIn
 	if err != nil {
 		return nil, err
 	}
-	out.Created = true
+	out.Invoice, out.Created = &paid, true
 	return &out, nil
 }
 
-type markOverdueInput struct {
-	InvoiceID uuid.UUID  `json:"invoice_id"`
-	AsOf      *time.Time `json:"as_of"`
-}
-
 type markOverdueOutput struct {
-	invoice
+	businesspack.Invoice
 	Changed     bool      `json:"changed"`
 	AsOf        civilDate `json:"as_of"`
 	DaysOverdue int       `json:"days_overdue"`
@@ -237,7 +200,11 @@ type markOverdueOutput struct {
 // markOverdue marks an unpaid invoice overdue when its due date is before as_of (now by default; a date in
 // the business's time zone). Paid, or not yet due on that date, is a conflict; already overdue is left as
 // it is.
-func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in markOverdueInput) (*markOverdueOutput, error) {
+func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in businesspack.InvoiceMarkOverdueInput) (*markOverdueOutput, error) {
+	invoiceID, err := recordID("invoice_id", in.InvoiceID)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := p.today(); err != nil {
 		return nil, err
 	}
@@ -250,22 +217,22 @@ func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in markOverdue
 		asOfTime = *in.AsOf
 	}
 	asOf := dateOf(asOfTime.In(p.loc))
-	v, err := lockInvoice(ctx, c, in.InvoiceID)
+	v, err := lockInvoice(ctx, c, invoiceID)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case v.Status == "paid":
 		return nil, executor.Conflict("invoice %s is paid: it cannot be overdue", v.InvoiceID)
-	case !v.DueOn.before(asOf):
+	case !dateOfText(v.DueOn).before(asOf):
 		return nil, executor.Conflict("invoice %s is due on %s: it is not overdue on %s", v.InvoiceID, v.DueOn, asOf)
 	}
-	out := markOverdueOutput{invoice: v, AsOf: asOf, DaysOverdue: daysBetween(v.DueOn, asOf)}
+	out := markOverdueOutput{Invoice: v, AsOf: asOf, DaysOverdue: daysBetween(dateOfText(v.DueOn), asOf)}
 	if v.OverdueAt != nil {
 		return &out, nil
 	}
-	out.invoice, err = scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (
-			UPDATE invoices SET overdue_at = now(), updated_at = now() WHERE id = $1 RETURNING *) `+invoiceSelect, in.InvoiceID))
+	out.Invoice, err = scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (
+			UPDATE invoices SET overdue_at = now(), updated_at = now() WHERE id = $1 RETURNING *) `+invoiceSelect, invoiceID))
 	if err != nil {
 		return nil, err
 	}
@@ -276,39 +243,22 @@ func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in markOverdue
 // daysBetween is the number of days from a to b.
 func daysBetween(a, b civilDate) int { return int(b.t.Sub(a.t).Hours() / 24) }
 
-type listOverdueInput struct {
-	Limit int `json:"limit"`
-}
-
-type overdueInvoice struct {
-	invoice
-	DaysOverdue int `json:"days_overdue"`
-}
-
-type listOverdueOutput struct {
-	Invoices              []overdueInvoice `json:"invoices"`
-	Count                 int              `json:"count"`
-	TotalCount            int64            `json:"total_count"`
-	TotalOutstandingCents int64            `json:"total_outstanding_cents"`
-	AsOf                  civilDate        `json:"as_of"`
-}
-
 // listOverdue lists unpaid invoices past their due date, whether or not they were marked overdue, oldest
 // due first, with what they owe in total.
-func (p *pack) listOverdue(ctx context.Context, c *executor.Call, in listOverdueInput) (*listOverdueOutput, error) {
+func (p *pack) listOverdue(ctx context.Context, c *executor.Call, in businesspack.InvoiceListOverdueInput) (*businesspack.InvoiceListOverdueOutput, error) {
 	today, err := p.today()
 	if err != nil {
 		return nil, err
 	}
-	list, err := executor.QueryList(ctx, c.DB, func(row pgx.Row) (overdueInvoice, error) {
+	list, err := executor.QueryList(ctx, c.DB, func(row pgx.Row) (businesspack.OverdueInvoice, error) {
 		v, err := scanInvoice(row)
-		return overdueInvoice{invoice: v, DaysOverdue: daysBetween(v.DueOn, today)}, err
+		return businesspack.OverdueInvoice{Invoice: v, DaysOverdue: daysBetween(dateOfText(v.DueOn), today)}, err
 	}, `WITH irows AS (SELECT * FROM invoices WHERE paid_at IS NULL AND due_on < $1) `+invoiceSelect+`
 		ORDER BY i.due_on, i.number LIMIT $2`, today, executor.LimitOr(in.Limit, 50))
 	if err != nil {
 		return nil, err
 	}
-	out := listOverdueOutput{Invoices: list, Count: len(list), AsOf: today}
+	out := businesspack.InvoiceListOverdueOutput{Invoices: list, Count: len(list), AsOf: today.String()}
 	if err := c.DB.QueryRow(ctx, `SELECT count(*), coalesce(sum(balance_cents), 0) FROM invoices WHERE paid_at IS NULL AND due_on < $1`,
 		today).Scan(&out.TotalCount, &out.TotalOutstandingCents); err != nil {
 		return nil, err

@@ -201,19 +201,25 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 	if err != nil {
 		return nil, err
 	}
-	f, err := loadJobFacts(ctx, c, v.JobID)
+	jobID, err := uuid.Parse(v.JobID)
 	if err != nil {
 		return nil, err
 	}
-	label := invoiceLabel(v.Number)
+	f, err := loadJobFacts(ctx, c, jobID)
+	if err != nil {
+		return nil, err
+	}
+	// scanInvoice reads an invoice's number and total from columns that are never null.
+	number, total := *v.Number, *v.TotalCents
+	label := invoiceLabel(number)
 	biz := p.cfg.Business.WithDefaults()
 	greeting := fmt.Sprintf("Hi %s, here is invoice %s from %s for the work at %s (job %s).", greetingName(f.Customer), label,
 		biz.Name, orText(f.Site, "your property"), jobLabel(f.Number))
 	smsBody := fmt.Sprintf("Hi %s, invoice %s from %s for job %s: %s incl. GST, due %s. Balance owing %s; please quote %s when you pay. Thank you!",
-		greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(v.TotalCents), docDate(v.DueOn), formatAUD(v.BalanceCents), label)
+		greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(total), docDate(dateOfText(v.DueOn)), formatAUD(v.BalanceCents), label)
 	if v.Status == "paid" {
 		smsBody = fmt.Sprintf("Hi %s, invoice %s from %s for job %s (%s incl. GST) is paid in full. Thank you!",
-			greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(v.TotalCents))
+			greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(total))
 	}
 	if o := trimmedOrNil(in.MessageOverride); o != nil {
 		greeting, smsBody = *o, *o
@@ -223,8 +229,8 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 	b.WriteString(greeting + "\n\n")
 	for _, row := range [][2]string{
 		{"From", biz.Name}, {"ABN", biz.ABN},
-		{"Invoice", label}, {"Issued", docDate(v.IssuedOn)}, {"Due", docDate(v.DueOn)},
-		{"Subtotal", formatAUD(v.SubtotalCents)}, {"GST (10%)", formatAUD(v.GSTCents)}, {"Total", formatAUD(v.TotalCents)},
+		{"Invoice", label}, {"Issued", docDate(dateOfText(v.IssuedOn))}, {"Due", docDate(dateOfText(v.DueOn))},
+		{"Subtotal", formatAUD(v.SubtotalCents)}, {"GST (10%)", formatAUD(v.GSTCents)}, {"Total", formatAUD(total)},
 		{"Paid so far", formatAUD(v.AmountPaidCents)}, {"Balance owing", formatAUD(v.BalanceCents)},
 	} {
 		if row[1] != "" {
@@ -252,12 +258,12 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 		}
 	}
 
-	res, err := p.sendToCustomer(ctx, c, customerMessage{channel: in.Channel, about: contextRef{Type: "invoice", ID: v.InvoiceID.String()},
+	res, err := p.sendToCustomer(ctx, c, customerMessage{channel: in.Channel, about: contextRef{Type: "invoice", ID: v.InvoiceID},
 		phone: f.Phone, email: f.Email, smsBody: smsBody, subject: "Invoice " + label, mailBody: b.String()})
 	if err != nil {
 		return nil, err
 	}
-	out := &sendInvoiceOutput{customerMessageResult: *res, InvoiceID: v.InvoiceID}
+	out := &sendInvoiceOutput{customerMessageResult: *res, InvoiceID: in.InvoiceID}
 	err = c.DB.QueryRow(ctx, `UPDATE invoices SET sent_at = coalesce(sent_at, now()), updated_at = now() WHERE id = $1 RETURNING sent_at`,
 		v.InvoiceID).Scan(&out.SentAt)
 	if err != nil {
