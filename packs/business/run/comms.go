@@ -384,14 +384,6 @@ var callOutcomeSummaries = map[string]string{
 	"other":        "Call",
 }
 
-type logCallOutcomeInput struct {
-	EntityID   uuid.UUID   `json:"entity_id"`
-	Outcome    string      `json:"outcome"`
-	Notes      *string     `json:"notes"`
-	ContextRef *contextRef `json:"context_ref"`
-	OccurredAt *time.Time  `json:"occurred_at"`
-}
-
 type logCallOutcomeOutput struct {
 	InteractionID uuid.UUID   `json:"interaction_id"`
 	EntityID      uuid.UUID   `json:"entity_id"`
@@ -404,8 +396,12 @@ type logCallOutcomeOutput struct {
 
 // logCallOutcome records a phone call with an entity as one of its interactions. An answered call about a
 // lead moves a new lead to contacted.
-func logCallOutcome(ctx context.Context, c *executor.Call, in logCallOutcomeInput) (*logCallOutcomeOutput, error) {
-	if err := requireEntityExists(ctx, c, in.EntityID); err != nil {
+func logCallOutcome(ctx context.Context, c *executor.Call, in businesspack.LogCallOutcomeInput) (*logCallOutcomeOutput, error) {
+	entityID, err := recordID("entity_id", in.EntityID)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireEntityExists(ctx, c, entityID); err != nil {
 		return nil, err
 	}
 	ref, err := resolveRefIfSet(ctx, c, in.ContextRef, "lead", "quote", "job", "invoice", "entity", "inspection", "message", "personal")
@@ -417,19 +413,19 @@ func logCallOutcome(ctx context.Context, c *executor.Call, in logCallOutcomeInpu
 	}
 	summary := callOutcomeSummaries[in.Outcome]
 	details := map[string]any{"outcome": in.Outcome}
-	if in.Notes != nil && strings.TrimSpace(*in.Notes) != "" {
-		summary = truncateRunes(summary+": "+strings.TrimSpace(*in.Notes), 400)
-		details["notes"] = *in.Notes
+	if strings.TrimSpace(in.Notes) != "" {
+		summary = truncateRunes(summary+": "+strings.TrimSpace(in.Notes), 400)
+		details["notes"] = in.Notes
 	}
 	ctxType, ctxID := ref.columns()
-	out := &logCallOutcomeOutput{EntityID: in.EntityID, Outcome: in.Outcome, Summary: summary}
+	out := &logCallOutcomeOutput{EntityID: entityID, Outcome: in.Outcome, Summary: summary}
 	if ref != nil {
 		out.ContextRef = &ref.contextRef
 	}
 	err = c.DB.QueryRow(ctx, `INSERT INTO entity_interactions (entity_id, interaction_type, summary, details, call_outcome,
 			context_type, context_id, occurred_at)
 		VALUES ($1, 'call', $2, $3, $4, $5, $6, coalesce($7, now())) RETURNING id, occurred_at`,
-		in.EntityID, summary, details, in.Outcome, ctxType, ctxID, in.OccurredAt).Scan(&out.InteractionID, &out.OccurredAt)
+		entityID, summary, details, in.Outcome, ctxType, ctxID, in.OccurredAt).Scan(&out.InteractionID, &out.OccurredAt)
 	if err != nil {
 		return nil, err
 	}
@@ -448,12 +444,6 @@ func logCallOutcome(ctx context.Context, c *executor.Call, in logCallOutcomeInpu
 	return out, nil
 }
 
-type createFollowupTaskFromMessageInput struct {
-	Title      string     `json:"title"`
-	ContextRef contextRef `json:"context_ref"`
-	DueAt      *time.Time `json:"due_at"`
-}
-
 type followupTask struct {
 	TaskID      uuid.UUID  `json:"task_id"`
 	Title       string     `json:"title"`
@@ -468,7 +458,7 @@ type followupTask struct {
 // createFollowupTaskFromMessage creates an open task (os_tasks) to follow up on a message or the record it
 // was about, with that reference as the task's context; the task belongs to the record's lead, when it has
 // one, and to the personal domain for a personal reference.
-func createFollowupTaskFromMessage(ctx context.Context, c *executor.Call, in createFollowupTaskFromMessageInput) (*followupTask, error) {
+func createFollowupTaskFromMessage(ctx context.Context, c *executor.Call, in businesspack.CreateFollowupTaskInput) (*followupTask, error) {
 	title := strings.TrimSpace(in.Title)
 	if title == "" {
 		return nil, executor.Invalid("title is empty")
@@ -476,11 +466,12 @@ func createFollowupTaskFromMessage(ctx context.Context, c *executor.Call, in cre
 	if utf8.RuneCountInString(title) > 200 {
 		return nil, executor.Invalid("title is longer than 200 characters")
 	}
-	ref, err := resolveRef(ctx, c, in.ContextRef, "lead", "quote", "job", "invoice", "entity", "inspection", "message", "personal")
+	about := executor.ValueOr(in.ContextRef, contextRef{})
+	ref, err := resolveRef(ctx, c, about, "lead", "quote", "job", "invoice", "entity", "inspection", "message", "personal")
 	if err != nil {
 		return nil, err
 	}
-	t := &followupTask{Title: title, DueAt: in.DueAt, LeadID: ref.LeadID, ContextRef: in.ContextRef,
+	t := &followupTask{Title: title, DueAt: in.DueAt, LeadID: ref.LeadID, ContextRef: about,
 		Description: "Follow-up of " + ref.Type + " " + ref.ID}
 	domain := "business"
 	if ref.Type == "personal" {

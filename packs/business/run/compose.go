@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -146,10 +147,11 @@ type composeView struct {
 	has map[string]bool
 }
 
+// composeInput is comms.compose_sms's and comms.compose_email's input as the handlers read it: a link
+// given empty replaces the records' own (left out keeps it), and the reference is echoed in the draft.
 type composeInput struct {
-	Purpose    string     `json:"purpose"`
+	businesspack.ComposeInput
 	ContextRef contextRef `json:"context_ref"`
-	Tone       string     `json:"tone"`
 	Link       *string    `json:"link"`
 }
 
