@@ -222,12 +222,6 @@ func jobSuburb(ctx context.Context, db executor.DB, jobID uuid.UUID) (*string, e
 	return suburb, executor.NotFoundIfNoRows(err, "job", jobID)
 }
 
-type tagAssetInput struct {
-	AssetID uuid.UUID `json:"asset_id"`
-	Tags    []string  `json:"tags"`
-	Remove  []string  `json:"remove"`
-}
-
 type tagAssetOutput struct {
 	AssetID uuid.UUID `json:"asset_id"`
 	Tags    []string  `json:"tags"`
@@ -237,16 +231,20 @@ type tagAssetOutput struct {
 
 // tagAsset adds tags (lowercased) and removes the tags in remove. Tags already there are not added twice,
 // so repeating a call changes nothing; the result lists every tag the asset has and what changed.
-func tagAsset(ctx context.Context, c *executor.Call, in tagAssetInput) (*tagAssetOutput, error) {
+func tagAsset(ctx context.Context, c *executor.Call, in businesspack.MediaTagAssetInput) (*tagAssetOutput, error) {
+	assetID, err := recordID("asset_id", in.AssetID)
+	if err != nil {
+		return nil, err
+	}
 	add, remove := normalizeTags(in.Tags), normalizeTags(in.Remove)
 	if len(add) == 0 && len(remove) == 0 {
 		return nil, executor.Invalid("tags is empty: give at least one tag to add (or one to remove)")
 	}
 	var current []string
-	if err := c.DB.QueryRow(ctx, `SELECT tags FROM media_assets WHERE id = $1 FOR UPDATE`, in.AssetID).Scan(&current); err != nil {
-		return nil, executor.NotFoundIfNoRows(err, "media asset", in.AssetID)
+	if err := c.DB.QueryRow(ctx, `SELECT tags FROM media_assets WHERE id = $1 FOR UPDATE`, assetID).Scan(&current); err != nil {
+		return nil, executor.NotFoundIfNoRows(err, "media asset", assetID)
 	}
-	out := tagAssetOutput{AssetID: in.AssetID, Tags: []string{}, Added: []string{}, Removed: []string{}}
+	out := tagAssetOutput{AssetID: assetID, Tags: []string{}, Added: []string{}, Removed: []string{}}
 	for _, t := range current {
 		if slices.Contains(remove, t) {
 			out.Removed = append(out.Removed, t)
@@ -261,7 +259,7 @@ func tagAsset(ctx context.Context, c *executor.Call, in tagAssetInput) (*tagAsse
 		}
 	}
 	if len(out.Added)+len(out.Removed) > 0 {
-		if _, err := c.DB.Exec(ctx, `UPDATE media_assets SET tags = $2, updated_at = now() WHERE id = $1`, in.AssetID, out.Tags); err != nil {
+		if _, err := c.DB.Exec(ctx, `UPDATE media_assets SET tags = $2, updated_at = now() WHERE id = $1`, assetID, out.Tags); err != nil {
 			return nil, err
 		}
 	}
