@@ -294,12 +294,11 @@ func totalsOf[L lineTotaled](lines []L) (subtotal, gst, total int64) {
 	return subtotal, gst, subtotal + gst
 }
 
+// createQuoteFromInspectionInput is quote.create_from_inspection's input as the handler reads it: a
+// customer_id that is not a UUID is refused even when empty.
 type createQuoteFromInspectionInput struct {
-	InspectionID   uuid.UUID  `json:"inspection_id"`
-	PricingProfile string     `json:"pricing_profile"`
-	Notes          *string    `json:"notes"`
-	ValidDays      int        `json:"valid_days"`
-	CustomerID     *uuid.UUID `json:"customer_id"`
+	businesspack.QuoteCreateFromInspectionInput
+	CustomerID *uuid.UUID `json:"customer_id"`
 }
 
 type createQuoteOutput struct {
@@ -314,6 +313,10 @@ type createQuoteOutput struct {
 // defects and measurements, with its totals calculated. The customer is the one given, else the lead's
 // customer entity, if any.
 func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, in createQuoteFromInspectionInput) (*createQuoteOutput, error) {
+	inspectionID, err := recordID("inspection_id", in.InspectionID)
+	if err != nil {
+		return nil, err
+	}
 	profile, err := lookupPricingProfile(in.PricingProfile)
 	if err != nil {
 		return nil, err
@@ -325,17 +328,17 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	if err != nil {
 		return nil, err
 	}
-	insp, err := lockInspectionRow(ctx, c, in.InspectionID)
+	insp, err := lockInspectionRow(ctx, c, inspectionID)
 	if err != nil {
 		return nil, err
 	}
 	lockedNow := false
 	switch insp.Status {
 	case "draft":
-		return nil, executor.Conflict("inspection %s is a draft: lock it with inspection.lock (or submit it) before quoting from it", in.InspectionID)
+		return nil, executor.Conflict("inspection %s is a draft: lock it with inspection.lock (or submit it) before quoting from it", inspectionID)
 	case "submitted":
 		if _, err := c.DB.Exec(ctx, `UPDATE inspections SET status = 'locked', locked_at = now(), updated_at = now() WHERE id = $1`,
-			in.InspectionID); err != nil {
+			inspectionID); err != nil {
 			return nil, err
 		}
 		lockedNow = true
@@ -360,7 +363,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 			return nil, err
 		}
 	}
-	data, err := loadInspection(ctx, c, in.InspectionID)
+	data, err := loadInspection(ctx, c, inspectionID)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +377,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	q, err := scanQuote(c.DB.QueryRow(ctx, `INSERT INTO quotes (lead_id, inspection_id, customer_id, pricing_profile, valid_until, notes,
 			subtotal_cents, gst_cents, total_cents)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+quoteColumns,
-		insp.LeadID, in.InspectionID, customer, profile.name, today.addDays(executor.LimitOr(in.ValidDays, 30)), trimmedOrNil(in.Notes),
+		insp.LeadID, inspectionID, customer, profile.name, today.addDays(executor.LimitOr(in.ValidDays, 30)), optionalText(in.Notes),
 		subtotal, gst, total))
 	if err != nil {
 		return nil, err
@@ -590,10 +593,6 @@ type quoteTotals struct {
 	LineItems      []lineItem `json:"line_items"`
 }
 
-type calculateTotalsInput struct {
-	QuoteID uuid.UUID `json:"quote_id"`
-}
-
 type calculateTotalsOutput struct {
 	QuoteID uuid.UUID   `json:"quote_id"`
 	Status  string      `json:"status"`
@@ -603,12 +602,16 @@ type calculateTotalsOutput struct {
 
 // calculateTotals sums a draft quote's lines into its subtotal, GST and total (see money.go). A quote that
 // has left draft keeps the totals it was sent or answered with, which are returned as they are.
-func calculateTotals(ctx context.Context, c *executor.Call, in calculateTotalsInput) (*calculateTotalsOutput, error) {
-	q, err := lockQuote(ctx, c, in.QuoteID)
+func calculateTotals(ctx context.Context, c *executor.Call, in businesspack.QuoteCalculateTotalsInput) (*calculateTotalsOutput, error) {
+	quoteID, err := recordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
 	}
-	lines, err := quoteLines(ctx, c, in.QuoteID)
+	q, err := lockQuote(ctx, c, quoteID)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := quoteLines(ctx, c, quoteID)
 	if err != nil {
 		return nil, err
 	}
@@ -680,31 +683,30 @@ func requireSendable(ctx context.Context, c *executor.Call, q quote) error {
 	return nil
 }
 
-type markQuoteSentInput struct {
-	QuoteID uuid.UUID `json:"quote_id"`
-	SentVia string    `json:"sent_via"`
-}
-
 // markQuoteSent records that a draft quote reached the customer some other way (quote.send_to_client
 // sends it). It needs lines and fresh totals; the lead moves to quoted. Again changes nothing.
-func markQuoteSent(ctx context.Context, c *executor.Call, in markQuoteSentInput) (*quoteTransitionOutput, error) {
+func markQuoteSent(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkSentInput) (*quoteTransitionOutput, error) {
+	quoteID, err := recordID("quote_id", in.QuoteID)
+	if err != nil {
+		return nil, err
+	}
 	if in.SentVia == "" {
 		in.SentVia = "email"
 	}
-	q, err := lockQuote(ctx, c, in.QuoteID)
+	q, err := lockQuote(ctx, c, quoteID)
 	if err != nil {
 		return nil, err
 	}
 	previous := q.Status
 	switch q.Status {
 	case "accepted", "declined":
-		return nil, executor.Conflict("quote %s is %s: only a draft quote can be marked sent", in.QuoteID, q.Status)
+		return nil, executor.Conflict("quote %s is %s: only a draft quote can be marked sent", quoteID, q.Status)
 	case "draft":
 		if err := requireSendable(ctx, c, q); err != nil {
 			return nil, err
 		}
 		if q, err = scanQuote(c.DB.QueryRow(ctx, `UPDATE quotes SET status = 'sent', sent_at = now(), sent_via = $2, updated_at = now()
-			WHERE id = $1 RETURNING `+quoteColumns, in.QuoteID, in.SentVia)); err != nil {
+			WHERE id = $1 RETURNING `+quoteColumns, quoteID, in.SentVia)); err != nil {
 			return nil, err
 		}
 	}
@@ -714,34 +716,32 @@ func markQuoteSent(ctx context.Context, c *executor.Call, in markQuoteSentInput)
 // decisionClockSkew is how far in the future an acceptance time may be (a phone's clock running ahead).
 const decisionClockSkew = 5 * time.Minute
 
-type markQuoteAcceptedInput struct {
-	QuoteID    uuid.UUID  `json:"quote_id"`
-	AcceptedAt *time.Time `json:"accepted_at"`
-	Notes      *string    `json:"notes"`
-}
-
 // markQuoteAccepted records that the customer accepted a quote, sent or still a draft (accepted when shown
 // in person); a draft's totals are brought up to date first, since they become final. It needs at least one
 // line; the lead is won. Again changes nothing; a declined quote is a conflict.
-func markQuoteAccepted(ctx context.Context, c *executor.Call, in markQuoteAcceptedInput) (*quoteTransitionOutput, error) {
+func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkAcceptedInput) (*quoteTransitionOutput, error) {
+	quoteID, err := recordID("quote_id", in.QuoteID)
+	if err != nil {
+		return nil, err
+	}
 	if in.AcceptedAt != nil && in.AcceptedAt.After(time.Now().Add(decisionClockSkew)) {
 		return nil, inputError("accepted_at", "%s is in the future", in.AcceptedAt.Format(time.RFC3339))
 	}
-	q, err := lockQuote(ctx, c, in.QuoteID)
+	q, err := lockQuote(ctx, c, quoteID)
 	if err != nil {
 		return nil, err
 	}
 	previous := q.Status
 	switch q.Status {
 	case "declined":
-		return nil, executor.Conflict("quote %s was declined: it cannot be accepted (make a new quote)", in.QuoteID)
+		return nil, executor.Conflict("quote %s was declined: it cannot be accepted (make a new quote)", quoteID)
 	case "draft":
-		lines, err := quoteLines(ctx, c, in.QuoteID)
+		lines, err := quoteLines(ctx, c, quoteID)
 		if err != nil {
 			return nil, err
 		}
 		if len(lines) == 0 {
-			return nil, executor.Conflict("quote %s has no line items: there is nothing to accept", in.QuoteID)
+			return nil, executor.Conflict("quote %s has no line items: there is nothing to accept", quoteID)
 		}
 		if q, _, err = refreshTotals(ctx, c, q, lines); err != nil {
 			return nil, err
@@ -750,33 +750,31 @@ func markQuoteAccepted(ctx context.Context, c *executor.Call, in markQuoteAccept
 	case "sent":
 		if q, err = scanQuote(c.DB.QueryRow(ctx, `UPDATE quotes SET status = 'accepted', accepted_at = coalesce($2, now()),
 				decision_notes = coalesce($3, decision_notes), updated_at = now()
-			WHERE id = $1 RETURNING `+quoteColumns, in.QuoteID, in.AcceptedAt, trimmedOrNil(in.Notes))); err != nil {
+			WHERE id = $1 RETURNING `+quoteColumns, quoteID, in.AcceptedAt, optionalText(in.Notes))); err != nil {
 			return nil, err
 		}
 	}
 	return transitionResult(ctx, c, q, previous)
 }
 
-type markQuoteDeclinedInput struct {
-	QuoteID uuid.UUID `json:"quote_id"`
-	Reason  string    `json:"reason"`
-	Notes   *string   `json:"notes"`
-}
-
 // markQuoteDeclined records that the customer declined a quote, sent or still a draft, and why. The lead
 // keeps its stage (leads.mark_lost closes it). Again changes nothing; an accepted quote is a conflict.
-func markQuoteDeclined(ctx context.Context, c *executor.Call, in markQuoteDeclinedInput) (*quoteTransitionOutput, error) {
-	q, err := lockQuote(ctx, c, in.QuoteID)
+func markQuoteDeclined(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkDeclinedInput) (*quoteTransitionOutput, error) {
+	quoteID, err := recordID("quote_id", in.QuoteID)
+	if err != nil {
+		return nil, err
+	}
+	q, err := lockQuote(ctx, c, quoteID)
 	if err != nil {
 		return nil, err
 	}
 	previous := q.Status
 	switch q.Status {
 	case "accepted":
-		return nil, executor.Conflict("quote %s was accepted: it cannot be declined", in.QuoteID)
+		return nil, executor.Conflict("quote %s was accepted: it cannot be declined", quoteID)
 	case "draft":
 		// A quote that leaves draft keeps its totals: bring them up to date first.
-		lines, err := quoteLines(ctx, c, in.QuoteID)
+		lines, err := quoteLines(ctx, c, quoteID)
 		if err != nil {
 			return nil, err
 		}
@@ -787,7 +785,7 @@ func markQuoteDeclined(ctx context.Context, c *executor.Call, in markQuoteDeclin
 	case "sent":
 		if q, err = scanQuote(c.DB.QueryRow(ctx, `UPDATE quotes SET status = 'declined', declined_at = now(), decline_reason = $2,
 				decision_notes = $3, updated_at = now()
-			WHERE id = $1 RETURNING `+quoteColumns, in.QuoteID, trimmedOrNil(&in.Reason), trimmedOrNil(in.Notes))); err != nil {
+			WHERE id = $1 RETURNING `+quoteColumns, quoteID, trimmedOrNil(&in.Reason), optionalText(in.Notes))); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 )
 
@@ -70,11 +71,6 @@ func loadQuoteDocument(ctx context.Context, c *executor.Call, q quote) (quoteDoc
 // quantityText shows a line's quantity and unit: "8 m", "2.5 tube".
 func quantityText(l lineItem) string { return l.Quantity.String() + " " + l.Unit }
 
-type generateQuotePDFInput struct {
-	QuoteID  uuid.UUID `json:"quote_id"`
-	Template string    `json:"template"`
-}
-
 type generateQuotePDFOutput struct {
 	FileRef     string    `json:"file_ref"`
 	QuoteID     uuid.UUID `json:"quote_id"`
@@ -89,16 +85,20 @@ type generateQuotePDFOutput struct {
 // generateQuotePDF writes a quote as an A4 PDF into the file store: the business's letterhead, the
 // customer and site, what the inspection found, the lines, subtotal, GST and total, and the terms. The
 // same quote gives the same bytes, so generating it again writes nothing new.
-func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in generateQuotePDFInput) (*generateQuotePDFOutput, error) {
+func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in businesspack.QuoteGeneratePDFInput) (*generateQuotePDFOutput, error) {
+	quoteID, err := recordID("quote_id", in.QuoteID)
+	if err != nil {
+		return nil, err
+	}
 	if in.Template == "" {
 		in.Template = "standard"
 	}
 	if _, err := p.today(); err != nil {
 		return nil, err // the business's time zone dates the document
 	}
-	q, err := scanQuote(c.DB.QueryRow(ctx, `SELECT `+quoteColumns+` FROM quotes WHERE id = $1`, in.QuoteID))
+	q, err := scanQuote(c.DB.QueryRow(ctx, `SELECT `+quoteColumns+` FROM quotes WHERE id = $1`, quoteID))
 	if err != nil {
-		return nil, executor.NotFoundIfNoRows(err, "quote", in.QuoteID)
+		return nil, executor.NotFoundIfNoRows(err, "quote", quoteID)
 	}
 	d, err := loadQuoteDocument(ctx, c, q)
 	if err != nil {
