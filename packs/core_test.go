@@ -31,8 +31,8 @@ var movedPacks = map[string][]string{
 
 // coreFolders are the core's folders (and every package under them) that must name no pack's tool.
 // proof is left out: its scenarios drive tools as a user does, by name in SQL and JSON (its Go values use the
-// packs' constants). The executor joins when the business pack's handlers have left executor/business.
-var coreFolders = []string{"brain", "sql", "registry", "llmconfig"}
+// packs' constants).
+var coreFolders = []string{"brain", "executor", "sql", "registry", "llmconfig"}
 
 // stillNamed are the places of the core that still name a moved pack's tool, and why; each goes when its
 // reason does. The test fails on any other, and on one of these that no longer names a tool.
