@@ -1,7 +1,6 @@
 package gemsql_test
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -34,7 +32,7 @@ func TestLegacyDatabaseAdoptsTheLines(t *testing.T) {
 	for _, stopAt := range []int64{0, 40} { // 0: every legacy migration
 		t.Run(fmt.Sprintf("legacy_at_%d", stopAt), func(t *testing.T) {
 			t.Parallel()
-			pool, url := emptyDB(t)
+			pool, url := sqltest.EmptyDB(t)
 			legacyMigrate(t, pool, stopAt)
 
 			res, err := gemsql.Migrate(t.Context(), pool, nil, packs.Lines()...)
@@ -79,7 +77,7 @@ func TestLegacyDatabaseAdoptsTheLines(t *testing.T) {
 // from its first migration on a database they made; only lines that restate them are adopted.
 func TestLinesMadeLaterRunOnALegacyDatabase(t *testing.T) {
 	t.Parallel()
-	pool, _ := emptyDB(t)
+	pool, _ := sqltest.EmptyDB(t)
 	legacyMigrate(t, pool, 0)
 	later := gemsql.Line{Name: "later", Table: "gem_pack_later_migrations", Files: os.DirFS("testdata/later")}
 	res, err := gemsql.Migrate(t.Context(), pool, nil, append(packs.Lines(), later)...)
@@ -89,30 +87,6 @@ func TestLinesMadeLaterRunOnALegacyDatabase(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM later_things`).Scan(&n))
 	require.Zero(t, n)
-}
-
-// emptyDB is a database with nothing in it, dropped when the test ends.
-func emptyDB(t *testing.T) (*pgxpool.Pool, string) {
-	t.Helper()
-	admin := sqltest.AdminURL(t)
-	name := "gem_test_empty_" + strings.ReplaceAll(uuid.NewString()[:18], "-", "")
-	conn, err := pgx.Connect(t.Context(), admin)
-	require.NoError(t, err)
-	_, err = conn.Exec(t.Context(), "CREATE DATABASE "+name)
-	require.NoError(t, conn.Close(t.Context()))
-	require.NoError(t, err)
-	url := sqltest.WithDatabase(admin, name)
-	pool, err := pgxpool.New(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		pool.Close()
-		conn, err := pgx.Connect(context.Background(), admin)
-		if err == nil {
-			_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			_ = conn.Close(context.Background())
-		}
-	})
-	return pool, url
 }
 
 // legacyMigrate makes the database as a GEM from before the lines did: River's migrations, then the legacy

@@ -100,6 +100,33 @@ func NewDB(t testing.TB) (*pgxpool.Pool, string) {
 	return pool, dbURL
 }
 
+// EmptyDB creates a database with nothing in it (not migrated: for tests of migrating) and returns a pool on it
+// and its URL. The database is dropped when the test ends.
+func EmptyDB(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	admin := AdminURL(t)
+	name := "gem_test_empty_" + strings.ReplaceAll(uuid.NewString()[:18], "-", "")
+	conn, err := pgx.Connect(t.Context(), admin)
+	if err != nil {
+		t.Fatalf("error connecting to the test server: %v", err)
+	}
+	_, err = conn.Exec(t.Context(), "CREATE DATABASE "+name)
+	_ = conn.Close(t.Context())
+	if err != nil {
+		t.Fatalf("error creating an empty database: %v", err)
+	}
+	url := WithDatabase(admin, name)
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatalf("error opening the empty database: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		dropDatabase(admin, name)
+	})
+	return pool, url
+}
+
 // FindServer returns the test server's maintenance URL, starting the private cluster if DATABASE_URL is
 // not set (for TestMain, which has no testing.TB).
 func FindServer() (string, error) {
@@ -123,15 +150,17 @@ func CreateDatabase(ctx context.Context, admin string) (string, func(), error) {
 	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, templateName)); err != nil {
 		return "", nil, fmt.Errorf("error creating test database: %w", err)
 	}
-	drop := func() {
-		conn, err := pgx.Connect(context.Background(), admin)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		_, _ = conn.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+	return WithDatabase(admin, name), func() { dropDatabase(admin, name) }, nil
+}
+
+// dropDatabase drops a test's database, closing whatever connections it still has.
+func dropDatabase(admin, name string) {
+	conn, err := pgx.Connect(context.Background(), admin)
+	if err != nil {
+		return
 	}
-	return WithDatabase(admin, name), drop, nil
+	defer conn.Close(context.Background())
+	_, _ = conn.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
 }
 
 // ensureTemplate builds the template, migrated with the core's line and every pack's, once per schema version
