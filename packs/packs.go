@@ -66,14 +66,22 @@ func Lines() []gemsql.Line {
 	return append(lines, line("agents", "migrations"))
 }
 
-// line is a line made by the legacy migrations up to its first migration (every line of this file began
-// with them: a new pack's line has FromLegacy 0).
+// madeByLegacy are the lines that began when the legacy migrations stopped: their first migration restates
+// what those made, so a database they made adopts it (gemsql.Line.FromLegacy). A pack added later is not
+// here: its line runs from its first migration everywhere.
+var madeByLegacy = map[string]bool{"os": true, "business": true, "integrations": true, "agentskills": true, "agents": true}
+
+// line is the migration line named name, in dir.
 func line(name, dir string) gemsql.Line {
 	files, err := fs.Sub(migrations, dir)
 	if err != nil {
 		panic(err) // a constant, valid path: fs.Sub refuses only invalid ones
 	}
-	return gemsql.Line{Name: name, Table: "gem_pack_" + name + "_migrations", Files: files, FromLegacy: 1}
+	l := gemsql.Line{Name: name, Table: "gem_pack_" + name + "_migrations", Files: files}
+	if madeByLegacy[name] {
+		l.FromLegacy = 1
+	}
+	return l
 }
 
 // registryVersion is the registry document's version.
