@@ -2,6 +2,7 @@ package gemsql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -96,11 +97,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, lines
 	}
 
 	all := append([]Line{CoreLine()}, lines...)
-	legacy, err := tableExists(ctx, pool, legacyTable)
+	// A database the legacy migrations made records at least their first. Their table with none applied is a
+	// legacy binary's start that failed (on a database the lines made, its first migration cannot run): it
+	// made nothing.
+	legacy, err := latestVersion(ctx, pool, legacyTable)
 	if err != nil {
 		return nil, err
 	}
-	if legacy {
+	if legacy >= 1 {
 		applied, err := upLine(ctx, pool, logger, Line{Name: "legacy", Table: legacyTable, Files: LegacyMigrations()})
 		res.GEM = append(res.GEM, applied...)
 		if err != nil {
@@ -173,41 +177,79 @@ func upLine(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, line L
 	return names, nil
 }
 
-// adoptLines records, for each line whose table does not exist yet, its migrations up to FromLegacy as
-// applied without running them: the legacy migrations, which made this database, already made what they make.
-// A line that began after them (FromLegacy 0) is left to run from its first migration.
-func adoptLines(ctx context.Context, pool *pgxpool.Pool, lines []Line) error {
+// adoptLines records, for each line the legacy migrations made (FromLegacy above 0), its migrations up to
+// FromLegacy as applied without running them: the legacy migrations, which made this database, already made
+// what they make. A line's table may already exist, at any version (a start stopped part way); each line is
+// brought to FromLegacy from where it stands, all in one transaction. A line that began after them
+// (FromLegacy 0) is left to run from its first migration.
+func adoptLines(ctx context.Context, pool *pgxpool.Pool, lines []Line) (err error) {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("error adopting the migration lines: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
 	for _, line := range lines {
 		if line.FromLegacy == 0 {
 			continue
-		}
-		exists, err := tableExists(ctx, pool, line.Table)
-		if err != nil || exists {
-			return err
 		}
 		store, err := database.NewStore(goose.DialectPostgres, line.Table)
 		if err != nil {
 			return err
 		}
-		tx, err := db.BeginTx(ctx, nil)
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, line.Table).Scan(&exists); err != nil {
+			return fmt.Errorf("error reading whether %s exists: %w", line.Table, err)
+		}
+		next := int64(0) // goose's own table starts at version 0
+		if !exists {
+			err = store.CreateVersionTable(ctx, tx)
+		} else {
+			var latest int64
+			latest, err = store.GetLatestVersion(ctx, tx)
+			if errors.Is(err, database.ErrVersionNotFound) {
+				latest, err = -1, nil
+			}
+			next = latest + 1
+		}
+		for v := next; err == nil && v <= line.FromLegacy; v++ {
+			err = store.Insert(ctx, tx, database.InsertRequest{Version: v})
+		}
 		if err != nil {
-			return err
-		}
-		err = store.CreateVersionTable(ctx, tx)
-		for v := int64(0); err == nil && v <= line.FromLegacy; v++ {
-			err = store.Insert(ctx, tx, database.InsertRequest{Version: v}) // goose's own table starts at version 0
-		}
-		if err == nil {
-			err = tx.Commit()
-		}
-		if err != nil {
-			_ = tx.Rollback()
 			return fmt.Errorf("error recording the %s line's migrations as made by the legacy migrations: %w", line.Name, err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("error adopting the migration lines: %w", err)
+	}
 	return nil
+}
+
+// latestVersion is the last migration a goose table records: 0 when it records none or does not exist.
+func latestVersion(ctx context.Context, pool *pgxpool.Pool, table string) (int64, error) {
+	exists, err := tableExists(ctx, pool, table)
+	if err != nil || !exists {
+		return 0, err
+	}
+	store, err := database.NewStore(goose.DialectPostgres, table)
+	if err != nil {
+		return 0, err
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	v, err := store.GetLatestVersion(ctx, db)
+	if errors.Is(err, database.ErrVersionNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("error reading %s: %w", table, err)
+	}
+	return v, nil
 }
 
 func tableExists(ctx context.Context, pool *pgxpool.Pool, table string) (bool, error) {

@@ -1,10 +1,9 @@
 package gemsql_test
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/gemhq/gem/packs"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/stretchr/testify/require"
@@ -21,31 +21,42 @@ import (
 
 // TestLegacyDatabaseAdoptsTheLines: a database the legacy migrations made, at their end or stopped part way,
 // is brought to their end, adopts the core's and the packs' lines without running their first migrations,
-// and ends with the schema and the built-in rows of a database the lines made (schema.sql).
+// and ends with the schema and the built-in rows of a database the lines made (schema.sql). So does one whose
+// adoption an earlier start left part done: one line adopted alone, or a line's table made and nothing in it.
 func TestLegacyDatabaseAdoptsTheLines(t *testing.T) {
 	t.Parallel()
 	committed, err := os.ReadFile("schema.sql")
 	require.NoError(t, err)
 	fresh, _ := sqltest.NewDB(t)
 	want := builtInRows(t, fresh)
+	later := []string{"business/00002_personal_close_commitment.sql"} // the lines' migrations after their first
 
-	for _, stopAt := range []int64{0, 40} { // 0: every legacy migration
-		t.Run(fmt.Sprintf("legacy_at_%d", stopAt), func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stopAt  int64 // 0: every legacy migration
+		prepare func(t *testing.T, pool *pgxpool.Pool)
+		applied []string
+	}{
+		{name: "at_the_end", applied: later},
+		{name: "stopped_at_40", stopAt: 40, applied: append(legacyAfter(t, 40), later...)},
+		{name: "core_adopted_alone", applied: later, prepare: func(t *testing.T, pool *pgxpool.Pool) {
+			recordVersions(t, pool, gemsql.CoreLine().Table, 0, 1)
+		}},
+		{name: "a_line_at_version_0", applied: later, prepare: func(t *testing.T, pool *pgxpool.Pool) {
+			recordVersions(t, pool, packs.Lines()[0].Table, 0)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			pool, url := sqltest.EmptyDB(t)
-			legacyMigrate(t, pool, stopAt)
+			legacyMigrate(t, pool, tc.stopAt)
+			if tc.prepare != nil {
+				tc.prepare(t, pool)
+			}
 
 			res, err := gemsql.Migrate(t.Context(), pool, nil, packs.Lines()...)
 			require.NoError(t, err)
-			for _, f := range res.GEM {
-				// Every line's first migration restates the legacy migrations (FromLegacy 1).
-				require.False(t, !strings.HasPrefix(f, "legacy/") && strings.Contains(f, "/00001_"),
-					"a line's first migration ran on a legacy database instead of being adopted: %s", f)
-			}
-			require.Contains(t, res.GEM, "business/00002_personal_close_commitment.sql", "a line's later migration did not run")
-			if stopAt > 0 {
-				require.NotEmpty(t, res.GEM, "the legacy migrations after %d were not applied", stopAt)
-			}
+			require.Equal(t, tc.applied, res.GEM)
 
 			dump, err := schemaDump(t.Context(), url)
 			require.NoError(t, err)
@@ -71,6 +82,47 @@ func TestLegacyDatabaseAdoptsTheLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLinesDatabaseIgnoresAFailedLegacyStart: a GEM from before the lines, started on a database the lines
+// made, makes the legacy migrations' table and fails at their first migration. The database is not one the
+// legacy migrations made: migrating it again applies nothing and fails nothing.
+func TestLinesDatabaseIgnoresAFailedLegacyStart(t *testing.T) {
+	t.Parallel()
+	pool, _ := sqltest.NewDB(t)
+	recordVersions(t, pool, "gem_schema_migrations", 0)
+	res, err := gemsql.Migrate(t.Context(), pool, nil, packs.Lines()...)
+	require.NoError(t, err)
+	require.Empty(t, res.GEM)
+}
+
+// recordVersions makes a goose table recording versions as applied, as an earlier start would have left it.
+func recordVersions(t *testing.T, pool *pgxpool.Pool, table string, versions ...int64) {
+	t.Helper()
+	store, err := database.NewStore(goose.DialectPostgres, table)
+	require.NoError(t, err)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	require.NoError(t, store.CreateVersionTable(t.Context(), db))
+	for _, v := range versions {
+		require.NoError(t, store.Insert(t.Context(), db, database.InsertRequest{Version: v}))
+	}
+}
+
+// legacyAfter are the legacy migrations after version stopAt, as Migrate lists what it applied.
+func legacyAfter(t *testing.T, stopAt int64) []string {
+	t.Helper()
+	names, err := fs.Glob(gemsql.LegacyMigrations(), "*.sql")
+	require.NoError(t, err)
+	var after []string
+	for _, name := range names {
+		v, err := strconv.ParseInt(name[:5], 10, 64)
+		require.NoError(t, err)
+		if v > stopAt {
+			after = append(after, "legacy/"+name)
+		}
+	}
+	return after
 }
 
 // TestLinesMadeLaterRunOnALegacyDatabase: a line that began after the legacy migrations (FromLegacy 0) runs
