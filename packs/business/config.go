@@ -14,6 +14,7 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry/phone"
+	"github.com/gemhq/gem/registry/settings"
 )
 
 // The business pack's settings: Main reads them once (ConfigFromEnv), reports their Problems at start and
@@ -238,11 +239,7 @@ func (c TwilioConfig) Missing() []string {
 
 // Validate refuses a BaseURL that is not an http(s) URL, naming its variable.
 func (c TwilioConfig) Validate() error {
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("%s=%q is not an http(s) URL", EnvTwilioBaseURL, c.BaseURL)
-	}
-	return nil
+	return settings.HTTPURLProblem(EnvTwilioBaseURL, c.BaseURL)
 }
 
 // Missing lists the required variables that are empty (of EmailRequiredEnv).

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gemhq/gem/registry/settings"
 )
 
 // Environment variables read by ConfigFromEnv. docs/integrations.md explains each one.
@@ -277,10 +278,9 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		if s == "" {
 			return 0
 		}
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			problems[k] = fmt.Sprintf("%s=%q is not a duration like 30s or 5m", k, s)
-			return 0
+		d, err := settings.ParseDuration(k, s)
+		if err != nil {
+			problems[k] = err.Error()
 		}
 		return d
 	}
@@ -334,8 +334,11 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		{EnvGoogleDriveBaseURL, cfg.Google.DriveBaseURL}, {EnvGA4BaseURL, cfg.GA4.BaseURL},
 		{EnvGoogleAdsBaseURL, cfg.GoogleAds.BaseURL}, {EnvMetaGraphBaseURL, cfg.Meta.BaseURL},
 	} {
-		if base.value != "" && !isHTTPURL(base.value) {
-			problems[base.env] = fmt.Sprintf("%s=%q is not an http(s) URL", base.env, base.value)
+		if base.value == "" {
+			continue
+		}
+		if err := settings.HTTPURLProblem(base.env, base.value); err != nil {
+			problems[base.env] = err.Error()
 		}
 	}
 	if len(problems) > 0 {
@@ -390,11 +393,6 @@ func splitList(s string) []string {
 	return out
 }
 
-func isHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
 // Variable is one environment variable of the pack, for usage texts.
 type Variable struct {
 	Name, Default, Meaning string
@@ -412,8 +410,8 @@ func Variables() []Variable {
 		{EnvHighLevelStageIDs, "unset", "stage=pipeline_stage_id pairs, comma-separated"},
 		{EnvHighLevelTaskDueDays, strconv.Itoa(HighLevelTaskDueDaysDefault), "days until a quote's follow-up task is due"},
 		{EnvHighLevelRetryMaxAttempts, strconv.Itoa(HighLevelRetryMaxAttemptsDefault), "tries of a queued HighLevel operation in all"},
-		{EnvHighLevelRetryBaseDelay, shortDuration(HighLevelRetryBaseDelayDefault), "wait before the first retry (doubles per attempt, with jitter)"},
-		{EnvHighLevelRetryMaxDelay, shortDuration(HighLevelRetryMaxDelayDefault), "longest wait between two attempts"},
+		{EnvHighLevelRetryBaseDelay, settings.FormatDuration(HighLevelRetryBaseDelayDefault), "wait before the first retry (doubles per attempt, with jitter)"},
+		{EnvHighLevelRetryMaxDelay, settings.FormatDuration(HighLevelRetryMaxDelayDefault), "longest wait between two attempts"},
 		{EnvGoogleOAuthClientID, "unset", "Google OAuth client id (with the secret and a refresh token)"},
 		{EnvGoogleOAuthClientSecret, "unset", "Google OAuth client secret"},
 		{EnvGoogleOAuthRefreshToken, "unset", "Google OAuth refresh token, exchanged for access tokens"},
@@ -434,16 +432,4 @@ func Variables() []Variable {
 		{EnvMetaAPIVersion, MetaAPIVersionDefault, "Graph API version"},
 		{EnvMetaConversionActions, MetaConversionActionsDefault, "insights action types counted as conversions"},
 	}
-}
-
-// shortDuration prints 1h, not 1h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

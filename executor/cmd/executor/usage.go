@@ -20,6 +20,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/gemhq/gem/registry/phone"
+	"github.com/gemhq/gem/registry/settings"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
 )
@@ -269,16 +270,7 @@ func withIntegrations(vars []envVar) []envVar {
 }
 
 // duration prints a default like the docs do: 1m, not 1m0s.
-func duration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+func duration(d time.Duration) string { return settings.FormatDuration(d) }
 
 // printUsage prints the whole usage: every command, its flags, and every environment variable.
 func printUsage(w io.Writer) {
