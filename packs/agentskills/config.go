@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/registry/settings"
 )
 
 // Environment variables read by ConfigFromEnv. docs/agent-skills-pack.md explains each one.
@@ -149,19 +150,16 @@ func (c WebSearchConfig) ProviderProblem() error {
 }
 
 // URLProblem says why URL (defaults filled in) cannot be the search endpoint, or nil: a request to it
-// would fail on every call.
+// would fail on every call, so web.search answers not_configured instead.
 func (c WebSearchConfig) URLProblem() error {
-	if u, err := url.Parse(c.URL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("%s is not an http(s) URL: %q", EnvWebSearchURL, c.URL)
-	}
-	return nil
+	return settings.HTTPURLProblem(EnvWebSearchURL, c.URL)
 }
 
-// BaseURL reads URL (defaults filled in).
+// BaseURL reads URL (defaults filled in); its error says why it is not an http(s) URL.
 func (c ImageConfig) BaseURL() (*url.URL, error) {
-	base, err := url.Parse(strings.TrimRight(c.URL, "/"))
-	if err != nil || base.Host == "" {
-		return nil, fmt.Errorf("%s is not a URL: %q", EnvImageURL, c.URL)
+	raw := strings.TrimRight(c.URL, "/")
+	if err := settings.HTTPURLProblem(EnvImageURL, raw); err != nil {
+		return nil, err
 	}
-	return base, nil
+	return url.Parse(raw)
 }

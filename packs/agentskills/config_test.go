@@ -21,8 +21,10 @@ func TestConfigProblems(t *testing.T) {
 	require.Empty(t, problems(nil))
 	require.Empty(t, problems(map[string]string{"GEM_LLM_PROVIDER": "anthropic", "GEM_LLM_TIMEOUT": "5s", "GEM_WEB_SEARCH_PROVIDER": "Brave",
 		"GEM_IMAGE_URL": "http://127.0.0.1:1/v1", "GEM_WEB_SEARCH_URL": "http://127.0.0.1:1/search"}))
-	require.Equal(t, []string{`GEM_WEB_SEARCH_URL is not an http(s) URL: "search.example"`},
+	require.Equal(t, []string{`GEM_WEB_SEARCH_URL="search.example" is not an http(s) URL`},
 		problems(map[string]string{"GEM_WEB_SEARCH_URL": "search.example"}), "a search endpoint every call would fail on")
+	require.Equal(t, []string{`GEM_IMAGE_URL="ftp://images.example/v1" is not an http(s) URL`},
+		problems(map[string]string{"GEM_IMAGE_URL": "ftp://images.example/v1"}), "an image API no request can reach")
 
 	got := problems(map[string]string{"GEM_LLM_PROVIDER": "gemini", "GEM_LLM_TIMEOUT": "soon", "GEM_WEB_SEARCH_PROVIDER": "altavista",
 		"GEM_IMAGE_URL": "images"})

@@ -167,4 +167,10 @@ func TestImageGenerateNotConfigured(t *testing.T) {
 	d := requireNotConfigured(t, b.call(t, ctx, "image.generate", `{"request_id": "r", "prompt": "x"}`), "GEM_IMAGE_API_KEY", "GEM_IMAGE_MODEL")
 	require.Contains(t, d.Reason, "GEM_IMAGE_MODEL not set")
 	require.Contains(t, d.NextSteps[1], "GEM_IMAGE_URL")
+
+	// A base URL Main reported at start is not tried: the call names the variable.
+	env := map[string]string{"GEM_IMAGE_URL": "ftp://images.example/v1", "GEM_IMAGE_API_KEY": "sk-img", "GEM_IMAGE_MODEL": "gpt-image-1"}
+	ctx, b = setup(t, agentskillspack.ConfigFromEnv(func(k string) string { return env[k] }))
+	d = requireNotConfigured(t, b.call(t, ctx, "image.generate", `{"request_id": "r", "prompt": "x"}`), "GEM_IMAGE_URL")
+	require.Contains(t, d.Reason, `GEM_IMAGE_URL="ftp://images.example/v1" is not an http(s) URL`)
 }

@@ -34,6 +34,10 @@ func webSearchNotConfigured(c agentskillspack.WebSearchConfig, tool string) erro
 		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, but %v", tool, err),
 			append([]string{agentskillspack.EnvWebSearchProvider}, required...), steps...)
 	}
+	if err := c.URLProblem(); err != nil {
+		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, but %v", tool, err),
+			append([]string{agentskillspack.EnvWebSearchURL}, required...), steps...)
+	}
 	if c.APIKey == "" {
 		return executor.NotConfigured(fmt.Sprintf("%s needs a web search provider, and none is configured: %s is not set", tool, agentskillspack.EnvWebSearchAPIKey), required, steps...)
 	}

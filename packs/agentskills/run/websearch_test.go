@@ -136,4 +136,14 @@ func TestWebSearchNotConfigured(t *testing.T) {
 
 	ctx, b = setup(t, agentskillspack.Config{WebSearch: agentskillspack.WebSearchConfig{Provider: "bing", APIKey: "k"}})
 	requireNotConfigured(t, b.call(t, ctx, "web.search", `{"query": "x"}`), "GEM_WEB_SEARCH_PROVIDER", "GEM_WEB_SEARCH_API_KEY")
+
+	// An endpoint Main reported at start is not tried: the call names the variable.
+	for _, env := range []map[string]string{
+		{"GEM_WEB_SEARCH_URL": "search.example", "GEM_WEB_SEARCH_API_KEY": "k"},
+		{"GEM_WEB_SEARCH_URL": "ftp://search.example/q", "GEM_WEB_SEARCH_API_KEY": "k", "GEM_WEB_SEARCH_PROVIDER": "brave"},
+	} {
+		ctx, b = setup(t, agentskillspack.ConfigFromEnv(func(k string) string { return env[k] }))
+		d := requireNotConfigured(t, b.call(t, ctx, "web.search", `{"query": "x"}`), "GEM_WEB_SEARCH_URL", "GEM_WEB_SEARCH_API_KEY")
+		require.Contains(t, d.Reason, `GEM_WEB_SEARCH_URL="`+env["GEM_WEB_SEARCH_URL"]+`" is not an http(s) URL`)
+	}
 }

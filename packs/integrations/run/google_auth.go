@@ -30,6 +30,17 @@ func (g *googleTokens) refreshes() bool {
 	return g.cfg.ClientID != "" && g.cfg.ClientSecret != "" && g.cfg.RefreshToken != ""
 }
 
+// urlNotConfigured answers not_configured when a Google address a tool requests cannot be used: the token
+// endpoint (when a refresh token is exchanged) or the API's, name's value.
+func (g *googleTokens) urlNotConfigured(name, value string) error {
+	if g.refreshes() {
+		if err := urlNotConfigured(integrationspack.EnvGoogleOAuthTokenURL, g.cfg.TokenURL); err != nil {
+			return err
+		}
+	}
+	return urlNotConfigured(name, value)
+}
+
 // googleCredentialEnv are the variables of either way to authenticate, for not_configured receipts.
 var googleCredentialEnv = []string{integrationspack.EnvGoogleAccessToken, integrationspack.EnvGoogleOAuthClientID, integrationspack.EnvGoogleOAuthClientSecret, integrationspack.EnvGoogleOAuthRefreshToken}
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/executor"
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 )
 
 type driveSearchInput struct {
@@ -85,6 +86,9 @@ func (p *pack) driveSearch(ctx context.Context, c *executor.Call, in driveSearch
 	if !p.google.configured() {
 		return nil, executor.NotConfigured("Google Drive is not configured: no Google credentials are set", googleCredentialEnv,
 			googleCredentialSteps+" The scope needed is https://www.googleapis.com/auth/drive.readonly.")
+	}
+	if err := p.google.urlNotConfigured(integrationspack.EnvGoogleDriveBaseURL, p.cfg.Google.DriveBaseURL); err != nil {
+		return nil, err
 	}
 	q, err := buildDriveQuery(in.Query, in.FileType)
 	if err != nil {

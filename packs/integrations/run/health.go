@@ -51,6 +51,9 @@ func (p *pack) smsHealth(ctx context.Context, c *executor.Call, _ healthInput) (
 			[]string{businesspack.EnvTwilioAccountSID, businesspack.EnvTwilioAuthToken, businesspack.EnvSMSFrom},
 			"Set "+businesspack.EnvTwilioAccountSID+" (AC...), "+businesspack.EnvTwilioAuthToken+" and "+businesspack.EnvSMSFrom+" from the Twilio console.")
 	}
+	if err := urlNotConfigured(businesspack.EnvTwilioBaseURL, sms.BaseURL); err != nil {
+		return nil, err
+	}
 	out := &smsHealthOutput{Provider: "twilio", CheckedAt: time.Now().UTC()}
 	start := time.Now()
 	var account struct {

@@ -20,7 +20,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func highLevelNotConfigured() error {
+// highLevelNotConfigured says why HighLevel cannot be called, or is nil: no token or location, or a base
+// URL no request can reach.
+func (p *pack) highLevelNotConfigured() error {
+	if !p.highLevel.configured() {
+		return highLevelUnset()
+	}
+	return urlNotConfigured(integrationspack.EnvHighLevelBaseURL, p.cfg.HighLevel.BaseURL)
+}
+
+func highLevelUnset() error {
 	return executor.NotConfigured("HighLevel is not configured: the API token and location id are not set", highLevelRequiredEnv,
 		"Create a Private Integration in the HighLevel sub-account (Settings → Private Integrations) with the scopes locations.readonly, "+
 			"contacts.readonly, contacts.write, opportunities.readonly and opportunities.write, and set "+integrationspack.EnvHighLevelToken+" to its token.",
@@ -58,8 +67,8 @@ type hlHealthOutput struct {
 // exist (GET /opportunities/pipelines) and looks at the sync queue: down when the API refuses or does not
 // answer, degraded when the pipeline setup is wrong or queued operations have failed or fallen behind.
 func (p *pack) highLevelHealth(ctx context.Context, c *executor.Call, _ healthInput) (*hlHealthOutput, error) {
-	if !p.highLevel.configured() {
-		return nil, highLevelNotConfigured()
+	if err := p.highLevelNotConfigured(); err != nil {
+		return nil, err
 	}
 	cfg := p.cfg.HighLevel
 	out := &hlHealthOutput{Status: statusOK, LocationID: cfg.LocationID, CheckedAt: time.Now().UTC()}
@@ -220,8 +229,8 @@ func decodeContactCursor(s string) (contactCursor, error) {
 // not yet tied is matched to a lead by phone number, or becomes a new lead. Without a cursor or since, only
 // contacts updated since the last complete sync of the location are read.
 func (p *pack) syncContacts(ctx context.Context, c *executor.Call, in syncContactsInput) (*syncContactsOutput, error) {
-	if !p.highLevel.configured() {
-		return nil, highLevelNotConfigured()
+	if err := p.highLevelNotConfigured(); err != nil {
+		return nil, err
 	}
 	if p.phoneRegionProblem != nil {
 		return nil, executor.NotConfigured(p.phoneRegionProblem.Error(), []string{phone.EnvRegion},

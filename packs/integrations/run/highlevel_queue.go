@@ -161,8 +161,8 @@ const processQueueMax = 100
 // row; a transient failure books the next attempt (or gives up after the last one); a 4xx ends the row
 // with HighLevel's message. When HighLevel is rate limiting, the drain stops and the rows left wait.
 func (p *pack) processSyncQueue(ctx context.Context, c *executor.Call, in processQueueInput) (*processQueueOutput, error) {
-	if !p.highLevel.configured() {
-		return nil, highLevelNotConfigured()
+	if err := p.highLevelNotConfigured(); err != nil {
+		return nil, err
 	}
 	limit := in.Limit
 	if limit <= 0 {

@@ -182,8 +182,8 @@ func inspectionNote(ctx context.Context, c *executor.Call, id uuid.UUID) (leadID
 // syncInspection posts an inspection's summary as a note on the HighLevel contact and moves the contact's
 // opportunity to the inspected stage (or inspection_scheduled when only that is mapped).
 func (p *pack) syncInspection(ctx context.Context, c *executor.Call, in syncInspectionInput) (*syncInspectionOutput, error) {
-	if !p.highLevel.configured() {
-		return nil, highLevelNotConfigured()
+	if err := p.highLevelNotConfigured(); err != nil {
+		return nil, err
 	}
 	contact := strings.TrimSpace(in.HighLevelContactID)
 	if contact == "" {
@@ -273,8 +273,8 @@ func money(amount float64) string {
 // queued for integrations.highlevel.process_sync_queue; the status is then error (the contract has no
 // queued status for quotes) with the queued ids listed.
 func (p *pack) syncQuote(ctx context.Context, c *executor.Call, in syncQuoteInput) (*syncQuoteOutput, error) {
-	if !p.highLevel.configured() {
-		return nil, highLevelNotConfigured()
+	if err := p.highLevelNotConfigured(); err != nil {
+		return nil, err
 	}
 	contact := strings.TrimSpace(in.HighLevelContactID)
 	if contact == "" {
@@ -399,8 +399,8 @@ type updateLeadStageOutput struct {
 // updateLeadStage moves the contact's opportunity in the configured pipeline to the stage mapped from a
 // GEM stage (creating the opportunity if the contact has none there), and adds the notes as a note.
 func (p *pack) updateLeadStage(ctx context.Context, c *executor.Call, in updateLeadStageInput) (*updateLeadStageOutput, error) {
-	if !p.highLevel.configured() {
-		return nil, highLevelNotConfigured()
+	if err := p.highLevelNotConfigured(); err != nil {
+		return nil, err
 	}
 	contact := strings.TrimSpace(in.HighLevelContactID)
 	if contact == "" {

@@ -1,6 +1,7 @@
 package integrationsrun_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	businesspack "github.com/gemhq/gem/packs/business"
@@ -42,6 +43,64 @@ func TestNothingConfigured(t *testing.T) {
 		SourceIDs []string `json:"source_ids"`
 	}](t, r)
 	require.Len(t, out.SourceIDs, 1)
+}
+
+// TestUnusableURLsAnswerNotConfigured: a provider's address that is not an http(s) URL (reported by Main at
+// start) is never tried: every tool that would call it answers not_configured, naming the variable and the
+// value, the credentials being set.
+func TestUnusableURLsAnswerNotConfigured(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		integrationspack.EnvHighLevelToken: "pit-1", integrationspack.EnvHighLevelLocationID: "loc-1", integrationspack.EnvHighLevelBaseURL: "leadconnector.example",
+		integrationspack.EnvGoogleAccessToken: "ya29.x", integrationspack.EnvGoogleDriveBaseURL: "ftp://drive.example",
+		integrationspack.EnvGA4PropertyID: "123", integrationspack.EnvGA4BaseURL: "ftp://ga4.example",
+		integrationspack.EnvGoogleAdsDeveloperToken: "dev", integrationspack.EnvGoogleAdsCustomerID: "123-456-7890", integrationspack.EnvGoogleAdsBaseURL: "ads.example",
+		integrationspack.EnvMetaAccessToken: "meta", integrationspack.EnvMetaAdAccountID: "act_1", integrationspack.EnvMetaGraphBaseURL: "graph.example",
+		businesspack.EnvTwilioAccountSID: "AC1", businesspack.EnvTwilioAuthToken: "tok", businesspack.EnvTwilioBaseURL: "ftp://twilio.example",
+	}
+	getenv := func(k string) string { return env[k] }
+	ctx, b := setupWith(t, integrationspack.ConfigFromEnv(getenv), businesspack.ConfigFromEnv(getenv))
+	id := uuid.NewString()
+	july := func(channel string) map[string]any {
+		return map[string]any{"channel": channel, "from": "2024-07-01", "to": "2024-07-31"}
+	}
+	for _, tt := range []struct {
+		tool  string
+		input map[string]any
+		env   string
+	}{
+		{"integrations.highlevel.health_check", map[string]any{}, integrationspack.EnvHighLevelBaseURL},
+		{"integrations.highlevel.sync_contacts", map[string]any{"limit": 10}, integrationspack.EnvHighLevelBaseURL},
+		{"integrations.highlevel.sync_inspection", map[string]any{"inspection_id": id, "highlevel_contact_id": "c1"}, integrationspack.EnvHighLevelBaseURL},
+		{"integrations.highlevel.sync_quote", map[string]any{"quote_id": id, "highlevel_contact_id": "c1"}, integrationspack.EnvHighLevelBaseURL},
+		{"integrations.highlevel.update_lead_stage", map[string]any{"highlevel_contact_id": "c1", "stage": "quoted"}, integrationspack.EnvHighLevelBaseURL},
+		{"integrations.highlevel.process_sync_queue", map[string]any{}, integrationspack.EnvHighLevelBaseURL},
+		{"integrations.google_drive.search", map[string]any{"query": "roof"}, integrationspack.EnvGoogleDriveBaseURL},
+		{"integrations.analytics.pull_summary", map[string]any{"from": "2024-07-01", "to": "2024-07-31"}, integrationspack.EnvGA4BaseURL},
+		{"integrations.ads.pull_summary", july("google_ads"), integrationspack.EnvGoogleAdsBaseURL},
+		{"integrations.ads.pull_summary", july("meta"), integrationspack.EnvMetaGraphBaseURL},
+		{"integrations.sms_provider.health", map[string]any{}, businesspack.EnvTwilioBaseURL},
+	} {
+		requireUnusableURL(t, b.run(t, ctx, tt.tool, tt.input), tt.env, env[tt.env])
+	}
+
+	// A refresh token is exchanged at the token endpoint first: that is the address named.
+	env = map[string]string{integrationspack.EnvGoogleOAuthClientID: "client", integrationspack.EnvGoogleOAuthClientSecret: "secret",
+		integrationspack.EnvGoogleOAuthRefreshToken: "refresh", integrationspack.EnvGoogleOAuthTokenURL: "oauth2.example/token"}
+	ctx, b = setup(t, integrationspack.ConfigFromEnv(getenv))
+	requireUnusableURL(t, b.run(t, ctx, "integrations.google_drive.search", map[string]any{"query": "roof"}),
+		integrationspack.EnvGoogleOAuthTokenURL, "oauth2.example/token")
+}
+
+// requireUnusableURL requires a not_configured receipt naming the variable whose value is no http(s) URL.
+func requireUnusableURL(t *testing.T, r *registry.Receipt, name, value string) {
+	t.Helper()
+	require.Equal(t, registry.StatusNotConfigured, r.Status, "%s: %s %+v", r.ToolName, r.Result, r.Error)
+	var d registry.NotConfiguredDetails
+	require.NoError(t, json.Unmarshal(r.Error.Details, &d))
+	require.Equal(t, []string{name}, d.RequiredEnv, r.ToolName)
+	require.Contains(t, d.Reason, name+`="`+value+`" is not an http(s) URL`, r.ToolName)
+	require.NotEmpty(t, d.NextSteps)
 }
 
 // TestGooglePhotosImportLinks: share links become media sources, once per link, in the order given;

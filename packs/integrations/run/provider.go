@@ -15,7 +15,19 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/registry/settings"
 )
+
+// urlNotConfigured answers not_configured when value, the address the variable name gives a provider
+// (defaults filled in), is not an http(s) URL: a request to it would fail on every call. Main reported it
+// at start.
+func urlNotConfigured(name, value string) error {
+	if err := settings.HTTPURLProblem(name, value); err != nil {
+		return executor.NotConfigured(err.Error(), []string{name},
+			"Set "+name+" to the provider's http(s) address, or unset it for the default, and restart the executor.")
+	}
+	return nil
+}
 
 // providerError is a request to a provider that did not succeed: an HTTP status other than 2xx, or no
 // answer at all (Status 0).

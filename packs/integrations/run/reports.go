@@ -94,6 +94,9 @@ func (p *pack) analyticsSummary(ctx context.Context, c *executor.Call, in dateRa
 			"Set "+integrationspack.EnvGA4PropertyID+" to the numeric id of the GA4 property (Admin → Property details).",
 			googleCredentialSteps+" The scope needed is https://www.googleapis.com/auth/analytics.readonly.")
 	}
+	if err := p.google.urlNotConfigured(integrationspack.EnvGA4BaseURL, p.cfg.GA4.BaseURL); err != nil {
+		return nil, err
+	}
 	if err := in.check(); err != nil {
 		return nil, err
 	}
@@ -247,6 +250,9 @@ func (p *pack) adsSummary(ctx context.Context, c *executor.Call, in adsInput) (*
 				"Set "+integrationspack.EnvGoogleAdsLoginCustomer+" to the manager account's id when access to the account goes through it.",
 				googleCredentialSteps+" The scope needed is https://www.googleapis.com/auth/adwords.")
 		}
+		if err := p.google.urlNotConfigured(integrationspack.EnvGoogleAdsBaseURL, p.cfg.GoogleAds.BaseURL); err != nil {
+			return nil, err
+		}
 		if err := in.check(); err != nil {
 			return nil, err
 		}
@@ -256,6 +262,9 @@ func (p *pack) adsSummary(ctx context.Context, c *executor.Call, in adsInput) (*
 			return nil, executor.NotConfigured("Meta ads are not configured: an access token and an ad account id are needed", metaRequiredEnv,
 				"Set "+integrationspack.EnvMetaAccessToken+" to a token with the ads_read permission (a system user's token does not expire).",
 				"Set "+integrationspack.EnvMetaAdAccountID+" to the ad account id (act_1234567890 or 1234567890).")
+		}
+		if err := urlNotConfigured(integrationspack.EnvMetaGraphBaseURL, p.cfg.Meta.BaseURL); err != nil {
+			return nil, err
 		}
 		if err := in.check(); err != nil {
 			return nil, err
