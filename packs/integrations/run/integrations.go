@@ -9,14 +9,11 @@
 package integrationsrun
 
 import (
-	"cmp"
 	"context"
-	"strings"
 
 	"github.com/gemhq/gem/executor"
 	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
-	"github.com/gemhq/gem/registry/phone"
 )
 
 // Register adds the integrations pack's handlers with its configuration and the business pack's settings
@@ -24,12 +21,10 @@ import (
 // are read in. The executor's Main reads both from the environment once (integrationspack.ConfigFromEnv,
 // businesspack.ConfigFromEnv) and reports their Problems at start; tests build them.
 func Register(h executor.Handlers, cfg integrationspack.Config, biz businesspack.Config) {
-	cfg = cfg.WithDefaults()
+	cfg, biz = cfg.WithDefaults(), biz.WithDefaults()
 	p := &pack{cfg: cfg, google: &googleTokens{cfg: cfg.Google, client: cfg.HTTPClient}, sms: biz.SMS, email: biz.Email}
 	p.highLevel = &highLevelClient{cfg: cfg.HighLevel, client: cfg.HTTPClient}
-	p.sms.BaseURL = strings.TrimRight(cmp.Or(p.sms.BaseURL, businesspack.TwilioBaseURLDefault), "/")
 	p.phoneRegion, p.phoneRegionProblem = biz.ResolvePhoneRegion()
-	p.phoneRegion = cmp.Or(p.phoneRegion, phone.RegionDefault)
 
 	outside := func(run func(ctx context.Context, c *executor.Call) (any, error), env []string) executor.Handler {
 		return executor.Handler{Run: run, Isolated: true, RequiredEnv: env}
