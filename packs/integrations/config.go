@@ -101,13 +101,16 @@ type HighLevelPipeline struct {
 // GEMStages are the lead stages a HighLevel pipeline stage can be mapped to (GEM_HIGHLEVEL_STAGE_IDS).
 var GEMStages = []string{"new", "contacted", "inspection_scheduled", "inspected", "quoted", "won", "lost"}
 
-// HighLevelPipelineFromEnv reads the pipeline through getenv as the executor reads it (ConfigFromEnv):
-// GEM_HIGHLEVEL_PIPELINE_ID and GEM_HIGHLEVEL_STAGE_IDS. A value the executor refuses maps no stage here
-// either; the executor reports it at start.
+// HighLevelPipelineFromEnv reads the pipeline through getenv as the executor reads it (ConfigFromEnv), and
+// nothing else: GEM_HIGHLEVEL_PIPELINE_ID and GEM_HIGHLEVEL_STAGE_IDS, the brain's only settings of this
+// pack. A value the executor refuses maps no stage here either; the executor reports it at start.
 func HighLevelPipelineFromEnv(getenv func(string) string) HighLevelPipeline {
-	hl := ConfigFromEnv(getenv).HighLevel
-	p := HighLevelPipeline{ID: hl.PipelineID, StageByID: map[string]string{}}
-	for stage, id := range hl.StageIDs {
+	p := HighLevelPipeline{ID: strings.TrimSpace(getenv(EnvHighLevelPipelineID)), StageByID: map[string]string{}}
+	stages, err := ParseStageIDs(strings.TrimSpace(getenv(EnvHighLevelStageIDs)))
+	if err != nil {
+		return p
+	}
+	for stage, id := range stages {
 		p.StageByID[id] = stage
 	}
 	return p

@@ -29,6 +29,19 @@ func TestStageIDsReadOneWay(t *testing.T) {
 	}
 }
 
+// TestHighLevelPipelineReadsTwoVariables: the brain, which reads the pipeline through
+// HighLevelPipelineFromEnv, reads none of the pack's other settings (its tokens among them).
+func TestHighLevelPipelineReadsTwoVariables(t *testing.T) {
+	t.Parallel()
+	read := map[string]bool{}
+	p := integrationspack.HighLevelPipelineFromEnv(func(k string) string {
+		read[k] = true
+		return map[string]string{integrationspack.EnvHighLevelPipelineID: " p1 ", integrationspack.EnvHighLevelStageIDs: "won=s1"}[k]
+	})
+	require.Equal(t, integrationspack.HighLevelPipeline{ID: "p1", StageByID: map[string]string{"s1": "won"}}, p)
+	require.Equal(t, map[string]bool{integrationspack.EnvHighLevelPipelineID: true, integrationspack.EnvHighLevelStageIDs: true}, read)
+}
+
 // TestConfigProblems: Problems lists each setting ConfigFromEnv could not read, naming its variable, in the
 // variables' order, and nothing for settings that are unset or fine. GEM_PHONE_REGION is the business
 // pack's: read and reported there, once (TestRegistryCheckListsPackSettings), and handed to this pack's
