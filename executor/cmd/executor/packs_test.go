@@ -175,17 +175,15 @@ func TestRegistryCheckListsPackSettings(t *testing.T) {
 }
 
 // TestPacksReadNoEnvironment: no tool pack, nor any of this repository's packages it uses, reads the
-// environment itself (os.Getenv and its kin): Main reads every setting, once, through packsFromEnv. A pack
-// whose Config is its contract's (packs/NAME) has its handlers beside it (packs/NAME/run): both are read.
-// The executor's engine is left out: its one read, executor.MissingEnv, serves registry check.
+// environment itself (os.Getenv and its kin): Main reads every setting, once, through packsFromEnv. Every
+// package under a pack's folder (packs/NAME/...: its contract, handlers, plan and test fakes, and any
+// package added there) is read, with what it imports. The executor's engine is left out: its one read,
+// executor.MissingEnv, serves registry check.
 func TestPacksReadNoEnvironment(t *testing.T) {
 	t.Parallel()
 	var pkgs []string
 	for f := range reflect.TypeFor[packs]().Fields() {
-		pkgs = append(pkgs, f.Type.PkgPath())
-		if strings.HasPrefix(f.Type.PkgPath(), "github.com/gemhq/gem/packs/") {
-			pkgs = append(pkgs, f.Type.PkgPath()+"/run")
-		}
+		pkgs = append(pkgs, f.Type.PkgPath()+"/...")
 	}
 	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}	{{.Dir}}	{{join .GoFiles "	"}}{{end}}`}, pkgs...)...).Output()
 	require.NoError(t, err)
@@ -220,5 +218,5 @@ func TestPacksReadNoEnvironment(t *testing.T) {
 			})
 		}
 	}
-	require.Greater(t, checked, 50, "the packs' files were read")
+	require.Greater(t, checked, 150, "the packs' files were read")
 }
