@@ -7,9 +7,10 @@
 //	web.search                    a web search provider (Tavily or Brave wire format)
 //	image.generate                an image provider (OpenAI Images API wire format)
 //
-// Memory and lore live in PostgreSQL (migration 00005_agent_skills.sql). The other tools talk to outside
-// services configured by the pack's Config (agentskillspack, read by the executor's Main); a tool whose
-// provider is not configured answers not_configured, naming the variables to set.
+// Memory and lore live in PostgreSQL (the pack's migration, packs/agentskills/migrations/00001_agentskills.sql).
+// The other tools talk to outside services configured by the pack's Config (agentskillspack, read by the
+// executor's Main); a tool whose provider is not configured answers not_configured, naming the variables to
+// set.
 // docs/agent-skills-pack.md describes every tool.
 package agentskillsrun
 
