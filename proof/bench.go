@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/packs"
+	ospack "github.com/gemhq/gem/packs/os"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	ospack "github.com/gemhq/gem/packs/os"
 	gemsql "github.com/gemhq/gem/sql"
 )
 

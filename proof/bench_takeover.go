@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	ospack "github.com/gemhq/gem/packs/os"
 	"net/http"
 	"time"
 
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	businesspack "github.com/gemhq/gem/packs/business"
-	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -23,7 +21,9 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/packs"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/business/run/twiliotest"
+	ospack "github.com/gemhq/gem/packs/os"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

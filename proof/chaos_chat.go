@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	businesspack "github.com/gemhq/gem/packs/business"
-	ospack "github.com/gemhq/gem/packs/os"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -16,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	businesspack "github.com/gemhq/gem/packs/business"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	businesspack "github.com/gemhq/gem/packs/business"
-	ospack "github.com/gemhq/gem/packs/os"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	businesspack "github.com/gemhq/gem/packs/business"
+	ospack "github.com/gemhq/gem/packs/os"
 )
 
 // scriptedLLM is the chaos run's LLM: one local server speaking both providers' wire formats (OpenAI chat

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
+
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 )
 
 // googleTokens hands out Google OAuth access tokens: the fixed one configured, or ones minted from the

@@ -3,10 +3,11 @@ package integrationsrun
 import (
 	"context"
 	"encoding/json"
-	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"net/http"
 	"net/url"
 	"strings"
+
+	integrationspack "github.com/gemhq/gem/packs/integrations"
 )
 
 // highLevelRequiredEnv are what every HighLevel tool needs.
