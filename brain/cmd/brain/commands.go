@@ -449,10 +449,7 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 			continue
 		}
 		rel, _ := filepath.Rel(dir, f)
-		input := map[string]any{"source": filepath.ToSlash(rel), "text": string(text)}
-		if *collection != "" {
-			input["collection"] = *collection
-		}
+		input := agentskillspack.IngestLoreInput{Source: filepath.ToSlash(rel), Text: string(text), Collection: *collection}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		var raw json.RawMessage
 		status, err := client().Do(ctx, http.MethodPost, "/calls", map[string]any{"tool": agentskillspack.LoreIngest, "input": input, "wait_timeout_ms": 60000}, &raw)
@@ -481,9 +478,9 @@ func ingestLore(args []string, getenv func(string) string, stdout, stderr io.Wri
 			fmt.Fprintf(out, "%s: %s %s: %s\n", rel, body.Receipt.Status, body.Receipt.Error.Code, body.Receipt.Error.Message)
 			failed++
 		default:
-			var res map[string]any
-			_ = json.Unmarshal(body.Receipt.Result, &res)
-			fmt.Fprintf(out, "%s: %v, version %v, %v chunks\n", rel, res["status"], res["version"], res["chunk_count"])
+			var doc agentskillspack.LoreDocument
+			_ = json.Unmarshal(body.Receipt.Result, &doc)
+			fmt.Fprintf(out, "%s: %s, version %d, %d chunks\n", rel, doc.Status, doc.Version, doc.ChunkCount)
 		}
 	}
 	fmt.Fprintf(out, "%d of %d files ingested\n", len(files)-failed, len(files))
