@@ -163,3 +163,24 @@ func (c ImageConfig) BaseURL() (*url.URL, error) {
 	}
 	return url.Parse(raw)
 }
+
+// Variables are the variables ConfigFromEnv reads, with their defaults, as docs/agent-skills-pack.md lists
+// them. The GEM_LLM_* lines speak for every tool that writes text: the business pack reads them too.
+func Variables() []settings.Variable {
+	return []settings.Variable{
+		{Name: llmconfig.EnvProvider, Default: llmconfig.ProviderDefault, Description: "openai or anthropic (the brain reads the same GEM_LLM_*)"},
+		{Name: llmconfig.EnvBaseURL, Default: "the provider's API", Description: "LLM API base URL"},
+		{Name: llmconfig.EnvAPIKey, Default: settings.Unset, Description: "LLM API key, for " + SentimentAnalyze + " and the tools that write text"},
+		{Name: llmconfig.EnvModel, Default: settings.Unset, Description: "LLM model, for " + SentimentAnalyze + " and the tools that write text"},
+		{Name: llmconfig.EnvMaxTokens, Default: "1024 for anthropic", Description: "bound on an LLM answer"},
+		{Name: llmconfig.EnvTimeout, Default: "60s", Description: "bound on one LLM request (a call is also bounded by its timeout_ms)"},
+		{Name: llmconfig.EnvStepTimeout, Default: "3 × GEM_LLM_TIMEOUT", Description: "the brain's bound on an LLM step; checked here, not used (a call is bounded by its timeout_ms)"},
+		{Name: llmconfig.EnvRetryAfterMax, Default: "10s", Description: "the brain's longest wait for a provider's Retry-After; checked here, not used"},
+		{Name: EnvWebSearchProvider, Default: DefaultWebSearchProvider, Description: "tavily or brave"},
+		{Name: EnvWebSearchURL, Default: "the provider's endpoint", Description: "web search endpoint"},
+		{Name: EnvWebSearchAPIKey, Default: settings.Unset, Description: "web search API key"},
+		{Name: EnvImageURL, Default: DefaultImageURL, Description: "OpenAI Images API compatible base URL"},
+		{Name: EnvImageAPIKey, Default: settings.Unset, Description: "image API key"},
+		{Name: EnvImageModel, Default: settings.Unset, Description: "image model"},
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
+	"github.com/gemhq/gem/packs/internal/settingstest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,4 +33,12 @@ func TestConfigProblems(t *testing.T) {
 	for i, env := range []string{"GEM_LLM_PROVIDER", "GEM_LLM_TIMEOUT", "GEM_WEB_SEARCH_PROVIDER", "GEM_IMAGE_URL"} {
 		require.Contains(t, got[i], env)
 	}
+}
+
+// TestVariables: Variables are what ConfigFromEnv reads, and docs/agent-skills-pack.md lists each with its
+// default.
+func TestVariables(t *testing.T) {
+	t.Parallel()
+	settingstest.RequireVariablesRead(t, func(getenv func(string) string) { agentskillspack.ConfigFromEnv(getenv) }, agentskillspack.Variables())
+	settingstest.RequireDocumented(t, "../../docs/agent-skills-pack.md", agentskillspack.Variables())
 }

@@ -395,3 +395,34 @@ func clockMinutes(s string) (int, error) {
 	}
 	return hh*60 + mm, nil
 }
+
+// Variables are the variables ConfigFromEnv reads, with their defaults, as docs/business-pack.md lists them:
+// the os pack's time zone, the business's own, and the GEM_LLM_* its tools that write text use.
+func Variables() []settings.Variable {
+	own := []settings.Variable{
+		{Name: EnvBusinessName, Default: BusinessNameDefault, Description: "the business's name on documents and messages"},
+		{Name: EnvBusinessABN, Default: settings.Unset, Description: "ABN printed on quotes and invoices"},
+		{Name: EnvBusinessPhone, Default: settings.Unset, Description: "phone number on documents and messages"},
+		{Name: EnvBusinessEmail, Default: settings.Unset, Description: "email address on documents and messages"},
+		{Name: EnvBusinessAddress, Default: settings.Unset, Description: "address on documents"},
+		{Name: EnvBusinessHours, Default: BusinessHoursDefault, Description: "working hours, for " + FindSlots + " and inspection windows"},
+		{Name: EnvTwilioAccountSID, Default: settings.Unset, Description: "Twilio account, for " + SendSMS},
+		{Name: EnvTwilioAuthToken, Default: settings.Unset, Description: "Twilio auth token, for " + SendSMS},
+		{Name: EnvSMSFrom, Default: settings.Unset, Description: "SMS sender, for " + SendSMS},
+		{Name: EnvTwilioBaseURL, Default: TwilioBaseURLDefault, Description: "Twilio's API"},
+		{Name: phone.EnvRegion, Default: phone.RegionDefault, Description: "region of phone numbers typed without a country code: leads are one per number in E.164, SMS go there"},
+		{Name: EnvSMSCountryCode, Default: settings.Unset, Description: "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
+		{Name: EnvSMTPURL, Default: settings.Unset, Description: "smtp:// or smtps:// server, for " + SendEmail},
+		{Name: EnvEmailFrom, Default: settings.Unset, Description: "email sender, for " + SendEmail},
+		{Name: EnvFileStore, Default: FileStoreDefault + " in the working folder", Description: "file store for the PDFs and packs tools write and the files MCP servers return"},
+		{Name: llmconfig.EnvProvider, Default: llmconfig.ProviderDefault, Description: "openai or anthropic (the brain reads the same GEM_LLM_*)"},
+		{Name: llmconfig.EnvBaseURL, Default: "the provider's API", Description: "LLM API base URL"},
+		{Name: llmconfig.EnvAPIKey, Default: settings.Unset, Description: "LLM API key, for the tools that write text"},
+		{Name: llmconfig.EnvModel, Default: settings.Unset, Description: "LLM model, for the tools that write text"},
+		{Name: llmconfig.EnvMaxTokens, Default: "the tool's bound", Description: "bound on an LLM answer"},
+		{Name: llmconfig.EnvTimeout, Default: "60s", Description: "bound on one LLM request (a call is also bounded by its timeout_ms)"},
+		{Name: llmconfig.EnvStepTimeout, Default: "3 × GEM_LLM_TIMEOUT", Description: "the brain's bound on an LLM step; checked here, not used (a call is bounded by its timeout_ms)"},
+		{Name: llmconfig.EnvRetryAfterMax, Default: "10s", Description: "the brain's longest wait for a provider's Retry-After; checked here, not used"},
+	}
+	return append(ospack.Variables(), own...)
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gemhq/gem/llmconfig"
 	businesspack "github.com/gemhq/gem/packs/business"
+	"github.com/gemhq/gem/packs/internal/settingstest"
 	"github.com/gemhq/gem/registry/phone"
 	"github.com/stretchr/testify/require"
 )
@@ -85,4 +86,11 @@ func TestParseWorkingHours(t *testing.T) {
 		_, err := businesspack.ParseWorkingHours(bad)
 		require.ErrorContains(t, err, businesspack.EnvBusinessHours, bad)
 	}
+}
+
+// TestVariables: Variables are what ConfigFromEnv reads, and docs/business-pack.md lists each with its default.
+func TestVariables(t *testing.T) {
+	t.Parallel()
+	settingstest.RequireVariablesRead(t, func(getenv func(string) string) { businesspack.ConfigFromEnv(getenv) }, businesspack.Variables())
+	settingstest.RequireDocumented(t, "../../docs/business-pack.md", businesspack.Variables())
 }

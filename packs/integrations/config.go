@@ -396,43 +396,38 @@ func splitList(s string) []string {
 	return out
 }
 
-// Variable is one environment variable of the pack, for usage texts.
-type Variable struct {
-	Name, Default, Meaning string
-}
-
-// Variables lists the pack's environment variables with their defaults ("unset" when there is none).
+// Variables are the variables ConfigFromEnv reads, with their defaults, as docs/integrations.md lists them.
 // The SMS and email health checks read the business pack's variables, listed there.
-func Variables() []Variable {
-	return []Variable{
-		{EnvHighLevelToken, "unset", "HighLevel Private Integration or OAuth token, for integrations.highlevel.*"},
-		{EnvHighLevelLocationID, "unset", "HighLevel location (sub-account) id"},
-		{EnvHighLevelBaseURL, HighLevelBaseURLDefault, "LeadConnector API"},
-		{EnvHighLevelAPIVersion, HighLevelAPIVersionDefault, "LeadConnector Version header"},
-		{EnvHighLevelPipelineID, "unset", "pipeline whose opportunities follow GEM's lead stages"},
-		{EnvHighLevelStageIDs, "unset", "stage=pipeline_stage_id pairs, comma-separated"},
-		{EnvHighLevelTaskDueDays, strconv.Itoa(HighLevelTaskDueDaysDefault), "days until a quote's follow-up task is due"},
-		{EnvHighLevelRetryMaxAttempts, strconv.Itoa(HighLevelRetryMaxAttemptsDefault), "tries of a queued HighLevel operation in all"},
-		{EnvHighLevelRetryBaseDelay, settings.FormatDuration(HighLevelRetryBaseDelayDefault), "wait before the first retry (doubles per attempt, with jitter)"},
-		{EnvHighLevelRetryMaxDelay, settings.FormatDuration(HighLevelRetryMaxDelayDefault), "longest wait between two attempts"},
-		{EnvGoogleOAuthClientID, "unset", "Google OAuth client id (with the secret and a refresh token)"},
-		{EnvGoogleOAuthClientSecret, "unset", "Google OAuth client secret"},
-		{EnvGoogleOAuthRefreshToken, "unset", "Google OAuth refresh token, exchanged for access tokens"},
-		{EnvGoogleAccessToken, "unset", "a Google OAuth access token, instead of the refresh token (expires)"},
-		{EnvGoogleOAuthTokenURL, GoogleOAuthTokenURLDefault, "Google's token endpoint"},
-		{EnvGoogleDriveBaseURL, GoogleDriveBaseURLDefault, "Drive API"},
-		{EnvGA4PropertyID, "unset", "GA4 property id, for integrations.analytics.pull_summary"},
-		{EnvGA4BaseURL, GA4BaseURLDefault, "Analytics Data API"},
-		{EnvGA4ConversionsMetric, GA4ConversionsMetricDefault, "GA4 metric reported as conversions"},
-		{EnvGoogleAdsDeveloperToken, "unset", "Google Ads developer token"},
-		{EnvGoogleAdsCustomerID, "unset", "Google Ads account reported on"},
-		{EnvGoogleAdsLoginCustomer, "unset", "Google Ads manager account used to reach it"},
-		{EnvGoogleAdsBaseURL, GoogleAdsBaseURLDefault, "Google Ads API"},
-		{EnvGoogleAdsAPIVersion, GoogleAdsAPIVersionDefault, "Google Ads API version"},
-		{EnvMetaAccessToken, "unset", "Meta token with ads_read"},
-		{EnvMetaAdAccountID, "unset", "Meta ad account (act_...)"},
-		{EnvMetaGraphBaseURL, MetaGraphBaseURLDefault, "Graph API"},
-		{EnvMetaAPIVersion, MetaAPIVersionDefault, "Graph API version"},
-		{EnvMetaConversionActions, MetaConversionActionsDefault, "insights action types counted as conversions"},
+func Variables() []settings.Variable {
+	return []settings.Variable{
+		{Name: EnvHighLevelToken, Default: settings.Unset, Description: "HighLevel Private Integration or OAuth token, for integrations.highlevel.*"},
+		{Name: EnvHighLevelLocationID, Default: settings.Unset, Description: "HighLevel location (sub-account) id"},
+		{Name: EnvHighLevelBaseURL, Default: HighLevelBaseURLDefault, Description: "LeadConnector API"},
+		{Name: EnvHighLevelAPIVersion, Default: HighLevelAPIVersionDefault, Description: "LeadConnector Version header"},
+		{Name: EnvHighLevelPipelineID, Default: settings.Unset, Description: "pipeline whose opportunities follow GEM's lead stages"},
+		{Name: EnvHighLevelStageIDs, Default: settings.Unset, Description: "stage=pipeline_stage_id pairs, comma-separated"},
+		{Name: EnvHighLevelTaskDueDays, Default: strconv.Itoa(HighLevelTaskDueDaysDefault), Description: "days until a quote's follow-up task is due"},
+		{Name: EnvHighLevelRetryMaxAttempts, Default: strconv.Itoa(HighLevelRetryMaxAttemptsDefault), Description: "tries of a queued HighLevel operation in all"},
+		{Name: EnvHighLevelRetryBaseDelay, Default: settings.FormatDuration(HighLevelRetryBaseDelayDefault), Description: "wait before the first retry (doubles per attempt, with jitter)"},
+		{Name: EnvHighLevelRetryMaxDelay, Default: settings.FormatDuration(HighLevelRetryMaxDelayDefault), Description: "longest wait between two attempts"},
+		{Name: EnvGoogleOAuthClientID, Default: settings.Unset, Description: "Google OAuth client id (with the secret and a refresh token)"},
+		{Name: EnvGoogleOAuthClientSecret, Default: settings.Unset, Description: "Google OAuth client secret"},
+		{Name: EnvGoogleOAuthRefreshToken, Default: settings.Unset, Description: "Google OAuth refresh token, exchanged for access tokens"},
+		{Name: EnvGoogleAccessToken, Default: settings.Unset, Description: "a Google OAuth access token, instead of the refresh token (expires)"},
+		{Name: EnvGoogleOAuthTokenURL, Default: GoogleOAuthTokenURLDefault, Description: "Google's token endpoint"},
+		{Name: EnvGoogleDriveBaseURL, Default: GoogleDriveBaseURLDefault, Description: "Drive API"},
+		{Name: EnvGA4PropertyID, Default: settings.Unset, Description: "GA4 property id, for integrations.analytics.pull_summary"},
+		{Name: EnvGA4BaseURL, Default: GA4BaseURLDefault, Description: "Analytics Data API"},
+		{Name: EnvGA4ConversionsMetric, Default: GA4ConversionsMetricDefault, Description: "GA4 metric reported as conversions"},
+		{Name: EnvGoogleAdsDeveloperToken, Default: settings.Unset, Description: "Google Ads developer token"},
+		{Name: EnvGoogleAdsCustomerID, Default: settings.Unset, Description: "Google Ads account reported on"},
+		{Name: EnvGoogleAdsLoginCustomer, Default: settings.Unset, Description: "Google Ads manager account used to reach it"},
+		{Name: EnvGoogleAdsBaseURL, Default: GoogleAdsBaseURLDefault, Description: "Google Ads API"},
+		{Name: EnvGoogleAdsAPIVersion, Default: GoogleAdsAPIVersionDefault, Description: "Google Ads API version"},
+		{Name: EnvMetaAccessToken, Default: settings.Unset, Description: "Meta token with ads_read"},
+		{Name: EnvMetaAdAccountID, Default: settings.Unset, Description: "Meta ad account (act_...)"},
+		{Name: EnvMetaGraphBaseURL, Default: MetaGraphBaseURLDefault, Description: "Graph API"},
+		{Name: EnvMetaAPIVersion, Default: MetaAPIVersionDefault, Description: "Graph API version"},
+		{Name: EnvMetaConversionActions, Default: MetaConversionActionsDefault, Description: "insights action types counted as conversions"},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	integrationspack "github.com/gemhq/gem/packs/integrations"
+	"github.com/gemhq/gem/packs/internal/settingstest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,4 +67,11 @@ func TestConfigProblems(t *testing.T) {
 		integrationspack.EnvHighLevelTaskDueDays} {
 		require.Contains(t, got[i], env)
 	}
+}
+
+// TestVariables: Variables are what ConfigFromEnv reads, and docs/integrations.md lists each with its default.
+func TestVariables(t *testing.T) {
+	t.Parallel()
+	settingstest.RequireVariablesRead(t, func(getenv func(string) string) { integrationspack.ConfigFromEnv(getenv) }, integrationspack.Variables())
+	settingstest.RequireDocumented(t, "../../docs/integrations.md", integrationspack.Variables())
 }

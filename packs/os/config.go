@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gemhq/gem/registry/settings"
 )
 
 // The os pack's settings. The business pack reads the time zone too (its quotes' and invoices' dates): one
@@ -54,4 +56,10 @@ func LoadTimeZone(name string) (*time.Location, error) {
 		return nil, fmt.Errorf("%s=%q is not a time zone: %w", EnvTimeZone, name, err)
 	}
 	return loc, nil
+}
+
+// Variables are the variables ConfigFromEnv reads, with their defaults (docs/business-pack.md, whose time zone
+// this is too, lists them).
+func Variables() []settings.Variable {
+	return []settings.Variable{{Name: EnvTimeZone, Default: TimeZoneDefault, Description: "the business's time zone (what \"today\" is)"}}
 }

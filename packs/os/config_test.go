@@ -3,6 +3,7 @@ package ospack_test
 import (
 	"testing"
 
+	"github.com/gemhq/gem/packs/internal/settingstest"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/stretchr/testify/require"
 )
@@ -29,4 +30,11 @@ func TestConfig(t *testing.T) {
 	loc, err := ospack.LoadTimeZone("Australia/Sydney")
 	require.NoError(t, err)
 	require.Equal(t, "Australia/Sydney", loc.String())
+}
+
+// TestVariables: Variables are what ConfigFromEnv reads, and the docs list each with its default.
+func TestVariables(t *testing.T) {
+	t.Parallel()
+	settingstest.RequireVariablesRead(t, func(getenv func(string) string) { ospack.ConfigFromEnv(getenv) }, ospack.Variables())
+	settingstest.RequireDocumented(t, "../../docs/business-pack.md", ospack.Variables())
 }

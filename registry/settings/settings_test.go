@@ -38,3 +38,12 @@ func TestHTTPURLProblem(t *testing.T) {
 		require.EqualError(t, settings.HTTPURLProblem("GEM_X_URL", bad), `GEM_X_URL="`+bad+`" is not an http(s) URL`, bad)
 	}
 }
+
+func TestMerge(t *testing.T) {
+	t.Parallel()
+	merged := settings.Merge(
+		[]settings.Variable{{"GEM_A", "1", "a"}, {"GEM_SHARED", settings.Unset, "shared, as the first pack says"}},
+		[]settings.Variable{{"GEM_SHARED", "2", "shared, as the last pack says"}, {"GEM_B", settings.Unset, "b"}},
+	)
+	require.Equal(t, []settings.Variable{{"GEM_A", "1", "a"}, {"GEM_SHARED", "2", "shared, as the last pack says"}, {"GEM_B", settings.Unset, "b"}}, merged)
+}

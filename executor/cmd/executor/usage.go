@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gemhq/gem/llmconfig"
-
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/device"
 	"github.com/gemhq/gem/executor/filestore"
@@ -19,7 +17,6 @@ import (
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	"github.com/gemhq/gem/registry/phone"
 	"github.com/gemhq/gem/registry/settings"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
@@ -226,45 +223,16 @@ func envNames(vars []envVar) []string {
 	return names
 }
 
-// providerEnvVars are the tool packs' variables: a tool whose required variables are unset answers
-// not_configured (docs/business-pack.md, docs/agent-skills-pack.md).
-var providerEnvVars = withIntegrations([]envVar{
-	{ospack.EnvTimeZone, ospack.TimeZoneDefault, "the business's time zone (what \"today\" is)"},
-	{businesspack.EnvBusinessName, businesspack.BusinessNameDefault, "the business's name on documents and messages"},
-	{businesspack.EnvBusinessABN, "unset", "ABN printed on quotes and invoices"},
-	{businesspack.EnvBusinessPhone, "unset", "phone number on documents and messages"},
-	{businesspack.EnvBusinessEmail, "unset", "email address on documents and messages"},
-	{businesspack.EnvBusinessAddress, "unset", "address on documents"},
-	{businesspack.EnvBusinessHours, businesspack.BusinessHoursDefault, "working hours, for " + businesspack.FindSlots + " and inspection windows"},
-	{businesspack.EnvTwilioAccountSID, "unset", "Twilio account, for " + businesspack.SendSMS},
-	{businesspack.EnvTwilioAuthToken, "unset", "Twilio auth token, for " + businesspack.SendSMS},
-	{businesspack.EnvSMSFrom, "unset", "SMS sender, for " + businesspack.SendSMS},
-	{businesspack.EnvTwilioBaseURL, businesspack.TwilioBaseURLDefault, "Twilio's API"},
-	{phone.EnvRegion, phone.RegionDefault, "region of phone numbers typed without a country code: leads are one per number in E.164, SMS go there"},
-	{businesspack.EnvSMSCountryCode, "unset", "deprecated: the calling code of " + phone.EnvRegion + ", which replaces it (both set must agree)"},
-	{businesspack.EnvSMTPURL, "unset", "smtp:// or smtps:// server, for " + businesspack.SendEmail},
-	{businesspack.EnvEmailFrom, "unset", "email sender, for " + businesspack.SendEmail},
-	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "file store for the PDFs and packs tools write and the files MCP servers return"},
-	{llmconfig.EnvProvider, llmconfig.ProviderDefault, "openai or anthropic (the brain reads the same GEM_LLM_*)"},
-	{llmconfig.EnvBaseURL, "the provider's API", "LLM API base URL"},
-	{llmconfig.EnvAPIKey, "unset", "LLM API key, for " + agentskillspack.SentimentAnalyze + " and the tools that write text"},
-	{llmconfig.EnvModel, "unset", "LLM model, for " + agentskillspack.SentimentAnalyze + " and the tools that write text"},
-	{llmconfig.EnvMaxTokens, "1024 for anthropic", "bound on an LLM answer"},
-	{llmconfig.EnvTimeout, "60s", "bound on one LLM request (a call is also bounded by its timeout_ms)"},
-	{llmconfig.EnvStepTimeout, "3 × GEM_LLM_TIMEOUT", "the brain's bound on an LLM step; checked here, not used (a call is bounded by its timeout_ms)"},
-	{llmconfig.EnvRetryAfterMax, "10s", "the brain's longest wait for a provider's Retry-After; checked here, not used"},
-	{agentskillspack.EnvWebSearchProvider, agentskillspack.DefaultWebSearchProvider, "tavily or brave"},
-	{agentskillspack.EnvWebSearchURL, "the provider's endpoint", "web search endpoint"},
-	{agentskillspack.EnvWebSearchAPIKey, "unset", "web search API key"},
-	{agentskillspack.EnvImageURL, agentskillspack.DefaultImageURL, "OpenAI Images API compatible base URL"},
-	{agentskillspack.EnvImageAPIKey, "unset", "image API key"},
-	{agentskillspack.EnvImageModel, "unset", "image model"},
-})
+// providerEnvVars are the tool packs' variables (each pack's Variables: what its ConfigFromEnv reads), each
+// once: a tool whose required variables are unset answers not_configured (docs/business-pack.md,
+// docs/agent-skills-pack.md, docs/integrations.md).
+var providerEnvVars = packEnvVars(ospack.Variables(), businesspack.Variables(), agentskillspack.Variables(), integrationspack.Variables())
 
-// withIntegrations appends the integrations pack's variables (integrationspack.Variables) to vars.
-func withIntegrations(vars []envVar) []envVar {
-	for _, v := range integrationspack.Variables() {
-		vars = append(vars, envVar{v.Name, v.Default, v.Meaning})
+// packEnvVars lists the packs' variables, each once (settings.Merge).
+func packEnvVars(packs ...[]settings.Variable) []envVar {
+	var vars []envVar
+	for _, v := range settings.Merge(packs...) {
+		vars = append(vars, envVar{v.Name, v.Default, v.Description})
 	}
 	return vars
 }
