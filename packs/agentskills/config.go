@@ -1,6 +1,7 @@
 package agentskillspack
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -86,6 +87,10 @@ type ImageConfig struct {
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	llm, llmErr := llmconfig.FromEnv(getenv)
+	if llm.BaseURL != "" {
+		// llmconfig leaves the address to the client; the pack's LLM tools never try one no request can reach.
+		llmErr = errors.Join(append(llmconfig.Problems(llmErr), settings.HTTPURLProblem(llmconfig.EnvBaseURL, llm.BaseURL))...)
+	}
 	return Config{
 		LLM:      llm,
 		LLMError: llmErr,

@@ -24,6 +24,8 @@ func TestConfigProblems(t *testing.T) {
 		"GEM_IMAGE_URL": "http://127.0.0.1:1/v1", "GEM_WEB_SEARCH_URL": "http://127.0.0.1:1/search"}))
 	require.Equal(t, []string{`GEM_WEB_SEARCH_URL="search.example" is not an http(s) URL`},
 		problems(map[string]string{"GEM_WEB_SEARCH_URL": "search.example"}), "a search endpoint every call would fail on")
+	require.Equal(t, []string{`GEM_LLM_BASE_URL="localhost:11434/v1" is not an http(s) URL`},
+		problems(map[string]string{"GEM_LLM_BASE_URL": "localhost:11434/v1"}), "an LLM API no request can reach")
 	require.Equal(t, []string{`GEM_IMAGE_URL="ftp://images.example/v1" is not an http(s) URL`},
 		problems(map[string]string{"GEM_IMAGE_URL": "ftp://images.example/v1"}), "an image API no request can reach")
 

@@ -2,6 +2,7 @@ package businesspack
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -144,6 +145,10 @@ type SMTPConfig struct {
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	llm, llmErr := llmconfig.FromEnv(getenv)
+	if llm.BaseURL != "" {
+		// llmconfig leaves the address to the client; the pack's LLM tools never try one no request can reach.
+		llmErr = errors.Join(append(llmconfig.Problems(llmErr), settings.HTTPURLProblem(llmconfig.EnvBaseURL, llm.BaseURL))...)
+	}
 	return Config{
 		TimeZone:      get(EnvTimeZone),
 		BusinessHours: get(EnvBusinessHours),

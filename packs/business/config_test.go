@@ -62,6 +62,8 @@ func TestConfigProblems(t *testing.T) {
 		require.Contains(t, got[i], env)
 	}
 	require.NotContains(t, strings.Join(got, "\n"), "secret", "a URL's password is never repeated")
+	require.Equal(t, []string{`GEM_LLM_BASE_URL="ollama:11434" is not an http(s) URL`}, problems(map[string]string{llmconfig.EnvBaseURL: "ollama:11434"}),
+		"an LLM API no request can reach")
 }
 
 func TestParseWorkingHours(t *testing.T) {

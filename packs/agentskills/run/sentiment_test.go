@@ -219,4 +219,10 @@ func TestSentimentNotConfigured(t *testing.T) {
 	ctx, b = setup(t, agentskillspack.ConfigFromEnv(func(k string) string { return env[k] }))
 	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT", "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
 	require.Contains(t, d.Reason, `GEM_LLM_TIMEOUT: "soon" is not a duration`)
+
+	// So is a base URL no request can reach: it is not tried.
+	env = map[string]string{"GEM_LLM_API_KEY": "k", "GEM_LLM_MODEL": "m", "GEM_LLM_BASE_URL": "localhost:11434/v1"}
+	ctx, b = setup(t, agentskillspack.ConfigFromEnv(func(k string) string { return env[k] }))
+	d = requireNotConfigured(t, b.call(t, ctx, "sentiment.analyze", `{"text": "fine"}`), "GEM_LLM_PROVIDER", "GEM_LLM_MAX_TOKENS", "GEM_LLM_TIMEOUT", "GEM_LLM_API_KEY", "GEM_LLM_MODEL")
+	require.Contains(t, d.Reason, `GEM_LLM_BASE_URL="localhost:11434/v1" is not an http(s) URL`)
 }
