@@ -1,0 +1,54 @@
+// Package testsignal lets a test wait for a component's internal event instead of sleeping or polling: the
+// component sends on a Signal, which does nothing until a test calls Init, and the test waits on it
+// (River's rivershared/testsignal, cut to what the brain uses).
+package testsignal
+
+import (
+	"testing"
+	"time"
+)
+
+// WaitTimeout bounds Wait: long enough for a loaded machine, short enough to fail a test that waits for an
+// event that never comes.
+const WaitTimeout = 30 * time.Second
+
+// capacity is how many signals a test may leave unread before Signal fails it.
+const capacity = 50
+
+// Signal is an event a component reports to a test. Its zero value is safe to Signal and does nothing, so
+// production code pays a nil check; a test calls Init, then Wait.
+type Signal[T any] struct {
+	ch chan T
+	tb testing.TB
+}
+
+// Init makes the signal record its events for tb; only tests call it, before the component starts.
+func (s *Signal[T]) Init(tb testing.TB) {
+	s.ch = make(chan T, capacity)
+	s.tb = tb
+}
+
+// Signal reports val to the test, if one waits on s; it never blocks.
+func (s *Signal[T]) Signal(val T) {
+	if s.ch == nil {
+		return
+	}
+	select {
+	case s.ch <- val:
+	default:
+		s.tb.Errorf("test signal's channel is full: a test left %d signals unread", capacity)
+	}
+}
+
+// Wait returns the next value signalled, failing the test after WaitTimeout.
+func (s *Signal[T]) Wait() T {
+	s.tb.Helper()
+	select {
+	case val := <-s.ch:
+		return val
+	case <-time.After(WaitTimeout):
+		s.tb.Fatalf("timed out after %s waiting for a test signal", WaitTimeout)
+	}
+	var zero T
+	return zero
+}
