@@ -1,13 +1,51 @@
 package run_test
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"testing"
 
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/sql/sqltest"
 	"go.uber.org/goleak"
 )
 
+// shared is the package's database and the executor that serves it: tests whose calls must run share them,
+// each with a service of its own.
+var shared struct {
+	dbURL string
+}
+
 // TestMain fails the package's tests when a goroutine outlives them: an answer still being recorded, or a
-// receipt waiter left running.
+// receipt waiter left running. It is looked for once the shared executor has stopped.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(suite{m})
+}
+
+// suite is the tests run between the start and the stop of what they share.
+type suite struct{ m *testing.M }
+
+func (s suite) Run() int {
+	ctx := context.Background()
+	admin, err := sqltest.FindServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "no PostgreSQL for tests:", err)
+		return 1
+	}
+	dbURL, drop, err := sqltest.CreateDatabase(ctx, admin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer drop()
+	defer testenv.RemoveBuilds()
+	e, err := testenv.StartExecutor(dbURL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer e.Stop()
+	shared.dbURL = dbURL
+	return s.m.Run()
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
-	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -19,267 +18,69 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRunEnqueueAndWait(t *testing.T) {
+// TestRunOutcomesAsHTTPStatuses: POST /brain/run and POST /brain/runs/{id}/approve answer each outcome of
+// the run service (its own tests are in brain/run) with its status: a run that did what it was asked, found
+// nothing to run or whose call failed is a 200 saying so; an invalid plan, a missing field or too many calls
+// a 400 naming it, with nothing enqueued; a second approval a 409. A context id that is no UUID is refused
+// at the edge, naming where.
+func TestRunOutcomesAsHTTPStatuses(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 
 	resp := a.runOK(map[string]any{"message": "create a task to call John about the gutters, urgent", "mode": "enqueue_and_wait"})
 	require.Equal(t, brain.RunCompleted, resp.Status)
-	require.Equal(t, brain.ModeEnqueueAndWait, resp.Decision.Mode)
-	require.Equal(t, "rules", resp.Decision.Planner)
-	require.Equal(t, []string{"create_task"}, resp.Decision.Rules)
-	require.Len(t, resp.PlannedToolCalls, 1)
-	require.Len(t, resp.Enqueued, 1)
-	require.Equal(t, "os.create_task", resp.Enqueued[0].ToolName)
-	require.Len(t, resp.Receipts, 1)
-	r := resp.Receipts[0]
-	require.Equal(t, registry.StatusSucceeded, r.Status, "%+v", r.Error)
-	require.Equal(t, resp.Enqueued[0].CallID, r.CallID)
-	require.Contains(t, resp.AssistantMessage, "Created task “call John about the gutters” (high priority)")
-	require.NotEmpty(t, resp.NextActions)
-
-	// The run, its call and the receipt are in the database, tied together. (The answer is recorded while
-	// the response goes out, so the row may lag the response by a moment.)
-	require.Eventually(t, func() bool { return runStatus(t, shared.pool, resp.RunID) == brain.RunCompleted }, 5*time.Second, 10*time.Millisecond)
-	c, err := gemsql.CallGet(context.Background(), shared.pool, resp.Enqueued[0].CallID)
-	require.NoError(t, err)
-	require.Equal(t, &resp.RunID, c.RunID)
-	require.Equal(t, "tester", c.RequestedBy)
-	require.Equal(t, registry.CallSucceeded, c.Status)
-
-	// GET /brain/runs/{id} answers the same.
 	got := a.getRun(resp.RunID)
 	require.True(t, got.OK)
 	require.Equal(t, brain.RunCompleted, got.Status)
 	require.Len(t, got.Receipts, 1)
-}
 
-func TestRunAnswerEnqueuesNothing(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	resp := a.runOK(map[string]any{"message": "create a task to order tiles", "mode": "answer"})
-	require.Equal(t, brain.RunCompleted, resp.Status)
-	require.Empty(t, resp.Enqueued)
-	require.Contains(t, resp.AssistantMessage, "I would run")
-	require.Contains(t, resp.AssistantMessage, "os.create_task")
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-}
-
-func TestRunEnqueueReturnsCallIDs(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	resp := a.runOK(map[string]any{"message": "note that the Jones job needs a second ladder", "mode": "enqueue"})
-	require.Equal(t, brain.RunEnqueued, resp.Status)
-	require.Len(t, resp.Enqueued, 1)
-	require.Empty(t, resp.Receipts)
-	require.Contains(t, resp.AssistantMessage, "Enqueued 1 call: os.create_note")
-	require.Contains(t, resp.NextActions[0], "/calls/"+resp.Enqueued[0].CallID.String())
-
-	// Long-poll the call until its receipt exists.
-	var body struct {
-		Call    gemsql.Call       `json:"call"`
-		Receipt *registry.Receipt `json:"receipt"`
+	for _, tt := range []struct {
+		name   string
+		body   map[string]any
+		status int
+		code   string
+	}{
+		{"nothing to run", map[string]any{"message": "sing me a song about gutters", "mode": "enqueue_and_wait"}, http.StatusOK, brain.ENOPLAN},
+		{"a failed call", map[string]any{"message": "complete task " + uuid.NewString(), "mode": "enqueue_and_wait"}, http.StatusOK, brain.ECALLFAILED},
+		{"an invalid plan", map[string]any{"message": "log call: no answer", "mode": "enqueue_and_wait", "context": map[string]any{"entity_id": 42}},
+			http.StatusBadRequest, brain.EINVALID},
+		{"a missing field", map[string]any{"message": "new lead Bob Lee 0412 345 678", "mode": "enqueue_and_wait"}, http.StatusBadRequest, brain.EINVALID},
+		{"too many calls", map[string]any{"message": "create a task to a\ncreate a task to b\ncreate a task to c", "limits": map[string]any{"max_tool_calls": 2}},
+			http.StatusBadRequest, brain.EINVALID},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newAPI(t)
+			resp, status := a.run(tt.body)
+			require.Equal(t, tt.status, status, "%+v", resp.Errors)
+			require.False(t, resp.OK)
+			require.Equal(t, tt.code, resp.Errors[0].Code)
+			if status != http.StatusOK {
+				require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+			}
+		})
 	}
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].CallID.String()+"?wait=5s", nil, &body))
-	require.NotNil(t, body.Receipt)
-	require.Equal(t, registry.StatusSucceeded, body.Receipt.Status)
-	require.Equal(t, registry.CallSucceeded, body.Call.Status)
-	require.Equal(t, "os.create_note", body.Call.ToolName)
-
-	// Reading the run brings it up to date.
-	got := a.getRun(resp.RunID)
-	require.Equal(t, brain.RunCompleted, got.Status)
-	require.Contains(t, got.AssistantMessage, "Saved a business note")
-}
-
-func TestPlanAndApprove(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	resp := a.runOK(map[string]any{"message": "new lead Priya Nair 0433 222 111 in Ashfield via facebook", "mode": "plan"})
-	require.Equal(t, brain.RunPlanned, resp.Status)
-	require.Empty(t, resp.Enqueued)
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-	var input map[string]any
-	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
-	require.Equal(t, map[string]any{"name": "Priya Nair", "phone": "0433 222 111", "suburb": "Ashfield", "source": "meta"}, input)
-
-	var approved brain.RunResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", map[string]any{"wait": true}, &approved))
-	require.True(t, approved.OK, "%+v", approved.Errors)
-	require.Equal(t, brain.RunCompleted, approved.Status)
-	require.Len(t, approved.Receipts, 1)
-	require.Equal(t, registry.StatusSucceeded, approved.Receipts[0].Status)
-	require.Contains(t, approved.AssistantMessage, "Recorded a new lead: Priya Nair")
-	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID))
-
-	// A plan is approved once.
-	var conflict errorResponse
-	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &conflict))
-	require.Equal(t, brain.ECONFLICT, conflict.Errors[0].Code)
-	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID))
-
-	// Approving without waiting returns the call ids.
-	resp, _ = a.run(map[string]any{"message": "create a task to measure the Nair roof", "mode": "plan"})
-	var enq brain.RunResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &enq))
-	require.Equal(t, brain.RunEnqueued, enq.Status)
-	require.Len(t, enq.Enqueued, 1)
-}
-
-func TestContextIsMergedIntoInputs(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	leadID := uuid.NewString()
-	// An id the tool's schema has goes into its input; GEM's tasks have none, but a context_ref: the most
-	// specific id the context gives (here the lead). Keys no tool has are left out.
-	resp, status := a.run(map[string]any{"message": "create a task to call Tom back", "mode": "answer",
-		"context": map[string]any{"lead_id": leadID, "channel": "web"}})
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
-	var input map[string]any
-	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
-	require.Equal(t, map[string]any{"type": "lead", "id": leadID}, input["context_ref"])
-	require.NotContains(t, input, "channel")
-
-	jobID := uuid.NewString()
-	resp, _ = a.run(map[string]any{"message": "create a task to order the sheets\ncomplete the job", "mode": "answer",
-		"context": map[string]any{"lead_id": leadID, "job_id": jobID}})
-	require.True(t, resp.OK, "%+v", resp.Errors)
-	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
-	require.Equal(t, map[string]any{"type": "job", "id": jobID}, input["context_ref"], "the job is more specific than its lead")
-	var second map[string]any
-	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[1].Input, &second))
-	require.Equal(t, map[string]any{"job_id": jobID}, second)
-
-	// The call runs with the merged input (about a lead that exists).
-	lead, _ := a.run(map[string]any{"message": "new lead Tom Hardy 0400 999 888 in Glebe", "mode": "enqueue_and_wait"})
-	require.True(t, lead.OK, "%+v", lead.Errors)
-	var made struct {
-		LeadID string `json:"lead_id"`
-	}
-	require.NoError(t, json.Unmarshal(lead.Receipts[0].Result, &made))
-	leadID = made.LeadID
-	resp, _ = a.run(map[string]any{"message": "create a task to call Tom back", "mode": "enqueue_and_wait", "context": map[string]any{"lead_id": leadID}})
-	require.True(t, resp.OK, "%+v %+v", resp.Errors, resp.Receipts)
-	c, err := gemsql.CallGet(context.Background(), shared.pool, resp.Enqueued[0].CallID)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"title": "call Tom back", "domain": "business", "priority": "normal", "context_ref": {"type": "lead", "id": "`+leadID+`"}}`, string(c.Input))
-}
-
-func TestInvalidPlanEnqueuesNothing(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	// A context id that breaks the tool's schema: every violation is reported, nothing is enqueued.
-	resp, status := a.run(map[string]any{"message": "log call: no answer", "mode": "enqueue_and_wait", "context": map[string]any{"entity_id": 42}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.False(t, resp.OK)
-	require.Equal(t, brain.RunFailed, resp.Status)
-	require.Equal(t, brain.EINVALID, resp.Errors[0].Code)
-	details, _ := resp.Errors[0].Details.(map[string]any)
-	violations, _ := details["violations"].([]any)
-	require.Len(t, violations, 1)
-	require.Equal(t, "/entity_id", violations[0].(map[string]any)["path"])
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-	require.Equal(t, brain.RunFailed, runStatus(t, shared.pool, resp.RunID))
 
 	// GEM's context ids are UUIDs: anything else is refused at the edge, naming where.
 	var e errorResponse
 	require.Equal(t, http.StatusBadRequest, a.do(http.MethodPost, "/brain/run", map[string]any{"message": "create a task to call Ann", "context": map[string]any{"lead_id": "not-a-uuid"}}, &e))
 	require.Equal(t, "/context/lead_id", e.Errors[0].Details.(map[string]any)["violations"].([]any)[0].(map[string]any)["path"])
 
-	// A rule that understood the request but lacks something says what.
-	resp, status = a.run(map[string]any{"message": "new lead Bob Lee 0412 345 678", "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, resp.Errors[0].Message, "which suburb is Bob Lee in?")
-	missing := resp.Errors[0].Details.(map[string]any)["missing"].([]any)
-	require.Equal(t, "suburb", missing[0].(map[string]any)["field"])
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-
-	// More calls than limits.max_tool_calls: nothing is enqueued.
-	resp, status = a.run(map[string]any{"message": "create a task to a\ncreate a task to b\ncreate a task to c", "limits": map[string]any{"max_tool_calls": 2}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, resp.Errors[0].Message, "max_tool_calls")
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-}
-
-func TestSeveralCallsInOneRun(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	resp := a.runOK(map[string]any{"message": "Create a task to order 40 tiles. Note that the Baker roof has asbestos sheeting\nlist urgent tasks", "mode": "enqueue_and_wait"})
-	require.Len(t, resp.Receipts, 3)
-	tools := []string{resp.Receipts[0].ToolName, resp.Receipts[1].ToolName, resp.Receipts[2].ToolName}
-	require.Equal(t, []string{"os.create_task", "os.create_note", "os.list_tasks"}, tools)
-}
-
-func TestNoRuleMatches(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	resp, status := a.run(map[string]any{"message": "sing me a song about gutters", "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusOK, status)
-	require.False(t, resp.OK)
-	require.Equal(t, brain.ENOPLAN, resp.Errors[0].Code)
-	require.Equal(t, brain.ModeAnswer, resp.Decision.Mode, "nothing to run: the run answers, as GEM's does")
-	require.Contains(t, resp.AssistantMessage, "I can, for example")
-	require.Contains(t, resp.AssistantMessage, "create a task")
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-}
-
-func TestFailedCallIsReported(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-
-	missing := uuid.New()
-	resp, status := a.run(map[string]any{"message": "complete task " + missing.String(), "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusOK, status)
-	require.False(t, resp.OK)
-	require.Equal(t, brain.RunCompleted, resp.Status)
-	require.Equal(t, registry.StatusFailed, resp.Receipts[0].Status)
-	require.Equal(t, registry.CodeNotFound, resp.Receipts[0].Error.Code)
-	require.Equal(t, brain.ECALLFAILED, resp.Errors[0].Code)
-	require.Contains(t, resp.AssistantMessage, "not_found")
-}
-
-// TestWaitTimeout uses a database no executor serves: the wait times out, says which calls are pending and
-// leaves them queued; once an executor starts they run, and the run is answered when it is read.
-func TestWaitTimeout(t *testing.T) {
-	t.Parallel()
-	_, dbURL := sqltest.NewDB(t)
-	m, err := startBrain(dbURL, nil)
-	require.NoError(t, err)
-	defer m.Close(context.Background())
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
-
-	start := time.Now()
-	resp, status := a.run(map[string]any{"message": "health check", "mode": "enqueue_and_wait", "limits": map[string]any{"wait_timeout_ms": 1000}})
-	require.Equal(t, http.StatusOK, status)
-	require.GreaterOrEqual(t, time.Since(start), time.Second)
-	require.False(t, resp.OK)
-	require.Equal(t, brain.RunWaiting, resp.Status)
-	require.Equal(t, []uuid.UUID{resp.Enqueued[0].CallID}, resp.Pending)
-	require.Equal(t, brain.ETIMEOUT, resp.Errors[0].Code)
-	require.Contains(t, resp.AssistantMessage, "still running")
-	c, err := gemsql.CallGet(context.Background(), m.Pool, resp.Enqueued[0].CallID)
-	require.NoError(t, err)
-	require.Equal(t, registry.CallQueued, c.Status, "the call was left in the queue, not cancelled")
-
-	e, err := testenv.StartExecutor(dbURL)
-	require.NoError(t, err)
-	defer e.Stop()
-	var body struct {
-		Receipt *registry.Receipt `json:"receipt"`
-	}
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+resp.Enqueued[0].CallID.String()+"?wait=10s", nil, &body))
-	require.NotNil(t, body.Receipt)
-	got := a.getRun(resp.RunID)
-	require.True(t, got.OK, "%+v", got.Errors)
-	require.Equal(t, brain.RunCompleted, got.Status)
-	require.Contains(t, got.AssistantMessage, "GEM is ")
+	// A plan is approved once: waiting, the approval answers the receipts; again, 409; without waiting, the
+	// call ids.
+	resp = a.runOK(map[string]any{"message": "new lead Priya Nair 0433 222 111 in Ashfield via facebook", "mode": "plan"})
+	var approved brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", map[string]any{"wait": true}, &approved))
+	require.True(t, approved.OK, "%+v", approved.Errors)
+	require.Equal(t, brain.RunCompleted, approved.Status)
+	var conflict errorResponse
+	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &conflict))
+	require.Equal(t, brain.ECONFLICT, conflict.Errors[0].Code)
+	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID))
+	resp, _ = a.run(map[string]any{"message": "create a task to measure the Nair roof", "mode": "plan"})
+	var enq brain.RunResponse
+	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &enq))
+	require.Equal(t, brain.RunEnqueued, enq.Status)
+	require.Len(t, enq.Enqueued, 1)
 }
 
 func TestAuthentication(t *testing.T) {
