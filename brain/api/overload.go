@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/labstack/echo/v4"
 )
 
@@ -129,6 +130,14 @@ type limiter struct {
 	service time.Duration
 	// rejected counts the requests refused, by reason.
 	rejectedFull, rejectedTimeout uint64
+
+	testSignals limiterTestSignals
+}
+
+// limiterTestSignals are the limiter's events a test waits for; they do nothing unless a test inits them.
+type limiterTestSignals struct {
+	// lineChanged is the line's length after a request joined or left it.
+	lineChanged testsignal.Signal[int]
 }
 
 // waiting is a request in line; ready is closed when a slot is handed to it.
@@ -167,6 +176,7 @@ func (l *limiter) acquire(ctx context.Context) (release func(), rej *rejection, 
 	}
 	w := &waiting{ready: make(chan struct{})}
 	el := l.line.PushBack(w)
+	l.testSignals.lineChanged.Signal(l.line.Len())
 	l.mu.Unlock()
 
 	timer := time.NewTimer(l.cfg.QueueWait)
@@ -190,6 +200,7 @@ func (l *limiter) acquire(ctx context.Context) (release func(), rej *rejection, 
 	default:
 	}
 	l.line.Remove(el)
+	l.testSignals.lineChanged.Signal(l.line.Len())
 	if ctx.Err() != nil {
 		l.mu.Unlock()
 		return nil, nil, ctx.Err()
@@ -221,6 +232,7 @@ func (l *limiter) release(held time.Duration, served bool) {
 	}
 	if front := l.line.Front(); front != nil {
 		l.line.Remove(front)
+		l.testSignals.lineChanged.Signal(l.line.Len())
 		close(front.Value.(*waiting).ready)
 		return
 	}

@@ -42,11 +42,16 @@ func acquireAsync(ctx context.Context, l *limiter) <-chan admitted {
 	return ch
 }
 
-// awaitQueued waits until n requests are in line: the limiter's own count is the signal.
+// watchLine makes l report its line's changes to awaitQueued; call it before the requests awaited.
+func watchLine(t *testing.T, l *limiter) {
+	l.testSignals.lineChanged.Init(t)
+}
+
+// awaitQueued waits until the line, changed by a request joining or leaving it, holds n requests (watchLine).
 func awaitQueued(t *testing.T, l *limiter, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { _, q, _, _ := l.stats(); return q == n }, 5*time.Second, time.Millisecond,
-		"waiting for %d in line", n)
+	for l.testSignals.lineChanged.Wait() != n {
+	}
 }
 
 func receive(t *testing.T, ch <-chan admitted) admitted {
@@ -73,6 +78,7 @@ func requireWaiting(t *testing.T, ch <-chan admitted) {
 func TestOverloadLimiterFIFO(t *testing.T) {
 	t.Parallel()
 	l := testLimiter(1, 3, time.Minute)
+	watchLine(t, l)
 	first, rej, err := l.acquire(context.Background())
 	require.NoError(t, err)
 	require.Nil(t, rej)
@@ -105,6 +111,7 @@ func TestOverloadLimiterFIFO(t *testing.T) {
 func TestOverloadLimiterQueueFull(t *testing.T) {
 	t.Parallel()
 	l := testLimiter(1, 1, time.Minute)
+	watchLine(t, l)
 	release, _, err := l.acquire(context.Background())
 	require.NoError(t, err)
 	waiting := acquireAsync(context.Background(), l)
@@ -166,6 +173,7 @@ func TestOverloadLimiterWaitTimeout(t *testing.T) {
 func TestOverloadLimiterClientGone(t *testing.T) {
 	t.Parallel()
 	l := testLimiter(1, 4, time.Minute)
+	watchLine(t, l)
 	release, _, _ := l.acquire(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := acquireAsync(ctx, l)
@@ -356,6 +364,7 @@ func TestOverloadMiddleware(t *testing.T) {
 
 	// One in line (whose client goes away), the next is refused at once; the one in line leaves the line.
 	o = newOverloadServer(t, 1, 1, time.Minute)
+	watchLine(t, o.l)
 	go func() { resp, _ := post(t, o.URL+"/hold", "{}"); held <- resp.StatusCode }()
 	<-o.entered
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,7 @@
 package testsignal
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,38 +17,45 @@ const WaitTimeout = 30 * time.Second
 const capacity = 50
 
 // Signal is an event a component reports to a test. Its zero value is safe to Signal and does nothing, so
-// production code pays a nil check; a test calls Init, then Wait.
+// production code pays one atomic load; a test calls Init, then Wait.
 type Signal[T any] struct {
+	// on is set once by Init; atomic, so a test may init a signal of a component already running (a
+	// server's, reached only once it serves).
+	on atomic.Pointer[initialised[T]]
+}
+
+type initialised[T any] struct {
 	ch chan T
 	tb testing.TB
 }
 
-// Init makes the signal record its events for tb; only tests call it, before the component starts.
+// Init makes the signal record its events for tb; only tests call it, before the events they wait for.
 func (s *Signal[T]) Init(tb testing.TB) {
-	s.ch = make(chan T, capacity)
-	s.tb = tb
+	s.on.Store(&initialised[T]{ch: make(chan T, capacity), tb: tb})
 }
 
 // Signal reports val to the test, if one waits on s; it never blocks.
 func (s *Signal[T]) Signal(val T) {
-	if s.ch == nil {
+	on := s.on.Load()
+	if on == nil {
 		return
 	}
 	select {
-	case s.ch <- val:
+	case on.ch <- val:
 	default:
-		s.tb.Errorf("test signal's channel is full: a test left %d signals unread", capacity)
+		on.tb.Errorf("test signal's channel is full: a test left %d signals unread", capacity)
 	}
 }
 
-// Wait returns the next value signalled, failing the test after WaitTimeout.
+// Wait returns the next value signalled, failing the test after WaitTimeout. Init must have been called.
 func (s *Signal[T]) Wait() T {
-	s.tb.Helper()
+	on := s.on.Load()
+	on.tb.Helper()
 	select {
-	case val := <-s.ch:
+	case val := <-on.ch:
 		return val
 	case <-time.After(WaitTimeout):
-		s.tb.Fatalf("timed out after %s waiting for a test signal", WaitTimeout)
+		on.tb.Fatalf("timed out after %s waiting for a test signal", WaitTimeout)
 	}
 	var zero T
 	return zero
