@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
@@ -79,6 +80,15 @@ type Chat struct {
 	loopsDone chan struct{}
 	// wake asks the loop to look for queued turns now (a turn ended), not at its next tick.
 	wake chan struct{}
+
+	// TestSignals are events a test of the brain waits for; they do nothing unless the test inits them.
+	TestSignals TestSignals
+}
+
+// TestSignals are the chat's events a test waits for instead of sleeping.
+type TestSignals struct {
+	// RepeatWaits is the run a repeated request (the same key) waits on, as it starts waiting.
+	RepeatWaits testsignal.Signal[uuid.UUID]
 }
 
 // Config tunes the loop.
@@ -321,6 +331,7 @@ func (c *Chat) Repeated(ctx context.Context, err error) (*brain.ChatResponse, er
 	if !errors.As(err, &repeat) {
 		return nil, err
 	}
+	c.TestSignals.RepeatWaits.Signal(repeat.RunID)
 	return c.answerRun(ctx, repeat.RunID, true)
 }
 

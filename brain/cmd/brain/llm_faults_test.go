@@ -37,7 +37,7 @@ func llmBrainWith(t *testing.T, provider string, fake *llmfake.Server, edit func
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	return &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	return &testAPI{t: t, url: m.Server.URL(), token: testToken, brain: m}
 }
 
 // newFake starts a fake of provider answering turns.

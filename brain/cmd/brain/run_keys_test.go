@@ -218,6 +218,7 @@ func TestChatRequestKey(t *testing.T) {
 	create := llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task", Arguments: `{"title": "ring Bea", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}}}
 	fake := llmfake.NewOpenAI(t, fakeKey, create, blockingTurn(llmfake.Turn{Text: "Bea is on your list."}, asked, release))
 	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	a.brain.Chat.TestSignals.RepeatWaits.Init(t)
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
@@ -266,7 +267,7 @@ func TestChatRequestKey(t *testing.T) {
 	require.Contains(t, page, `id="run-steps"`)
 
 	go send(retryC)
-	time.Sleep(200 * time.Millisecond) // the retry is waiting for the first turn, not making its own
+	require.Equal(t, runID, a.brain.Chat.TestSignals.RepeatWaits.Wait().String(), "the retry waits for the first turn, not making its own")
 	once.Do(func() { close(release) })
 	first, retry := <-firstC, <-retryC
 	require.NoError(t, first.fail)

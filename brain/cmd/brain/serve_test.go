@@ -106,6 +106,8 @@ type testAPI struct {
 	t     *testing.T
 	url   string
 	token string
+	// brain is the brain the test started for itself, when it did (llmBrainWith).
+	brain *Main
 }
 
 func newAPI(t *testing.T) *testAPI { return &testAPI{t: t, url: shared.url, token: testToken} }
