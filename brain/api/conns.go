@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/labstack/echo/v4"
 )
 
@@ -117,14 +118,16 @@ type perClientListener struct {
 
 	mu   sync.Mutex
 	open map[string]int
+
+	counted *testsignal.Signal[string]
 }
 
-// limitPerClient wraps ln; max NoConnLimit returns ln.
-func limitPerClient(ln net.Listener, max int) net.Listener {
+// limitPerClient wraps ln; max NoConnLimit returns ln. counted is told of each connection counted.
+func limitPerClient(ln net.Listener, max int, counted *testsignal.Signal[string]) net.Listener {
 	if max == NoConnLimit {
 		return ln
 	}
-	return &perClientListener{Listener: ln, max: max, open: map[string]int{}}
+	return &perClientListener{Listener: ln, max: max, open: map[string]int{}, counted: counted}
 }
 
 func (l *perClientListener) Accept() (net.Conn, error) {
@@ -145,6 +148,7 @@ func (l *perClientListener) Accept() (net.Conn, error) {
 		}
 		l.open[host]++
 		l.mu.Unlock()
+		l.counted.Signal(host)
 		return &countedConn{Conn: conn, release: sync.OnceFunc(func() { l.release(host) })}, nil
 	}
 }

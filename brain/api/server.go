@@ -17,6 +17,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/highlevel"
+	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
@@ -188,6 +189,16 @@ type Server struct {
 	http *http.Server
 	ln   net.Listener
 	done chan error
+
+	// TestSignals are events a test of the brain waits for; they do nothing unless the test inits them.
+	TestSignals ServerTestSignals
+}
+
+// ServerTestSignals are the server's events a test waits for instead of sleeping.
+type ServerTestSignals struct {
+	// ConnCounted is a client's address (its host) once a connection from it was accepted and counted
+	// against MaxConnsPerClient.
+	ConnCounted testsignal.Signal[string]
 }
 
 // Params are what the server serves.
@@ -290,7 +301,7 @@ func (s *Server) Open() error {
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", s.cfg.Addr, err)
 	}
-	s.ln = limitPerClient(ln, s.cfg.Conns.MaxConnsPerClient)
+	s.ln = limitPerClient(ln, s.cfg.Conns.MaxConnsPerClient, &s.TestSignals.ConnCounted)
 	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: s.cfg.Conns.HeaderTimeout, IdleTimeout: s.cfg.Conns.IdleTimeout}
 	s.done = make(chan error, 1)
 	go func() {

@@ -169,6 +169,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 func TestConnectionsPerClient(t *testing.T) {
 	t.Parallel()
 	m := slowBrain(t, api.ConnLimits{MaxConnsPerClient: 3})
+	m.Server.TestSignals.ConnCounted.Init(t)
 	addr := strings.TrimPrefix(m.Server.URL(), "http://")
 	var held []net.Conn
 	for range 3 {
@@ -176,7 +177,9 @@ func TestConnectionsPerClient(t *testing.T) {
 		require.NoError(t, err)
 		held = append(held, conn)
 	}
-	time.Sleep(200 * time.Millisecond) // the server has accepted them
+	for range held {
+		m.Server.TestSignals.ConnCounted.Wait() // the server has accepted and counted them
+	}
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	_, err = io.WriteString(conn, "GET /health HTTP/1.1\r\nHost: brain\r\n\r\n")
