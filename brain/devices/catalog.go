@@ -133,6 +133,7 @@ func (h *Hub) RefreshCatalog(ctx context.Context) error {
 		for _, fn := range h.onChange {
 			fn(ctx, change)
 		}
+		h.TestSignals.CatalogChanged.Signal(change)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
@@ -125,6 +126,16 @@ type Hub struct {
 	catalogKey [32]byte
 	catalogSet bool
 	contracts  map[[32]byte]*registry.Tool
+
+	// TestSignals are events a test of the brain waits for; they do nothing unless the test inits them.
+	TestSignals TestSignals
+}
+
+// TestSignals are the hub's events a test waits for instead of polling.
+type TestSignals struct {
+	// CatalogChanged is a change of the device tools, once the registry and every OnCatalogChange listener
+	// have it.
+	CatalogChanged testsignal.Signal[CatalogChange]
 }
 
 // New builds a hub; Start it before serving.

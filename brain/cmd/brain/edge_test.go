@@ -30,7 +30,7 @@ func privateBrain(t *testing.T, withExecutor bool) (*testAPI, *pgxpool.Pool) {
 	m, err := startBrain(dbURL, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	return &testAPI{t: t, url: m.Server.URL(), token: testToken}, m.Pool
+	return &testAPI{t: t, url: m.Server.URL(), token: testToken, brain: m}, m.Pool
 }
 
 // TestTextPostgreSQLCannotStore: a NUL, a lone surrogate or invalid UTF-8 anywhere in a body, query or path

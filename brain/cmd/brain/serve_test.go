@@ -106,7 +106,7 @@ type testAPI struct {
 	t     *testing.T
 	url   string
 	token string
-	// brain is the brain the test started for itself, when it did (llmBrainWith).
+	// brain is the brain the test started for itself, when it did (llmBrainWith, privateBrain).
 	brain *Main
 }
 

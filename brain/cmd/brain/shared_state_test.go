@@ -66,6 +66,7 @@ func TestReadsChangeNothing(t *testing.T) {
 	}
 
 	// A device registers: its tool joins the catalog beside every registry tool.
+	a.brain.Devices.TestSignals.CatalogChanged.Init(t)
 	var made struct {
 		Token string `json:"token"`
 	}
@@ -81,8 +82,8 @@ func TestReadsChangeNothing(t *testing.T) {
 	require.NoError(t, wsjson.Read(ctx, ws, &registered))
 	require.Equal(t, registry.DeviceMsgRegistered, registered.Type)
 	require.Empty(t, registered.Problems)
+	require.Len(t, a.brain.Devices.TestSignals.CatalogChanged.Wait().Added, 1)
 	want := append(slices.Clone(all), "lab.shared_state_echo")
 	slices.Sort(want)
-	require.Eventually(t, func() bool { return slices.Equal(want, toolNamesOf(t, a, "")) }, 30*time.Second, 50*time.Millisecond,
-		"the device's tool joins every registry tool")
+	require.Equal(t, want, toolNamesOf(t, a, ""), "the device's tool joins every registry tool")
 }
