@@ -77,25 +77,6 @@ func TestTextPostgreSQLCannotStore(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
 }
 
-// TestPlanIsAllOrNothing: a message understood only in part enqueues nothing and says which part.
-func TestPlanIsAllOrNothing(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-	title := "all-or-nothing " + uniq("t")
-	resp, status := a.run(map[string]any{"message": "create a task to " + title + "; frobnicate the wibble", "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusOK, status)
-	require.False(t, resp.OK)
-	require.Equal(t, brain.RunFailed, resp.Status)
-	require.Empty(t, resp.Enqueued)
-	require.Len(t, resp.Errors, 1)
-	require.Equal(t, brain.ENOPLAN, resp.Errors[0].Code)
-	require.Contains(t, resp.Errors[0].Message, `"frobnicate the wibble"`)
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
-	var calls int
-	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE input->>'title' LIKE $1`, "%"+title+"%").Scan(&calls))
-	require.Zero(t, calls)
-}
-
 // TestDeadExecutorIsVisible: with no executor alive, /health is 503 and says so, and a call's wait ends
 // with wait_timeout saying nothing will run it.
 func TestDeadExecutorIsVisible(t *testing.T) {
