@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,20 +59,6 @@ func TestDatesAreInTheBusinessZone(t *testing.T) {
 	resp, status = a.run(map[string]any{"message": "list tasks", "mode": "enqueue_and_wait"})
 	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
 	require.Regexp(t, `call the zone tester \(normal, due Fri \d+ \w+ 17:00\)`, resp.AssistantMessage)
-}
-
-// TestNegativeLineItemIsRefused: "-12 x sheets" is refused with a reason and nothing runs; it used to lose
-// its sign and add 12 sheets.
-func TestNegativeLineItemIsRefused(t *testing.T) {
-	t.Parallel()
-	a := newAPI(t)
-	status, out := rawRun(t, a, map[string]any{"message": "add line item: -12 x colorbond sheets at $85.50", "mode": "enqueue_and_wait",
-		"context": map[string]any{"quote_id": uuid.NewString()}})
-	require.Equal(t, http.StatusBadRequest, status, "%v", out)
-	require.Contains(t, out["assistant_message"], "cannot be negative")
-	require.Equal(t, []any{}, out["enqueued"])
-	runID, _ := uuid.Parse(out["run_id"].(string))
-	require.Equal(t, 0, countCalls(t, shared.pool, runID))
 }
 
 // TestRunTakesGEMsNulls: GEM's brain read a null mode, context or limits as absent, and its clients send
