@@ -138,6 +138,8 @@ type limiter struct {
 type limiterTestSignals struct {
 	// lineChanged is the line's length after a request joined or left it.
 	lineChanged testsignal.Signal[int]
+	// slotFreed is the server's signal (ServerTestSignals.SlotFreed), when the limiter is a server's.
+	slotFreed *testsignal.Signal[struct{}]
 }
 
 // waiting is a request in line; ready is closed when a slot is handed to it.
@@ -237,6 +239,9 @@ func (l *limiter) release(held time.Duration, served bool) {
 		return
 	}
 	l.inFlight--
+	if l.testSignals.slotFreed != nil {
+		l.testSignals.slotFreed.Signal(struct{}{})
+	}
 }
 
 // rejectLocked describes a refusal, with the time after which a slot is likely free for a new request: the

@@ -199,6 +199,8 @@ type ServerTestSignals struct {
 	// ConnCounted is a client's address (its host) once a connection from it was accepted and counted
 	// against MaxConnsPerClient.
 	ConnCounted testsignal.Signal[string]
+	// SlotFreed is an admission slot given back to the free ones (not handed to a request in line).
+	SlotFreed testsignal.Signal[struct{}]
 }
 
 // Params are what the server serves.
@@ -251,6 +253,7 @@ func New(p *Params) *Server {
 	s.cfg.Admission = s.cfg.Admission.WithDefaults(poolSize)
 	if !s.cfg.Admission.Off {
 		s.admission = newLimiter(s.cfg.Admission)
+		s.admission.testSignals.slotFreed = &s.TestSignals.SlotFreed
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -314,6 +314,7 @@ func TestMCPAbandonedCallsFreeSlots(t *testing.T) {
 		Admission: api.AdmissionConfig{MaxInFlight: 2, MaxQueue: api.NoQueue, QueueWait: time.Second}}, Log: zerolog.New(logs)}
 	require.NoError(t, m.Open(ctx))
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	m.Server.TestSignals.SlotFreed.Init(t)
 	url := m.Server.URL() + "/mcp"
 
 	// A task whose completion a row lock holds (the task comes through the shared brain).
@@ -373,8 +374,10 @@ func TestMCPAbandonedCallsFreeSlots(t *testing.T) {
 	require.Error(t, <-first.done)
 	require.Error(t, <-second.done)
 	cut := time.Now()
-	require.Eventually(t, func() bool { return health() == http.StatusOK }, 3*time.Second, 20*time.Millisecond,
-		"the abandoned calls freed their slots (the wait is %s)", mcpserver.CallWaitDefault)
+	m.Server.TestSignals.SlotFreed.Wait()
+	m.Server.TestSignals.SlotFreed.Wait()
+	require.Less(t, time.Since(cut), 3*time.Second, "the abandoned calls freed their slots at once (the wait is %s)", mcpserver.CallWaitDefault)
+	require.Equal(t, http.StatusOK, health())
 	t.Logf("a third client's call was admitted %s after the two were cut off", time.Since(cut).Round(time.Millisecond))
 
 	// Each abandoned request is logged so, and its call goes on to its receipt once the lock is gone.
