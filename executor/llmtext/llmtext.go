@@ -72,9 +72,6 @@ type Model interface {
 	Name() string
 }
 
-// ConfigProblems splits what llmconfig.FromEnv reported into one error per variable (llmconfig.Problems).
-func ConfigProblems(cfgErr error) []error { return llmconfig.Problems(cfgErr) }
-
 // NotConfigured returns the not_configured error for a missing or invalid LLM configuration (llmconfig's
 // rules, shared with the brain), or nil when the model can be used. cfgErr is what llmconfig.FromEnv
 // reported; tool names the tool in the reason.
