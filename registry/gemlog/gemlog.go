@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -24,6 +25,10 @@ const (
 	// FormatConsole writes lines for people, coloured only when the writer is a terminal.
 	FormatConsole = "console"
 )
+
+// timeFormatOnce sets zerolog's time format, a global every logger reads as it writes a line, once: set at
+// each New, it raced with the lines of the loggers made before.
+var timeFormatOnce sync.Once
 
 // New returns a process logger writing to w: JSON lines (format "" or "json"), or a console format for
 // people ("console", GEM_LOG_FORMAT) that is coloured only when w is a terminal, so logs redirected to a file
@@ -44,7 +49,7 @@ func New(w io.Writer, service, level, format string) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), fmt.Errorf("GEM_LOG_FORMAT: %q is not a format (json or console)", format)
 	}
-	zerolog.TimeFieldFormat = time.RFC3339Nano
+	timeFormatOnce.Do(func() { zerolog.TimeFieldFormat = time.RFC3339Nano })
 	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", service).Logger(), nil
 }
 

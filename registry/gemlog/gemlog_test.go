@@ -5,11 +5,31 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/stretchr/testify/require"
 )
+
+// TestNewWhileLogging: loggers made while others write lines share zerolog's global time format without a
+// data race (go test -race): New sets it once.
+func TestNewWhileLogging(t *testing.T) {
+	t.Parallel()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			log, err := gemlog.New(&buf, "brain", "", "")
+			require.NoError(t, err)
+			log.Info().Int("writer", i).Msg("hello")
+			var line map[string]any
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &line), buf.String())
+			require.Contains(t, line, "time")
+		})
+	}
+	wg.Wait()
+}
 
 func TestNew(t *testing.T) {
 	t.Parallel()
