@@ -388,7 +388,7 @@ func SkillMediaType(p string, content []byte) string {
 // IsText says whether content can be shown, and stored, as text: valid UTF-8 without NUL bytes, which
 // PostgreSQL's text holds (gemsql.PlainTextProblem).
 func IsText(content []byte) bool {
-	return gemsql.PlainTextProblem(string(content)) == ""
+	return gemsql.PlainTextProblem(content) == ""
 }
 
 // scriptExtensions are the extensions of files a skill runs rather than reads.

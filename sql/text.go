@@ -20,15 +20,32 @@ import (
 //     PlainTextRepaired): refusing it would fail the client's request for another's output, and a receipt
 //     that cannot be written, the batch it shares.
 //
-// badText is the one test of a character, which both use.
+// badChar is the one test of a character, which all four use (badText adds JSON's escapes to it): a
+// character is repaired or refused byte for byte, so plain text and JSON text come out the same.
+
+// badChar reads the character of plain text at s[i]: how many bytes it spans and, for one PostgreSQL
+// cannot store (a NUL, a byte that is not UTF-8), what is wrong with it.
+func badChar[T ~string | ~[]byte](s T, i int) (size int, problem string) {
+	c := s[i]
+	switch {
+	case c == 0:
+		return 1, "contains a NUL character"
+	case c < utf8.RuneSelf:
+		return 1, ""
+	}
+	// At most utf8.UTFMax bytes, converted on the stack for a []byte: nothing of s is copied to the heap.
+	r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+	if r == utf8.RuneError && size <= 1 {
+		return 1, "is not valid UTF-8"
+	}
+	return size, ""
+}
 
 // badText reads the character of JSON text at doc[i] (in a string): how many bytes it spans (an escape's
 // whole: \n, \u00e9, a surrogate pair) and, for one PostgreSQL cannot store, what is wrong with it.
 func badText(doc []byte, i int) (size int, problem string) {
 	c := doc[i]
 	switch {
-	case c == 0:
-		return 1, "contains a NUL character"
 	case c == '\\' && i+1 < len(doc) && doc[i+1] == 'u':
 		r, ok := hex4(doc, i+2)
 		switch {
@@ -47,14 +64,8 @@ func badText(doc []byte, i int) (size int, problem string) {
 		return 6, ""
 	case c == '\\':
 		return min(2, len(doc)-i), "" // a one-character escape
-	case c < utf8.RuneSelf:
-		return 1, ""
 	}
-	r, size := utf8.DecodeRune(doc[i:])
-	if r == utf8.RuneError && size <= 1 {
-		return 1, "is not valid UTF-8"
-	}
-	return size, ""
+	return badChar(doc, i)
 }
 
 // hex4 reads the four hexadecimal digits at doc[at:].
@@ -113,23 +124,42 @@ func TextRepaired(doc []byte) []byte {
 	return append(out, doc[copied:]...)
 }
 
-// PlainTextRepaired is TextRepaired for plain text (not JSON): a NUL or a byte that is not UTF-8 becomes
-// U+FFFD.
+// PlainTextRepaired is TextRepaired for plain text (not JSON): each NUL and each byte that is not UTF-8
+// becomes U+FFFD, byte for byte as TextRepaired replaces them: s itself when there is nothing to repair.
 func PlainTextRepaired(s string) string {
 	if PlainTextProblem(s) == "" {
 		return s
 	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	var out strings.Builder
+	out.Grow(len(s) + 8)
+	copied := 0
+	for i := 0; i < len(s); {
+		size, problem := badChar(s, i)
+		if problem != "" {
+			out.WriteString(s[copied:i])
+			out.WriteString("\uFFFD")
+			copied = i + size
+		}
+		i += size
+	}
+	out.WriteString(s[copied:])
+	return out.String()
 }
 
-// PlainTextProblem says what is wrong with plain text (a query value, a path segment) that PostgreSQL
-// cannot store, or "".
-func PlainTextProblem(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "is not valid UTF-8"
-	case strings.IndexByte(s, 0) >= 0:
-		return "contains a NUL character"
+// PlainTextProblem says what is wrong with plain text (a query value, a path segment, a file's content)
+// that PostgreSQL cannot store, or "": the first character TextRepaired and PlainTextRepaired would
+// replace. It reads a string or a []byte as it is, without converting (copying) it.
+func PlainTextProblem[T ~string | ~[]byte](s T) string {
+	for i := 0; i < len(s); {
+		if c := s[i]; c != 0 && c < utf8.RuneSelf {
+			i++ // the common case, without a call
+			continue
+		}
+		size, problem := badChar(s, i)
+		if problem != "" {
+			return problem
+		}
+		i += size
 	}
 	return ""
 }

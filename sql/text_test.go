@@ -99,11 +99,39 @@ func TestTextRepaired(t *testing.T) {
 	require.Same(t, &clean[0], &gemsql.TextRepaired(clean)[0], "nothing to repair: the document itself")
 }
 
+// TestPlainText: plain text is refused and repaired by the rule JSON text is, byte for byte: a run of bytes
+// that are not UTF-8 becomes as many U+FFFD in both, and a string or a []byte is read as it is.
 func TestPlainText(t *testing.T) {
 	t.Parallel()
 	require.Empty(t, gemsql.PlainTextProblem("café ☕"))
 	require.Equal(t, "contains a NUL character", gemsql.PlainTextProblem("a\x00"))
 	require.Equal(t, "is not valid UTF-8", gemsql.PlainTextProblem("a\xff"))
 	require.Equal(t, "café ☕", gemsql.PlainTextRepaired("café ☕"))
-	require.Equal(t, "a\uFFFDb\uFFFD", gemsql.PlainTextRepaired("a\x00b\xff"))
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"a nul and a byte that is not UTF-8", "a\x00b\xff", "a\uFFFDb\uFFFD"},
+		{"two bytes that are not UTF-8", "a\xff\xfeb", "a\uFFFD\uFFFDb"},
+		{"a character cut short", "a\xe2\x98b", "a\uFFFD\uFFFDb"},
+		{"a surrogate written in UTF-8", "\xed\xa0\x80", "\uFFFD\uFFFD\uFFFD"},
+		{"nuls in a row", "\x00\x00", "\uFFFD\uFFFD"},
+		{"cut at the end", "☕\xe2\x98", "☕\uFFFD\uFFFD"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, gemsql.PlainTextRepaired(tt.in))
+			require.Equal(t, `"`+tt.want+`"`, string(gemsql.TextRepaired([]byte(`"`+tt.in+`"`))), "the rule of JSON text")
+			require.NotEmpty(t, gemsql.PlainTextProblem(tt.in))
+			require.Equal(t, gemsql.PlainTextProblem(tt.in), gemsql.PlainTextProblem([]byte(tt.in)))
+			require.Empty(t, gemsql.PlainTextProblem(tt.want))
+		})
+	}
+}
+
+// TestPlainTextProblemCopiesNothing: a []byte (a skill file's content) is read as it is, not converted to a
+// string. Not parallel: testing.AllocsPerRun counts the whole process's allocations.
+func TestPlainTextProblemCopiesNothing(t *testing.T) {
+	content := []byte(strings.Repeat("café ☕ ", 1000))
+	invalid := append(content[:len(content):len(content)], 0xff)
+	require.Zero(t, testing.AllocsPerRun(10, func() { _ = gemsql.PlainTextProblem(content) }))
+	require.Zero(t, testing.AllocsPerRun(10, func() { _ = gemsql.PlainTextProblem(invalid) }))
 }
