@@ -68,7 +68,9 @@ func Coded(err error) error {
 	case err == nil, errors.As(err, &e), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case DatabaseAway(err):
-		return &Error{Code: EUNAVAILABLE, Message: "the database cannot be reached: " + err.Error(), Err: err}
+		// A fixed message: the driver's error names the server's host, port and user, which a client of the
+		// brain must not learn; it stays wrapped for the logs.
+		return &Error{Code: EUNAVAILABLE, Message: "the database cannot be reached", Err: err}
 	case errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05" || pgErr.Code == "22P02"):
 		return &Error{Code: EINVALID, Message: "the request holds text the database cannot store: " + pgErr.Message,
 			Details: map[string]any{"sqlstate": pgErr.Code}, Err: err}

@@ -857,8 +857,10 @@ func (e *databaseAway) Unwrap() error { return e.err }
 // still planning, which a brain resumes from its journal once its lease lapses (this brain no longer renews
 // it), so the client's retry with its key, or GET /brain/runs/{id}, finds the answer.
 func (c *Chat) leftToLease(r *chatRun, err error) (*brain.ChatResponse, error) {
-	e := &brain.Error{Code: brain.EUNAVAILABLE, Message: fmt.Sprintf("the database was away while the turn was recorded (%v); the turn is not lost: "+
-		"it goes on once the database is back (GET /brain/runs/%s, or send the request again with its key)", err, r.runID),
+	// The driver's error names the database's host, port and user: the log has it, the client does not.
+	r.log.Warn().Err(err).Msg("the database was away while the turn was recorded; the turn is left to its lease")
+	e := &brain.Error{Code: brain.EUNAVAILABLE, Message: fmt.Sprintf("the database was away while the turn was recorded; the turn is not lost: "+
+		"it goes on once the database is back (GET /brain/runs/%s, or send the request again with its key)", r.runID),
 		Details: map[string]any{"run_id": r.runID}}
 	r.resp.OK, r.resp.Status, r.resp.Reply = false, brain.RunPlanning, ""
 	r.resp.Errors = append(r.resp.Errors, e)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"testing"
 
 	"github.com/gemhq/gem/brain"
@@ -41,9 +42,14 @@ func TestStorageErrorsAreCoded(t *testing.T) {
 	call := func(input string) gemsql.CallInsertParams {
 		return gemsql.CallInsertParams{ToolName: "os.create_note", Input: json.RawMessage(input), IdempotencyKey: "k1", RequestedBy: "ann"}
 	}
+	// What a client of the brain must not learn of the database: its host, port and user.
+	refusedAddr := sqltest.FreeAddr(t)
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	secret := []string{u.Hostname(), u.Port(), u.User.Username(), refusedAddr}
 	// The first run and call of the key tests.
 	require.NoError(t, postgres.RunInsert(ctx, pool, run("r1", []byte{1})))
-	_, err := gemsql.CallInsert(ctx, pool, call(`{"title": "a"}`))
+	_, err = gemsql.CallInsert(ctx, pool, call(`{"title": "a"}`))
 	require.NoError(t, err)
 	_, err = postgres.AgentCreate(ctx, pool, &brain.AgentParams{Slug: ptr("ann-agent"), Name: ptr("Ann's")})
 	require.NoError(t, err)
@@ -58,18 +64,18 @@ func TestStorageErrorsAreCoded(t *testing.T) {
 		{"a connection the server ended is the database away", func(t *testing.T) error {
 			_, err := postgres.RunGet(ctx, away(t), uuid.New(), false)
 			return err
-		}, brain.EUNAVAILABLE, "the database cannot be reached: ", nil},
+		}, brain.EUNAVAILABLE, "the database cannot be reached", nil},
 		{"so it is for the sql module's functions", func(t *testing.T) error {
 			_, err := gemsql.CallGet(ctx, away(t), uuid.New())
 			return err
-		}, brain.EUNAVAILABLE, "the database cannot be reached: ", nil},
+		}, brain.EUNAVAILABLE, "the database cannot be reached", nil},
 		{"a server that refuses connections is away", func(t *testing.T) error {
-			refused, err := pgxpool.New(ctx, "postgres://gem@"+sqltest.FreeAddr(t)+"/gem?connect_timeout=2")
+			refused, err := pgxpool.New(ctx, "postgres://gem@"+refusedAddr+"/gem?connect_timeout=2")
 			require.NoError(t, err) // it connects when used
 			defer refused.Close()
 			_, err = postgres.AgentList(ctx, refused)
 			return err
-		}, brain.EUNAVAILABLE, "the database cannot be reached: ", nil},
+		}, brain.EUNAVAILABLE, "the database cannot be reached", nil},
 		{"a NUL in text is invalid", func(t *testing.T) error {
 			r := run("", nil)
 			r.Message = "a\x00b"
@@ -107,6 +113,15 @@ func TestStorageErrorsAreCoded(t *testing.T) {
 			require.Contains(t, e.Message, tt.message)
 			if tt.details != nil {
 				require.Equal(t, tt.details, e.Details)
+			}
+			if tt.code == brain.EUNAVAILABLE {
+				// The HTTP answer (the error as JSON) names nothing of the connection; the log keeps it (Error).
+				require.Equal(t, tt.message, e.Message)
+				answer, err := json.Marshal(e)
+				require.NoError(t, err)
+				for _, s := range secret {
+					require.NotContains(t, string(answer), s)
+				}
 			}
 			// Coded where it is returned: reading it raw finds the same code.
 			var be *brain.Error
