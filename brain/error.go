@@ -56,17 +56,8 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of err: AsError's.
-func ErrorCode(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	if code := gemsql.ErrorCode(gemsql.Coded(err)); code != "" {
-		return code
-	}
-	return EINTERNAL
-}
+// ErrorCode returns the code of err: AsError's, read the one way.
+func ErrorCode(err error) string { return AsError(err).Code }
 
 // AsError turns any error into an *Error, the one reading of an error the doors (HTTP, MCP, chat) answer
 // with: an *Error as it is; a storage error (gemsql.Error: the storage's functions return their failures

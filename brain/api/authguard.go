@@ -231,8 +231,6 @@ func principalErr(err error, name string) error {
 		return brain.Errorf(brain.EUNAUTHORIZED, "invalid bearer token")
 	case errors.Is(err, gemsql.ErrNotFound):
 		return brain.Errorf(brain.EUNAUTHORIZED, "the caller of this token, %q, is not recorded (restart the brain to record its configured tokens)", name)
-	case brain.ErrorCode(err) == brain.ETOOMANY:
-		return err
 	}
-	return err
+	return err // a 429 (tooManyFailures), the database's failure: as it is
 }
