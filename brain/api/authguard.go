@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -53,13 +54,16 @@ type tokenGuard struct {
 	known    *lru.Cache[string, callerEntry]
 	unknown  *expiringCache[[sha256.Size]byte, struct{}]
 	failures *expiringCache[netip.Prefix, *rate.Limiter]
+	// newBudget makes an address's budget of lookups that find nothing (a test widens the moment it takes).
+	newBudget func() *rate.Limiter
 }
 
 func newTokenGuard() *tokenGuard {
 	known, _ := lru.New[string, callerEntry](knownCallersMax) // fails only for a size below 1
 	return &tokenGuard{known: known,
-		unknown:  newExpiringCache[[sha256.Size]byte, struct{}](unknownTokensMax, unknownTokenTTL),
-		failures: newExpiringCache[netip.Prefix, *rate.Limiter](clientAddrsMax, clientAddrTTL)}
+		unknown:   newExpiringCache[[sha256.Size]byte, struct{}](unknownTokensMax, unknownTokenTTL),
+		failures:  newExpiringCache[netip.Prefix, *rate.Limiter](clientAddrsMax, clientAddrTTL),
+		newBudget: func() *rate.Limiter { return rate.NewLimiter(authFailureRate, authFailureBurst) }}
 }
 
 // expiringCache is a bounded LRU cache whose entries are gone ttl after they were added. They expire when
@@ -68,6 +72,8 @@ func newTokenGuard() *tokenGuard {
 type expiringCache[K comparable, V any] struct {
 	ttl   time.Duration
 	cache *lru.Cache[K, addedEntry[V]]
+	// adding is held by GetOrAdd, so that callers asking for one key at once get one value.
+	adding sync.Mutex
 }
 
 type addedEntry[V any] struct {
@@ -99,6 +105,20 @@ func (c *expiringCache[K, V]) Contains(key K) bool {
 
 func (c *expiringCache[K, V]) Add(key K, value V) {
 	c.cache.Add(key, addedEntry[V]{value: value, added: time.Now()})
+}
+
+// GetOrAdd returns the value of key if it was added less than ttl ago, else adds made() and returns it: of
+// callers asking for one key at once, one adds and all get its value (a Get then an Add would let each add
+// its own, and all but the last be lost).
+func (c *expiringCache[K, V]) GetOrAdd(key K, made func() V) V {
+	c.adding.Lock()
+	defer c.adding.Unlock()
+	if v, ok := c.Get(key); ok {
+		return v
+	}
+	v := made()
+	c.Add(key, v)
+	return v
 }
 
 // clientPrefix is the network a request comes from: its address, an IPv6 one's /64 (one host's share). It is
@@ -150,12 +170,7 @@ func (g *tokenGuard) byToken(ctx context.Context, db gemsql.DBTX, token, remoteA
 	}
 	var spent *rate.Reservation
 	if !seen {
-		prefix := clientPrefix(remoteAddr)
-		lim, ok := g.failures.Get(prefix)
-		if !ok {
-			lim = rate.NewLimiter(authFailureRate, authFailureBurst)
-			g.failures.Add(prefix, lim)
-		}
+		lim := g.failures.GetOrAdd(clientPrefix(remoteAddr), g.newBudget)
 		if spent = lim.Reserve(); spent.Delay() > 0 {
 			wait := spent.Delay()
 			spent.Cancel()
