@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,6 +175,9 @@ func (h *Hub) check(ctx context.Context, device string, grants registry.Grants, 
 	if len(raw) > maxTools {
 		return nil, []registry.Problem{{Field: "tools", Message: fmt.Sprintf("has %d tools; a device serves at most %d", len(raw), maxTools)}}, nil
 	}
+	if problems := textProblems(raw); len(problems) > 0 {
+		return nil, problems, nil
+	}
 	reg, err := registry.ParseDeviceTools(raw)
 	var ce *registry.CheckError
 	if errors.As(err, &ce) {
@@ -228,6 +232,42 @@ func (h *Hub) check(ctx context.Context, device string, grants registry.Grants, 
 		}
 	}
 	return reg.Tools(), problems, nil
+}
+
+// textProblems refuses the contracts' text PostgreSQL cannot store (a NUL, invalid UTF-8: gemsql's rule for
+// a client's text), naming each tool and the field where it is: stored, the registration would fail, and
+// the device would be told to try again forever.
+func textProblems(raw []json.RawMessage) []registry.Problem {
+	var problems []registry.Problem
+	for i, doc := range raw {
+		pointer, problem, found := gemsql.TextProblem(doc)
+		if !found {
+			continue
+		}
+		tool := fmt.Sprintf("tools[%d]", i)
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(doc, &named) == nil && named.Name != "" && gemsql.PlainTextProblem(named.Name) == "" {
+			tool = named.Name
+		}
+		problems = append(problems, registry.Problem{Tool: tool, Field: pointerField(pointer),
+			Message: problem + "; GEM stores text exactly, so it refuses what it cannot store"})
+	}
+	return problems
+}
+
+// pointerField writes a JSON pointer (/input_schema/properties/key) as a Problem's field, dotted
+// (input_schema.properties.key); the whole contract's is "tools".
+func pointerField(pointer string) string {
+	if pointer == "" {
+		return "tools"
+	}
+	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return strings.Join(parts, ".")
 }
 
 // register records the registration in one transaction: the device connected here, its tools replaced, the
