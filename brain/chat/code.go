@@ -137,6 +137,14 @@ func (c *Chat) codeCall(ctx context.Context, r *chatRun, iteration int, name, de
 		}
 		return nil, "", te
 	}
+	// A program's input holding text PostgreSQL cannot store (a NUL it made) is refused, naming where, as a
+	// client's is: the call is not made, and the program may catch why.
+	if err := brain.CheckText(input); err != nil {
+		e := brain.AsError(err)
+		te := &script.ToolError{Code: string(registry.CodeValidation), Message: "the input was not used: " + e.Message}
+		te.Details, _ = json.Marshal(e.Details)
+		return nil, "", te
+	}
 	r.noteSecrets(tool, input)
 	input, err := brain.SealInput(c.reg, name, input)
 	if err != nil {

@@ -276,21 +276,25 @@ func RunFinishQueue(b *pgx.Batch, runID uuid.UUID, sessionID, status string, pla
 }
 
 // ProgramRecord records a run_code program on its run: the code, what it returned, printed and called, and
-// why it stopped.
+// why it stopped. A program is the LLM's, and what it returns and prints its own: text in them PostgreSQL
+// cannot store (a NUL a program made) is repaired (gemsql.TextRepaired, GEM's rule), so the record is
+// written.
 func ProgramRecord(ctx context.Context, db gemsql.DBTX, runID uuid.UUID, iteration int, code string, res *script.Result, callIDs []uuid.UUID, took time.Duration) error {
 	var value, errJSON []byte
 	if len(res.Value) > 0 {
-		value = res.Value
+		value = gemsql.TextRepaired(res.Value)
 	}
 	if res.Error != nil {
 		errJSON, _ = json.Marshal(res.Error)
+		errJSON = gemsql.TextRepaired(errJSON)
 	}
 	if callIDs == nil {
 		callIDs = []uuid.UUID{}
 	}
 	_, err := db.Exec(ctx, `INSERT INTO brain_run_programs (run_id, iteration, code, value, output, calls, call_ids, error, started_at, duration_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() - make_interval(secs => $9 / 1000.0), $9)`,
-		runID, iteration, code, value, jsonOrEmpty(res.Output, "[]"), jsonOrEmpty(res.Calls, "[]"), callIDs, errJSON,
+		runID, iteration, gemsql.PlainTextRepaired(code), value, gemsql.TextRepaired(jsonOrEmpty(res.Output, "[]")),
+		gemsql.TextRepaired(jsonOrEmpty(res.Calls, "[]")), callIDs, errJSON,
 		float64(took.Microseconds())/1000)
 	if err != nil {
 		return coded(fmt.Errorf("error recording a program: %w", err))

@@ -108,3 +108,54 @@ return {task: t.task_id, title: t.title, missing: missing, refused: refused};`
 	require.Equal(t, http.StatusOK, status, "%+v", resp)
 	require.Equal(t, 0, fake.Remaining())
 }
+
+// TestRunCodeNUL: a program's call whose input holds a NUL (\u0000, which PostgreSQL cannot store) is refused
+// with a validation error naming where it is, which the program may catch, and no call is made; what the
+// program printed and returned holding one is recorded repaired (U+FFFD), not lost to a storage error.
+func TestRunCodeNUL(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	tasks := uniq("tasks")
+	var body importBody
+	require.Equal(t, http.StatusCreated, a.do(http.MethodPost, "/skills", map[string]any{"slug": tasks, "name": tasks,
+		"instructions": "Keep the task list.", "tools": []string{"os.create_task"}}, &body))
+	coder := uniq("coder")
+	require.Equal(t, http.StatusCreated, a.do(http.MethodPost, "/agents", map[string]any{"slug": coder, "name": "Coder", "code_mode": true}, &body))
+	require.Equal(t, http.StatusOK, a.do(http.MethodPut, "/agents/"+coder+"/skills/"+tasks, nil, &body))
+
+	program := `
+let refused = null, message = null;
+try { gem.os.create_task({domain: "business", title: "a\u0000b"}); } catch (e) { refused = e.code; message = e.message; }
+console.log("printed\u0000");
+return {refused: refused, message: message, text: "x\u0000y"};`
+	args, err := json.Marshal(map[string]string{"code": program})
+	require.NoError(t, err)
+	var programResult map[string]any
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "prog", Name: "run_code", Arguments: string(args)}}},
+		llmfake.Turn{
+			Check: func(t require.TestingT, req *llmfake.Request) {
+				programResult = resultOf(t, req.ToolResults()["prog"])
+			},
+			Text: "Done.",
+		},
+	)
+	withLLM := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	resp, status := chatWith(t, withLLM, coder, "make a task", "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+
+	require.Equal(t, "succeeded", programResult["status"], "%v", programResult)
+	result := programResult["result"].(map[string]any)
+	require.Equal(t, "validation_error", result["refused"], "%v", result)
+	require.Contains(t, result["message"], `/title contains a NUL character (\u0000)`)
+	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID), "no call is made")
+
+	var programs int
+	var text, printed string
+	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT count(*), coalesce(max(value ->> 'text'), ''), coalesce(max(output ->> 0), '')
+		FROM brain_run_programs WHERE run_id = $1`, resp.RunID).Scan(&programs, &text, &printed))
+	require.Equal(t, 1, programs, "the program is recorded")
+	require.Equal(t, "x\uFFFDy", text)
+	require.Equal(t, "printed\uFFFD", printed)
+}
