@@ -246,6 +246,8 @@ const runCallsAddedSQL = `SELECT gem_run_calls_added($1, $2)`
 // their call_enqueued already. Which calls await approval the brain learns from the insert's answer
 // (gemsql.Inserted).
 func RunCallsHeldQueue(b *pgx.Batch, runID uuid.UUID, ids []uuid.UUID) {
+	// Its answer (the calls held) is not read: the insert queued before it answered the same, and that is
+	// what the brain reads. The function returns it for a reader of the SQL alone.
 	b.Queue(`SELECT gem_run_awaiting($1, $2)`, runID, ids)
 }
 
