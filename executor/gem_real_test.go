@@ -18,7 +18,6 @@ import (
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
 	ospack "github.com/gemhq/gem/packs/os"
-	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -426,8 +425,7 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 	integBiz := businesspack.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
 
 	h := executor.Handlers{}
-	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{businessrun.ForOS(biz)})
-	businessrun.Register(h, biz)
+	businessrun.RegisterWithOS(h, ospack.Config{TimeZone: biz.TimeZone}, biz)
 	integrationsrun.Register(h, integ, integBiz)
 	b.startExecutorWith(t, executor.Config{}, b.reg, h, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 

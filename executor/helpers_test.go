@@ -19,7 +19,6 @@ import (
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	ospack "github.com/gemhq/gem/packs/os"
-	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
@@ -54,7 +53,9 @@ func runHelper() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	m := &executor.Main{Config: cfg, Handlers: testHandlers(os.Getenv("GEM_TEST_OUTSIDE_LOG"), businesspack.ConfigFromEnv(os.Getenv)), Log: log}
+	biz := businesspack.ConfigFromEnv(os.Getenv)
+	biz.TimeZone = ospack.ConfigFromEnv(os.Getenv).TimeZone // testHandlers hands biz's to the os pack
+	m := &executor.Main{Config: cfg, Handlers: testHandlers(os.Getenv("GEM_TEST_OUTSIDE_LOG"), biz), Log: log}
 	if err := m.Open(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -74,9 +75,8 @@ func runHelper() int {
 // handlers of testdata/test-tools.json.
 func testHandlers(outsideLog string, biz businesspack.Config) executor.Handlers {
 	h := executor.Handlers{}
-	// The os pack reads the business's time zone (GEM_BUSINESS_TIMEZONE) too: tests set it once, in biz.
-	osrun.Register(h, ospack.Config{TimeZone: biz.TimeZone}, osrun.Packs{businessrun.ForOS(biz)})
-	businessrun.Register(h, biz)
+	// The business's time zone is the os pack's (GEM_BUSINESS_TIMEZONE): tests set it in biz.
+	businessrun.RegisterWithOS(h, ospack.Config{TimeZone: biz.TimeZone}, biz)
 	integrationsrun.Register(h, integrationspack.Config{}, businesspack.Config{})
 
 	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {

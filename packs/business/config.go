@@ -19,14 +19,14 @@ import (
 )
 
 // The business pack's settings: Main reads them once (ConfigFromEnv), reports their Problems at start and
-// hands the Config to the pack's handlers (businessrun.Register) and to the integrations pack's, which probes
-// the same SMS and email providers. docs/business-pack.md and the executor's usage text list each variable
+// hands the Config to the pack's handlers (businessrun.RegisterWithOS, with the os pack's time zone) and to
+// the integrations pack's, which probes the same SMS and email providers. docs/business-pack.md and the executor's usage text list each variable
 // with its default.
 
 // Defaults of Config.
 const (
 	// TimeZoneDefault is the business's time zone unless GEM_BUSINESS_TIMEZONE says otherwise: the os
-	// pack's setting, which this pack reads too.
+	// pack's setting, which this pack is given.
 	TimeZoneDefault = ospack.TimeZoneDefault
 	// TwilioBaseURLDefault is Twilio's REST API.
 	TwilioBaseURLDefault = "https://api.twilio.com"
@@ -42,7 +42,6 @@ const (
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvTimeZone         = ospack.EnvTimeZone
 	EnvTwilioAccountSID = "GEM_SMS_TWILIO_ACCOUNT_SID"
 	EnvTwilioAuthToken  = "GEM_SMS_TWILIO_AUTH_TOKEN"
 	EnvSMSFrom          = "GEM_SMS_FROM"
@@ -74,7 +73,10 @@ var (
 // configured (their tools answer not_configured) and dates follow TimeZoneDefault.
 type Config struct {
 	// TimeZone is the business's IANA time zone. It decides what "today" is: a quote's validity, an
-	// invoice's issue and due dates, and whether an invoice is overdue. Defaults to TimeZoneDefault.
+	// invoice's issue and due dates, and whether an invoice is overdue. It is the os pack's setting
+	// (ospack.Config.TimeZone): ConfigFromEnv leaves it empty and businessrun.RegisterWithOS sets it, so
+	// the two packs never disagree, and only the os pack reports a value that cannot be used. Defaults to
+	// TimeZoneDefault.
 	TimeZone string
 
 	// BusinessHours are the working hours calendar.find_slots offers and leads.schedule_inspection books
@@ -150,7 +152,6 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		llmErr = errors.Join(append(llmconfig.Problems(llmErr), settings.HTTPURLProblem(llmconfig.EnvBaseURL, llm.BaseURL))...)
 	}
 	return Config{
-		TimeZone:      get(EnvTimeZone),
 		BusinessHours: get(EnvBusinessHours),
 		PhoneRegion:   strings.ToUpper(get(phone.EnvRegion)),
 		SMS: TwilioConfig{
@@ -181,9 +182,7 @@ func (c Config) Problems() []error {
 			problems = append(problems, err)
 		}
 	}
-	_, err := c.Location()
-	add(err)
-	_, err = c.ResolvePhoneRegion()
+	_, err := c.ResolvePhoneRegion()
 	add(err)
 	if c.BusinessHours != "" {
 		_, err = ParseWorkingHours(c.BusinessHours)

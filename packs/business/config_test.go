@@ -8,6 +8,7 @@ import (
 	"github.com/gemhq/gem/llmconfig"
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/internal/settingstest"
+	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry/phone"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
 		businesspack.EnvTwilioAccountSID: " ACxyz ", businesspack.EnvTwilioAuthToken: "tok", businesspack.EnvSMSFrom: "+61400000000",
-		businesspack.EnvSMTPURL: "smtp://h", businesspack.EnvEmailFrom: "a@b.example", businesspack.EnvTimeZone: "Australia/Perth",
+		businesspack.EnvSMTPURL: "smtp://h", businesspack.EnvEmailFrom: "a@b.example", ospack.EnvTimeZone: "Australia/Perth",
 	}
 	c := businesspack.ConfigFromEnv(func(k string) string { return env[k] }).WithDefaults()
 	require.Equal(t, "ACxyz", c.SMS.AccountSID)
@@ -26,7 +27,9 @@ func TestConfigFromEnv(t *testing.T) {
 	region, err := c.ResolvePhoneRegion()
 	require.NoError(t, err)
 	require.Equal(t, "AU", region)
-	loc, err := c.Location()
+	// The time zone is the os pack's setting: businessrun.RegisterWithOS gives it, ConfigFromEnv does not read it.
+	require.Equal(t, businesspack.TimeZoneDefault, c.TimeZone)
+	loc, err := businesspack.Config{TimeZone: "Australia/Perth"}.Location()
 	require.NoError(t, err)
 	require.Equal(t, "Australia/Perth", loc.String())
 
@@ -35,7 +38,7 @@ func TestConfigFromEnv(t *testing.T) {
 	require.Equal(t, []string{businesspack.EnvSMTPURL, businesspack.EnvEmailFrom}, c.Email.Missing())
 	require.Equal(t, businesspack.TimeZoneDefault, c.TimeZone)
 	_, err = businesspack.Config{TimeZone: "Mars/Olympus"}.Location()
-	require.ErrorContains(t, err, businesspack.EnvTimeZone)
+	require.ErrorContains(t, err, ospack.EnvTimeZone)
 }
 
 // TestConfigProblems: Problems lists each setting that is set but cannot be used, naming its variable, and
@@ -50,14 +53,15 @@ func TestConfigProblems(t *testing.T) {
 		return out
 	}
 	require.Empty(t, problems(nil))
-	require.Empty(t, problems(map[string]string{businesspack.EnvTimeZone: "Australia/Perth", phone.EnvRegion: "nz", businesspack.EnvBusinessHours: "Sat 08:00-12:00",
+	require.Empty(t, problems(map[string]string{ospack.EnvTimeZone: "Australia/Perth", phone.EnvRegion: "nz", businesspack.EnvBusinessHours: "Sat 08:00-12:00",
 		businesspack.EnvTwilioBaseURL: "http://127.0.0.1:1", businesspack.EnvSMTPURL: "smtps://u:p@h", businesspack.EnvEmailFrom: "Acme <a@b.example>", llmconfig.EnvTimeout: "5s"}))
 
-	got := problems(map[string]string{businesspack.EnvTimeZone: "Mars/Olympus", phone.EnvRegion: "ZZ", businesspack.EnvBusinessHours: "whenever",
+	// GEM_BUSINESS_TIMEZONE is the os pack's to report (ospack.Config.Problems), not this pack's.
+	got := problems(map[string]string{ospack.EnvTimeZone: "Mars/Olympus", phone.EnvRegion: "ZZ", businesspack.EnvBusinessHours: "whenever",
 		businesspack.EnvTwilioBaseURL: "ftp://twilio", businesspack.EnvSMTPURL: "http://u:secret@h", businesspack.EnvEmailFrom: "not an address",
 		llmconfig.EnvTimeout: "soon", llmconfig.EnvMaxTokens: "many"})
-	require.Len(t, got, 8, "%q", got)
-	for i, env := range []string{businesspack.EnvTimeZone, phone.EnvRegion, businesspack.EnvBusinessHours, businesspack.EnvTwilioBaseURL, businesspack.EnvSMTPURL, businesspack.EnvEmailFrom,
+	require.Len(t, got, 7, "%q", got)
+	for i, env := range []string{phone.EnvRegion, businesspack.EnvBusinessHours, businesspack.EnvTwilioBaseURL, businesspack.EnvSMTPURL, businesspack.EnvEmailFrom,
 		llmconfig.EnvMaxTokens, llmconfig.EnvTimeout} {
 		require.Contains(t, got[i], env)
 	}

@@ -9,7 +9,6 @@ import (
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
 	ospack "github.com/gemhq/gem/packs/os"
-	osrun "github.com/gemhq/gem/packs/os/run"
 	"github.com/rs/zerolog"
 )
 
@@ -35,15 +34,16 @@ func packsFromEnv(getenv func(string) string) packs {
 // handlers are the packs' tool handlers.
 func (p packs) handlers() executor.Handlers {
 	h := executor.Handlers{}
-	osrun.Register(h, p.os, osrun.Packs{businessrun.ForOS(p.business)})
-	businessrun.Register(h, p.business)
+	businessrun.RegisterWithOS(h, p.os, p.business)
 	agentskillsrun.Register(h, p.agentSkills)
 	integrationsrun.Register(h, p.integrations, p.business)
 	return h
 }
 
 // problems are the settings that are set but cannot be used, each error naming its variable. A setting two
-// packs read (GEM_BUSINESS_TIMEZONE, GEM_LLM_*, GEM_PHONE_REGION) is listed once.
+// packs read (GEM_LLM_*, read by the business and agent skills packs) is listed once. GEM_BUSINESS_TIMEZONE
+// is the os pack's alone (the business pack is given it), GEM_PHONE_REGION the business pack's alone (the
+// integrations pack is given the business's Config).
 func (p packs) problems() []error {
 	var problems []error
 	seen := map[string]bool{}

@@ -2,9 +2,10 @@
 // on (leads, customers and sites, inspections, quotes, jobs, invoices, communications, calendar, media and
 // marketing, and the owner's identity and personal tools). The os pack (notes, tasks, reminders, the state
 // snapshot, the audit log, health) comes before it: this pack gives that pack's tools its records, its parts
-// of the snapshot and its providers (ForOS), and schedules reminders through it. Every handler writes only through the call's transaction, returns not_found
-// for a missing row and conflict when the current state refuses a change, and returns a result that matches
-// its tool's output schema. docs/business-pack.md describes the tools and their rules.
+// of the snapshot and its providers, and schedules reminders through it: RegisterWithOS adds the two packs'
+// handlers together. Every handler writes only through the call's transaction, returns not_found for a
+// missing row and conflict when the current state refuses a change, and returns a result that matches its
+// tool's output schema. docs/business-pack.md describes the tools and their rules.
 package businessrun
 
 import (
@@ -24,9 +25,18 @@ import (
 	"github.com/google/uuid"
 )
 
-// Register adds the business pack's handlers with its configuration: the executor's Main reads it from the
-// environment once (businesspack.ConfigFromEnv) and reports its Problems at start; tests build one.
-func Register(h executor.Handlers, cfg businesspack.Config) {
+// RegisterWithOS adds the os pack's handlers, with what the business pack gives them (forOS), and the
+// business pack's: the executor's Main reads both configurations from the environment once and reports
+// their Problems at start; tests build them. The business's time zone is the os pack's (osCfg.TimeZone,
+// GEM_BUSINESS_TIMEZONE), whatever cfg.TimeZone says: one setting, one owner.
+func RegisterWithOS(h executor.Handlers, osCfg ospack.Config, cfg businesspack.Config) {
+	cfg.TimeZone = osCfg.TimeZone
+	osrun.Register(h, osCfg, osrun.Packs{forOS(cfg)})
+	register(h, cfg)
+}
+
+// register adds the business pack's handlers alone, with its configuration.
+func register(h executor.Handlers, cfg businesspack.Config) {
 	p := &pack{cfg: cfg.WithDefaults()}
 	p.loc, p.locErr = p.cfg.Location()
 	p.region, p.regionErr = p.cfg.ResolvePhoneRegion()
@@ -54,10 +64,10 @@ var Records = map[string]string{
 	"commitment": "personal_commitments", "memory": "identity_memories", "checkin": "personal_checkins",
 }
 
-// ForOS is what the business pack gives the os pack's tools (osrun.Register), configured by cfg as Register
+// forOS is what the business pack gives the os pack's tools (osrun.Register), configured by cfg as register
 // is: its Records; its parts of the state snapshot (the business's pipeline, work, money and calendar; the
 // owner's check-ins, commitments and boundaries); and its outside providers, for the health check.
-func ForOS(cfg businesspack.Config) osrun.Pack {
+func forOS(cfg businesspack.Config) osrun.Pack {
 	cfg = cfg.WithDefaults()
 	return osrun.Pack{
 		Name:    "business",
@@ -71,7 +81,7 @@ func ForOS(cfg businesspack.Config) osrun.Pack {
 }
 
 // providers lists the outside providers of the configuration and what each one lacks, for the os pack's
-// health check (ForOS).
+// health check (forOS).
 func providers(c businesspack.Config) []ospack.ProviderHealth {
 	errText := func(err error) *string {
 		if err == nil {

@@ -18,11 +18,11 @@ func TestFileStoreSettingIsTheExecutors(t *testing.T) {
 	require.Equal(t, filestore.DefaultDir, businesspack.Config{}.WithDefaults().FileStore)
 }
 
-// TestEveryToolHasAHandler: Register adds a handler for each tool of businesspack.Tools, and for no other
-// tool (the os pack's are osrun's, whatever ForOS gives them).
+// TestEveryToolHasAHandler: register adds a handler for each tool of businesspack.Tools, and for no other
+// tool (the os pack's are osrun's, whatever forOS gives them).
 func TestEveryToolHasAHandler(t *testing.T) {
 	t.Parallel()
 	h := executor.Handlers{}
-	Register(h, businesspack.Config{})
+	register(h, businesspack.Config{})
 	require.ElementsMatch(t, businesspack.Tools, h.Names())
 }

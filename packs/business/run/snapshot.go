@@ -10,7 +10,7 @@ import (
 )
 
 // The business pack's parts of the state snapshot (os.get_state_snapshot and os.refresh_state_snapshot,
-// whose handlers are the os pack's: ForOS gives them these). The os pack adds each domain's tasks and
+// whose handlers are the os pack's: forOS gives them these). The os pack adds each domain's tasks and
 // reminders, and the recent activity.
 
 // businessState is the business side: leads by stage, inspections, quotes and jobs, money owed, and what is
