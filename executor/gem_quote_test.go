@@ -230,7 +230,6 @@ func TestGEMQuoteLineItems(t *testing.T) {
 		{J{"description": strings.Repeat("x", 501), "unit_price_cents": 1}, "line_items[1].description"},
 		{J{"description": "x", "unit_price_cents": 1, "unit": "linear metres of gutter"}, "line_items[1].unit"},
 		{J{"description": "x", "price": 100}, "line_items[1].price"},
-		{J{"description": "x", "unit_price_cents": 1, "line_item_id": "line-1"}, "line_items[1].line_item_id"},
 		{J{"description": "x", "unit_price_cents": 1, "line_item_id": ridge}, "line_items[1].line_item_id"}, // twice
 	}
 	for _, tt := range bad {
@@ -238,6 +237,10 @@ func TestGEMQuoteLineItems(t *testing.T) {
 			J{"line_item_id": ridge, "description": "Ridge", "unit_price_cents": 1}, tt.item}})
 		requireNamesField(t, r, tt.field)
 	}
+	// A line item id that is not a UUID names no line: not_found, as any id of GEM's (TestGEMIdsThatAreNotUUIDs).
+	refused := b.refused(t, ctx, registry.CodeNotFound, "quote.update_line_items", J{"quote_id": quote, "line_items": []any{
+		J{"line_item_id": ridge, "description": "Ridge", "unit_price_cents": 1}, J{"description": "x", "unit_price_cents": 1, "line_item_id": "line-1"}}})
+	requireNamesField(t, refused, "line_items[1].line_item_id")
 	r2 := b.refused(t, ctx, registry.CodeValidation, "quote.update_line_items", J{"quote_id": quote, "line_items": []any{"a line"}})
 	require.Contains(t, r2.Error.Message, "/line_items/0", "the schema refuses an item that is not an object")
 	otherLine, _ := b.ok(t, ctx, "quote.add_line_item", J{"quote_id": other, "description": "Other", "unit_price_cents": 1})

@@ -508,4 +508,28 @@ func TestGEMIdsThatAreNotUUIDs(t *testing.T) {
 		require.Contains(t, r.Error.Message, "UUID", tool)
 		require.Equal(t, field, decodeDetails(t, r)["field"], tool)
 	}
+
+	// Every handler that reads an id from text says so in the same words, naming the field, wherever the id
+	// is: a field of its own, inside a patch, a selector, a reference or a list's item.
+	entity, _ := b.ok(t, ctx, "entity.create", J{"entity_type": "client", "name": "Rossi Family Trust"})
+	for _, tt := range []struct {
+		tool  string
+		input J
+		field string
+	}{
+		{"os.update_task", J{"task_id": "task-1", "patch": J{"title": "x"}}, "task_id"},
+		{"os.rollback_last_action", J{"call_id": "the last one"}, "call_id"},
+		{"os.create_task", J{"title": "x", "domain": "business", "context_ref": J{"type": "job", "id": "job-42"}}, "context_ref.id"},
+		{"personal.close_commitment", J{"commitment_id": "c-1", "outcome": "kept"}, "commitment_id"},
+		{"identity.expire_memory", J{"selector": J{"memory_id": "m-1"}}, "selector.memory_id"},
+		{"entity.update", J{"entity_id": entity.str(t, "entity_id"), "patch": J{"lead_id": "lead-42"}}, "patch.lead_id"},
+		{"quote.update_line_items", J{"quote_id": uuid.NewString(), "line_items": []J{{"line_item_id": "line-1", "description": "x", "unit_price_cents": 1}}},
+			"line_items[0].line_item_id"},
+		{"quote.calculate_totals", J{"quote_id": "Q-0042"}, "quote_id"},
+	} {
+		r := b.refused(t, ctx, registry.CodeNotFound, tt.tool, tt.input)
+		require.Equal(t, tt.field, decodeDetails(t, r)["field"], tt.tool)
+		require.Contains(t, r.Error.Message, tt.field+` "`, tt.tool)
+		require.Contains(t, r.Error.Message, "names no record: GEM's ids are UUIDs", tt.tool)
+	}
 }

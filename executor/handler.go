@@ -216,12 +216,11 @@ func fieldError(input json.RawMessage, v any) error {
 		if err == nil {
 			continue
 		}
-		details := map[string]any{"field": name}
 		if slices.Contains(uuidTypes, f.Type) {
-			return &Error{Code: registry.CodeNotFound, Details: details,
-				Message: fmt.Sprintf("%s %s names no record: GEM's ids are UUIDs (%v)", name, raw, err)}
+			return notARecordID(name, raw, err)
 		}
-		return &Error{Code: registry.CodeValidation, Details: details, Message: fmt.Sprintf("%s %s cannot be read: %v", name, raw, err)}
+		return &Error{Code: registry.CodeValidation, Details: map[string]any{"field": name},
+			Message: fmt.Sprintf("%s %s cannot be read: %v", name, raw, err)}
 	}
 	return nil
 }

@@ -31,14 +31,22 @@ func NotFoundIfNoRows(err error, what string, id any) error {
 	return err
 }
 
-// ParseRecordID reads a record's id given as a string: anything but a UUID names no record GEM keeps, so it
-// is not_found, naming what ("task").
-func ParseRecordID(what, s string) (uuid.UUID, error) {
+// RecordID reads the id an input's field gives as text (spaces around it ignored): anything but a UUID names
+// no record GEM keeps, so the call ends not_found naming the field, in the words Call.Bind uses for a field
+// declared a uuid.UUID.
+func RecordID(field, s string) (uuid.UUID, error) {
 	id, err := uuid.Parse(strings.TrimSpace(s))
 	if err != nil {
-		return uuid.Nil, NotFound("%s %q does not exist (not a UUID)", what, s)
+		raw, _ := json.Marshal(s)
+		return uuid.Nil, notARecordID(field, raw, err)
 	}
 	return id, nil
+}
+
+// notARecordID is the not_found of a field whose value (raw, as JSON) is not a UUID.
+func notARecordID(field string, raw []byte, err error) error {
+	return &Error{Code: registry.CodeNotFound, Details: map[string]any{"field": field},
+		Message: fmt.Sprintf("%s %s names no record: GEM's ids are UUIDs (%v)", field, raw, err)}
 }
 
 // QueryList runs a query and scans each row with scan. It never returns a nil slice, so an empty list is

@@ -37,12 +37,13 @@ func TestToolkitErrors(t *testing.T) {
 	require.Same(t, other, executor.NotFoundIfNoRows(other, "task", 7), "other errors pass through")
 
 	id := uuid.New()
-	got, err := executor.ParseRecordID("task", " "+id.String()+" ")
+	got, err := executor.RecordID("task_id", " "+id.String()+" ")
 	require.NoError(t, err)
 	require.Equal(t, id, got)
-	_, err = executor.ParseRecordID("task", "task-1")
+	_, err = executor.RecordID("task_id", "task-1")
 	require.Equal(t, registry.CodeNotFound, codeOf(err))
-	require.Contains(t, err.Error(), `task "task-1" does not exist`)
+	require.Contains(t, err.Error(), `task_id "task-1" names no record: GEM's ids are UUIDs`)
+	require.Equal(t, map[string]any{"field": "task_id"}, err.(*executor.Error).Details)
 }
 
 func TestToolkitValues(t *testing.T) {

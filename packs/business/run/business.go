@@ -140,13 +140,15 @@ func (p *pack) readPhone(field, typed string) (phone.Number, error) {
 	return n, nil
 }
 
-func nullableUUID(s *string) (*uuid.UUID, error) {
+// nullableRecordID reads an id that may be null or empty (none); any other text that is not a UUID names no
+// record (executor.RecordID).
+func nullableRecordID(field string, s *string) (*uuid.UUID, error) {
 	if s == nil || *s == "" {
 		return nil, nil
 	}
-	id, err := uuid.Parse(*s)
+	id, err := executor.RecordID(field, *s)
 	if err != nil {
-		return nil, executor.Invalid("%q is not a UUID", *s)
+		return nil, err
 	}
 	return &id, nil
 }

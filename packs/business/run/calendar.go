@@ -212,7 +212,7 @@ type eventUpdated struct {
 // updateEvent changes an event's title, times or location (null clears the location). A cancelled event
 // is a conflict. Moving an inspection visit's event moves the visit. Only what changes is written.
 func updateEvent(ctx context.Context, c *executor.Call, in updateEventInput) (*eventUpdated, error) {
-	eventID, err := recordID("event_id", in.EventID)
+	eventID, err := executor.RecordID("event_id", in.EventID)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ type eventCancelled struct {
 // cancelEvent cancels an event, with the reason; an inspection visit booked with it is cancelled too.
 // Cancelling it again changes nothing.
 func cancelEvent(ctx context.Context, c *executor.Call, in businesspack.CancelEventInput) (*eventCancelled, error) {
-	eventID, err := recordID("event_id", in.EventID)
+	eventID, err := executor.RecordID("event_id", in.EventID)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +343,7 @@ type jobAttached struct {
 // attachJobToEvent ties an event to a job (and the job's lead, when the event has none) or to a lead. A
 // cancelled event is a conflict; attaching what is attached already changes nothing.
 func attachJobToEvent(ctx context.Context, c *executor.Call, in businesspack.AttachJobToEventInput) (*jobAttached, error) {
-	eventID, err := recordID("event_id", in.EventID)
+	eventID, err := executor.RecordID("event_id", in.EventID)
 	if err != nil {
 		return nil, err
 	}

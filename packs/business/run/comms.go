@@ -397,7 +397,7 @@ type logCallOutcomeOutput struct {
 // logCallOutcome records a phone call with an entity as one of its interactions. An answered call about a
 // lead moves a new lead to contacted.
 func logCallOutcome(ctx context.Context, c *executor.Call, in businesspack.LogCallOutcomeInput) (*logCallOutcomeOutput, error) {
-	entityID, err := recordID("entity_id", in.EntityID)
+	entityID, err := executor.RecordID("entity_id", in.EntityID)
 	if err != nil {
 		return nil, err
 	}

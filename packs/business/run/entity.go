@@ -258,7 +258,7 @@ type updateEntityOutput struct {
 // updateEntity applies a patch: the keys given change (null clears notes, lead_id and contact fields; the
 // contact object is merged key by key). Only what changes is written, so repeating an update writes nothing.
 func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEntityInput) (*updateEntityOutput, error) {
-	entityID, err := recordID("entity_id", in.EntityID)
+	entityID, err := executor.RecordID("entity_id", in.EntityID)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (p *pack) updateEntity(ctx context.Context, c *executor.Call, in updateEnti
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, executor.Invalid("patch.lead_id must be a lead's id or null")
 		}
-		leadID, err := nullableUUID(s)
+		leadID, err := nullableRecordID("patch.lead_id", s)
 		if err != nil {
 			return nil, err
 		}
@@ -404,7 +404,7 @@ const entityRecentInteractions = 50
 // getEntity returns an entity with its newest interactions, its site details, the conversations it was linked
 // to and its sites.
 func getEntity(ctx context.Context, c *executor.Call, in businesspack.GetEntityInput) (*getEntityOutput, error) {
-	entityID, err := recordID("entity_id", in.EntityID)
+	entityID, err := executor.RecordID("entity_id", in.EntityID)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +526,7 @@ type interactionAdded struct {
 
 // addEntityInteraction records a call, message, meeting, site visit or other contact with an entity.
 func addEntityInteraction(ctx context.Context, c *executor.Call, in addEntityInteractionInput) (*interactionAdded, error) {
-	entityID, err := recordID("entity_id", in.EntityID)
+	entityID, err := executor.RecordID("entity_id", in.EntityID)
 	if err != nil {
 		return nil, err
 	}

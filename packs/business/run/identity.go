@@ -388,9 +388,9 @@ func parseMemorySelector(raw map[string]json.RawMessage) (memorySelector, error)
 		v = strings.TrimSpace(v)
 		switch k {
 		case "memory_id":
-			id, err := uuid.Parse(v)
+			id, err := executor.RecordID(field, v)
 			if err != nil {
-				return s, executor.NotFound("memory %q does not exist (not a UUID)", v)
+				return s, err
 			}
 			s.memoryID = &id
 		case "key":

@@ -649,7 +649,7 @@ type submitInspectionOutput struct {
 // submitInspection marks a draft inspection complete and moves its lead to inspected. An inspection with
 // nothing recorded cannot be submitted; submitting again changes nothing.
 func submitInspection(ctx context.Context, c *executor.Call, in businesspack.InspectionSubmitInput) (*submitInspectionOutput, error) {
-	id, err := recordID("inspection_id", in.InspectionID)
+	id, err := executor.RecordID("inspection_id", in.InspectionID)
 	if err != nil {
 		return nil, err
 	}
@@ -723,7 +723,7 @@ type lockInspectionOutput struct {
 // lockInspection makes an inspection final: it then refuses every change. A draft is submitted and locked
 // at once (it needs something recorded) and its lead moves to inspected. Locking again changes nothing.
 func lockInspection(ctx context.Context, c *executor.Call, in businesspack.InspectionLockInput) (*lockInspectionOutput, error) {
-	id, err := recordID("inspection_id", in.InspectionID)
+	id, err := executor.RecordID("inspection_id", in.InspectionID)
 	if err != nil {
 		return nil, err
 	}

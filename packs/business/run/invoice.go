@@ -201,7 +201,7 @@ type markOverdueOutput struct {
 // the business's time zone). Paid, or not yet due on that date, is a conflict; already overdue is left as
 // it is.
 func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in businesspack.InvoiceMarkOverdueInput) (*markOverdueOutput, error) {
-	invoiceID, err := recordID("invoice_id", in.InvoiceID)
+	invoiceID, err := executor.RecordID("invoice_id", in.InvoiceID)
 	if err != nil {
 		return nil, err
 	}

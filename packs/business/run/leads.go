@@ -111,6 +111,9 @@ func leadCreated(l businesspack.Lead, created bool) *businesspack.LeadsCreateOut
 	return &businesspack.LeadsCreateOutput{LeadID: l.LeadID, Created: &created, Lead: l}
 }
 
+// optionalText is s trimmed, or nil when it is blank: a contract's optional text, left out or empty.
+func optionalText(s string) *string { return trimmedText(&s) }
+
 // trimmedText is s trimmed, or nil when s is nil or blank.
 func trimmedText(s *string) *string {
 	if s == nil {
@@ -141,7 +144,7 @@ type leadStageChanged struct {
 // updateLeadStage moves a lead to a stage, keeping the notes as the stage's reason. Leaving lost clears the
 // loss's reason code. Moving to the stage it is in, with the same notes, writes nothing.
 func updateLeadStage(ctx context.Context, c *executor.Call, in businesspack.LeadsUpdateStageInput) (*leadStageChanged, error) {
-	id, err := recordID("lead_id", in.LeadID)
+	id, err := executor.RecordID("lead_id", in.LeadID)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +237,7 @@ type leadSourceAdded struct {
 // same source and campaign name again updates the campaign's details; the lead's own source, when it was
 // other, becomes this one.
 func addLeadSource(ctx context.Context, c *executor.Call, in addLeadSourceInput) (*leadSourceAdded, error) {
-	leadID, err := recordID("lead_id", in.LeadID)
+	leadID, err := executor.RecordID("lead_id", in.LeadID)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +308,7 @@ type photosLinksAdded struct {
 // addLeadPhotosLinks records links to photos or videos a lead shared (an album, a cloud folder). A link
 // already on file is kept once.
 func addLeadPhotosLinks(ctx context.Context, c *executor.Call, in businesspack.LeadsAddPhotosLinkInput) (*photosLinksAdded, error) {
-	leadID, err := recordID("lead_id", in.LeadID)
+	leadID, err := executor.RecordID("lead_id", in.LeadID)
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +437,7 @@ const bookableWindow = 8 * time.Hour
 // The lead moves to inspection_scheduled (a lead further along keeps its stage). Booking the same lead for
 // the same window again returns the first booking. Won and lost leads are a conflict.
 func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in scheduleInspectionInput) (*businesspack.LeadsScheduleInspectionOutput, error) {
-	leadID, err := recordID("lead_id", in.LeadID)
+	leadID, err := executor.RecordID("lead_id", in.LeadID)
 	if err != nil {
 		return nil, err
 	}
@@ -563,7 +566,7 @@ type leadLost struct {
 // Marking a lost lead lost again updates the reason; a won lead is a conflict. Its scheduled inspection
 // visits, and their calendar events, are cancelled.
 func markLeadLost(ctx context.Context, c *executor.Call, in businesspack.LeadsMarkLostInput) (*leadLost, error) {
-	leadID, err := recordID("lead_id", in.LeadID)
+	leadID, err := executor.RecordID("lead_id", in.LeadID)
 	if err != nil {
 		return nil, err
 	}

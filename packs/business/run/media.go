@@ -232,7 +232,7 @@ type tagAssetOutput struct {
 // tagAsset adds tags (lowercased) and removes the tags in remove. Tags already there are not added twice,
 // so repeating a call changes nothing; the result lists every tag the asset has and what changed.
 func tagAsset(ctx context.Context, c *executor.Call, in businesspack.MediaTagAssetInput) (*tagAssetOutput, error) {
-	assetID, err := recordID("asset_id", in.AssetID)
+	assetID, err := executor.RecordID("asset_id", in.AssetID)
 	if err != nil {
 		return nil, err
 	}

@@ -202,7 +202,7 @@ type closeCommitmentOutput struct {
 // closeCommitment closes an active commitment with its outcome and dismisses its pending review reminders.
 // Closing it again with the same outcome changes nothing; another outcome is a conflict.
 func closeCommitment(ctx context.Context, c *executor.Call, in closeCommitmentInput) (*closeCommitmentOutput, error) {
-	id, err := executor.ParseRecordID("commitment", in.CommitmentID)
+	id, err := executor.RecordID("commitment_id", in.CommitmentID)
 	if err != nil {
 		return nil, err
 	}

@@ -233,9 +233,9 @@ func parseLineItem(raw json.RawMessage, index int) (lineSpec, error) {
 		return l, err
 	}
 	if idText != nil {
-		parsed, err := uuid.Parse(*idText)
+		parsed, err := executor.RecordID(at+".line_item_id", *idText)
 		if err != nil {
-			return l, inputError(at+".line_item_id", "%q is not a UUID", *idText)
+			return l, err
 		}
 		l.LineItemID = &parsed
 	}
@@ -313,7 +313,7 @@ type createQuoteOutput struct {
 // defects and measurements, with its totals calculated. The customer is the one given, else the lead's
 // customer entity, if any.
 func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, in createQuoteFromInspectionInput) (*createQuoteOutput, error) {
-	inspectionID, err := recordID("inspection_id", in.InspectionID)
+	inspectionID, err := executor.RecordID("inspection_id", in.InspectionID)
 	if err != nil {
 		return nil, err
 	}
@@ -603,7 +603,7 @@ type calculateTotalsOutput struct {
 // calculateTotals sums a draft quote's lines into its subtotal, GST and total (see money.go). A quote that
 // has left draft keeps the totals it was sent or answered with, which are returned as they are.
 func calculateTotals(ctx context.Context, c *executor.Call, in businesspack.QuoteCalculateTotalsInput) (*calculateTotalsOutput, error) {
-	quoteID, err := recordID("quote_id", in.QuoteID)
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
 	}
@@ -686,7 +686,7 @@ func requireSendable(ctx context.Context, c *executor.Call, q quote) error {
 // markQuoteSent records that a draft quote reached the customer some other way (quote.send_to_client
 // sends it). It needs lines and fresh totals; the lead moves to quoted. Again changes nothing.
 func markQuoteSent(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkSentInput) (*quoteTransitionOutput, error) {
-	quoteID, err := recordID("quote_id", in.QuoteID)
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
 	}
@@ -720,7 +720,7 @@ const decisionClockSkew = 5 * time.Minute
 // in person); a draft's totals are brought up to date first, since they become final. It needs at least one
 // line; the lead is won. Again changes nothing; a declined quote is a conflict.
 func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkAcceptedInput) (*quoteTransitionOutput, error) {
-	quoteID, err := recordID("quote_id", in.QuoteID)
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
 	}
@@ -760,7 +760,7 @@ func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.Qu
 // markQuoteDeclined records that the customer declined a quote, sent or still a draft, and why. The lead
 // keeps its stage (leads.mark_lost closes it). Again changes nothing; an accepted quote is a conflict.
 func markQuoteDeclined(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkDeclinedInput) (*quoteTransitionOutput, error) {
-	quoteID, err := recordID("quote_id", in.QuoteID)
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
 	}

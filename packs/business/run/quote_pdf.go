@@ -86,7 +86,7 @@ type generateQuotePDFOutput struct {
 // customer and site, what the inspection found, the lines, subtotal, GST and total, and the terms. The
 // same quote gives the same bytes, so generating it again writes nothing new.
 func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in businesspack.QuoteGeneratePDFInput) (*generateQuotePDFOutput, error) {
-	quoteID, err := recordID("quote_id", in.QuoteID)
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
 	}

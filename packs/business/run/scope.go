@@ -26,7 +26,7 @@ var (
 // measurements, defects by severity and category with their notes, failed checklist items and the number of
 // photos. It only reads; the same records always give the same text.
 func generateScopeSummary(ctx context.Context, c *executor.Call, in businesspack.InspectionGenerateScopeSummaryInput) (*businesspack.InspectionGenerateScopeSummaryOutput, error) {
-	id, err := recordID("inspection_id", in.InspectionID)
+	id, err := executor.RecordID("inspection_id", in.InspectionID)
 	if err != nil {
 		return nil, err
 	}

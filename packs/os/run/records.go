@@ -41,16 +41,16 @@ func normalizeRef(field string, r *ospack.Ref) (*ospack.Ref, error) {
 	return &n, nil
 }
 
-// check confirms that a (normalized) reference of a known type names an existing row and returns that row's
-// id; nil for a type no pack declares.
-func (rs records) check(ctx context.Context, db executor.DB, r *ospack.Ref) (*uuid.UUID, error) {
+// check confirms that a (normalized) reference of a known type, given in field, names an existing row and
+// returns that row's id; nil for a type no pack declares.
+func (rs records) check(ctx context.Context, db executor.DB, field string, r *ospack.Ref) (*uuid.UUID, error) {
 	table, known := rs[r.Type]
 	if !known {
 		return nil, nil
 	}
-	id, err := uuid.Parse(r.ID)
+	id, err := executor.RecordID(field+".id", r.ID)
 	if err != nil {
-		return nil, executor.NotFound("%s %q does not exist (not a UUID)", r.Type, r.ID)
+		return nil, err
 	}
 	var exists bool
 	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+pgx.Identifier{table}.Sanitize()+` WHERE id = $1)`, id).Scan(&exists); err != nil {
@@ -68,7 +68,7 @@ func (rs records) resolve(ctx context.Context, db executor.DB, field string, in 
 	if ref, err = normalizeRef(field, in); err != nil || ref == nil {
 		return nil, nil, err
 	}
-	if recordID, err = rs.check(ctx, db, ref); err != nil {
+	if recordID, err = rs.check(ctx, db, field, ref); err != nil {
 		return nil, nil, err
 	}
 	return ref, recordID, nil

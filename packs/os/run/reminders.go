@@ -99,7 +99,7 @@ func listReminders(ctx context.Context, c *executor.Call, in ospack.ListReminder
 // reminder already resolved the other way is a conflict.
 func resolveReminder(status string) func(ctx context.Context, c *executor.Call, in ospack.ResolveReminderInput) (*ospack.ResolveReminderOutput, error) {
 	return func(ctx context.Context, c *executor.Call, in ospack.ResolveReminderInput) (*ospack.ResolveReminderOutput, error) {
-		id, err := executor.ParseRecordID("reminder", in.ReminderID)
+		id, err := executor.RecordID("reminder_id", in.ReminderID)
 		if err != nil {
 			return nil, err
 		}

@@ -74,7 +74,7 @@ type rowRestore struct {
 // rolled back itself), and a call already rolled back. A call that wrote nothing answers rolled_back false
 // with the reason. The rollback's own writes are captured like any call's, so it can be rolled back too.
 func rollbackCall(ctx context.Context, c *executor.Call, in ospack.RollbackInput) (*ospack.RollbackOutput, error) {
-	id, err := executor.ParseRecordID("call", in.CallID)
+	id, err := executor.RecordID("call_id", in.CallID)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func scanTask(row pgx.Row) (ospack.Task, error) {
 
 // lockTask locks a task for the rest of the call and returns it.
 func lockTask(ctx context.Context, c *executor.Call, taskID string) (ospack.Task, error) {
-	id, err := executor.ParseRecordID("task", taskID)
+	id, err := executor.RecordID("task_id", taskID)
 	if err != nil {
 		return ospack.Task{}, err
 	}
@@ -181,7 +181,7 @@ func (p *pack) updateTask(ctx context.Context, c *executor.Call, in updateTaskIn
 	updated := []string{}
 	if patch.contextRef.Set {
 		if v := patch.contextRef.Value; v != nil {
-			if _, err := p.records.check(ctx, c.DB, v); err != nil {
+			if _, err := p.records.check(ctx, c.DB, "patch.context_ref", v); err != nil {
 				return nil, err
 			}
 		}
