@@ -83,26 +83,11 @@ func LikeEscape(s string) string { return likeEscaper.Replace(s) }
 // LikeContains is the LIKE or ILIKE pattern of a text that contains s.
 func LikeContains(s string) string { return "%" + LikeEscape(s) + "%" }
 
-// Optional is an input field that may be left out, set to null or set to a value: a patch's field, where
-// null clears a value and leaving it out keeps it. Set says it was given; Value is nil for null.
+// Optional is a patch's field as a handler read it, key by key, with its own message for each wrong value:
+// left out (Set false), null (Set, Value nil) or a value. Set says it was given.
 type Optional[T any] struct {
 	Set   bool
 	Value *T
-}
-
-// UnmarshalJSON is called only for a field that is present, so it marks the field set.
-func (o *Optional[T]) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	if string(b) == "null" {
-		o.Value = nil
-		return nil
-	}
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	o.Value = &v
-	return nil
 }
 
 // SamePtr reports whether two optional values are both absent or both present and equal: whether an update

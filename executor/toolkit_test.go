@@ -64,18 +64,6 @@ func TestToolkitValues(t *testing.T) {
 	s := "os.create_task"
 	require.Equal(t, s, executor.ValueOr(&s, "unknown"))
 
-	var patch struct {
-		Title executor.Optional[string] `json:"title"`
-		Notes executor.Optional[string] `json:"notes"`
-		Due   executor.Optional[string] `json:"due"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(`{"title": "Call Ann", "notes": null}`), &patch))
-	require.True(t, patch.Title.Set)
-	require.Equal(t, "Call Ann", *patch.Title.Value)
-	require.True(t, patch.Notes.Set, "null is set")
-	require.Nil(t, patch.Notes.Value)
-	require.False(t, patch.Due.Set, "left out")
-	require.Error(t, json.Unmarshal([]byte(`{"title": 3}`), &patch))
 }
 
 // TestToolkitQueryList: rows are scanned in order, and no rows is an empty list, never nil (JSON []).

@@ -56,22 +56,22 @@ func register(h executor.Handlers, cfg businesspack.Config) {
 	registerMarketing(h, p)
 }
 
-// Records are the business pack's records a context_ref may name (of an os task, note or reminder), and
+// records are the business pack's records a context_ref may name (of an os task, note or reminder), and
 // their tables: a reference to one that does not exist is refused.
-var Records = map[string]string{
+var records = map[string]string{
 	"lead": "leads", "entity": "entities", "customer": "entities", "supplier": "entities", "site": "entities",
 	"inspection": "inspections", "quote": "quotes", "job": "jobs", "invoice": "invoices", "media": "media_assets",
 	"commitment": "personal_commitments", "memory": "identity_memories", "checkin": "personal_checkins",
 }
 
 // forOS is what the business pack gives the os pack's tools (osrun.Register), configured by cfg as register
-// is: its Records; its parts of the state snapshot (the business's pipeline, work, money and calendar; the
+// is: its records; its parts of the state snapshot (the business's pipeline, work, money and calendar; the
 // owner's check-ins, commitments and boundaries); and its outside providers, for the health check.
 func forOS(cfg businesspack.Config) osrun.Pack {
 	cfg = cfg.WithDefaults()
 	return osrun.Pack{
 		Name:    "business",
-		Records: Records,
+		Records: records,
 		Sections: []osrun.Section{
 			{Domain: ospack.DomainBusiness, State: businessState},
 			{Domain: ospack.DomainPersonal, State: personalState},

@@ -321,7 +321,7 @@ func cancelEvent(ctx context.Context, c *executor.Call, in businesspack.CancelEv
 	}
 	if out.Event, err = scanEvent(c.DB.QueryRow(ctx, `UPDATE calendar_events SET status = 'cancelled', cancel_reason = $2,
 			cancelled_at = now(), updated_at = now()
-		WHERE id = $1 RETURNING `+eventColumns, eventID, optionalText(in.Reason))); err != nil {
+		WHERE id = $1 RETURNING `+eventColumns, eventID, trimmedText(&in.Reason))); err != nil {
 		return nil, err
 	}
 	tag, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'cancelled', updated_at = now()

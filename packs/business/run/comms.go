@@ -31,7 +31,7 @@ func registerComms(h executor.Handlers, p *pack) {
 // contextRef is GEM's reference to the record something is about: {"type": "lead", "id": "<uuid>"}, the os
 // pack's ospack.Ref. A "personal" reference names no record: its id is the caller's own. This pack's tools
 // read it with resolveRef (a fixed list of types, and the records the one named belongs to); the os tools
-// check any type a pack declares (Records).
+// check any type a pack declares (osrun.Pack.Records).
 type contextRef = ospack.Ref
 
 // refRecord is a context_ref checked against the database, with the records it belongs to.

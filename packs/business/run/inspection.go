@@ -64,23 +64,6 @@ func lockDraftInspection(ctx context.Context, c *executor.Call, id uuid.UUID) (b
 	return i, nil
 }
 
-// sameOptText reports whether two optional texts are equal.
-func sameOptText(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-// trimmedOrNil returns s, trimmed, or nil when it is absent or blank.
-func trimmedOrNil(s *string) *string {
-	if s == nil || strings.TrimSpace(*s) == "" {
-		return nil
-	}
-	t := strings.TrimSpace(*s)
-	return &t
-}
-
 type createInspectionInput struct {
 	LeadID        uuid.UUID  `json:"lead_id"`
 	SiteAddress   *string    `json:"site_address"`
@@ -99,7 +82,7 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 	if err := c.DB.QueryRow(ctx, `SELECT address FROM leads WHERE id = $1 FOR KEY SHARE`, in.LeadID).Scan(&leadAddress); err != nil {
 		return nil, executor.NotFoundIfNoRows(err, "lead", in.LeadID)
 	}
-	address := trimmedOrNil(in.SiteAddress)
+	address := trimmedText(in.SiteAddress)
 	if in.SiteID != nil {
 		var kind string
 		var siteAddress *string
@@ -112,7 +95,7 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 			return nil, executor.Invalid("entity %s is a %s, not a site", *in.SiteID, kind)
 		}
 		if address == nil {
-			address = trimmedOrNil(siteAddress)
+			address = trimmedText(siteAddress)
 		}
 	}
 	if in.AppointmentID == nil {
@@ -146,7 +129,7 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 			return nil, executor.Conflict("appointment %s was cancelled", *in.AppointmentID)
 		}
 		if address == nil {
-			address = trimmedOrNil(visitAddress)
+			address = trimmedText(visitAddress)
 		}
 		if _, err := c.DB.Exec(ctx, `UPDATE inspection_appointments SET status = 'completed', updated_at = now()
 			WHERE id = $1 AND status <> 'completed'`, *in.AppointmentID); err != nil {
@@ -162,11 +145,11 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 		}
 	}
 	if address == nil {
-		address = trimmedOrNil(leadAddress)
+		address = trimmedText(leadAddress)
 	}
 	i, err := scanInspection(c.DB.QueryRow(ctx, `INSERT INTO inspections (lead_id, appointment_id, site_id, site_address, notes, inspector)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+inspectionColumns,
-		in.LeadID, in.AppointmentID, in.SiteID, address, trimmedOrNil(in.Notes), trimmedOrNil(in.Inspector)))
+		in.LeadID, in.AppointmentID, in.SiteID, address, trimmedText(in.Notes), trimmedText(in.Inspector)))
 	if err != nil {
 		return nil, err
 	}
@@ -175,12 +158,12 @@ func createInspection(ctx context.Context, c *executor.Call, in createInspection
 
 // takeOverInspection fills in an inspection opened for a booked visit with what inspection.create was given.
 func takeOverInspection(ctx context.Context, c *executor.Call, i businesspack.Inspection, in createInspectionInput, address *string) (*businesspack.Inspection, error) {
-	notes, inspector, site := trimmedOrNil(in.Notes), trimmedOrNil(in.Inspector), in.SiteID
-	if i.SiteAddress != nil && trimmedOrNil(in.SiteAddress) == nil {
+	notes, inspector, site := trimmedText(in.Notes), trimmedText(in.Inspector), in.SiteID
+	if i.SiteAddress != nil && trimmedText(in.SiteAddress) == nil {
 		address = i.SiteAddress // an address the visit already has wins over one derived from elsewhere
 	}
-	changed := !sameOptText(i.SiteAddress, address) || (notes != nil && !sameOptText(i.Notes, notes)) ||
-		(inspector != nil && !sameOptText(i.Inspector, inspector)) || (site != nil && (i.SiteID == nil || *i.SiteID != site.String()))
+	changed := !executor.SamePtr(i.SiteAddress, address) || (notes != nil && !executor.SamePtr(i.Notes, notes)) ||
+		(inspector != nil && !executor.SamePtr(i.Inspector, inspector)) || (site != nil && (i.SiteID == nil || *i.SiteID != site.String()))
 	if !changed {
 		return &i, nil
 	}
@@ -244,7 +227,7 @@ func addChecklistItem(ctx context.Context, c *executor.Call, in addChecklistItem
 	case created:
 		item, err = scanChecklistItem(c.DB.QueryRow(ctx, `INSERT INTO inspection_checklist_items (inspection_id, item_key, status, notes)
 			VALUES ($1, $2, $3, $4) RETURNING `+checklistColumns, in.InspectionID, key, in.Status, in.Notes))
-	case err == nil && ((in.Status != nil && !sameOptText(item.Status, in.Status)) || (in.Notes != nil && !sameOptText(item.Notes, in.Notes))):
+	case err == nil && ((in.Status != nil && !executor.SamePtr(item.Status, in.Status)) || (in.Notes != nil && !executor.SamePtr(item.Notes, in.Notes))):
 		item, err = scanChecklistItem(c.DB.QueryRow(ctx, `UPDATE inspection_checklist_items
 			SET status = coalesce($2, status), notes = coalesce($3, notes), updated_at = now()
 			WHERE id = $1 RETURNING `+checklistColumns, item.ItemID, in.Status, in.Notes))
@@ -421,7 +404,7 @@ func addMeasurement(ctx context.Context, c *executor.Call, in addMeasurementInpu
 	m, err := scanMeasurement(c.DB.QueryRow(ctx, `INSERT INTO inspection_measurements
 			(inspection_id, kind, label, value, unit, metric_value, metric_unit, notes, created_at)
 		VALUES ($1, $2, $3, $4::numeric, $5, round($4::numeric * $6::numeric, 3), $7, $8, clock_timestamp()) RETURNING `+measurementColumns,
-		in.InspectionID, kind, label, value.FloatString(3), unit, factor, metricUnit, trimmedOrNil(in.Notes)))
+		in.InspectionID, kind, label, value.FloatString(3), unit, factor, metricUnit, trimmedText(in.Notes)))
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +487,7 @@ func (p *pack) addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRef
 	if in.Tags != nil {
 		tags = uniqueTags(*in.Tags)
 	}
-	label := trimmedOrNil(in.Label)
+	label := trimmedText(in.Label)
 	photo, err := scanPhoto(c.DB.QueryRow(ctx, `SELECT `+photoColumns+` FROM inspection_photos WHERE inspection_id = $1 AND file_ref = $2`,
 		in.InspectionID, ref))
 	created := errors.Is(err, pgx.ErrNoRows)
@@ -515,7 +498,7 @@ func (p *pack) addPhotoRef(ctx context.Context, c *executor.Call, in addPhotoRef
 		}
 		photo, err = scanPhoto(c.DB.QueryRow(ctx, `INSERT INTO inspection_photos (inspection_id, file_ref, label, tags, asset_id, created_at)
 			VALUES ($1, $2, $3, $4, $5, clock_timestamp()) RETURNING `+photoColumns, in.InspectionID, ref, label, tags, asset))
-	case err == nil && ((label != nil && !sameOptText(label, photo.Label)) || (tags != nil && !slices.Equal(tags, photo.Tags)) ||
+	case err == nil && ((label != nil && !executor.SamePtr(label, photo.Label)) || (tags != nil && !slices.Equal(tags, photo.Tags)) ||
 		(asset != nil && (photo.AssetID == nil || *photo.AssetID != *asset))):
 		photo, err = scanPhoto(c.DB.QueryRow(ctx, `UPDATE inspection_photos SET label = coalesce($2, label), tags = coalesce($3, tags),
 				asset_id = coalesce($4, asset_id)
@@ -595,7 +578,7 @@ func (p *pack) addDefect(ctx context.Context, c *executor.Call, in addDefectInpu
 	}
 	d, err := scanDefect(c.DB.QueryRow(ctx, `INSERT INTO inspection_defects (inspection_id, category, severity, notes, location, photo_refs, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp()) RETURNING `+defectColumns,
-		in.InspectionID, in.Category, severity, trimmedOrNil(in.Notes), trimmedOrNil(in.Location), refs))
+		in.InspectionID, in.Category, severity, trimmedText(in.Notes), trimmedText(in.Location), refs))
 	if err != nil {
 		return nil, err
 	}

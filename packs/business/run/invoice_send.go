@@ -221,7 +221,7 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 		smsBody = fmt.Sprintf("Hi %s, invoice %s from %s for job %s (%s incl. GST) is paid in full. Thank you!",
 			greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(total))
 	}
-	if o := trimmedOrNil(in.MessageOverride); o != nil {
+	if o := trimmedText(in.MessageOverride); o != nil {
 		greeting, smsBody = *o, *o
 	}
 
@@ -381,12 +381,12 @@ func (p *pack) requestReview(ctx context.Context, c *executor.Call, in requestRe
 	}
 	text := fmt.Sprintf("Hi %s, thank you for choosing %s for the work at %s. If you are happy with the job, a short review "+
 		"would help us a lot", greetingName(f.Customer), p.cfg.Business.WithDefaults().Name, orText(f.Site, "your place"))
-	if url := trimmedOrNil(in.ReviewURL); url != nil {
+	if url := trimmedText(in.ReviewURL); url != nil {
 		text += ": " + *url + "\nThank you!"
 	} else {
 		text += ". Thank you!"
 	}
-	if o := trimmedOrNil(in.MessageOverride); o != nil {
+	if o := trimmedText(in.MessageOverride); o != nil {
 		text = *o
 	}
 	res, err := p.sendToCustomer(ctx, c, customerMessage{channel: in.Channel, about: contextRef{Type: "job", ID: f.JobID},

@@ -139,7 +139,7 @@ func assignJobDates(ctx context.Context, c *executor.Call, in assignJobDatesInpu
 	case j.Status == "completed":
 		return nil, executor.Conflict("job %s is completed: its dates cannot change", in.JobID)
 	case j.Status == "scheduled" && executor.SamePtr(j.StartDate, dateText(&in.StartDate)) && executor.SamePtr(j.EndDate, dateText(&end)) &&
-		equalText(j.ScheduleNotes, notes):
+		executor.SamePtr(j.ScheduleNotes, notes):
 		return &jobChanged{Job: j}, nil
 	}
 	j, err = updateJob(ctx, c, `UPDATE jobs SET status = 'scheduled', start_date = $2, end_date = $3, schedule_notes = $4,
@@ -160,9 +160,6 @@ func isBlankText(s string) bool { return strings.TrimSpace(s) == "" }
 
 // isFileStoreRef reports whether ref names a file of GEM's file store.
 func isFileStoreRef(ref string) bool { return strings.HasPrefix(ref, filestore.Scheme) }
-
-// equalText reports whether two optional texts are the same.
-func equalText(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 type addSiteNotesInput struct {
 	JobID  uuid.UUID `json:"job_id"`
@@ -346,7 +343,7 @@ func (p *pack) completeJob(ctx context.Context, c *executor.Call, in completeJob
 		if in.CompletedAt != nil && !sameInstant(*in.CompletedAt, *j.CompletedAt) {
 			return nil, executor.Conflict("job %s was already completed at %s", in.JobID, j.CompletedAt.Format(time.RFC3339))
 		}
-		if in.Notes != nil && !equalText(in.Notes, j.CompletionNotes) {
+		if in.Notes != nil && !executor.SamePtr(in.Notes, j.CompletionNotes) {
 			return nil, executor.Conflict("job %s is already completed, with other completion notes", in.JobID)
 		}
 		return &jobChanged{Job: j}, nil

@@ -71,7 +71,7 @@ func (p *pack) createLead(ctx context.Context, c *executor.Call, in businesspack
 	if err != nil {
 		return nil, err
 	}
-	email := optionalText(in.Email)
+	email := trimmedText(&in.Email)
 	if email != nil {
 		a, err := mail.ParseAddress(*email)
 		if err != nil {
@@ -92,7 +92,7 @@ func (p *pack) createLead(ctx context.Context, c *executor.Call, in businesspack
 	l, err = scanLead(c.DB.QueryRow(ctx, `INSERT INTO leads (name, phone, phone_e164, email, suburb, address, source, notes)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (phone_e164) DO NOTHING
-		RETURNING `+leadColumns, name, number.Typed, number.E164, email, suburb, optionalText(in.Address), in.Source, optionalText(in.Notes)))
+		RETURNING `+leadColumns, name, number.Typed, number.E164, email, suburb, trimmedText(&in.Address), in.Source, trimmedText(&in.Notes)))
 	if err == nil {
 		return leadCreated(l, true), nil
 	}
@@ -111,10 +111,8 @@ func leadCreated(l businesspack.Lead, created bool) *businesspack.LeadsCreateOut
 	return &businesspack.LeadsCreateOutput{LeadID: l.LeadID, Created: &created, Lead: l}
 }
 
-// optionalText is s trimmed, or nil when it is blank: a contract's optional text, left out or empty.
-func optionalText(s string) *string { return trimmedText(&s) }
-
-// trimmedText is s trimmed, or nil when s is nil or blank.
+// trimmedText is s trimmed, or nil when s is nil or blank: an optional text as stored. A contract's optional
+// text (a string, "" when left out) is read with trimmedText(&in.Field).
 func trimmedText(s *string) *string {
 	if s == nil {
 		return nil
@@ -152,7 +150,7 @@ func updateLeadStage(ctx context.Context, c *executor.Call, in businesspack.Lead
 	if err != nil {
 		return nil, err
 	}
-	notes := optionalText(in.Notes)
+	notes := trimmedText(&in.Notes)
 	out := &leadStageChanged{LeadID: id, Stage: in.Stage, PreviousStage: current.Stage, Lead: current}
 	if current.Stage == in.Stage && (notes == nil || executor.SamePtr(notes, current.StageReason)) {
 		return out, nil
@@ -332,7 +330,7 @@ func addLeadPhotosLinks(ctx context.Context, c *executor.Call, in businesspack.L
 	out := &photosLinksAdded{LeadID: leadID}
 	for _, link := range links {
 		tag, err := c.DB.Exec(ctx, `INSERT INTO lead_photo_links (lead_id, url, label) VALUES ($1, $2, $3)
-			ON CONFLICT ON CONSTRAINT lead_photo_links_once DO NOTHING`, leadID, link, optionalText(in.Label))
+			ON CONFLICT ON CONSTRAINT lead_photo_links_once DO NOTHING`, leadID, link, trimmedText(&in.Label))
 		if err != nil {
 			return nil, err
 		}
@@ -481,7 +479,7 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 			return nil, err
 		}
 	}
-	address := optionalText(in.Address)
+	address := trimmedText(&in.Address)
 	if address == nil {
 		address = joinedAddress(l.Address, l.Suburb)
 	}
@@ -510,7 +508,7 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 		err = c.DB.QueryRow(ctx, `INSERT INTO inspection_appointments (lead_id, scheduled_for, duration_minutes, address, notes,
 				window_end, part_of_day, calendar_event_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			leadID, win.StartAt, duration, address, optionalText(in.Notes), win.EndAt, win.PartOfDay, existingEvent).Scan(&out.AppointmentID)
+			leadID, win.StartAt, duration, address, trimmedText(&in.Notes), win.EndAt, win.PartOfDay, existingEvent).Scan(&out.AppointmentID)
 	}
 	if err != nil {
 		return nil, err
@@ -594,7 +592,7 @@ func markLeadLost(ctx context.Context, c *executor.Call, in businesspack.LeadsMa
 		return nil, err
 	default:
 		out.Changed, out.Lead = true, l
-		if err := recordStageChange(ctx, c, leadID, current.Stage, "lost", &reason, optionalText(in.Notes)); err != nil {
+		if err := recordStageChange(ctx, c, leadID, current.Stage, "lost", &reason, trimmedText(&in.Notes)); err != nil {
 			return nil, err
 		}
 	}

@@ -227,7 +227,7 @@ func (p *pack) generateMetaAdPack(ctx context.Context, c *executor.Call, in meta
 	if err != nil {
 		return nil, err
 	}
-	service := trimmedOrNil(in.Service)
+	service := trimmedText(in.Service)
 	lc, err := p.prepareLocalCopy(ctx, c, "assets_refs", in.AssetsRefs, area, service)
 	if err != nil {
 		return nil, err
@@ -377,7 +377,7 @@ func (p *pack) generateGoogleAdsPack(ctx context.Context, c *executor.Call, in g
 		return nil, err
 	}
 	var finalURL *string
-	if lp := trimmedOrNil(in.LandingPage); lp != nil {
+	if lp := trimmedText(in.LandingPage); lp != nil {
 		u, err := url.Parse(*lp)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, executor.Invalid("landing_page %q is not an http(s) URL", *lp)
@@ -689,7 +689,7 @@ func (p *pack) generateGMBPost(ctx context.Context, c *executor.Call, in gmbPost
 	}
 	// cta is an action type ("call"), a link to send people to, or words for the model to follow.
 	var forcedAction, link, ctaWords string
-	if cta := trimmedOrNil(in.CTA); cta != nil {
+	if cta := trimmedText(in.CTA); cta != nil {
 		action := strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(*cta))
 		u, urlErr := url.Parse(*cta)
 		switch {
@@ -898,7 +898,7 @@ func parseContentItem(raw json.RawMessage, loc *time.Location, now time.Time) (c
 		if err := json.Unmarshal(v, &s); err != nil {
 			return nil, executor.Invalid("%s is %s, not a string", name, v)
 		}
-		return trimmedOrNil(&s), nil
+		return trimmedText(&s), nil
 	}
 	it := contentItem{Priority: "normal", AssetRefs: []string{}}
 	title, err := str("title")
@@ -1065,11 +1065,11 @@ func logCampaignResult(ctx context.Context, c *executor.Call, in logCampaignResu
 	if err != nil {
 		return nil, err
 	}
-	out := logCampaignResultOutput{Channel: in.Channel, Campaign: trimmedOrNil(in.Campaign), PeriodStart: in.PeriodStart, PeriodEnd: in.PeriodEnd,
+	out := logCampaignResultOutput{Channel: in.Channel, Campaign: trimmedText(in.Campaign), PeriodStart: in.PeriodStart, PeriodEnd: in.PeriodEnd,
 		Metrics: metrics, Derived: deriveCampaign(metrics)}
 	err = c.DB.QueryRow(ctx, `INSERT INTO marketing_campaign_results (channel, campaign, period_start, period_end, metrics, notes)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`, in.Channel, out.Campaign, in.PeriodStart, in.PeriodEnd, doc,
-		trimmedOrNil(in.Notes)).Scan(&out.LogID, &out.LoggedAt)
+		trimmedText(in.Notes)).Scan(&out.LogID, &out.LoggedAt)
 	if err != nil {
 		return nil, err
 	}

@@ -172,7 +172,7 @@ func (p *pack) registerAsset(ctx context.Context, c *executor.Call, in registerA
 		lower := strings.ToLower(*in.SHA256)
 		in.SHA256 = &lower
 	}
-	in.Suburb = trimmedOrNil(in.Suburb)
+	in.Suburb = trimmedText(in.Suburb)
 	if in.JobID != nil {
 		suburb, err := jobSuburb(ctx, c.DB, *in.JobID)
 		if err != nil {
@@ -194,7 +194,7 @@ func (p *pack) registerAsset(ctx context.Context, c *executor.Call, in registerA
 			content_type, size_bytes, sha256, lead_id, inspection_id, entity_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT ON CONSTRAINT media_assets_one_per_file_ref DO NOTHING
-		RETURNING `+assetColumns, in.FileRef, in.AssetType, in.JobID, in.Suburb, in.TakenAt, trimmedOrNil(in.Notes),
+		RETURNING `+assetColumns, in.FileRef, in.AssetType, in.JobID, in.Suburb, in.TakenAt, trimmedText(in.Notes),
 		normalizeTags(in.Tags), in.ContentType, in.SizeBytes, in.SHA256, in.LeadID, in.InspectionID, in.EntityID))
 	if err == nil {
 		return &registerAssetOutput{AssetID: a.AssetID, Created: true, Asset: a}, nil

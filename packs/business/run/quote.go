@@ -377,7 +377,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	q, err := scanQuote(c.DB.QueryRow(ctx, `INSERT INTO quotes (lead_id, inspection_id, customer_id, pricing_profile, valid_until, notes,
 			subtotal_cents, gst_cents, total_cents)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+quoteColumns,
-		insp.LeadID, inspectionID, customer, profile.name, today.addDays(executor.LimitOr(in.ValidDays, 30)), optionalText(in.Notes),
+		insp.LeadID, inspectionID, customer, profile.name, today.addDays(executor.LimitOr(in.ValidDays, 30)), trimmedText(&in.Notes),
 		subtotal, gst, total))
 	if err != nil {
 		return nil, err
@@ -750,7 +750,7 @@ func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.Qu
 	case "sent":
 		if q, err = scanQuote(c.DB.QueryRow(ctx, `UPDATE quotes SET status = 'accepted', accepted_at = coalesce($2, now()),
 				decision_notes = coalesce($3, decision_notes), updated_at = now()
-			WHERE id = $1 RETURNING `+quoteColumns, quoteID, in.AcceptedAt, optionalText(in.Notes))); err != nil {
+			WHERE id = $1 RETURNING `+quoteColumns, quoteID, in.AcceptedAt, trimmedText(&in.Notes))); err != nil {
 			return nil, err
 		}
 	}
@@ -785,7 +785,7 @@ func markQuoteDeclined(ctx context.Context, c *executor.Call, in businesspack.Qu
 	case "sent":
 		if q, err = scanQuote(c.DB.QueryRow(ctx, `UPDATE quotes SET status = 'declined', declined_at = now(), decline_reason = $2,
 				decision_notes = $3, updated_at = now()
-			WHERE id = $1 RETURNING `+quoteColumns, quoteID, trimmedOrNil(&in.Reason), optionalText(in.Notes))); err != nil {
+			WHERE id = $1 RETURNING `+quoteColumns, quoteID, trimmedText(&in.Reason), trimmedText(&in.Notes))); err != nil {
 			return nil, err
 		}
 	}

@@ -70,7 +70,7 @@ func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in sendQ
 	if len(d.Lines) == 0 {
 		return nil, executor.Conflict("quote %s has no line items: add them before sending it", in.QuoteID)
 	}
-	email, phone := firstOf(trimmedOrNil(in.Email), d.Email), firstOf(trimmedOrNil(in.Phone), d.Phone)
+	email, phone := firstOf(trimmedText(in.Email), d.Email), firstOf(trimmedText(in.Phone), d.Phone)
 	if wantEmail {
 		if email == nil {
 			return nil, inputError("email", "quote %s's customer has no email address: pass email", quoteLabel(q.Number))
@@ -141,7 +141,7 @@ func firstOf(texts ...*string) *string {
 
 // quoteSMS is the text of a quote by SMS: the override, or who, what, how much and until when.
 func (p *pack) quoteSMS(d quoteDocument, override *string) string {
-	if o := trimmedOrNil(override); o != nil {
+	if o := trimmedText(override); o != nil {
 		return *o
 	}
 	biz := p.cfg.Business.WithDefaults()
@@ -163,7 +163,7 @@ func (p *pack) quoteEmail(d quoteDocument, override *string) (subject, body stri
 	label := quoteLabel(d.Quote.Number)
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	if o := trimmedOrNil(override); o != nil {
+	if o := trimmedText(override); o != nil {
 		line("%s", *o)
 	} else {
 		line("Hi %s,", greetingName(d.Customer))

@@ -136,10 +136,6 @@ func TestParseTaskPatch(t *testing.T) {
 	}
 }
 
-func TestDomainFilterSQL(t *testing.T) {
-	require.Equal(t, "($2 = '' OR $2 = 'both' OR n.domain = $2 OR n.domain = 'both')", domainFilterSQL("n.domain", 2))
-}
-
 func TestNormalizeNoteTags(t *testing.T) {
 	require.Equal(t, []string{"roof", "quote"}, normalizeNoteTags([]string{" roof", "", "quote", "roof ", "  "}))
 	require.Equal(t, []string{}, normalizeNoteTags(nil))
