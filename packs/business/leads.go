@@ -1,6 +1,9 @@
 package businesspack
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The leads tools: enquiries, from the first call to won or lost.
 const (
@@ -26,18 +29,24 @@ const (
 	SourceOther     = "other"
 )
 
-// Lead stages: the pipeline (leads.update_stage's enum).
+// Lead stages: a lead's place in the pipeline.
 const (
 	StageNew                 = "new"
 	StageContacted           = "contacted"
 	StageInspectionScheduled = "inspection_scheduled"
-	StageQuoted              = "quoted"
-	StageWon                 = "won"
-	StageLost                = "lost"
+	// StageInspected is where inspection.lock and inspection.submit move a lead; nobody sets it by hand.
+	StageInspected = "inspected"
+	StageQuoted    = "quoted"
+	StageWon       = "won"
+	StageLost      = "lost"
 )
 
-// LeadStages are the pipeline's stages, in order.
-var LeadStages = []string{StageNew, StageContacted, StageInspectionScheduled, StageQuoted, StageWon, StageLost}
+// LeadStages are a lead's stages in the pipeline's order, then lost (off it): the registry's enum of a lead's
+// stage, and the one list the rules, the sentences and the handlers read (TestLeadStagesAreTheRegistrys).
+var LeadStages = []string{StageNew, StageContacted, StageInspectionScheduled, StageInspected, StageQuoted, StageWon, StageLost}
+
+// SettableLeadStages are the stages leads.update_stage moves a lead to (its enum): all but StageInspected.
+var SettableLeadStages = slices.DeleteFunc(slices.Clone(LeadStages), func(s string) bool { return s == StageInspected })
 
 // The inputs and results below are as the tools' registry entries declare them (tools/*.json): the planner's
 // rules build the inputs, the answer's sentences read both. A field the entry leaves optional is omitted when

@@ -477,7 +477,7 @@ var tradesRules = []planner.Rule{
 	},
 	{
 		Name: "update_lead_stage", Tool: businesspack.UpdateLeadStage,
-		Help:     "move a lead along the pipeline (new, contacted, inspection scheduled, quoted, won, lost)",
+		Help:     "move a lead along the pipeline (" + strings.Join(mapped(businesspack.SettableLeadStages, spaced), ", ") + ")",
 		Examples: []string{"move the lead to contacted", "move lead 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to quoted"},
 		Patterns: []string{
 			`^(?:please\s+)?(?:move|set|change|mark|update)\s+(?:the\s+)?lead(?:\s+(?P<id>` + planner.UUIDPattern + `))?(?:'s\s+stage|\s+stage)?\s+(?:to|as|into)\s+(?:stage\s+)?(?P<stage>[\w\s-]+?)\s*[.!]*$`,
@@ -497,12 +497,12 @@ var tradesRules = []planner.Rule{
 		Patterns: []string{
 			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|which\s+are)\b(?P<filters>.*?)\bleads\b(?P<more>.*)$`,
 			`^(?P<filters>(?:\w+\s+)?)leads\b(?P<more>.*)$`,
-			`^(?:please\s+)?(?:list|show)\s+lead\s+(?:in\s+)?(?P<filters>new|contacted|quoted|won|lost|inspection[\s_]scheduled)(?:\s+stage)?\s*[.!?]*$`,
+			`^(?:please\s+)?(?:list|show)\s+lead\s+(?:in\s+)?(?P<filters>` + strings.Join(mapped(businesspack.SettableLeadStages, stagePattern), "|") + `)(?:\s+stage)?\s*[.!?]*$`,
 		},
 		Build: func(m *planner.Match) (any, error) {
 			words := m.Group("filters") + " " + m.Group("more")
 			var in businesspack.LeadsListByStageInput
-			for _, stage := range leadStages {
+			for _, stage := range businesspack.SettableLeadStages {
 				if planner.HasWord(words, stage, strings.ReplaceAll(stage, "_", " ")) {
 					in.Stage = stage
 					break
@@ -670,6 +670,18 @@ var tradesSentences = run.Sentences{
 
 // spaced says an enum value in words: inspection_scheduled → inspection scheduled.
 func spaced(v string) string { return strings.ReplaceAll(v, "_", " ") }
+
+// stagePattern matches a stage as typed: inspection_scheduled or inspection scheduled.
+func stagePattern(stage string) string { return strings.ReplaceAll(stage, "_", `[\s_]`) }
+
+// mapped is f of each value, in order.
+func mapped(values []string, f func(string) string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = f(v)
+	}
+	return out
+}
 
 // moneyOrNothing is cents as dollars (run.Money), or "" for none.
 func moneyOrNothing(cents *int64) string {

@@ -263,10 +263,6 @@ func warrantyTerm(s string) string {
 	return fmt.Sprintf("%d %s", n, brain.Plural(n, unit, unit+"s"))
 }
 
-// leadStages are the pipeline's stages, GEM's.
-var leadStages = []string{businesspack.StageNew, businesspack.StageContacted, businesspack.StageInspectionScheduled,
-	businesspack.StageQuoted, businesspack.StageWon, businesspack.StageLost}
-
 var (
 	leadEmailRe = regexp.MustCompile(planner.EmailPattern)
 	suburbRe    = regexp.MustCompile(`(?i)\b(?:in|at|from|suburb:?)\s+([a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2})`)

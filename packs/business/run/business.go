@@ -11,6 +11,7 @@ package businessrun
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // the business time zone must resolve on hosts without a zoneinfo database
@@ -164,8 +165,14 @@ func parseTime(s *string) (*time.Time, error) {
 	return &t, nil
 }
 
-// leadStageOrder is the order of the lead pipeline; lost is off it.
-var leadStageOrder = map[string]int{"new": 0, "contacted": 1, "inspection_scheduled": 2, "inspected": 3, "quoted": 4, "won": 5}
+// pipelineRank is a stage's place in the lead pipeline (businesspack.LeadStages' order); lost is off it, as
+// low as new.
+func pipelineRank(stage string) int {
+	if stage == businesspack.StageLost {
+		return 0
+	}
+	return max(slices.Index(businesspack.LeadStages, stage), 0)
+}
 
 // advanceLead moves a lead forward along the pipeline to stage as work on it progresses. It never moves a
 // lead back and leaves lost leads alone, except that winning (an accepted quote) wins a lost lead too. It
@@ -174,8 +181,8 @@ func advanceLead(ctx context.Context, db executor.DB, leadID string, stage strin
 	if err := db.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1 FOR UPDATE`, leadID).Scan(&before); err != nil {
 		return "", "", executor.NotFoundIfNoRows(err, "lead", leadID)
 	}
-	forward := before != "lost" && leadStageOrder[stage] > leadStageOrder[before]
-	if !forward && !(stage == "won" && before == "lost") {
+	forward := before != businesspack.StageLost && pipelineRank(stage) > pipelineRank(before)
+	if !forward && !(stage == businesspack.StageWon && before == businesspack.StageLost) {
 		return before, before, nil
 	}
 	if _, err := db.Exec(ctx, `UPDATE leads SET stage = $2, stage_reason = NULL, lost_reason_code = NULL, updated_at = now()

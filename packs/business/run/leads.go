@@ -34,10 +34,6 @@ func registerLeads(h executor.Handlers, p *pack) {
 	h.Func(businesspack.MarkLeadLost, executor.Typed(markLeadLost))
 }
 
-// leadStages are the stages of the pipeline, in order, then lost. GEM's stages lack "inspected", which
-// inspection.submit moves a lead to.
-var leadStages = []string{"new", "contacted", "inspection_scheduled", "inspected", "quoted", "won", "lost"}
-
 const leadColumns = `id, name, phone, email, suburb, address, source, stage, stage_reason, notes, created_at, updated_at`
 
 func scanLead(row pgx.Row) (businesspack.Lead, error) {
@@ -177,8 +173,8 @@ func listLeadsByStage(ctx context.Context, c *executor.Call, in businesspack.Lea
 			return nil, err
 		}
 	}
-	if stage != "" && !slices.Contains(leadStages, stage) {
-		return nil, executor.Invalid("stage %q is not one of %s", in.Stage, strings.Join(leadStages, ", "))
+	if stage != "" && !slices.Contains(businesspack.LeadStages, stage) {
+		return nil, executor.Invalid("stage %q is not one of %s", in.Stage, strings.Join(businesspack.LeadStages, ", "))
 	}
 	leads, err := executor.QueryList(ctx, c.DB, scanLead, `SELECT `+leadColumns+` FROM leads
 		WHERE ($1 = '' OR stage = $1) AND ($2 = '' OR lower(suburb) = lower($2)) AND ($3 = '' OR source = $3)

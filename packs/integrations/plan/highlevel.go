@@ -149,7 +149,7 @@ func (h HighLevel) planStageMove(ctx context.Context, ev highlevel.Event, record
 	if !ok {
 		return ignore("pipeline stage %s maps to no GEM stage (%s)", ev.StageID, integrationspack.EnvHighLevelStageIDs), nil
 	}
-	if !slices.Contains(businesspack.LeadStages, stage) {
+	if !slices.Contains(businesspack.SettableLeadStages, stage) {
 		return ignore("GEM stage %s is not one %s takes", stage, businesspack.UpdateLeadStage), nil
 	}
 	lead, err := records.Lead(ctx, ev.ContactID, "")
