@@ -26,16 +26,18 @@ func scanReminder(row pgx.Row) (ospack.Reminder, error) {
 	return r, err
 }
 
-// InsertReminder inserts a reminder, for a tool of a later pack that schedules one (personal.boundary_set
-// sets one to check on a boundary). A reference to one of the os pack's records is checked (not_found when
-// it is missing); one to a record of another pack is kept as given, so the caller checks it (or has just
-// written it). A reference to a task fills task_id, so deleting the task clears the link.
+// InsertReminder inserts a reminder in the caller's transaction, for a tool of a later pack that schedules
+// one (personal.create_commitment and personal.boundary_set set one to review what they wrote). Only the os
+// pack's own records are known to it: a reference to a task, note or reminder is checked (not_found when it
+// is missing), and one to a task fills task_id, so deleting the task clears the link. A reference of any
+// other type, a lead's included, is kept as given and fills no column: the caller checks it (or has just
+// written the record).
 func InsertReminder(ctx context.Context, db executor.DB, in ospack.CreateReminderInput) (ospack.Reminder, error) {
 	return insertReminder(ctx, db, ownRecords, in)
 }
 
-// insertReminder checks a new reminder's context_ref against rs and inserts it; a reference to a lead or
-// task also fills lead_id or task_id, so deleting that record clears the link.
+// insertReminder checks a new reminder's context_ref against rs and inserts it; a reference to a task, or
+// to a lead when rs declares leads, also fills task_id or lead_id, so deleting that record clears the link.
 func insertReminder(ctx context.Context, db executor.DB, rs records, in ospack.CreateReminderInput) (ospack.Reminder, error) {
 	title := strings.TrimSpace(in.Title)
 	if title == "" {
