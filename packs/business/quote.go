@@ -1,6 +1,9 @@
 package businesspack
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The quote tools: a quote drafted from an inspection, priced, sent and answered.
 const (
@@ -36,9 +39,84 @@ type QuoteCreateFromInspectionInput struct {
 	CustomerID     string `json:"customer_id,omitempty"`
 }
 
-// QuoteCreateFromInspectionOutput is quote.create_from_inspection's result (what the answer reads of it).
+// Quote is a quote as the quote tools return it.
+type Quote struct {
+	QuoteID        string  `json:"quote_id"`
+	Number         int64   `json:"number"`
+	LeadID         string  `json:"lead_id"`
+	InspectionID   string  `json:"inspection_id"`
+	CustomerID     *string `json:"customer_id"`
+	Status         string  `json:"status"`
+	Currency       string  `json:"currency"`
+	PricingProfile *string `json:"pricing_profile"`
+	SubtotalCents  int64   `json:"subtotal_cents"`
+	GSTCents       int64   `json:"gst_cents"`
+	TotalCents     int64   `json:"total_cents"`
+	// TotalsStale says the lines changed since the totals were worked out (quote.calculate_totals).
+	TotalsStale bool `json:"totals_stale"`
+	// ValidUntil is the quote's last valid day (2006-01-02).
+	ValidUntil    string     `json:"valid_until"`
+	Notes         *string    `json:"notes"`
+	SentAt        *time.Time `json:"sent_at"`
+	SentVia       *string    `json:"sent_via"`
+	AcceptedAt    *time.Time `json:"accepted_at"`
+	DeclinedAt    *time.Time `json:"declined_at"`
+	DeclineReason *string    `json:"decline_reason"`
+	DecisionNotes *string    `json:"decision_notes"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+}
+
+// QuoteLineItem is a quote's line as stored, with its place and total.
+type QuoteLineItem struct {
+	LineItemID  string `json:"line_item_id"`
+	QuoteID     string `json:"quote_id"`
+	Position    int    `json:"position"`
+	Description string `json:"description"`
+	// Quantity is exact, as stored (up to three decimals): 2, not 2.000.
+	Quantity       json.Number `json:"quantity"`
+	Unit           string      `json:"unit"`
+	UnitPriceCents int64       `json:"unit_price_cents"`
+	LineTotalCents int64       `json:"line_total_cents"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+}
+
+// QuoteCreateFromInspectionOutput is quote.create_from_inspection's result: the draft quote and its lines.
 type QuoteCreateFromInspectionOutput struct {
-	QuoteID string `json:"quote_id"`
+	QuoteID             string          `json:"quote_id"`
+	Quote               Quote           `json:"quote"`
+	LineItems           []QuoteLineItem `json:"line_items"`
+	InspectionLockedNow bool            `json:"inspection_locked_now"`
+}
+
+// QuoteUpdateLineItemsOutput is quote.update_line_items' result: the quote's lines now.
+type QuoteUpdateLineItemsOutput struct {
+	QuoteID     string          `json:"quote_id"`
+	LineItems   []QuoteLineItem `json:"line_items"`
+	Changed     bool            `json:"changed"`
+	TotalsStale bool            `json:"totals_stale"`
+}
+
+// QuoteAddLineItemOutput is quote.add_line_item's result.
+type QuoteAddLineItemOutput struct {
+	LineItem    QuoteLineItem `json:"line_item"`
+	TotalsStale bool          `json:"totals_stale"`
+}
+
+// QuoteUpdateLineItemOutput is quote.update_line_item's result: the line and the fields that changed.
+type QuoteUpdateLineItemOutput struct {
+	LineItem      QuoteLineItem `json:"line_item"`
+	UpdatedFields []string      `json:"updated_fields"`
+}
+
+// QuoteTransitionOutput is the result of quote.mark_sent, mark_accepted and mark_declined: the quote, the
+// status it left and its lead's stage now.
+type QuoteTransitionOutput struct {
+	QuoteID        string `json:"quote_id"`
+	Quote          Quote  `json:"quote"`
+	PreviousStatus string `json:"previous_status"`
+	Changed        bool   `json:"changed"`
+	LeadStage      string `json:"lead_stage"`
 }
 
 // LineItem is a quote's line: what, how many (1 when the message says no number) and the unit price
@@ -73,18 +151,26 @@ type QuoteCalculateTotalsInput struct {
 	QuoteID string `json:"quote_id,omitempty"`
 }
 
-// QuoteTotals are a quote's totals, in cents.
+// QuoteTotals are what a quote comes to, in cents, with the lines they sum.
 type QuoteTotals struct {
-	SubtotalCents int64  `json:"subtotal_cents"`
-	GSTCents      *int64 `json:"gst_cents"`
-	// TaxCents is where a result without gst_cents keeps the tax.
-	TaxCents   *int64 `json:"tax_cents,omitempty"`
-	TotalCents int64  `json:"total_cents"`
+	Currency       string `json:"currency"`
+	SubtotalCents  int64  `json:"subtotal_cents"`
+	GSTRatePercent int    `json:"gst_rate_percent"`
+	GSTCents       *int64 `json:"gst_cents"`
+	// TaxCents is where a result without gst_cents keeps the tax; the handler never writes it.
+	TaxCents   *int64          `json:"tax_cents,omitempty"`
+	TotalCents int64           `json:"total_cents"`
+	LineCount  int             `json:"line_count"`
+	LineItems  []QuoteLineItem `json:"line_items"`
 }
 
-// QuoteCalculateTotalsOutput is quote.calculate_totals's result.
+// QuoteCalculateTotalsOutput is quote.calculate_totals's result: the quote's totals, and whether this call
+// changed them.
 type QuoteCalculateTotalsOutput struct {
-	Totals QuoteTotals `json:"totals"`
+	QuoteID string      `json:"quote_id"`
+	Status  string      `json:"status"`
+	Changed bool        `json:"changed"`
+	Totals  QuoteTotals `json:"totals"`
 }
 
 // QuoteGeneratePDFInput is quote.generate_pdf's input.

@@ -33,40 +33,17 @@ func registerQuote(h executor.Handlers, p *pack) {
 	h.Func(businesspack.MarkQuoteDeclined, executor.Typed(markQuoteDeclined))
 }
 
-type quote struct {
-	QuoteID        uuid.UUID  `json:"quote_id"`
-	Number         int64      `json:"number"`
-	LeadID         uuid.UUID  `json:"lead_id"`
-	InspectionID   uuid.UUID  `json:"inspection_id"`
-	CustomerID     *uuid.UUID `json:"customer_id"`
-	Status         string     `json:"status"`
-	Currency       string     `json:"currency"`
-	PricingProfile *string    `json:"pricing_profile"`
-	SubtotalCents  int64      `json:"subtotal_cents"`
-	GSTCents       int64      `json:"gst_cents"`
-	TotalCents     int64      `json:"total_cents"`
-	TotalsStale    bool       `json:"totals_stale"`
-	ValidUntil     civilDate  `json:"valid_until"`
-	Notes          *string    `json:"notes"`
-	SentAt         *time.Time `json:"sent_at"`
-	SentVia        *string    `json:"sent_via"`
-	AcceptedAt     *time.Time `json:"accepted_at"`
-	DeclinedAt     *time.Time `json:"declined_at"`
-	DeclineReason  *string    `json:"decline_reason"`
-	DecisionNotes  *string    `json:"decision_notes"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-}
-
 const quoteColumns = `id, number, lead_id, inspection_id, customer_id, status, currency, pricing_profile, subtotal_cents, gst_cents,
 	total_cents, totals_stale, valid_until, notes, sent_at, sent_via, accepted_at, declined_at, decline_reason, decision_notes,
 	created_at, updated_at`
 
-func scanQuote(row pgx.Row) (quote, error) {
-	var q quote
+func scanQuote(row pgx.Row) (businesspack.Quote, error) {
+	var q businesspack.Quote
+	var validUntil civilDate
 	err := row.Scan(&q.QuoteID, &q.Number, &q.LeadID, &q.InspectionID, &q.CustomerID, &q.Status, &q.Currency, &q.PricingProfile,
-		&q.SubtotalCents, &q.GSTCents, &q.TotalCents, &q.TotalsStale, &q.ValidUntil, &q.Notes, &q.SentAt, &q.SentVia,
+		&q.SubtotalCents, &q.GSTCents, &q.TotalCents, &q.TotalsStale, &validUntil, &q.Notes, &q.SentAt, &q.SentVia,
 		&q.AcceptedAt, &q.DeclinedAt, &q.DeclineReason, &q.DecisionNotes, &q.CreatedAt, &q.UpdatedAt)
+	q.ValidUntil = validUntil.String()
 	return q, err
 }
 
@@ -74,16 +51,16 @@ func scanQuote(row pgx.Row) (quote, error) {
 func quoteLabel(number int64) string { return fmt.Sprintf("Q-%04d", number) }
 
 // lockQuote locks a quote for the rest of the call and returns it.
-func lockQuote(ctx context.Context, c *executor.Call, id uuid.UUID) (quote, error) {
+func lockQuote(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Quote, error) {
 	q, err := scanQuote(c.DB.QueryRow(ctx, `SELECT `+quoteColumns+` FROM quotes WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
-		return quote{}, executor.NotFoundIfNoRows(err, "quote", id)
+		return businesspack.Quote{}, executor.NotFoundIfNoRows(err, "quote", id)
 	}
 	return q, nil
 }
 
 // lockDraftQuote locks a quote whose lines may still change.
-func lockDraftQuote(ctx context.Context, c *executor.Call, id uuid.UUID) (quote, error) {
+func lockDraftQuote(ctx context.Context, c *executor.Call, id uuid.UUID) (businesspack.Quote, error) {
 	q, err := lockQuote(ctx, c, id)
 	if err == nil && q.Status != "draft" {
 		err = executor.Conflict("quote %s is %s: only a draft quote's lines can change", id, q.Status)
@@ -91,30 +68,19 @@ func lockDraftQuote(ctx context.Context, c *executor.Call, id uuid.UUID) (quote,
 	return q, err
 }
 
-type lineItem struct {
-	LineItemID     uuid.UUID   `json:"line_item_id"`
-	QuoteID        uuid.UUID   `json:"quote_id"`
-	Position       int         `json:"position"`
-	Description    string      `json:"description"`
-	Quantity       json.Number `json:"quantity"`
-	Unit           string      `json:"unit"`
-	UnitPriceCents int64       `json:"unit_price_cents"`
-	LineTotalCents int64       `json:"line_total_cents"`
-	UpdatedAt      time.Time   `json:"updated_at"`
-}
-
 // trim_scale drops the trailing zeros numeric(12,3) adds, so 2 reads back as 2, not 2.000.
 const lineItemColumns = `id, quote_id, position, description, trim_scale(quantity)::text, unit, unit_price_cents, line_total_cents, updated_at`
 
-func scanLineItem(row pgx.Row) (lineItem, error) {
-	var l lineItem
+func scanLineItem(row pgx.Row) (businesspack.QuoteLineItem, error) {
+	var l businesspack.QuoteLineItem
 	var qty string
 	err := row.Scan(&l.LineItemID, &l.QuoteID, &l.Position, &l.Description, &qty, &l.Unit, &l.UnitPriceCents, &l.LineTotalCents, &l.UpdatedAt)
 	l.Quantity = json.Number(qty)
 	return l, err
 }
 
-func quoteLines(ctx context.Context, c *executor.Call, quoteID uuid.UUID) ([]lineItem, error) {
+// quoteLines reads a quote's lines in order; quoteID is a uuid.UUID or its text.
+func quoteLines(ctx context.Context, c *executor.Call, quoteID any) ([]businesspack.QuoteLineItem, error) {
 	return executor.QueryList(ctx, c.DB, scanLineItem, `SELECT `+lineItemColumns+` FROM quote_line_items WHERE quote_id = $1 ORDER BY position`, quoteID)
 }
 
@@ -131,7 +97,7 @@ var lineItemFields = []string{"line_item_id", "description", "quantity", "unit",
 
 // lineSpec is a line item as given, with its total once checked.
 type lineSpec struct {
-	LineItemID     *uuid.UUID
+	LineItemID     *string
 	Description    string
 	Quantity       json.Number
 	Unit           string
@@ -237,7 +203,8 @@ func parseLineItem(raw json.RawMessage, index int) (lineSpec, error) {
 		if err != nil {
 			return l, err
 		}
-		l.LineItemID = &parsed
+		id := parsed.String()
+		l.LineItemID = &id
 	}
 	if err := read("description", &l.Description, "a string", true); err != nil {
 		return l, err
@@ -264,8 +231,8 @@ func parseLineItem(raw json.RawMessage, index int) (lineSpec, error) {
 }
 
 // insertLines writes lines to a quote at positions 1, 2, ...; a line with an id keeps it.
-func insertLines(ctx context.Context, c *executor.Call, quoteID uuid.UUID, lines []lineSpec) ([]lineItem, error) {
-	out := make([]lineItem, 0, len(lines))
+func insertLines(ctx context.Context, c *executor.Call, quoteID any, lines []lineSpec) ([]businesspack.QuoteLineItem, error) {
+	out := make([]businesspack.QuoteLineItem, 0, len(lines))
 	for i, l := range lines {
 		item, err := scanLineItem(c.DB.QueryRow(ctx, `INSERT INTO quote_line_items
 				(id, quote_id, position, description, quantity, unit, unit_price_cents, line_total_cents)
@@ -279,16 +246,15 @@ func insertLines(ctx context.Context, c *executor.Call, quoteID uuid.UUID, lines
 	return out, nil
 }
 
-// lineTotaled is a line whose total is known.
-type lineTotaled interface{ lineTotal() int64 }
-
-func (l lineItem) lineTotal() int64 { return l.LineTotalCents }
-func (l lineSpec) lineTotal() int64 { return l.LineTotalCents }
-
 // totalsOf sums lines into a subtotal, GST and total (see money.go).
-func totalsOf[L lineTotaled](lines []L) (subtotal, gst, total int64) {
+func totalsOf[L businesspack.QuoteLineItem | lineSpec](lines []L) (subtotal, gst, total int64) {
 	for _, l := range lines {
-		subtotal += l.lineTotal()
+		switch l := any(l).(type) {
+		case businesspack.QuoteLineItem:
+			subtotal += l.LineTotalCents
+		case lineSpec:
+			subtotal += l.LineTotalCents
+		}
 	}
 	gst = gstCents(subtotal)
 	return subtotal, gst, subtotal + gst
@@ -301,18 +267,11 @@ type createQuoteFromInspectionInput struct {
 	CustomerID *uuid.UUID `json:"customer_id"`
 }
 
-type createQuoteOutput struct {
-	QuoteID             uuid.UUID  `json:"quote_id"`
-	Quote               quote      `json:"quote"`
-	LineItems           []lineItem `json:"line_items"`
-	InspectionLockedNow bool       `json:"inspection_locked_now"`
-}
-
 // createQuoteFromInspection starts a draft quote from a locked or submitted inspection (a submitted one is
 // locked: the evidence behind a quote is frozen), priced with a pricing profile from the inspection's
 // defects and measurements, with its totals calculated. The customer is the one given, else the lead's
 // customer entity, if any.
-func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, in createQuoteFromInspectionInput) (*createQuoteOutput, error) {
+func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, in createQuoteFromInspectionInput) (*businesspack.QuoteCreateFromInspectionOutput, error) {
 	inspectionID, err := executor.RecordID("inspection_id", in.InspectionID)
 	if err != nil {
 		return nil, err
@@ -386,7 +345,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	if err != nil {
 		return nil, err
 	}
-	return &createQuoteOutput{QuoteID: q.QuoteID, Quote: q, LineItems: items, InspectionLockedNow: lockedNow}, nil
+	return &businesspack.QuoteCreateFromInspectionOutput{QuoteID: q.QuoteID, Quote: q, LineItems: items, InspectionLockedNow: lockedNow}, nil
 }
 
 type updateLineItemsInput struct {
@@ -394,17 +353,10 @@ type updateLineItemsInput struct {
 	LineItems []json.RawMessage `json:"line_items"`
 }
 
-type updateLineItemsOutput struct {
-	QuoteID     uuid.UUID  `json:"quote_id"`
-	LineItems   []lineItem `json:"line_items"`
-	Changed     bool       `json:"changed"`
-	TotalsStale bool       `json:"totals_stale"`
-}
-
 // updateLineItems replaces a draft quote's lines with the list given, in its order. An item with a
 // line_item_id keeps that line's id; an item equal to the line at its position is that line. The same list
 // again changes nothing; otherwise the totals are stale until quote.calculate_totals.
-func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsInput) (*updateLineItemsOutput, error) {
+func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsInput) (*businesspack.QuoteUpdateLineItemsOutput, error) {
 	specs := make([]lineSpec, len(in.LineItems))
 	for i, raw := range in.LineItems {
 		var err error
@@ -420,7 +372,7 @@ func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsIn
 	if err != nil {
 		return nil, err
 	}
-	claimed := map[uuid.UUID]bool{}
+	claimed := map[string]bool{}
 	for i, s := range specs {
 		if s.LineItemID == nil {
 			continue
@@ -428,7 +380,7 @@ func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsIn
 		if claimed[*s.LineItemID] {
 			return nil, inputError(fmt.Sprintf("line_items[%d].line_item_id", i), "%s is given twice", *s.LineItemID)
 		}
-		if !slices.ContainsFunc(current, func(l lineItem) bool { return l.LineItemID == *s.LineItemID }) {
+		if !slices.ContainsFunc(current, func(l businesspack.QuoteLineItem) bool { return l.LineItemID == *s.LineItemID }) {
 			return nil, executor.NotFound("line item %s is not a line of quote %s", *s.LineItemID, in.QuoteID)
 		}
 		claimed[*s.LineItemID] = true
@@ -444,7 +396,7 @@ func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsIn
 		unchanged = specs[i].LineItemID != nil && *specs[i].LineItemID == current[i].LineItemID && sameLine(current[i], specs[i])
 	}
 	if unchanged {
-		return &updateLineItemsOutput{QuoteID: in.QuoteID, LineItems: current, TotalsStale: q.TotalsStale}, nil
+		return &businesspack.QuoteUpdateLineItemsOutput{QuoteID: in.QuoteID.String(), LineItems: current, TotalsStale: q.TotalsStale}, nil
 	}
 	if _, err := c.DB.Exec(ctx, `DELETE FROM quote_line_items WHERE quote_id = $1`, in.QuoteID); err != nil {
 		return nil, err
@@ -456,19 +408,14 @@ func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsIn
 	if err := markTotalsStale(ctx, c, in.QuoteID); err != nil {
 		return nil, err
 	}
-	return &updateLineItemsOutput{QuoteID: in.QuoteID, LineItems: items, Changed: true, TotalsStale: true}, nil
+	return &businesspack.QuoteUpdateLineItemsOutput{QuoteID: in.QuoteID.String(), LineItems: items, Changed: true, TotalsStale: true}, nil
 }
 
 // sameLine reports whether a line already says what a spec says.
-func sameLine(l lineItem, s lineSpec) bool {
+func sameLine(l businesspack.QuoteLineItem, s lineSpec) bool {
 	a, _ := thousandths(l.Quantity)
 	b, _ := thousandths(s.Quantity)
 	return l.Description == s.Description && a == b && l.Unit == s.Unit && l.UnitPriceCents == s.UnitPriceCents
-}
-
-type addLineItemOutput struct {
-	LineItem    lineItem `json:"line_item"`
-	TotalsStale bool     `json:"totals_stale"`
 }
 
 type addLineItemInput struct {
@@ -481,7 +428,7 @@ type addLineItemInput struct {
 
 // addLineItem appends a line (the same fields as an item of quote.update_line_items) to a draft quote. The
 // quote's totals are then stale until quote.calculate_totals.
-func addLineItem(ctx context.Context, c *executor.Call, in addLineItemInput) (*addLineItemOutput, error) {
+func addLineItem(ctx context.Context, c *executor.Call, in addLineItemInput) (*businesspack.QuoteAddLineItemOutput, error) {
 	spec := lineSpec{Description: in.Description, Quantity: in.Quantity, Unit: in.Unit, UnitPriceCents: in.UnitPriceCents}
 	if err := spec.check(""); err != nil {
 		return nil, err
@@ -498,17 +445,12 @@ func addLineItem(ctx context.Context, c *executor.Call, in addLineItemInput) (*a
 	if err := markTotalsStale(ctx, c, in.QuoteID); err != nil {
 		return nil, err
 	}
-	return &addLineItemOutput{LineItem: l, TotalsStale: true}, nil
+	return &businesspack.QuoteAddLineItemOutput{LineItem: l, TotalsStale: true}, nil
 }
 
 func markTotalsStale(ctx context.Context, c *executor.Call, quoteID uuid.UUID) error {
 	_, err := c.DB.Exec(ctx, `UPDATE quotes SET totals_stale = true, updated_at = now() WHERE id = $1 AND NOT totals_stale`, quoteID)
 	return err
-}
-
-type updateLineItemOutput struct {
-	LineItem      lineItem `json:"line_item"`
-	UpdatedFields []string `json:"updated_fields"`
 }
 
 type updateLineItemInput struct {
@@ -521,7 +463,7 @@ type updateLineItemInput struct {
 
 // updateLineItem changes a line of a draft quote. Only fields whose value changes are written; the quote's
 // totals are then stale until quote.calculate_totals.
-func updateLineItem(ctx context.Context, c *executor.Call, in updateLineItemInput) (*updateLineItemOutput, error) {
+func updateLineItem(ctx context.Context, c *executor.Call, in updateLineItemInput) (*businesspack.QuoteUpdateLineItemOutput, error) {
 	var quoteID uuid.UUID
 	if err := c.DB.QueryRow(ctx, `SELECT quote_id FROM quote_line_items WHERE id = $1`, in.LineItemID).Scan(&quoteID); err != nil {
 		return nil, executor.NotFoundIfNoRows(err, "line item", in.LineItemID)
@@ -567,7 +509,7 @@ func updateLineItem(ctx context.Context, c *executor.Call, in updateLineItemInpu
 		}
 	}
 	if len(updated) == 0 {
-		return &updateLineItemOutput{LineItem: cur, UpdatedFields: updated}, nil
+		return &businesspack.QuoteUpdateLineItemOutput{LineItem: cur, UpdatedFields: updated}, nil
 	}
 	l, err := scanLineItem(c.DB.QueryRow(ctx, `UPDATE quote_line_items SET description = $2, quantity = $3::numeric, unit = $4,
 			unit_price_cents = $5, line_total_cents = $6, updated_at = now()
@@ -579,30 +521,12 @@ func updateLineItem(ctx context.Context, c *executor.Call, in updateLineItemInpu
 	if err := markTotalsStale(ctx, c, quoteID); err != nil {
 		return nil, err
 	}
-	return &updateLineItemOutput{LineItem: l, UpdatedFields: updated}, nil
-}
-
-// quoteTotals is what a quote comes to.
-type quoteTotals struct {
-	Currency       string     `json:"currency"`
-	SubtotalCents  int64      `json:"subtotal_cents"`
-	GSTRatePercent int        `json:"gst_rate_percent"`
-	GSTCents       int64      `json:"gst_cents"`
-	TotalCents     int64      `json:"total_cents"`
-	LineCount      int        `json:"line_count"`
-	LineItems      []lineItem `json:"line_items"`
-}
-
-type calculateTotalsOutput struct {
-	QuoteID uuid.UUID   `json:"quote_id"`
-	Status  string      `json:"status"`
-	Changed bool        `json:"changed"`
-	Totals  quoteTotals `json:"totals"`
+	return &businesspack.QuoteUpdateLineItemOutput{LineItem: l, UpdatedFields: updated}, nil
 }
 
 // calculateTotals sums a draft quote's lines into its subtotal, GST and total (see money.go). A quote that
 // has left draft keeps the totals it was sent or answered with, which are returned as they are.
-func calculateTotals(ctx context.Context, c *executor.Call, in businesspack.QuoteCalculateTotalsInput) (*calculateTotalsOutput, error) {
+func calculateTotals(ctx context.Context, c *executor.Call, in businesspack.QuoteCalculateTotalsInput) (*businesspack.QuoteCalculateTotalsOutput, error) {
 	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
@@ -621,14 +545,14 @@ func calculateTotals(ctx context.Context, c *executor.Call, in businesspack.Quot
 			return nil, err
 		}
 	}
-	return &calculateTotalsOutput{QuoteID: q.QuoteID, Status: q.Status, Changed: changed, Totals: quoteTotals{
-		Currency: q.Currency, SubtotalCents: q.SubtotalCents, GSTRatePercent: GSTRatePercent, GSTCents: q.GSTCents,
+	return &businesspack.QuoteCalculateTotalsOutput{QuoteID: q.QuoteID, Status: q.Status, Changed: changed, Totals: businesspack.QuoteTotals{
+		Currency: q.Currency, SubtotalCents: q.SubtotalCents, GSTRatePercent: GSTRatePercent, GSTCents: &q.GSTCents,
 		TotalCents: q.TotalCents, LineCount: len(lines), LineItems: lines,
 	}}, nil
 }
 
 // refreshTotals writes a draft quote's totals from its lines when they are stale or differ.
-func refreshTotals(ctx context.Context, c *executor.Call, q quote, lines []lineItem) (quote, bool, error) {
+func refreshTotals(ctx context.Context, c *executor.Call, q businesspack.Quote, lines []businesspack.QuoteLineItem) (businesspack.Quote, bool, error) {
 	subtotal, gst, total := totalsOf(lines)
 	if !q.TotalsStale && q.SubtotalCents == subtotal && q.GSTCents == gst && q.TotalCents == total {
 		return q, false, nil
@@ -639,37 +563,29 @@ func refreshTotals(ctx context.Context, c *executor.Call, q quote, lines []lineI
 	return q, err == nil, err
 }
 
-type quoteTransitionOutput struct {
-	QuoteID        uuid.UUID `json:"quote_id"`
-	Quote          quote     `json:"quote"`
-	PreviousStatus string    `json:"previous_status"`
-	Changed        bool      `json:"changed"`
-	LeadStage      string    `json:"lead_stage"`
-}
-
 // leadStageFor moves the quote's lead along with the quote (sent → quoted, accepted → won) and returns its
 // stage.
-func leadStageFor(ctx context.Context, c *executor.Call, q quote) (string, error) {
+func leadStageFor(ctx context.Context, c *executor.Call, q businesspack.Quote) (string, error) {
 	target := map[string]string{"sent": "quoted", "accepted": "won"}[q.Status]
 	if target == "" {
 		var stage string
 		err := c.DB.QueryRow(ctx, `SELECT stage FROM leads WHERE id = $1`, q.LeadID).Scan(&stage)
 		return stage, executor.NotFoundIfNoRows(err, "lead", q.LeadID)
 	}
-	_, stage, err := advanceLead(ctx, c.DB, q.LeadID.String(), target)
+	_, stage, err := advanceLead(ctx, c.DB, q.LeadID, target)
 	return stage, err
 }
 
-func transitionResult(ctx context.Context, c *executor.Call, q quote, previous string) (*quoteTransitionOutput, error) {
+func transitionResult(ctx context.Context, c *executor.Call, q businesspack.Quote, previous string) (*businesspack.QuoteTransitionOutput, error) {
 	stage, err := leadStageFor(ctx, c, q)
 	if err != nil {
 		return nil, err
 	}
-	return &quoteTransitionOutput{QuoteID: q.QuoteID, Quote: q, PreviousStatus: previous, Changed: q.Status != previous, LeadStage: stage}, nil
+	return &businesspack.QuoteTransitionOutput{QuoteID: q.QuoteID, Quote: q, PreviousStatus: previous, Changed: q.Status != previous, LeadStage: stage}, nil
 }
 
 // requireSendable refuses to send a quote without lines or with stale totals.
-func requireSendable(ctx context.Context, c *executor.Call, q quote) error {
+func requireSendable(ctx context.Context, c *executor.Call, q businesspack.Quote) error {
 	var lines int
 	if err := c.DB.QueryRow(ctx, `SELECT count(*) FROM quote_line_items WHERE quote_id = $1`, q.QuoteID).Scan(&lines); err != nil {
 		return err
@@ -685,7 +601,7 @@ func requireSendable(ctx context.Context, c *executor.Call, q quote) error {
 
 // markQuoteSent records that a draft quote reached the customer some other way (quote.send_to_client
 // sends it). It needs lines and fresh totals; the lead moves to quoted. Again changes nothing.
-func markQuoteSent(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkSentInput) (*quoteTransitionOutput, error) {
+func markQuoteSent(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkSentInput) (*businesspack.QuoteTransitionOutput, error) {
 	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
@@ -719,7 +635,7 @@ const decisionClockSkew = 5 * time.Minute
 // markQuoteAccepted records that the customer accepted a quote, sent or still a draft (accepted when shown
 // in person); a draft's totals are brought up to date first, since they become final. It needs at least one
 // line; the lead is won. Again changes nothing; a declined quote is a conflict.
-func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkAcceptedInput) (*quoteTransitionOutput, error) {
+func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkAcceptedInput) (*businesspack.QuoteTransitionOutput, error) {
 	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
@@ -759,7 +675,7 @@ func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.Qu
 
 // markQuoteDeclined records that the customer declined a quote, sent or still a draft, and why. The lead
 // keeps its stage (leads.mark_lost closes it). Again changes nothing; an accepted quote is a conflict.
-func markQuoteDeclined(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkDeclinedInput) (*quoteTransitionOutput, error) {
+func markQuoteDeclined(ctx context.Context, c *executor.Call, in businesspack.QuoteMarkDeclinedInput) (*businesspack.QuoteTransitionOutput, error) {
 	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err

@@ -13,8 +13,8 @@ import (
 // quoteDocument is what a quote says to its customer: the quote, its lines and totals, who it is for and
 // where, and what the inspection found.
 type quoteDocument struct {
-	Quote         quote
-	Lines         []lineItem
+	Quote         businesspack.Quote
+	Lines         []businesspack.QuoteLineItem
 	SubtotalCents int64
 	GSTCents      int64
 	TotalCents    int64
@@ -26,7 +26,7 @@ type quoteDocument struct {
 
 // loadQuoteDocument reads a quote for paperwork and messages. A draft's totals are worked out from its
 // lines (they may be stale in the row); a quote that has left draft shows the totals it was sent with.
-func loadQuoteDocument(ctx context.Context, c *executor.Call, q quote) (quoteDocument, error) {
+func loadQuoteDocument(ctx context.Context, c *executor.Call, q businesspack.Quote) (quoteDocument, error) {
 	d := quoteDocument{Quote: q, SubtotalCents: q.SubtotalCents, GSTCents: q.GSTCents, TotalCents: q.TotalCents}
 	var err error
 	if d.Lines, err = quoteLines(ctx, c, q.QuoteID); err != nil {
@@ -35,7 +35,11 @@ func loadQuoteDocument(ctx context.Context, c *executor.Call, q quote) (quoteDoc
 	if q.Status == "draft" {
 		d.SubtotalCents, d.GSTCents, d.TotalCents = totalsOf(d.Lines)
 	}
-	if d.Inspection, err = loadInspection(ctx, c, q.InspectionID); err != nil {
+	inspectionID, err := uuid.Parse(q.InspectionID) // read from the quote's row
+	if err != nil {
+		return d, err
+	}
+	if d.Inspection, err = loadInspection(ctx, c, inspectionID); err != nil {
 		return d, err
 	}
 	var leadAddress *string
@@ -69,17 +73,17 @@ func loadQuoteDocument(ctx context.Context, c *executor.Call, q quote) (quoteDoc
 }
 
 // quantityText shows a line's quantity and unit: "8 m", "2.5 tube".
-func quantityText(l lineItem) string { return l.Quantity.String() + " " + l.Unit }
+func quantityText(l businesspack.QuoteLineItem) string { return l.Quantity.String() + " " + l.Unit }
 
 type generateQuotePDFOutput struct {
-	FileRef     string    `json:"file_ref"`
-	QuoteID     uuid.UUID `json:"quote_id"`
-	Template    string    `json:"template"`
-	Name        string    `json:"name"`
-	ContentType string    `json:"content_type"`
-	Bytes       int64     `json:"bytes"`
-	SHA256      string    `json:"sha256"`
-	TotalCents  int64     `json:"total_cents"`
+	FileRef     string `json:"file_ref"`
+	QuoteID     string `json:"quote_id"`
+	Template    string `json:"template"`
+	Name        string `json:"name"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	SHA256      string `json:"sha256"`
+	TotalCents  int64  `json:"total_cents"`
 }
 
 // generateQuotePDF writes a quote as an A4 PDF into the file store: the business's letterhead, the
@@ -133,7 +137,7 @@ func (p *pack) quotePDF(d quoteDocument) *pdfDoc {
 	doc.fields(
 		[2]string{"Quote", quoteLabel(q.Number)},
 		[2]string{"Date", issued.Format("2 Jan 2006")},
-		[2]string{"Valid until", q.ValidUntil.t.Format("2 Jan 2006")},
+		[2]string{"Valid until", dateOfText(q.ValidUntil).t.Format("2 Jan 2006")},
 	)
 
 	if defects := sortedDefects(d.Inspection.Defects); len(defects) > 0 {
@@ -165,7 +169,7 @@ func (p *pack) quotePDF(d quoteDocument) *pdfDoc {
 	}
 	doc.heading("Terms")
 	terms := []string{fmt.Sprintf("Prices are in Australian dollars. Unit prices exclude GST; GST is %d%% of the subtotal.", GSTRatePercent),
-		"This quote is valid until " + q.ValidUntil.t.Format("2 Jan 2006") + "."}
+		"This quote is valid until " + dateOfText(q.ValidUntil).t.Format("2 Jan 2006") + "."}
 	switch {
 	case biz.Phone != "":
 		terms = append(terms, "To accept it, reply to us or call "+biz.Phone+".")

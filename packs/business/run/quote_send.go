@@ -28,7 +28,7 @@ type quoteDelivery struct {
 
 type sendQuoteOutput struct {
 	Sent           bool             `json:"sent"`
-	QuoteID        uuid.UUID        `json:"quote_id"`
+	QuoteID        string           `json:"quote_id"`
 	Status         string           `json:"status"`
 	PreviousStatus string           `json:"previous_status"`
 	LeadStage      string           `json:"lead_stage"`
@@ -95,7 +95,7 @@ func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in sendQ
 		d.SubtotalCents, d.GSTCents, d.TotalCents = q.SubtotalCents, q.GSTCents, q.TotalCents
 	}
 
-	about := contextRef{Type: "quote", ID: q.QuoteID.String()}
+	about := contextRef{Type: "quote", ID: q.QuoteID}
 	var messages []outgoing
 	if wantEmail {
 		subject, body := p.quoteEmail(d, in.MessageOverride)
@@ -149,7 +149,7 @@ func (p *pack) quoteSMS(d quoteDocument, override *string) string {
 	if d.Site != "" {
 		s += " for " + d.Site
 	}
-	s += fmt.Sprintf(" is %s incl. GST, valid until %s.", formatAUD(d.TotalCents), d.Quote.ValidUntil.t.Format("2 Jan 2006"))
+	s += fmt.Sprintf(" is %s incl. GST, valid until %s.", formatAUD(d.TotalCents), dateOfText(d.Quote.ValidUntil).t.Format("2 Jan 2006"))
 	if biz.Phone != "" {
 		return s + " Reply or call " + biz.Phone + " to accept."
 	}
@@ -187,7 +187,7 @@ func (p *pack) quoteEmail(d quoteDocument, override *string) (subject, body stri
 	if biz.Phone != "" {
 		accept += " or call us on " + biz.Phone
 	}
-	line("This quote is valid until %s. To accept it, %s.", d.Quote.ValidUntil.t.Format("2 Jan 2006"), accept)
+	line("This quote is valid until %s. To accept it, %s.", dateOfText(d.Quote.ValidUntil).t.Format("2 Jan 2006"), accept)
 	line("")
 	line("%s", biz.Name)
 	for _, detail := range []string{prefixed("ABN ", biz.ABN), biz.Phone, biz.Email, biz.Address} {
