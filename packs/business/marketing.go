@@ -1,5 +1,7 @@
 package businesspack
 
+import "time"
+
 // The marketing tools: posts, ad packs and case studies drafted for people to publish, scheduled content,
 // and campaigns' numbers.
 const (
@@ -67,4 +69,148 @@ type MarketingLogCampaignResultInput struct {
 	Campaign    string             `json:"campaign,omitempty"`
 	PeriodStart string             `json:"period_start,omitempty"`
 	PeriodEnd   string             `json:"period_end,omitempty"`
+}
+
+// AreaProof is what the business's records prove about its work in an area, which marketing copy is
+// written from: completed jobs there, those whose quote includes the service, and examples of that work.
+type AreaProof struct {
+	Area              string   `json:"area"`
+	CompletedJobs     int      `json:"completed_jobs"`
+	CompletedWithWork int      `json:"completed_with_service"`
+	CompletedAnywhere int      `json:"completed_jobs_anywhere"`
+	ExampleLineItems  []string `json:"example_work"`
+	// ServiceSearchedFor is the service the quote lines were searched for, nil for none.
+	ServiceSearchedFor *string `json:"service"`
+}
+
+// MetaAd is one variant of a Meta ad: its texts, Meta's call-to-action type and the photo it suits (a ref
+// given, or nil).
+type MetaAd struct {
+	Variant      int     `json:"variant"`
+	PrimaryText  string  `json:"primary_text"`
+	Headline     string  `json:"headline"`
+	Description  string  `json:"description"`
+	CallToAction string  `json:"call_to_action"`
+	AssetRef     *string `json:"asset_ref"`
+}
+
+// MarketingGenerateMetaAdPackOutput is marketing.generate_meta_ad_pack's result: the ads kept, and why the
+// others were dropped.
+type MarketingGenerateMetaAdPackOutput struct {
+	Ads            []MetaAd  `json:"ads"`
+	Offer          string    `json:"offer"`
+	SuburbOrRegion string    `json:"suburb_or_region"`
+	Proof          AreaProof `json:"proof"`
+	Dropped        []string  `json:"dropped"`
+	WrittenBy      string    `json:"written_by"`
+}
+
+// GoogleKeyword is a Google Ads keyword and its match type (phrase, exact or broad).
+type GoogleKeyword struct {
+	Text      string `json:"text"`
+	MatchType string `json:"match_type"`
+}
+
+// GoogleAdsPack is a responsive search ad within Google's limits, its keywords and its landing page (nil
+// for none).
+type GoogleAdsPack struct {
+	Headlines        []string        `json:"headlines"`
+	Descriptions     []string        `json:"descriptions"`
+	Keywords         []GoogleKeyword `json:"keywords"`
+	NegativeKeywords []string        `json:"negative_keywords"`
+	Path1            string          `json:"path1"`
+	Path2            string          `json:"path2"`
+	FinalURL         *string         `json:"final_url"`
+}
+
+// MarketingGenerateGoogleAdsPackOutput is marketing.generate_google_ads_pack's result.
+type MarketingGenerateGoogleAdsPackOutput struct {
+	Pack      GoogleAdsPack `json:"pack"`
+	Service   string        `json:"service"`
+	Region    string        `json:"region"`
+	Proof     AreaProof     `json:"proof"`
+	Dropped   []string      `json:"dropped"`
+	WrittenBy string        `json:"written_by"`
+}
+
+// MarketingGenerateCaseStudyFromJobOutput is marketing.generate_case_study_from_job's result: the draft,
+// its length and limit, and the job's photos it names.
+type MarketingGenerateCaseStudyFromJobOutput struct {
+	Draft     string   `json:"draft"`
+	Title     string   `json:"title"`
+	JobID     string   `json:"job_id"`
+	Format    string   `json:"format"`
+	Length    int      `json:"length"`
+	MaxLength int      `json:"max_length"`
+	Trimmed   bool     `json:"trimmed"`
+	Photos    []string `json:"photos"`
+	WrittenBy string   `json:"written_by"`
+}
+
+// GMBCallToAction is a Business Profile post's button: its action type and the link it opens (nil for CALL).
+type GMBCallToAction struct {
+	ActionType string  `json:"action_type"`
+	URL        *string `json:"url"`
+}
+
+// GMBMedia is a photo or video of a Business Profile post, by the ref given.
+type GMBMedia struct {
+	SourceRef   string `json:"source_ref"`
+	MediaFormat string `json:"media_format"`
+}
+
+// GMBPost mirrors the Business Profile API's LocalPost (summary, topicType, callToAction, media).
+type GMBPost struct {
+	Summary      string          `json:"summary"`
+	TopicType    string          `json:"topic_type"`
+	CallToAction GMBCallToAction `json:"call_to_action"`
+	Media        []GMBMedia      `json:"media"`
+}
+
+// MarketingGenerateGMBPostOutput is marketing.generate_gmb_post's result.
+type MarketingGenerateGMBPostOutput struct {
+	Post           GMBPost   `json:"post"`
+	Topic          string    `json:"topic"`
+	SuburbOrRegion string    `json:"suburb_or_region"`
+	Length         int       `json:"length"`
+	Trimmed        bool      `json:"trimmed"`
+	Proof          AreaProof `json:"proof"`
+	WrittenBy      string    `json:"written_by"`
+}
+
+// ScheduledContent is an item marketing.schedule_content put on the schedule: its task and content row.
+type ScheduledContent struct {
+	TaskID        string    `json:"task_id"`
+	ContentItemID string    `json:"content_item_id"`
+	Title         string    `json:"title"`
+	Channel       string    `json:"channel"`
+	PublishAt     time.Time `json:"publish_at"`
+	AssetIDs      []string  `json:"asset_ids"`
+}
+
+// MarketingScheduleContentOutput is marketing.schedule_content's result.
+type MarketingScheduleContentOutput struct {
+	CreatedTaskIDs []string           `json:"created_task_ids"`
+	Items          []ScheduledContent `json:"items"`
+}
+
+// CampaignDerived are the ratios a campaign's metrics imply (nil where a metric is missing or zero).
+type CampaignDerived struct {
+	ClickThroughRate *float64 `json:"click_through_rate"`
+	CostPerClick     *float64 `json:"cost_per_click"`
+	CostPerLead      *float64 `json:"cost_per_lead"`
+	ConversionRate   *float64 `json:"conversion_rate"`
+}
+
+// MarketingLogCampaignResultOutput is marketing.log_campaign_result's result: the row logged, its days as
+// YYYY-MM-DD (nil when not given).
+type MarketingLogCampaignResultOutput struct {
+	LogID       string             `json:"log_id"`
+	Channel     string             `json:"channel"`
+	Campaign    *string            `json:"campaign"`
+	PeriodStart *string            `json:"period_start"`
+	PeriodEnd   *string            `json:"period_end"`
+	Metrics     map[string]float64 `json:"metrics"`
+	Derived     CampaignDerived    `json:"derived"`
+	LoggedAt    time.Time          `json:"logged_at"`
 }

@@ -2,6 +2,7 @@ package businessrun
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,21 +68,10 @@ func resolveAssetRefs(ctx context.Context, db executor.DB, field string, refs []
 	return kept, out, nil
 }
 
-// areaProof is what the business's records prove about its work in an area: completed jobs there, those
-// whose quote includes the service, and examples of that work.
-type areaProof struct {
-	Area               string   `json:"area"`
-	CompletedJobs      int      `json:"completed_jobs"`
-	CompletedWithWork  int      `json:"completed_with_service"`
-	CompletedAnywhere  int      `json:"completed_jobs_anywhere"`
-	ExampleLineItems   []string `json:"example_work"`
-	ServiceSearchedFor *string  `json:"service"`
-}
-
 // loadAreaProof counts completed jobs whose site (or lead) suburb is named in area, and those whose quote
 // has a line mentioning service.
-func loadAreaProof(ctx context.Context, db executor.DB, area string, service *string) (areaProof, error) {
-	proof := areaProof{Area: area, ExampleLineItems: []string{}, ServiceSearchedFor: service}
+func loadAreaProof(ctx context.Context, db executor.DB, area string, service *string) (businesspack.AreaProof, error) {
+	proof := businesspack.AreaProof{Area: area, ExampleLineItems: []string{}, ServiceSearchedFor: service}
 	pattern := "%"
 	if service != nil {
 		pattern = executor.LikeContains(*service)
@@ -100,7 +90,7 @@ func loadAreaProof(ctx context.Context, db executor.DB, area string, service *st
 			(SELECT count(*) FROM jobs WHERE status = 'completed')
 		FROM area_jobs a`, area, pattern).Scan(&proof.CompletedJobs, &proof.CompletedWithWork, &proof.CompletedAnywhere)
 	if err != nil {
-		return areaProof{}, err
+		return businesspack.AreaProof{}, err
 	}
 	proof.ExampleLineItems, err = queryTexts(ctx, db, inArea+`
 		SELECT description FROM (SELECT DISTINCT ON (lower(li.description)) li.description, li.created_at
@@ -109,7 +99,8 @@ func loadAreaProof(ctx context.Context, db executor.DB, area string, service *st
 	return proof, err
 }
 
-func (a areaProof) addTo(fs *promptFacts) {
+// addProofTo writes the proof of work in an area.
+func addProofTo(fs *promptFacts, a businesspack.AreaProof) {
 	fs.add("completed jobs in "+a.Area, a.CompletedJobs)
 	if a.ServiceSearchedFor != nil {
 		fs.add("of those, with "+*a.ServiceSearchedFor+" in the scope", a.CompletedWithWork)
@@ -123,7 +114,7 @@ func (a areaProof) addTo(fs *promptFacts) {
 type localCopy struct {
 	refs   []string
 	assets []assetFacts
-	proof  areaProof
+	proof  businesspack.AreaProof
 	loc    *time.Location
 	m      llmtext.Model
 }
@@ -145,7 +136,7 @@ func (p *pack) prepareLocalCopy(ctx context.Context, c *executor.Call, refsField
 
 // addTo writes the proof of work, then the facts of each photo under its ref.
 func (lc localCopy) addTo(fs *promptFacts) {
-	lc.proof.addTo(fs)
+	addProofTo(fs, lc.proof)
 	for i, a := range lc.assets {
 		fs.section(fmt.Sprintf("Photo %q", lc.refs[i]))
 		a.addTo(fs, lc.loc)
@@ -191,34 +182,9 @@ var metaAdSchema = &llmtext.Schema{Name: "meta_ad_pack", Doc: map[string]any{
 	"additionalProperties": false,
 }}
 
-type metaAdPackInput struct {
-	Offer          string   `json:"offer"`
-	SuburbOrRegion string   `json:"suburb_or_region"`
-	Service        *string  `json:"service"`
-	AssetsRefs     []string `json:"assets_refs"`
-}
-
-type metaAd struct {
-	Variant      int     `json:"variant"`
-	PrimaryText  string  `json:"primary_text"`
-	Headline     string  `json:"headline"`
-	Description  string  `json:"description"`
-	CallToAction string  `json:"call_to_action"`
-	AssetRef     *string `json:"asset_ref"`
-}
-
-type metaAdPackOutput struct {
-	Ads            []metaAd  `json:"ads"`
-	Offer          string    `json:"offer"`
-	SuburbOrRegion string    `json:"suburb_or_region"`
-	Proof          areaProof `json:"proof"`
-	Dropped        []string  `json:"dropped"`
-	WrittenBy      string    `json:"written_by"`
-}
-
 // generateMetaAdPack drafts Meta (Facebook and Instagram) ads for an offer in an area, from the business's
 // completed jobs there and the photos given. Nothing is posted.
-func (p *pack) generateMetaAdPack(ctx context.Context, c *executor.Call, in metaAdPackInput) (*metaAdPackOutput, error) {
+func (p *pack) generateMetaAdPack(ctx context.Context, c *executor.Call, in businesspack.MarketingGenerateMetaAdPackInput) (*businesspack.MarketingGenerateMetaAdPackOutput, error) {
 	offer, err := requiredText("offer", in.Offer)
 	if err != nil {
 		return nil, err
@@ -227,7 +193,7 @@ func (p *pack) generateMetaAdPack(ctx context.Context, c *executor.Call, in meta
 	if err != nil {
 		return nil, err
 	}
-	service := trimmedText(in.Service)
+	service := trimmedText(&in.Service)
 	lc, err := p.prepareLocalCopy(ctx, c, "assets_refs", in.AssetsRefs, area, service)
 	if err != nil {
 		return nil, err
@@ -256,9 +222,9 @@ Answer with JSON: {"ads": [{"primary_text", "headline", "description", "call_to_
 	if err := writeCopy(ctx, m, task, &fs, metaAdSchema, 1500, &answer); err != nil {
 		return nil, err
 	}
-	out := metaAdPackOutput{Ads: []metaAd{}, Offer: offer, SuburbOrRegion: area, Proof: lc.proof, Dropped: []string{}, WrittenBy: writtenBy(m)}
+	out := businesspack.MarketingGenerateMetaAdPackOutput{Ads: []businesspack.MetaAd{}, Offer: offer, SuburbOrRegion: area, Proof: lc.proof, Dropped: []string{}, WrittenBy: writtenBy(m)}
 	for i, a := range answer.Ads {
-		ad := metaAd{PrimaryText: strings.TrimSpace(a.PrimaryText), Headline: foldSpace(a.Headline), Description: foldSpace(a.Description),
+		ad := businesspack.MetaAd{PrimaryText: strings.TrimSpace(a.PrimaryText), Headline: foldSpace(a.Headline), Description: foldSpace(a.Description),
 			CallToAction: a.CallToAction}
 		var problems []string
 		if ad.PrimaryText == "" || ad.Headline == "" {
@@ -328,46 +294,20 @@ var googleAdsSchema = &llmtext.Schema{Name: "google_ads_pack", Doc: map[string]a
 	"additionalProperties": false,
 }}
 
-type googleAdsPackInput struct {
-	Service     string  `json:"service"`
-	Region      string  `json:"region"`
-	LandingPage *string `json:"landing_page"`
-}
-
-type googleKeyword struct {
-	Text      string `json:"text"`
-	MatchType string `json:"match_type"`
-}
-
 // googleAdsAnswer is what the model writes of a Google Ads pack (googleAdsSchema).
 type googleAdsAnswer struct {
-	Headlines        []string        `json:"headlines"`
-	Descriptions     []string        `json:"descriptions"`
-	Keywords         []googleKeyword `json:"keywords"`
-	NegativeKeywords []string        `json:"negative_keywords"`
-	Path1            string          `json:"path1"`
-	Path2            string          `json:"path2"`
-}
-
-// googleAdsPack is the model's answer cleaned to Google's limits, with the landing page.
-type googleAdsPack struct {
-	googleAdsAnswer
-	FinalURL *string `json:"final_url"`
-}
-
-type googleAdsPackOutput struct {
-	Pack      googleAdsPack `json:"pack"`
-	Service   string        `json:"service"`
-	Region    string        `json:"region"`
-	Proof     areaProof     `json:"proof"`
-	Dropped   []string      `json:"dropped"`
-	WrittenBy string        `json:"written_by"`
+	Headlines        []string                     `json:"headlines"`
+	Descriptions     []string                     `json:"descriptions"`
+	Keywords         []businesspack.GoogleKeyword `json:"keywords"`
+	NegativeKeywords []string                     `json:"negative_keywords"`
+	Path1            string                       `json:"path1"`
+	Path2            string                       `json:"path2"`
 }
 
 // generateGoogleAdsPack drafts a Google Ads responsive search ad (headlines, descriptions, display paths)
 // and keywords for a service in a region, from the business's completed jobs there. Lines over Google's
 // limits are dropped; too few left is a failure. Nothing is posted.
-func (p *pack) generateGoogleAdsPack(ctx context.Context, c *executor.Call, in googleAdsPackInput) (*googleAdsPackOutput, error) {
+func (p *pack) generateGoogleAdsPack(ctx context.Context, c *executor.Call, in businesspack.MarketingGenerateGoogleAdsPackInput) (*businesspack.MarketingGenerateGoogleAdsPackOutput, error) {
 	service, err := requiredText("service", in.Service)
 	if err != nil {
 		return nil, err
@@ -377,7 +317,7 @@ func (p *pack) generateGoogleAdsPack(ctx context.Context, c *executor.Call, in g
 		return nil, err
 	}
 	var finalURL *string
-	if lp := trimmedText(in.LandingPage); lp != nil {
+	if lp := trimmedText(&in.LandingPage); lp != nil {
 		u, err := url.Parse(*lp)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, executor.Invalid("landing_page %q is not an http(s) URL", *lp)
@@ -396,7 +336,7 @@ func (p *pack) generateGoogleAdsPack(ctx context.Context, c *executor.Call, in g
 	fs.add("service", service)
 	fs.add("region", region)
 	fs.add("landing page", finalURL)
-	proof.addTo(&fs)
+	addProofTo(&fs, proof)
 	task := fmt.Sprintf(`Task: draft a Google Ads responsive search ad and its keywords for the service in the region.
 - headlines: %d to %d, each at most %d characters, each able to stand alone; include the region in some.
 - descriptions: %d to %d, each at most %d characters.
@@ -410,7 +350,7 @@ Answer with JSON: {"headlines", "descriptions", "keywords": [{"text", "match_typ
 	if err := writeCopy(ctx, m, task, &fs, googleAdsSchema, 1500, &answer); err != nil {
 		return nil, err
 	}
-	out := googleAdsPackOutput{Service: service, Region: region, Proof: proof, Dropped: []string{}, WrittenBy: writtenBy(m)}
+	out := businesspack.MarketingGenerateGoogleAdsPackOutput{Service: service, Region: region, Proof: proof, Dropped: []string{}, WrittenBy: writtenBy(m)}
 	out.Pack.Headlines = keepLines("headline", answer.Headlines, googleHeadlineMax, googleHeadlinesMax, &out.Dropped)
 	out.Pack.Descriptions = keepLines("description", answer.Descriptions, googleDescriptionMax, googleDescriptionsMax, &out.Dropped)
 	if len(out.Pack.Headlines) < googleHeadlinesMin || len(out.Pack.Descriptions) < googleDescriptionsMin {
@@ -418,14 +358,14 @@ Answer with JSON: {"headlines", "descriptions", "keywords": [{"text", "match_typ
 			len(out.Pack.Headlines), len(out.Pack.Descriptions), googleHeadlinesMin, googleDescriptionsMin)}, out.Dropped...)
 		return nil, llmtext.Malformed(m, llmtext.Answer{Text: mustJSON(answer)}, problems)
 	}
-	out.Pack.Keywords = []googleKeyword{}
+	out.Pack.Keywords = []businesspack.GoogleKeyword{}
 	for _, k := range answer.Keywords {
 		text := strings.ToLower(foldSpace(k.Text))
 		if text == "" || runeLen(text) > googleKeywordMax || len(out.Pack.Keywords) == googleKeywordsMax ||
-			slices.ContainsFunc(out.Pack.Keywords, func(o googleKeyword) bool { return o.Text == text && o.MatchType == k.MatchType }) {
+			slices.ContainsFunc(out.Pack.Keywords, func(o businesspack.GoogleKeyword) bool { return o.Text == text && o.MatchType == k.MatchType }) {
 			continue
 		}
-		out.Pack.Keywords = append(out.Pack.Keywords, googleKeyword{Text: text, MatchType: k.MatchType})
+		out.Pack.Keywords = append(out.Pack.Keywords, businesspack.GoogleKeyword{Text: text, MatchType: k.MatchType})
 	}
 	out.Pack.NegativeKeywords = normalizeTags(answer.NegativeKeywords)
 	if len(out.Pack.NegativeKeywords) > googleKeywordsMax {
@@ -483,35 +423,19 @@ var caseStudySchema = &llmtext.Schema{Name: "case_study", Doc: map[string]any{
 	"additionalProperties": false,
 }}
 
-type caseStudyInput struct {
-	JobID  uuid.UUID `json:"job_id"`
-	Format *string   `json:"format"`
-}
-
-type caseStudyOutput struct {
-	Draft     string    `json:"draft"`
-	Title     string    `json:"title"`
-	JobID     uuid.UUID `json:"job_id"`
-	Format    string    `json:"format"`
-	Length    int       `json:"length"`
-	MaxLength int       `json:"max_length"`
-	Trimmed   bool      `json:"trimmed"`
-	Photos    []string  `json:"photos"`
-	WrittenBy string    `json:"written_by"`
-}
-
 // generateCaseStudy drafts a case study of a completed job from its records: the quote's scope, what the
 // inspection found, the job's notes and progress, and its photos. A job not completed yet is a conflict.
-func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseStudyInput) (*caseStudyOutput, error) {
-	format := "website_section"
-	if in.Format != nil {
-		format = *in.Format
+func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in businesspack.MarketingGenerateCaseStudyFromJobInput) (*businesspack.MarketingGenerateCaseStudyFromJobOutput, error) {
+	jobID, err := executor.RecordID("job_id", in.JobID)
+	if err != nil {
+		return nil, err
 	}
+	format := cmp.Or(in.Format, businesspack.CaseStudyWebsiteSection)
 	spec, ok := caseStudyFormats[format]
 	if !ok {
 		return nil, executor.Invalid("format %q is not blog, short or website_section", format)
 	}
-	jf, err := loadJobFacts(ctx, c, in.JobID)
+	jf, err := loadJobFacts(ctx, c, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -522,7 +446,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 	if err != nil {
 		return nil, err
 	}
-	suburb, err := jobSuburb(ctx, c.DB, in.JobID)
+	suburb, err := jobSuburb(ctx, c.DB, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -570,7 +494,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 	for _, n := range jf.SiteNotes {
 		fs.add("site note", n.Note)
 	}
-	progress, err := queryTexts(ctx, c.DB, `SELECT summary FROM job_progress_updates WHERE job_id = $1 ORDER BY created_at, id LIMIT 10`, in.JobID)
+	progress, err := queryTexts(ctx, c.DB, `SELECT summary FROM job_progress_updates WHERE job_id = $1 ORDER BY created_at, id LIMIT 10`, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -578,7 +502,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 		fs.add("progress", s)
 	}
 	fs.add("completion notes", jf.CompletionNotes)
-	photos, err := executor.QueryList(ctx, c.DB, scanAsset, `SELECT `+assetColumns+` FROM media_assets WHERE job_id = $1 ORDER BY taken_at NULLS LAST, created_at, id LIMIT 10`, in.JobID)
+	photos, err := executor.QueryList(ctx, c.DB, scanAsset, `SELECT `+assetColumns+` FROM media_assets WHERE job_id = $1 ORDER BY taken_at NULLS LAST, created_at, id LIMIT 10`, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +514,7 @@ func (p *pack) generateCaseStudy(ctx context.Context, c *executor.Call, in caseS
 		fs.add("notes", a.Notes)
 		fs.add("alt text", a.AltText)
 	}
-	before, after, err := jobMediaRefCounts(ctx, c.DB, in.JobID)
+	before, after, err := jobMediaRefCounts(ctx, c.DB, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -614,7 +538,7 @@ Answer with JSON: {"title": "...", "draft": "..."}.`, spec.guide, spec.maxLength
 	}
 	draft, trimmed := fitProse(draft, spec.maxLength)
 	title, _ := fitText(foldSpace(answer.Title), 120)
-	return &caseStudyOutput{Draft: draft, Title: title, JobID: in.JobID, Format: format, Length: runeLen(draft), MaxLength: spec.maxLength,
+	return &businesspack.MarketingGenerateCaseStudyFromJobOutput{Draft: draft, Title: title, JobID: jobID.String(), Format: format, Length: runeLen(draft), MaxLength: spec.maxLength,
 		Trimmed: trimmed, Photos: photoRefs, WrittenBy: writtenBy(m)}, nil
 }
 
@@ -641,44 +565,9 @@ var gmbPostSchema = &llmtext.Schema{Name: "gmb_post", Doc: map[string]any{
 	"additionalProperties": false,
 }}
 
-type gmbPostInput struct {
-	Topic          string   `json:"topic"`
-	SuburbOrRegion string   `json:"suburb_or_region"`
-	CTA            *string  `json:"cta"`
-	AssetRefs      []string `json:"asset_refs"`
-}
-
-type gmbCallToAction struct {
-	ActionType string  `json:"action_type"`
-	URL        *string `json:"url"`
-}
-
-type gmbMedia struct {
-	SourceRef   string `json:"source_ref"`
-	MediaFormat string `json:"media_format"`
-}
-
-// gmbPost mirrors the Business Profile API's LocalPost (summary, topicType, callToAction, media).
-type gmbPost struct {
-	Summary      string          `json:"summary"`
-	TopicType    string          `json:"topic_type"`
-	CallToAction gmbCallToAction `json:"call_to_action"`
-	Media        []gmbMedia      `json:"media"`
-}
-
-type gmbPostOutput struct {
-	Post           gmbPost   `json:"post"`
-	Topic          string    `json:"topic"`
-	SuburbOrRegion string    `json:"suburb_or_region"`
-	Length         int       `json:"length"`
-	Trimmed        bool      `json:"trimmed"`
-	Proof          areaProof `json:"proof"`
-	WrittenBy      string    `json:"written_by"`
-}
-
 // generateGMBPost drafts a Google Business Profile update about a topic in an area, from the business's
 // completed jobs there and the photos given. Nothing is posted.
-func (p *pack) generateGMBPost(ctx context.Context, c *executor.Call, in gmbPostInput) (*gmbPostOutput, error) {
+func (p *pack) generateGMBPost(ctx context.Context, c *executor.Call, in businesspack.MarketingGenerateGMBPostInput) (*businesspack.MarketingGenerateGMBPostOutput, error) {
 	topic, err := requiredText("topic", in.Topic)
 	if err != nil {
 		return nil, err
@@ -689,7 +578,7 @@ func (p *pack) generateGMBPost(ctx context.Context, c *executor.Call, in gmbPost
 	}
 	// cta is an action type ("call"), a link to send people to, or words for the model to follow.
 	var forcedAction, link, ctaWords string
-	if cta := trimmedText(in.CTA); cta != nil {
+	if cta := trimmedText(&in.CTA); cta != nil {
 		action := strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(*cta))
 		u, urlErr := url.Parse(*cta)
 		switch {
@@ -729,7 +618,7 @@ Answer with JSON: {"summary": "...", "action_type": "..."}.`, gmbSummaryMax, str
 		return nil, emptyAnswer(m, "summary", mustJSON(answer))
 	}
 	summary, trimmed := fitProse(summary, gmbSummaryMax)
-	cta := gmbCallToAction{ActionType: answer.ActionType}
+	cta := businesspack.GMBCallToAction{ActionType: answer.ActionType}
 	switch {
 	case forcedAction != "":
 		cta.ActionType = forcedAction
@@ -739,15 +628,15 @@ Answer with JSON: {"summary": "...", "action_type": "..."}.`, gmbSummaryMax, str
 	if link != "" && cta.ActionType != "CALL" {
 		cta.URL = &link
 	}
-	post := gmbPost{Summary: summary, TopicType: "STANDARD", CallToAction: cta, Media: []gmbMedia{}}
+	post := businesspack.GMBPost{Summary: summary, TopicType: "STANDARD", CallToAction: cta, Media: []businesspack.GMBMedia{}}
 	for i, a := range lc.assets {
 		format := "PHOTO"
 		if a.AssetType == "video" {
 			format = "VIDEO"
 		}
-		post.Media = append(post.Media, gmbMedia{SourceRef: lc.refs[i], MediaFormat: format})
+		post.Media = append(post.Media, businesspack.GMBMedia{SourceRef: lc.refs[i], MediaFormat: format})
 	}
-	return &gmbPostOutput{Post: post, Topic: topic, SuburbOrRegion: area, Length: runeLen(summary), Trimmed: trimmed, Proof: lc.proof,
+	return &businesspack.MarketingGenerateGMBPostOutput{Post: post, Topic: topic, SuburbOrRegion: area, Length: runeLen(summary), Trimmed: trimmed, Proof: lc.proof,
 		WrittenBy: writtenBy(m)}, nil
 }
 
@@ -793,24 +682,10 @@ type scheduleContentInput struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-type scheduledItem struct {
-	TaskID        uuid.UUID `json:"task_id"`
-	ContentItemID uuid.UUID `json:"content_item_id"`
-	Title         string    `json:"title"`
-	Channel       string    `json:"channel"`
-	PublishAt     time.Time `json:"publish_at"`
-	AssetIDs      []string  `json:"asset_ids"`
-}
-
-type scheduleContentOutput struct {
-	CreatedTaskIDs []string        `json:"created_task_ids"`
-	Items          []scheduledItem `json:"items"`
-}
-
 // scheduleContent puts content on the schedule: each item becomes a task due when it is to be published
 // (os_tasks, so it shows in the task list) and a marketing_content_items row keeping its channel and copy.
 // Every item is checked before any is written.
-func (p *pack) scheduleContent(ctx context.Context, c *executor.Call, in scheduleContentInput) (*scheduleContentOutput, error) {
+func (p *pack) scheduleContent(ctx context.Context, c *executor.Call, in scheduleContentInput) (*businesspack.MarketingScheduleContentOutput, error) {
 	if len(in.Items) == 0 {
 		return nil, executor.Invalid("items is empty: give at least one item to schedule")
 	}
@@ -828,7 +703,7 @@ func (p *pack) scheduleContent(ctx context.Context, c *executor.Call, in schedul
 			return nil, executor.Invalid("items[%d]: %s", i, strings.TrimPrefix(err.Error(), "validation_error: "))
 		}
 	}
-	out := scheduleContentOutput{CreatedTaskIDs: []string{}, Items: []scheduledItem{}}
+	out := businesspack.MarketingScheduleContentOutput{CreatedTaskIDs: []string{}, Items: []businesspack.ScheduledContent{}}
 	for i, it := range items {
 		_, assets, err := resolveAssetRefs(ctx, c.DB, fmt.Sprintf("items[%d].asset_refs", i), it.AssetRefs)
 		if err != nil {
@@ -865,7 +740,7 @@ func (p *pack) scheduleContent(ctx context.Context, c *executor.Call, in schedul
 			ids[j] = id.String()
 		}
 		out.CreatedTaskIDs = append(out.CreatedTaskIDs, taskID.String())
-		out.Items = append(out.Items, scheduledItem{TaskID: taskID, ContentItemID: itemID, Title: it.Title, Channel: it.Channel,
+		out.Items = append(out.Items, businesspack.ScheduledContent{TaskID: taskID.String(), ContentItemID: itemID.String(), Title: it.Title, Channel: it.Channel,
 			PublishAt: it.PublishAt, AssetIDs: ids})
 	}
 	return &out, nil
@@ -986,37 +861,18 @@ var (
 	metricReplace = strings.NewReplacer(" ", "_", "-", "_")
 )
 
+// logCampaignResultInput is marketing.log_campaign_result's input as the handler reads it: each metric as
+// the JSON given (checked one by one, named in errors), the days as dates (refused naming the field).
 type logCampaignResultInput struct {
-	Channel     string                     `json:"channel"`
+	businesspack.MarketingLogCampaignResultInput
 	Metrics     map[string]json.RawMessage `json:"metrics"`
-	Notes       *string                    `json:"notes"`
-	Campaign    *string                    `json:"campaign"`
 	PeriodStart *civilDate                 `json:"period_start"`
 	PeriodEnd   *civilDate                 `json:"period_end"`
 }
 
-// campaignDerived are the ratios computed from the metrics (null where a metric is missing or zero).
-type campaignDerived struct {
-	ClickThroughRate *float64 `json:"click_through_rate"`
-	CostPerClick     *float64 `json:"cost_per_click"`
-	CostPerLead      *float64 `json:"cost_per_lead"`
-	ConversionRate   *float64 `json:"conversion_rate"`
-}
-
-type logCampaignResultOutput struct {
-	LogID       uuid.UUID          `json:"log_id"`
-	Channel     string             `json:"channel"`
-	Campaign    *string            `json:"campaign"`
-	PeriodStart *civilDate         `json:"period_start"`
-	PeriodEnd   *civilDate         `json:"period_end"`
-	Metrics     map[string]float64 `json:"metrics"`
-	Derived     campaignDerived    `json:"derived"`
-	LoggedAt    time.Time          `json:"logged_at"`
-}
-
 // logCampaignResult records a campaign's results: numeric metrics (names folded to snake_case), checked,
 // with the ratios they imply.
-func logCampaignResult(ctx context.Context, c *executor.Call, in logCampaignResultInput) (*logCampaignResultOutput, error) {
+func logCampaignResult(ctx context.Context, c *executor.Call, in logCampaignResultInput) (*businesspack.MarketingLogCampaignResultOutput, error) {
 	if len(in.Metrics) == 0 {
 		return nil, executor.Invalid("metrics is empty: give at least one number (impressions, clicks, leads, spend...)")
 	}
@@ -1065,11 +921,11 @@ func logCampaignResult(ctx context.Context, c *executor.Call, in logCampaignResu
 	if err != nil {
 		return nil, err
 	}
-	out := logCampaignResultOutput{Channel: in.Channel, Campaign: trimmedText(in.Campaign), PeriodStart: in.PeriodStart, PeriodEnd: in.PeriodEnd,
+	out := businesspack.MarketingLogCampaignResultOutput{Channel: in.Channel, Campaign: trimmedText(&in.Campaign), PeriodStart: dateText(in.PeriodStart), PeriodEnd: dateText(in.PeriodEnd),
 		Metrics: metrics, Derived: deriveCampaign(metrics)}
 	err = c.DB.QueryRow(ctx, `INSERT INTO marketing_campaign_results (channel, campaign, period_start, period_end, metrics, notes)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`, in.Channel, out.Campaign, in.PeriodStart, in.PeriodEnd, doc,
-		trimmedText(in.Notes)).Scan(&out.LogID, &out.LoggedAt)
+		trimmedText(&in.Notes)).Scan(&out.LogID, &out.LoggedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -1077,7 +933,7 @@ func logCampaignResult(ctx context.Context, c *executor.Call, in logCampaignResu
 }
 
 // deriveCampaign computes the usual ratios; spend is in dollars ("spend", else "spend_cents" / 100).
-func deriveCampaign(m map[string]float64) campaignDerived {
+func deriveCampaign(m map[string]float64) businesspack.CampaignDerived {
 	ratio := func(num, den string, digits float64) *float64 {
 		n, ok1 := m[num]
 		d, ok2 := m[den]
@@ -1093,7 +949,7 @@ func deriveCampaign(m map[string]float64) campaignDerived {
 			m["spend"] = cents / 100
 		}
 	}
-	return campaignDerived{
+	return businesspack.CampaignDerived{
 		ClickThroughRate: ratio("clicks", "impressions", 4),
 		CostPerClick:     ratio("spend", "clicks", 2),
 		CostPerLead:      ratio("spend", "leads", 2),
