@@ -277,6 +277,16 @@ func TestGEMOSTasks(t *testing.T) {
 	require.Equal(t, []string{"Renew passport"}, titlesOf(t, list, "tasks"))
 	list, _ = b.ok(t, ctx, "os.list_tasks", J{"status": "all", "priority": "normal"})
 	require.Equal(t, int64(3), list.int(t, "count"))
+
+	// A task about a lead deleted since (lead_id set null, the reference kept) still takes a patch that leaves
+	// its reference alone: the deleted lead's id is not written back into lead_id.
+	gone := b.osLead(t, ctx, "Gone Lead")
+	orphan, _ := b.ok(t, ctx, "os.create_task", J{"title": "Call Gone", "domain": "business", "context_ref": J{"type": "lead", "id": gone}})
+	_, err := b.pool.Exec(ctx, `DELETE FROM leads WHERE id = $1`, gone)
+	require.NoError(t, err)
+	u, _ = b.ok(t, ctx, "os.update_task", J{"task_id": orphan.str(t, "task_id"), "patch": J{"title": "Call Gone again"}})
+	require.Equal(t, []any{"title"}, u.list(t, "updated_fields"))
+	require.Equal(t, "", b.str(t, ctx, `SELECT coalesce(lead_id::text, '') FROM os_tasks WHERE id = $1`, orphan.str(t, "task_id")))
 }
 
 func TestGEMOSReminders(t *testing.T) {

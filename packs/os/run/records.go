@@ -74,18 +74,6 @@ func (rs records) resolve(ctx context.Context, db executor.DB, field string, in 
 	return ref, recordID, nil
 }
 
-// leadOf is the lead a checked reference names, or nil (also when no pack declares leads).
-func (rs records) leadOf(r *ospack.Ref) *uuid.UUID {
-	if _, known := rs[refLead]; !known || r == nil || r.Type != refLead {
-		return nil
-	}
-	id, err := uuid.Parse(r.ID)
-	if err != nil {
-		return nil
-	}
-	return &id
-}
-
 // RefFromColumns is the reference a row keeps in its context_type and context_id columns, or nil.
 func RefFromColumns(typ, id *string) *ospack.Ref {
 	if typ == nil || id == nil {

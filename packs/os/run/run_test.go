@@ -82,11 +82,7 @@ func TestNormalizeRef(t *testing.T) {
 	_, err = normalizeRef("entity_refs[1]", &ospack.Ref{Type: "lead"})
 	require.EqualError(t, err, "validation_error: entity_refs[1] needs both a type and an id")
 
-	rs := records{"lead": "leads"}
 	id := "5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10"
-	require.Equal(t, id, rs.leadOf(&ospack.Ref{Type: "lead", ID: id}).String())
-	require.Nil(t, rs.leadOf(&ospack.Ref{Type: "job", ID: id}))
-	require.Nil(t, records{}.leadOf(&ospack.Ref{Type: "lead", ID: id}), "no pack keeps leads: no lead_id")
 
 	typ, rid := RefColumns(&ospack.Ref{Type: "job", ID: id})
 	require.Equal(t, &ospack.Ref{Type: "job", ID: id}, RefFromColumns(typ, rid))

@@ -179,10 +179,17 @@ func (p *pack) updateTask(ctx context.Context, c *executor.Call, in updateTaskIn
 	}
 	next := current
 	updated := []string{}
+	// lead_id follows context_ref only when the patch changes it: a lead deleted since left lead_id null
+	// (ON DELETE SET NULL) and its id in context_ref, which must not be written back.
+	var nextLead *uuid.UUID
 	if patch.contextRef.Set {
 		if v := patch.contextRef.Value; v != nil {
-			if _, err := p.records.check(ctx, c.DB, "patch.context_ref", v); err != nil {
+			id, err := p.records.check(ctx, c.DB, "patch.context_ref", v)
+			if err != nil {
 				return nil, err
+			}
+			if v.Type == refLead {
+				nextLead = id
 			}
 		}
 		if !executor.SamePtr(patch.contextRef.Value, current.ContextRef) {
@@ -215,9 +222,10 @@ func (p *pack) updateTask(ctx context.Context, c *executor.Call, in updateTaskIn
 	}
 	refType, refID := RefColumns(next.ContextRef)
 	t, err := scanTask(c.DB.QueryRow(ctx, `UPDATE os_tasks SET title = $2, description = $3, domain = $4, priority = $5,
-			due_at = $6, context_type = $7, context_id = $8, lead_id = $9, updated_at = now()
+			due_at = $6, context_type = $7, context_id = $8, lead_id = CASE WHEN $10 THEN $9 ELSE lead_id END, updated_at = now()
 		WHERE id = $1 RETURNING `+taskColumns,
-		current.TaskID, next.Title, next.Description, next.Domain, next.Priority, next.DueAt, refType, refID, p.records.leadOf(next.ContextRef)))
+		current.TaskID, next.Title, next.Description, next.Domain, next.Priority, next.DueAt, refType, refID, nextLead,
+		slices.Contains(updated, "context_ref")))
 	if err != nil {
 		return nil, err
 	}
