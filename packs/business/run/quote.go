@@ -348,8 +348,10 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	return &businesspack.QuoteCreateFromInspectionOutput{QuoteID: q.QuoteID, Quote: q, LineItems: items, InspectionLockedNow: lockedNow}, nil
 }
 
+// updateLineItemsInput is quote.update_line_items' input as the handler reads it: each line key by key (its
+// quantity exact, its fields named in errors).
 type updateLineItemsInput struct {
-	QuoteID   uuid.UUID         `json:"quote_id"`
+	businesspack.QuoteUpdateLineItemsInput
 	LineItems []json.RawMessage `json:"line_items"`
 }
 
@@ -357,6 +359,10 @@ type updateLineItemsInput struct {
 // line_item_id keeps that line's id; an item equal to the line at its position is that line. The same list
 // again changes nothing; otherwise the totals are stale until quote.calculate_totals.
 func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsInput) (*businesspack.QuoteUpdateLineItemsOutput, error) {
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
+	if err != nil {
+		return nil, err
+	}
 	specs := make([]lineSpec, len(in.LineItems))
 	for i, raw := range in.LineItems {
 		var err error
@@ -364,11 +370,11 @@ func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsIn
 			return nil, err
 		}
 	}
-	q, err := lockDraftQuote(ctx, c, in.QuoteID)
+	q, err := lockDraftQuote(ctx, c, quoteID)
 	if err != nil {
 		return nil, err
 	}
-	current, err := quoteLines(ctx, c, in.QuoteID)
+	current, err := quoteLines(ctx, c, quoteID)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +387,7 @@ func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsIn
 			return nil, inputError(fmt.Sprintf("line_items[%d].line_item_id", i), "%s is given twice", *s.LineItemID)
 		}
 		if !slices.ContainsFunc(current, func(l businesspack.QuoteLineItem) bool { return l.LineItemID == *s.LineItemID }) {
-			return nil, executor.NotFound("line item %s is not a line of quote %s", *s.LineItemID, in.QuoteID)
+			return nil, executor.NotFound("line item %s is not a line of quote %s", *s.LineItemID, quoteID)
 		}
 		claimed[*s.LineItemID] = true
 	}
@@ -396,19 +402,19 @@ func updateLineItems(ctx context.Context, c *executor.Call, in updateLineItemsIn
 		unchanged = specs[i].LineItemID != nil && *specs[i].LineItemID == current[i].LineItemID && sameLine(current[i], specs[i])
 	}
 	if unchanged {
-		return &businesspack.QuoteUpdateLineItemsOutput{QuoteID: in.QuoteID.String(), LineItems: current, TotalsStale: q.TotalsStale}, nil
+		return &businesspack.QuoteUpdateLineItemsOutput{QuoteID: quoteID.String(), LineItems: current, TotalsStale: q.TotalsStale}, nil
 	}
-	if _, err := c.DB.Exec(ctx, `DELETE FROM quote_line_items WHERE quote_id = $1`, in.QuoteID); err != nil {
+	if _, err := c.DB.Exec(ctx, `DELETE FROM quote_line_items WHERE quote_id = $1`, quoteID); err != nil {
 		return nil, err
 	}
-	items, err := insertLines(ctx, c, in.QuoteID, specs)
+	items, err := insertLines(ctx, c, quoteID, specs)
 	if err != nil {
 		return nil, err
 	}
-	if err := markTotalsStale(ctx, c, in.QuoteID); err != nil {
+	if err := markTotalsStale(ctx, c, quoteID); err != nil {
 		return nil, err
 	}
-	return &businesspack.QuoteUpdateLineItemsOutput{QuoteID: in.QuoteID.String(), LineItems: items, Changed: true, TotalsStale: true}, nil
+	return &businesspack.QuoteUpdateLineItemsOutput{QuoteID: quoteID.String(), LineItems: items, Changed: true, TotalsStale: true}, nil
 }
 
 // sameLine reports whether a line already says what a spec says.
@@ -418,31 +424,33 @@ func sameLine(l businesspack.QuoteLineItem, s lineSpec) bool {
 	return l.Description == s.Description && a == b && l.Unit == s.Unit && l.UnitPriceCents == s.UnitPriceCents
 }
 
+// addLineItemInput is quote.add_line_item's input as the handler reads it: its quantity exact, as given.
 type addLineItemInput struct {
-	QuoteID        uuid.UUID   `json:"quote_id"`
-	Description    string      `json:"description"`
-	Quantity       json.Number `json:"quantity"`
-	Unit           string      `json:"unit"`
-	UnitPriceCents int64       `json:"unit_price_cents"`
+	businesspack.QuoteAddLineItemInput
+	Quantity json.Number `json:"quantity"`
 }
 
 // addLineItem appends a line (the same fields as an item of quote.update_line_items) to a draft quote. The
 // quote's totals are then stale until quote.calculate_totals.
 func addLineItem(ctx context.Context, c *executor.Call, in addLineItemInput) (*businesspack.QuoteAddLineItemOutput, error) {
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
+	if err != nil {
+		return nil, err
+	}
 	spec := lineSpec{Description: in.Description, Quantity: in.Quantity, Unit: in.Unit, UnitPriceCents: in.UnitPriceCents}
 	if err := spec.check(""); err != nil {
 		return nil, err
 	}
-	if _, err := lockDraftQuote(ctx, c, in.QuoteID); err != nil {
+	if _, err := lockDraftQuote(ctx, c, quoteID); err != nil {
 		return nil, err
 	}
 	l, err := scanLineItem(c.DB.QueryRow(ctx, `INSERT INTO quote_line_items (quote_id, position, description, quantity, unit, unit_price_cents, line_total_cents)
 		SELECT $1, coalesce(max(position), 0) + 1, $2, $3::numeric, $4, $5, $6 FROM quote_line_items WHERE quote_id = $1
-		RETURNING `+lineItemColumns, in.QuoteID, spec.Description, spec.Quantity.String(), spec.Unit, spec.UnitPriceCents, spec.LineTotalCents))
+		RETURNING `+lineItemColumns, quoteID, spec.Description, spec.Quantity.String(), spec.Unit, spec.UnitPriceCents, spec.LineTotalCents))
 	if err != nil {
 		return nil, err
 	}
-	if err := markTotalsStale(ctx, c, in.QuoteID); err != nil {
+	if err := markTotalsStale(ctx, c, quoteID); err != nil {
 		return nil, err
 	}
 	return &businesspack.QuoteAddLineItemOutput{LineItem: l, TotalsStale: true}, nil

@@ -6,16 +6,9 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 )
-
-type sendQuoteInput struct {
-	QuoteID         uuid.UUID `json:"quote_id"`
-	Channel         string    `json:"channel"`
-	Email           *string   `json:"email"`
-	Phone           *string   `json:"phone"`
-	MessageOverride *string   `json:"message_override"`
-}
 
 // quoteDelivery is one message that took the quote to the customer.
 type quoteDelivery struct {
@@ -43,7 +36,11 @@ type sendQuoteOutput struct {
 // before anything is sent: a provider not configured is not_configured, a missing or bad recipient a
 // validation_error. If the email went out and the SMS then failed, the call still succeeds, saying so in
 // not_delivered. A resend of a sent quote sends again; an accepted or declined quote is a conflict.
-func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in sendQuoteInput) (*sendQuoteOutput, error) {
+func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in businesspack.QuoteSendToClientInput) (*sendQuoteOutput, error) {
+	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
+	if err != nil {
+		return nil, err
+	}
 	wantEmail, wantSMS := in.Channel != "sms", in.Channel != "email"
 	if wantEmail {
 		if err := p.emailReady(); err != nil {
@@ -55,22 +52,22 @@ func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in sendQ
 			return nil, err
 		}
 	}
-	q, err := lockQuote(ctx, c, in.QuoteID)
+	q, err := lockQuote(ctx, c, quoteID)
 	if err != nil {
 		return nil, err
 	}
 	previous := q.Status
 	if q.Status == "accepted" || q.Status == "declined" {
-		return nil, executor.Conflict("quote %s is %s: it is no longer sent to the customer", in.QuoteID, q.Status)
+		return nil, executor.Conflict("quote %s is %s: it is no longer sent to the customer", quoteID, q.Status)
 	}
 	d, err := loadQuoteDocument(ctx, c, q)
 	if err != nil {
 		return nil, err
 	}
 	if len(d.Lines) == 0 {
-		return nil, executor.Conflict("quote %s has no line items: add them before sending it", in.QuoteID)
+		return nil, executor.Conflict("quote %s has no line items: add them before sending it", quoteID)
 	}
-	email, phone := firstOf(trimmedText(in.Email), d.Email), firstOf(trimmedText(in.Phone), d.Phone)
+	email, phone := firstOf(trimmedText(&in.Email), d.Email), firstOf(trimmedText(&in.Phone), d.Phone)
 	if wantEmail {
 		if email == nil {
 			return nil, inputError("email", "quote %s's customer has no email address: pass email", quoteLabel(q.Number))
@@ -98,11 +95,11 @@ func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in sendQ
 	about := contextRef{Type: "quote", ID: q.QuoteID}
 	var messages []outgoing
 	if wantEmail {
-		subject, body := p.quoteEmail(d, in.MessageOverride)
+		subject, body := p.quoteEmail(d, &in.MessageOverride)
 		messages = append(messages, outgoing{email: &emailDelivery{To: *email, Subject: subject, Body: body, Ref: about}})
 	}
 	if wantSMS {
-		messages = append(messages, outgoing{sms: &smsDelivery{To: *phone, Body: p.quoteSMS(d, in.MessageOverride), Ref: about}})
+		messages = append(messages, outgoing{sms: &smsDelivery{To: *phone, Body: p.quoteSMS(d, &in.MessageOverride), Ref: about}})
 	}
 	sent, failed, err := p.deliverInTurn(ctx, c, messages)
 	if err != nil {
