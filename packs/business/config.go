@@ -401,9 +401,10 @@ func clockMinutes(s string) (int, error) {
 }
 
 // Variables are the variables ConfigFromEnv reads, with their defaults, as docs/business-pack.md lists them:
-// the os pack's time zone, the business's own, and the GEM_LLM_* its tools that write text use.
+// the business's own and the GEM_LLM_* its tools that write text use. Its time zone is the os pack's
+// (ospack.Variables), which Main hands in (businessrun.RegisterWithOS).
 func Variables() []settings.Variable {
-	own := []settings.Variable{
+	return []settings.Variable{
 		{Name: EnvBusinessName, Default: BusinessNameDefault, Description: "the business's name on documents and messages"},
 		{Name: EnvBusinessABN, Default: settings.Unset, Description: "ABN printed on quotes and invoices"},
 		{Name: EnvBusinessPhone, Default: settings.Unset, Description: "phone number on documents and messages"},
@@ -428,5 +429,4 @@ func Variables() []settings.Variable {
 		{Name: llmconfig.EnvStepTimeout, Default: "3 × GEM_LLM_TIMEOUT", Description: "the brain's bound on an LLM step; checked here, not used (a call is bounded by its timeout_ms)"},
 		{Name: llmconfig.EnvRetryAfterMax, Default: "10s", Description: "the brain's longest wait for a provider's Retry-After; checked here, not used"},
 	}
-	return append(ospack.Variables(), own...)
 }
