@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry/settings"
 )
 
@@ -98,8 +99,9 @@ type HighLevelPipeline struct {
 	StageByID map[string]string
 }
 
-// GEMStages are the lead stages a HighLevel pipeline stage can be mapped to (GEM_HIGHLEVEL_STAGE_IDS).
-var GEMStages = []string{"new", "contacted", "inspection_scheduled", "inspected", "quoted", "won", "lost"}
+// GEMStages are the lead stages a HighLevel pipeline stage can be mapped to (GEM_HIGHLEVEL_STAGE_IDS): the
+// business pack's.
+var GEMStages = businesspack.LeadStages
 
 // HighLevelPipelineFromEnv reads the pipeline through getenv as the executor reads it (ConfigFromEnv), and
 // nothing else: GEM_HIGHLEVEL_PIPELINE_ID and GEM_HIGHLEVEL_STAGE_IDS, the brain's only settings of this
