@@ -229,8 +229,16 @@ func (e *Executor) closePools() {
 func (e *Executor) Config() Config { return e.cfg }
 
 // Start registers the executor, takes its liveness lock, and starts the committers, the rescuer of dead
-// executors' calls and the River client. Calls are taken from the queue until Stop.
-func (e *Executor) Start(ctx context.Context) error {
+// executors' calls and the River client. Calls are taken from the queue until Stop. A Start that fails
+// leaves nothing running and closes the pools New opened: the executor is not to be started or stopped
+// again.
+func (e *Executor) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			e.dbCancel()
+			e.closePools()
+		}
+	}()
 	if err := e.syncTools(ctx); err != nil {
 		return err
 	}
@@ -262,7 +270,6 @@ func (e *Executor) Start(ctx context.Context) error {
 		<-e.approvalsDone
 		<-e.maintenanceDone
 		<-e.livenessDone
-		e.closePools()
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	e.log.Info().Int("tools", e.reg.Len()).Int("handlers", len(e.handlers)).Int("max_workers", e.cfg.MaxWorkers).

@@ -121,7 +121,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 			return nil
 		}
-		m.Executor.closePools()
 		if !gemsql.DatabaseAway(err) || ctx.Err() != nil || time.Now().Add(time.Second).After(deadline) {
 			m.Pool.Close()
 			return err
