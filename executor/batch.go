@@ -92,6 +92,17 @@ func (e *Executor) takeWaiting(carry []*pending) []*pending {
 	return carry
 }
 
+// commitQueued hands p to the committers and returns the result of its next transaction: how an
+// ordinary call runs, and each transaction of a device call.
+func (e *Executor) commitQueued(p *pending) error {
+	select {
+	case e.queue <- p:
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+	return <-p.result
+}
+
 // dbConn is the connection a batch runs on, between BEGIN and COMMIT.
 type dbConn interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

@@ -361,16 +361,6 @@ func (e *Executor) runDevice(p *pending) error {
 	}
 }
 
-// commitQueued runs p's next transaction in a committer's batch and returns its result.
-func (e *Executor) commitQueued(p *pending) error {
-	select {
-	case e.queue <- p:
-	case <-p.ctx.Done():
-		return p.ctx.Err()
-	}
-	return <-p.result
-}
-
 // errHandedOff is what the hand-off transaction delivers for a call it gave to a device.
 var errHandedOff = errors.New("handed to a device")
 
