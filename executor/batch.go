@@ -8,12 +8,12 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -103,15 +103,6 @@ func (e *Executor) commitQueued(p *pending) error {
 	return <-p.result
 }
 
-// dbConn is the connection a batch runs on, between BEGIN and COMMIT.
-type dbConn interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-	Conn() *pgx.Conn
-}
-
 // withConn runs fn on a pooled call connection; a transaction fn leaves open is rolled back, and a
 // connection in an unknown state is closed rather than reused.
 func (e *Executor) withConn(fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
@@ -147,7 +138,7 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 		// A panic of the batch's own code (a handler's is recovered where it runs) fails the batch as an
 		// error does: nothing is committed, every call it reached is retried, and the executor goes on.
 		return gemlog.Guarded(&e.log, "a batch of calls", func() error {
-			t := &batchTx{e: e, pipe: newPipe(conn.Conn())}
+			t := &batchTx{e: e, pipe: pipe.New(conn.Conn())}
 			tx = t
 			defer func() { snoozes = t.snoozes }()
 			attempts, dups, err := t.begin(ctx, items)
@@ -277,13 +268,13 @@ const savepoint = "gem_call"
 
 // batchTx is one transaction in which calls run one after another, each in a savepoint of its own.
 //
-// Its statements travel together (see pipe): BEGIN with the load of every call, each call's savepoint with
+// Its statements travel together (see pipe.Pipe): BEGIN with the load of every call, each call's savepoint with
 // its handler's first statement, and at the end one INSERT of every receipt with the jobs' completion and
 // the COMMIT. A call's database writes are collected after its savepoint is released, with the next call's
 // first statement; the last call's are collected by the receipts' INSERT itself.
 type batchTx struct {
 	e    *Executor
-	pipe *pipe
+	pipe *pipe.Pipe
 	// receipts are written when the transaction commits, in the order the calls ended.
 	receipts []receiptRow
 	// keyed are the succeeded calls that hold an idempotency key: a later call of the same transaction with
@@ -323,8 +314,8 @@ func (t *batchTx) begin(ctx context.Context, items []*pending) (attempts []*atte
 		attempts = append(attempts, a)
 	}
 	t.attempts = attempts
-	t.pipe.hold("BEGIN")
-	t.pipe.hold(genericPlansSQL)
+	t.pipe.Hold("BEGIN")
+	t.pipe.Hold(genericPlansSQL)
 	rows, err := t.pipe.Query(ctx, loadSQL, ids, t.e.inputCutoff)
 	if err != nil {
 		return attempts, dups, fmt.Errorf("error loading calls: %w", err)
@@ -343,7 +334,7 @@ func (t *batchTx) begin(ctx context.Context, items []*pending) (attempts []*atte
 		return attempts, dups, fmt.Errorf("error loading calls: %w", err)
 	}
 	// Handlers plan their statements as the server's settings say; it travels with the first one.
-	t.pipe.hold(defaultPlansSQL)
+	t.pipe.Hold(defaultPlansSQL)
 	return attempts, dups, nil
 }
 
@@ -376,7 +367,7 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 	d := a.precheck()
 	validate.End()
 	if a.stored != nil {
-		t.pipe.hold(`UPDATE core_tool_calls SET input = $2 WHERE id = $1`, [16]byte(a.args.CallID), string(a.stored))
+		t.pipe.Hold(`UPDATE core_tool_calls SET input = $2 WHERE id = $1`, [16]byte(a.args.CallID), string(a.stored))
 	}
 	if d != nil {
 		t.finish(a, d)
@@ -386,14 +377,14 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 		return t.handOff(ctx, a)
 	}
 	if ph == phasePrepare {
-		t.pipe.hold(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
+		t.pipe.Hold(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
 			[16]byte(a.args.CallID), [16]byte(a.p.outsideToken), a.job.Attempt)
 		return outcome{kind: outcomePrepared}
 	}
 
 	t.enter(a)
 	d, transient := a.execute(ctx, t.pipe, t.keyHolder)
-	var tb txBrokenError
+	var tb pipe.TxBrokenError
 	if errors.As(transient, &tb) {
 		return outcome{kind: outcomeRetry, err: transient, txBroken: true}
 	}
@@ -407,7 +398,7 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 		return t.snooze(a, sz.turn, ph == phaseRun && a.p.outsideToken != uuid.Nil)
 	}
 	if transient == nil && d.status == registry.StatusSucceeded {
-		t.pipe.hold("RELEASE SAVEPOINT " + savepoint)
+		t.pipe.Hold("RELEASE SAVEPOINT " + savepoint)
 		if !d.hit {
 			t.uncollected = d
 		}
@@ -453,12 +444,12 @@ const (
 // snooze records that the call's limit is full and gives it a new job, due after turn.snooze; its present
 // job completes with the transaction.
 func (t *batchTx) snooze(a *attempt, turn limitTurn, outside bool) outcome {
-	t.pipe.hold(markLimitedSQL, [16]byte(a.args.CallID), outside, turn.reserved)
+	t.pipe.Hold(markLimitedSQL, [16]byte(a.args.CallID), outside, turn.reserved)
 	due := turn.snooze
 	if turn.reserved != nil {
 		due = max(due-rateLead, 0) // fetched ahead; Work sleeps the rest
 	}
-	t.pipe.hold(snoozeJobSQL, a.job.ID, float64(due.Microseconds())/1000, [16]byte(a.args.CallID), turn.reserved)
+	t.pipe.Hold(snoozeJobSQL, a.job.ID, float64(due.Microseconds())/1000, [16]byte(a.args.CallID), turn.reserved)
 	t.completed = append(t.completed, a.job.ID)
 	t.snoozes = append(t.snoozes, due)
 	a.log.Debug().Str("limit", turn.reason).Dur("snooze", turn.snooze).Bool("start_reserved", turn.reserved != nil).Msg("limit full; the call waits")
@@ -469,31 +460,31 @@ func (t *batchTx) snooze(a *attempt, turn limitTurn, outside bool) outcome {
 func (t *batchTx) enter(a *attempt) {
 	if u := t.uncollected; u != nil {
 		t.uncollected = nil
-		t.pipe.holdRow(func(row pgx.Row) error {
+		t.pipe.HoldRow(func(row pgx.Row) error {
 			var ignored string
 			return row.Scan(&u.dbWrites, &ignored)
 		}, collectAndEnterSQL, a.args.CallID.String())
 	} else {
-		t.pipe.hold(enterSQL, a.args.CallID.String())
+		t.pipe.Hold(enterSQL, a.args.CallID.String())
 	}
-	t.pipe.hold("SAVEPOINT " + savepoint)
+	t.pipe.Hold("SAVEPOINT " + savepoint)
 }
 
 // undo rolls the current call's savepoint back.
 func (t *batchTx) undo(ctx context.Context) error {
-	if t.pipe.conn.PgConn().TxStatus() == 'E' {
+	if t.pipe.Conn().PgConn().TxStatus() == 'E' {
 		// A failed statement aborted the transaction, which then refuses to prepare statements (as a held
 		// batch would): the rollback goes now, alone, by the simple protocol.
-		if len(t.pipe.held) > 0 {
-			return t.pipe.breakWith(errors.New("statements held in an aborted transaction"))
+		if t.pipe.Holding() {
+			return t.pipe.Break(errors.New("statements held in an aborted transaction"))
 		}
-		if _, err := t.pipe.conn.Exec(ctx, rollbackToSavepoint); err != nil {
-			return t.pipe.breakWith(fmt.Errorf("error rolling back call: %w", err))
+		if _, err := t.pipe.Conn().Exec(ctx, rollbackToSavepoint); err != nil {
+			return t.pipe.Break(fmt.Errorf("error rolling back call: %w", err))
 		}
 	} else {
-		t.pipe.hold(rollbackToSavepoint)
+		t.pipe.Hold(rollbackToSavepoint)
 	}
-	t.pipe.hold("RELEASE SAVEPOINT " + savepoint)
+	t.pipe.Hold("RELEASE SAVEPOINT " + savepoint)
 	return nil
 }
 
@@ -511,15 +502,15 @@ func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
 	t.completed = append(t.completed, a.job.ID)
 	if a.givesSlotBack() {
-		t.pipe.hold(wakeWaiterSQL, a.tool.Name)
+		t.pipe.Hold(wakeWaiterSQL, a.tool.Name)
 	}
 	if a.e.isDeviceJob(a.args) {
 		// A receipt leaves no attempt of its call open (see abandonOpenSQL).
-		t.pipe.hold(abandonOpenSQL, [16]byte(a.args.CallID))
+		t.pipe.Hold(abandonOpenSQL, [16]byte(a.args.CallID))
 	}
 	if h := a.p.handOff; h != nil && h.key != "" && d.status != registry.StatusSucceeded {
 		// The hand-off committed the key; a call that failed gives it back, as a rolled-back one would.
-		t.pipe.hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
+		t.pipe.Hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
 	}
 	if a.key != "" && d.status == registry.StatusSucceeded && !d.hit {
 		if t.keyed == nil {
@@ -538,28 +529,28 @@ func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 // ambiguously (connection lost) may still have committed: the retry then finds the receipts and only
 // completes the jobs, and River's own update of a completed job changes nothing.
 func (t *batchTx) commit(ctx context.Context) error {
-	if t.pipe.holdsRows() {
+	if t.pipe.HoldsRows() {
 		// A call's writes are collected by a statement still held (the calls after it sent nothing): read
 		// them before the receipts are encoded.
-		if err := t.pipe.flush(ctx); err != nil {
+		if err := t.pipe.Flush(ctx); err != nil {
 			return fmt.Errorf("error collecting writes: %w", err)
 		}
 	}
 	if len(t.receipts) > 0 {
-		t.pipe.hold(genericPlansSQL)
+		t.pipe.Hold(genericPlansSQL)
 		t.holdReceipts()
 	}
 	if len(t.completed) > 0 {
 		// Every job completed here has its receipt: the safety-net trigger need not look (00008).
-		t.pipe.hold(jobsReceiptedSQL)
-		t.pipe.hold(completeJobsSQL, t.completed)
+		t.pipe.Hold(jobsReceiptedSQL)
+		t.pipe.Hold(completeJobsSQL, t.completed)
 	}
 	if t.handedOff && len(t.receipts) == 0 {
 		// Only hand-offs to devices: their commit need not wait for the disk (see handOff).
-		t.pipe.hold("SET LOCAL synchronous_commit = off")
+		t.pipe.Hold("SET LOCAL synchronous_commit = off")
 	}
-	t.pipe.hold("COMMIT")
-	if err := t.pipe.flush(ctx); err != nil {
+	t.pipe.Hold("COMMIT")
+	if err := t.pipe.Flush(ctx); err != nil {
 		return fmt.Errorf("error committing calls: %w", err)
 	}
 	return nil
@@ -623,11 +614,11 @@ var emptyWrites = json.RawMessage(`[]`)
 func (t *batchTx) holdReceipts() {
 	docs, err := encodeReceipts(t.receipts, t.uncollected, receiptsChunkBytes)
 	if err != nil {
-		t.pipe.breakWith(err)
+		t.pipe.Break(err)
 		return
 	}
 	for _, doc := range docs {
-		t.pipe.hold(receiptsInsertSQL, doc, t.e.cfg.ID)
+		t.pipe.Hold(receiptsInsertSQL, doc, t.e.cfg.ID)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/telemetry"
@@ -357,7 +358,7 @@ func (a *attempt) permittedTo(name, role string, g grantee) *receiptDraft {
 
 // execute claims the idempotency key and runs the handler. It returns the receipt, or a transient error.
 // inBatch finds the receipt a call of the same transaction will have, for a key it holds.
-func (a *attempt) execute(ctx context.Context, conn dbConn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
+func (a *attempt) execute(ctx context.Context, conn pipe.Conn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
 	if h := a.p.handOff; a.key != "" && (h == nil || h.key == "") { // a hand-off claimed it already
 		d, err := a.claimKey(ctx, conn, inBatch)
 		if err != nil || d != nil {
@@ -411,7 +412,7 @@ func (s *snoozeError) Error() string {
 // claimKey takes the call's idempotency key, or finds the succeeded call that holds it. A concurrent call
 // holding the key uncommitted makes the insert wait until that call commits (hit) or rolls back (claimed).
 // A holder in the same transaction has no receipt yet: inBatch gives the one it will have.
-func (a *attempt) claimKey(ctx context.Context, conn dbConn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
+func (a *attempt) claimKey(ctx context.Context, conn pipe.Conn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
 	hash := sha256.Sum256([]byte(a.key))
 	var claimed bool
 	err := conn.QueryRow(ctx, `WITH ins AS (
@@ -474,7 +475,7 @@ func (a *attempt) timeout() time.Duration {
 
 // callHandler runs the handler under the call's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
-func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err error) {
+func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *Call, err error) {
 	ctx, span := a.child(SpanHandler)
 	start := time.Now()
 	defer func() {
@@ -483,7 +484,7 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 	}()
 	hctx, cancel := context.WithTimeout(a.log.WithContext(ctx), a.timeout())
 	defer cancel()
-	g := newGuardedDB(conn)
+	g := pipe.NewGuarded(conn)
 	c := &Call{
 		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.shownKey(),
 		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log, invoke: a.invoke,
@@ -506,14 +507,14 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 	var r ret
 	select {
 	case r = <-done:
-		g.close()
+		g.Close()
 	case <-hctx.Done():
 		select {
 		case r = <-done:
-			g.close()
+			g.Close()
 		case <-time.After(a.e.cfg.AbandonGrace):
-			if !g.abandon(a.e.cfg.AbandonGrace) {
-				return nil, nil, txBrokenError{fmt.Errorf("the handler overran its timeout and kept the connection busy")}
+			if !g.Abandon(a.e.cfg.AbandonGrace) {
+				return nil, nil, pipe.TxBrokenError{Err: fmt.Errorf("the handler overran its timeout and kept the connection busy")}
 			}
 			a.log.Error().Dur("timeout", a.timeout()).Msg("handler ignored its cancelled context and was abandoned")
 			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
@@ -524,7 +525,7 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 		}
 	}
 	if st := conn.Conn().PgConn().TxStatus(); st != 'T' && st != 'E' {
-		return nil, nil, txBrokenError{fmt.Errorf("the handler ended the call's transaction (COMMIT or ROLLBACK); handlers must not")}
+		return nil, nil, pipe.TxBrokenError{Err: fmt.Errorf("the handler ended the call's transaction (COMMIT or ROLLBACK); handlers must not")}
 	}
 	if r.err != nil {
 		if hctx.Err() == context.DeadlineExceeded && a.ctx.Err() == nil {
@@ -541,17 +542,10 @@ func (a *attempt) callHandler(conn dbConn) (_ json.RawMessage, _ *Call, err erro
 	return result, c, nil
 }
 
-// txBrokenError marks a failure after which the transaction must not be used.
-type txBrokenError struct{ error }
-
-// Unwrap gives its cause: a transaction broken by the database going away is retried without spending an
-// attempt (see databaseAwayError).
-func (e txBrokenError) Unwrap() error { return e.error }
-
 // classify turns a handler error into a receipt, or returns it as transient. A database error with a
 // SQLSTATE of sqlstateCodes gets its code there; any other error is handler_error.
 func (a *attempt) classify(err error) (*receiptDraft, error) {
-	var tb txBrokenError
+	var tb pipe.TxBrokenError
 	if errors.As(err, &tb) {
 		return nil, err
 	}
@@ -597,7 +591,7 @@ func isTransient(err error) bool {
 		}
 		return false
 	}
-	var tb txBrokenError
+	var tb pipe.TxBrokenError
 	if errors.As(err, &tb) || pgconn.SafeToRetry(err) {
 		return true
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
@@ -429,14 +430,14 @@ func (t *batchTx) handOff(ctx context.Context, a *attempt) outcome {
 		turn, err := t.deviceTurn(ctx, a)
 		switch {
 		case err != nil:
-			var tb txBrokenError
+			var tb pipe.TxBrokenError
 			return outcome{kind: outcomeRetry, err: err, txBroken: errors.As(err, &tb)}
 		case turn.denied != nil:
 			t.finish(a, turn.denied) // gives back the key the hand-off claimed
 			return outcome{kind: outcomeDone}
 		case turn.snooze > 0:
 			if h.key != "" {
-				t.pipe.hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
+				t.pipe.Hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
 				h.key = ""
 			}
 			return t.snooze(a, turn, false)
@@ -465,7 +466,7 @@ func (t *batchTx) deviceTurn(ctx context.Context, a *attempt) (limitTurn, error)
 	var handedOut bool
 	err := t.pipe.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM core_device_attempts WHERE call_id = $1)`, [16]byte(a.args.CallID)).Scan(&handedOut)
 	if err != nil {
-		return limitTurn{}, txBrokenError{fmt.Errorf("error reading the call's device attempts: %w", err)}
+		return limitTurn{}, pipe.TxBrokenError{Err: fmt.Errorf("error reading the call's device attempts: %w", err)}
 	}
 	if handedOut {
 		return limitTurn{}, nil

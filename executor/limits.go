@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
@@ -92,7 +93,7 @@ func lockKey(limitKey string) int32 {
 // waiting calls are spread over time instead of all trying the concurrency limit at once. At its start it
 // takes a concurrency slot; when none is free it tries again shortly, keeping its start while that is still
 // within the rate's guard, or gives it back.
-func (a *attempt) takeLimits(ctx context.Context, conn dbConn, device bool) (limitTurn, error) {
+func (a *attempt) takeLimits(ctx context.Context, conn pipe.Conn, device bool) (limitTurn, error) {
 	l := a.tool.Limits
 	if !a.tool.HasCallLimits() {
 		return limitTurn{}, nil
@@ -135,7 +136,7 @@ const slotRetry = 5 * time.Millisecond
 
 // rateTurn reserves the call's start under its tool's rate limit, or uses the one reserved for it. It
 // returns the turn (a snooze until the start, or rate_limited) or, when the start has come, the start.
-func (a *attempt) rateTurn(ctx context.Context, conn dbConn, rl *registry.RateLimit) (limitTurn, *time.Time, error) {
+func (a *attempt) rateTurn(ctx context.Context, conn pipe.Conn, rl *registry.RateLimit) (limitTurn, *time.Time, error) {
 	reason := fmt.Sprintf("rate %d per %d ms", rl.Max, rl.PerMS)
 	if r := a.rateReservedAt; r != nil {
 		wait := time.Until(*r)
@@ -186,7 +187,7 @@ func (a *attempt) rateTurn(ctx context.Context, conn dbConn, rl *registry.RateLi
 
 // concurrencyFull tries to take a slot of the call's concurrency limit and reports whether every slot is
 // taken.
-func (a *attempt) concurrencyFull(ctx context.Context, conn dbConn, cl *registry.ConcurrencyLimit, device bool) (bool, error) {
+func (a *attempt) concurrencyFull(ctx context.Context, conn pipe.Conn, cl *registry.ConcurrencyLimit, device bool) (bool, error) {
 	key := a.limitKey(cl.Key)
 	if device {
 		var (
@@ -194,7 +195,7 @@ func (a *attempt) concurrencyFull(ctx context.Context, conn dbConn, cl *registry
 			busy   int
 		)
 		if err := conn.QueryRow(ctx, deviceSlotsSQL, lockKey(key), key, [16]byte(a.args.CallID)).Scan(&locked, &busy); err != nil {
-			return false, txBrokenError{fmt.Errorf("error counting the calls of %s with a device: %w", a.tool.Name, err)}
+			return false, pipe.TxBrokenError{Err: fmt.Errorf("error counting the calls of %s with a device: %w", a.tool.Name, err)}
 		}
 		if !locked || busy >= cl.Max {
 			return true, nil
@@ -208,7 +209,7 @@ func (a *attempt) concurrencyFull(ctx context.Context, conn dbConn, cl *registry
 	case errors.Is(err, pgx.ErrNoRows):
 		return true, nil
 	case err != nil:
-		return false, txBrokenError{fmt.Errorf("error taking a slot of %s's concurrency limit: %w", a.tool.Name, err)}
+		return false, pipe.TxBrokenError{Err: fmt.Errorf("error taking a slot of %s's concurrency limit: %w", a.tool.Name, err)}
 	}
 	a.heldSlot = true
 	return false, nil
@@ -216,9 +217,9 @@ func (a *attempt) concurrencyFull(ctx context.Context, conn dbConn, cl *registry
 
 // useReservation clears the call's reservation, in its savepoint: its start is used (unless the call waits
 // again, when markLimitedSQL keeps it).
-func (a *attempt) useReservation(ctx context.Context, conn dbConn) error {
+func (a *attempt) useReservation(ctx context.Context, conn pipe.Conn) error {
 	if _, err := conn.Exec(ctx, `UPDATE core_tool_calls SET rate_reserved_at = NULL WHERE id = $1`, [16]byte(a.args.CallID)); err != nil {
-		return txBrokenError{fmt.Errorf("error using the call's rate reservation: %w", err)}
+		return pipe.TxBrokenError{Err: fmt.Errorf("error using the call's rate reservation: %w", err)}
 	}
 	return nil
 }

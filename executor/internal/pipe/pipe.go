@@ -1,4 +1,7 @@
-package executor
+// Package pipe is the connection a batch of calls runs on, between BEGIN and COMMIT: the executor's own
+// statements held back to travel with the next one sent (Pipe), and the handler's guarded view of it
+// (Guarded), which an abandoned handler loses.
+package pipe
 
 import (
 	"context"
@@ -9,19 +12,19 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// pipe is the connection of a batch's transaction with statements held back to travel with the next one
+// Pipe is the connection of a batch's transaction with statements held back to travel with the next one
 // sent. The executor's own bookkeeping between two handlers (the previous call's savepoint release, the
 // next call's savepoint) goes out with the next handler's first statement, so a call in a batch costs the
 // round trips of its handler's statements and nothing more.
 //
-// A held-back statement that fails breaks the transaction: the pipe reports it as a txBrokenError to
+// A held-back statement that fails breaks the transaction: the pipe reports it as a TxBrokenError to
 // whoever sent the statement it travelled with, and every later send fails the same way.
 //
 // pgx prepares a batch's new statements before running any of it, and a statement that fails to prepare
 // (a handler's SQL with a typo) aborts the transaction before the held statements ran: the previous call's
 // savepoint would be unreleased and the current call's not yet made. So a statement the connection has not
 // run before goes out alone, after the held ones (once per connection and statement; see knownStatements).
-type pipe struct {
+type Pipe struct {
 	conn   *pgx.Conn
 	held   []heldStmt
 	broken error
@@ -34,7 +37,8 @@ type heldStmt struct {
 	scan func(pgx.Row) error
 }
 
-func newPipe(conn *pgx.Conn) *pipe { return &pipe{conn: conn} }
+// New makes the pipe of a transaction on conn.
+func New(conn *pgx.Conn) *Pipe { return &Pipe{conn: conn} }
 
 // knownStatementsKey is where a connection keeps the statements it has prepared (PgConn.CustomData).
 const knownStatementsKey = "gem.known_statements"
@@ -46,7 +50,7 @@ const knownStatementsMax = 1024
 // knownStatements is the set of statements this connection has prepared and run: pgx has them in its
 // statement cache, so a batch that ends with one sends no Parse that could fail before the held statements
 // ran. (pgx may evict one from its cache; preparing it again then parses what parsed before.)
-func (p *pipe) knownStatements() map[string]struct{} {
+func (p *Pipe) knownStatements() map[string]struct{} {
 	data := p.conn.PgConn().CustomData()
 	known, _ := data[knownStatementsKey].(map[string]struct{})
 	if known == nil || len(known) > knownStatementsMax {
@@ -56,26 +60,26 @@ func (p *pipe) knownStatements() map[string]struct{} {
 	return known
 }
 
-func (p *pipe) known(sql string) bool {
+func (p *Pipe) known(sql string) bool {
 	_, ok := p.knownStatements()[sql]
 	return ok
 }
 
 // markKnown records that sql was prepared and ran on this connection.
-func (p *pipe) markKnown(sql string) { p.knownStatements()[sql] = struct{}{} }
+func (p *Pipe) markKnown(sql string) { p.knownStatements()[sql] = struct{}{} }
 
-// hold queues a statement that returns no row.
-func (p *pipe) hold(sql string, args ...any) {
+// Hold queues a statement that returns no row.
+func (p *Pipe) Hold(sql string, args ...any) {
 	p.held = append(p.held, heldStmt{sql: sql, args: args})
 }
 
-// holdRow queues a statement whose one row is read with scan when it has run.
-func (p *pipe) holdRow(scan func(pgx.Row) error, sql string, args ...any) {
+// HoldRow queues a statement whose one row is read with scan when it has run.
+func (p *Pipe) HoldRow(scan func(pgx.Row) error, sql string, args ...any) {
 	p.held = append(p.held, heldStmt{sql: sql, args: args, scan: scan})
 }
 
-// holdsRows reports whether a held statement has a row to read.
-func (p *pipe) holdsRows() bool {
+// HoldsRows reports whether a held statement has a row to read.
+func (p *Pipe) HoldsRows() bool {
 	for _, h := range p.held {
 		if h.scan != nil {
 			return true
@@ -84,8 +88,8 @@ func (p *pipe) holdsRows() bool {
 	return false
 }
 
-// flush sends the held statements now.
-func (p *pipe) flush(ctx context.Context) error {
+// Flush sends the held statements now.
+func (p *Pipe) Flush(ctx context.Context) error {
 	if p.broken != nil {
 		return p.broken
 	}
@@ -97,19 +101,19 @@ func (p *pipe) flush(ctx context.Context) error {
 		return err
 	}
 	if err := br.Close(); err != nil {
-		return p.breakWith(fmt.Errorf("error sending held statements: %w", err))
+		return p.Break(fmt.Errorf("error sending held statements: %w", err))
 	}
 	return nil
 }
 
 // send sends the held statements followed by extra's, and returns the results positioned at extra's first.
-func (p *pipe) send(ctx context.Context, extra []*pgx.QueuedQuery) (pgx.BatchResults, error) {
+func (p *Pipe) send(ctx context.Context, extra []*pgx.QueuedQuery) (pgx.BatchResults, error) {
 	if p.broken != nil {
 		return nil, p.broken
 	}
 	if len(extra) > 1 || len(extra) == 1 && !p.known(extra[0].SQL) {
 		// It goes out alone, after the held statements; the caller marks it known once it ran.
-		if err := p.flush(ctx); err != nil {
+		if err := p.Flush(ctx); err != nil {
 			return nil, err
 		}
 		return p.conn.SendBatch(ctx, &pgx.Batch{QueuedQueries: extra}), nil
@@ -131,15 +135,17 @@ func (p *pipe) send(ctx context.Context, extra []*pgx.QueuedQuery) (pgx.BatchRes
 		}
 		if err != nil {
 			_ = br.Close()
-			return nil, p.breakWith(fmt.Errorf("error in %s: %w", statementName(h.sql), err))
+			return nil, p.Break(fmt.Errorf("error in %s: %w", statementName(h.sql), err))
 		}
 	}
 	return br, nil
 }
 
-func (p *pipe) breakWith(err error) error {
+// Break marks the transaction broken by err (the first cause is kept) and returns the TxBrokenError every
+// later send returns.
+func (p *Pipe) Break(err error) error {
 	if p.broken == nil {
-		p.broken = txBrokenError{err}
+		p.broken = TxBrokenError{Err: err}
 	}
 	return p.broken
 }
@@ -153,10 +159,32 @@ func statementName(sql string) string {
 	return fmt.Sprintf("%q", sql)
 }
 
-// Exec, Query, QueryRow and SendBatch make the pipe the dbConn the handler's guardedDB and the executor's
+// Holding reports whether statements are held back, waiting for the next send.
+func (p *Pipe) Holding() bool { return len(p.held) > 0 }
+
+// Conn is the connection a batch runs on, between BEGIN and COMMIT: a Pipe, or what a handler's Guarded
+// view wraps.
+type Conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Conn() *pgx.Conn
+}
+
+// TxBrokenError marks a failure after which the transaction must not be used.
+type TxBrokenError struct{ Err error }
+
+func (e TxBrokenError) Error() string { return e.Err.Error() }
+
+// Unwrap gives its cause: a transaction broken by the database going away is retried without spending an
+// attempt.
+func (e TxBrokenError) Unwrap() error { return e.Err }
+
+// Exec, Query, QueryRow and SendBatch make the pipe the Conn the handler's Guarded view and the executor's
 // own statements use: each carries the held statements with it.
 
-func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+func (p *Pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if len(p.held) == 0 && p.broken == nil {
 		tag, err := p.conn.Exec(ctx, sql, args...)
 		if err == nil {
@@ -178,7 +206,7 @@ func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 	return tag, err
 }
 
-func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+func (p *Pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if len(p.held) == 0 && p.broken == nil {
 		rows, err := p.conn.Query(ctx, sql, args...)
 		if err != nil {
@@ -210,11 +238,11 @@ func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 	}}, nil
 }
 
-func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+func (p *Pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return rowOf(p.Query(ctx, sql, args...))
 }
 
-func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+func (p *Pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if len(p.held) == 0 && p.broken == nil {
 		return p.conn.SendBatch(ctx, b)
 	}
@@ -226,7 +254,8 @@ func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return br
 }
 
-func (p *pipe) Conn() *pgx.Conn { return p.conn }
+// Conn is the pipe's connection, for what must go out alone (a rollback in an aborted transaction).
+func (p *Pipe) Conn() *pgx.Conn { return p.conn }
 
 // finishRows runs finish once, when its rows have been read or closed: pgx closes Rows by itself when Next
 // returns false, so a caller may never call Close. finish gets the rows' error and returns one to report

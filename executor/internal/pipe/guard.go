@@ -1,4 +1,4 @@
-package executor
+package pipe
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 // errAbandoned is returned to a handler that keeps using the database after its call was given up.
 var errAbandoned = errors.New("this call was abandoned after overrunning its timeout; its transaction is no longer available")
 
-// guardedDB is the handler's view of the receipt's transaction. A handler that ignores its context and
+// Guarded is the handler's view of the receipt's transaction. A handler that ignores its context and
 // overruns its timeout is abandoned: the executor takes the transaction back (waiting for a statement in
 // flight, which the cancelled context stops) and every later use by the handler fails. Without the guard a
 // runaway handler could run statements inside another call's part of a shared batch.
-type guardedDB struct {
-	tx dbConn
+type Guarded struct {
+	tx Conn
 	// sem is held while a statement, an open Rows or an open batch uses the connection.
 	sem       chan struct{}
 	mu        sync.Mutex
@@ -27,11 +27,11 @@ type guardedDB struct {
 	open interface{ Close() }
 }
 
-func newGuardedDB(tx dbConn) *guardedDB {
-	return &guardedDB{tx: tx, sem: make(chan struct{}, 1)}
+func NewGuarded(tx Conn) *Guarded {
+	return &Guarded{tx: tx, sem: make(chan struct{}, 1)}
 }
 
-func (g *guardedDB) acquire(ctx context.Context) error {
+func (g *Guarded) acquire(ctx context.Context) error {
 	select {
 	case g.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -46,12 +46,12 @@ func (g *guardedDB) acquire(ctx context.Context) error {
 	return nil
 }
 
-func (g *guardedDB) release() { <-g.sem }
+func (g *Guarded) release() { <-g.sem }
 
-// abandon takes the transaction away from the handler. It waits up to wait for a statement in flight and
+// Abandon takes the transaction away from the handler. It waits up to wait for a statement in flight and
 // reports false if the handler still holds the connection (a Rows left open), in which case the connection
 // must not be used again.
-func (g *guardedDB) abandon(wait time.Duration) bool {
+func (g *Guarded) Abandon(wait time.Duration) bool {
 	g.mu.Lock()
 	g.abandoned = true
 	g.mu.Unlock()
@@ -63,9 +63,9 @@ func (g *guardedDB) abandon(wait time.Duration) bool {
 	}
 }
 
-// close ends the handler's access after it returned, closing a Rows or batch it left open (safe: the
+// Close ends the handler's access after it returned, closing a Rows or batch it left open (safe: the
 // handler no longer runs).
-func (g *guardedDB) close() {
+func (g *Guarded) Close() {
 	g.mu.Lock()
 	g.abandoned = true
 	open := g.open
@@ -75,13 +75,13 @@ func (g *guardedDB) close() {
 	}
 }
 
-func (g *guardedDB) setOpen(c interface{ Close() }) {
+func (g *Guarded) setOpen(c interface{ Close() }) {
 	g.mu.Lock()
 	g.open = c
 	g.mu.Unlock()
 }
 
-func (g *guardedDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+func (g *Guarded) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if err := g.acquire(ctx); err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -89,7 +89,7 @@ func (g *guardedDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.C
 	return g.tx.Exec(ctx, sql, args...)
 }
 
-func (g *guardedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+func (g *Guarded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if err := g.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -103,11 +103,11 @@ func (g *guardedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 	return gr, nil
 }
 
-func (g *guardedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+func (g *Guarded) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return rowOf(g.Query(ctx, sql, args...))
 }
 
-func (g *guardedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+func (g *Guarded) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if err := g.acquire(ctx); err != nil {
 		return errBatch{err: err}
 	}
