@@ -203,19 +203,25 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 		e.waker.at(time.Now().Add(d))
 	}
 	for i, p := range ran {
-		switch {
-		case prepared[i] && p.phase == phaseHandOff:
-			// The call is with a device: runDevice waits for its answer, then writes its receipt.
-			p.result <- errHandedOff
-		case prepared[i]:
-			// The marker is committed: the call runs in a transaction of its own.
-			p.phase = phaseRun
-			e.runBatch([]*pending{p})
-		default:
+		if prepared[i] {
+			e.nextStep(p)
+		} else {
 			p.result <- results[i]
 		}
 	}
 	return rest
+}
+
+// nextStep goes on with a call whose step prepared it, once that step's transaction committed.
+func (e *Executor) nextStep(p *pending) {
+	if p.phase == phaseHandOff {
+		// The call is with a device: runDevice waits for its answer, then writes its receipt.
+		p.result <- errHandedOff
+		return
+	}
+	// The outside-effects marker is committed: the handler runs in a transaction of its own.
+	p.phase = phaseRun
+	e.runBatch([]*pending{p})
 }
 
 // runOutside runs a call with effects outside the database in two transactions: the first checks it and
@@ -253,7 +259,8 @@ type outcome struct {
 	txBroken bool
 }
 
-// phase distinguishes the two transactions of a call with outside effects.
+// phase is the step a call's next transaction runs (see steps): a call with outside effects or a device
+// has two transactions, every other call one.
 type phase int
 
 const (
@@ -350,8 +357,8 @@ const (
 	defaultPlansSQL = `SET LOCAL plan_cache_mode TO DEFAULT`
 )
 
-// run takes one loaded call as far as this transaction goes: to its receipt (outcomeDone), to a retry, or,
-// in phasePrepare, to its outside-effects marker.
+// run takes one loaded call as far as this transaction goes: the steps every call shares (an earlier
+// receipt, the checks), then its phase's step.
 func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 	if a.missing {
 		return outcome{kind: outcomeMissing, err: fmt.Errorf("call %s does not exist", a.args.CallID)}
@@ -373,15 +380,29 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 		t.finish(a, d)
 		return outcome{kind: outcomeDone}
 	}
-	if ph == phaseHandOff {
-		return t.handOff(ctx, a)
-	}
-	if ph == phasePrepare {
-		t.pipe.Hold(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
-			[16]byte(a.args.CallID), [16]byte(a.p.outsideToken), a.job.Attempt)
-		return outcome{kind: outcomePrepared}
-	}
+	return steps[ph](t, ctx, a)
+}
 
+// steps are what a loaded and checked call does in a transaction, by phase: its handler runs (runCall),
+// its outside-effects marker is set (markOutside), or it is handed to a device (handOff). A step that
+// ends in outcomePrepared goes on when its transaction commits (nextStep).
+var steps = [...]func(t *batchTx, ctx context.Context, a *attempt) outcome{
+	phaseRun:     (*batchTx).runCall,
+	phasePrepare: (*batchTx).markOutside,
+	phaseHandOff: (*batchTx).handOff,
+}
+
+// markOutside sets the outside-effects marker of a call that runs at most once; its handler runs once the
+// marker is committed (see runOutside).
+func (t *batchTx) markOutside(_ context.Context, a *attempt) outcome {
+	t.pipe.Hold(`UPDATE core_tool_calls SET outside_token = $2, outside_attempt = $3, outside_started_at = now() WHERE id = $1`,
+		[16]byte(a.args.CallID), [16]byte(a.p.outsideToken), a.job.Attempt)
+	return outcome{kind: outcomePrepared}
+}
+
+// runCall runs the call's handler in its savepoint, after its idempotency key and its limits (a full
+// limit snoozes it), and takes it to its receipt or a retry.
+func (t *batchTx) runCall(ctx context.Context, a *attempt) outcome {
 	t.enter(a)
 	d, transient := a.execute(ctx, t.pipe, t.keyHolder)
 	var tb pipe.TxBrokenError
@@ -395,7 +416,7 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 		if err := t.undo(ctx); err != nil {
 			return outcome{kind: outcomeRetry, err: err, txBroken: true}
 		}
-		return t.snooze(a, sz.turn, ph == phaseRun && a.p.outsideToken != uuid.Nil)
+		return t.snooze(a, sz.turn, a.p.outsideToken != uuid.Nil)
 	}
 	if transient == nil && d.status == registry.StatusSucceeded {
 		t.pipe.Hold("RELEASE SAVEPOINT " + savepoint)
