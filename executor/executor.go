@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/runner"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	gemsql "github.com/gemhq/gem/sql"
@@ -66,7 +67,7 @@ type Executor struct {
 	tracer  trace.Tracer
 
 	queue          chan *pending
-	runners        *runners
+	runners        *runner.Runners
 	stopCommitters chan struct{}
 	committersDone sync.WaitGroup
 	// dbCtx is the context of the executor's own statements (receipts, commits); it outlives the jobs'
@@ -137,7 +138,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 		pool:            pool,
 		log:             log.With().Str("executor", cfg.ID).Logger(),
 		queue:           make(chan *pending, cfg.MaxWorkers),
-		runners:         newRunners(),
+		runners:         runner.New(),
 		stopCommitters:  make(chan struct{}),
 		stopLiveness:    make(chan struct{}),
 		rescueDone:      make(chan struct{}),
@@ -296,7 +297,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	close(e.stopCommitters)
 	e.committersDone.Wait()
 	e.waker.stop()
-	e.runners.stop()
+	e.runners.Stop()
 	e.devices.listener.Stop()
 	e.waiter.Stop()
 	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
