@@ -2,13 +2,18 @@ package packs
 
 import "testing"
 
-// TestOnlyTheLegacyLinesAreAdopted: the lines that began with the legacy migrations' end are adopted by a
-// database those made (FromLegacy 1); a pack's line added after them runs from its first migration there,
-// or its tables would never be made on such a database.
+// TestOnlyTheLegacyLinesAreAdopted: each line madeByLegacy names is a line, adopted by a database the legacy
+// migrations made (FromLegacy 1): a pack renamed without it would run its first migration there, on tables
+// that exist. A pack's line added after them runs from its first migration there, or its tables would never
+// be made on such a database.
 func TestOnlyTheLegacyLinesAreAdopted(t *testing.T) {
+	byName := map[string]int64{}
 	for _, l := range Lines() {
-		if l.FromLegacy != 1 {
-			t.Errorf("the %s line began with the legacy migrations' end but has FromLegacy %d", l.Name, l.FromLegacy)
+		byName[l.Name] = l.FromLegacy
+	}
+	for name := range madeByLegacy {
+		if from, ok := byName[name]; !ok || from != 1 {
+			t.Errorf("the %s line began with the legacy migrations' end but is not a line with FromLegacy 1 (is a line: %t, FromLegacy %d)", name, ok, from)
 		}
 	}
 	if later := line("later", "os/migrations"); later.FromLegacy != 0 {
