@@ -1,13 +1,13 @@
 package packs_test
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,8 +16,9 @@ import (
 var noSkill = map[string]string{}
 
 // TestEveryToolIsInASkillOfItsPack: every tool is in a built-in skill once its own pack's migration line has
-// run — on a database migrated with the core's line and the packs' lines up to that pack, and no further —
-// so a pack brings the skills of its tools (a tool left out of every skill is one agents are never given:
+// run, and in none before — a database migrated with the core's line and the packs' lines before that pack,
+// then with that pack's — so a pack brings the skills of its tools, and an earlier line does not give agents a
+// tool its pack has not made yet (a tool left out of every skill is one agents are never given:
 // personal.close_commitment was, until this test).
 func TestEveryToolIsInASkillOfItsPack(t *testing.T) {
 	t.Parallel()
@@ -25,24 +26,44 @@ func TestEveryToolIsInASkillOfItsPack(t *testing.T) {
 	for i, p := range packs.All {
 		t.Run(p.Name, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := sqltest.EmptyDB(t)
-			_, err := gemsql.Migrate(t.Context(), pool, nil, lines[:i+1]...)
-			require.NoError(t, err)
 			require.Equal(t, p.Name, lines[i].Name, "packs.Lines is not in packs.All's order")
-			rows, err := pool.Query(t.Context(), `SELECT tools FROM skills WHERE is_builtin`)
+			pool, _ := sqltest.EmptyDB(t)
+			_, err := gemsql.Migrate(t.Context(), pool, nil, lines[:i]...)
 			require.NoError(t, err)
-			skills, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+			before := builtInSkillTools(t, pool)
+			_, err = gemsql.Migrate(t.Context(), pool, nil, lines[:i+1]...)
 			require.NoError(t, err)
+			after := builtInSkillTools(t, pool)
 			for _, tool := range p.Tools {
 				if reason, ok := noSkill[tool]; ok {
 					require.NotEmpty(t, reason, tool)
 					continue
 				}
-				if !slices.ContainsFunc(skills, func(tools []string) bool { return slices.Contains(tools, tool) }) {
+				if before[tool] {
+					t.Errorf("%s is in a built-in skill before the %s pack's line has run: an earlier line's skill names it; move it to one of its pack's skills (packs/%s/migrations)",
+						tool, p.Name, p.Name)
+				}
+				if !after[tool] {
 					t.Errorf("%s is in no built-in skill once the %s pack's line has run: add it to one of its pack's skills in a migration of packs/%s/migrations, or list it in noSkill with the reason",
 						tool, p.Name, p.Name)
 				}
 			}
 		})
 	}
+}
+
+// builtInSkillTools are the tools the database's built-in skills hold.
+func builtInSkillTools(t *testing.T, pool *pgxpool.Pool) map[string]bool {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT tools FROM skills WHERE is_builtin`)
+	require.NoError(t, err)
+	skills, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+	require.NoError(t, err)
+	held := map[string]bool{}
+	for _, tools := range skills {
+		for _, tool := range tools {
+			held[tool] = true
+		}
+	}
+	return held
 }
