@@ -1,13 +1,13 @@
 package agentskillspack
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/packs/internal/llmsettings"
 	"github.com/gemhq/gem/registry/settings"
 )
 
@@ -86,11 +86,7 @@ type ImageConfig struct {
 // be used does not stop the executor: Problems lists it, and the tools that need it answer not_configured.
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	llm, llmErr := llmconfig.FromEnv(getenv)
-	if llm.BaseURL != "" {
-		// llmconfig leaves the address to the client; the pack's LLM tools never try one no request can reach.
-		llmErr = errors.Join(append(llmconfig.Problems(llmErr), settings.HTTPURLProblem(llmconfig.EnvBaseURL, llm.BaseURL))...)
-	}
+	llm, llmErr := llmsettings.FromEnv(getenv)
 	return Config{
 		LLM:      llm,
 		LLMError: llmErr,

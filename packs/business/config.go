@@ -2,7 +2,6 @@ package businesspack
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/packs/internal/llmsettings"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry/phone"
 	"github.com/gemhq/gem/registry/settings"
@@ -146,11 +146,7 @@ type SMTPConfig struct {
 // the tools that need it answer not_configured, naming the variable.
 func ConfigFromEnv(getenv func(string) string) Config {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	llm, llmErr := llmconfig.FromEnv(getenv)
-	if llm.BaseURL != "" {
-		// llmconfig leaves the address to the client; the pack's LLM tools never try one no request can reach.
-		llmErr = errors.Join(append(llmconfig.Problems(llmErr), settings.HTTPURLProblem(llmconfig.EnvBaseURL, llm.BaseURL))...)
-	}
+	llm, llmErr := llmsettings.FromEnv(getenv)
 	return Config{
 		BusinessHours: get(EnvBusinessHours),
 		PhoneRegion:   strings.ToUpper(get(phone.EnvRegion)),
