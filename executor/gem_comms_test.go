@@ -17,7 +17,7 @@ import (
 	"time"
 
 	businesspack "github.com/gemhq/gem/packs/business"
-	"github.com/gemhq/gem/packs/business/run/twiliotest"
+	"github.com/gemhq/gem/packs/business/handlers/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"

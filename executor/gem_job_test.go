@@ -10,7 +10,7 @@ import (
 
 	"github.com/gemhq/gem/executor/filestore"
 	businesspack "github.com/gemhq/gem/packs/business"
-	"github.com/gemhq/gem/packs/business/run/twiliotest"
+	"github.com/gemhq/gem/packs/business/handlers/twiliotest"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"

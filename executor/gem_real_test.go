@@ -12,11 +12,11 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	businesspack "github.com/gemhq/gem/packs/business"
-	businessrun "github.com/gemhq/gem/packs/business/run"
-	"github.com/gemhq/gem/packs/business/run/twiliotest"
+	businesshandlers "github.com/gemhq/gem/packs/business/handlers"
+	"github.com/gemhq/gem/packs/business/handlers/twiliotest"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
-	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
-	"github.com/gemhq/gem/packs/integrations/run/integrationstest"
+	integrationshandlers "github.com/gemhq/gem/packs/integrations/handlers"
+	"github.com/gemhq/gem/packs/integrations/handlers/integrationstest"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
@@ -425,8 +425,8 @@ func TestGEMToolsAllRealWithFakes(t *testing.T) {
 	integBiz := businesspack.Config{Email: biz.Email, SMS: account.Config()} // the providers the health checks probe
 
 	h := executor.Handlers{}
-	businessrun.RegisterWithOS(h, ospack.Config{TimeZone: biz.TimeZone}, biz)
-	integrationsrun.Register(h, integ, integBiz)
+	businesshandlers.RegisterWithOS(h, ospack.Config{TimeZone: biz.TimeZone}, biz)
+	integrationshandlers.Register(h, integ, integBiz)
 	b.startExecutorWith(t, executor.Config{}, b.reg, h, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 
 	real := 0

@@ -15,9 +15,9 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	businesspack "github.com/gemhq/gem/packs/business"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesshandlers "github.com/gemhq/gem/packs/business/handlers"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
-	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
+	integrationshandlers "github.com/gemhq/gem/packs/integrations/handlers"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
@@ -76,8 +76,8 @@ func runHelper() int {
 func testHandlers(outsideLog string, biz businesspack.Config) executor.Handlers {
 	h := executor.Handlers{}
 	// The business's time zone is the os pack's (GEM_BUSINESS_TIMEZONE): tests set it in biz.
-	businessrun.RegisterWithOS(h, ospack.Config{TimeZone: biz.TimeZone}, biz)
-	integrationsrun.Register(h, integrationspack.Config{}, businesspack.Config{})
+	businesshandlers.RegisterWithOS(h, ospack.Config{TimeZone: biz.TimeZone}, biz)
+	integrationshandlers.Register(h, integrationspack.Config{}, businesspack.Config{})
 
 	writeNote := func(ctx context.Context, c *executor.Call, title string) (string, error) {
 		var id string

@@ -22,7 +22,7 @@ import (
 
 	"github.com/gemhq/gem/packs"
 	businesspack "github.com/gemhq/gem/packs/business"
-	"github.com/gemhq/gem/packs/business/run/twiliotest"
+	"github.com/gemhq/gem/packs/business/handlers/twiliotest"
 	ospack "github.com/gemhq/gem/packs/os"
 	gemsql "github.com/gemhq/gem/sql"
 	"github.com/google/uuid"

@@ -61,7 +61,7 @@ func TestOutsidePathGuardCanFail(t *testing.T) {
 		outside    bool
 	}{
 		{"registry/gem_contract_test.go", `const p = "../../SHARED/tools.registry.json"`, true},
-		{"packs/integrations/run/helpers_test.go", `const p = "../../../../SHARED/tools.registry.json"`, true},
+		{"packs/integrations/handlers/helpers_test.go", `const p = "../../../../SHARED/tools.registry.json"`, true},
 		{"brain/internal/testenv/testenv.go", `func f() string { return filepath.Join(RepoRoot(), "..", SHARED_PARTS, "tools.registry.json") }`, true},
 		{"brain/cmd/brain/mcp_test.go", `func f(t *testing.T) string { return filepath.Join(repoRoot(t), "..", "x.json") }`, true},
 		{"registry/x_test.go", `func f(name string) string { return filepath.Join("..", "..", "docs", name) }`, true},

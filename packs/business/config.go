@@ -19,7 +19,7 @@ import (
 )
 
 // The business pack's settings: Main reads them once (ConfigFromEnv), reports their Problems at start and
-// hands the Config to the pack's handlers (businessrun.RegisterWithOS, with the os pack's time zone) and to
+// hands the Config to the pack's handlers (businesshandlers.RegisterWithOS, with the os pack's time zone) and to
 // the integrations pack's, which probes the same SMS and email providers. docs/business-pack.md and the executor's usage text list each variable
 // with its default.
 
@@ -36,7 +36,7 @@ const (
 	BusinessNameDefault = "GEM Roofing"
 	// FileStoreDefault is the file store's directory unless GEM_FILE_STORE says otherwise, relative to the
 	// working directory: the executor's file store's default (executor/filestore.DefaultDir; the contract
-	// does not import the executor, and businessrun's tests check that the two agree).
+	// does not import the executor, and businesshandlers's tests check that the two agree).
 	FileStoreDefault = ".gem/files"
 )
 
@@ -74,7 +74,7 @@ var (
 type Config struct {
 	// TimeZone is the business's IANA time zone. It decides what "today" is: a quote's validity, an
 	// invoice's issue and due dates, and whether an invoice is overdue. It is the os pack's setting
-	// (ospack.Config.TimeZone): ConfigFromEnv leaves it empty and businessrun.RegisterWithOS sets it, so
+	// (ospack.Config.TimeZone): ConfigFromEnv leaves it empty and businesshandlers.RegisterWithOS sets it, so
 	// the two packs never disagree, and only the os pack reports a value that cannot be used. Defaults to
 	// TimeZoneDefault.
 	TimeZone string
@@ -398,7 +398,7 @@ func clockMinutes(s string) (int, error) {
 
 // Variables are the variables ConfigFromEnv reads, with their defaults, as docs/business-pack.md lists them:
 // the business's own and the GEM_LLM_* its tools that write text use. Its time zone is the os pack's
-// (ospack.Variables), which Main hands in (businessrun.RegisterWithOS).
+// (ospack.Variables), which Main hands in (businesshandlers.RegisterWithOS).
 func Variables() []settings.Variable {
 	return []settings.Variable{
 		{Name: EnvBusinessName, Default: BusinessNameDefault, Description: "the business's name on documents and messages"},

@@ -27,7 +27,7 @@ func TestConfigFromEnv(t *testing.T) {
 	region, err := c.ResolvePhoneRegion()
 	require.NoError(t, err)
 	require.Equal(t, "AU", region)
-	// The time zone is the os pack's setting: businessrun.RegisterWithOS gives it, ConfigFromEnv does not read it.
+	// The time zone is the os pack's setting: businesshandlers.RegisterWithOS gives it, ConfigFromEnv does not read it.
 	require.Equal(t, businesspack.TimeZoneDefault, c.TimeZone)
 	loc, err := businesspack.Config{TimeZone: "Australia/Perth"}.Location()
 	require.NoError(t, err)

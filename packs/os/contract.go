@@ -6,7 +6,7 @@ import (
 )
 
 // The tools' inputs and results, as their registry entries declare them (tools/*.json): the planner's
-// rules build the inputs and the answer's sentences read both; the executor's handlers (osrun) decode the
+// rules build the inputs and the answer's sentences read both; the executor's handlers (oshandlers) decode the
 // inputs and return the results. A field an input leaves optional is omitted when empty, so a rule that does
 // not know a value leaves it to the tool's default or the run's context. A result's fields are in the order
 // the handler has always written them, and a nullable one is written as null.

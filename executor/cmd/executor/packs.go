@@ -3,11 +3,11 @@ package main
 import (
 	"github.com/gemhq/gem/executor"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
-	agentskillsrun "github.com/gemhq/gem/packs/agentskills/run"
+	agentskillshandlers "github.com/gemhq/gem/packs/agentskills/handlers"
 	businesspack "github.com/gemhq/gem/packs/business"
-	businessrun "github.com/gemhq/gem/packs/business/run"
+	businesshandlers "github.com/gemhq/gem/packs/business/handlers"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
-	integrationsrun "github.com/gemhq/gem/packs/integrations/run"
+	integrationshandlers "github.com/gemhq/gem/packs/integrations/handlers"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/rs/zerolog"
 )
@@ -34,9 +34,9 @@ func packsFromEnv(getenv func(string) string) packs {
 // handlers are the packs' tool handlers.
 func (p packs) handlers() executor.Handlers {
 	h := executor.Handlers{}
-	businessrun.RegisterWithOS(h, p.os, p.business)
-	agentskillsrun.Register(h, p.agentSkills)
-	integrationsrun.Register(h, p.integrations, p.business)
+	businesshandlers.RegisterWithOS(h, p.os, p.business)
+	agentskillshandlers.Register(h, p.agentSkills)
+	integrationshandlers.Register(h, p.integrations, p.business)
 	return h
 }
 
