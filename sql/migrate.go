@@ -60,7 +60,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, lines
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg, ok := separateSession(pool); ok {
+	cfg, separate := separateSession(pool)
+	if !separate && pool.Config().MaxConns < 2 {
+		// The lock's connection is held while River's migrator and goose take another: a pool of one would
+		// wait for itself forever.
+		cfg, separate = pool.Config(), true
+	}
+	if separate {
 		// Migrations hold a session advisory lock and run DDL: behind a transaction pooler, both go to the
 		// session URL.
 		cfg.MaxConns, cfg.MinConns = 2, 0

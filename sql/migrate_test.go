@@ -1,10 +1,12 @@
 package gemsql_test
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gemhq/gem/packs"
 	gemsql "github.com/gemhq/gem/sql"
@@ -185,4 +187,23 @@ func builtInRows(t *testing.T, pool *pgxpool.Pool) []string {
 		rows = append(rows, list...)
 	}
 	return rows
+}
+
+// TestMigrateOnAPoolOfOne: Migrate holds its lock's connection while River's migrations and the lines take
+// another; on a pool of one connection it once waited for itself forever. It migrates through a pool of its
+// own instead.
+func TestMigrateOnAPoolOfOne(t *testing.T) {
+	t.Parallel()
+	_, url := sqltest.EmptyDB(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := gemsql.Migrate(ctx, pool, nil, packs.Lines()...)
+	require.NoError(t, err)
+	require.Contains(t, res.GEM, "core/00001_core.sql")
 }
