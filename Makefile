@@ -106,7 +106,7 @@ bench: build ## measure GEM against bare River: latency, throughput, memory (doc
 	@$(db) mkdir -p .gem && \
 	$(BIN)/proof bench -bin $(BIN) -json .gem/bench.json $(if $(BASELINE),-baseline $(BASELINE)) $(BENCH_FLAGS) && \
 	echo && echo "Go benchmarks of the hot in-process pieces:" && \
-	$(GO) test -run '^$$' -bench . -benchmem ./registry/ ./sql/ ./executor/ ./brain/
+	$(GO) test -run '^$$' -bench . -benchmem ./registry/ ./sql/gemsql/ ./executor/ ./brain/
 
 # chaos: always on a private cluster of its own (it restarts the server), never on DATABASE_URL.
 # CHAOS_FLAGS passes flags to bin/proof chaos (e.g. -calls 20000 -kill-every 1s).
@@ -128,7 +128,7 @@ registry: ## write tools.registry.json from the packs' entries (packs/*/tools/*.
 	@cd packs && $(GO) test -count=1 -run '^TestRegistryIsGenerated$$' . -update-registry
 
 schema: ## write sql/schema.sql, the schema every migration leaves (a test fails when it is not current)
-	@$(db) cd sql && $(GO) test -count=1 -run '^TestSchemaMatchesMigrations$$' . -update-schema
+	@$(db) cd sql/gemsql && $(GO) test -count=1 -run '^TestSchemaMatchesMigrations$$' . -update-schema
 
 db-start: ## start the private PostgreSQL and print its URL
 	@sql/dev-postgres.sh start

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 )
 
 // Error codes. Each maps to one HTTP status in the API's status table (brain/api); clients match on the code.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/brain"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 )

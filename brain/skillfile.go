@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -3,7 +3,7 @@ package brain
 import (
 	"fmt"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 )
 
 // CheckText refuses a client's JSON document (a request's body, an MCP call's arguments) holding text

@@ -11,7 +11,7 @@ import (
 	"github.com/gemhq/gem/executor"
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"

@@ -20,7 +20,7 @@ import (
 	"github.com/gemhq/gem/executor/internal/runner"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"

@@ -12,7 +12,7 @@ import (
 
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )

@@ -1,7 +1,7 @@
 package executor_test
 
 import (
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 )
 

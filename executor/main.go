@@ -6,7 +6,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"

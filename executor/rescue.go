@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5"
 )
 

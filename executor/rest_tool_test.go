@@ -17,7 +17,7 @@ import (
 	"github.com/gemhq/gem/executor"
 	"github.com/gemhq/gem/executor/remote"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 )
 
 // maintenanceInterval is how often an executor makes the months ahead and retires old ones.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/stretchr/testify/require"
 )
 

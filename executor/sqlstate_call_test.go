@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/stretchr/testify/require"
 )
 

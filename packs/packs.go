@@ -14,7 +14,7 @@ import (
 	businesspack "github.com/gemhq/gem/packs/business"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	ospack "github.com/gemhq/gem/packs/os"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 )
 
 // entries are every pack's registry entries: PACK/tools/NAME.json.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gemhq/gem/packs"
 	ospack "github.com/gemhq/gem/packs/os"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

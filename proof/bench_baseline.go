@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 

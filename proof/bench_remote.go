@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	ospack "github.com/gemhq/gem/packs/os"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 )
 
 // Scenarios of the ways in past the plain insert: the brain's MCP endpoint next to its HTTP API on the same

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/packs"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/telemetry/telemetrytest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -24,7 +24,7 @@ import (
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/packs/business/handlers/twiliotest"
 	ospack "github.com/gemhq/gem/packs/os"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

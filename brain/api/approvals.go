@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/gemhq/gem/brain"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 )

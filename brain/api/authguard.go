@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 )

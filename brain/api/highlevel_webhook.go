@@ -20,7 +20,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/highlevel"
 	"github.com/gemhq/gem/registry/phone"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"

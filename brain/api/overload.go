@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/internal/testsignal"
+	"github.com/gemhq/gem/sql/testsignal"
 	"github.com/labstack/echo/v4"
 )
 

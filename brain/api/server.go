@@ -17,13 +17,13 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/highlevel"
-	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/telemetry"
+	"github.com/gemhq/gem/sql/testsignal"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -221,7 +221,7 @@ type Params struct {
 	Log       zerolog.Logger
 	// MCP serves the Model Context Protocol at /mcp (brain/mcpserver); nil serves no /mcp.
 	MCP MCPHandler
-	// Devices accepts devices' WebSockets at DeviceConnectPath (brain/devices); nil accepts none.
+	// Devices accepts devices' WebSockets at DeviceConnectPath (brain/devicehub); nil accepts none.
 	Devices http.Handler
 	// Telemetry counts requests and traces them, and serves /metrics (docs/observability.md); nil: none.
 	Telemetry *telemetry.Telemetry

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 )

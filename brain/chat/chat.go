@@ -13,11 +13,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
+	"github.com/gemhq/gem/sql/testsignal"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

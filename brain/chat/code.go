@@ -14,7 +14,7 @@ import (
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/script"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )

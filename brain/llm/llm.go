@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gemhq/gem/llmconfig"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

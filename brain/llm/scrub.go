@@ -1,6 +1,6 @@
 package llm
 
-import gemsql "github.com/gemhq/gem/sql"
+import "github.com/gemhq/gem/sql/gemsql"
 
 // A model may answer with text PostgreSQL cannot store (U+0000, a lone UTF-16 surrogate in its tool calls'
 // JSON arguments): stored as it is, the turn's record, its messages or the call made from its arguments

@@ -10,7 +10,7 @@ import (
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 )
 
 // LLMPlanner plans POST /brain/run with one LLM turn: the model sees the message and the registry's tools

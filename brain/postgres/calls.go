@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/gemhq/gem/brain"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 )
 

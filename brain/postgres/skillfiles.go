@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gemhq/gem/brain"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5"
 )
 

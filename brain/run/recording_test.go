@@ -10,7 +10,7 @@ import (
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/packs/plans"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/stretchr/testify/require"
 )

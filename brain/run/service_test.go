@@ -12,7 +12,7 @@ import (
 	"github.com/gemhq/gem/brain/run"
 	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

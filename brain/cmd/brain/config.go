@@ -10,13 +10,13 @@ import (
 
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
-	"github.com/gemhq/gem/brain/devices"
+	"github.com/gemhq/gem/brain/devicehub"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/phone"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/telemetry"
 )
 
@@ -111,7 +111,7 @@ type Config struct {
 
 	// Devices configures the hub devices connect to at /devices/connect (GEM_DEVICE_HEARTBEAT: how often
 	// devices heartbeat, 5s; GEM_DEVICE_MISSED_HEARTBEATS: how many they may miss before they are dead, 3).
-	Devices devices.Config
+	Devices devicehub.Config
 
 	// Telemetry configures /metrics and traces (docs/observability.md): GEM_BRAIN_METRICS=off counts and
 	// serves no metrics (defaults to on), GEM_METRICS_TOKEN is a bearer token that opens /metrics alone

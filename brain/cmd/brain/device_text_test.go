@@ -11,9 +11,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/gemhq/gem/brain/api"
-	"github.com/gemhq/gem/brain/devices"
+	"github.com/gemhq/gem/brain/devicehub"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,7 +52,7 @@ func TestDeviceRegistrationRefusesNUL(t *testing.T) {
 	require.Contains(t, registered.Problems[1].Message, `contains a NUL character (\u0000)`)
 
 	_, _, err = ws.Read(ctx)
-	require.Equal(t, devices.CloseRefused, websocket.CloseStatus(err), "%v", err)
+	require.Equal(t, devicehub.CloseRefused, websocket.CloseStatus(err), "%v", err)
 	d, err := gemsql.DeviceGet(ctx, shared.pool, name)
 	require.NoError(t, err)
 	require.Empty(t, d.Tools)

@@ -12,7 +12,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"

@@ -17,7 +17,7 @@ import (
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"

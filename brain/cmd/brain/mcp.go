@@ -12,12 +12,12 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
-	"github.com/gemhq/gem/brain/devices"
+	"github.com/gemhq/gem/brain/devicehub"
 	"github.com/gemhq/gem/brain/mcpserver"
 	ospack "github.com/gemhq/gem/packs/os"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/rs/zerolog"
 )
 
@@ -125,12 +125,12 @@ func openMCP(ctx context.Context, cfg Config, log zerolog.Logger, as, agent stri
 		return nil, caller, nil, err
 	}
 	// No device connects here, but the tools of connected devices are served as /mcp serves them.
-	hub, err := devices.New(&devices.Params{Config: cfg.Devices, Registry: reg, Pool: pool, Log: log})
+	hub, err := devicehub.New(&devicehub.Params{Config: cfg.Devices, Registry: reg, Pool: pool, Log: log})
 	if err != nil {
 		closeAll()
 		return nil, caller, nil, err
 	}
-	hub.OnCatalogChange(func(_ context.Context, ch devices.CatalogChange) { srv.SetDeviceTools(ch.Added, ch.Removed) })
+	hub.OnCatalogChange(func(_ context.Context, ch devicehub.CatalogChange) { srv.SetDeviceTools(ch.Added, ch.Removed) })
 	if err := hub.Start(ctx); err != nil {
 		closeAll()
 		return nil, caller, nil, err

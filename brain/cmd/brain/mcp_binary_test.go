@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/brain/internal/testenv"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

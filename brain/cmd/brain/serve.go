@@ -8,7 +8,7 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/chat"
-	"github.com/gemhq/gem/brain/devices"
+	"github.com/gemhq/gem/brain/devicehub"
 	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/mcpserver"
 	"github.com/gemhq/gem/brain/planner"
@@ -19,7 +19,7 @@ import (
 	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/telemetry"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -47,7 +47,7 @@ type Main struct {
 	Runs    *run.Service
 	Chat    *chat.Chat
 	MCP     *mcpserver.Server
-	Devices *devices.Hub
+	Devices *devicehub.Hub
 	Server  *api.Server
 	// Telemetry is the brain's metrics registry and tracer provider (docs/observability.md).
 	Telemetry *telemetry.Telemetry
@@ -136,10 +136,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.MCP, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, Log: m.Log}); err != nil {
 		return err
 	}
-	if m.Devices, err = devices.New(&devices.Params{Config: cfg.Devices, Registry: m.Registry, Pool: m.Pool, Log: m.Log}); err != nil {
+	if m.Devices, err = devicehub.New(&devicehub.Params{Config: cfg.Devices, Registry: m.Registry, Pool: m.Pool, Log: m.Log}); err != nil {
 		return err
 	}
-	m.Devices.OnCatalogChange(func(ctx context.Context, ch devices.CatalogChange) {
+	m.Devices.OnCatalogChange(func(ctx context.Context, ch devicehub.CatalogChange) {
 		m.MCP.SetDeviceTools(ch.Added, ch.Removed)
 		if err := postgres.ToolCatalogLoad(ctx, m.Pool, ch.Added); err != nil {
 			m.Log.Warn().Err(err).Msg("error adding device tools to the tool search catalog; a search will add them")

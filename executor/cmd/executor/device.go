@@ -10,13 +10,13 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/gemhq/gem/executor/device"
+	"github.com/gemhq/gem/executor/deviceagent"
 	"github.com/gemhq/gem/registry/gemlog"
 )
 
 func deviceFlagSet() (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("device", flag.ContinueOnError)
-	return fs, fs.String("registry", "", "registry `FILE` of the tools this device serves (default $GEM_DEVICE_REGISTRY, else "+device.RegistryPathDefault+")")
+	return fs, fs.String("registry", "", "registry `FILE` of the tools this device serves (default $GEM_DEVICE_REGISTRY, else "+deviceagent.RegistryPathDefault+")")
 }
 
 // runDevice is `executor device`: serve this machine's tools to the hub until SIGINT or SIGTERM. It exits
@@ -31,7 +31,7 @@ func runDevice(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	cfg, err := device.ConfigFromEnv(os.Getenv)
+	cfg, err := deviceagent.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")
 		return 2
@@ -41,7 +41,7 @@ func runDevice(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	agent, err := device.New(ctx, cfg, log)
+	agent, err := deviceagent.New(ctx, cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("device did not start")
 		return 2
@@ -49,7 +49,7 @@ func runDevice(args []string, stdout, stderr io.Writer) int {
 	log.Info().Int("tools", len(agent.Tools())).Str("hub", cfg.HubURL).Msg("device starting")
 	if err := agent.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("device stopped")
-		if errors.Is(err, device.ErrRefused) {
+		if errors.Is(err, deviceagent.ErrRefused) {
 			return 1
 		}
 		return 1

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 )
 
 // history lists the months of history and, with -retire, retires those past the retention now.

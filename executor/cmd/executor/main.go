@@ -33,7 +33,7 @@ import (
 	toolpacks "github.com/gemhq/gem/packs"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/rs/zerolog"
 )
 

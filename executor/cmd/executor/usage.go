@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
-	"github.com/gemhq/gem/executor/device"
+	"github.com/gemhq/gem/executor/deviceagent"
 	"github.com/gemhq/gem/executor/filestore"
 	"github.com/gemhq/gem/executor/remote"
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
@@ -18,7 +18,7 @@ import (
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/gemhq/gem/registry/settings"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/telemetry"
 )
 
@@ -201,13 +201,13 @@ var telemetryEnvVars = []envVar{
 	{telemetry.EnvExporterHeaders, "unset", "headers sent to the collector, e.g. authorization=Bearer%20xyz (the exporter reads it)"},
 }
 
-// deviceEnvVars are `executor device`'s variables (device.ConfigFromEnv).
+// deviceEnvVars are `executor device`'s variables (deviceagent.ConfigFromEnv).
 var deviceEnvVars = []envVar{
 	{"GEM_DEVICE_HUB", "required", "the brain's base URL, e.g. http://127.0.0.1:8088"},
 	{"GEM_DEVICE_TOKEN", "required (or GEM_DEVICE_TOKEN_FILE)", "this device's token, from `brain devices add NAME`"},
 	{"GEM_DEVICE_TOKEN_FILE", "unset", "a file holding the device token"},
-	{"GEM_DEVICE_REGISTRY", device.RegistryPathDefault, "registry file of the tools this device serves"},
-	{"GEM_DEVICE_MAX_RUNNING", fmt.Sprint(device.MaxRunningDefault), "calls the device runs at once"},
+	{"GEM_DEVICE_REGISTRY", deviceagent.RegistryPathDefault, "registry file of the tools this device serves"},
+	{"GEM_DEVICE_MAX_RUNNING", fmt.Sprint(deviceagent.MaxRunningDefault), "calls the device runs at once"},
 	{filestore.EnvDir, filestore.DefaultDir + " in the working folder", "the device's file store, for the files its MCP servers return"},
 	{remote.EnvBase64MinBytes, fmt.Sprint(remote.Base64MinBytesDefault), "an MCP server's undeclared base64 string this long or longer is stored as a file (0: only declared ones)"},
 	{"GEM_LOG_LEVEL", "info", "debug, info, warn or error"},

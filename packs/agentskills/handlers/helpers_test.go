@@ -14,7 +14,7 @@ import (
 	agentskillspack "github.com/gemhq/gem/packs/agentskills"
 	agentskillshandlers "github.com/gemhq/gem/packs/agentskills/handlers"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	businesspack "github.com/gemhq/gem/packs/business"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )

@@ -14,7 +14,7 @@ import (
 	integrationshandlers "github.com/gemhq/gem/packs/integrations/handlers"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemcontract"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

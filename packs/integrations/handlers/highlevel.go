@@ -15,7 +15,7 @@ import (
 	"github.com/gemhq/gem/executor"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry/phone"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )

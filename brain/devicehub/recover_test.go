@@ -1,4 +1,4 @@
-package devices
+package devicehub
 
 import (
 	"context"

@@ -1,9 +1,9 @@
-// Package device is `executor device`: the agent a person's machine runs to serve tools to GEM's hub
+// Package deviceagent is `executor device`: the agent a person's machine runs to serve tools to GEM's hub
 // (docs/devices.md). It connects out to a brain over an authenticated WebSocket, registers the tools of a
 // local registry file (rest and mcp tools: their implementations stay here), runs the calls the hub hands
 // it, and answers until the hub acknowledges — across dropped connections and hub restarts. It holds no
 // database credentials; every receipt is written on the hub side.
-package device
+package deviceagent
 
 import (
 	"context"
@@ -40,7 +40,7 @@ const (
 	maxMessage = 16 << 20
 )
 
-// Hub close codes (brain/devices): a refused registration and a replaced connection end the agent, since
+// Hub close codes (brain/devicehub): a refused registration and a replaced connection end the agent, since
 // reconnecting cannot help.
 const (
 	closeRefused  websocket.StatusCode = 4000

@@ -1,4 +1,4 @@
-package devices
+package devicehub
 
 // Connected is how many devices have a session with this hub now (gem_devices_connected).
 func (h *Hub) Connected() int {

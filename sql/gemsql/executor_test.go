@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gemhq/gem/sql/legacy"
+	"github.com/gemhq/gem/sql/migrations"
 	"io/fs"
 	"log/slog"
 	"time"
@@ -154,14 +156,13 @@ func MigrationStatus(ctx context.Context, pool *pgxpool.Pool, lines ...Line) ([]
 
 // Migrations returns the core line's migration files.
 func Migrations() fs.FS {
-	sub, _ := fs.Sub(migrationsFS, "migrations")
-	return sub
+	return migrations.FS
 }
 
 // LegacyMigrations returns the migrations made before the lines began: frozen, run only to bring a database
 // they made to their end.
 func LegacyMigrations() fs.FS {
-	sub, _ := fs.Sub(legacyFS, "legacy/migrations")
+	sub, _ := fs.Sub(legacy.Migrations, "migrations")
 	return sub
 }
 

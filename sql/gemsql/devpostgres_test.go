@@ -22,7 +22,7 @@ func TestDevPostgresMovesFromATakenPort(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o755)) // the server's user must reach it when the test runs as root
 	script := func(env []string, args ...string) (string, error) {
-		cmd := exec.Command("./dev-postgres.sh", args...)
+		cmd := exec.Command("../dev-postgres.sh", args...)
 		cmd.Env = append(append(os.Environ(), "GEM_PG_DIR="+dir+"/cluster"), env...)
 		out, err := cmd.Output()
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -1,13 +1,20 @@
 // Package testsignal lets a test wait for a component's internal event instead of sleeping or polling: the
 // component sends on a Signal, which does nothing until a test calls Init, and the test waits on it
-// (River's rivershared/testsignal, cut to what the brain uses).
+// (River's rivershared/testsignal, cut to what GEM uses). It does not import package testing, so the binaries
+// whose components report signals do not link it.
 package testsignal
 
 import (
 	"sync/atomic"
-	"testing"
 	"time"
 )
+
+// TB is what a signal needs of the test waiting on it (testing.TB has it).
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // WaitTimeout bounds Wait: long enough for a loaded machine, short enough to fail a test that waits for an
 // event that never comes.
@@ -26,11 +33,11 @@ type Signal[T any] struct {
 
 type initialised[T any] struct {
 	ch chan T
-	tb testing.TB
+	tb TB
 }
 
 // Init makes the signal record its events for tb; only tests call it, before the events they wait for.
-func (s *Signal[T]) Init(tb testing.TB) {
+func (s *Signal[T]) Init(tb TB) {
 	s.on.Store(&initialised[T]{ch: make(chan T, capacity), tb: tb})
 }
 
@@ -47,9 +54,13 @@ func (s *Signal[T]) Signal(val T) {
 	}
 }
 
-// Wait returns the next value signalled, failing the test after WaitTimeout. Init must have been called.
+// Wait returns the next value signalled, failing the test after WaitTimeout. It panics when Init was not
+// called: there is no test to fail, and the wait could never end.
 func (s *Signal[T]) Wait() T {
 	on := s.on.Load()
+	if on == nil {
+		panic("testsignal: Wait on a signal that was never Init: call Init before the events the test waits for")
+	}
 	on.tb.Helper()
 	select {
 	case val := <-on.ch:

@@ -20,9 +20,9 @@ import (
 func TestDocsSQLExamples(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	docs, err := filepath.Glob("../docs/*.md")
+	docs, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
-	docs = append(docs, "../README.md")
+	docs = append(docs, "../../README.md")
 	preparable := regexp.MustCompile(`(?i)^(SELECT|INSERT|UPDATE|DELETE|WITH)\b`)
 	placeholder := regexp.MustCompile(`'(?:…|\.\.\.)'`)
 	checked := 0
@@ -59,14 +59,14 @@ func TestDocsSQLExamples(t *testing.T) {
 // the README shows failing on purpose. (docs/receipts.md's os.create_task lacked its domain.)
 func TestDocsCallExamples(t *testing.T) {
 	t.Parallel()
-	reg, err := registry.Load("../tools.registry.json")
+	reg, err := registry.Load("../../tools.registry.json")
 	require.NoError(t, err)
-	brokenOnPurpose := map[string]bool{"../README.md leads.create": true}
-	docs, err := filepath.Glob("../docs/*.md")
+	brokenOnPurpose := map[string]bool{"../../README.md leads.create": true}
+	docs, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
 	call := regexp.MustCompile(`\(\s*'([a-z_.]+)'\s*,\s*'(\{.*?\})'`)
 	checked := 0
-	for _, doc := range append(docs, "../README.md") {
+	for _, doc := range append(docs, "../../README.md") {
 		raw, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		for _, block := range regexp.MustCompile("(?s)```sql\n(.*?)\n\\s*```").FindAllStringSubmatch(string(raw), -1) {
@@ -97,7 +97,7 @@ func TestDocsCallExamples(t *testing.T) {
 // tool's receipt_fields (it showed one the tool has not).
 func TestReceiptDocExample(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../docs/receipts.md")
+	raw, err := os.ReadFile("../../docs/receipts.md")
 	require.NoError(t, err)
 	example := regexp.MustCompile("(?s)Example:\n\n```json\n(.*?)\n```").FindStringSubmatch(string(raw))
 	require.NotNil(t, example)
@@ -108,7 +108,7 @@ func TestReceiptDocExample(t *testing.T) {
 		Summary map[string]any    `json:"summary"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(example[1]), &receipt))
-	reg, err := registry.Load("../tools.registry.json")
+	reg, err := registry.Load("../../tools.registry.json")
 	require.NoError(t, err)
 	tool, ok := reg.Tool(receipt.Tool)
 	require.True(t, ok, receipt.Tool)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/packs"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,7 +27,7 @@ import (
 // adoption an earlier start left part done: one line adopted alone, or a line's table made and nothing in it.
 func TestLegacyDatabaseAdoptsTheLines(t *testing.T) {
 	t.Parallel()
-	committed, err := os.ReadFile("schema.sql")
+	committed, err := os.ReadFile("../schema.sql")
 	require.NoError(t, err)
 	fresh, _ := sqltest.NewDB(t)
 	want := builtInRows(t, fresh)

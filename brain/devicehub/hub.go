@@ -1,9 +1,9 @@
-// Package devices is the hub of GEM's devices (docs/devices.md): it accepts devices' WebSockets at
+// Package devicehub is the hub of GEM's devices (docs/devices.md): it accepts devices' WebSockets at
 // /devices/connect, records the tools they register in PostgreSQL, hands them the calls executors relay
 // through core_device_attempts, and stores their answers there. The hub never writes a receipt: the executor
 // that relays a call does, in the usual transaction. Any number of brains may be hubs; a device is connected
 // to one of them at a time.
-package devices
+package devicehub
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/gemhq/gem/brain/internal/testsignal"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
+	"github.com/gemhq/gem/sql/testsignal"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/stretchr/testify/require"
 )

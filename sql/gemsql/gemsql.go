@@ -1,13 +1,12 @@
-// Package gemsql is GEM's database layer shared by the brain and the executor (import path
-// github.com/gemhq/gem/sql): the embedded migrations and how they are applied, connection pools, making
-// calls, reading receipts, and waiting for receipts with LISTEN/NOTIFY.
+// Package gemsql is GEM's database layer shared by the brain and the executor: how the migrations are
+// applied, connection pools, making calls, reading receipts, and waiting for receipts with LISTEN/NOTIFY.
 //
-// The core's schema is in migrations/*.sql (the packs' in their folders; schema.sql is all of it); docs/receipts.md describes the tables and views for auditing.
+// The core's schema is in sql/migrations/*.sql (the packs' in their folders; sql/schema.sql is all of it);
+// docs/receipts.md describes the tables and views for auditing.
 package gemsql
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,12 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-//go:embed migrations/*.sql
-var migrationsFS embed.FS
-
-//go:embed legacy/migrations/*.sql
-var legacyFS embed.FS
 
 // ReceiptChannel is the LISTEN channel a receipt insert notifies. The payload is the call id alone, a
 // wake-up: any database login may LISTEN and NOTIFY it, so a listener reads the receipt itself, under its

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 )

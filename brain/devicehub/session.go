@@ -1,4 +1,4 @@
-package devices
+package devicehub
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"

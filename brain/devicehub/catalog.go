@@ -1,4 +1,4 @@
-package devices
+package devicehub
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -1,4 +1,4 @@
-package devices
+package devicehub
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"

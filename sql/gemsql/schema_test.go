@@ -29,10 +29,10 @@ func TestSchemaMatchesMigrations(t *testing.T) {
 	dump, err := schemaDump(t.Context(), dbURL)
 	require.NoError(t, err)
 	if *updateSchema {
-		require.NoError(t, os.WriteFile("schema.sql", []byte(dump), 0o644))
+		require.NoError(t, os.WriteFile("../schema.sql", []byte(dump), 0o644))
 		return
 	}
-	committed, err := os.ReadFile("schema.sql")
+	committed, err := os.ReadFile("../schema.sql")
 	require.NoError(t, err, "schema.sql is missing: run make schema")
 	if string(committed) != dump {
 		t.Fatalf("schema.sql is not the schema the migrations make: run make schema and commit it. The first difference:\n%s",

@@ -1,4 +1,4 @@
-package devices
+package devicehub
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/registry"
-	gemsql "github.com/gemhq/gem/sql"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
