@@ -11,6 +11,7 @@ import (
 	businesspack "github.com/gemhq/gem/packs/business"
 	businessplan "github.com/gemhq/gem/packs/business/plan"
 	"github.com/gemhq/gem/packs/internal/plantest"
+	"github.com/gemhq/gem/packs/plans"
 	"github.com/stretchr/testify/require"
 )
 
@@ -267,4 +268,19 @@ func TestSentences(t *testing.T) {
 	noBooking := func(tool string) bool { return tool != businesspack.ScheduleInspection }
 	require.Equal(t, []string{`after contacting them: "move lead l1 to contacted"`}, created.Next(in, out, noBooking))
 	require.Empty(t, created.Next(in, out, func(string) bool { return false }), "no suggestion of a tool the registry lacks")
+}
+
+// TestListLeadsInEveryStage: "list <stage> leads" lists the leads in that stage, for every stage a lead can
+// be in, inspected included (the inspection tools move a lead there, and nobody sets it by hand).
+func TestListLeadsInEveryStage(t *testing.T) {
+	p, _ := plantest.Planner(t, plans.Rules, time.UTC)
+	var cases []plantest.Case
+	for _, stage := range businesspack.LeadStages {
+		want := `{"stage": "` + stage + `"}`
+		spaced := strings.ReplaceAll(stage, "_", " ")
+		cases = append(cases, plantest.Case{"list " + spaced + " leads", businesspack.ListLeadsByStage, want},
+			plantest.Case{"show leads in " + spaced, businesspack.ListLeadsByStage, want},
+			plantest.Case{"list lead " + stage, businesspack.ListLeadsByStage, want})
+	}
+	plantest.PlansAs(t, p, plantest.Now, cases)
 }

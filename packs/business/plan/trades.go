@@ -497,12 +497,14 @@ var tradesRules = []planner.Rule{
 		Patterns: []string{
 			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|which\s+are)\b(?P<filters>.*?)\bleads\b(?P<more>.*)$`,
 			`^(?P<filters>(?:\w+\s+)?)leads\b(?P<more>.*)$`,
-			`^(?:please\s+)?(?:list|show)\s+lead\s+(?:in\s+)?(?P<filters>` + strings.Join(mapped(businesspack.SettableLeadStages, stagePattern), "|") + `)(?:\s+stage)?\s*[.!?]*$`,
+			`^(?:please\s+)?(?:list|show)\s+lead\s+(?:in\s+)?(?P<filters>` + strings.Join(mapped(businesspack.LeadStages, stagePattern), "|") + `)(?:\s+stage)?\s*[.!?]*$`,
 		},
 		Build: func(m *planner.Match) (any, error) {
 			words := m.Group("filters") + " " + m.Group("more")
 			var in businesspack.LeadsListByStageInput
-			for _, stage := range businesspack.SettableLeadStages {
+			// Every stage a lead can be in, not only those a person sets: the inspection tools move a lead
+			// to inspected, and people ask for those leads too.
+			for _, stage := range businesspack.LeadStages {
 				if planner.HasWord(words, stage, strings.ReplaceAll(stage, "_", " ")) {
 					in.Stage = stage
 					break
