@@ -188,6 +188,27 @@ type ScheduledContent struct {
 	AssetIDs      []string  `json:"asset_ids"`
 }
 
+// ContentItem is an item of marketing.schedule_content: what goes out, where and when (PublishAt, or
+// PublishDate at 9 am in the business's time zone), with its copy, its assets (ids or file references),
+// notes and priority (low, normal or high; normal when left out). The tool also takes an item's fields
+// under other names (platform for channel, due_at for publish_at, due_date for publish_date, body for
+// content, assets_refs for asset_refs).
+type ContentItem struct {
+	Title       string     `json:"title"`
+	Channel     string     `json:"channel"`
+	PublishAt   *time.Time `json:"publish_at,omitempty"`
+	PublishDate *string    `json:"publish_date,omitempty"`
+	Content     *string    `json:"content,omitempty"`
+	AssetRefs   []string   `json:"asset_refs,omitempty"`
+	Notes       *string    `json:"notes,omitempty"`
+	Priority    string     `json:"priority,omitempty"`
+}
+
+// MarketingScheduleContentInput is marketing.schedule_content's input: the items to schedule, in order.
+type MarketingScheduleContentInput struct {
+	Items []ContentItem `json:"items"`
+}
+
 // MarketingScheduleContentOutput is marketing.schedule_content's result.
 type MarketingScheduleContentOutput struct {
 	CreatedTaskIDs []string           `json:"created_task_ids"`

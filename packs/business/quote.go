@@ -207,3 +207,46 @@ type QuoteMarkDeclinedInput struct {
 	Reason  string `json:"reason"`
 	Notes   string `json:"notes,omitempty"`
 }
+
+// QuoteGeneratePDFOutput is quote.generate_pdf's result: the PDF it wrote to the file store, and the total
+// the PDF shows (GST included).
+type QuoteGeneratePDFOutput struct {
+	// FileRef is the PDF's reference in the file store (gemfs://<sha256>.pdf).
+	FileRef  string `json:"file_ref"`
+	QuoteID  string `json:"quote_id"`
+	Template string `json:"template"`
+	// Name is a file name for people (quote-Q-0001.pdf).
+	Name        string `json:"name"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	SHA256      string `json:"sha256"`
+	TotalCents  int64  `json:"total_cents"`
+}
+
+// QuoteDelivery is a message quote.send_to_client sent: its channel, where it went (an address or an E.164
+// number), its row in the communications log and the provider's reference.
+type QuoteDelivery struct {
+	Channel     string `json:"channel"`
+	To          string `json:"to"`
+	CommID      string `json:"comm_id"`
+	Provider    string `json:"provider"`
+	ProviderRef string `json:"provider_ref"`
+}
+
+// MessageNotSent is a channel asked for whose message to the customer did not go out, and why.
+type MessageNotSent struct {
+	Channel string `json:"channel"`
+	Reason  string `json:"reason"`
+}
+
+// QuoteSendToClientOutput is quote.send_to_client's result: the messages that went out, the channels that
+// failed after another had gone out, and the quote's status and its lead's stage after sending.
+type QuoteSendToClientOutput struct {
+	Sent           bool             `json:"sent"`
+	QuoteID        string           `json:"quote_id"`
+	Status         string           `json:"status"`
+	PreviousStatus string           `json:"previous_status"`
+	LeadStage      string           `json:"lead_stage"`
+	Deliveries     []QuoteDelivery  `json:"deliveries"`
+	NotDelivered   []MessageNotSent `json:"not_delivered"`
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 )
 
@@ -21,12 +22,6 @@ type messageSent struct {
 	To          string    `json:"to"`
 	MessageID   uuid.UUID `json:"message_id"`
 	ProviderRef string    `json:"provider_ref"`
-}
-
-// messageNotSent is a channel asked for whose message did not go out, and why.
-type messageNotSent struct {
-	Channel string `json:"channel"`
-	Reason  string `json:"reason"`
 }
 
 // customerMessage is a message to a customer on one or both channels, addressed to the phone and email
@@ -43,9 +38,9 @@ type customerMessage struct {
 
 // customerMessageResult says what went out.
 type customerMessageResult struct {
-	Sent     bool             `json:"sent"`
-	Messages []messageSent    `json:"messages"`
-	NotSent  []messageNotSent `json:"not_sent"`
+	Sent     bool                          `json:"sent"`
+	Messages []messageSent                 `json:"messages"`
+	NotSent  []businesspack.MessageNotSent `json:"not_sent"`
 }
 
 // sendToCustomer sends the message. Every provider the channel needs must be configured (else
@@ -64,15 +59,15 @@ func (p *pack) sendToCustomer(ctx context.Context, c *executor.Call, m customerM
 			return nil, err
 		}
 	}
-	out := &customerMessageResult{Messages: []messageSent{}, NotSent: []messageNotSent{}}
+	out := &customerMessageResult{Messages: []messageSent{}, NotSent: []businesspack.MessageNotSent{}}
 	var messages []outgoing
 	// A channel without a usable address is given up; with both asked for, the other may still go.
 	if wantSMS {
 		switch {
 		case m.phone == nil:
-			out.NotSent = append(out.NotSent, messageNotSent{"sms", "the customer has no phone number on record"})
+			out.NotSent = append(out.NotSent, businesspack.MessageNotSent{Channel: "sms", Reason: "the customer has no phone number on record"})
 		case !p.canText(*m.phone):
-			out.NotSent = append(out.NotSent, messageNotSent{"sms", fmt.Sprintf("the customer's phone %q cannot receive SMS", *m.phone)})
+			out.NotSent = append(out.NotSent, businesspack.MessageNotSent{Channel: "sms", Reason: fmt.Sprintf("the customer's phone %q cannot receive SMS", *m.phone)})
 		default:
 			messages = append(messages, outgoing{sms: &smsDelivery{To: *m.phone, Body: m.smsBody, Ref: m.about}})
 		}
@@ -80,9 +75,9 @@ func (p *pack) sendToCustomer(ctx context.Context, c *executor.Call, m customerM
 	if wantEmail {
 		switch {
 		case m.email == nil:
-			out.NotSent = append(out.NotSent, messageNotSent{"email", "the customer has no email address on record"})
+			out.NotSent = append(out.NotSent, businesspack.MessageNotSent{Channel: "email", Reason: "the customer has no email address on record"})
 		case !canEmail(*m.email):
-			out.NotSent = append(out.NotSent, messageNotSent{"email", fmt.Sprintf("the customer's email %q is not an email address", *m.email)})
+			out.NotSent = append(out.NotSent, businesspack.MessageNotSent{Channel: "email", Reason: fmt.Sprintf("the customer's email %q is not an email address", *m.email)})
 		default:
 			messages = append(messages, outgoing{email: &emailDelivery{To: *m.email, Subject: m.subject, Body: m.mailBody, Ref: m.about}})
 		}
@@ -124,8 +119,8 @@ type delivered struct {
 // deliverInTurn sends the messages in order: the one mechanism of every send to a customer on several
 // channels. A failure before anything went out fails the call; after, the call goes on (failing would roll
 // back the record of a message the customer has) and the failure is listed in failed.
-func (p *pack) deliverInTurn(ctx context.Context, c *executor.Call, messages []outgoing) (sent []delivered, failed []messageNotSent, err error) {
-	failed = []messageNotSent{}
+func (p *pack) deliverInTurn(ctx context.Context, c *executor.Call, messages []outgoing) (sent []delivered, failed []businesspack.MessageNotSent, err error) {
+	failed = []businesspack.MessageNotSent{}
 	for _, m := range messages {
 		d, err := p.deliverOne(ctx, c, m)
 		switch {
@@ -134,7 +129,7 @@ func (p *pack) deliverInTurn(ctx context.Context, c *executor.Call, messages []o
 		case len(sent) == 0:
 			return nil, nil, err
 		default:
-			failed = append(failed, messageNotSent{Channel: m.channel(), Reason: errorMessage(err)})
+			failed = append(failed, businesspack.MessageNotSent{Channel: m.channel(), Reason: errorMessage(err)})
 		}
 	}
 	return sent, failed, nil

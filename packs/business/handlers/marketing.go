@@ -667,17 +667,6 @@ var contentItemFields = map[string]string{
 	"asset_refs": "asset_refs", "assets_refs": "asset_refs", "notes": "notes", "priority": "priority",
 }
 
-// contentItem is one item of marketing.schedule_content, checked.
-type contentItem struct {
-	Title     string
-	Channel   string
-	PublishAt time.Time
-	Content   *string
-	AssetRefs []string
-	Notes     *string
-	Priority  string
-}
-
 type scheduleContentInput struct {
 	Items []json.RawMessage `json:"items"`
 }
@@ -697,7 +686,7 @@ func (p *pack) scheduleContent(ctx context.Context, c *executor.Call, in schedul
 		return nil, err
 	}
 	now := time.Now()
-	items := make([]contentItem, len(in.Items))
+	items := make([]businesspack.ContentItem, len(in.Items))
 	for i, raw := range in.Items {
 		if items[i], err = parseContentItem(raw, loc, now); err != nil {
 			return nil, executor.Invalid("items[%d]: %s", i, strings.TrimPrefix(err.Error(), "validation_error: "))
@@ -728,11 +717,11 @@ func (p *pack) scheduleContent(ctx context.Context, c *executor.Call, in schedul
 		var taskID uuid.UUID
 		if err := c.DB.QueryRow(ctx, `INSERT INTO os_tasks (title, description, priority, due_at, domain, context_type, context_id)
 			VALUES ($1, nullif($2, ''), $3, $4, 'business', 'marketing_content', $5) RETURNING id`,
-			title, strings.TrimSpace(description.String()), it.Priority, it.PublishAt, itemID.String()).Scan(&taskID); err != nil {
+			title, strings.TrimSpace(description.String()), it.Priority, *it.PublishAt, itemID.String()).Scan(&taskID); err != nil {
 			return nil, err
 		}
 		if _, err := c.DB.Exec(ctx, `INSERT INTO marketing_content_items (id, task_id, channel, title, publish_at, content, asset_ids, notes)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, itemID, taskID, it.Channel, it.Title, it.PublishAt, it.Content, assetIDs, it.Notes); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, itemID, taskID, it.Channel, it.Title, *it.PublishAt, it.Content, assetIDs, it.Notes); err != nil {
 			return nil, err
 		}
 		ids := make([]string, len(assetIDs))
@@ -741,26 +730,27 @@ func (p *pack) scheduleContent(ctx context.Context, c *executor.Call, in schedul
 		}
 		out.CreatedTaskIDs = append(out.CreatedTaskIDs, taskID.String())
 		out.Items = append(out.Items, businesspack.ScheduledContent{TaskID: taskID.String(), ContentItemID: itemID.String(), Title: it.Title, Channel: it.Channel,
-			PublishAt: it.PublishAt, AssetIDs: ids})
+			PublishAt: *it.PublishAt, AssetIDs: ids})
 	}
 	return &out, nil
 }
 
-// parseContentItem checks one item: known fields only, a title, a channel and a publish time that has not
-// passed (publish_at, or publish_date at 9 am in the business's time zone).
-func parseContentItem(raw json.RawMessage, loc *time.Location, now time.Time) (contentItem, error) {
+// parseContentItem reads one item key by key, each field under any of its names, and checks it: known
+// fields only, a title, a channel and a publish time that has not passed. Its PublishAt is when it goes
+// out: publish_at, or publish_date at 9 am in the business's time zone.
+func parseContentItem(raw json.RawMessage, loc *time.Location, now time.Time) (businesspack.ContentItem, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return contentItem{}, executor.Invalid("is not an object")
+		return businesspack.ContentItem{}, executor.Invalid("is not an object")
 	}
 	byName := map[string]json.RawMessage{}
 	for k, v := range fields {
 		name, ok := contentItemFields[k]
 		if !ok {
-			return contentItem{}, executor.Invalid("unknown field %q; an item has title, channel, publish_at or publish_date, content, asset_refs, notes and priority", k)
+			return businesspack.ContentItem{}, executor.Invalid("unknown field %q; an item has title, channel, publish_at or publish_date, content, asset_refs, notes and priority", k)
 		}
 		if _, dup := byName[name]; dup {
-			return contentItem{}, executor.Invalid("%s is given twice (under two names)", name)
+			return businesspack.ContentItem{}, executor.Invalid("%s is given twice (under two names)", name)
 		}
 		byName[name] = v
 	}
@@ -775,7 +765,7 @@ func parseContentItem(raw json.RawMessage, loc *time.Location, now time.Time) (c
 		}
 		return trimmedText(&s), nil
 	}
-	it := contentItem{Priority: "normal", AssetRefs: []string{}}
+	it := businesspack.ContentItem{Priority: "normal", AssetRefs: []string{}}
 	title, err := str("title")
 	if err != nil {
 		return it, err
@@ -808,12 +798,14 @@ func parseContentItem(raw json.RawMessage, loc *time.Location, now time.Time) (c
 	case publishAt != nil && publishDate != nil:
 		return it, executor.Invalid("give publish_at or publish_date, not both")
 	case publishAt != nil:
-		if it.PublishAt, err = time.Parse(time.RFC3339, *publishAt); err != nil {
+		at, err := time.Parse(time.RFC3339, *publishAt)
+		if err != nil {
 			return it, executor.Invalid("publish_at %q is not an RFC 3339 date-time", *publishAt)
 		}
-		if it.PublishAt.Before(now) {
+		if at.Before(now) {
 			return it, executor.Invalid("publish_at %s has passed", *publishAt)
 		}
+		it.PublishAt = &at
 	case publishDate != nil:
 		d, err := time.ParseInLocation(time.DateOnly, *publishDate, loc)
 		if err != nil {
@@ -822,7 +814,8 @@ func parseContentItem(raw json.RawMessage, loc *time.Location, now time.Time) (c
 		if dateOf(d).before(dateOf(now.In(loc))) {
 			return it, executor.Invalid("publish_date %s has passed", *publishDate)
 		}
-		it.PublishAt = d.Add(contentPublishHour * time.Hour)
+		at := d.Add(contentPublishHour * time.Hour)
+		it.PublishAt, it.PublishDate = &at, publishDate
 	default:
 		return it, executor.Invalid("publish_at (a date-time) or publish_date (YYYY-MM-DD) is missing")
 	}

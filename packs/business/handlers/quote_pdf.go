@@ -75,21 +75,10 @@ func loadQuoteDocument(ctx context.Context, c *executor.Call, q businesspack.Quo
 // quantityText shows a line's quantity and unit: "8 m", "2.5 tube".
 func quantityText(l businesspack.QuoteLineItem) string { return l.Quantity.String() + " " + l.Unit }
 
-type generateQuotePDFOutput struct {
-	FileRef     string `json:"file_ref"`
-	QuoteID     string `json:"quote_id"`
-	Template    string `json:"template"`
-	Name        string `json:"name"`
-	ContentType string `json:"content_type"`
-	Bytes       int64  `json:"bytes"`
-	SHA256      string `json:"sha256"`
-	TotalCents  int64  `json:"total_cents"`
-}
-
 // generateQuotePDF writes a quote as an A4 PDF into the file store: the business's letterhead, the
 // customer and site, what the inspection found, the lines, subtotal, GST and total, and the terms. The
 // same quote gives the same bytes, so generating it again writes nothing new.
-func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in businesspack.QuoteGeneratePDFInput) (*generateQuotePDFOutput, error) {
+func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in businesspack.QuoteGeneratePDFInput) (*businesspack.QuoteGeneratePDFOutput, error) {
 	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
@@ -113,7 +102,7 @@ func (p *pack) generateQuotePDF(ctx context.Context, c *executor.Call, in busine
 	if err != nil {
 		return nil, err
 	}
-	return &generateQuotePDFOutput{
+	return &businesspack.QuoteGeneratePDFOutput{
 		FileRef: f.Ref, QuoteID: q.QuoteID, Template: in.Template, Name: f.Name, ContentType: f.ContentType,
 		Bytes: f.Bytes, SHA256: f.SHA256, TotalCents: d.TotalCents,
 	}, nil

@@ -7,27 +7,7 @@ import (
 
 	"github.com/gemhq/gem/executor"
 	businesspack "github.com/gemhq/gem/packs/business"
-	"github.com/google/uuid"
 )
-
-// quoteDelivery is one message that took the quote to the customer.
-type quoteDelivery struct {
-	Channel     string    `json:"channel"`
-	To          string    `json:"to"`
-	CommID      uuid.UUID `json:"comm_id"`
-	Provider    string    `json:"provider"`
-	ProviderRef string    `json:"provider_ref"`
-}
-
-type sendQuoteOutput struct {
-	Sent           bool             `json:"sent"`
-	QuoteID        string           `json:"quote_id"`
-	Status         string           `json:"status"`
-	PreviousStatus string           `json:"previous_status"`
-	LeadStage      string           `json:"lead_stage"`
-	Deliveries     []quoteDelivery  `json:"deliveries"`
-	NotDelivered   []messageNotSent `json:"not_delivered"`
-}
 
 // sendQuoteToClient sends a quote to its customer by email, SMS or both, through the providers of comms,
 // and marks a draft quote sent (its totals brought up to date first; it needs a line). The email carries
@@ -36,7 +16,7 @@ type sendQuoteOutput struct {
 // before anything is sent: a provider not configured is not_configured, a missing or bad recipient a
 // validation_error. If the email went out and the SMS then failed, the call still succeeds, saying so in
 // not_delivered. A resend of a sent quote sends again; an accepted or declined quote is a conflict.
-func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in businesspack.QuoteSendToClientInput) (*sendQuoteOutput, error) {
+func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in businesspack.QuoteSendToClientInput) (*businesspack.QuoteSendToClientOutput, error) {
 	quoteID, err := executor.RecordID("quote_id", in.QuoteID)
 	if err != nil {
 		return nil, err
@@ -105,9 +85,9 @@ func (p *pack) sendQuoteToClient(ctx context.Context, c *executor.Call, in busin
 	if err != nil {
 		return nil, err
 	}
-	out := &sendQuoteOutput{QuoteID: q.QuoteID, PreviousStatus: previous, Deliveries: []quoteDelivery{}, NotDelivered: failed}
+	out := &businesspack.QuoteSendToClientOutput{QuoteID: q.QuoteID, PreviousStatus: previous, Deliveries: []businesspack.QuoteDelivery{}, NotDelivered: failed}
 	for _, s := range sent {
-		out.Deliveries = append(out.Deliveries, quoteDelivery{Channel: s.Channel, To: s.To, CommID: s.ID, Provider: s.Provider, ProviderRef: s.ProviderRef})
+		out.Deliveries = append(out.Deliveries, businesspack.QuoteDelivery{Channel: s.Channel, To: s.To, CommID: s.ID.String(), Provider: s.Provider, ProviderRef: s.ProviderRef})
 	}
 
 	via := out.Deliveries[0].Channel

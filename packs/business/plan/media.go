@@ -1,6 +1,7 @@
 package businessplan
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -188,8 +189,15 @@ var mediaRules = []planner.Rule{
 	},
 }
 
-// mediaSentences: no media or marketing tool has a sentence of its own yet (plan_test.go says why).
-var mediaSentences = run.Sentences{}
+// mediaSentences are what the answer says of the media and marketing tools' calls; the others get the
+// generic sentence (plan_test.go says why).
+var mediaSentences = run.Sentences{
+	businesspack.ScheduleContent: run.Says(func(_ struct{}, out businesspack.MarketingScheduleContentOutput, when run.When) string {
+		return run.List(out.Items, "item scheduled", "items scheduled", func(it businesspack.ScheduledContent) string {
+			return fmt.Sprintf("%s on %s, %s", it.Title, it.Channel, when(it.PublishAt))
+		})
+	}, nil),
+}
 
 var (
 	metricRe = regexp.MustCompile(`(?i)(\$?)\s*(\d[\d,]*(?:\.\d+)?)\s*(?:in\s+)?([a-z][a-z ]*?)\s*(?:,|;|\band\b|$)`)

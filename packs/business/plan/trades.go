@@ -636,6 +636,20 @@ var tradesSentences = run.Sentences{
 	businesspack.MarkQuoteDeclined: run.Says(func(in businesspack.QuoteMarkDeclinedInput, _ struct{}, _ run.When) string {
 		return fmt.Sprintf("Quote %s is declined: %s.", in.QuoteID, strings.TrimSuffix(in.Reason, "."))
 	}, nil),
+	businesspack.SendQuoteToClient: run.Says(func(in businesspack.QuoteSendToClientInput, out businesspack.QuoteSendToClientOutput, _ run.When) string {
+		sent := make([]string, len(out.Deliveries))
+		for i, d := range out.Deliveries {
+			sent[i] = channelName(d.Channel) + " to " + d.To
+		}
+		s := fmt.Sprintf("Sent quote %s to the customer by %s.", cmp.Or(out.QuoteID, in.QuoteID), strings.Join(sent, " and "))
+		if len(sent) == 0 {
+			s = fmt.Sprintf("Quote %s went to nobody.", cmp.Or(out.QuoteID, in.QuoteID))
+		}
+		for _, n := range out.NotDelivered {
+			s += fmt.Sprintf(" The %s did not go: %s.", channelName(n.Channel), strings.TrimSuffix(n.Reason, "."))
+		}
+		return s
+	}, nil),
 	businesspack.AssignJobDates: run.Says(func(in businesspack.JobAssignDatesInput, out businesspack.Job, _ run.When) string {
 		s := fmt.Sprintf("Job %s is scheduled from %s", in.JobID, in.StartDate)
 		if out.EndDate != nil && *out.EndDate != in.StartDate {
@@ -672,6 +686,14 @@ var tradesSentences = run.Sentences{
 
 // spaced says an enum value in words: inspection_scheduled → inspection scheduled.
 func spaced(v string) string { return strings.ReplaceAll(v, "_", " ") }
+
+// channelName is a message's channel as the answer says it: email or SMS.
+func channelName(channel string) string {
+	if channel == businesspack.ChannelSMS {
+		return "SMS"
+	}
+	return channel
+}
 
 // stagePattern matches a stage as typed: inspection_scheduled or inspection scheduled.
 func stagePattern(stage string) string { return strings.ReplaceAll(stage, "_", `[\s_]`) }
