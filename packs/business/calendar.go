@@ -30,7 +30,7 @@ type FreeSlot struct {
 	StartAt time.Time `json:"start_at"`
 	EndAt   time.Time `json:"end_at"`
 	// Date is the slot's day (YYYY-MM-DD) and Weekday its name (Monday).
-	Date    string `json:"date"`
+	Date    Date   `json:"date"`
 	Weekday string `json:"weekday"`
 }
 

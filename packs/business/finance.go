@@ -11,10 +11,10 @@ const (
 var FinanceTools = []string{AddExpense, GenerateCashflowSnapshot, GeneratePnLSnapshot}
 
 // FinanceSnapshotInput is the input of the money reports (finance.generate_cashflow_snapshot and
-// finance.generate_pnl_snapshot): the days they count (2006-01-02), both left out for the tool's default.
+// finance.generate_pnl_snapshot): the days they count, both left out for the tool's default.
 type FinanceSnapshotInput struct {
-	From string `json:"from,omitempty"`
-	To   string `json:"to,omitempty"`
+	From Date `json:"from,omitzero"`
+	To   Date `json:"to,omitzero"`
 }
 
 // FinanceTally is an amount of money and how many records make it up.
@@ -23,15 +23,15 @@ type FinanceTally struct {
 	Count       int   `json:"count"`
 }
 
-// DayTally is the money of one day (YYYY-MM-DD).
+// DayTally is the money of one day.
 type DayTally struct {
-	Date string `json:"date"`
+	Date Date `json:"date"`
 	FinanceTally
 }
 
-// WeekTally is the money of the week starting on a Monday (YYYY-MM-DD).
+// WeekTally is the money of the week starting on a Monday.
 type WeekTally struct {
-	WeekStart string `json:"week_start"`
+	WeekStart Date `json:"week_start"`
 	FinanceTally
 }
 
@@ -73,20 +73,20 @@ type CashMonth struct {
 	NetCents     int64  `json:"net_cents"`
 }
 
-// Receivables are what customers owed at the end of a report's days (AsOf, YYYY-MM-DD).
+// Receivables are what customers owed at the end of a report's days (AsOf).
 type Receivables struct {
-	AsOf             string `json:"as_of"`
-	OutstandingCents int64  `json:"outstanding_cents"`
-	OutstandingCount int    `json:"outstanding_count"`
-	OverdueCents     int64  `json:"overdue_cents"`
-	OverdueCount     int    `json:"overdue_count"`
+	AsOf             Date  `json:"as_of"`
+	OutstandingCents int64 `json:"outstanding_cents"`
+	OutstandingCount int   `json:"outstanding_count"`
+	OverdueCents     int64 `json:"overdue_cents"`
+	OverdueCount     int   `json:"overdue_count"`
 }
 
-// CashflowSummary is a cash flow report: its days (YYYY-MM-DD), the money in and out, each month, and the
+// CashflowSummary is a cash flow report: its days, the money in and out, each month, and the
 // receivables.
 type CashflowSummary struct {
-	From        string      `json:"from"`
-	To          string      `json:"to"`
+	From        Date        `json:"from"`
+	To          Date        `json:"to"`
 	Currency    string      `json:"currency"`
 	CashIn      CashIn      `json:"cash_in"`
 	CashOut     CashOut     `json:"cash_out"`
@@ -112,11 +112,11 @@ type PnLMonth struct {
 	NetProfitCents    int64  `json:"net_profit_cents"`
 }
 
-// PnLSummary is a profit and loss report over its days (YYYY-MM-DD): revenue is what was invoiced, without
+// PnLSummary is a profit and loss report over its days: revenue is what was invoiced, without
 // GST; costs are expenses without GST. The gross margin is nil without revenue.
 type PnLSummary struct {
-	From                   string          `json:"from"`
-	To                     string          `json:"to"`
+	From                   Date            `json:"from"`
+	To                     Date            `json:"to"`
 	Currency               string          `json:"currency"`
 	InvoiceCount           int             `json:"invoice_count"`
 	InvoicedTotalCents     int64           `json:"invoiced_total_cents"`

@@ -41,9 +41,9 @@ type Invoice struct {
 	AmountPaidCents int64  `json:"amount_paid_cents"`
 	BalanceCents    int64  `json:"balance_cents"`
 	Status          string `json:"status"`
-	// IssuedOn and DueOn are the days it was issued and payment is due (2006-01-02).
-	IssuedOn  string     `json:"issued_on"`
-	DueOn     string     `json:"due_on"`
+	// IssuedOn and DueOn are the days it was issued and payment is due.
+	IssuedOn  Date       `json:"issued_on"`
+	DueOn     Date       `json:"due_on"`
 	Notes     *string    `json:"notes"`
 	SentAt    *time.Time `json:"sent_at"`
 	PaidAt    *time.Time `json:"paid_at"`
@@ -86,8 +86,8 @@ type InvoiceAddPaymentOutput struct {
 	Method      string    `json:"method"`
 	Reference   *string   `json:"reference"`
 	PaidAt      time.Time `json:"paid_at"`
-	// ReceivedOn is the day it was received (2006-01-02) in the business's time zone.
-	ReceivedOn     string   `json:"received_on"`
+	// ReceivedOn is the day it was received in the business's time zone.
+	ReceivedOn     Date     `json:"received_on"`
 	Notes          *string  `json:"notes"`
 	Created        bool     `json:"created"`
 	PreviousStatus string   `json:"previous_status"`
@@ -129,11 +129,11 @@ type OverdueInvoice struct {
 }
 
 // InvoiceListOverdueOutput is invoice.list_overdue's result: the invoices listed (oldest due first), and
-// how many there are and what they owe in all, on AsOf (2006-01-02).
+// how many there are and what they owe in all, on AsOf.
 type InvoiceListOverdueOutput struct {
 	Invoices              []OverdueInvoice `json:"invoices"`
 	Count                 int              `json:"count"`
 	TotalCount            int64            `json:"total_count"`
 	TotalOutstandingCents int64            `json:"total_outstanding_cents"`
-	AsOf                  string           `json:"as_of"`
+	AsOf                  Date             `json:"as_of"`
 }

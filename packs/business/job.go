@@ -27,9 +27,9 @@ type Job struct {
 	LeadID     string  `json:"lead_id"`
 	CustomerID *string `json:"customer_id"`
 	Status     string  `json:"status"`
-	// StartDate and EndDate are the first and last days on site (2006-01-02), nil until it is scheduled.
-	StartDate         *string    `json:"start_date"`
-	EndDate           *string    `json:"end_date"`
+	// StartDate and EndDate are the first and last days on site, nil until it is scheduled.
+	StartDate         *Date      `json:"start_date"`
+	EndDate           *Date      `json:"end_date"`
 	Notes             *string    `json:"notes"`
 	ScheduleNotes     *string    `json:"schedule_notes"`
 	CompletedAt       *time.Time `json:"completed_at"`
@@ -45,11 +45,12 @@ type JobCreateFromAcceptedQuoteInput struct {
 	Notes   string `json:"notes,omitempty"`
 }
 
-// JobAssignDatesInput is job.assign_dates's input; the dates are days (2006-01-02).
+// JobAssignDatesInput is job.assign_dates's input: the first and last days on site (the last left out for
+// a day's job).
 type JobAssignDatesInput struct {
 	JobID     string `json:"job_id,omitempty"`
-	StartDate string `json:"start_date"`
-	EndDate   string `json:"end_date,omitempty"`
+	StartDate Date   `json:"start_date"`
+	EndDate   Date   `json:"end_date,omitzero"`
 	Notes     string `json:"notes,omitempty"`
 }
 

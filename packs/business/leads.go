@@ -97,7 +97,7 @@ type LeadsAddPhotosLinkInput struct {
 type PreferredWindow struct {
 	Start     *time.Time `json:"start,omitempty"`
 	End       *time.Time `json:"end,omitempty"`
-	Date      string     `json:"date,omitempty"`
+	Date      Date       `json:"date,omitzero"`
 	PartOfDay string     `json:"part_of_day,omitempty"`
 }
 
@@ -128,8 +128,8 @@ type LeadsScheduleInspectionOutput struct {
 type InspectionWindow struct {
 	StartAt time.Time `json:"start_at"`
 	EndAt   time.Time `json:"end_at"`
-	// Date is the visit's day (YYYY-MM-DD) in the business's time zone.
-	Date      string  `json:"date"`
+	// Date is the visit's day in the business's time zone.
+	Date      Date    `json:"date"`
 	PartOfDay *string `json:"part_of_day"`
 	Timed     bool    `json:"timed"`
 	EventID   *string `json:"event_id"`

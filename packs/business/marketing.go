@@ -67,8 +67,8 @@ type MarketingLogCampaignResultInput struct {
 	Metrics     map[string]float64 `json:"metrics"`
 	Notes       string             `json:"notes,omitempty"`
 	Campaign    string             `json:"campaign,omitempty"`
-	PeriodStart string             `json:"period_start,omitempty"`
-	PeriodEnd   string             `json:"period_end,omitempty"`
+	PeriodStart Date               `json:"period_start,omitzero"`
+	PeriodEnd   Date               `json:"period_end,omitzero"`
 }
 
 // AreaProof is what the business's records prove about its work in an area, which marketing copy is
@@ -197,7 +197,7 @@ type ContentItem struct {
 	Title       string     `json:"title"`
 	Channel     string     `json:"channel"`
 	PublishAt   *time.Time `json:"publish_at,omitempty"`
-	PublishDate *string    `json:"publish_date,omitempty"`
+	PublishDate *Date      `json:"publish_date,omitempty"`
 	Content     *string    `json:"content,omitempty"`
 	AssetRefs   []string   `json:"asset_refs,omitempty"`
 	Notes       *string    `json:"notes,omitempty"`
@@ -223,14 +223,14 @@ type CampaignDerived struct {
 	ConversionRate   *float64 `json:"conversion_rate"`
 }
 
-// MarketingLogCampaignResultOutput is marketing.log_campaign_result's result: the row logged, its days as
-// YYYY-MM-DD (nil when not given).
+// MarketingLogCampaignResultOutput is marketing.log_campaign_result's result: the row logged, its days nil
+// when not given.
 type MarketingLogCampaignResultOutput struct {
 	LogID       string             `json:"log_id"`
 	Channel     string             `json:"channel"`
 	Campaign    *string            `json:"campaign"`
-	PeriodStart *string            `json:"period_start"`
-	PeriodEnd   *string            `json:"period_end"`
+	PeriodStart *Date              `json:"period_start"`
+	PeriodEnd   *Date              `json:"period_end"`
 	Metrics     map[string]float64 `json:"metrics"`
 	Derived     CampaignDerived    `json:"derived"`
 	LoggedAt    time.Time          `json:"logged_at"`

@@ -54,8 +54,8 @@ type Quote struct {
 	TotalCents     int64   `json:"total_cents"`
 	// TotalsStale says the lines changed since the totals were worked out (quote.calculate_totals).
 	TotalsStale bool `json:"totals_stale"`
-	// ValidUntil is the quote's last valid day (2006-01-02).
-	ValidUntil    string     `json:"valid_until"`
+	// ValidUntil is the quote's last valid day.
+	ValidUntil    Date       `json:"valid_until"`
 	Notes         *string    `json:"notes"`
 	SentAt        *time.Time `json:"sent_at"`
 	SentVia       *string    `json:"sent_via"`

@@ -117,11 +117,11 @@ type pack struct {
 }
 
 // today is the business's current date, in its time zone.
-func (p *pack) today() (civilDate, error) {
+func (p *pack) today() (businesspack.Date, error) {
 	if p.locErr != nil {
-		return civilDate{}, oshandlers.TimeZoneUnusable(p.locErr)
+		return businesspack.Date{}, oshandlers.TimeZoneUnusable(p.locErr)
 	}
-	return dateOf(time.Now().In(p.loc)), nil
+	return businesspack.DateOf(time.Now().In(p.loc)), nil
 }
 
 // readPhone reads a phone number as people type it (phone.Parse, in the business's region). One that is not
@@ -203,4 +203,20 @@ func (p *pack) checkStoredRef(field, ref string) error {
 		return executor.NotFound("%s: %s is not in GEM's file store", field, ref)
 	}
 	return nil
+}
+
+// givenDate is d, or nil when the input left it out (the zero Date): NULL in a column, null in a result.
+func givenDate(d businesspack.Date) *businesspack.Date {
+	if d.IsZero() {
+		return nil
+	}
+	return &d
+}
+
+// dateOrEmpty is the day as YYYY-MM-DD, or "" for none.
+func dateOrEmpty(d *businesspack.Date) string {
+	if d == nil {
+		return ""
+	}
+	return d.String()
 }

@@ -49,16 +49,16 @@ func (p *pack) businessHours() (workingHours, error) {
 
 // wallClock is the time of a day's minute in the time zone; a time that does not exist on that day (a DST change)
 // moves forward as time.Date does.
-func wallClock(d civilDate, minutes int, loc *time.Location) time.Time {
-	y, m, day := d.t.Date()
+func wallClock(d businesspack.Date, minutes int, loc *time.Location) time.Time {
+	y, m, day := d.Time().Date()
 	return time.Date(y, m, day, minutes/60, minutes%60, 0, 0, loc)
 }
 
 // partOfDay is a date's morning (opening to noon), afternoon (noon to closing) or whole working day.
-func (wh workingHours) partOfDay(d civilDate, part string, loc *time.Location) (time.Time, time.Time, error) {
-	day := wh.Days[d.t.Weekday()]
+func (wh workingHours) partOfDay(d businesspack.Date, part string, loc *time.Location) (time.Time, time.Time, error) {
+	day := wh.Days[d.Time().Weekday()]
 	if day == nil {
-		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s is a %s, not a working day (%s)", d, d.t.Weekday(), wh.Spec)
+		return time.Time{}, time.Time{}, executor.Invalid("preferred_window.date %s is a %s, not a working day (%s)", d, d.Time().Weekday(), wh.Spec)
 	}
 	open, closing := day.Open, day.Close
 	switch part {
@@ -410,9 +410,9 @@ func (p *pack) findSlots(ctx context.Context, c *executor.Call, in businesspack.
 		return nil, err
 	}
 	out := &businesspack.FindSlotsOutput{Slots: []businesspack.FreeSlot{}, DurationMinutes: int(duration.Minutes()), TimeZone: p.loc.String(), BusinessHours: wh.Spec}
-	last := dateOf(in.To.In(p.loc))
-	for d := dateOf(in.From.In(p.loc)); !last.before(d); d = d.addDays(1) {
-		day := wh.Days[d.t.Weekday()]
+	last := businesspack.DateOf(in.To.In(p.loc))
+	for d := businesspack.DateOf(in.From.In(p.loc)); !last.Before(d); d = d.AddDays(1) {
+		day := wh.Days[d.Time().Weekday()]
 		if day == nil {
 			continue
 		}
@@ -430,7 +430,7 @@ func (p *pack) findSlots(ctx context.Context, c *executor.Call, in businesspack.
 					return out, nil
 				}
 				local := s.In(p.loc)
-				out.Slots = append(out.Slots, businesspack.FreeSlot{StartAt: local, EndAt: s.Add(duration).In(p.loc), Date: dateOf(local).String(),
+				out.Slots = append(out.Slots, businesspack.FreeSlot{StartAt: local, EndAt: s.Add(duration).In(p.loc), Date: businesspack.DateOf(local),
 					Weekday: local.Weekday().String()})
 			}
 		}

@@ -15,7 +15,7 @@ func TestPartOfDayAcrossDST(t *testing.T) {
 	require.NoError(t, err)
 	wh := parseMust(t, "Mon-Sun 07:00-17:00")
 	// Daylight saving ends at 03:00 on Sunday 4 April 2027: the day has 25 hours.
-	d := dateOf(time.Date(2027, 4, 4, 0, 0, 0, 0, time.UTC))
+	d := businesspack.DateOf(time.Date(2027, 4, 4, 0, 0, 0, 0, time.UTC))
 	start, end, err := wh.partOfDay(d, "any", loc)
 	require.NoError(t, err)
 	require.Equal(t, "2027-04-03T21:00:00Z", start.UTC().Format(time.RFC3339), "07:00 AEST")
@@ -23,7 +23,7 @@ func TestPartOfDayAcrossDST(t *testing.T) {
 	start, end, err = wh.partOfDay(d, "afternoon", loc)
 	require.NoError(t, err)
 	require.Equal(t, "12:00 17:00", start.Format("15:04")+" "+end.Format("15:04"))
-	_, _, err = parseMust(t, "Mon 13:00-17:00").partOfDay(dateOf(time.Date(2027, 4, 5, 0, 0, 0, 0, time.UTC)), "morning", loc)
+	_, _, err = parseMust(t, "Mon 13:00-17:00").partOfDay(businesspack.DateOf(time.Date(2027, 4, 5, 0, 0, 0, 0, time.UTC)), "morning", loc)
 	require.ErrorContains(t, err, "no working hours in the morning")
 }
 

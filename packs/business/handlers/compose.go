@@ -316,7 +316,7 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 	}
 	if quoteID != nil {
 		var number, total int64
-		var validUntil civilDate
+		var validUntil businesspack.Date
 		var sentAt *time.Time
 		err := c.DB.QueryRow(ctx, `SELECT number, total_cents, valid_until, sent_at FROM quotes WHERE id = $1`, *quoteID).
 			Scan(&number, &total, &validUntil, &sentAt)
@@ -324,7 +324,7 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 			return nil, err
 		}
 		v.has["quote"] = true
-		v.Quote, v.QuoteTotal, v.QuoteValidUntil = quoteLabel(number), formatAUD(total), composeDate(validUntil.t)
+		v.Quote, v.QuoteTotal, v.QuoteValidUntil = quoteLabel(number), formatAUD(total), composeDate(validUntil.Time())
 		if sentAt != nil {
 			v.QuoteSent = composeDate(sentAt.In(p.loc))
 		}
@@ -341,7 +341,7 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 	if jobID != nil {
 		var number int64
 		var status string
-		var start, end *civilDate
+		var start, end *businesspack.Date
 		err := c.DB.QueryRow(ctx, `SELECT number, status, start_date, end_date FROM jobs WHERE id = $1`, *jobID).
 			Scan(&number, &status, &start, &end)
 		if err != nil {
@@ -350,9 +350,9 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 		v.has["job"] = true
 		v.Job, v.JobCompleted = jobLabel(number), status == "completed"
 		if start != nil {
-			v.JobDates = composeDate(start.t)
-			if end != nil && !end.equal(*start) {
-				v.JobDates += " to " + composeDate(end.t)
+			v.JobDates = composeDate(start.Time())
+			if end != nil && !end.Equal(*start) {
+				v.JobDates += " to " + composeDate(end.Time())
 			}
 		}
 	}
@@ -367,7 +367,7 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 	}
 	if invoiceID != nil {
 		var number, total, paid, balance int64
-		var due civilDate
+		var due businesspack.Date
 		err := c.DB.QueryRow(ctx, `SELECT number, total_cents, amount_paid_cents, balance_cents, due_on FROM invoices WHERE id = $1`,
 			*invoiceID).Scan(&number, &total, &paid, &balance, &due)
 		if err != nil {
@@ -375,8 +375,8 @@ func (p *pack) gatherCompose(ctx context.Context, c *executor.Call, ref refRecor
 		}
 		v.has["invoice"] = true
 		v.Invoice, v.InvoiceTotal, v.InvoiceBalance = invoiceLabel(number), formatAUD(total), formatAUD(balance)
-		v.InvoiceBalanceCents, v.InvoicePaidCents, v.InvoiceDue = balance, paid, composeDate(due.t)
-		v.InvoiceOverdue = due.before(dateOf(time.Now().In(p.loc)))
+		v.InvoiceBalanceCents, v.InvoicePaidCents, v.InvoiceDue = balance, paid, composeDate(due.Time())
+		v.InvoiceOverdue = due.Before(businesspack.DateOf(time.Now().In(p.loc)))
 	}
 
 	// The lead's inspection visit: the next one booked, else the latest.

@@ -27,30 +27,30 @@ func registerFinance(h executor.Handlers, p *pack) {
 const maxSnapshotDays = 3660
 
 type addExpenseInput struct {
-	AmountCents int64      `json:"amount_cents"`
-	GSTCents    int64      `json:"gst_cents"`
-	IncurredOn  civilDate  `json:"incurred_on"`
-	Category    string     `json:"category"`
-	Supplier    *string    `json:"supplier"`
-	Reference   *string    `json:"reference"`
-	JobID       *uuid.UUID `json:"job_id"`
-	Notes       *string    `json:"notes"`
+	AmountCents int64             `json:"amount_cents"`
+	GSTCents    int64             `json:"gst_cents"`
+	IncurredOn  businesspack.Date `json:"incurred_on"`
+	Category    string            `json:"category"`
+	Supplier    *string           `json:"supplier"`
+	Reference   *string           `json:"reference"`
+	JobID       *uuid.UUID        `json:"job_id"`
+	Notes       *string           `json:"notes"`
 }
 
 type expense struct {
-	ExpenseID   uuid.UUID  `json:"expense_id"`
-	Currency    string     `json:"currency"`
-	AmountCents int64      `json:"amount_cents"`
-	GSTCents    int64      `json:"gst_cents"`
-	ExGSTCents  int64      `json:"ex_gst_cents"`
-	IncurredOn  civilDate  `json:"incurred_on"`
-	Category    string     `json:"category"`
-	CostType    string     `json:"cost_type"`
-	Supplier    *string    `json:"supplier"`
-	Reference   *string    `json:"reference"`
-	JobID       *uuid.UUID `json:"job_id"`
-	Notes       *string    `json:"notes"`
-	CreatedAt   time.Time  `json:"created_at"`
+	ExpenseID   uuid.UUID         `json:"expense_id"`
+	Currency    string            `json:"currency"`
+	AmountCents int64             `json:"amount_cents"`
+	GSTCents    int64             `json:"gst_cents"`
+	ExGSTCents  int64             `json:"ex_gst_cents"`
+	IncurredOn  businesspack.Date `json:"incurred_on"`
+	Category    string            `json:"category"`
+	CostType    string            `json:"cost_type"`
+	Supplier    *string           `json:"supplier"`
+	Reference   *string           `json:"reference"`
+	JobID       *uuid.UUID        `json:"job_id"`
+	Notes       *string           `json:"notes"`
+	CreatedAt   time.Time         `json:"created_at"`
 }
 
 const expenseColumns = `id, currency, amount_cents, gst_cents, amount_cents - gst_cents, incurred_on, category, cost_type, supplier,
@@ -76,7 +76,7 @@ func (p *pack) addExpense(ctx context.Context, c *executor.Call, in addExpenseIn
 	if err != nil {
 		return nil, err
 	}
-	if in.IncurredOn.t.After(today.t) {
+	if in.IncurredOn.Time().After(today.Time()) {
 		return nil, executor.Invalid("incurred_on %s is after today (%s): record an expense once it is incurred", in.IncurredOn, today)
 	}
 	// GST is a tenth of the price before GST, so at most an eleventh of a price that includes it.
@@ -99,7 +99,7 @@ func (p *pack) addExpense(ctx context.Context, c *executor.Call, in addExpenseIn
 		e, err := scanExpense(c.DB.QueryRow(ctx, `SELECT `+expenseColumns+` FROM expenses
 			WHERE lower(coalesce(supplier, '')) = lower(coalesce($1, '')) AND reference = $2`, in.Supplier, *in.Reference))
 		switch {
-		case err == nil && e.AmountCents == in.AmountCents && e.GSTCents == in.GSTCents && e.IncurredOn.equal(in.IncurredOn):
+		case err == nil && e.AmountCents == in.AmountCents && e.GSTCents == in.GSTCents && e.IncurredOn.Equal(in.IncurredOn):
 			return &addExpenseOutput{expense: e}, nil
 		case err == nil:
 			return nil, executor.Conflict("expense %s already has reference %q from this supplier, for %d cents on %s",
@@ -117,48 +117,41 @@ func (p *pack) addExpense(ctx context.Context, c *executor.Call, in addExpenseIn
 	return &addExpenseOutput{expense: e, Created: true}, nil
 }
 
-// snapshotInput is the money reports' input (businesspack.FinanceSnapshotInput) as the handlers read it:
-// its days as dates, so one that is not a date is refused naming its field.
-type snapshotInput struct {
-	From *civilDate `json:"from"`
-	To   *civilDate `json:"to"`
-}
-
 // snapshotPeriod resolves a snapshot's dates: to defaults to today, from to the first day of to's month.
-func (p *pack) snapshotPeriod(in snapshotInput) (from, to civilDate, err error) {
+func (p *pack) snapshotPeriod(in businesspack.FinanceSnapshotInput) (from, to businesspack.Date, err error) {
 	if to, err = p.today(); err != nil {
 		return
 	}
-	if in.To != nil {
-		to = *in.To
+	if !in.To.IsZero() {
+		to = in.To
 	}
-	from = civilDate{time.Date(to.t.Year(), to.t.Month(), 1, 0, 0, 0, 0, time.UTC)}
-	if in.From != nil {
-		from = *in.From
+	from = to.AddDays(1 - to.Time().Day())
+	if !in.From.IsZero() {
+		from = in.From
 	}
 	switch {
-	case to.before(from):
+	case to.Before(from):
 		err = executor.Invalid("to %s is before from %s", to, from)
-	case daysBetween(from, to) > maxSnapshotDays:
+	case to.DaysSince(from) > maxSnapshotDays:
 		err = executor.Invalid("from %s to %s is more than %d days: ask for a shorter period", from, to, maxSnapshotDays)
 	}
 	return
 }
 
 // financeMonths lists the months from's month to to's month, as "2006-01".
-func financeMonths(from, to civilDate) []string {
+func financeMonths(from, to businesspack.Date) []string {
 	var out []string
-	for m := time.Date(from.t.Year(), from.t.Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(to.t); m = m.AddDate(0, 1, 0) {
+	for m := time.Date(from.Time().Year(), from.Time().Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(to.Time()); m = m.AddDate(0, 1, 0) {
 		out = append(out, m.Format("2006-01"))
 	}
 	return out
 }
 
-func financeMonth(d civilDate) string { return d.t.Format("2006-01") }
+func financeMonth(d businesspack.Date) string { return d.Time().Format("2006-01") }
 
 // financeWeek is the Monday starting d's week.
-func financeWeek(d civilDate) civilDate {
-	return d.addDays(-((int(d.t.Weekday()) + 6) % 7))
+func financeWeek(d businesspack.Date) businesspack.Date {
+	return d.AddDays(-((int(d.Time().Weekday()) + 6) % 7))
 }
 
 // tally adds an amount of n records to t.
@@ -169,7 +162,7 @@ func tally(t *businesspack.FinanceTally, cents int64, n int) {
 
 // expenseRow is the expenses of one day and category.
 type expenseRow struct {
-	day         civilDate
+	day         businesspack.Date
 	category    string
 	costType    string
 	amountCents int64
@@ -177,7 +170,7 @@ type expenseRow struct {
 	count       int
 }
 
-func (p *pack) expenseRows(ctx context.Context, c *executor.Call, from, to civilDate) ([]expenseRow, error) {
+func (p *pack) expenseRows(ctx context.Context, c *executor.Call, from, to businesspack.Date) ([]expenseRow, error) {
 	return executor.QueryList(ctx, c.DB, func(row pgx.Row) (expenseRow, error) {
 		var e expenseRow
 		return e, row.Scan(&e.day, &e.category, &e.costType, &e.amountCents, &e.gstCents, &e.count)
@@ -214,12 +207,12 @@ func sortTallies[T any](list []T, key func(T) (int64, string)) {
 // cashflowSnapshot sums the money that came in (payments, by method, day, week and month) and went out
 // (expenses, GST included, by category and month) between from and to, and what customers owed on to:
 // outstanding and overdue receivables.
-func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapshotInput) (*businesspack.FinanceCashflowSnapshotOutput, error) {
+func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in businesspack.FinanceSnapshotInput) (*businesspack.FinanceCashflowSnapshotOutput, error) {
 	from, to, err := p.snapshotPeriod(in)
 	if err != nil {
 		return nil, err
 	}
-	s := businesspack.CashflowSummary{From: from.String(), To: to.String(), Currency: "AUD", Receivables: businesspack.Receivables{AsOf: to.String()}}
+	s := businesspack.CashflowSummary{From: from, To: to, Currency: "AUD", Receivables: businesspack.Receivables{AsOf: to}}
 	s.CashIn.ByMethod, s.CashIn.ByDay, s.CashIn.ByWeek = []businesspack.MethodTally{}, []businesspack.DayTally{}, []businesspack.WeekTally{}
 	byMonth := map[string]*businesspack.CashMonth{}
 	for _, m := range financeMonths(from, to) {
@@ -230,7 +223,7 @@ func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapsh
 	}
 
 	type paymentRow struct {
-		day    civilDate
+		day    businesspack.Date
 		method string
 		cents  int64
 		count  int
@@ -247,11 +240,11 @@ func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapsh
 	for _, r := range payments {
 		s.CashIn.TotalCents += r.cents
 		s.CashIn.Count += r.count
-		if day, n := r.day.String(), len(s.CashIn.ByDay); n == 0 || s.CashIn.ByDay[n-1].Date != day {
+		if day, n := r.day, len(s.CashIn.ByDay); n == 0 || !s.CashIn.ByDay[n-1].Date.Equal(day) {
 			s.CashIn.ByDay = append(s.CashIn.ByDay, businesspack.DayTally{Date: day})
 		}
 		tally(&s.CashIn.ByDay[len(s.CashIn.ByDay)-1].FinanceTally, r.cents, r.count)
-		if w, n := financeWeek(r.day).String(), len(s.CashIn.ByWeek); n == 0 || s.CashIn.ByWeek[n-1].WeekStart != w {
+		if w, n := financeWeek(r.day), len(s.CashIn.ByWeek); n == 0 || !s.CashIn.ByWeek[n-1].WeekStart.Equal(w) {
 			s.CashIn.ByWeek = append(s.CashIn.ByWeek, businesspack.WeekTally{WeekStart: w})
 		}
 		tally(&s.CashIn.ByWeek[len(s.CashIn.ByWeek)-1].FinanceTally, r.cents, r.count)
@@ -299,12 +292,12 @@ func (p *pack) cashflowSnapshot(ctx context.Context, c *executor.Call, in snapsh
 // pnlSnapshot is the profit and loss between from and to: revenue is what was invoiced (by issue date)
 // without GST; costs are expenses without GST, direct costs (the work) before gross profit and overheads
 // after it; with the GST collected and paid, and each month.
-func (p *pack) pnlSnapshot(ctx context.Context, c *executor.Call, in snapshotInput) (*businesspack.FinancePnLSnapshotOutput, error) {
+func (p *pack) pnlSnapshot(ctx context.Context, c *executor.Call, in businesspack.FinanceSnapshotInput) (*businesspack.FinancePnLSnapshotOutput, error) {
 	from, to, err := p.snapshotPeriod(in)
 	if err != nil {
 		return nil, err
 	}
-	s := businesspack.PnLSummary{From: from.String(), To: to.String(), Currency: "AUD"}
+	s := businesspack.PnLSummary{From: from, To: to, Currency: "AUD"}
 	byMonth := map[string]*businesspack.PnLMonth{}
 	for _, m := range financeMonths(from, to) {
 		s.ByMonth = append(s.ByMonth, businesspack.PnLMonth{Month: m})

@@ -33,11 +33,9 @@ const invoiceSelect = `SELECT i.id, i.number, i.job_id, j.quote_id, q.lead_id, i
 
 func scanInvoice(row pgx.Row) (businesspack.Invoice, error) {
 	var v businesspack.Invoice
-	var issued, due civilDate
 	err := row.Scan(&v.InvoiceID, &v.Number, &v.JobID, &v.QuoteID, &v.LeadID, &v.Currency, &v.SubtotalCents, &v.GSTCents,
-		&v.TotalCents, &v.AmountPaidCents, &v.BalanceCents, &v.Status, &issued, &due, &v.Notes, &v.SentAt, &v.PaidAt,
+		&v.TotalCents, &v.AmountPaidCents, &v.BalanceCents, &v.Status, &v.IssuedOn, &v.DueOn, &v.Notes, &v.SentAt, &v.PaidAt,
 		&v.OverdueAt, &v.CreatedAt, &v.UpdatedAt)
-	v.IssuedOn, v.DueOn = issued.String(), due.String()
 	return v, err
 }
 
@@ -100,7 +98,7 @@ func (p *pack) createInvoiceFromJob(ctx context.Context, c *executor.Call, in cr
 	v, err := scanInvoice(c.DB.QueryRow(ctx, `WITH irows AS (
 			INSERT INTO invoices (job_id, currency, subtotal_cents, gst_cents, total_cents, issued_on, due_on, notes)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *) `+invoiceSelect,
-		in.JobID, currency, subtotal, gst, total, today, today.addDays(dueDays), in.Notes))
+		in.JobID, currency, subtotal, gst, total, today, today.AddDays(dueDays), in.Notes))
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +134,7 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentIn
 	if _, err := p.today(); err != nil {
 		return nil, err // the time zone is wrong: received_on cannot be worked out
 	}
-	receivedOn := dateOf(paidAt.In(p.loc))
+	receivedOn := businesspack.DateOf(paidAt.In(p.loc))
 	v, err := lockInvoice(ctx, c, in.InvoiceID)
 	if err != nil {
 		return nil, err
@@ -144,10 +142,7 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentIn
 	out := businesspack.InvoiceAddPaymentOutput{InvoiceID: v.InvoiceID, PreviousStatus: v.Status}
 	const paymentColumns = `id, amount_cents, method, reference, paid_at, received_on, notes`
 	scan := func(row pgx.Row) error {
-		var received civilDate
-		err := row.Scan(&out.PaymentID, &out.AmountCents, &out.Method, &out.Reference, &out.PaidAt, &received, &out.Notes)
-		out.ReceivedOn = received.String()
-		return err
+		return row.Scan(&out.PaymentID, &out.AmountCents, &out.Method, &out.Reference, &out.PaidAt, &out.ReceivedOn, &out.Notes)
 	}
 	if in.Reference != nil {
 		err := scan(c.DB.QueryRow(ctx, `SELECT `+paymentColumns+` FROM invoice_payments WHERE invoice_id = $1 AND reference = $2`,
@@ -192,9 +187,9 @@ func (p *pack) addPayment(ctx context.Context, c *executor.Call, in addPaymentIn
 
 type markOverdueOutput struct {
 	businesspack.Invoice
-	Changed     bool      `json:"changed"`
-	AsOf        civilDate `json:"as_of"`
-	DaysOverdue int       `json:"days_overdue"`
+	Changed     bool              `json:"changed"`
+	AsOf        businesspack.Date `json:"as_of"`
+	DaysOverdue int               `json:"days_overdue"`
 }
 
 // markOverdue marks an unpaid invoice overdue when its due date is before as_of (now by default; a date in
@@ -216,7 +211,7 @@ func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in businesspac
 		}
 		asOfTime = *in.AsOf
 	}
-	asOf := dateOf(asOfTime.In(p.loc))
+	asOf := businesspack.DateOf(asOfTime.In(p.loc))
 	v, err := lockInvoice(ctx, c, invoiceID)
 	if err != nil {
 		return nil, err
@@ -224,10 +219,10 @@ func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in businesspac
 	switch {
 	case v.Status == "paid":
 		return nil, executor.Conflict("invoice %s is paid: it cannot be overdue", v.InvoiceID)
-	case !dateOfText(v.DueOn).before(asOf):
+	case !v.DueOn.Before(asOf):
 		return nil, executor.Conflict("invoice %s is due on %s: it is not overdue on %s", v.InvoiceID, v.DueOn, asOf)
 	}
-	out := markOverdueOutput{Invoice: v, AsOf: asOf, DaysOverdue: daysBetween(dateOfText(v.DueOn), asOf)}
+	out := markOverdueOutput{Invoice: v, AsOf: asOf, DaysOverdue: asOf.DaysSince(v.DueOn)}
 	if v.OverdueAt != nil {
 		return &out, nil
 	}
@@ -240,9 +235,6 @@ func (p *pack) markOverdue(ctx context.Context, c *executor.Call, in businesspac
 	return &out, nil
 }
 
-// daysBetween is the number of days from a to b.
-func daysBetween(a, b civilDate) int { return int(b.t.Sub(a.t).Hours() / 24) }
-
 // listOverdue lists unpaid invoices past their due date, whether or not they were marked overdue, oldest
 // due first, with what they owe in total.
 func (p *pack) listOverdue(ctx context.Context, c *executor.Call, in businesspack.InvoiceListOverdueInput) (*businesspack.InvoiceListOverdueOutput, error) {
@@ -252,13 +244,13 @@ func (p *pack) listOverdue(ctx context.Context, c *executor.Call, in businesspac
 	}
 	list, err := executor.QueryList(ctx, c.DB, func(row pgx.Row) (businesspack.OverdueInvoice, error) {
 		v, err := scanInvoice(row)
-		return businesspack.OverdueInvoice{Invoice: v, DaysOverdue: daysBetween(dateOfText(v.DueOn), today)}, err
+		return businesspack.OverdueInvoice{Invoice: v, DaysOverdue: today.DaysSince(v.DueOn)}, err
 	}, `WITH irows AS (SELECT * FROM invoices WHERE paid_at IS NULL AND due_on < $1) `+invoiceSelect+`
 		ORDER BY i.due_on, i.number LIMIT $2`, today, executor.LimitOr(in.Limit, 50))
 	if err != nil {
 		return nil, err
 	}
-	out := businesspack.InvoiceListOverdueOutput{Invoices: list, Count: len(list), AsOf: today.String()}
+	out := businesspack.InvoiceListOverdueOutput{Invoices: list, Count: len(list), AsOf: today}
 	if err := c.DB.QueryRow(ctx, `SELECT count(*), coalesce(sum(balance_cents), 0) FROM invoices WHERE paid_at IS NULL AND due_on < $1`,
 		today).Scan(&out.TotalCount, &out.TotalOutstandingCents); err != nil {
 		return nil, err

@@ -211,7 +211,7 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 	greeting := fmt.Sprintf("Hi %s, here is invoice %s from %s for the work at %s (job %s).", greetingName(f.Customer), label,
 		biz.Name, orText(f.Site, "your property"), jobLabel(f.Number))
 	smsBody := fmt.Sprintf("Hi %s, invoice %s from %s for job %s: %s incl. GST, due %s. Balance owing %s; please quote %s when you pay. Thank you!",
-		greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(total), docDate(dateOfText(v.DueOn)), formatAUD(v.BalanceCents), label)
+		greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(total), docDate(v.DueOn), formatAUD(v.BalanceCents), label)
 	if v.Status == "paid" {
 		smsBody = fmt.Sprintf("Hi %s, invoice %s from %s for job %s (%s incl. GST) is paid in full. Thank you!",
 			greetingName(f.Customer), label, biz.Name, jobLabel(f.Number), formatAUD(total))
@@ -224,7 +224,7 @@ func (p *pack) sendInvoice(ctx context.Context, c *executor.Call, in sendInvoice
 	b.WriteString(greeting + "\n\n")
 	for _, row := range [][2]string{
 		{"From", biz.Name}, {"ABN", biz.ABN},
-		{"Invoice", label}, {"Issued", docDate(dateOfText(v.IssuedOn))}, {"Due", docDate(dateOfText(v.DueOn))},
+		{"Invoice", label}, {"Issued", docDate(v.IssuedOn)}, {"Due", docDate(v.DueOn)},
 		{"Subtotal", formatAUD(v.SubtotalCents)}, {"GST (10%)", formatAUD(v.GSTCents)}, {"Total", formatAUD(total)},
 		{"Paid so far", formatAUD(v.AmountPaidCents)}, {"Balance owing", formatAUD(v.BalanceCents)},
 	} {

@@ -37,10 +37,8 @@ const jobSelect = `SELECT j.id, j.number, j.quote_id, q.lead_id, q.customer_id, 
 
 func scanJob(row pgx.Row) (businesspack.Job, error) {
 	var j businesspack.Job
-	var start, end *civilDate
-	err := row.Scan(&j.JobID, &j.Number, &j.QuoteID, &j.LeadID, &j.CustomerID, &j.Status, &start, &end, &j.Notes,
+	err := row.Scan(&j.JobID, &j.Number, &j.QuoteID, &j.LeadID, &j.CustomerID, &j.Status, &j.StartDate, &j.EndDate, &j.Notes,
 		&j.ScheduleNotes, &j.CompletedAt, &j.CompletionNotes, &j.ReviewRequestedAt, &j.CreatedAt, &j.UpdatedAt)
-	j.StartDate, j.EndDate = dateText(start), dateText(end)
 	return j, err
 }
 
@@ -111,10 +109,10 @@ func createJobFromQuote(ctx context.Context, c *executor.Call, in createJobFromQ
 }
 
 type assignJobDatesInput struct {
-	JobID     uuid.UUID  `json:"job_id"`
-	StartDate civilDate  `json:"start_date"`
-	EndDate   *civilDate `json:"end_date"`
-	Notes     *string    `json:"notes"`
+	JobID     uuid.UUID          `json:"job_id"`
+	StartDate businesspack.Date  `json:"start_date"`
+	EndDate   *businesspack.Date `json:"end_date"`
+	Notes     *string            `json:"notes"`
 }
 
 // assignJobDates sets the days a job runs (end_date defaults to start_date) and schedules it; notes, when
@@ -124,7 +122,7 @@ func assignJobDates(ctx context.Context, c *executor.Call, in assignJobDatesInpu
 	if in.EndDate != nil {
 		end = *in.EndDate
 	}
-	if end.before(in.StartDate) {
+	if end.Before(in.StartDate) {
 		return nil, executor.Invalid("end_date %s is before start_date %s", end, in.StartDate)
 	}
 	j, err := lockJob(ctx, c, in.JobID)
@@ -138,7 +136,7 @@ func assignJobDates(ctx context.Context, c *executor.Call, in assignJobDatesInpu
 	switch {
 	case j.Status == "completed":
 		return nil, executor.Conflict("job %s is completed: its dates cannot change", in.JobID)
-	case j.Status == "scheduled" && executor.SamePtr(j.StartDate, dateText(&in.StartDate)) && executor.SamePtr(j.EndDate, dateText(&end)) &&
+	case j.Status == "scheduled" && executor.SamePtr(j.StartDate, &in.StartDate) && executor.SamePtr(j.EndDate, &end) &&
 		executor.SamePtr(j.ScheduleNotes, notes):
 		return &jobChanged{Job: j}, nil
 	}
@@ -352,13 +350,13 @@ func (p *pack) completeJob(ctx context.Context, c *executor.Call, in completeJob
 	if in.CompletedAt != nil {
 		completedAt = *in.CompletedAt
 	}
-	var day *civilDate
+	var day *businesspack.Date
 	if j.Status == "unscheduled" {
 		if p.locErr != nil {
 			_, err := p.today() // the not_configured receipt naming the time zone variable
 			return nil, err
 		}
-		d := dateOf(completedAt.In(p.loc))
+		d := businesspack.DateOf(completedAt.In(p.loc))
 		day = &d
 	}
 	j, err = updateJob(ctx, c, `UPDATE jobs SET status = 'completed', completed_at = $2, completion_notes = $3,

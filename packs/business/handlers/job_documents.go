@@ -132,7 +132,7 @@ func trimDecimal(s string) string {
 }
 
 // docDate is how documents print a date: "Tue 1 Dec 2026".
-func docDate(d civilDate) string { return d.t.Format("Mon 2 Jan 2006") }
+func docDate(d businesspack.Date) string { return d.Time().Format("Mon 2 Jan 2006") }
 
 // jobDates prints a job's dates.
 func jobDates(j businesspack.Job) string {
@@ -140,9 +140,9 @@ func jobDates(j businesspack.Job) string {
 	case j.StartDate == nil:
 		return "not scheduled yet"
 	case j.EndDate == nil || *j.EndDate == *j.StartDate:
-		return docDate(dateOfText(*j.StartDate))
+		return docDate(*j.StartDate)
 	default:
-		return docDate(dateOfText(*j.StartDate)) + " to " + docDate(dateOfText(*j.EndDate))
+		return docDate(*j.StartDate) + " to " + docDate(*j.EndDate)
 	}
 }
 
@@ -216,7 +216,7 @@ func (p *pack) createJobCard(ctx context.Context, c *executor.Call, in createJob
 	}
 	notes := make([]string, len(f.SiteNotes))
 	for i, n := range f.SiteNotes {
-		notes[i] = docDate(dateOf(n.CreatedAt.In(p.loc)))
+		notes[i] = docDate(businesspack.DateOf(n.CreatedAt.In(p.loc)))
 		if n.Author != nil {
 			notes[i] += ", " + *n.Author
 		}
@@ -225,7 +225,7 @@ func (p *pack) createJobCard(ctx context.Context, c *executor.Call, in createJob
 
 	var written registry.FileWritten
 	if in.Format == "pdf" {
-		d := newPDFDoc("Job card "+label, today.t)
+		d := newPDFDoc("Job card "+label, today.Time())
 		d.fields(details...)
 		d.heading("Scope of work")
 		workTable(d, f.Lines)
@@ -277,12 +277,12 @@ type warrantyCertificateInput struct {
 }
 
 type warrantyCertificateOutput struct {
-	FileRef      string     `json:"file_ref"`
-	JobID        uuid.UUID  `json:"job_id"`
-	WarrantyTerm string     `json:"warranty_term"`
-	Template     string     `json:"template"`
-	CompletedOn  civilDate  `json:"completed_on"`
-	ExpiresOn    *civilDate `json:"expires_on"`
+	FileRef      string             `json:"file_ref"`
+	JobID        uuid.UUID          `json:"job_id"`
+	WarrantyTerm string             `json:"warranty_term"`
+	Template     string             `json:"template"`
+	CompletedOn  businesspack.Date  `json:"completed_on"`
+	ExpiresOn    *businesspack.Date `json:"expires_on"`
 	storedFile
 }
 
@@ -291,22 +291,22 @@ var warrantyTermRe = regexp.MustCompile(`(?i)^\s*(\d{1,3})\s*-?\s*(years?|yrs?|m
 
 // warrantyExpiry is the day a warranty of the term runs out when it starts on the day given, or nil for a
 // term that is not a period (such as "lifetime").
-func warrantyExpiry(start civilDate, term string) *civilDate {
+func warrantyExpiry(start businesspack.Date, term string) *businesspack.Date {
 	m := warrantyTermRe.FindStringSubmatch(term)
 	if m == nil {
 		return nil
 	}
 	n, _ := strconv.Atoi(m[1])
-	var end civilDate
+	var end businesspack.Date
 	switch unit := strings.ToLower(m[2]); {
 	case strings.HasPrefix(unit, "y"):
-		end = civilDate{start.t.AddDate(n, 0, 0)}
+		end = start.AddDate(n, 0, 0)
 	case strings.HasPrefix(unit, "m"):
-		end = civilDate{start.t.AddDate(0, n, 0)}
+		end = start.AddDate(0, n, 0)
 	case strings.HasPrefix(unit, "w"):
-		end = start.addDays(7 * n)
+		end = start.AddDays(7 * n)
 	default:
-		end = start.addDays(n)
+		end = start.AddDays(n)
 	}
 	return &end
 }
@@ -341,11 +341,11 @@ func (p *pack) generateWarrantyCertificate(ctx context.Context, c *executor.Call
 	if f.Status != "completed" {
 		return nil, executor.Conflict("job %s is %s: a warranty certificate is issued once the job is completed", in.JobID, f.Status)
 	}
-	completed := dateOf(f.CompletedAt.In(p.loc))
+	completed := businesspack.DateOf(f.CompletedAt.In(p.loc))
 	expires := warrantyExpiry(completed, term)
 	label := jobLabel(f.Number)
 
-	d := p.letterheadPDF(today.t)
+	d := p.letterheadPDF(today.Time())
 	d.heading("Warranty certificate")
 	validUntil := ""
 	if expires != nil {

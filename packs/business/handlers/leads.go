@@ -346,10 +346,10 @@ func addLeadPhotosLinks(ctx context.Context, c *executor.Call, in businesspack.L
 // business's hours and time zone. A range of up to bookableWindow is the visit itself; a longer one (up to a
 // day) is a preference to confirm, like a part of the day.
 type preferredWindow struct {
-	Start     *time.Time `json:"start"`
-	End       *time.Time `json:"end"`
-	Date      *civilDate `json:"date"`
-	PartOfDay *string    `json:"part_of_day"`
+	Start     *time.Time         `json:"start"`
+	End       *time.Time         `json:"end"`
+	Date      *businesspack.Date `json:"date"`
+	PartOfDay *string            `json:"part_of_day"`
 }
 
 // preferredWindowKeys are the keys of preferred_window.
@@ -380,7 +380,7 @@ func readPreferredWindow(raw map[string]json.RawMessage) (preferredWindow, error
 				return w, executor.Invalid("preferred_window.%s must be an RFC 3339 date-time (2026-03-03T09:00:00+11:00)", k)
 			}
 		case "date":
-			w.Date = new(civilDate)
+			w.Date = new(businesspack.Date)
 			if err = json.Unmarshal(raw[k], w.Date); err != nil {
 				return w, executor.Invalid("preferred_window.date must be a date (YYYY-MM-DD)")
 			}
@@ -454,7 +454,7 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 			return nil, err
 		}
 		win.StartAt, win.EndAt = *w.Start, *w.End
-		win.Date = dateOf(w.Start.In(p.loc)).String()
+		win.Date = businesspack.DateOf(w.Start.In(p.loc))
 		if w.End.Sub(*w.Start) < 15*time.Minute {
 			return nil, executor.Invalid("preferred_window is shorter than 15 minutes")
 		}
@@ -466,7 +466,7 @@ func (p *pack) scheduleInspection(ctx context.Context, c *executor.Call, in sche
 		if w.PartOfDay != nil {
 			part = *w.PartOfDay
 		}
-		win.PartOfDay, win.Date = &part, w.Date.String()
+		win.PartOfDay, win.Date = &part, *w.Date
 		hours, err := p.businessHours()
 		if err != nil {
 			return nil, err

@@ -807,15 +807,15 @@ func parseContentItem(raw json.RawMessage, loc *time.Location, now time.Time) (b
 		}
 		it.PublishAt = &at
 	case publishDate != nil:
-		d, err := time.ParseInLocation(time.DateOnly, *publishDate, loc)
+		d, err := businesspack.ParseDate(*publishDate)
 		if err != nil {
 			return it, executor.Invalid("publish_date %q is not a date (YYYY-MM-DD)", *publishDate)
 		}
-		if dateOf(d).before(dateOf(now.In(loc))) {
+		if d.Before(businesspack.DateOf(now.In(loc))) {
 			return it, executor.Invalid("publish_date %s has passed", *publishDate)
 		}
-		at := d.Add(contentPublishHour * time.Hour)
-		it.PublishAt, it.PublishDate = &at, publishDate
+		at := d.In(loc).Add(contentPublishHour * time.Hour)
+		it.PublishAt, it.PublishDate = &at, &d
 	default:
 		return it, executor.Invalid("publish_at (a date-time) or publish_date (YYYY-MM-DD) is missing")
 	}
@@ -855,12 +855,10 @@ var (
 )
 
 // logCampaignResultInput is marketing.log_campaign_result's input as the handler reads it: each metric as
-// the JSON given (checked one by one, named in errors), the days as dates (refused naming the field).
+// the JSON given (checked one by one, named in errors).
 type logCampaignResultInput struct {
 	businesspack.MarketingLogCampaignResultInput
-	Metrics     map[string]json.RawMessage `json:"metrics"`
-	PeriodStart *civilDate                 `json:"period_start"`
-	PeriodEnd   *civilDate                 `json:"period_end"`
+	Metrics map[string]json.RawMessage `json:"metrics"`
 }
 
 // logCampaignResult records a campaign's results: numeric metrics (names folded to snake_case), checked,
@@ -869,7 +867,7 @@ func logCampaignResult(ctx context.Context, c *executor.Call, in logCampaignResu
 	if len(in.Metrics) == 0 {
 		return nil, executor.Invalid("metrics is empty: give at least one number (impressions, clicks, leads, spend...)")
 	}
-	if in.PeriodStart != nil && in.PeriodEnd != nil && in.PeriodEnd.before(*in.PeriodStart) {
+	if !in.PeriodStart.IsZero() && !in.PeriodEnd.IsZero() && in.PeriodEnd.Before(in.PeriodStart) {
 		return nil, executor.Invalid("period_end %s is before period_start %s", in.PeriodEnd, in.PeriodStart)
 	}
 	metrics := map[string]float64{}
@@ -914,10 +912,10 @@ func logCampaignResult(ctx context.Context, c *executor.Call, in logCampaignResu
 	if err != nil {
 		return nil, err
 	}
-	out := businesspack.MarketingLogCampaignResultOutput{Channel: in.Channel, Campaign: trimmedText(&in.Campaign), PeriodStart: dateText(in.PeriodStart), PeriodEnd: dateText(in.PeriodEnd),
+	out := businesspack.MarketingLogCampaignResultOutput{Channel: in.Channel, Campaign: trimmedText(&in.Campaign), PeriodStart: givenDate(in.PeriodStart), PeriodEnd: givenDate(in.PeriodEnd),
 		Metrics: metrics, Derived: deriveCampaign(metrics)}
 	err = c.DB.QueryRow(ctx, `INSERT INTO marketing_campaign_results (channel, campaign, period_start, period_end, metrics, notes)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`, in.Channel, out.Campaign, in.PeriodStart, in.PeriodEnd, doc,
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`, in.Channel, out.Campaign, out.PeriodStart, out.PeriodEnd, doc,
 		trimmedText(&in.Notes)).Scan(&out.LogID, &out.LoggedAt)
 	if err != nil {
 		return nil, err

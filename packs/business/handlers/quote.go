@@ -39,11 +39,9 @@ const quoteColumns = `id, number, lead_id, inspection_id, customer_id, status, c
 
 func scanQuote(row pgx.Row) (businesspack.Quote, error) {
 	var q businesspack.Quote
-	var validUntil civilDate
 	err := row.Scan(&q.QuoteID, &q.Number, &q.LeadID, &q.InspectionID, &q.CustomerID, &q.Status, &q.Currency, &q.PricingProfile,
-		&q.SubtotalCents, &q.GSTCents, &q.TotalCents, &q.TotalsStale, &validUntil, &q.Notes, &q.SentAt, &q.SentVia,
+		&q.SubtotalCents, &q.GSTCents, &q.TotalCents, &q.TotalsStale, &q.ValidUntil, &q.Notes, &q.SentAt, &q.SentVia,
 		&q.AcceptedAt, &q.DeclinedAt, &q.DeclineReason, &q.DecisionNotes, &q.CreatedAt, &q.UpdatedAt)
-	q.ValidUntil = validUntil.String()
 	return q, err
 }
 
@@ -336,7 +334,7 @@ func (p *pack) createQuoteFromInspection(ctx context.Context, c *executor.Call, 
 	q, err := scanQuote(c.DB.QueryRow(ctx, `INSERT INTO quotes (lead_id, inspection_id, customer_id, pricing_profile, valid_until, notes,
 			subtotal_cents, gst_cents, total_cents)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+quoteColumns,
-		insp.LeadID, inspectionID, customer, profile.name, today.addDays(executor.LimitOr(in.ValidDays, 30)), trimmedText(&in.Notes),
+		insp.LeadID, inspectionID, customer, profile.name, today.AddDays(executor.LimitOr(in.ValidDays, 30)), trimmedText(&in.Notes),
 		subtotal, gst, total))
 	if err != nil {
 		return nil, err

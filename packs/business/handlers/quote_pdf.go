@@ -126,7 +126,7 @@ func (p *pack) quotePDF(d quoteDocument) *pdfDoc {
 	doc.fields(
 		[2]string{"Quote", quoteLabel(q.Number)},
 		[2]string{"Date", issued.Format("2 Jan 2006")},
-		[2]string{"Valid until", dateOfText(q.ValidUntil).t.Format("2 Jan 2006")},
+		[2]string{"Valid until", q.ValidUntil.Time().Format("2 Jan 2006")},
 	)
 
 	if defects := sortedDefects(d.Inspection.Defects); len(defects) > 0 {
@@ -158,7 +158,7 @@ func (p *pack) quotePDF(d quoteDocument) *pdfDoc {
 	}
 	doc.heading("Terms")
 	terms := []string{fmt.Sprintf("Prices are in Australian dollars. Unit prices exclude GST; GST is %d%% of the subtotal.", GSTRatePercent),
-		"This quote is valid until " + dateOfText(q.ValidUntil).t.Format("2 Jan 2006") + "."}
+		"This quote is valid until " + q.ValidUntil.Time().Format("2 Jan 2006") + "."}
 	switch {
 	case biz.Phone != "":
 		terms = append(terms, "To accept it, reply to us or call "+biz.Phone+".")

@@ -126,7 +126,7 @@ func (p *pack) quoteSMS(d quoteDocument, override *string) string {
 	if d.Site != "" {
 		s += " for " + d.Site
 	}
-	s += fmt.Sprintf(" is %s incl. GST, valid until %s.", formatAUD(d.TotalCents), dateOfText(d.Quote.ValidUntil).t.Format("2 Jan 2006"))
+	s += fmt.Sprintf(" is %s incl. GST, valid until %s.", formatAUD(d.TotalCents), d.Quote.ValidUntil.Time().Format("2 Jan 2006"))
 	if biz.Phone != "" {
 		return s + " Reply or call " + biz.Phone + " to accept."
 	}
@@ -164,7 +164,7 @@ func (p *pack) quoteEmail(d quoteDocument, override *string) (subject, body stri
 	if biz.Phone != "" {
 		accept += " or call us on " + biz.Phone
 	}
-	line("This quote is valid until %s. To accept it, %s.", dateOfText(d.Quote.ValidUntil).t.Format("2 Jan 2006"), accept)
+	line("This quote is valid until %s. To accept it, %s.", d.Quote.ValidUntil.Time().Format("2 Jan 2006"), accept)
 	line("")
 	line("%s", biz.Name)
 	for _, detail := range []string{prefixed("ABN ", biz.ABN), biz.Phone, biz.Email, biz.Address} {

@@ -20,6 +20,7 @@ import (
 	"unicode"
 
 	"github.com/gemhq/gem/executor"
+	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/text/unicode/norm"
@@ -370,14 +371,14 @@ type packAsset struct {
 	AssetID  uuid.UUID `json:"asset_id"`
 	FileName string    `json:"file_name"`
 	// PathInPack is where the file is in the zip, or null for a file that is not in GEM's file store.
-	PathInPack *string           `json:"path_in_pack"`
-	SourceRef  string            `json:"source_ref"`
-	AssetType  string            `json:"asset_type"`
-	AltText    *string           `json:"alt_text"`
-	Captions   map[string]string `json:"captions"`
-	Tags       []string          `json:"tags"`
-	Suburb     *string           `json:"suburb"`
-	TakenOn    *string           `json:"taken_on"`
+	PathInPack *string            `json:"path_in_pack"`
+	SourceRef  string             `json:"source_ref"`
+	AssetType  string             `json:"asset_type"`
+	AltText    *string            `json:"alt_text"`
+	Captions   map[string]string  `json:"captions"`
+	Tags       []string           `json:"tags"`
+	Suburb     *string            `json:"suburb"`
+	TakenOn    *businesspack.Date `json:"taken_on"`
 }
 
 // packCSVHeader is the CSV's header row.
@@ -458,7 +459,7 @@ func (p *pack) exportWebsitePack(ctx context.Context, c *executor.Call, in expor
 			pa.Captions = map[string]string{}
 		}
 		if a.TakenAt != nil {
-			d := a.TakenAt.In(loc).Format(time.DateOnly)
+			d := businesspack.DateOf(a.TakenAt.In(loc))
 			pa.TakenOn = &d
 		}
 		if a.AltText == nil {
@@ -498,7 +499,7 @@ func (p *pack) exportWebsitePack(ctx context.Context, c *executor.Call, in expor
 		records := [][]string{packCSVHeader}
 		for _, pa := range manifest.Assets {
 			records = append(records, []string{pa.FileName, textOrEmpty(pa.PathInPack), textOrEmpty(pa.AltText), pa.Captions["website"], pa.Captions["gmb"],
-				pa.Captions["meta"], pa.Captions["other"], strings.Join(pa.Tags, ", "), textOrEmpty(pa.Suburb), textOrEmpty(pa.TakenOn), pa.AssetType,
+				pa.Captions["meta"], pa.Captions["other"], strings.Join(pa.Tags, ", "), textOrEmpty(pa.Suburb), dateOrEmpty(pa.TakenOn), pa.AssetType,
 				pa.AssetID.String(), pa.SourceRef})
 		}
 		if err := w.WriteAll(records); err != nil {

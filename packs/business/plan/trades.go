@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	businesspack "github.com/gemhq/gem/packs/business"
 
@@ -272,13 +271,13 @@ var tradesRules = []planner.Rule{
 			if start.IsZero() {
 				return nil, planner.Missing("start_date", `when does the job start? Say a day, like "monday" or 2026-12-01`)
 			}
-			in := businesspack.JobAssignDatesInput{JobID: m.ID(), StartDate: start.Format(time.DateOnly)}
+			in := businesspack.JobAssignDatesInput{JobID: m.ID(), StartDate: businesspack.DateOf(start)}
 			end, _, err := m.When(rest, "end_date")
 			if err != nil {
 				return nil, err
 			}
 			if !end.IsZero() && end.After(start) {
-				in.EndDate = end.Format(time.DateOnly)
+				in.EndDate = businesspack.DateOf(end)
 			}
 			return in, nil
 		},
@@ -533,10 +532,17 @@ var tradesRules = []planner.Rule{
 // snapshotPeriod is a money report's input: the period the message names, or the tool's default.
 func snapshotPeriod(m *planner.Match) (any, error) {
 	from, to, err := m.Period(false)
-	if err != nil {
+	if err != nil || from == "" {
+		return businesspack.FinanceSnapshotInput{}, err
+	}
+	var in businesspack.FinanceSnapshotInput
+	if in.From, err = businesspack.ParseDate(from); err != nil {
 		return nil, err
 	}
-	return businesspack.FinanceSnapshotInput{From: from, To: to}, nil
+	if in.To, err = businesspack.ParseDate(to); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // tradesSentences are what the answer says of the trades tools' succeeded calls.
@@ -652,8 +658,8 @@ var tradesSentences = run.Sentences{
 	}, nil),
 	businesspack.AssignJobDates: run.Says(func(in businesspack.JobAssignDatesInput, out businesspack.Job, _ run.When) string {
 		s := fmt.Sprintf("Job %s is scheduled from %s", in.JobID, in.StartDate)
-		if out.EndDate != nil && *out.EndDate != in.StartDate {
-			s += " to " + *out.EndDate
+		if out.EndDate != nil && !out.EndDate.Equal(in.StartDate) {
+			s += " to " + out.EndDate.String()
 		}
 		return s + "."
 	}, nil),
