@@ -419,12 +419,34 @@ type generateAltTextInput struct {
 }
 
 type generateAltTextOutput struct {
-	AltText   string    `json:"alt_text"`
-	AssetID   uuid.UUID `json:"asset_id"`
-	Length    int       `json:"length"`
-	MaxLength int       `json:"max_length"`
-	Trimmed   bool      `json:"trimmed"`
-	WrittenBy string    `json:"written_by"`
+	AltText string    `json:"alt_text"`
+	AssetID uuid.UUID `json:"asset_id"`
+	writtenText
+}
+
+// writtenText is how a text written for an asset fits its limit, and who wrote it: the end of the alt
+// text's and the caption's results.
+type writtenText struct {
+	Length    int    `json:"length"`
+	MaxLength int    `json:"max_length"`
+	Trimmed   bool   `json:"trimmed"`
+	WrittenBy string `json:"written_by"`
+}
+
+// writeAssetText asks the model for one text of an asset, answered as {"<field>": "..."} (schema, a
+// textSchema), and cleans it; an answer empty once cleaned is malformed, naming what it should have been.
+func writeAssetText(ctx context.Context, m llmtext.Model, task string, fs *promptFacts, schema *llmtext.Schema, maxTokens int,
+	what string, clean func(string) string) (string, error) {
+	var answer map[string]string
+	if err := writeCopy(ctx, m, task, fs, schema, maxTokens, &answer); err != nil {
+		return "", err
+	}
+	raw := answer[schema.Name]
+	text := clean(raw)
+	if text == "" {
+		return "", emptyAnswer(m, what, raw)
+	}
+	return text, nil
 }
 
 var altTextSchema = textSchema("alt_text")
@@ -446,22 +468,17 @@ func (p *pack) generateAltText(ctx context.Context, c *executor.Call, in generat
 search engines. Describe what it shows, concretely, as one phrase or sentence of at most %d characters. Do not
 start with "image of", "photo of" or "picture of". Mention the suburb when it is known. No marketing language.
 Answer with JSON: {"alt_text": "..."}.`, f.AssetType, maxLen)
-	var answer struct {
-		AltText string `json:"alt_text"`
-	}
-	if err := writeCopy(ctx, m, task, fs, altTextSchema, 300, &answer); err != nil {
+	text, err := writeAssetText(ctx, m, task, fs, altTextSchema, 300, "alt text", cleanAltText)
+	if err != nil {
 		return nil, err
-	}
-	text := cleanAltText(answer.AltText)
-	if text == "" {
-		return nil, emptyAnswer(m, "alt text", answer.AltText)
 	}
 	text, trimmed := fitText(text, maxLen)
 	if _, err := c.DB.Exec(ctx, `UPDATE media_assets SET alt_text = $2, updated_at = now() WHERE id = $1 AND alt_text IS DISTINCT FROM $2`,
 		in.AssetID, text); err != nil {
 		return nil, err
 	}
-	return &generateAltTextOutput{AltText: text, AssetID: in.AssetID, Length: runeLen(text), MaxLength: maxLen, Trimmed: trimmed, WrittenBy: writtenBy(m)}, nil
+	return &generateAltTextOutput{AltText: text, AssetID: in.AssetID, writtenText: writtenText{Length: runeLen(text), MaxLength: maxLen, Trimmed: trimmed,
+		WrittenBy: writtenBy(m)}}, nil
 }
 
 // cleanAltText drops what screen readers already say ("Image of") and wrapping quotes.
@@ -497,13 +514,10 @@ type generateCaptionInput struct {
 }
 
 type generateCaptionOutput struct {
-	Caption   string    `json:"caption"`
-	AssetID   uuid.UUID `json:"asset_id"`
-	Platform  string    `json:"platform"`
-	Length    int       `json:"length"`
-	MaxLength int       `json:"max_length"`
-	Trimmed   bool      `json:"trimmed"`
-	WrittenBy string    `json:"written_by"`
+	Caption  string    `json:"caption"`
+	AssetID  uuid.UUID `json:"asset_id"`
+	Platform string    `json:"platform"`
+	writtenText
 }
 
 var captionSchema = textSchema("caption")
@@ -525,15 +539,11 @@ func (p *pack) generateCaption(ctx context.Context, c *executor.Call, in generat
 	fs.add("alt text", f.AltText)
 	task := fmt.Sprintf(`Task: write the caption of this %s for %s. Let the work speak: what the problem was, what was done, where.
 At most %d characters. Answer with JSON: {"caption": "..."}.`, f.AssetType, spec.guide, spec.maxLength)
-	var answer struct {
-		Caption string `json:"caption"`
-	}
-	if err := writeCopy(ctx, m, task, fs, captionSchema, 600, &answer); err != nil {
+	text, err := writeAssetText(ctx, m, task, fs, captionSchema, 600, "caption", func(s string) string {
+		return strings.TrimSpace(strings.Trim(strings.TrimSpace(s), `"“”`))
+	})
+	if err != nil {
 		return nil, err
-	}
-	text := strings.TrimSpace(strings.Trim(strings.TrimSpace(answer.Caption), `"“”`))
-	if text == "" {
-		return nil, emptyAnswer(m, "caption", answer.Caption)
 	}
 	text, trimmed := fitProse(text, spec.maxLength)
 	by := writtenBy(m)
@@ -544,8 +554,8 @@ At most %d characters. Answer with JSON: {"caption": "..."}.`, f.AssetType, spec
 		in.AssetID, platform, text, by); err != nil {
 		return nil, err
 	}
-	return &generateCaptionOutput{Caption: text, AssetID: in.AssetID, Platform: platform, Length: runeLen(text), MaxLength: spec.maxLength,
-		Trimmed: trimmed, WrittenBy: by}, nil
+	return &generateCaptionOutput{Caption: text, AssetID: in.AssetID, Platform: platform, writtenText: writtenText{Length: runeLen(text),
+		MaxLength: spec.maxLength, Trimmed: trimmed, WrittenBy: by}}, nil
 }
 
 // fitProse shortens prose to at most max characters, at the end of a sentence when one ends in the second

@@ -143,14 +143,21 @@ func createCommitment(ctx context.Context, c *executor.Call, in createCommitment
 	}
 	out := &createCommitmentOutput{CommitmentID: m.CommitmentID, Commitment: m}
 	if in.ReviewAt != nil {
-		r, err := oshandlers.InsertReminder(ctx, c.DB, ospack.CreateReminderInput{Title: "Review commitment: " + title, RemindAt: *in.ReviewAt,
-			Domain: ospack.DomainPersonal, ContextRef: &contextRef{Type: "commitment", ID: m.CommitmentID.String()}})
-		if err != nil {
+		if out.ReminderID, err = personalReminder(ctx, c.DB, "Review commitment: "+title, *in.ReviewAt, contextRef{Type: "commitment", ID: m.CommitmentID.String()}); err != nil {
 			return nil, err
 		}
-		out.ReminderID = &r.ReminderID
 	}
 	return out, nil
+}
+
+// personalReminder sets a personal reminder (the os pack's) to look at what ref names again at at, and
+// returns its id.
+func personalReminder(ctx context.Context, db executor.DB, title string, at time.Time, ref contextRef) (*string, error) {
+	r, err := oshandlers.InsertReminder(ctx, db, ospack.CreateReminderInput{Title: title, RemindAt: at, Domain: ospack.DomainPersonal, ContextRef: &ref})
+	if err != nil {
+		return nil, err
+	}
+	return &r.ReminderID, nil
 }
 
 type reviewCommitmentsOutput struct {
@@ -238,12 +245,10 @@ type boundarySetInput struct {
 	Value json.RawMessage `json:"value"`
 }
 
+// boundarySetOutput is the boundary memory written, as identity's memory tools return it, and the reminder set.
 type boundarySetOutput struct {
-	MemoryID           uuid.UUID      `json:"memory_id"`
-	Memory             identityMemory `json:"memory"`
-	SupersededMemoryID *uuid.UUID     `json:"superseded_memory_id"`
-	Changed            bool           `json:"changed"`
-	ReminderID         *string        `json:"reminder_id"`
+	memoryWriteOutput
+	ReminderID *string `json:"reminder_id"`
 }
 
 // boundarySet makes a personal boundary the current boundary memory of its key (identity's memories; see
@@ -256,14 +261,11 @@ func boundarySet(ctx context.Context, c *executor.Call, in boundarySetInput) (*b
 	if err != nil {
 		return nil, err
 	}
-	out := &boundarySetOutput{MemoryID: w.MemoryID, Memory: w.Memory, SupersededMemoryID: w.SupersededMemoryID, Changed: w.Changed}
+	out := &boundarySetOutput{memoryWriteOutput: *w}
 	if in.RemindAt != nil {
-		r, err := oshandlers.InsertReminder(ctx, c.DB, ospack.CreateReminderInput{Title: "Check boundary: " + w.Memory.Key, RemindAt: *in.RemindAt,
-			Domain: ospack.DomainPersonal, ContextRef: &contextRef{Type: "memory", ID: w.MemoryID.String()}})
-		if err != nil {
+		if out.ReminderID, err = personalReminder(ctx, c.DB, "Check boundary: "+w.Memory.Key, *in.RemindAt, contextRef{Type: "memory", ID: w.MemoryID.String()}); err != nil {
 			return nil, err
 		}
-		out.ReminderID = &r.ReminderID
 	}
 	return out, nil
 }

@@ -569,6 +569,17 @@ func refreshTotals(ctx context.Context, c *executor.Call, q businesspack.Quote, 
 	return q, err == nil, err
 }
 
+// finalTotals brings a draft quote's totals up to date from its lines as the customer decides on it: a quote
+// that leaves draft keeps its totals. It returns the quote and how many lines it has.
+func finalTotals(ctx context.Context, c *executor.Call, q businesspack.Quote) (businesspack.Quote, int, error) {
+	lines, err := quoteLines(ctx, c, q.QuoteID)
+	if err != nil {
+		return q, 0, err
+	}
+	q, _, err = refreshTotals(ctx, c, q, lines)
+	return q, len(lines), err
+}
+
 // leadStageFor moves the quote's lead along with the quote (sent → quoted, accepted → won) and returns its
 // stage.
 func leadStageFor(ctx context.Context, c *executor.Call, q businesspack.Quote) (string, error) {
@@ -658,15 +669,12 @@ func markQuoteAccepted(ctx context.Context, c *executor.Call, in businesspack.Qu
 	case "declined":
 		return nil, executor.Conflict("quote %s was declined: it cannot be accepted (make a new quote)", quoteID)
 	case "draft":
-		lines, err := quoteLines(ctx, c, quoteID)
-		if err != nil {
+		var lines int
+		if q, lines, err = finalTotals(ctx, c, q); err != nil {
 			return nil, err
 		}
-		if len(lines) == 0 {
+		if lines == 0 {
 			return nil, executor.Conflict("quote %s has no line items: there is nothing to accept", quoteID)
-		}
-		if q, _, err = refreshTotals(ctx, c, q, lines); err != nil {
-			return nil, err
 		}
 		fallthrough
 	case "sent":
@@ -695,12 +703,7 @@ func markQuoteDeclined(ctx context.Context, c *executor.Call, in businesspack.Qu
 	case "accepted":
 		return nil, executor.Conflict("quote %s was accepted: it cannot be declined", quoteID)
 	case "draft":
-		// A quote that leaves draft keeps its totals: bring them up to date first.
-		lines, err := quoteLines(ctx, c, quoteID)
-		if err != nil {
-			return nil, err
-		}
-		if q, _, err = refreshTotals(ctx, c, q, lines); err != nil {
+		if q, _, err = finalTotals(ctx, c, q); err != nil {
 			return nil, err
 		}
 		fallthrough
