@@ -394,11 +394,11 @@ func (a *attempt) execute(ctx context.Context, conn pipe.Conn, inBatch func(uuid
 		}
 		return failed(registry.CodeOutputContract, "the handler's result does not match the output schema, so its effects were rolled back: "+verr.Error(), details), nil
 	}
-	files, err := c.writeStaged()
+	files, err := stateOf(c).WriteStaged()
 	if err != nil {
 		return a.classify(err)
 	}
-	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: c.outside, files: files}, nil
+	return &receiptDraft{status: registry.StatusSucceeded, result: result, outside: stateOf(c).Outside, files: files}, nil
 }
 
 // snoozeError is what execute returns for a call whose limit is full: nothing of it is kept, and its job
@@ -487,8 +487,9 @@ func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *Call, err e
 	g := pipe.NewGuarded(conn)
 	c := &Call{
 		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.shownKey(),
-		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log, invoke: a.invoke,
+		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log,
 	}
+	stateOf(c).Invoke = a.invoke
 	type ret struct {
 		v   any
 		err error
@@ -550,7 +551,7 @@ func (a *attempt) classify(err error) (*receiptDraft, error) {
 		return nil, err
 	}
 	if he, ok := asError(err); ok {
-		if he.retryable {
+		if errRetryable(he) {
 			return nil, err
 		}
 		return failed(he.Code, he.Message, he.Details), nil

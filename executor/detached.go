@@ -63,7 +63,7 @@ func (d *Detached) Run(ctx context.Context) DetachedResult {
 		if he.Details != nil {
 			ce.Details, _ = json.Marshal(he.Details)
 		}
-		return DetachedResult{Error: ce, Retryable: he.retryable}
+		return DetachedResult{Error: ce, Retryable: errRetryable(he)}
 	}
 	result, err := json.Marshal(v)
 	if err != nil {
@@ -81,7 +81,7 @@ func (d *Detached) Run(ctx context.Context) DetachedResult {
 	}
 	// Files the handler staged (an MCP server's images) go to this machine's file store, which the result
 	// names them in.
-	if _, err := c.writeStaged(); err != nil {
+	if _, err := stateOf(c).WriteStaged(); err != nil {
 		return DetachedResult{Error: &registry.CallError{Code: registry.CodeHandlerError, Message: "the handler failed: " + err.Error()}}
 	}
 	return DetachedResult{Result: result}

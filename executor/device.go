@@ -349,7 +349,7 @@ func (e *Executor) runDevice(p *pending) error {
 			return p.ctx.Err() // shut down: the job's next run waits on
 		case timedOut:
 			ans.err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("no answer from a device within the tool's %s timeout (and the call's wait for a device)", dc.tool.Timeout())}
-		case he != nil && he.retryable:
+		case he != nil && errRetryable(he):
 			// Never a receipt: the call may be with its device. The next run waits on from its attempts; a
 			// call that keeps failing is discarded by River, and the safety net ends it outcome_unknown and
 			// abandons its attempt (00036).

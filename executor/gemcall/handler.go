@@ -1,17 +1,21 @@
-package executor
+// Package gemcall is what a tool's handler sees of a call: the Handler it registers, the Call it runs, the
+// database handle it writes through and the errors it ends a call with. Package executor re-exports all of
+// it (executor.Call is gemcall.Call), so handlers keep writing executor.Call; it is a package of its own so
+// the engine under executor/internal can build calls and read their errors, as River's rivertype is.
+package gemcall
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/gemhq/gem/executor/filestore"
+	"github.com/gemhq/gem/executor/internal/callstate"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -43,18 +47,6 @@ type Handler struct {
 	// under, so one thing written two ways is one key (leads.create: a phone number in E.164). An error ends
 	// the call before it runs, as Run's would. A key the caller gave is kept as it is.
 	Key func(value string) (string, error)
-}
-
-// MissingEnv lists the variables of names that are unset or empty here: what keeps a handler's RequiredEnv
-// from doing real work.
-func MissingEnv(names []string) []string {
-	var missing []string
-	for _, env := range names {
-		if os.Getenv(env) == "" {
-			missing = append(missing, env)
-		}
-	}
-	return missing
 }
 
 // Handlers maps tool names to handlers.
@@ -150,10 +142,13 @@ type Call struct {
 	// Log is a logger carrying the call's id, tool, attempt and run id.
 	Log zerolog.Logger
 
-	outside []registry.OutsideEffect
-	files   []registry.FileWritten
-	staged  []*filestore.File
-	invoke  func(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error)
+	// state is the engine's: effects and files recorded, and how to Invoke.
+	state callstate.State
+}
+
+func init() {
+	callstate.Of = func(c *Call) *callstate.State { return &c.state }
+	callstate.Retryable = func(e *Error) bool { return e.retryable }
 }
 
 // Invoke makes another call of a registry tool from inside this one, as a script tool's gem.x.y(input)
@@ -162,10 +157,10 @@ type Call struct {
 // result and the call's id; a receipt that is not succeeded is a *registry.CallError. The call commits on
 // its own, whatever becomes of this one, so it is recorded in this call's effects.outside (kind "call").
 func (c *Call) Invoke(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error) {
-	if c.invoke == nil {
+	if c.state.Invoke == nil {
 		return nil, "", errors.New("calls cannot be made from here (a device's tools cannot call other tools)")
 	}
-	result, id, err := c.invoke(ctx, tool, input)
+	result, id, err := c.state.Invoke(ctx, tool, input)
 	if id != "" {
 		c.RecordOutside(registry.OutsideEffect{Kind: "call", Target: tool, Reference: id})
 	}
@@ -227,12 +222,12 @@ func fieldError(input json.RawMessage, v any) error {
 
 // RecordOutside adds an effect outside the database (a message sent, a file written) to the receipt.
 func (c *Call) RecordOutside(e registry.OutsideEffect) {
-	c.outside = append(c.outside, e)
+	c.state.Outside = append(c.state.Outside, e)
 }
 
 // RecordFile adds a file the handler put in GEM's file store to the receipt's effects.files_written.
 func (c *Call) RecordFile(f registry.FileWritten) {
-	c.files = append(c.files, f)
+	c.state.Files = append(c.state.Files, f)
 }
 
 // StageFile adds a file to the receipt's effects.files_written that the executor writes to GEM's file store
@@ -241,24 +236,12 @@ func (c *Call) RecordFile(f registry.FileWritten) {
 // writes nothing, and a committed receipt never names a file that is not there. The store names a file by
 // its content, so the result may name f.Ref at once. The same file staged twice is written and listed once.
 func (c *Call) StageFile(f *filestore.File) {
-	for _, s := range c.staged {
+	for _, s := range c.state.Staged {
 		if s.Ref == f.Ref {
 			return
 		}
 	}
-	c.staged = append(c.staged, f)
-}
-
-// writeStaged writes the staged files and returns every file of the receipt.
-func (c *Call) writeStaged() ([]registry.FileWritten, error) {
-	files := c.files
-	for _, f := range c.staged {
-		if err := f.Write(); err != nil {
-			return nil, err
-		}
-		files = append(files, f.FileWritten)
-	}
-	return files, nil
+	c.state.Staged = append(c.state.Staged, f)
 }
 
 // Error is how a handler ends a call with a specific receipt.
@@ -320,11 +303,4 @@ func Retryable(err error) error {
 // retries_exhausted receipt of the last attempt keeps.
 func RetryableWith(err error, details any) error {
 	return &Error{Code: registry.CodeRetriesExhausted, Message: err.Error(), Details: details, retryable: true, cause: err}
-}
-
-// asError returns the *Error in err, if any.
-func asError(err error) (*Error, bool) {
-	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
 }
