@@ -1,4 +1,6 @@
 package executor
 
+import "github.com/gemhq/gem/executor/internal/engine"
+
 // AttemptInsertSQL is the relay's statement handing a call to another device, for tests of its guard.
-const AttemptInsertSQL = attemptInsertSQL
+const AttemptInsertSQL = engine.AttemptInsertSQL

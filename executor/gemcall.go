@@ -2,9 +2,9 @@ package executor
 
 import (
 	"context"
-	"os"
 
 	"github.com/gemhq/gem/executor/gemcall"
+	"github.com/gemhq/gem/executor/internal/engine"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -91,12 +91,4 @@ func ValueOr[T any](p *T, def T) T { return gemcall.ValueOr(p, def) }
 
 // MissingEnv lists the variables of names that are unset or empty here: what keeps a handler's RequiredEnv
 // from doing real work.
-func MissingEnv(names []string) []string {
-	var missing []string
-	for _, env := range names {
-		if os.Getenv(env) == "" {
-			missing = append(missing, env)
-		}
-	}
-	return missing
-}
+func MissingEnv(names []string) []string { return engine.MissingEnv(names) }

@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemhq/gem/executor/gemcall"
 	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
@@ -348,7 +349,7 @@ func (e *Executor) runDevice(p *pending) error {
 		case p.ctx.Err() != nil:
 			return p.ctx.Err() // shut down: the job's next run waits on
 		case timedOut:
-			ans.err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("no answer from a device within the tool's %s timeout (and the call's wait for a device)", dc.tool.Timeout())}
+			ans.err = &gemcall.Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("no answer from a device within the tool's %s timeout (and the call's wait for a device)", dc.tool.Timeout())}
 		case he != nil && errRetryable(he):
 			// Never a receipt: the call may be with its device. The next run waits on from its attempts; a
 			// call that keeps failing is discarded by River, and the safety net ends it outcome_unknown and
@@ -475,7 +476,7 @@ func (t *batchTx) deviceTurn(ctx context.Context, a *attempt) (limitTurn, error)
 }
 
 // answered is a device call's handler in its receipt transaction: the answer its wait ended with.
-func (a *attempt) answered(context.Context, *Call) (any, error) {
+func (a *attempt) answered(context.Context, *gemcall.Call) (any, error) {
 	h := a.p.handOff
 	if h == nil || h.answer == nil {
 		return nil, fmt.Errorf("device call %s reached its receipt without an answer", a.args.CallID)
@@ -491,10 +492,10 @@ func (e *Executor) awaitReceipt(p *pending, dc *deviceCall, holder uuid.UUID) er
 	ctx, cancel := context.WithTimeout(p.ctx, dc.waitBound())
 	defer cancel()
 	if err := e.waiter.Start(ctx); err != nil {
-		return Retryable(fmt.Errorf("error listening for the receipt of call %s, which holds this call's idempotency key: %w", holder, err))
+		return gemcall.Retryable(fmt.Errorf("error listening for the receipt of call %s, which holds this call's idempotency key: %w", holder, err))
 	}
 	if _, err := e.waiter.WaitOne(ctx, holder); err != nil && p.ctx.Err() == nil {
-		return Retryable(fmt.Errorf("waiting for call %s, which holds this call's idempotency key: %w", holder, err))
+		return gemcall.Retryable(fmt.Errorf("waiting for call %s, which holds this call's idempotency key: %w", holder, err))
 	}
 	return p.ctx.Err()
 }
@@ -518,18 +519,18 @@ const firstAttemptSQL = `WITH prior AS (SELECT id, device, state, result, error 
 		RETURNING id, device, state, result, error)
 	SELECT * FROM prior UNION ALL SELECT * FROM ins ORDER BY id`
 
-// attemptInsertSQL hands a call to a device (the insert's trigger tells the hubs), unless the call has its
+// AttemptInsertSQL hands a call to a device (the insert's trigger tells the hubs), unless the call has its
 // receipt: another run of it may have ended it (runs overlap when an executor's liveness connection drops),
 // and its receipt may say it never ran. The call's row is share-locked, so a receipt being committed is
 // waited for and then seen. A failover's attempt counts under the same concurrency limit as the call's first.
-const attemptInsertSQL = `INSERT INTO core_device_attempts (call_id, device, timeout_ms, limit_key)
+const AttemptInsertSQL = `INSERT INTO core_device_attempts (call_id, device, timeout_ms, limit_key)
 	SELECT c.id, $2, $3, (SELECT limit_key FROM core_device_attempts WHERE call_id = $1 ORDER BY id LIMIT 1)
 	FROM core_tool_calls c WHERE c.id = $1 AND c.status = 'queued' FOR SHARE OF c
 	RETURNING id`
 
 func scanAttempts(rows pgx.Rows, err error) ([]deviceAttempt, error) {
 	if err != nil {
-		return nil, Retryable(fmt.Errorf("error reading the call's device attempts: %w", err))
+		return nil, gemcall.Retryable(fmt.Errorf("error reading the call's device attempts: %w", err))
 	}
 	atts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deviceAttempt, error) {
 		var d deviceAttempt
@@ -537,7 +538,7 @@ func scanAttempts(rows pgx.Rows, err error) ([]deviceAttempt, error) {
 		return d, err
 	})
 	if err != nil {
-		return nil, Retryable(fmt.Errorf("error reading the call's device attempts: %w", err))
+		return nil, gemcall.Retryable(fmt.Errorf("error reading the call's device attempts: %w", err))
 	}
 	return atts, nil
 }
@@ -579,10 +580,10 @@ func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []devic
 			ans.ranOn, ans.err = last.device, deviceError(last.device, last.err)
 			return ans
 		case last != nil && last.state == gemsql.AttemptAbandoned:
-			ans.err = &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("an earlier run of this call gave up waiting for device %q", last.device)}
+			ans.err = &gemcall.Error{Code: registry.CodeTimeout, Message: fmt.Sprintf("an earlier run of this call gave up waiting for device %q", last.device)}
 			return ans
 		case last != nil && last.state == gemsql.AttemptLost && !dc.mayRepeat():
-			ans.ranOn, ans.err = last.device, &Error{Code: registry.CodeOutcomeUnknown, Message: fmt.Sprintf(
+			ans.ranOn, ans.err = last.device, &gemcall.Error{Code: registry.CodeOutcomeUnknown, Message: fmt.Sprintf(
 				"device %q went away while running this call, which may not run twice (mode %s, permissions %v): it is not run again",
 				last.device, dc.tool.Idempotency.Mode, dc.tool.Permissions),
 				Details: map[string]any{"device": last.device, "permissions": dc.tool.Permissions}}
@@ -603,22 +604,22 @@ func (a *attempt) relay(ctx context.Context, wake <-chan struct{}, first []devic
 		}
 		if dev == "" {
 			u := dc.unavailable().err
-			ans.err = &Error{Code: u.Code, Message: u.Message, Details: map[string]any{"devices_serving_tool": dc.candidates, "devices_tried": ans.tried}}
+			ans.err = &gemcall.Error{Code: u.Code, Message: u.Message, Details: map[string]any{"devices_serving_tool": dc.candidates, "devices_tried": ans.tried}}
 			return ans
 		}
 		var id int64
-		err = pool.QueryRow(ctx, attemptInsertSQL, callID, dev, dc.tool.TimeoutMS).Scan(&id)
+		err = pool.QueryRow(ctx, AttemptInsertSQL, callID, dev, dc.tool.TimeoutMS).Scan(&id)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.ConstraintName == "core_device_attempts_one_open" {
 			continue // another run of this call handed it out first: wait on its attempt
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Another run of the call wrote its receipt: this one ends, and the job's next run completes it.
-			ans.err = Retryable(errors.New("the call has its receipt (another run of it ended it); not handing it out again"))
+			ans.err = gemcall.Retryable(errors.New("the call has its receipt (another run of it ended it); not handing it out again"))
 			return ans
 		}
 		if err != nil {
-			ans.err = Retryable(fmt.Errorf("error handing the call to device %s: %w", dev, err))
+			ans.err = gemcall.Retryable(fmt.Errorf("error handing the call to device %s: %w", dev, err))
 			return ans
 		}
 		a.log.Debug().Str("device", dev).Int64("device_attempt", id).Msg("call handed to a device")
@@ -655,7 +656,7 @@ func (a *attempt) awaitAnswer(ctx context.Context, at *deviceAttempt, wake <-cha
 	case <-t.C:
 		alive, err := a.e.devices.alive(ctx, []string{at.device})
 		if err != nil {
-			return Retryable(err)
+			return gemcall.Retryable(err)
 		}
 		if len(alive) == 0 {
 			// An attempt still queued was never handed over: free it for another device now. One already
@@ -665,7 +666,7 @@ func (a *attempt) awaitAnswer(ctx context.Context, at *deviceAttempt, wake <-cha
 				_, err = pool.Exec(ctx, `SELECT gem_devices_expire()`)
 			}
 			if err != nil {
-				return Retryable(fmt.Errorf("error ending an attempt on a device that went away: %w", err))
+				return gemcall.Retryable(fmt.Errorf("error ending an attempt on a device that went away: %w", err))
 			}
 		}
 		return nil
@@ -693,7 +694,7 @@ func (a *attempt) awaitAnswer(ctx context.Context, at *deviceAttempt, wake <-cha
 func deviceError(device string, raw []byte) error {
 	var ce registry.CallError
 	if err := json.Unmarshal(raw, &ce); err != nil || ce.Code == "" {
-		return &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("device %q answered an error GEM cannot read", device),
+		return &gemcall.Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("device %q answered an error GEM cannot read", device),
 			Details: map[string]any{"device": device, "answer": string(raw)}}
 	}
 	code := ce.Code
@@ -705,5 +706,5 @@ func deviceError(device string, raw []byte) error {
 		details["device_code"] = code
 		code = registry.CodeHandlerError
 	}
-	return &Error{Code: code, Message: ce.Message, Details: details}
+	return &gemcall.Error{Code: code, Message: ce.Message, Details: details}
 }

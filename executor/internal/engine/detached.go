@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gemhq/gem/executor/gemcall"
 	"github.com/gemhq/gem/registry"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -17,7 +18,7 @@ import (
 type Detached struct {
 	CallID  uuid.UUID
 	Tool    *registry.Tool
-	Handler Handler
+	Handler gemcall.Handler
 	Input   json.RawMessage
 	Log     zerolog.Logger
 }
@@ -41,7 +42,7 @@ func (d *Detached) Run(ctx context.Context) DetachedResult {
 	}
 	hctx, cancel := context.WithTimeout(d.Log.WithContext(ctx), d.Tool.Timeout())
 	defer cancel()
-	c := &Call{ID: d.CallID, Tool: d.Tool, Input: d.Input, Attempt: 1, Log: d.Log}
+	c := &gemcall.Call{ID: d.CallID, Tool: d.Tool, Input: d.Input, Attempt: 1, Log: d.Log}
 	v, err := func() (v any, err error) {
 		defer func() {
 			if p := recover(); p != nil {

@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"errors"
@@ -14,8 +14,8 @@ var stateOf = callstate.Of.(func(*gemcall.Call) *callstate.State)
 var errRetryable = callstate.Retryable.(func(*gemcall.Error) bool)
 
 // asError returns the *Error in err, if any.
-func asError(err error) (*Error, bool) {
-	var e *Error
+func asError(err error) (*gemcall.Error, bool) {
+	var e *gemcall.Error
 	ok := errors.As(err, &e)
 	return e, ok
 }

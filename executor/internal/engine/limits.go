@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemhq/gem/executor/gemcall"
 	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	"github.com/jackc/pgx/v5"
@@ -155,7 +156,7 @@ func (a *attempt) rateTurn(ctx context.Context, conn pipe.Conn, rl *registry.Rat
 		// else it gives its start back and reserves another.
 		var moved *time.Time
 		if err := a.e.pool.QueryRow(ctx, rateMoveSQL, a.limitKey(rl.Key), rl.Max, rl.PerMS, *r).Scan(&moved); err != nil {
-			return limitTurn{}, nil, Retryable(fmt.Errorf("error moving a start under %s's rate limit: %w", a.tool.Name, err))
+			return limitTurn{}, nil, gemcall.Retryable(fmt.Errorf("error moving a start under %s's rate limit: %w", a.tool.Name, err))
 		}
 		if moved != nil {
 			return limitTurn{}, moved, a.useReservation(ctx, conn)
@@ -170,7 +171,7 @@ func (a *attempt) rateTurn(ctx context.Context, conn pipe.Conn, rl *registry.Rat
 	)
 	horizon := a.tool.LimitWait() - a.waited()
 	if err := a.e.pool.QueryRow(ctx, rateTakeSQL, a.limitKey(rl.Key), rl.Max, rl.PerMS, max(horizon.Milliseconds(), 0)).Scan(&at, &waitMS); err != nil {
-		return limitTurn{}, nil, Retryable(fmt.Errorf("error reserving a start under %s's rate limit: %w", a.tool.Name, err))
+		return limitTurn{}, nil, gemcall.Retryable(fmt.Errorf("error reserving a start under %s's rate limit: %w", a.tool.Name, err))
 	}
 	wait := time.Duration(math.Ceil(waitMS*1e3)) * time.Microsecond
 	switch {
@@ -227,7 +228,7 @@ func (a *attempt) useReservation(ctx context.Context, conn pipe.Conn) error {
 // releaseRate gives back a start reserved for the call under its tool's rate limit.
 func (a *attempt) releaseRate(ctx context.Context, at time.Time) error {
 	if _, err := a.e.pool.Exec(ctx, rateReleaseSQL, a.limitKey(a.tool.Limits.Rate.Key), at); err != nil {
-		return Retryable(fmt.Errorf("error giving back a start under %s's rate limit: %w", a.tool.Name, err))
+		return gemcall.Retryable(fmt.Errorf("error giving back a start under %s's rate limit: %w", a.tool.Name, err))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"context"

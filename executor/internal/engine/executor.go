@@ -1,13 +1,8 @@
-// Package executor runs GEM's tool calls. It is a River worker: every core_tool_calls row becomes a River
-// job (by the row's insert trigger), and for each job the executor looks the tool up, validates the input,
-// enforces the tool's idempotency mode, runs the handler under the tool's timeout and writes exactly one
-// receipt, committing the receipt, the call's status, the handler's database effects and the job's
-// completion in one transaction. Calls that finish together share a transaction (each in its own
-// savepoint), which is what lets one executor commit thousands of calls a second.
-//
-// The executor has no public API: it talks to the brain only through PostgreSQL. docs/architecture.md
-// describes the design and docs/adding-a-tool.md how to write a Handler.
-package executor
+// Package engine turns River's jobs of tool calls into receipts: the worker and the plans of a call, the
+// committers and their batch transactions, the device relay, limits, the upkeep loops and the metrics.
+// Package executor wraps it (New, Start, Stop, Main) and is what handlers and the process see; the engine
+// is kept apart from that surface as River keeps river/internal.
+package engine
 
 import (
 	"context"
@@ -17,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gemhq/gem/executor/gemcall"
 	"github.com/gemhq/gem/executor/internal/runner"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
@@ -40,8 +36,9 @@ const jobTimeoutMargin = 10 * time.Second
 // Executor works tool calls. Create it with New, then Start and Stop it.
 type Executor struct {
 	cfg      Config
+	version  string
 	reg      *registry.Registry
-	handlers Handlers
+	handlers gemcall.Handlers
 	// pool registers the executor and rescues dead executors' calls; riverPool is River's and callPool
 	// runs calls (see New).
 	pool      *pgxpool.Pool
@@ -89,26 +86,9 @@ type Executor struct {
 // riverPoolSize is the size of River's pool: fetching, completing, listening, leader election, maintenance.
 const riverPoolSize = 10
 
-// New builds an executor. cfg gets its defaults; the pool must reach a migrated database. The executor
-// registers itself and rescues dead executors' calls on that pool, and opens two of its own from its
-// settings:
-//
-//   - River's, whose transactions commit without waiting for the disk (synchronous_commit off). River's
-//     fetch is on every call's path, and its flush cost ~0.5 ms. Nothing of a call's outcome is committed
-//     there: if the server crashes before a River commit is flushed, the job is as it was before (available
-//     again, or running and taken up again), and a receipt committed later is flushed with everything
-//     before it in the log, so no receipt can outlive the fetch that led to it.
-//   - The calls', whose connections answer a cancelled context with a PostgreSQL cancel request: a handler
-//     that overruns its timeout loses its statement (and rolls back to its savepoint), not the connection
-//     other calls' receipts share. Its commits keep the server's setting (normally synchronous).
-func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Pool, log zerolog.Logger) (*Executor, error) {
-	cfg = cfg.WithDefaults()
-	if cfg.RescueAfter == 0 {
-		cfg.RescueAfter = reg.LongestTimeout() + RescueMarginDefault
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("invalid executor config: %w", err)
-	}
+// New builds an executor (executor.New says what it opens and why). cfg has its defaults applied and is valid (executor.New sees to both); version is the executor's, which
+// it registers under.
+func New(cfg Config, version string, reg *registry.Registry, handlers gemcall.Handlers, pool *pgxpool.Pool, log zerolog.Logger) (*Executor, error) {
 	var secrets *registry.Secrets
 	if cfg.SecretKey != "" {
 		var err error
@@ -132,6 +112,7 @@ func New(cfg Config, reg *registry.Registry, handlers Handlers, pool *pgxpool.Po
 	}
 	e := &Executor{
 		cfg:             cfg,
+		version:         version,
 		reg:             reg,
 		handlers:        handlers,
 		secrets:         secrets,

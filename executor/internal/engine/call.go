@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemhq/gem/executor/gemcall"
 	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/sql/gemsql"
@@ -38,7 +39,7 @@ type attempt struct {
 	callRow
 
 	tool    *registry.Tool
-	handler Handler
+	handler gemcall.Handler
 	// key is the tool's own idempotency key (registry.Tool.IdempotencyKeyFor), claimed in
 	// core_idempotency_keys; a key the client sent (explicitKey) was also claimed as its request's key when the
 	// call was inserted (core_request_keys), for a tool of any mode.
@@ -234,7 +235,7 @@ func (a *attempt) precheck() *receiptDraft {
 	if dc != nil {
 		// The device's answer was awaited between the call's two transactions (see runDevice): the
 		// "handler" gives it.
-		a.handler = Handler{Run: a.answered, Isolated: true}
+		a.handler = gemcall.Handler{Run: a.answered, Isolated: true}
 		return nil
 	}
 	handler, ok := a.e.handlers[tool.Name]
@@ -475,7 +476,7 @@ func (a *attempt) timeout() time.Duration {
 
 // callHandler runs the handler under the call's timeout. A handler that ignores its cancelled context is
 // abandoned after AbandonGrace; its transaction is taken back first.
-func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *Call, err error) {
+func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *gemcall.Call, err error) {
 	ctx, span := a.child(SpanHandler)
 	start := time.Now()
 	defer func() {
@@ -485,7 +486,7 @@ func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *Call, err e
 	hctx, cancel := context.WithTimeout(a.log.WithContext(ctx), a.timeout())
 	defer cancel()
 	g := pipe.NewGuarded(conn)
-	c := &Call{
+	c := &gemcall.Call{
 		ID: a.args.CallID, Tool: a.tool, Registry: a.e.reg, Input: a.input, Attempt: a.job.Attempt, IdempotencyKey: a.shownKey(),
 		Agent: a.agent, UserID: a.userID, RunID: a.runID, DB: g, Log: a.log,
 	}
@@ -518,7 +519,7 @@ func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *Call, err e
 				return nil, nil, pipe.TxBrokenError{Err: fmt.Errorf("the handler overran its timeout and kept the connection busy")}
 			}
 			a.log.Error().Dur("timeout", a.timeout()).Msg("handler ignored its cancelled context and was abandoned")
-			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
+			return nil, nil, &gemcall.Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
 				"the handler overran its %s timeout and did not stop; it was abandoned and its effects rolled back", a.timeout())}
 		}
 		if r.err == nil && hctx.Err() == context.DeadlineExceeded {
@@ -530,7 +531,7 @@ func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *Call, err e
 	}
 	if r.err != nil {
 		if hctx.Err() == context.DeadlineExceeded && a.ctx.Err() == nil {
-			return nil, nil, &Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
+			return nil, nil, &gemcall.Error{Code: registry.CodeTimeout, Message: fmt.Sprintf(
 				"the handler overran its %s timeout; it was cancelled and its effects rolled back", a.timeout()),
 				Details: map[string]any{"error": r.err.Error()}}
 		}
@@ -538,7 +539,7 @@ func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *Call, err e
 	}
 	result, err := json.Marshal(r.v)
 	if err != nil {
-		return nil, nil, &Error{Code: registry.CodeOutputContract, Message: "the handler's result cannot be encoded as JSON: " + err.Error()}
+		return nil, nil, &gemcall.Error{Code: registry.CodeOutputContract, Message: "the handler's result cannot be encoded as JSON: " + err.Error()}
 	}
 	return result, c, nil
 }
@@ -622,8 +623,8 @@ func validInput(tool *registry.Tool, raw []byte) (any, *receiptDraft) {
 }
 
 // panicked is the error of a handler that panicked with p (called from the deferred recover).
-func panicked(p any) *Error {
-	return &Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
+func panicked(p any) *gemcall.Error {
+	return &gemcall.Error{Code: registry.CodeHandlerError, Message: fmt.Sprintf("the handler panicked: %v", p),
 		Details: map[string]any{"stack": string(debug.Stack())}}
 }
 
@@ -631,7 +632,7 @@ func panicked(p any) *Error {
 func (a *attempt) invoke(ctx context.Context, tool string, input json.RawMessage) (json.RawMessage, string, error) {
 	// The executor listens for receipts from its first nested call on (most executors never make one).
 	if err := a.e.waiter.Start(ctx); err != nil {
-		return nil, "", Retryable(fmt.Errorf("error listening for the receipt of a call of %s: %w", tool, err))
+		return nil, "", gemcall.Retryable(fmt.Errorf("error listening for the receipt of a call of %s: %w", tool, err))
 	}
 	id := uuid.Must(uuid.NewV7())
 	sub := a.e.waiter.Subscribe([]uuid.UUID{id}) // before the call exists, so the wait need not read first

@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 
 // benchReceipts returns n receipts of os.create_note calls with their results, db_writes and receipt fields.
 func benchReceipts(tb testing.TB, n int) []receiptRow {
-	reg, err := registry.Load("../tools.registry.json")
+	reg, err := registry.Load("../../../tools.registry.json")
 	require.NoError(tb, err)
 	tool, ok := reg.Tool("os.create_note")
 	require.True(tb, ok)

@@ -1,8 +1,9 @@
-package executor
+package engine
 
 import (
 	"errors"
 
+	"github.com/gemhq/gem/executor/gemcall"
 	"github.com/gemhq/gem/registry"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -39,7 +40,7 @@ var sqlstateCodes = map[string]registry.ErrorCode{
 // sqlstateError turns a database error with a SQLSTATE of sqlstateCodes into the *Error that ends the call
 // with its code. The message is PostgreSQL's, with its detail (which names the key of a unique or foreign
 // key violation); the details carry the SQLSTATE and what PostgreSQL names: constraint, table, column.
-func sqlstateError(err error) (*Error, bool) {
+func sqlstateError(err error) (*gemcall.Error, bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return nil, false
@@ -52,7 +53,7 @@ func sqlstateError(err error) (*Error, bool) {
 	if pgErr.Detail != "" {
 		msg += ": " + pgErr.Detail
 	}
-	return &Error{Code: code, Message: msg, Details: pgErrorDetails(pgErr)}, true
+	return &gemcall.Error{Code: code, Message: msg, Details: pgErrorDetails(pgErr)}, true
 }
 
 // pgErrorDetails are the facts of a database error a caller can use.

@@ -1,10 +1,12 @@
-package executor
+package engine
 
 import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/gemhq/gem/executor/gemcall"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -19,10 +21,10 @@ import (
 func TestBatchPanicRetriesItsCalls(t *testing.T) {
 	t.Parallel()
 	pool, dbURL := sqltest.NewDB(t)
-	reg, err := registry.Load("../tools.registry.json")
+	reg, err := registry.Load("../../../tools.registry.json")
 	require.NoError(t, err)
 	var logs sqltest.SyncBuffer
-	e, err := New(Config{DatabaseURL: dbURL, ID: "batch-panic"}, reg, Handlers{}, pool, zerolog.New(&logs))
+	e, err := New(testConfig(dbURL, "batch-panic"), "test", reg, gemcall.Handlers{}, pool, zerolog.New(&logs))
 	require.NoError(t, err)
 	t.Cleanup(e.closePools) // never started, so never stopped
 
@@ -41,4 +43,15 @@ func TestBatchPanicRetriesItsCalls(t *testing.T) {
 	}
 	require.Contains(t, logs.String(), "a batch of calls panicked")
 	require.Contains(t, logs.String(), "batch.go", "the stack")
+}
+
+// testConfig is a valid config with executor.Config's defaults, which executor.New would have applied.
+func testConfig(dbURL, id string) Config {
+	return Config{
+		DatabaseURL: dbURL, ID: id, MaxWorkers: 200, FetchCooldown: time.Millisecond, FetchPollInterval: 500 * time.Millisecond,
+		Committers: 2, BatchMax: 128, BatchMaxDuration: 50 * time.Millisecond, RescueAfter: time.Minute,
+		RescueInterval: time.Second, DrainTimeout: 30 * time.Second, AbandonGrace: 2 * time.Second,
+		DeviceWait: 30 * time.Second, DBConnectWait: time.Minute, MaxInputBytes: 4 << 20, MaxResultBytes: 4 << 20,
+		MaxConns: 18, Retention: 400 * 24 * time.Hour, CompletedJobRetention: 10 * time.Minute,
+	}
 }

@@ -1,4 +1,4 @@
-package executor
+package engine
 
 import (
 	"context"
@@ -144,7 +144,7 @@ func (e *Executor) startLiveness(ctx context.Context) error {
 	host, _ := os.Hostname()
 	_, err = e.pool.Exec(ctx, `INSERT INTO core_executors (id, hostname, pid, version, tools) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, version = $4, tools = $5, started_at = now(), stopped_at = NULL, dead_at = NULL`,
-		e.cfg.ID, host, os.Getpid(), Version, e.toolReadiness())
+		e.cfg.ID, host, os.Getpid(), e.version, e.toolReadiness())
 	if err != nil {
 		_ = conn.Close(ctx)
 		return fmt.Errorf("error registering executor: %w", err)
@@ -162,6 +162,18 @@ func (e *Executor) toolReadiness() map[string]gemsql.ToolReadiness {
 		out[name] = gemsql.ToolReadiness{RequiredEnv: h.RequiredEnv, MissingEnv: MissingEnv(h.RequiredEnv)}
 	}
 	return out
+}
+
+// MissingEnv lists the variables of names that are unset or empty here: what keeps a handler's RequiredEnv
+// from doing real work.
+func MissingEnv(names []string) []string {
+	var missing []string
+	for _, env := range names {
+		if os.Getenv(env) == "" {
+			missing = append(missing, env)
+		}
+	}
+	return missing
 }
 
 func (e *Executor) lockLiveness(ctx context.Context) (*pgx.Conn, error) {
