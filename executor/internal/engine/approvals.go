@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/limits"
 	"github.com/gemhq/gem/registry/gemlog"
 )
 
@@ -65,7 +66,7 @@ func (e *Executor) approvalsLoop() {
 		if time.Since(lastForget) > time.Minute {
 			// Rate windows keyed by an input value (a phone number) would pile up otherwise.
 			lastForget = time.Now()
-			if _, err := e.pool.Exec(e.dbCtx, forgetRatesSQL); err != nil && e.dbCtx.Err() == nil {
+			if _, err := e.pool.Exec(e.dbCtx, limits.ForgetRatesSQL); err != nil && e.dbCtx.Err() == nil {
 				e.log.Warn().Err(err).Msg("error forgetting old rate windows")
 			}
 			// So would the request keys clients send; a key past its window no longer holds anyway.

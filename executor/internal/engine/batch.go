@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/limits"
 	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
@@ -200,7 +201,7 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 	}
 	for _, d := range snoozes {
 		// Woken only now: a wake before the commit would find the new job not there yet.
-		e.waker.at(time.Now().Add(d))
+		e.waker.At(time.Now().Add(d))
 	}
 	for i, p := range ran {
 		if prepared[i] {
@@ -465,12 +466,12 @@ const (
 // snooze records that the call's limit is full and gives it a new job, due after turn.snooze; its present
 // job completes with the transaction.
 func (t *batchTx) snooze(a *attempt, turn limitTurn, outside bool) outcome {
-	t.pipe.Hold(markLimitedSQL, [16]byte(a.args.CallID), outside, turn.reserved)
+	t.pipe.Hold(limits.MarkLimitedSQL, [16]byte(a.args.CallID), outside, turn.reserved)
 	due := turn.snooze
 	if turn.reserved != nil {
-		due = max(due-rateLead, 0) // fetched ahead; Work sleeps the rest
+		due = max(due-limits.RateLead, 0) // fetched ahead; Work sleeps the rest
 	}
-	t.pipe.Hold(snoozeJobSQL, a.job.ID, float64(due.Microseconds())/1000, [16]byte(a.args.CallID), turn.reserved)
+	t.pipe.Hold(limits.SnoozeJobSQL, a.job.ID, float64(due.Microseconds())/1000, [16]byte(a.args.CallID), turn.reserved)
 	t.completed = append(t.completed, a.job.ID)
 	t.snoozes = append(t.snoozes, due)
 	a.log.Debug().Str("limit", turn.reason).Dur("snooze", turn.snooze).Bool("start_reserved", turn.reserved != nil).Msg("limit full; the call waits")
@@ -523,7 +524,7 @@ func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
 	t.completed = append(t.completed, a.job.ID)
 	if a.givesSlotBack() {
-		t.pipe.Hold(wakeWaiterSQL, a.tool.Name)
+		t.pipe.Hold(limits.WakeWaiterSQL, a.tool.Name)
 	}
 	if a.e.isDeviceJob(a.args) {
 		// A receipt leaves no attempt of its call open (see abandonOpenSQL).

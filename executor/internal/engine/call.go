@@ -480,7 +480,7 @@ func (a *attempt) callHandler(conn pipe.Conn) (_ json.RawMessage, _ *gemcall.Cal
 	ctx, span := a.child(SpanHandler)
 	start := time.Now()
 	defer func() {
-		a.e.metrics.observeHandler(a.tool.Name, time.Since(start))
+		a.e.metrics.ObserveHandler(a.tool.Name, time.Since(start))
 		telemetry.End(span, err)
 	}()
 	hctx, cancel := context.WithTimeout(a.log.WithContext(ctx), a.timeout())

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor/gemcall"
+	"github.com/gemhq/gem/executor/internal/limits"
+	"github.com/gemhq/gem/executor/internal/metrics"
 	"github.com/gemhq/gem/executor/internal/runner"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
@@ -53,14 +55,14 @@ type Executor struct {
 	// inputCutoff is the largest input any tool accepts: a larger one is never read out of PostgreSQL.
 	inputCutoff int64
 	// waker wakes River when jobs snoozed by a limit are due.
-	waker *waker
+	waker *limits.Waker
 	// jobs are the jobs this executor's workers hold (see rescueOrphans).
 	jobs jobTracker
 	// secrets seals and opens secret inputs (nil: no GEM_SECRET_KEY).
 	secrets *registry.Secrets
 	// metrics counts calls, batches and rescues (nil: no Config.Metrics); tracer makes calls' spans (nil: no
 	// Config.TracerProvider).
-	metrics *metrics
+	metrics *metrics.Metrics
 	tracer  trace.Tracer
 
 	queue          chan *pending
@@ -106,7 +108,7 @@ func New(cfg Config, version string, reg *registry.Registry, handlers gemcall.Ha
 			Msg("RescueAfter is shorter than the longest job timeout: slow calls may be taken up again while they run (they still get one receipt)")
 	}
 
-	metrics, err := newMetrics(cfg.Metrics)
+	collectors, err := metrics.New(cfg.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +127,7 @@ func New(cfg Config, version string, reg *registry.Registry, handlers gemcall.Ha
 		rescueDone:      make(chan struct{}),
 		approvalsDone:   make(chan struct{}),
 		maintenanceDone: make(chan struct{}),
-		metrics:         metrics,
+		metrics:         collectors,
 	}
 	if cfg.TracerProvider != nil {
 		e.tracer = cfg.TracerProvider.Tracer(telemetry.Scope)
@@ -232,7 +234,7 @@ func (e *Executor) Start(ctx context.Context) (err error) {
 		<-e.livenessDone
 		return err
 	}
-	e.waker = &waker{notify: e.wakeRiver}
+	e.waker = limits.NewWaker(e.wakeRiver)
 	go e.rescueLoop()
 	go e.approvalsLoop()
 	go e.maintenanceLoop()
@@ -277,7 +279,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	}
 	close(e.stopCommitters)
 	e.committersDone.Wait()
-	e.waker.stop()
+	e.waker.Stop()
 	e.runners.Stop()
 	e.devices.listener.Stop()
 	e.waiter.Stop()
@@ -371,7 +373,7 @@ func (w *callWorker) work(ctx context.Context, job *river.Job[registry.CallArgs]
 	if e.tracer != nil {
 		p.since = time.Now()
 	}
-	awaitRateStart(ctx, job.JobRow)
+	limits.AwaitRateStart(ctx, job.JobRow)
 	tool, known := e.reg.Tool(job.Args.ToolName)
 	switch {
 	case e.isDeviceJob(job.Args):

@@ -3,12 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gemhq/gem/sql/telemetry"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel/attribute"
@@ -16,14 +13,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Metrics and spans of the executor (docs/observability.md). Every label is bounded: tool names come from
-// the registry (or a device's contract), anything else is "unknown"; no call id, input or caller's text is
-// ever a label.
+// The spans of a call and what the engine reports to its metrics (package metrics, docs/observability.md).
+// Every label is bounded: tool names come from the registry (or a device's contract), anything else is
+// "unknown"; no call id, input or caller's text is ever a label.
 
-const (
-	// unknownTool is the tool label of a call naming no tool the executor knows.
-	unknownTool = "unknown"
-)
+// unknownTool is the tool label of a call naming no tool the executor knows.
+const unknownTool = "unknown"
 
 // Span names of a call in the executor: one gem.call per transaction a call takes part in (the first from
 // the moment River hands the job over), a child of the span that inserted the call, with its checks, its
@@ -35,74 +30,6 @@ const (
 	SpanReceipt  = "gem.receipt"
 )
 
-// latencyBuckets (seconds) span a call that commits in a millisecond to one that waits minutes.
-var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
-
-// metrics are the executor's instruments; a nil *metrics counts nothing (metrics off, or an executor
-// built without a registry).
-type metrics struct {
-	calls         *prometheus.CounterVec
-	latency       *prometheus.HistogramVec
-	handler       *prometheus.HistogramVec
-	hits          *prometheus.CounterVec
-	retries       *prometheus.CounterVec
-	rescued       *prometheus.CounterVec
-	batchCalls    prometheus.Histogram
-	batchFailures prometheus.Counter
-}
-
-// newMetrics registers the executor's metrics on reg (nil: none). Registering twice on one registry (Main
-// retrying a start) reuses what is there.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	if reg == nil {
-		return nil, nil
-	}
-	m := &metrics{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gem_calls_total",
-			Help: "Receipts the executor wrote, by tool and status (succeeded, failed, not_configured)."}, []string{"tool", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gem_call_latency_seconds",
-			Help:    "From the call's insert (core_tool_calls.created_at, the database's clock) to its receipt's commit, by tool.",
-			Buckets: latencyBuckets}, []string{"tool"}),
-		handler: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gem_handler_duration_seconds",
-			Help: "How long tool handlers ran, by tool.", Buckets: latencyBuckets}, []string{"tool"}),
-		hits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gem_idempotency_hits_total",
-			Help: "Calls answered from an earlier call's receipt (their idempotency key was held), by tool."}, []string{"tool"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gem_call_retries_total",
-			Help: "Attempts that ended in a transient failure River retries (their transaction kept nothing), by tool."}, []string{"tool"}),
-		rescued: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gem_rescued_calls_total",
-			Help: "Running calls of dead executors this executor took up: retried (available again) or discarded (attempts spent)."},
-			[]string{"outcome"}),
-		batchCalls: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gem_batch_calls",
-			Help:    "Calls per committed transaction (a lone call is a batch of one); its _count is the batches committed.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 8)}),
-		batchFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "gem_batch_failures_total",
-			Help: "Transactions that did not commit: every call they reached is retried."}),
-	}
-	var err error
-	register := func(c prometheus.Collector) prometheus.Collector {
-		if e := reg.Register(c); e != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(e, &are) {
-				return are.ExistingCollector
-			}
-			err = errors.Join(err, e)
-		}
-		return c
-	}
-	m.calls = register(m.calls).(*prometheus.CounterVec)
-	m.latency = register(m.latency).(*prometheus.HistogramVec)
-	m.handler = register(m.handler).(*prometheus.HistogramVec)
-	m.hits = register(m.hits).(*prometheus.CounterVec)
-	m.retries = register(m.retries).(*prometheus.CounterVec)
-	m.rescued = register(m.rescued).(*prometheus.CounterVec)
-	m.batchCalls = register(m.batchCalls).(prometheus.Histogram)
-	m.batchFailures = register(m.batchFailures).(prometheus.Counter)
-	if err != nil {
-		return nil, fmt.Errorf("error registering the executor's metrics: %w", err)
-	}
-	return m, nil
-}
-
 // toolLabel is a call's tool as a label: its registry (or device) tool's name, else "unknown".
 func (e *Executor) toolLabel(a *attempt, name string) string {
 	if a != nil && a.tool != nil {
@@ -112,26 +39,6 @@ func (e *Executor) toolLabel(a *attempt, name string) string {
 		return t.Name
 	}
 	return unknownTool
-}
-
-// observeHandler records how long a handler ran.
-func (m *metrics) observeHandler(tool string, d time.Duration) {
-	if m != nil {
-		m.handler.WithLabelValues(tool).Observe(d.Seconds())
-	}
-}
-
-// observeRescue counts the calls one pass of liveness rescue took up.
-func (m *metrics) observeRescue(retried, discarded int) {
-	if m == nil {
-		return
-	}
-	if retried > 0 {
-		m.rescued.WithLabelValues("retried").Add(float64(retried))
-	}
-	if discarded > 0 {
-		m.rescued.WithLabelValues("discarded").Add(float64(discarded))
-	}
 }
 
 // batchEnd is what runBatch reports of one transaction once it has committed or failed.
@@ -149,26 +56,21 @@ func (e *Executor) observeBatch(b batchEnd) {
 	committed := time.Now()
 	if m := e.metrics; m != nil {
 		if b.err != nil {
-			m.batchFailures.Inc()
+			m.BatchFailed()
 			for _, p := range b.ran {
-				m.retries.WithLabelValues(e.toolLabel(b.tx.attemptOf(p), p.args.ToolName)).Inc()
+				m.Retried(e.toolLabel(b.tx.attemptOf(p), p.args.ToolName))
 			}
 		} else {
-			if len(b.ran) > 0 {
-				m.batchCalls.Observe(float64(len(b.ran)))
-			}
+			m.BatchCommitted(len(b.ran))
 			for _, r := range b.tx.receipts {
-				tool := e.toolLabel(r.a, r.a.toolName)
-				m.calls.WithLabelValues(tool, string(r.d.status)).Inc()
+				var latency time.Duration
 				if !r.a.createdAt.IsZero() {
-					m.latency.WithLabelValues(tool).Observe(committed.Sub(r.a.createdAt).Seconds())
+					latency = committed.Sub(r.a.createdAt)
 				}
-				if r.d.hit {
-					m.hits.WithLabelValues(tool).Inc()
-				}
+				m.Receipt(e.toolLabel(r.a, r.a.toolName), string(r.d.status), latency, r.d.hit)
 			}
 			for _, a := range b.retried {
-				m.retries.WithLabelValues(e.toolLabel(a, a.toolName)).Inc()
+				m.Retried(e.toolLabel(a, a.toolName))
 			}
 		}
 	}

@@ -281,7 +281,7 @@ func (e *Executor) rescueDead(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	e.metrics.observeRescue(retried, discarded)
+	e.metrics.ObserveRescue(retried, discarded)
 	if retried > 0 {
 		e.wakeRiver() // now rather than at the executors' next poll
 	}
@@ -304,7 +304,7 @@ func (e *Executor) rescueOrphans(ctx context.Context) error {
 		return err
 	}
 	if len(ids) > 0 {
-		e.metrics.observeRescue(len(ids), 0)
+		e.metrics.ObserveRescue(len(ids), 0)
 		e.wakeRiver()
 		e.log.Warn().Int("retried", len(ids)).Ints64("job_ids", ids).Msg("gave back running calls this executor lost when the database went away")
 	}
