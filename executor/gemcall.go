@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/gemhq/gem/executor/gemcall"
-	"github.com/gemhq/gem/executor/internal/engine"
+	"github.com/gemhq/gem/executor/internal/upkeep"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -35,6 +35,10 @@ type Optional[T any] = gemcall.Optional[T]
 func Typed[In, Out any](run func(ctx context.Context, c *Call, in In) (Out, error)) func(ctx context.Context, c *Call) (any, error) {
 	return gemcall.Typed(run)
 }
+
+// MissingEnv lists the variables of names that are unset or empty here: what keeps a handler's RequiredEnv
+// from doing real work.
+func MissingEnv(names []string) []string { return upkeep.MissingEnv(names) }
 
 // NotFound ends the call with a failed receipt, code not_found.
 func NotFound(format string, args ...any) error { return gemcall.NotFound(format, args...) }
@@ -88,7 +92,3 @@ func SamePtr[T comparable](a, b *T) bool { return gemcall.SamePtr(a, b) }
 
 // ValueOr is *p, or def when p is nil.
 func ValueOr[T any](p *T, def T) T { return gemcall.ValueOr(p, def) }
-
-// MissingEnv lists the variables of names that are unset or empty here: what keeps a handler's RequiredEnv
-// from doing real work.
-func MissingEnv(names []string) []string { return engine.MissingEnv(names) }

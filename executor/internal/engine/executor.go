@@ -16,6 +16,7 @@ import (
 	"github.com/gemhq/gem/executor/internal/limits"
 	"github.com/gemhq/gem/executor/internal/metrics"
 	"github.com/gemhq/gem/executor/internal/runner"
+	"github.com/gemhq/gem/executor/internal/upkeep"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
 	"github.com/gemhq/gem/sql/gemsql"
@@ -56,8 +57,6 @@ type Executor struct {
 	inputCutoff int64
 	// waker wakes River when jobs snoozed by a limit are due.
 	waker *limits.Waker
-	// jobs are the jobs this executor's workers hold (see rescueOrphans).
-	jobs jobTracker
 	// secrets seals and opens secret inputs (nil: no GEM_SECRET_KEY).
 	secrets *registry.Secrets
 	// metrics counts calls, batches and rescues (nil: no Config.Metrics); tracer makes calls' spans (nil: no
@@ -74,15 +73,10 @@ type Executor struct {
 	dbCtx    context.Context
 	dbCancel context.CancelFunc
 
-	stopLiveness chan struct{}
-	livenessDone chan struct{}
-	rescueDone   chan struct{}
-	// approvalsDone closes when approvalsLoop returns (it stops with stopLiveness).
-	approvalsDone chan struct{}
-	// maintenanceDone closes when maintenanceLoop returns (it stops with stopLiveness).
-	maintenanceDone chan struct{}
-	stopOnce        sync.Once
-	stopErr         error
+	// upkeep holds the liveness lock and runs the loops besides the calls: rescue, approvals, maintenance.
+	upkeep   *upkeep.Upkeep
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // riverPoolSize is the size of River's pool: fetching, completing, listening, leader election, maintenance.
@@ -113,21 +107,17 @@ func New(cfg Config, version string, reg *registry.Registry, handlers gemcall.Ha
 		return nil, err
 	}
 	e := &Executor{
-		cfg:             cfg,
-		version:         version,
-		reg:             reg,
-		handlers:        handlers,
-		secrets:         secrets,
-		pool:            pool,
-		log:             log.With().Str("executor", cfg.ID).Logger(),
-		queue:           make(chan *pending, cfg.MaxWorkers),
-		runners:         runner.New(),
-		stopCommitters:  make(chan struct{}),
-		stopLiveness:    make(chan struct{}),
-		rescueDone:      make(chan struct{}),
-		approvalsDone:   make(chan struct{}),
-		maintenanceDone: make(chan struct{}),
-		metrics:         collectors,
+		cfg:            cfg,
+		version:        version,
+		reg:            reg,
+		handlers:       handlers,
+		secrets:        secrets,
+		pool:           pool,
+		log:            log.With().Str("executor", cfg.ID).Logger(),
+		queue:          make(chan *pending, cfg.MaxWorkers),
+		runners:        runner.New(),
+		stopCommitters: make(chan struct{}),
+		metrics:        collectors,
 	}
 	if cfg.TracerProvider != nil {
 		e.tracer = cfg.TracerProvider.Tracer(telemetry.Scope)
@@ -137,6 +127,8 @@ func New(cfg Config, version string, reg *registry.Registry, handlers gemcall.Ha
 		e.inputCutoff = max(e.inputCutoff, t.MaxInput(cfg.MaxInputBytes))
 	}
 	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
+	e.upkeep = upkeep.New(e.dbCtx, upkeep.Config{ID: cfg.ID, Version: version, RescueInterval: cfg.RescueInterval,
+		Retention: cfg.Retention, ArchiveDir: cfg.ArchiveDir}, pool, reg, handlers, e.log, e.metrics, e.wakeRiver)
 	e.devices = newDeviceRelay(e)
 	e.waiter = gemsql.NewReceiptWaiter(pool, gemlog.Slog(e.log))
 
@@ -223,21 +215,18 @@ func (e *Executor) Start(ctx context.Context) (err error) {
 			e.closePools()
 		}
 	}()
-	if err := e.syncTools(ctx); err != nil {
+	if err := e.upkeep.SyncTools(ctx); err != nil {
 		return err
 	}
-	if err := e.startLiveness(ctx); err != nil {
+	if err := e.upkeep.StartLiveness(ctx); err != nil {
 		return err
 	}
 	if err := e.devices.listener.Start(ctx); err != nil {
-		close(e.stopLiveness)
-		<-e.livenessDone
+		e.upkeep.Stop()
 		return err
 	}
 	e.waker = limits.NewWaker(e.wakeRiver)
-	go e.rescueLoop()
-	go e.approvalsLoop()
-	go e.maintenanceLoop()
+	e.upkeep.Start()
 	for range e.cfg.Committers {
 		e.committersDone.Add(1)
 		go e.committer()
@@ -249,11 +238,7 @@ func (e *Executor) Start(ctx context.Context) (err error) {
 		e.waiter.Stop()
 		close(e.stopCommitters)
 		e.committersDone.Wait()
-		close(e.stopLiveness)
-		<-e.rescueDone
-		<-e.approvalsDone
-		<-e.maintenanceDone
-		<-e.livenessDone
+		e.upkeep.Stop()
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	e.log.Info().Int("tools", e.reg.Len()).Int("handlers", len(e.handlers)).Int("max_workers", e.cfg.MaxWorkers).
@@ -284,11 +269,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	e.devices.listener.Stop()
 	e.waiter.Stop()
 	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
-	close(e.stopLiveness)
-	<-e.rescueDone
-	<-e.approvalsDone
-	<-e.maintenanceDone
-	<-e.livenessDone
+	e.upkeep.Stop()
 	e.dbCancel()
 	e.closePools()
 	e.log.Info().Msg("executor stopped")
@@ -338,8 +319,8 @@ func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
 const awayRetry = time.Second
 
 func (w *callWorker) Work(ctx context.Context, job *river.Job[registry.CallArgs]) (err error) {
-	w.e.jobs.begin(job.ID)
-	defer func() { w.e.jobs.end(job.ID, err) }()
+	w.e.upkeep.Jobs.Begin(job.ID)
+	defer func() { w.e.upkeep.Jobs.End(job.ID, err) }()
 	err = w.work(ctx, job)
 	var away databaseAwayError
 	if errors.As(err, &away) && ctx.Err() == nil {
@@ -387,4 +368,9 @@ func (w *callWorker) work(ctx context.Context, job *river.Job[registry.CallArgs]
 		return e.commitQueued(p)
 	}
 	return <-p.result
+}
+
+// Maintain runs one pass of history maintenance as of now (see executor.Executor.Maintain).
+func (e *Executor) Maintain(ctx context.Context, now time.Time) int {
+	return e.upkeep.Maintain(ctx, now)
 }

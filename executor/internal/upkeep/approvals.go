@@ -1,4 +1,4 @@
-package engine
+package upkeep
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/gemhq/gem/registry/gemlog"
 )
 
-// syncTools writes what a call's insert must know of each registry tool into core_tools: its permissions,
+// SyncTools writes what a call's insert must know of each registry tool into core_tools: its permissions,
 // where its secret inputs are (a request key's fingerprint leaves them out), and whether its calls need approval (docs/governance.md#approvals). Every executor does it at start; the last
 // one started wins, as its registry is the newest.
-func (e *Executor) syncTools(ctx context.Context) error {
+func (u *Upkeep) SyncTools(ctx context.Context) error {
 	type row struct {
 		Name        string     `json:"name"`
 		Permissions []string   `json:"permissions"`
@@ -22,7 +22,7 @@ func (e *Executor) syncTools(ctx context.Context) error {
 		SecretPaths [][]string `json:"secret_paths"`
 	}
 	var rows []row
-	for _, t := range e.reg.Tools() {
+	for _, t := range u.reg.Tools() {
 		required, expires := t.ApprovalRequired()
 		if !required {
 			expires = 24 * time.Hour
@@ -37,7 +37,7 @@ func (e *Executor) syncTools(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.pool.Exec(ctx, `INSERT INTO core_tools (name, permissions, approval_required, approval_expires_ms, secret_paths)
+	_, err = u.pool.Exec(ctx, `INSERT INTO core_tools (name, permissions, approval_required, approval_expires_ms, secret_paths)
 		SELECT name, permissions, approval_required, approval_expires_ms, secret_paths
 		FROM jsonb_to_recordset($1::jsonb)
 			AS t(name text, permissions text[], approval_required boolean, approval_expires_ms integer, secret_paths jsonb)
@@ -59,36 +59,36 @@ const forgetRequestKeysSQL = `WITH calls AS (DELETE FROM core_request_keys WHERE
 // approvalsLoop ends, with their receipt (approval_expired), the calls whose approval expired undecided: it
 // sleeps until the next expiry, and looks again at least every second for approvals made meanwhile (none
 // expires sooner than a second after it is made).
-func (e *Executor) approvalsLoop() {
-	defer close(e.approvalsDone)
+func (u *Upkeep) approvalsLoop() {
+	defer close(u.approvalsDone)
 	lastForget := time.Now()
 	for {
 		if time.Since(lastForget) > time.Minute {
 			// Rate windows keyed by an input value (a phone number) would pile up otherwise.
 			lastForget = time.Now()
-			if _, err := e.pool.Exec(e.dbCtx, limits.ForgetRatesSQL); err != nil && e.dbCtx.Err() == nil {
-				e.log.Warn().Err(err).Msg("error forgetting old rate windows")
+			if _, err := u.pool.Exec(u.ctx, limits.ForgetRatesSQL); err != nil && u.ctx.Err() == nil {
+				u.log.Warn().Err(err).Msg("error forgetting old rate windows")
 			}
 			// So would the request keys clients send; a key past its window no longer holds anyway.
-			if _, err := e.pool.Exec(e.dbCtx, forgetRequestKeysSQL); err != nil && e.dbCtx.Err() == nil {
-				e.log.Warn().Err(err).Msg("error forgetting request keys past their window")
+			if _, err := u.pool.Exec(u.ctx, forgetRequestKeysSQL); err != nil && u.ctx.Err() == nil {
+				u.log.Warn().Err(err).Msg("error forgetting request keys past their window")
 			}
 		}
 		wait := time.Second
 		var next *time.Time
-		err := gemlog.Guarded(&e.log, "ending expired approvals", func() (err error) {
-			next, err = e.expireApprovals(e.dbCtx)
+		err := gemlog.Guarded(&u.log, "ending expired approvals", func() (err error) {
+			next, err = u.expireApprovals(u.ctx)
 			return err
 		})
 		switch {
-		case err != nil && e.dbCtx.Err() == nil:
-			e.log.Warn().Err(err).Msg("error ending expired approvals")
+		case err != nil && u.ctx.Err() == nil:
+			u.log.Warn().Err(err).Msg("error ending expired approvals")
 		case next != nil:
 			wait = min(wait, max(time.Until(*next), time.Millisecond))
 		}
 		timer := time.NewTimer(wait)
 		select {
-		case <-e.stopLiveness:
+		case <-u.stop:
 			timer.Stop()
 			return
 		case <-timer.C:
@@ -97,17 +97,17 @@ func (e *Executor) approvalsLoop() {
 }
 
 // expireApprovals runs one pass and returns when the next undecided approval expires (nil: none waits).
-func (e *Executor) expireApprovals(ctx context.Context) (*time.Time, error) {
+func (u *Upkeep) expireApprovals(ctx context.Context) (*time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var n int
-	if err := e.pool.QueryRow(ctx, `SELECT gem_approvals_expire()`).Scan(&n); err != nil {
+	if err := u.pool.QueryRow(ctx, `SELECT gem_approvals_expire()`).Scan(&n); err != nil {
 		return nil, err
 	}
 	if n > 0 {
-		e.log.Info().Int("calls", n).Msg("approvals expired undecided; their calls ended approval_expired")
+		u.log.Info().Int("calls", n).Msg("approvals expired undecided; their calls ended approval_expired")
 	}
 	var next *time.Time
-	err := e.pool.QueryRow(ctx, `SELECT min(expires_at) FROM core_approvals WHERE decision IS NULL`).Scan(&next)
+	err := u.pool.QueryRow(ctx, `SELECT min(expires_at) FROM core_approvals WHERE decision IS NULL`).Scan(&next)
 	return next, err
 }

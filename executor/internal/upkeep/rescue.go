@@ -1,4 +1,4 @@
-package engine
+package upkeep
 
 import (
 	"context"
@@ -88,15 +88,16 @@ RETURNING j.id`
 // longer than River takes from its fetch to the worker, and than its completer retries recording a run.
 const orphanGrace = 10 * time.Second
 
-// jobTracker knows the jobs this executor's workers hold, and those whose run ended with an error (a
-// retry or snooze River's completer records) less than orphanGrace ago.
-type jobTracker struct {
+// Jobs knows the jobs this executor's workers hold, and those whose run ended with an error (a retry or
+// snooze River's completer records) less than orphanGrace ago.
+type Jobs struct {
 	mu      sync.Mutex
 	working map[int64]bool
 	ended   map[int64]time.Time
 }
 
-func (j *jobTracker) begin(id int64) {
+// Begin records that a worker holds a job.
+func (j *Jobs) Begin(id int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.working == nil {
@@ -106,8 +107,8 @@ func (j *jobTracker) begin(id int64) {
 	delete(j.ended, id)
 }
 
-// end records that a run returned; a run that returned nil completed its job in its own transaction.
-func (j *jobTracker) end(id int64, err error) {
+// End records that a run returned; a run that returned nil completed its job in its own transaction.
+func (j *Jobs) End(id int64, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	delete(j.working, id)
@@ -117,7 +118,7 @@ func (j *jobTracker) end(id int64, err error) {
 }
 
 // held lists the jobs that are not orphans, forgetting runs that ended long enough ago.
-func (j *jobTracker) held() []int64 {
+func (j *Jobs) held() []int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	ids := make([]int64, 0, len(j.working)+len(j.ended))
@@ -134,31 +135,31 @@ func (j *jobTracker) held() []int64 {
 	return ids
 }
 
-// startLiveness registers the executor and takes its liveness lock. It fails if another running executor
+// StartLiveness registers the executor and takes its liveness lock. It fails if another running executor
 // has the same id.
-func (e *Executor) startLiveness(ctx context.Context) error {
-	conn, err := e.lockLiveness(ctx)
+func (u *Upkeep) StartLiveness(ctx context.Context) error {
+	conn, err := u.lockLiveness(ctx)
 	if err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
-	_, err = e.pool.Exec(ctx, `INSERT INTO core_executors (id, hostname, pid, version, tools) VALUES ($1, $2, $3, $4, $5)
+	_, err = u.pool.Exec(ctx, `INSERT INTO core_executors (id, hostname, pid, version, tools) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, version = $4, tools = $5, started_at = now(), stopped_at = NULL, dead_at = NULL`,
-		e.cfg.ID, host, os.Getpid(), e.version, e.toolReadiness())
+		u.cfg.ID, host, os.Getpid(), u.cfg.Version, u.toolReadiness())
 	if err != nil {
 		_ = conn.Close(ctx)
 		return fmt.Errorf("error registering executor: %w", err)
 	}
-	e.livenessDone = make(chan struct{})
-	go e.keepLiveness(conn)
+	u.livenessDone = make(chan struct{})
+	go u.keepLiveness(conn)
 	return nil
 }
 
 // toolReadiness says, for each tool the executor has a handler for, which of the environment variables
 // the handler needs are missing here (the studio shows which tools run for real).
-func (e *Executor) toolReadiness() map[string]gemsql.ToolReadiness {
-	out := make(map[string]gemsql.ToolReadiness, len(e.handlers))
-	for name, h := range e.handlers {
+func (u *Upkeep) toolReadiness() map[string]gemsql.ToolReadiness {
+	out := make(map[string]gemsql.ToolReadiness, len(u.handlers))
+	for name, h := range u.handlers {
 		out[name] = gemsql.ToolReadiness{RequiredEnv: h.RequiredEnv, MissingEnv: MissingEnv(h.RequiredEnv)}
 	}
 	return out
@@ -176,21 +177,21 @@ func MissingEnv(names []string) []string {
 	return missing
 }
 
-func (e *Executor) lockLiveness(ctx context.Context) (*pgx.Conn, error) {
-	cfg := gemsql.Session(e.pool).ConnConfig
+func (u *Upkeep) lockLiveness(ctx context.Context) (*pgx.Conn, error) {
+	cfg := gemsql.Session(u.pool).ConnConfig
 	cfg.RuntimeParams["application_name"] = "gem-executor-liveness"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("error connecting the liveness lock: %w", err)
 	}
 	var locked bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(gem_executor_lock_key($1))`, e.cfg.ID).Scan(&locked); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(gem_executor_lock_key($1))`, u.cfg.ID).Scan(&locked); err != nil {
 		_ = conn.Close(ctx)
 		return nil, fmt.Errorf("error taking the liveness lock: %w", err)
 	}
 	if !locked {
 		_ = conn.Close(ctx)
-		return nil, fmt.Errorf("another executor with id %q is running (its liveness lock is held)", e.cfg.ID)
+		return nil, fmt.Errorf("another executor with id %q is running (its liveness lock is held)", u.cfg.ID)
 	}
 	return conn, nil
 }
@@ -198,15 +199,15 @@ func (e *Executor) lockLiveness(ctx context.Context) (*pgx.Conn, error) {
 // keepLiveness checks the liveness connection every second and takes the lock again after losing it (a
 // database restart). While it is lost, other executors may take up this executor's running calls, which is
 // safe and, after a restart, right: the restart aborted them.
-func (e *Executor) keepLiveness(conn *pgx.Conn) {
-	defer close(e.livenessDone)
+func (u *Upkeep) keepLiveness(conn *pgx.Conn) {
+	defer close(u.livenessDone)
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-e.stopLiveness:
+		case <-u.stop:
 			if conn != nil {
-				_, _ = e.pool.Exec(context.Background(), `UPDATE core_executors SET stopped_at = now() WHERE id = $1`, e.cfg.ID)
+				_, _ = u.pool.Exec(context.Background(), `UPDATE core_executors SET stopped_at = now() WHERE id = $1`, u.cfg.ID)
 				_ = conn.Close(context.Background())
 			}
 			return
@@ -219,48 +220,48 @@ func (e *Executor) keepLiveness(conn *pgx.Conn) {
 			if err == nil {
 				continue
 			}
-			e.log.Warn().Err(err).Msg("liveness connection lost; reconnecting")
+			u.log.Warn().Err(err).Msg("liveness connection lost; reconnecting")
 			_ = conn.Close(context.Background())
 			conn = nil
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, err := e.lockLiveness(ctx)
+		c, err := u.lockLiveness(ctx)
 		cancel()
 		if err != nil {
-			e.log.Warn().Err(err).Msg("cannot take the liveness lock yet")
+			u.log.Warn().Err(err).Msg("cannot take the liveness lock yet")
 			continue
 		}
 		conn = c
-		e.log.Info().Msg("liveness lock taken again")
+		u.log.Info().Msg("liveness lock taken again")
 	}
 }
 
 // rescueLoop takes up the running calls of dead executors every RescueInterval.
-func (e *Executor) rescueLoop() {
-	defer close(e.rescueDone)
-	ticker := time.NewTicker(e.cfg.RescueInterval)
+func (u *Upkeep) rescueLoop() {
+	defer close(u.rescueDone)
+	ticker := time.NewTicker(u.cfg.RescueInterval)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-e.stopLiveness:
+		case <-u.stop:
 			return
 		case <-ticker.C:
 		}
-		rescue := func() error { _, err := e.rescueDead(e.dbCtx); return err }
-		if err := gemlog.Guarded(&e.log, "rescuing dead executors' calls", rescue); err != nil && e.dbCtx.Err() == nil {
-			e.log.Warn().Err(err).Msg("error rescuing the calls of dead executors")
+		rescue := func() error { _, err := u.rescueDead(u.ctx); return err }
+		if err := gemlog.Guarded(&u.log, "rescuing dead executors' calls", rescue); err != nil && u.ctx.Err() == nil {
+			u.log.Warn().Err(err).Msg("error rescuing the calls of dead executors")
 		}
-		if err := e.rescueOrphans(e.dbCtx); err != nil && e.dbCtx.Err() == nil {
-			e.log.Warn().Err(err).Msg("error giving back the calls this executor lost")
+		if err := u.rescueOrphans(u.ctx); err != nil && u.ctx.Err() == nil {
+			u.log.Warn().Err(err).Msg("error giving back the calls this executor lost")
 		}
 	}
 }
 
 // rescueDead runs one pass of liveness rescue and returns how many jobs it took up.
-func (e *Executor) rescueDead(ctx context.Context) (int, error) {
+func (u *Upkeep) rescueDead(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rows, err := e.pool.Query(ctx, rescueDeadSQL, e.cfg.ID, crashRescuesMax)
+	rows, err := u.pool.Query(ctx, rescueDeadSQL, u.cfg.ID, crashRescuesMax)
 	if err != nil {
 		return 0, err
 	}
@@ -281,21 +282,21 @@ func (e *Executor) rescueDead(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	e.metrics.ObserveRescue(retried, discarded)
+	u.metrics.ObserveRescue(retried, discarded)
 	if retried > 0 {
-		e.wakeRiver() // now rather than at the executors' next poll
+		u.wake() // now rather than at the executors' next poll
 	}
 	if retried+discarded > 0 {
-		e.log.Warn().Int("retried", retried).Int("discarded", discarded).Msg("took up the running calls of a dead executor")
+		u.log.Warn().Int("retried", retried).Int("discarded", discarded).Msg("took up the running calls of a dead executor")
 	}
 	return retried + discarded, nil
 }
 
 // rescueOrphans gives back the running jobs this executor lost (see rescueOrphansSQL).
-func (e *Executor) rescueOrphans(ctx context.Context) error {
+func (u *Upkeep) rescueOrphans(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rows, err := e.pool.Query(ctx, rescueOrphansSQL, e.cfg.ID, e.jobs.held(), orphanGrace.Seconds())
+	rows, err := u.pool.Query(ctx, rescueOrphansSQL, u.cfg.ID, u.Jobs.held(), orphanGrace.Seconds())
 	if err != nil {
 		return err
 	}
@@ -304,9 +305,9 @@ func (e *Executor) rescueOrphans(ctx context.Context) error {
 		return err
 	}
 	if len(ids) > 0 {
-		e.metrics.ObserveRescue(len(ids), 0)
-		e.wakeRiver()
-		e.log.Warn().Int("retried", len(ids)).Ints64("job_ids", ids).Msg("gave back running calls this executor lost when the database went away")
+		u.metrics.ObserveRescue(len(ids), 0)
+		u.wake()
+		u.log.Warn().Int("retried", len(ids)).Ints64("job_ids", ids).Msg("gave back running calls this executor lost when the database went away")
 	}
 	return nil
 }
