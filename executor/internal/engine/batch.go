@@ -32,8 +32,8 @@ type pending struct {
 	device *deviceCall
 	// handOff is a device call's state between its two transactions (see runDevice).
 	handOff *handOff
-	// phase is how far the call's next transaction takes it (phaseRun unless it has two transactions).
-	phase phase
+	// step is what the call's next transaction does (runStep unless its plan has two transactions).
+	step step
 	// since is when River handed the job over, the start of its first span (tracing on only).
 	since time.Time
 }
@@ -161,7 +161,7 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 					// The job was cancelled while it waited (shutdown): River retries it.
 					out = outcome{kind: outcomeRetry, err: err}
 				} else {
-					out = t.run(ctx, a, a.p.phase)
+					out = t.run(ctx, a, a.p.step)
 				}
 				if out.txBroken {
 					rest, ran = append(rest, ran[i+1:]...), ran[:i+1]
@@ -205,7 +205,7 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 	}
 	for i, p := range ran {
 		if prepared[i] {
-			e.nextStep(p)
+			p.step.committed(e, p)
 		} else {
 			p.result <- results[i]
 		}
@@ -213,24 +213,12 @@ func (e *Executor) runBatch(items []*pending) (rest []*pending) {
 	return rest
 }
 
-// nextStep goes on with a call whose step prepared it, once that step's transaction committed.
-func (e *Executor) nextStep(p *pending) {
-	if p.phase == phaseHandOff {
-		// The call is with a device: runDevice waits for its answer, then writes its receipt.
-		p.result <- errHandedOff
-		return
-	}
-	// The outside-effects marker is committed: the handler runs in a transaction of its own.
-	p.phase = phaseRun
-	e.runBatch([]*pending{p})
-}
-
 // runOutside runs a call with effects outside the database in two transactions: the first checks it and
 // commits the outside-effects marker, the second runs the handler. If the executor dies during the handler,
 // the next attempt finds the marker and ends the call with outcome_unknown instead of running it twice.
 func (e *Executor) runOutside(p *pending) error {
 	p.outsideToken = uuid.New()
-	p.phase = phasePrepare
+	p.step = outsideStep{}
 	e.runBatch([]*pending{p})
 	return <-p.result
 }
@@ -260,17 +248,46 @@ type outcome struct {
 	txBroken bool
 }
 
-// phase is the step a call's next transaction runs (see steps): a call with outside effects or a device
-// has two transactions, every other call one.
-type phase int
+// step is what one call does in one batch transaction once it is loaded and checked, and what follows
+// when that transaction commits. A call's pending carries its next step: a call with outside effects or a
+// device has two transactions, every other call one.
+type step interface {
+	run(ctx context.Context, t *batchTx, a *attempt) outcome
+	// committed goes on with a call whose step ended in outcomePrepared, once its transaction committed.
+	committed(e *Executor, p *pending)
+	// String names the step in spans (gem.phase).
+	String() string
+}
 
-const (
-	phaseRun phase = iota
-	// phasePrepare checks the call and commits the outside-effects marker before the handler may start.
-	phasePrepare
-	// phaseHandOff checks a device call, claims its idempotency key and hands it to a device (see runDevice).
-	phaseHandOff
-)
+// runStep runs the call's handler and writes its receipt (runCall): every plan's last step.
+type runStep struct{}
+
+func (runStep) run(ctx context.Context, t *batchTx, a *attempt) outcome { return t.runCall(ctx, a) }
+
+// committed is never reached: runCall ends with a receipt, a retry or a snooze, never prepared.
+func (runStep) committed(_ *Executor, p *pending) { p.result <- nil }
+func (runStep) String() string                    { return "run" }
+
+// outsideStep checks the call and commits the outside-effects marker before the handler may start
+// (markOutside); the handler then runs in a transaction of its own.
+type outsideStep struct{}
+
+func (outsideStep) run(ctx context.Context, t *batchTx, a *attempt) outcome {
+	return t.markOutside(ctx, a)
+}
+func (outsideStep) committed(e *Executor, p *pending) {
+	p.step = runStep{}
+	e.runBatch([]*pending{p})
+}
+func (outsideStep) String() string { return "prepare" }
+
+// handOffStep checks a device call, claims its idempotency key and hands it to a device (handOff); once
+// committed, runDevice waits for the device's answer, then writes its receipt.
+type handOffStep struct{}
+
+func (handOffStep) run(ctx context.Context, t *batchTx, a *attempt) outcome { return t.handOff(ctx, a) }
+func (handOffStep) committed(_ *Executor, p *pending)                       { p.result <- errHandedOff }
+func (handOffStep) String() string                                          { return "hand_off" }
 
 const savepoint = "gem_call"
 
@@ -358,13 +375,13 @@ const (
 	defaultPlansSQL = `SET LOCAL plan_cache_mode TO DEFAULT`
 )
 
-// run takes one loaded call as far as this transaction goes: the steps every call shares (an earlier
-// receipt, the checks), then its phase's step.
-func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
+// run takes one loaded call as far as this transaction goes: what every call shares (an earlier receipt,
+// the checks), then its step.
+func (t *batchTx) run(ctx context.Context, a *attempt, s step) outcome {
 	if a.missing {
 		return outcome{kind: outcomeMissing, err: fmt.Errorf("call %s does not exist", a.args.CallID)}
 	}
-	a.startSpan(ph)
+	a.startSpan(s)
 	if a.hasReceipt {
 		// An earlier attempt committed the receipt; only the job is left to complete.
 		a.log.Info().Msg("call already has a receipt; completing its job")
@@ -381,16 +398,7 @@ func (t *batchTx) run(ctx context.Context, a *attempt, ph phase) outcome {
 		t.finish(a, d)
 		return outcome{kind: outcomeDone}
 	}
-	return steps[ph](t, ctx, a)
-}
-
-// steps are what a loaded and checked call does in a transaction, by phase: its handler runs (runCall),
-// its outside-effects marker is set (markOutside), or it is handed to a device (handOff). A step that
-// ends in outcomePrepared goes on when its transaction commits (nextStep).
-var steps = [...]func(t *batchTx, ctx context.Context, a *attempt) outcome{
-	phaseRun:     (*batchTx).runCall,
-	phasePrepare: (*batchTx).markOutside,
-	phaseHandOff: (*batchTx).handOff,
+	return s.run(ctx, t, a)
 }
 
 // markOutside sets the outside-effects marker of a call that runs at most once; its handler runs once the

@@ -320,13 +320,13 @@ func (e *Executor) runDevice(p *pending) error {
 			}
 			dc.alive = alive
 		}
-		p.device, p.phase = dc, phaseRun
+		p.device, p.step = dc, runStep{}
 		if dc == nil || dc.early != nil {
 			return e.commitQueued(p)
 		}
 
 		p.handOff = &handOff{started: started, tool: dc.tool.Name}
-		p.phase = phaseHandOff
+		p.step = handOffStep{}
 		err = e.commitQueued(p)
 		var busy *keyBusyError
 		switch {
@@ -358,7 +358,7 @@ func (e *Executor) runDevice(p *pending) error {
 			return awayOr(ans.err)
 		}
 		p.handOff.answer = ans
-		p.phase = phaseRun
+		p.step = runStep{}
 		return e.commitQueued(p)
 	}
 }

@@ -350,7 +350,7 @@ func awayOr(err error) error {
 
 func (w *callWorker) work(ctx context.Context, job *river.Job[registry.CallArgs]) error {
 	e := w.e
-	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1)}
+	p := &pending{ctx: ctx, job: job.JobRow, args: job.Args, result: make(chan error, 1), step: runStep{}}
 	if e.tracer != nil {
 		p.since = time.Now()
 	}

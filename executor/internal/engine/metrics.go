@@ -99,7 +99,7 @@ func (t *batchTx) attemptOf(p *pending) *attempt {
 
 // startSpan starts the attempt's gem.call span (tracing on only), continuing the trace its job carries. The
 // first span of a job's run starts when River handed the job over, so it shows the wait for a committer.
-func (a *attempt) startSpan(ph phase) {
+func (a *attempt) startSpan(s step) {
 	if a.e.tracer == nil {
 		return
 	}
@@ -110,7 +110,7 @@ func (a *attempt) startSpan(ph phase) {
 	a.p.since = time.Time{}
 	a.traceCtx, a.span = a.e.tracer.Start(a.p.ctx, SpanCall, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(start),
 		trace.WithAttributes(attribute.String("gem.call_id", a.args.CallID.String()), attribute.String("gem.tool", a.args.ToolName),
-			attribute.Int("gem.attempt", a.job.Attempt), attribute.Int64("gem.job_id", a.job.ID), attribute.String("gem.phase", ph.String())))
+			attribute.Int("gem.attempt", a.job.Attempt), attribute.Int64("gem.job_id", a.job.ID), attribute.String("gem.phase", s.String())))
 }
 
 // child starts a span under the attempt's gem.call span; a no-op when the attempt is not traced.
@@ -155,18 +155,6 @@ func (a *attempt) startReceiptSpan(d *receiptDraft) {
 		attrs = append(attrs, attribute.String("gem.error_code", string(d.err.Code)))
 	}
 	_, a.receiptSpan = telemetry.Start(a.traceCtx, SpanReceipt, attrs...)
-}
-
-// String names a phase in spans.
-func (p phase) String() string {
-	switch p {
-	case phasePrepare:
-		return "prepare"
-	case phaseHandOff:
-		return "hand_off"
-	default:
-		return "run"
-	}
 }
 
 // riverMiddleware is what River's client runs around every job when tracing is on: the trace context the
