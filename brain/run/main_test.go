@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gemhq/gem/brain/internal/testenv"
-	"github.com/gemhq/gem/sql/sqltest"
 	"go.uber.org/goleak"
 )
 
@@ -27,25 +26,12 @@ func TestMain(m *testing.M) {
 type suite struct{ m *testing.M }
 
 func (s suite) Run() int {
-	ctx := context.Background()
-	admin, err := sqltest.FindServer()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "no PostgreSQL for tests:", err)
-		return 1
-	}
-	dbURL, drop, err := sqltest.CreateDatabase(ctx, admin)
+	env, err := testenv.StartShared(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer drop()
-	defer testenv.RemoveBuilds()
-	e, err := testenv.StartExecutor(dbURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer e.Stop()
-	shared.dbURL = dbURL
+	defer env.Stop()
+	shared.dbURL = env.DatabaseURL
 	return s.m.Run()
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/api"
 	"github.com/gemhq/gem/brain/internal/testenv"
-	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
@@ -47,32 +46,19 @@ func (s suite) Run() int { return runTests(s.m) }
 
 func runTests(m *testing.M) int {
 	flag.Parse()
-	ctx := context.Background()
-	admin, err := sqltest.FindServer()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "no PostgreSQL for tests:", err)
-		return 1
-	}
-	dbURL, drop, err := sqltest.CreateDatabase(ctx, admin)
+	env, err := testenv.StartShared(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer drop()
+	defer env.Stop()
 	defer func() {
 		if brainBinPath != "" {
 			_ = os.RemoveAll(filepath.Dir(brainBinPath)) // the brain built for tests that run it as a process
 		}
-		testenv.RemoveBuilds()
 	}()
-	exec, err := testenv.StartExecutor(dbURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer exec.Stop()
-	shared.dbURL = dbURL
-	shared.brain, err = startBrain(dbURL, nil)
+	shared.dbURL = env.DatabaseURL
+	shared.brain, err = startBrain(env.DatabaseURL, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

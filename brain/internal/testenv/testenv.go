@@ -15,6 +15,7 @@ import (
 
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemcontract"
+	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -152,4 +153,41 @@ func (e *Executor) Stop() {
 		<-done
 	}
 	os.RemoveAll(e.files)
+}
+
+// Shared is a test database and the executor serving it, which a package's TestMain starts once for all its
+// tests (each works on rows of its own), instead of an executor process per test.
+type Shared struct {
+	// DatabaseURL is the database's URL.
+	DatabaseURL string
+	// Executor is the executor process serving the database.
+	Executor *Executor
+	drop     func()
+}
+
+// StartShared makes a migrated database on the tests' PostgreSQL (sqltest.FindServer) and starts an executor
+// on it. A TestMain calls Stop once its tests have run.
+func StartShared(ctx context.Context) (*Shared, error) {
+	admin, err := sqltest.FindServer()
+	if err != nil {
+		return nil, fmt.Errorf("no PostgreSQL for tests: %w", err)
+	}
+	dbURL, drop, err := sqltest.CreateDatabase(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	e, err := StartExecutor(dbURL)
+	if err != nil {
+		RemoveBuilds()
+		drop()
+		return nil, err
+	}
+	return &Shared{DatabaseURL: dbURL, Executor: e, drop: drop}, nil
+}
+
+// Stop stops the executor, removes its build and drops the database.
+func (s *Shared) Stop() {
+	s.Executor.Stop()
+	RemoveBuilds()
+	s.drop()
 }
