@@ -13,6 +13,7 @@ import (
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/sql/gemsql"
+	"github.com/gemhq/gem/sql/testsignal"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 )
@@ -54,16 +55,15 @@ type tokenGuard struct {
 	known    *lru.Cache[string, callerEntry]
 	unknown  *expiringCache[[sha256.Size]byte, struct{}]
 	failures *expiringCache[netip.Prefix, *rate.Limiter]
-	// newBudget makes an address's budget of lookups that find nothing (a test widens the moment it takes).
-	newBudget func() *rate.Limiter
+	// budgetMade reports the client network each budget of lookups that find nothing is made for.
+	budgetMade testsignal.Signal[netip.Prefix]
 }
 
 func newTokenGuard() *tokenGuard {
 	known, _ := lru.New[string, callerEntry](knownCallersMax) // fails only for a size below 1
 	return &tokenGuard{known: known,
-		unknown:   newExpiringCache[[sha256.Size]byte, struct{}](unknownTokensMax, unknownTokenTTL),
-		failures:  newExpiringCache[netip.Prefix, *rate.Limiter](clientAddrsMax, clientAddrTTL),
-		newBudget: func() *rate.Limiter { return rate.NewLimiter(authFailureRate, authFailureBurst) }}
+		unknown:  newExpiringCache[[sha256.Size]byte, struct{}](unknownTokensMax, unknownTokenTTL),
+		failures: newExpiringCache[netip.Prefix, *rate.Limiter](clientAddrsMax, clientAddrTTL)}
 }
 
 // expiringCache is a bounded LRU cache whose entries are gone ttl after they were added. They expire when
@@ -170,7 +170,11 @@ func (g *tokenGuard) byToken(ctx context.Context, db gemsql.DBTX, token, remoteA
 	}
 	var spent *rate.Reservation
 	if !seen {
-		lim := g.failures.GetOrAdd(clientPrefix(remoteAddr), g.newBudget)
+		prefix := clientPrefix(remoteAddr)
+		lim := g.failures.GetOrAdd(prefix, func() *rate.Limiter {
+			g.budgetMade.Signal(prefix)
+			return rate.NewLimiter(authFailureRate, authFailureBurst)
+		})
 		if spent = lim.Reserve(); spent.Delay() > 0 {
 			wait := spent.Delay()
 			spent.Cancel()

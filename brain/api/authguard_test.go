@@ -3,16 +3,18 @@ package api
 import (
 	"context"
 	"fmt"
+	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/time/rate"
 )
 
 // noCallers is a database where no token is found.
@@ -30,41 +32,56 @@ func (noRow) Scan(...any) error { return pgx.ErrNoRows }
 
 // TestUnknownTokensAtOnceShareTheBudget: unknown tokens sent at once from one address share its budget of
 // lookups: all but authFailureBurst of them are answered 429. Its first ones once each made a budget of their
-// own (a Get then an Add), all but the last lost: a flood got a lookup per request it sent at once. Making
-// a budget is held open here until a second one is made (or a moment passes), so that they meet.
+// own (a Get then an Add), all but the last lost: a flood got a lookup per request it sent at once. The guard
+// reports each budget it makes; as two requests meet in that moment only now and then, each round sends its
+// flood from an address of its own, and each must have made one budget.
 func TestUnknownTokensAtOnceShareTheBudget(t *testing.T) {
 	t.Parallel()
-	const sent = 3 * authFailureBurst
+	const (
+		sent   = 3 * authFailureBurst
+		rounds = 100
+	)
 	g := newTokenGuard()
-	var made atomic.Int64
-	second := make(chan struct{})
-	g.newBudget = func() *rate.Limiter {
-		if made.Add(1) == 2 {
-			close(second)
+	g.budgetMade.Init(t)
+	for round := range rounds {
+		from := net.JoinHostPort(fmt.Sprintf("2001:db8:%x::7", round), "40000")
+		var throttled, looked atomic.Int64
+		start := time.Now()
+		// The flood's requests wait until all are ready, the first two spinning on their processors so that
+		// they go at the same moment (the others let them run).
+		var wg sync.WaitGroup
+		var arrived atomic.Int64
+		for i := range sent {
+			wg.Go(func() {
+				arrived.Add(1)
+				for arrived.Load() < sent {
+					if i >= 2 {
+						runtime.Gosched()
+					}
+				}
+				_, err := g.byToken(context.Background(), noCallers{}, fmt.Sprintf("gem_unknown-%d-%d", round, i), from)
+				if brain.ErrorCode(err) == brain.ETOOMANY {
+					throttled.Add(1)
+				} else {
+					looked.Add(1)
+				}
+			})
 		}
-		select {
-		case <-second:
-		case <-time.After(200 * time.Millisecond):
+		wg.Wait()
+		// The budget refills as the test runs: a lookup more for each whole refill.
+		refill := int64(time.Since(start).Seconds() * authFailureRate)
+		require.LessOrEqual(t, looked.Load(), authFailureBurst+refill, "lookups past the budget")
+		require.GreaterOrEqual(t, throttled.Load(), sent-authFailureBurst-refill, "429s")
+
+		// A token from an address of its own, sent once the flood is answered, makes the last budget reported.
+		marker := net.JoinHostPort(fmt.Sprintf("2001:db8:ffff:%x::1", round), "40000")
+		_, err := g.byToken(context.Background(), noCallers{}, fmt.Sprintf("gem_marker-%d", round), marker)
+		require.ErrorIs(t, err, gemsql.ErrNotFound)
+		made := 0
+		for p := g.budgetMade.Wait(); p != clientPrefix(marker); p = g.budgetMade.Wait() {
+			require.Equal(t, clientPrefix(from), p)
+			made++
 		}
-		return rate.NewLimiter(authFailureRate, authFailureBurst)
+		require.Equal(t, 1, made, "one budget for the address")
 	}
-	var throttled, looked atomic.Int64
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range sent {
-		wg.Go(func() {
-			_, err := g.byToken(context.Background(), noCallers{}, fmt.Sprintf("gem_unknown-%d", i), "203.0.113.7:40000")
-			if brain.ErrorCode(err) == brain.ETOOMANY {
-				throttled.Add(1)
-			} else {
-				looked.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	// The budget refills as the test runs: a lookup more for each whole refill.
-	refill := int64(time.Since(start).Seconds() * authFailureRate)
-	require.LessOrEqual(t, looked.Load(), authFailureBurst+refill, "lookups past the budget")
-	require.GreaterOrEqual(t, throttled.Load(), sent-authFailureBurst-refill, "429s")
-	require.EqualValues(t, 1, made.Load(), "one budget for the address")
 }
