@@ -77,6 +77,8 @@ func TestChatWithoutLLM(t *testing.T) {
 
 	require.Equal(t, http.StatusNotFound, a.do(http.MethodPost, "/agents/"+uniq("nobody")+"/chat", map[string]any{"message": "hi", "user_id": "u"}, &e))
 	require.Equal(t, http.StatusBadRequest, a.do(http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"message": "hi"}, &e), "user_id is required")
+	require.Equal(t, http.StatusBadRequest, a.do(http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"resume": true, "user_id": "user-1"}, &e),
+		"a resume names its session")
 }
 
 func TestAgentsAndSkillsCRUD(t *testing.T) {

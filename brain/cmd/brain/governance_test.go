@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
-	"github.com/gemhq/gem/brain/chat"
-	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/mcpserver"
-	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/google/uuid"
@@ -389,117 +386,6 @@ func TestApprovalsHTTP(t *testing.T) {
 	require.Contains(t, out, "already approved")
 }
 
-// TestApprovalsInChat: an agent's call a policy holds for approval is not waited for: the LLM is told
-// "awaiting approval, call id …" at once, the run answers, and the call runs once a person approves it.
-func TestApprovalsInChat(t *testing.T) {
-	t.Parallel()
-	approvalPolicy(t, "read:reminders", true, 60000)
-
-	var waiting, waiting2 map[string]any
-	var told, told2 string
-	lastUser := func(req *llmfake.Request) string {
-		for i := len(req.Messages) - 1; i >= 0; i-- {
-			if req.Messages[i].Role == "user" {
-				return req.Messages[i].Content
-			}
-		}
-		return ""
-	}
-	listReminders := `{"when": null, "within_hours": null, "limit": null, "domain": null}`
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "r1", Name: "os__list_reminders", Arguments: listReminders}}},
-		llmfake.Turn{Text: "Listing your reminders needs approval first.", Check: func(t require.TestingT, req *llmfake.Request) {
-			waiting = resultOf(t, req.ToolResults()["r1"])
-			require.Equal(t, "awaiting_approval", waiting["status"])
-			require.Contains(t, waiting["message"], "awaiting approval, call id")
-		}},
-		// The resume: a turn of its own, whose user message is the decision.
-		llmfake.Turn{Text: "You have no reminders.", Check: func(t require.TestingT, req *llmfake.Request) { told = lastUser(req) }},
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "r2", Name: "os__list_reminders", Arguments: listReminders}}},
-		llmfake.Turn{Text: "That needs approval again.", Check: func(t require.TestingT, req *llmfake.Request) {
-			waiting2 = resultOf(t, req.ToolResults()["r2"])
-		}},
-		// The next message carries the rejection before what the user says.
-		llmfake.Turn{Text: "Understood.", Check: func(t require.TestingT, req *llmfake.Request) { told2 = lastUser(req) }},
-	)
-	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
-	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("reminders"): {"os.list_reminders"}})
-	start := time.Now()
-	resp, status := chatWith(t, a, agent, "what reminders do I have?", "")
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
-	require.Less(t, time.Since(start), 10*time.Second, "the chat does not wait for a decision")
-	require.Len(t, resp.ToolCalls, 1)
-	require.Equal(t, brain.ChatCallAwaitingApproval, resp.ToolCalls[0].Status)
-	id := resp.ToolCalls[0].CallID.String()
-	require.Equal(t, id, waiting["call_id"])
-
-	var decided map[string]any
-	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls/"+id+"/approve", map[string]any{"reason": "fine"}, &decided), "%v", decided)
-	var got callResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "/calls/"+id+"?wait=20s", nil, &got))
-	require.Equal(t, registry.StatusSucceeded, got.Receipt.Status, "%+v", got.Receipt.Error)
-	require.Equal(t, agent, got.Call.Agent)
-	require.Equal(t, "tester", got.Call.RequestedBy, "the agent acts for the caller who spoke to it")
-
-	// Resuming the session tells the agent the decision, once.
-	resume := map[string]any{"resume": true, "user_id": "user-1", "session_id": resp.SessionID}
-	var resumed brain.ChatResponse
-	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/agents/"+agent+"/chat", resume, &resumed), "%+v", resumed.Errors)
-	require.Equal(t, "You have no reminders.", resumed.Reply)
-	require.Len(t, resumed.Decided, 1)
-	require.Equal(t, id, resumed.Decided[0].CallID.String())
-	require.Equal(t, "succeeded", resumed.Decided[0].Status)
-	require.Contains(t, told, id)
-	require.Contains(t, told, `"status":"succeeded"`)
-	var again map[string]any
-	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/agents/"+agent+"/chat", resume, &again), "%v", again)
-	require.Contains(t, fmt.Sprint(again), "nothing to resume")
-	require.Equal(t, http.StatusBadRequest, a.do(http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"resume": true, "user_id": "user-1"}, &again),
-		"a resume names its session")
-
-	// A rejection is told with the next message, before it.
-	resp, status = chatWith(t, a, agent, "list them again", resp.SessionID)
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
-	id2 := fmt.Sprint(waiting2["call_id"])
-	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls/"+id2+"/reject", map[string]any{"reason": "not now"}, &decided), "%v", decided)
-	resp, status = chatWith(t, a, agent, "ok, thanks", resp.SessionID)
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
-	require.Len(t, resp.Decided, 1)
-	require.Equal(t, "rejected", resp.Decided[0].ErrorCode)
-	require.Contains(t, told2, id2)
-	require.Contains(t, told2, "not now")
-	require.True(t, strings.HasSuffix(told2, "ok, thanks"), "the user's message follows the decisions: %s", told2)
-}
-
-// TestApprovalsInRuns (not parallel: its policy holds every write while it runs): a run whose call awaits
-// approval answers at once, saying so, and completes once the call is approved and has run.
-func TestApprovalsInRuns(t *testing.T) {
-	approvalPolicy(t, "write:db", false, 60000)
-
-	a := newAPI(t)
-	start := time.Now()
-	resp, status := a.run(map[string]any{"message": "create a task to ring Ann about approvals", "mode": "enqueue_and_wait"})
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
-	require.Less(t, time.Since(start), 10*time.Second, "the run does not wait for a decision")
-	require.False(t, resp.OK)
-	var awaiting *brain.Error
-	for _, e := range resp.Errors {
-		if e.Code == brain.EAWAITING {
-			awaiting = e
-		}
-		require.NotEqual(t, brain.ETIMEOUT, e.Code, "a call awaiting approval is not a timeout")
-	}
-	require.NotNil(t, awaiting, "%+v", resp.Errors)
-	require.Len(t, resp.Pending, 1)
-	id := resp.Pending[0]
-
-	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/calls/"+id.String()+"/approve", map[string]any{"reason": "ok"}, nil))
-	require.Eventually(t, func() bool {
-		run := a.getRun(resp.RunID)
-		return run.OK && len(run.Receipts) == 1
-	}, 20*time.Second, 100*time.Millisecond)
-}
-
 // TestAssignmentSettingsAPI: an assignment's call settings are set, shown and checked by the API.
 func TestAssignmentSettingsAPI(t *testing.T) {
 	t.Parallel()
@@ -522,33 +408,6 @@ func TestAssignmentSettingsAPI(t *testing.T) {
 	// Put again without them: the tool's own settings apply.
 	require.Equal(t, http.StatusOK, a.do(http.MethodPut, "/agents/"+agent+"/skills/"+skill, map[string]any{}, &resp))
 	require.Nil(t, resp.Skills[0].CallTimeoutMS)
-}
-
-// TestCallerPermissionsInChat: an agent acts for the caller who spoke to it, never with more: a write the
-// caller may not make fails permission_denied in the agent's tool result, and the LLM is told why.
-func TestCallerPermissionsInChat(t *testing.T) {
-	t.Parallel()
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "w", Name: "os__create_task", Arguments: `{"title": "not mine to make", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}}},
-		llmfake.Turn{Text: "I may not create tasks for you.", Check: func(t require.TestingT, req *llmfake.Request) {
-			res := resultOf(t, req.ToolResults()["w"])
-			require.Equal(t, "failed", res["status"])
-			require.Equal(t, string(registry.CodePermissionDenied), res["error"].(map[string]any)["code"])
-			require.Contains(t, res["error"].(map[string]any)["message"], "write:db")
-		}},
-	)
-	admin := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
-	agent := agentWithSkills(t, admin, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
-	name, reader := addCaller(t, admin, []string{"read:*"}, nil)
-	resp, status := chatWith(t, reader, agent, "add a task for me", "")
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
-	require.Equal(t, "I may not create tasks for you.", resp.Reply)
-	require.Len(t, resp.ToolCalls, 1)
-	require.Equal(t, string(registry.StatusFailed), resp.ToolCalls[0].Status)
-	var got callResponse
-	require.Equal(t, http.StatusOK, admin.do(http.MethodGet, "/calls/"+resp.ToolCalls[0].CallID.String(), nil, &got))
-	require.Equal(t, name, got.Call.RequestedBy)
-	require.Equal(t, agent, got.Call.Agent)
 }
 
 // insertedID is the id of the one call gemsql.CallInsert made: id, err := insertedID(gemsql.CallInsert(...)).
