@@ -89,6 +89,8 @@ type Chat struct {
 type TestSignals struct {
 	// RepeatWaits is the run a repeated request (the same key) waits on, as it starts waiting.
 	RepeatWaits testsignal.Signal[uuid.UUID]
+	// TurnQueued is the run of a turn queued behind the session's running one (IfBusyEnqueue), once recorded.
+	TurnQueued testsignal.Signal[uuid.UUID]
 }
 
 // Config tunes the loop.
@@ -229,6 +231,7 @@ func (c *Chat) Chat(ctx context.Context, slug string, req *brain.ChatParams, req
 		return c.Repeated(ctx, begunRepeat(req, err))
 	}
 	if r.queued {
+		c.TestSignals.TurnQueued.Signal(r.runID)
 		if req.OnBegun != nil {
 			req.OnBegun(r.runID) // its run exists: an async request answers it, a stream follows it
 		}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/chat"
@@ -114,74 +113,6 @@ func blockingTurn(turn llmfake.Turn, asked chan<- struct{}, release <-chan struc
 	return turn
 }
 
-// TestChatOneTurnAtATime: fifty messages sent at the same instant to one session. Exactly one turn runs;
-// the 49 others are refused 409 naming its run, while it runs — none is admitted beside it, so no LLM
-// request sees another client's message. Before, the session's guard was a check of other runs followed by
-// an insert, which requests arriving together all passed.
-func TestChatOneTurnAtATime(t *testing.T) {
-	t.Parallel()
-	asked, release := make(chan struct{}, 64), make(chan struct{})
-	fake := llmfake.NewOpenAI(t, fakeKey, blockingTurn(llmfake.Turn{Text: "One at a time."}, asked, release))
-	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the brain closes: a failed test must not leave it blocked
-	agent := agentWithSkills(t, a, 3, nil)
-	session := "one-turn-" + uuid.NewString()
-
-	const n = 50
-	type answer struct {
-		status int
-		resp   brain.ChatResponse
-		err    errorResponse
-		fail   error
-	}
-	answers := make(chan answer, n)
-	start := make(chan struct{})
-	for range n {
-		go func() {
-			<-start
-			var an answer
-			var out []byte
-			an.status, out, an.fail = post(a, "/agents/"+agent+"/chat", map[string]any{"message": "hello", "user_id": "user-1", "session_id": session}, nil)
-			if an.fail == nil && an.status == http.StatusOK {
-				an.fail = json.Unmarshal(out, &an.resp)
-			} else if an.fail == nil {
-				an.fail = json.Unmarshal(out, &an.err)
-			}
-			answers <- an
-		}()
-	}
-	close(start)
-	var refused []answer
-	for range n - 1 {
-		select {
-		case an := <-answers:
-			require.NoError(t, an.fail)
-			require.Equal(t, http.StatusConflict, an.status, "a second turn was admitted beside the first: %+v %+v", an.resp, an.err.Errors)
-			refused = append(refused, an)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("only %d of %d requests were answered while the turn ran", len(refused), n-1)
-		}
-	}
-	once.Do(func() { close(release) })
-	admitted := <-answers
-	require.NoError(t, admitted.fail)
-	require.Equal(t, http.StatusOK, admitted.status, "%+v", admitted.err)
-	require.Equal(t, "One at a time.", admitted.resp.Reply)
-	for _, an := range refused {
-		require.Equal(t, brain.ECONFLICT, an.err.Errors[0].Code)
-		require.Equal(t, admitted.resp.RunID.String(), an.err.Errors[0].Details.(map[string]any)["run_id"], "the refusal names the running turn")
-	}
-	require.Len(t, fake.Requests(), 1, "one LLM request, with one user message")
-	require.Len(t, asked, 1)
-
-	// The turn over, the session takes the next message.
-	fake.Push(llmfake.Turn{Text: "Next."})
-	next, status := chatWith(t, a, agent, "and now?", session)
-	require.Equal(t, http.StatusOK, status, "%+v", next.Errors)
-	require.Equal(t, "Next.", next.Reply)
-}
-
 // TestChatRequestKey: a chat turn that made a task, retried with its key — while it still runs, and after —
 // answers the first turn (repeated) and asks the LLM nothing more, makes no second task; the same key with
 // another message is refused 422.
@@ -276,80 +207,4 @@ func TestChatRequestKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", data)
 	require.Contains(t, string(data), brain.EKEYREUSED)
-}
-
-// TestChatIfBusyEnqueue: two messages sent while a turn runs, with "if_busy": "enqueue", wait behind it
-// instead of being refused, and run after it, in the order they came: each LLM request sees the turns
-// before it whole, never two user messages in a row. Before, if_busy was an unknown property (400).
-func TestChatIfBusyEnqueue(t *testing.T) {
-	t.Parallel()
-	asked, release := make(chan struct{}, 4), make(chan struct{})
-	roles := func(req *llmfake.Request) []string {
-		out := []string{}
-		for _, m := range req.Messages {
-			out = append(out, m.Role+":"+m.Content)
-		}
-		return out
-	}
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(llmfake.Turn{Text: "first"}, asked, release),
-		llmfake.Turn{Text: "second", Check: func(t require.TestingT, req *llmfake.Request) {
-			require.Equal(t, []string{"user:one", "assistant:first", "user:two"}, roles(req))
-		}},
-		llmfake.Turn{Text: "third", Check: func(t require.TestingT, req *llmfake.Request) {
-			require.Equal(t, []string{"user:one", "assistant:first", "user:two", "assistant:second", "user:three"}, roles(req))
-		}})
-	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	agent := agentWithSkills(t, a, 3, nil)
-	session := "queue-" + uuid.NewString()
-
-	type answer struct {
-		status int
-		resp   brain.ChatResponse
-		fail   error
-	}
-	send := func(message string, ifBusy string, out chan<- answer) {
-		body := map[string]any{"message": message, "user_id": "user-1", "session_id": session}
-		if ifBusy != "" {
-			body["if_busy"] = ifBusy
-		}
-		var an answer
-		var data []byte
-		an.status, data, an.fail = post(a, "/agents/"+agent+"/chat", body, nil)
-		if an.fail == nil {
-			an.fail = json.Unmarshal(data, &an.resp)
-		}
-		out <- an
-	}
-	queued := func(n int) {
-		require.Eventually(t, func() bool {
-			var got int
-			require.NoError(t, shared.pool.QueryRow(context.Background(),
-				`SELECT count(*) FROM brain_runs WHERE conversation_id = $1 AND status = 'queued'`, session).Scan(&got))
-			return got == n
-		}, 10*time.Second, 10*time.Millisecond)
-	}
-	one, two, three := make(chan answer, 1), make(chan answer, 1), make(chan answer, 1)
-	go send("one", "", one)
-	<-asked
-	go send("two", "enqueue", two)
-	queued(1)
-	go send("three", "enqueue", three)
-	queued(2)
-	var refused errorResponse
-	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/agents/"+agent+"/chat",
-		map[string]any{"message": "four", "user_id": "user-1", "session_id": session}, &refused), "without if_busy a busy session still refuses")
-	once.Do(func() { close(release) })
-
-	for i, ch := range []chan answer{one, two, three} {
-		an := <-ch
-		require.NoError(t, an.fail)
-		require.Equal(t, http.StatusOK, an.status, "message %d: %+v", i+1, an.resp)
-		require.True(t, an.resp.OK, "message %d: %+v", i+1, an.resp.Errors)
-		require.Equal(t, []string{"first", "second", "third"}[i], an.resp.Reply)
-		require.Equal(t, brain.RunCompleted, an.resp.Status)
-	}
-	require.Zero(t, fake.Remaining())
 }
