@@ -119,15 +119,17 @@ type perClientListener struct {
 	mu   sync.Mutex
 	open map[string]int
 
-	counted *testsignal.Signal[string]
+	// counted and released are told of each connection counted, and given back.
+	counted, released *testsignal.Signal[string]
 }
 
-// limitPerClient wraps ln; max NoConnLimit returns ln. counted is told of each connection counted.
-func limitPerClient(ln net.Listener, max int, counted *testsignal.Signal[string]) net.Listener {
+// limitPerClient wraps ln; max NoConnLimit returns ln. counted and released are told of each connection
+// counted, and given back.
+func limitPerClient(ln net.Listener, max int, counted, released *testsignal.Signal[string]) net.Listener {
 	if max == NoConnLimit {
 		return ln
 	}
-	return &perClientListener{Listener: ln, max: max, open: map[string]int{}, counted: counted}
+	return &perClientListener{Listener: ln, max: max, open: map[string]int{}, counted: counted, released: released}
 }
 
 func (l *perClientListener) Accept() (net.Conn, error) {
@@ -155,10 +157,11 @@ func (l *perClientListener) Accept() (net.Conn, error) {
 
 func (l *perClientListener) release(host string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.open[host]--; l.open[host] <= 0 {
 		delete(l.open, host)
 	}
+	l.mu.Unlock()
+	l.released.Signal(host)
 }
 
 // countedConn gives its place back when closed.

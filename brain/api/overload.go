@@ -136,8 +136,9 @@ type limiter struct {
 
 // limiterTestSignals are the limiter's events a test waits for; they do nothing unless a test inits them.
 type limiterTestSignals struct {
-	// lineChanged is the line's length after a request joined or left it.
-	lineChanged testsignal.Signal[int]
+	// lineChanged is the line's length after a request joined or left it: the limiter's own, or the
+	// server's (ServerTestSignals.LineChanged) when the limiter is a server's.
+	lineChanged *testsignal.Signal[int]
 	// slotFreed is the server's signal (ServerTestSignals.SlotFreed), when the limiter is a server's.
 	slotFreed *testsignal.Signal[struct{}]
 }
@@ -157,7 +158,7 @@ func newLimiter(cfg AdmissionConfig) *limiter {
 	if cfg.MaxQueue == NoQueue {
 		cfg.MaxQueue = 0
 	}
-	return &limiter{cfg: cfg}
+	return &limiter{cfg: cfg, testSignals: limiterTestSignals{lineChanged: new(testsignal.Signal[int])}}
 }
 
 // acquire takes a slot, waiting in line for at most QueueWait when every slot is taken. It returns the

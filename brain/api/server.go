@@ -199,8 +199,13 @@ type ServerTestSignals struct {
 	// ConnCounted is a client's address (its host) once a connection from it was accepted and counted
 	// against MaxConnsPerClient.
 	ConnCounted testsignal.Signal[string]
+	// ConnReleased is a client's address (its host) once one of its counted connections was closed and
+	// its place given back.
+	ConnReleased testsignal.Signal[string]
 	// SlotFreed is an admission slot given back to the free ones (not handed to a request in line).
 	SlotFreed testsignal.Signal[struct{}]
+	// LineChanged is the admission line's length after a request joined or left it.
+	LineChanged testsignal.Signal[int]
 }
 
 // Params are what the server serves.
@@ -254,6 +259,7 @@ func New(p *Params) *Server {
 	if !s.cfg.Admission.Off {
 		s.admission = newLimiter(s.cfg.Admission)
 		s.admission.testSignals.slotFreed = &s.TestSignals.SlotFreed
+		s.admission.testSignals.lineChanged = &s.TestSignals.LineChanged
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -304,7 +310,7 @@ func (s *Server) Open() error {
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", s.cfg.Addr, err)
 	}
-	s.ln = limitPerClient(ln, s.cfg.Conns.MaxConnsPerClient, &s.TestSignals.ConnCounted)
+	s.ln = limitPerClient(ln, s.cfg.Conns.MaxConnsPerClient, &s.TestSignals.ConnCounted, &s.TestSignals.ConnReleased)
 	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: s.cfg.Conns.HeaderTimeout, IdleTimeout: s.cfg.Conns.IdleTimeout}
 	s.done = make(chan error, 1)
 	go func() {

@@ -150,7 +150,8 @@ func overloadBrain(t *testing.T, llm *heldLLM, adm api.AdmissionConfig) (*testAP
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	require.Equal(t, adm, m.Server.Admission())
-	return &testAPI{t: t, url: m.Server.URL(), token: testToken}, overloadClient{url: m.Server.URL()}
+	m.Server.TestSignals.LineChanged.Init(t)
+	return &testAPI{t: t, url: m.Server.URL(), token: testToken, brain: m}, overloadClient{url: m.Server.URL()}
 }
 
 // requireOverloaded checks a 503 overloaded: Retry-After in whole seconds (at least 1) and the API's error
@@ -182,13 +183,35 @@ func scrape(t *testing.T, a *testAPI) telemetrytest.Families {
 	return f
 }
 
-// awaitGauges waits until the brain's gauges show inFlight running and queued waiting.
-func awaitGauges(t *testing.T, a *testAPI, inFlight, queued float64) {
+// requireGauges checks that the brain's gauges show inFlight running and queued waiting.
+func requireGauges(t *testing.T, a *testAPI, inFlight, queued float64) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		f := scrape(t, a)
-		return f.Value("gem_admission_in_flight") == inFlight && f.Value("gem_admission_queued") == queued
-	}, 10*time.Second, 5*time.Millisecond, "waiting for %v in flight and %v queued", inFlight, queued)
+	f := scrape(t, a)
+	require.Equal(t, inFlight, f.Value("gem_admission_in_flight"), "in flight")
+	require.Equal(t, queued, f.Value("gem_admission_queued"), "queued")
+}
+
+// awaitLine waits until the brain's admission line, changed by a request joining or leaving it, holds n
+// requests, and checks that the gauges show it with inFlight running.
+func awaitLine(t *testing.T, a *testAPI, inFlight float64, n int) {
+	t.Helper()
+	for a.brain.Server.TestSignals.LineChanged.Wait() != n {
+	}
+	requireGauges(t, a, inFlight, float64(n))
+}
+
+// awaitSlotFreed waits until an admission slot is given back to the free ones (watchSlots), and checks that
+// the gauges show none taken and none waiting.
+func awaitSlotFreed(t *testing.T, a *testAPI) {
+	t.Helper()
+	a.brain.Server.TestSignals.SlotFreed.Wait()
+	requireGauges(t, a, 0, 0)
+}
+
+// watchSlots makes the brain report the slots given back from now on to awaitSlotFreed (not those of the
+// requests before, such as making the test's agent).
+func watchSlots(a *testAPI) {
+	a.brain.Server.TestSignals.SlotFreed.Init(a.t)
 }
 
 // TestOverloadSaturatedBrain: a brain with one slot and a line of one, the slot held by an agent's chat whose
@@ -211,18 +234,18 @@ func TestOverloadSaturatedBrain(t *testing.T) {
 
 	first := chat(context.Background(), "what is on my list?")
 	llm.awaitEntered(t)
-	awaitGauges(t, a, 1, 0)
+	requireGauges(t, a, 1, 0) // its slot was taken before its handler ran
 
 	// A client that goes away while in line leaves it at once (the wait is a minute).
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := chat(ctx, "never mind")
-	awaitGauges(t, a, 1, 1)
+	awaitLine(t, a, 1, 1)
 	cancel()
 	require.Error(t, (<-gone).err)
-	awaitGauges(t, a, 1, 0)
+	awaitLine(t, a, 1, 0)
 
 	second := chat(context.Background(), "and now?")
-	awaitGauges(t, a, 1, 1)
+	awaitLine(t, a, 1, 1)
 
 	// Beyond the line: 503 overloaded at once, whichever expensive route.
 	run := o.send(context.Background(), http.MethodPost, "/brain/run", map[string]any{"message": "create a task to call John", "mode": "enqueue_and_wait"})
@@ -250,6 +273,7 @@ func TestOverloadSaturatedBrain(t *testing.T) {
 		f.Value("gem_http_requests_total", "route", "/brain/run", "code", "503"))
 
 	// The slot frees: the first chat answers, and the one in line is served.
+	watchSlots(a)
 	llm.free()
 	for want, ch := range map[string]<-chan answer{"First answer.": first, "Second answer.": second} {
 		got := <-ch
@@ -260,7 +284,7 @@ func TestOverloadSaturatedBrain(t *testing.T) {
 		require.True(t, resp.OK, "%+v", resp.Errors)
 		require.Equal(t, want, resp.Reply)
 	}
-	awaitGauges(t, a, 0, 0)
+	awaitSlotFreed(t, a) // the second chat's: the first one's was handed to it
 	require.Equal(t, 0, llm.Remaining())
 	require.Len(t, llm.Requests(), 2, "the chat whose client went away never reached the LLM")
 }
@@ -275,8 +299,10 @@ func TestOverloadQueueWait(t *testing.T) {
 	a, o := overloadBrain(t, llm, api.AdmissionConfig{MaxInFlight: 1, MaxQueue: 4, QueueWait: wait})
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
 
+	watchSlots(a)
 	held := o.async(context.Background(), http.MethodPost, "/operator/chat", nil) // refused (400): its slot is given back
 	require.Equal(t, http.StatusBadRequest, (<-held).status)
+	awaitSlotFreed(t, a)
 	held = o.async(context.Background(), http.MethodPost, "/agents/"+agent+"/chat", map[string]any{"message": "hold on", "user_id": "user-1"})
 	llm.awaitEntered(t)
 
@@ -298,5 +324,5 @@ func TestOverloadQueueWait(t *testing.T) {
 	llm.free()
 	got := <-held
 	require.Equal(t, http.StatusOK, got.status, "%s", got.body)
-	awaitGauges(t, a, 0, 0)
+	awaitSlotFreed(t, a)
 }

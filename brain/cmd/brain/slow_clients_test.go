@@ -191,15 +191,13 @@ func TestConnectionsPerClient(t *testing.T) {
 	require.Contains(t, string(answer), `"code":"overloaded"`)
 	require.Contains(t, string(answer), "GEM_BRAIN_MAX_CONNS_PER_CLIENT")
 
+	m.Server.TestSignals.ConnReleased.Init(t)
 	held[0].Close()
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(m.Server.URL() + "/no-such-route")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusNotFound // served, not refused
-	}, 5*time.Second, 50*time.Millisecond)
+	m.Server.TestSignals.ConnReleased.Wait() // the server has seen it closed and given its place back
+	resp, err := http.Get(m.Server.URL() + "/no-such-route")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "served, not refused")
 	for _, c := range held[1:] {
 		c.Close()
 	}
