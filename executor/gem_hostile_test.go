@@ -331,3 +331,38 @@ func TestHostilePDFs(t *testing.T) {
 	require.Contains(t, text, "Replace tiles")
 	require.Contains(t, text, "... . Zoë", "outside Windows-1252 prints as . (docs/gem-compatibility.md): %s", text)
 }
+
+// TestHostileFirstDayOfYearOne: 0001-01-01 is a day the schemas accept (format date) like any other. It was
+// read as "no day" (the zero Date) once dates were one type: a money report to that day reported this month
+// instead, a report from it was not refused as too long, a campaign's period_start of that day was stored
+// and returned as null, a period_end of that day before its period_start was logged, and job.assign_dates
+// refused an end_date of that day naming an empty day ("end_date  is before ...").
+func TestHostileFirstDayOfYearOne(t *testing.T) {
+	t.Parallel()
+	ctx, b := setup(t)
+	b.startExecutor(t, nil)
+	const day = "0001-01-01"
+
+	for _, tool := range []string{"finance.generate_cashflow_snapshot", "finance.generate_pnl_snapshot"} {
+		r, _ := b.ok(t, ctx, tool, J{"to": day})
+		require.Equal(t, day, r.str(t, "summary.from"), tool)
+		require.Equal(t, day, r.str(t, "summary.to"), tool)
+		refused := b.refused(t, ctx, registry.CodeValidation, tool, J{"from": day})
+		require.Contains(t, refused.Error.Message, "from 0001-01-01 to ", tool)
+		require.Contains(t, refused.Error.Message, "is more than 3660 days", tool)
+	}
+
+	r, _ := b.ok(t, ctx, "marketing.log_campaign_result", J{"channel": "meta", "metrics": J{"clicks": 1}, "period_start": day})
+	require.Equal(t, day, r.str(t, "period_start"))
+	require.Equal(t, day, b.str(t, ctx, `SELECT period_start::text FROM marketing_campaign_results WHERE id = $1`, r.str(t, "log_id")))
+	refused := b.refused(t, ctx, registry.CodeValidation, "marketing.log_campaign_result",
+		J{"channel": "meta", "metrics": J{"clicks": 1}, "period_start": "2026-01-01", "period_end": day})
+	require.Equal(t, "period_end 0001-01-01 is before period_start 2026-01-01", refused.Error.Message)
+
+	f := b.jobTo(t, ctx, "job")
+	refused = b.refused(t, ctx, registry.CodeValidation, "job.assign_dates", J{"job_id": f.job, "start_date": "2026-01-05", "end_date": day})
+	require.Equal(t, "end_date 0001-01-01 is before start_date 2026-01-05", refused.Error.Message)
+	r, _ = b.ok(t, ctx, "job.assign_dates", J{"job_id": f.job, "start_date": day})
+	require.Equal(t, day, r.str(t, "start_date"))
+	require.Equal(t, day, r.str(t, "end_date"))
+}

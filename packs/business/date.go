@@ -12,12 +12,17 @@ import (
 // PostgreSQL date. Every date of the business tools' inputs and results is one, so it is read and written
 // one way on both sides. The zero Date is no day: an optional Date is left out of an input
 // (`json:",omitzero"`) or is a *Date, null in a result.
-type Date struct{ t time.Time } // midnight UTC
+type Date struct {
+	t time.Time // midnight UTC
+	// set tells a day from the zero Date: 0001-01-01 is a day the schemas accept like any other, and
+	// time.Time's zero is that day's midnight.
+	set bool
+}
 
 // DateOf is the day t falls on in t's location.
 func DateOf(t time.Time) Date {
 	y, m, d := t.Date()
-	return Date{time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}
+	return Date{time.Date(y, m, d, 0, 0, 0, 0, time.UTC), true}
 }
 
 // ParseDate reads a day written YYYY-MM-DD.
@@ -26,7 +31,7 @@ func ParseDate(s string) (Date, error) {
 	if err != nil {
 		return Date{}, fmt.Errorf("%q is not a date (YYYY-MM-DD)", s)
 	}
-	return Date{t}, nil
+	return Date{t, true}, nil
 }
 
 // String is the day as YYYY-MM-DD, or "" for the zero Date.
@@ -37,8 +42,8 @@ func (d Date) String() string {
 	return d.t.Format(time.DateOnly)
 }
 
-// IsZero says d is no day.
-func (d Date) IsZero() bool { return d.t.IsZero() }
+// IsZero says d is no day (0001-01-01 is a day).
+func (d Date) IsZero() bool { return !d.set }
 
 // Time is the day's midnight in UTC, for its year, month, weekday or a format of it.
 func (d Date) Time() time.Time { return d.t }
@@ -50,8 +55,10 @@ func (d Date) In(loc *time.Location) time.Time {
 }
 
 // AddDate is the day years, months and days later, normalised as time.AddDate does (31 March plus a month
-// is 1 May).
-func (d Date) AddDate(years, months, days int) Date { return Date{d.t.AddDate(years, months, days)} }
+// is 1 May); the zero Date stays no day.
+func (d Date) AddDate(years, months, days int) Date {
+	return Date{d.t.AddDate(years, months, days), d.set}
+}
 
 // AddDays is the day n days later (earlier for a negative n).
 func (d Date) AddDays(n int) Date { return d.AddDate(0, 0, n) }
@@ -66,7 +73,7 @@ func (d Date) Before(o Date) bool { return d.t.Before(o.t) }
 func (d Date) After(o Date) bool { return d.t.After(o.t) }
 
 // Equal says d and o are the same day.
-func (d Date) Equal(o Date) bool { return d.t.Equal(o.t) }
+func (d Date) Equal(o Date) bool { return d.set == o.set && d.t.Equal(o.t) }
 
 // MarshalJSON writes the day as "YYYY-MM-DD".
 func (d Date) MarshalJSON() ([]byte, error) { return json.Marshal(d.t.Format(time.DateOnly)) }
@@ -88,9 +95,9 @@ func (d *Date) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DateValue lets pgx write a Date to a date column.
+// DateValue lets pgx write a Date to a date column: NULL for the zero Date.
 func (d Date) DateValue() (pgtype.Date, error) {
-	return pgtype.Date{Time: d.t, Valid: true}, nil
+	return pgtype.Date{Time: d.t, Valid: d.set}, nil
 }
 
 // ScanDate lets pgx read a date column into a Date (a *Date for a nullable column).

@@ -41,4 +41,16 @@ func TestDateIsADayOnTheWire(t *testing.T) {
 
 	require.Equal(t, businesspack.DateOf(time.Date(2027, 2, 28, 0, 0, 0, 0, time.UTC)), d.AddDate(0, 2, 27))
 	require.Equal(t, "", businesspack.Date{}.String(), "the zero Date is no day")
+
+	// The first day of year one is a day, not the zero Date: it is kept in an input and told from no day.
+	first, err := businesspack.ParseDate("0001-01-01")
+	require.NoError(t, err)
+	require.False(t, first.IsZero())
+	require.False(t, first.Equal(businesspack.Date{}))
+	require.Equal(t, "0001-01-01", first.String())
+	require.NoError(t, json.Unmarshal([]byte(`{"start_date": "2026-12-01", "end_date": "0001-01-01"}`), &in))
+	require.Equal(t, first, in.EndDate)
+	b, err = json.Marshal(in)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"start_date": "2026-12-01", "end_date": "0001-01-01"}`, string(b))
 }
