@@ -292,4 +292,12 @@ func TestListLeadsInEveryStage(t *testing.T) {
 			plantest.Case{"list lead " + stage, businesspack.ListLeadsByStage, want})
 	}
 	plantest.PlansAs(t, p, plantest.Now, cases)
+
+	// A stage said the other way round is not that stage: listing it would show the very leads not asked for.
+	for _, msg := range []string{"show me leads not contacted", "leads that were never inspected", "list leads not yet quoted",
+		"list leads except lost", "which leads are not won"} {
+		field, said := plantest.Refused(t, p, plantest.Now, msg)
+		require.Equal(t, "stage", field, msg)
+		require.Contains(t, said, "one stage", msg)
+	}
 }

@@ -3,6 +3,7 @@ package businessplan
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -509,6 +510,11 @@ var tradesRules = []planner.Rule{
 					break
 				}
 			}
+			// The tool lists one stage: "not contacted" listed as contacted would show the very leads not
+			// asked for.
+			if in.Stage != "" && negatedRe.MatchString(words) {
+				return nil, planner.Missing("stage", "I can list the leads in one stage (new, contacted, inspection scheduled, inspected, quoted, won or lost), not the leads outside one: which stage?")
+			}
 			in.Source, _ = leadSource(m.EnumValues("source"), words)
 			if place := planner.PlaceIn(words); place != "" && in.Stage != planner.Normalize(place) {
 				in.Suburb = place
@@ -528,6 +534,9 @@ var tradesRules = []planner.Rule{
 		Build: func(m *planner.Match) (any, error) { return parseLead(m) },
 	},
 }
+
+// negatedRe finds a word that turns what follows around: "not contacted", "never inspected", "except lost".
+var negatedRe = regexp.MustCompile(`(?i)\b(?:not|never|except|excluding|other\s+than)\b`)
 
 // snapshotPeriod is a money report's input: the period the message names, or the tool's default.
 func snapshotPeriod(m *planner.Match) (any, error) {
