@@ -300,6 +300,7 @@ func TestReceiptWaiter(t *testing.T) {
 	ctx, b := setup(t)
 
 	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	w.TestSignals.Waiting.Init(t)
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
 
@@ -319,7 +320,7 @@ func TestReceiptWaiter(t *testing.T) {
 		}
 		done <- res
 	}()
-	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, 1, w.TestSignals.Waiting.Wait(), "the wait read the first receipt and waits for the second")
 	select {
 	case <-done:
 		t.Fatal("wait returned before the second receipt existed")
@@ -349,6 +350,7 @@ func TestReceiptWaiterReconnects(t *testing.T) {
 	ctx, b := setup(t)
 
 	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	w.TestSignals.Waiting.Init(t)
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
 
@@ -361,7 +363,7 @@ func TestReceiptWaiterReconnects(t *testing.T) {
 		_, err := w.WaitOne(waitCtx, id)
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, 1, w.TestSignals.Waiting.Wait(), "the wait found no receipt and listens")
 
 	// The listener's connection is ended and cannot come back (the database takes no new connection), and
 	// the receipt is written meanwhile: its notification is lost. Everything here goes through one
@@ -671,6 +673,7 @@ func TestReceiptWaiterPayloads(t *testing.T) {
 	ctx, b := setup(t)
 
 	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	w.TestSignals.Waiting.Init(t)
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
 	conn, err := pgx.Connect(ctx, b.url)
@@ -689,7 +692,7 @@ func TestReceiptWaiterPayloads(t *testing.T) {
 		res, _ := w.Wait(waitCtx, ids)
 		got <- res
 	}()
-	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, 2, w.TestSignals.Waiting.Wait(), "the wait found no receipt and listens")
 	_, err = b.pool.Exec(ctx, `INSERT INTO core_tool_receipts (call_id, tool_name, status, result, effects, summary, idempotency_key, attempt, worker, duration_ms)
 		VALUES ($1, 'a.b', 'succeeded', '{"n": 1.5, "s": "x"}', '{"db_writes": [{"table": "t", "op": "insert", "count": 1, "ids": ["1"]}]}', '{"result.n": 1.5}', 'k', 2, 'w1', 3.25),
 		       ($2, 'a.b', 'succeeded', $3, '{"db_writes": []}', NULL, NULL, 1, 'w1', 1)`,

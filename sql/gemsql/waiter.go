@@ -3,6 +3,7 @@ package gemsql
 import (
 	"context"
 	"errors"
+	"github.com/gemhq/gem/sql/testsignal"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -33,11 +34,21 @@ type ReceiptWaiter struct {
 	toRead map[uuid.UUID]struct{}
 	wake   chan struct{}
 
+	// TestSignals are the waiter's events a test waits for; they do nothing unless the test inits them.
+	TestSignals WaiterTestSignals
+
 	startMu      sync.Mutex
 	started      bool
 	stopped      bool
 	readerCancel context.CancelFunc
 	readerDone   chan struct{}
+}
+
+// WaiterTestSignals are a ReceiptWaiter's events a test waits for instead of sleeping.
+type WaiterTestSignals struct {
+	// Waiting is a wait that read what exists and now waits to hear of its calls' receipts; the value is
+	// how many it still waits for.
+	Waiting testsignal.Signal[int]
 }
 
 type waiter struct {
@@ -360,6 +371,9 @@ func (sub *Subscription) wait(ctx context.Context, reread bool) (*WaitResult, er
 	}
 	if reread && len(pending) > 0 {
 		load()
+	}
+	if len(pending) > 0 {
+		w.TestSignals.Waiting.Signal(len(pending))
 	}
 	for len(pending) > 0 {
 		select {
