@@ -85,3 +85,38 @@ func TestUnknownTokensAtOnceShareTheBudget(t *testing.T) {
 		require.Equal(t, 1, made, "one budget for the address")
 	}
 }
+
+// TestGetOrAddMakesOneValuePerKey: callers asking for one key at once get one value, made once. The first
+// maker holds on until a second maker runs (the bug) or 200 ms pass, so the other callers ask while a value is
+// being made, by construction rather than by luck.
+func TestGetOrAddMakesOneValuePerKey(t *testing.T) {
+	t.Parallel()
+	const callers = 8
+	c := newExpiringCache[string, *int](16, time.Minute)
+	var made atomic.Int32
+	secondMaker := make(chan struct{})
+	maker := func() *int {
+		switch made.Add(1) {
+		case 1:
+			select {
+			case <-secondMaker:
+			case <-time.After(200 * time.Millisecond):
+			}
+		case 2:
+			close(secondMaker)
+		}
+		return new(int)
+	}
+	got := make(chan *int, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() { got <- c.GetOrAdd("203.0.113.7/32", maker) })
+	}
+	wg.Wait()
+	close(got)
+	require.Equal(t, int32(1), made.Load(), "callers asking at once made a value each")
+	first := <-got
+	for v := range got {
+		require.Same(t, first, v, "callers asking at once got different values")
+	}
+}

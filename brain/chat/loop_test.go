@@ -43,7 +43,7 @@ type testBundle struct {
 func setup(t *testing.T, provider string, fake *llmfake.Server, cfg chat.Config) *testBundle {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, shared.dbURL)
+	pool, err := pgxpool.New(ctx, sharedDatabase(t))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	require.NoError(t, gemsql.CallerEnsure(ctx, pool, requester, gemsql.CallerToken, []string{"*"}, "the chat's tests"))
