@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gemhq/gem/executor/internal/devicerelay"
 	"github.com/gemhq/gem/executor/internal/limits"
 	"github.com/gemhq/gem/executor/internal/pipe"
 	"github.com/gemhq/gem/registry"
@@ -28,11 +29,8 @@ type pending struct {
 	result chan error
 	// outsideToken is this run's outside-effects marker, once committed (see runOutside).
 	outsideToken uuid.UUID
-	// device routes a call for a device (see runDevice); nil for every other call.
-	device *deviceCall
-	// handOff is a device call's state between its two transactions (see runDevice).
-	handOff *handOff
-	// step is what the call's next transaction does (runStep unless its plan has two transactions).
+	// step is what the call's next transaction does (runStep unless its plan has two transactions; a
+	// device call's steps carry what it needs from one to the next).
 	step step
 	// since is when River handed the job over, the start of its first span (tracing on only).
 	since time.Time
@@ -281,14 +279,6 @@ func (outsideStep) committed(e *Executor, p *pending) {
 }
 func (outsideStep) String() string { return "prepare" }
 
-// handOffStep checks a device call, claims its idempotency key and hands it to a device (handOff); once
-// committed, runDevice waits for the device's answer, then writes its receipt.
-type handOffStep struct{}
-
-func (handOffStep) run(ctx context.Context, t *batchTx, a *attempt) outcome { return t.handOff(ctx, a) }
-func (handOffStep) committed(_ *Executor, p *pending)                       { p.result <- errHandedOff }
-func (handOffStep) String() string                                          { return "hand_off" }
-
 const savepoint = "gem_call"
 
 // batchTx is one transaction in which calls run one after another, each in a savepoint of its own.
@@ -526,21 +516,22 @@ func (t *batchTx) keyHolder(callID uuid.UUID) *receiptDraft { return t.keyed[cal
 func (t *batchTx) finish(a *attempt, d *receiptDraft) {
 	d.durationMS = msSince(a.started)
 	a.startReceiptSpan(d)
-	if h := a.p.handOff; h != nil && h.answer != nil {
-		d.device, d.devicesTried = h.answer.ranOn, h.answer.tried
+	_, h := deviceOf(a.p.step)
+	if h != nil && h.answer != nil {
+		d.device, d.devicesTried = h.answer.RanOn, h.answer.Tried
 	}
 	t.receipts = append(t.receipts, receiptRow{a: a, d: d})
 	t.completed = append(t.completed, a.job.ID)
 	if a.givesSlotBack() {
 		t.pipe.Hold(limits.WakeWaiterSQL, a.tool.Name)
 	}
-	if a.e.isDeviceJob(a.args) {
-		// A receipt leaves no attempt of its call open (see abandonOpenSQL).
-		t.pipe.Hold(abandonOpenSQL, [16]byte(a.args.CallID))
+	if a.e.devices.IsDeviceCall(a.args) {
+		// A receipt leaves no attempt of its call open (see devicerelay.AbandonOpenSQL).
+		t.pipe.Hold(devicerelay.AbandonOpenSQL, [16]byte(a.args.CallID))
 	}
-	if h := a.p.handOff; h != nil && h.key != "" && d.status != registry.StatusSucceeded {
+	if h != nil && h.key != "" && d.status != registry.StatusSucceeded {
 		// The hand-off committed the key; a call that failed gives it back, as a rolled-back one would.
-		t.pipe.Hold(releaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
+		t.pipe.Hold(devicerelay.ReleaseKeySQL, h.tool, h.keyHash[:], [16]byte(a.args.CallID))
 	}
 	if a.key != "" && d.status == registry.StatusSucceeded && !d.hit {
 		if t.keyed == nil {

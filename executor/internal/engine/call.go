@@ -86,8 +86,13 @@ func failed(code registry.ErrorCode, message string, details any) *receiptDraft 
 	if details != nil {
 		ce.Details, _ = json.Marshal(details)
 	}
+	return failedWith(ce)
+}
+
+// failedWith is the receipt of a call that ended with ce.
+func failedWith(ce *registry.CallError) *receiptDraft {
 	status := registry.StatusFailed
-	if code == registry.CodeNotConfigured {
+	if ce.Code == registry.CodeNotConfigured {
 		status = registry.StatusNotConfigured
 	}
 	return &receiptDraft{status: status, err: ce}
@@ -186,13 +191,13 @@ func scanCall(rows pgx.Rows) (uuid.UUID, callRow, error) {
 // precheck returns the receipt of a call that must not run: unknown tool, invalid input, no handler, or an
 // earlier attempt whose outside effects are unknown. It returns nil for a call that may run.
 func (a *attempt) precheck() *receiptDraft {
-	dc := a.p.device
-	if dc != nil && dc.early != nil {
-		return dc.early
+	dc, h := deviceOf(a.p.step)
+	if dc != nil && dc.Early != nil {
+		return failedWith(dc.Early)
 	}
 	tool, ok := a.e.reg.Tool(a.toolName)
 	if dc != nil {
-		tool, ok = dc.tool, true
+		tool, ok = dc.Tool, true
 	}
 	if !ok {
 		details := map[string]any{"tool": a.toolName}
@@ -235,7 +240,7 @@ func (a *attempt) precheck() *receiptDraft {
 	if dc != nil {
 		// The device's answer was awaited between the call's two transactions (see runDevice): the
 		// "handler" gives it.
-		a.handler = gemcall.Handler{Run: a.answered, Isolated: true}
+		a.handler = gemcall.Handler{Run: answered(a.args.CallID, h), Isolated: true}
 		return nil
 	}
 	handler, ok := a.e.handlers[tool.Name]
@@ -360,7 +365,7 @@ func (a *attempt) permittedTo(name, role string, g grantee) *receiptDraft {
 // execute claims the idempotency key and runs the handler. It returns the receipt, or a transient error.
 // inBatch finds the receipt a call of the same transaction will have, for a key it holds.
 func (a *attempt) execute(ctx context.Context, conn pipe.Conn, inBatch func(uuid.UUID) *receiptDraft) (*receiptDraft, error) {
-	if h := a.p.handOff; a.key != "" && (h == nil || h.key == "") { // a hand-off claimed it already
+	if _, h := deviceOf(a.p.step); a.key != "" && (h == nil || h.key == "") { // a hand-off claimed it already
 		d, err := a.claimKey(ctx, conn, inBatch)
 		if err != nil || d != nil {
 			return d, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/executor/gemcall"
+	"github.com/gemhq/gem/executor/internal/devicerelay"
 	"github.com/gemhq/gem/executor/internal/limits"
 	"github.com/gemhq/gem/executor/internal/metrics"
 	"github.com/gemhq/gem/executor/internal/runner"
@@ -49,7 +50,7 @@ type Executor struct {
 	callPool  *pgxpool.Pool
 	client    *river.Client[pgx.Tx]
 	log       zerolog.Logger
-	devices   *deviceRelay
+	devices   *devicerelay.Relay
 	// waiter waits on the receipts of calls made from inside calls (Call.Invoke) and of the calls holding a
 	// device call's key; it listens from its first use on.
 	waiter *gemsql.ReceiptWaiter
@@ -129,7 +130,7 @@ func New(cfg Config, version string, reg *registry.Registry, handlers gemcall.Ha
 	e.dbCtx, e.dbCancel = context.WithCancel(context.Background())
 	e.upkeep = upkeep.New(e.dbCtx, upkeep.Config{ID: cfg.ID, Version: version, RescueInterval: cfg.RescueInterval,
 		Retention: cfg.Retention, ArchiveDir: cfg.ArchiveDir}, pool, reg, handlers, e.log, e.metrics, e.wakeRiver)
-	e.devices = newDeviceRelay(e)
+	e.devices = devicerelay.New(pool, reg, cfg.DeviceWait, e.log)
 	e.waiter = gemsql.NewReceiptWaiter(pool, gemlog.Slog(e.log))
 
 	// River's notifier LISTENs and its connections set synchronous_commit: they need sessions of their own.
@@ -221,7 +222,7 @@ func (e *Executor) Start(ctx context.Context) (err error) {
 	if err := e.upkeep.StartLiveness(ctx); err != nil {
 		return err
 	}
-	if err := e.devices.listener.Start(ctx); err != nil {
+	if err := e.devices.Start(ctx); err != nil {
 		e.upkeep.Stop()
 		return err
 	}
@@ -234,7 +235,7 @@ func (e *Executor) Start(ctx context.Context) (err error) {
 	// River ties running jobs to the context Start gets: cancelling it would cancel every call at once.
 	// Stopping is Stop's job, with its drain deadline.
 	if err := e.client.Start(context.WithoutCancel(ctx)); err != nil {
-		e.devices.listener.Stop()
+		e.devices.Stop()
 		e.waiter.Stop()
 		close(e.stopCommitters)
 		e.committersDone.Wait()
@@ -266,7 +267,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	e.committersDone.Wait()
 	e.waker.Stop()
 	e.runners.Stop()
-	e.devices.listener.Stop()
+	e.devices.Stop()
 	e.waiter.Stop()
 	// The liveness lock goes last: until every call is finished or rolled back, no one may take them up.
 	e.upkeep.Stop()
@@ -279,8 +280,8 @@ func (e *Executor) stop(ctx context.Context) error {
 func (e *Executor) newAttempt(p *pending) *attempt {
 	a := &attempt{e: e, p: p, ctx: p.ctx, job: p.job, args: p.args, started: time.Now(),
 		callRow: callRow{toolName: p.args.ToolName}}
-	if p.handOff != nil {
-		a.started = p.handOff.started // a device call's run began with its hand-off
+	if _, h := deviceOf(p.step); h != nil {
+		a.started = h.started // a device call's run began with its hand-off
 	}
 	// The call's fields are added by a hook, which runs only for events that are logged: most calls log
 	// nothing at the default levels, and encoding the fields up front cost every call.
@@ -305,9 +306,9 @@ type callWorker struct {
 
 // Timeout gives River a deadline past the tool's own: the handler's deadline is the tool's timeout_ms.
 func (w *callWorker) Timeout(job *river.Job[registry.CallArgs]) time.Duration {
-	if w.e.isDeviceJob(job.Args) {
+	if w.e.devices.IsDeviceCall(job.Args) {
 		// Its contract may be a device's, and it may wait for a device; the relay bounds its own waits.
-		return registry.TimeoutMax + deviceWaitChunk + w.e.cfg.DeviceWait + jobTimeoutMargin
+		return registry.TimeoutMax + devicerelay.WaitChunk + w.e.cfg.DeviceWait + jobTimeoutMargin
 	}
 	if t, ok := w.e.reg.Tool(job.Args.ToolName); ok {
 		return t.Timeout() + jobTimeoutMargin
@@ -357,7 +358,7 @@ func (w *callWorker) work(ctx context.Context, job *river.Job[registry.CallArgs]
 	limits.AwaitRateStart(ctx, job.JobRow)
 	tool, known := e.reg.Tool(job.Args.ToolName)
 	switch {
-	case e.isDeviceJob(job.Args):
+	case e.devices.IsDeviceCall(job.Args):
 		// Its attempts, not the outside-effects marker, remember whether a device may have run it.
 		return e.runDevice(p)
 	case known && tool.RunsAtMostOnce():

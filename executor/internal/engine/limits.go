@@ -246,7 +246,8 @@ func (a *attempt) givesSlotBack() bool {
 	if a.heldSlot {
 		return true
 	}
-	return a.p.handOff != nil && a.tool != nil && a.tool.Limits != nil && a.tool.Limits.Concurrency != nil
+	_, h := deviceOf(a.p.step)
+	return h != nil && a.tool != nil && a.tool.Limits != nil && a.tool.Limits.Concurrency != nil
 }
 
 // wakeRiver tells every executor's River client that jobs are available, as an insert does.
