@@ -177,8 +177,8 @@ func TestRegistryCheckListsPackSettings(t *testing.T) {
 // TestPacksReadNoEnvironment: no tool pack, nor any of this repository's packages it uses, reads the
 // environment itself (os.Getenv and its kin): Main reads every setting, once, through packsFromEnv. Every
 // package under a pack's folder (packs/NAME/...: its contract, handlers, plan and test fakes, and any
-// package added there) is read, with what it imports. The executor and its engine are left out: their one
-// read, executor.MissingEnv (the engine's, which registers it in core_executors), serves registry check.
+// package added there) is read, with what it imports. The executor's upkeep is left out: its one read,
+// MissingEnv (which registers what is missing in core_executors, and serves registry check), is the process's.
 func TestPacksReadNoEnvironment(t *testing.T) {
 	t.Parallel()
 	var pkgs []string
@@ -191,8 +191,7 @@ func TestPacksReadNoEnvironment(t *testing.T) {
 	checked := 0
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Split(strings.TrimSpace(line), "\t")
-		if !strings.HasPrefix(fields[0], "github.com/gemhq/gem/") || fields[0] == "github.com/gemhq/gem/executor" ||
-			strings.HasPrefix(fields[0], "github.com/gemhq/gem/executor/internal/") {
+		if !strings.HasPrefix(fields[0], "github.com/gemhq/gem/") || fields[0] == "github.com/gemhq/gem/executor/internal/upkeep" {
 			continue
 		}
 		for _, name := range fields[2:] {

@@ -262,9 +262,17 @@ type runStep struct{}
 
 func (runStep) run(ctx context.Context, t *batchTx, a *attempt) outcome { return t.runCall(ctx, a) }
 
-// committed is never reached: runCall ends with a receipt, a retry or a snooze, never prepared.
-func (runStep) committed(_ *Executor, p *pending) { p.result <- nil }
-func (runStep) String() string                    { return "run" }
+// committed is never reached: runCall ends with a receipt, a retry or a snooze, never prepared. Were it, the
+// call has no receipt yet, so it is retried rather than its job completed without one.
+func (runStep) committed(e *Executor, p *pending) {
+	e.log.Error().Str("call_id", p.args.CallID.String()).Msg("internal: a run step ended prepared; the call is retried")
+	p.result <- errRunStepPrepared
+}
+
+// errRunStepPrepared retries a call whose run step ended without its receipt.
+var errRunStepPrepared = errors.New("internal: the call's run step ended without a receipt; retrying")
+
+func (runStep) String() string { return "run" }
 
 // outsideStep checks the call and commits the outside-effects marker before the handler may start
 // (markOutside); the handler then runs in a transaction of its own.

@@ -40,7 +40,6 @@ const jobTimeoutMargin = 10 * time.Second
 // Executor works tool calls. Create it with New, then Start and Stop it.
 type Executor struct {
 	cfg      Config
-	version  string
 	reg      *registry.Registry
 	handlers gemcall.Handlers
 	// pool registers the executor and rescues dead executors' calls; riverPool is River's and callPool
@@ -109,7 +108,6 @@ func New(cfg Config, version string, reg *registry.Registry, handlers gemcall.Ha
 	}
 	e := &Executor{
 		cfg:            cfg,
-		version:        version,
 		reg:            reg,
 		handlers:       handlers,
 		secrets:        secrets,
