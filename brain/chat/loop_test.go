@@ -124,20 +124,6 @@ func resultOf(t require.TestingT, m llmfake.Message) map[string]any {
 	return v
 }
 
-func countCalls(t *testing.T, pool *pgxpool.Pool, runID any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE run_id = $1`, runID).Scan(&n))
-	return n
-}
-
-func runStatus(t *testing.T, pool *pgxpool.Pool, runID any) string {
-	t.Helper()
-	var s string
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM brain_runs WHERE id = $1`, runID).Scan(&s))
-	return s
-}
-
 func insertedID(made []gemsql.Inserted, err error) (uuid.UUID, error) {
 	if err != nil {
 		return uuid.Nil, err
@@ -208,8 +194,8 @@ func testTwoIterations(t *testing.T, provider string) {
 	var turns int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM brain_turns WHERE run_id = $1`, resp.RunID).Scan(&turns))
 	require.Equal(t, 2, turns)
-	require.Equal(t, brain.RunCompleted, runStatus(t, b.pool, resp.RunID))
-	require.Equal(t, 2, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, brain.RunCompleted, testenv.RunStatus(t, b.pool, resp.RunID))
+	require.Equal(t, 2, testenv.CountCalls(t, b.pool, resp.RunID))
 
 	// The session keeps the run's messages in order: the question, the assistant's calls, their results in
 	// the order asked (each with its GEM call), the answer.
@@ -295,7 +281,7 @@ func TestChatRefusalsGoBackToTheLLM(t *testing.T) {
 		statuses[tc.Tool] += tc.Status + " "
 	}
 	require.Equal(t, "invalid_arguments invalid_arguments succeeded ", statuses["os.create_task"])
-	require.Equal(t, 1, countCalls(t, b.pool, resp.RunID), "only the good call was enqueued")
+	require.Equal(t, 1, testenv.CountCalls(t, b.pool, resp.RunID), "only the good call was enqueued")
 
 	// The executor refuses the disabled tool too, whoever makes the call for the agent.
 	id, err := insertedID(gemsql.CallInsert(context.Background(), b.pool, gemsql.CallInsertParams{ToolName: "os.create_note",
@@ -367,7 +353,7 @@ func TestChatMetaTools(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, resp.OK, "%+v", resp.Errors)
 	require.Equal(t, 4, resp.Iterations)
-	require.Equal(t, 1, countCalls(t, b.pool, resp.RunID), "meta-tools are answered by the brain, not enqueued")
+	require.Equal(t, 1, testenv.CountCalls(t, b.pool, resp.RunID), "meta-tools are answered by the brain, not enqueued")
 }
 
 // TestChatModelNUL checks that a model answering with U+0000, which PostgreSQL cannot store, in its text and

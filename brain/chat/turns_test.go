@@ -15,19 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// blockingTurn is a scripted LLM answer that waits for release before it is sent, and says when it is asked.
-func blockingTurn(turn llmfake.Turn, asked chan<- struct{}, release <-chan struct{}) llmfake.Turn {
-	check := turn.Check
-	turn.Check = func(t require.TestingT, req *llmfake.Request) {
-		asked <- struct{}{}
-		<-release
-		if check != nil {
-			check(t, req)
-		}
-	}
-	return turn
-}
-
 // TestChatOneTurnAtATime: fifty messages sent at the same instant to one session. Exactly one turn runs;
 // the 49 others are refused 409 naming its run, while it runs — none is admitted beside it, so no LLM
 // request sees another client's message. Before, the session's guard was a check of other runs followed by
@@ -35,7 +22,7 @@ func blockingTurn(turn llmfake.Turn, asked chan<- struct{}, release <-chan struc
 func TestChatOneTurnAtATime(t *testing.T) {
 	t.Parallel()
 	asked, release := make(chan struct{}, 64), make(chan struct{})
-	fake := llmfake.NewOpenAI(t, fakeKey, blockingTurn(llmfake.Turn{Text: "One at a time."}, asked, release))
+	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Blocking(llmfake.Turn{Text: "One at a time."}, asked, release))
 	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the chat stops: a failed test must not leave it blocked
@@ -102,7 +89,7 @@ func TestChatIfBusyEnqueue(t *testing.T) {
 		return out
 	}
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(llmfake.Turn{Text: "first"}, asked, release),
+		llmfake.Blocking(llmfake.Turn{Text: "first"}, asked, release),
 		llmfake.Turn{Text: "second", Check: func(t require.TestingT, req *llmfake.Request) {
 			require.Equal(t, []string{"user:one", "assistant:first", "user:two"}, roles(req))
 		}},

@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"sync"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestRunRequestKey(t *testing.T) {
 		}
 	}
 	require.Equal(t, n-1, repeated, "one request made the run; the others repeated it")
-	require.Equal(t, 1, countCalls(t, b.pool, first))
+	require.Equal(t, 1, testenv.CountCalls(t, b.pool, first))
 	var tasks int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM os_tasks WHERE title = $1`, title).Scan(&tasks))
 	require.Equal(t, 1, tasks, "one task, however many retries")
@@ -71,7 +72,7 @@ func TestRunRequestKey(t *testing.T) {
 	require.NotNil(t, e, "%v", err)
 	require.Equal(t, brain.EKEYREUSED, e.Code)
 	require.Equal(t, first.String(), detailsOf(t, e)["run_id"])
-	require.Equal(t, 1, countCalls(t, b.pool, first))
+	require.Equal(t, 1, testenv.CountCalls(t, b.pool, first))
 }
 
 // TestPlanIsAllOrNothing: a message understood only in part enqueues nothing and says which part.
@@ -86,7 +87,7 @@ func TestPlanIsAllOrNothing(t *testing.T) {
 	require.Len(t, resp.Errors, 1)
 	require.Equal(t, brain.ENOPLAN, resp.Errors[0].Code)
 	require.Contains(t, resp.Errors[0].Message, `"frobnicate the wibble"`)
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 	var calls int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE input->>'title' LIKE $1`, "%"+title+"%").Scan(&calls))
 	require.Zero(t, calls)

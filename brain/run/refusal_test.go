@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"testing"
 
 	"github.com/gemhq/gem/brain"
@@ -30,7 +31,7 @@ func TestRunRefusesImpossibleTimes(t *testing.T) {
 			require.Equal(t, tt.field, question["field"])
 			require.Contains(t, question["question"], tt.said)
 			require.Contains(t, resp.Errors[0].Message, tt.said)
-			require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+			require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 		})
 	}
 }
@@ -47,5 +48,5 @@ func TestNegativeLineItemIsRefused(t *testing.T) {
 	require.Contains(t, resp.AssistantMessage, "cannot be negative")
 	require.NotNil(t, resp.Enqueued, "an empty list, as GEM's clients read it")
 	require.Empty(t, resp.Enqueued)
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 }

@@ -77,20 +77,6 @@ func (b *testBundle) getRun(t *testing.T, id uuid.UUID) *brain.RunResponse {
 	return resp
 }
 
-func countCalls(t *testing.T, pool *pgxpool.Pool, runID any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE run_id = $1`, runID).Scan(&n))
-	return n
-}
-
-func runStatus(t *testing.T, pool *pgxpool.Pool, runID any) string {
-	t.Helper()
-	var s string
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM brain_runs WHERE id = $1`, runID).Scan(&s))
-	return s
-}
-
 func TestRunEnqueueAndWait(t *testing.T) {
 	t.Parallel()
 	b := setup(t, shared.dbURL)
@@ -113,7 +99,7 @@ func TestRunEnqueueAndWait(t *testing.T) {
 	// The run, its call and the receipt are in the database, tied together. (The answer is recorded while
 	// the response goes out: Recorded returns once it is.)
 	b.runs.Recorded(context.Background(), resp.RunID)
-	require.Equal(t, brain.RunCompleted, runStatus(t, b.pool, resp.RunID))
+	require.Equal(t, brain.RunCompleted, testenv.RunStatus(t, b.pool, resp.RunID))
 	c, err := gemsql.CallGet(context.Background(), b.pool, resp.Enqueued[0].CallID)
 	require.NoError(t, err)
 	require.Equal(t, &resp.RunID, c.RunID)
@@ -136,7 +122,7 @@ func TestRunAnswerEnqueuesNothing(t *testing.T) {
 	require.Empty(t, resp.Enqueued)
 	require.Contains(t, resp.AssistantMessage, "I would run")
 	require.Contains(t, resp.AssistantMessage, "os.create_task")
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 }
 
 func TestRunEnqueueReturnsCallIDs(t *testing.T) {
@@ -177,7 +163,7 @@ func TestPlanAndApprove(t *testing.T) {
 	resp := b.runOK(t, &brain.RunParams{Message: "new lead Priya Nair 0433 222 111 in Ashfield via facebook", Mode: brain.ModePlan})
 	require.Equal(t, brain.RunPlanned, resp.Status)
 	require.Empty(t, resp.Enqueued)
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 	var input map[string]any
 	require.NoError(t, json.Unmarshal(resp.PlannedToolCalls[0].Input, &input))
 	require.Equal(t, map[string]any{"name": "Priya Nair", "phone": "0433 222 111", "suburb": "Ashfield", "source": "meta"}, input)
@@ -189,12 +175,12 @@ func TestPlanAndApprove(t *testing.T) {
 	require.Len(t, approved.Receipts, 1)
 	require.Equal(t, registry.StatusSucceeded, approved.Receipts[0].Status)
 	require.Contains(t, approved.AssistantMessage, "Recorded a new lead: Priya Nair")
-	require.Equal(t, 1, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 1, testenv.CountCalls(t, b.pool, resp.RunID))
 
 	// A plan is approved once.
 	_, err = b.runs.Approve(ctx, resp.RunID, false, 0, approver)
 	require.Equal(t, brain.ECONFLICT, brain.ErrorCode(err), "%v", err)
-	require.Equal(t, 1, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 1, testenv.CountCalls(t, b.pool, resp.RunID))
 
 	// Approving without waiting returns the call ids.
 	resp = b.run(t, &brain.RunParams{Message: "create a task to measure the Nair roof", Mode: brain.ModePlan})
@@ -257,8 +243,8 @@ func TestInvalidPlanEnqueuesNothing(t *testing.T) {
 	violations, _ := details["violations"].([]any)
 	require.Len(t, violations, 1)
 	require.Equal(t, "/entity_id", violations[0].(map[string]any)["path"])
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
-	require.Equal(t, brain.RunFailed, runStatus(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
+	require.Equal(t, brain.RunFailed, testenv.RunStatus(t, b.pool, resp.RunID))
 
 	// A rule that understood the request but lacks something says what.
 	resp = b.run(t, &brain.RunParams{Message: "new lead Bob Lee 0412 345 678", Mode: brain.ModeEnqueueAndWait})
@@ -266,13 +252,13 @@ func TestInvalidPlanEnqueuesNothing(t *testing.T) {
 	require.Contains(t, resp.Errors[0].Message, "which suburb is Bob Lee in?")
 	missing := detailsOf(t, resp.Errors[0])["missing"].([]any)
 	require.Equal(t, "suburb", missing[0].(map[string]any)["field"])
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 
 	// More calls than limits.max_tool_calls: nothing is enqueued.
 	resp = b.run(t, &brain.RunParams{Message: "create a task to a\ncreate a task to b\ncreate a task to c", Limits: &brain.Limits{MaxToolCalls: 2}})
 	require.Equal(t, brain.EINVALID, resp.Errors[0].Code)
 	require.Contains(t, resp.Errors[0].Message, "max_tool_calls")
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 }
 
 // detailsOf is an error's details as a client reads them (JSON objects), whatever Go type they were made as.
@@ -305,7 +291,7 @@ func TestNoRuleMatches(t *testing.T) {
 	require.Equal(t, brain.ModeAnswer, resp.Decision.Mode, "nothing to run: the run answers, as GEM's does")
 	require.Contains(t, resp.AssistantMessage, "I can, for example")
 	require.Contains(t, resp.AssistantMessage, "create a task")
-	require.Equal(t, 0, countCalls(t, b.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, b.pool, resp.RunID))
 }
 
 func TestFailedCallIsReported(t *testing.T) {

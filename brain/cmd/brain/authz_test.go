@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"net/http"
 	"net/url"
 	"strings"
@@ -85,8 +86,8 @@ func TestPlanApprovalNeedsApprove(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, approve(approver, id, &e), "%+v", e.Errors)
 	require.Contains(t, e.Errors[0].Message, "write:db")
 	require.Contains(t, e.Errors[0].Message, approverName)
-	require.Zero(t, countCalls(t, shared.pool, id), "nothing was enqueued")
-	require.Equal(t, brain.RunPlanned, runStatus(t, shared.pool, id))
+	require.Zero(t, testenv.CountCalls(t, shared.pool, id), "nothing was enqueued")
+	require.Equal(t, brain.RunPlanned, testenv.RunStatus(t, shared.pool, id))
 
 	// The studio: a reader cannot open the admin's plan; an auditor reads it without the button; an approver
 	// and the author see the button.
@@ -318,7 +319,7 @@ func TestAgentLimitedCallerNamesNoAgent(t *testing.T) {
 	// A run without an agent is its agent's too: a plan with a tool the agent lacks enqueues nothing.
 	resp, status := limited.run(map[string]any{"message": "create a task to escape the limit", "mode": "enqueue_and_wait"})
 	require.Equal(t, http.StatusForbidden, status, "%+v", resp.Errors)
-	require.Zero(t, countCalls(t, shared.pool, resp.RunID))
+	require.Zero(t, testenv.CountCalls(t, shared.pool, resp.RunID))
 
 	// Two agents and none named: which one?
 	_, two := addCaller(t, admin, []string{"*"}, []string{mine, other})

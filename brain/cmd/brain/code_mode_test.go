@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"net/http"
 	"testing"
 
@@ -94,7 +95,7 @@ return {task: t.task_id, title: t.title, missing: missing, refused: refused};`
 	require.Equal(t, "succeeded", statuses["os.create_task"])
 	require.Equal(t, "failed", statuses["os.complete_task"])
 	require.Equal(t, brain.ChatCallAnswered, statuses["run_code"])
-	require.Equal(t, 2, countCalls(t, shared.pool, resp.RunID))
+	require.Equal(t, 2, testenv.CountCalls(t, shared.pool, resp.RunID))
 	ctx := context.Background()
 	var agents []string
 	require.NoError(t, shared.pool.QueryRow(ctx, `SELECT array_agg(DISTINCT agent) FROM core_tool_calls WHERE run_id = $1`, resp.RunID).Scan(&agents))
@@ -149,7 +150,7 @@ return {refused: refused, message: message, text: "x\u0000y"};`
 	result := programResult["result"].(map[string]any)
 	require.Equal(t, "validation_error", result["refused"], "%v", result)
 	require.Contains(t, result["message"], `/title contains a NUL character (\u0000)`)
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID), "no call is made")
+	require.Equal(t, 0, testenv.CountCalls(t, shared.pool, resp.RunID), "no call is made")
 
 	var programs int
 	var text, printed string

@@ -95,7 +95,7 @@ func TestReviewSameBrainTakesOverItsOwnLiveTurn(t *testing.T) {
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	var once sync.Once
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(create, asked, release), // the live turn's first answer, slow to come
+		llmfake.Blocking(create, asked, release), // the live turn's first answer, slow to come
 		llmfake.Turn{Text: "Cy is on your list."},
 		llmfake.Turn{Text: "Cy is on your list."}) // step 1 asked again (a second copy) gets text: counted below
 	// Released before the fake's cleanup, which waits for its handlers (cleanups run last first).
@@ -168,7 +168,7 @@ func TestReviewStalledBrainEndsATakenOverTurnAgain(t *testing.T) {
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	var once sync.Once
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: "context length exceeded"}}, asked, release),
+		llmfake.Blocking(llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: "context length exceeded"}}, asked, release),
 		llmfake.Turn{Text: "B answered this."})
 	// Released before the fake's cleanup, which waits for its handlers (cleanups run last first).
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
@@ -426,7 +426,7 @@ func TestReviewReadingARunEndsALiveChatTurn(t *testing.T) {
 	var once sync.Once
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{createTaskCall("t1", title)}},
-		blockingTurn(llmfake.Turn{Text: "(lost with brain A)"}, asked, release),
+		llmfake.Blocking(llmfake.Turn{Text: "(lost with brain A)"}, asked, release),
 		llmfake.Turn{Text: "Ed is on your list."},
 		llmfake.Turn{Text: "Next message answered."})
 	// Released before the fake's cleanup, which waits for its handlers (cleanups run last first).
@@ -484,7 +484,7 @@ func TestReviewLiveTurnLosesItsSessionAfterTenMinutes(t *testing.T) {
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	var once sync.Once
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(llmfake.Turn{Text: "first answer"}, asked, release),
+		llmfake.Blocking(llmfake.Turn{Text: "first answer"}, asked, release),
 		llmfake.Turn{Text: "second answer"})
 	// Released before the fake's cleanup, which waits for its handlers (cleanups run last first).
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
@@ -521,7 +521,7 @@ func TestReviewTakenOverTurnOfADeletedAgentNeverEnds(t *testing.T) {
 	pool, dbURL := sqltest.NewDB(t)
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	var once sync.Once
-	fake := llmfake.NewOpenAI(t, fakeKey, blockingTurn(llmfake.Turn{Text: "(lost)"}, asked, release),
+	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Blocking(llmfake.Turn{Text: "(lost)"}, asked, release),
 		llmfake.Turn{Text: "late"}, llmfake.Turn{Text: "late"})
 	// Released before the fake's cleanup, which waits for its handlers (cleanups run last first).
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
@@ -637,7 +637,7 @@ func TestReviewStalledBrainGivesUpTheKeyOfATakenOverTurn(t *testing.T) {
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	var once sync.Once
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusTooManyRequests, Message: "slow down",
+		llmfake.Blocking(llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusTooManyRequests, Message: "slow down",
 			Header: map[string]string{"retry-after": "120"}}}, asked, release), // A's, once A is taken over
 		create, llmfake.Turn{Text: "Hal is on your list."}, // B's turn
 		create, llmfake.Turn{Text: "Hal is on your list."}) // a new turn, if the retry makes one
@@ -700,7 +700,7 @@ func TestReviewSIGTERMHandsATurnOverAtOnce(t *testing.T) {
 	pool, dbURL := sqltest.NewDB(t)
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	var once sync.Once
-	fake := llmfake.NewOpenAI(t, fakeKey, blockingTurn(llmfake.Turn{Text: "(A's, too late)"}, asked, release),
+	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Blocking(llmfake.Turn{Text: "(A's, too late)"}, asked, release),
 		llmfake.Turn{Text: "B answered."})
 	// Released before the fake's cleanup, which waits for its handlers (cleanups run last first).
 	t.Cleanup(func() { once.Do(func() { close(release) }) })

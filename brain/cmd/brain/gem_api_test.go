@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"io"
 	"net/http"
 	"strings"
@@ -74,7 +75,7 @@ func TestRunSpeaksGEM(t *testing.T) {
 	require.Equal(t, []any{}, out["enqueued"])
 	require.Contains(t, out["assistant_message"], "I would run")
 	runID, _ := uuid.Parse(out["run_id"].(string))
-	require.Equal(t, 0, countCalls(t, shared.pool, runID))
+	require.Equal(t, 0, testenv.CountCalls(t, shared.pool, runID))
 }
 
 // TestModesBehaveLikeGEMs walks each mode: answer (a plan said, or a question answered), plan (stored for
@@ -94,7 +95,7 @@ func TestModesBehaveLikeGEMs(t *testing.T) {
 	require.Equal(t, brain.ModePlan, resp.Decision.Mode)
 	require.Equal(t, brain.RunPlanned, resp.Status)
 	require.Contains(t, resp.NextActions[0], "/approve")
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, shared.pool, resp.RunID))
 
 	// Questions are answered in any mode, and nothing runs.
 	for _, mode := range []string{"answer", "plan", "enqueue", "enqueue_and_wait"} {
@@ -105,7 +106,7 @@ func TestModesBehaveLikeGEMs(t *testing.T) {
 		require.Equal(t, brain.RunCompleted, resp.Status)
 		require.Contains(t, resp.AssistantMessage, "It needs: name, phone, suburb.")
 		require.Empty(t, resp.PlannedToolCalls)
-		require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID), mode)
+		require.Equal(t, 0, testenv.CountCalls(t, shared.pool, resp.RunID), mode)
 	}
 	resp, _ = a.run(map[string]any{"message": "help", "mode": "enqueue_and_wait"})
 	require.True(t, resp.OK)

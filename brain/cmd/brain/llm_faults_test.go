@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"io"
 	"net/http"
 	"strings"
@@ -109,7 +110,7 @@ func TestLLMRejectedIs422(t *testing.T) {
 			require.Contains(t, got.resp.Errors[0].Message, msg, "the provider's message reaches the client")
 			require.Len(t, fake.Requests(), 1, "a rejected request is not sent again")
 			require.Equal(t, []string{"1.1:" + brain.ELLMREJECTED}, turnRows(t, got.resp.RunID))
-			require.Equal(t, brain.RunFailed, runStatus(t, shared.pool, got.resp.RunID))
+			require.Equal(t, brain.RunFailed, testenv.RunStatus(t, shared.pool, got.resp.RunID))
 		})
 	}
 }
@@ -214,7 +215,7 @@ func TestToolCallsPerAnswerAreCapped(t *testing.T) {
 	got := chatTimed(t, a, agent, "list my tasks a thousand times")
 	require.Equal(t, http.StatusOK, got.status, "%+v", got.resp.Errors)
 	require.True(t, got.resp.OK, "%+v", got.resp.Errors)
-	require.Equal(t, limit, countCalls(t, shared.pool, got.resp.RunID), "only the first calls are enqueued")
+	require.Equal(t, limit, testenv.CountCalls(t, shared.pool, got.resp.RunID), "only the first calls are enqueued")
 	var enqueued int
 	require.NoError(t, shared.pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE run_id = $1`, got.resp.RunID).Scan(&enqueued))
 	require.Equal(t, limit, enqueued)
@@ -246,7 +247,7 @@ func TestOversizedAnswersAreBounded(t *testing.T) {
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
 
 	got := chatTimed(t, a, agent, "write me everything")
-	require.Zero(t, countCalls(t, shared.pool, got.resp.RunID))
+	require.Zero(t, testenv.CountCalls(t, shared.pool, got.resp.RunID))
 	require.Equal(t, http.StatusOK, got.status, "%+v", got.resp.Errors)
 	require.LessOrEqual(t, len(got.resp.Reply), bound)
 	require.Contains(t, got.resp.Reply, fmt.Sprintf("the answer was %d bytes", len(huge)))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"net/http"
 	"testing"
 
@@ -56,5 +57,5 @@ func TestOneLeadPerNumberOverHTTP(t *testing.T) {
 	missing := resp.Errors[0].Details.(map[string]any)["missing"].([]any)
 	require.Equal(t, "phone", missing[0].(map[string]any)["field"])
 	require.Contains(t, missing[0].(map[string]any)["question"], `"0499 123 40" is not a phone number`)
-	require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+	require.Equal(t, 0, testenv.CountCalls(t, shared.pool, resp.RunID))
 }

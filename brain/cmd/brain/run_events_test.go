@@ -165,7 +165,7 @@ func TestAsyncRequests(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	asked := make(chan struct{}, 4)
-	fake := llmfake.NewOpenAI(t, fakeKey, blockingTurn(llmfake.Turn{Text: "Later, as promised."}, asked, release))
+	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Blocking(llmfake.Turn{Text: "Later, as promised."}, asked, release))
 	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
 
@@ -224,7 +224,7 @@ func TestAsyncRequests(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, status, "%s", data)
 	require.NoError(t, json.Unmarshal(data, &runAccepted))
 	require.Equal(t, runID, runAccepted["run_id"], "a retry answers the same run")
-	require.Equal(t, 1, countCalls(t, shared.pool, uuid.MustParse(runID)))
+	require.Equal(t, 1, testenv.CountCalls(t, shared.pool, uuid.MustParse(runID)))
 
 	// POST /operator/chat, answered by the rules (the shared brain has no LLM).
 	rules := newAPI(t)
@@ -371,7 +371,7 @@ func TestQueuedTurnAnswersAsyncAndStreams(t *testing.T) {
 	t.Parallel()
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		blockingTurn(llmfake.Turn{Text: "first"}, asked, release),
+		llmfake.Blocking(llmfake.Turn{Text: "first"}, asked, release),
 		llmfake.Turn{Text: "second"},
 		llmfake.Turn{Text: "third"})
 	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})

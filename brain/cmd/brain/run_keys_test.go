@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"io"
 	"net/http"
 	"sync"
@@ -68,7 +69,7 @@ func TestRunRequestKey(t *testing.T) {
 	require.Equal(t, first, again.RunID)
 	require.True(t, again.Repeated)
 	require.Len(t, again.Receipts, 1)
-	require.Equal(t, 1, countCalls(t, shared.pool, first))
+	require.Equal(t, 1, testenv.CountCalls(t, shared.pool, first))
 
 	var e errorResponse
 	require.Equal(t, http.StatusUnprocessableEntity, a.do(http.MethodPost, "/brain/run",
@@ -97,20 +98,7 @@ func TestOperatorChatRequestKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/operator/chat", body, &second))
 	require.Equal(t, first.RunID, second.RunID)
 	require.Equal(t, first.SessionID, second.SessionID)
-	require.Equal(t, 1, countCalls(t, shared.pool, first.RunID))
-}
-
-// blockingTurn is a scripted LLM answer that waits for release before it is sent, and says when it is asked.
-func blockingTurn(turn llmfake.Turn, asked chan<- struct{}, release <-chan struct{}) llmfake.Turn {
-	check := turn.Check
-	turn.Check = func(t require.TestingT, req *llmfake.Request) {
-		asked <- struct{}{}
-		<-release
-		if check != nil {
-			check(t, req)
-		}
-	}
-	return turn
+	require.Equal(t, 1, testenv.CountCalls(t, shared.pool, first.RunID))
 }
 
 // TestChatRequestKey: a chat turn that made a task, retried with its key — while it still runs, and after —
@@ -120,7 +108,7 @@ func TestChatRequestKey(t *testing.T) {
 	t.Parallel()
 	asked, release := make(chan struct{}, 4), make(chan struct{})
 	create := llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task", Arguments: `{"title": "ring Bea", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`}}}
-	fake := llmfake.NewOpenAI(t, fakeKey, create, blockingTurn(llmfake.Turn{Text: "Bea is on your list."}, asked, release))
+	fake := llmfake.NewOpenAI(t, fakeKey, create, llmfake.Blocking(llmfake.Turn{Text: "Bea is on your list."}, asked, release))
 	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	a.brain.Chat.TestSignals.RepeatWaits.Init(t)
 	var once sync.Once
@@ -201,7 +189,7 @@ func TestChatRequestKey(t *testing.T) {
 	require.Equal(t, "Bea is on your list.", after.AssistantMessage, "the agent's reply, not a describer's")
 	require.Empty(t, after.Owner)
 	require.Len(t, after.Steps, 2)
-	require.Equal(t, 1, countCalls(t, shared.pool, first.resp.RunID))
+	require.Equal(t, 1, testenv.CountCalls(t, shared.pool, first.resp.RunID))
 
 	status, data, err = post(a, "/agents/"+agent+"/chat", map[string]any{"message": "add a task to ring Cy", "user_id": "user-1"}, header)
 	require.NoError(t, err)

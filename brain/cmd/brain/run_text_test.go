@@ -161,7 +161,7 @@ func TestChatStreamsTextAsItIsWritten(t *testing.T) {
 			require.Equal(t, final.Reply, resumedText)
 
 			// The call, whose arguments came in pieces, was made once; the tokens were counted.
-			require.Equal(t, 1, countCalls(t, shared.pool, final.RunID))
+			require.Equal(t, 1, testenv.CountCalls(t, shared.pool, final.RunID))
 			require.Equal(t, "succeeded", final.ToolCalls[0].Status)
 			var ended struct {
 				Tokens struct {

@@ -160,17 +160,3 @@ type errorResponse struct {
 	OK     bool           `json:"ok"`
 	Errors []*brain.Error `json:"errors"`
 }
-
-func countCalls(t *testing.T, pool *pgxpool.Pool, runID any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM core_tool_calls WHERE run_id = $1`, runID).Scan(&n))
-	return n
-}
-
-func runStatus(t *testing.T, pool *pgxpool.Pool, runID any) string {
-	t.Helper()
-	var s string
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM brain_runs WHERE id = $1`, runID).Scan(&s))
-	return s
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func TestRunOutcomesAsHTTPStatuses(t *testing.T) {
 			require.False(t, resp.OK)
 			require.Equal(t, tt.code, resp.Errors[0].Code)
 			if status != http.StatusOK {
-				require.Equal(t, 0, countCalls(t, shared.pool, resp.RunID))
+				require.Equal(t, 0, testenv.CountCalls(t, shared.pool, resp.RunID))
 			}
 		})
 	}
@@ -75,7 +76,7 @@ func TestRunOutcomesAsHTTPStatuses(t *testing.T) {
 	var conflict errorResponse
 	require.Equal(t, http.StatusConflict, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &conflict))
 	require.Equal(t, brain.ECONFLICT, conflict.Errors[0].Code)
-	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID))
+	require.Equal(t, 1, testenv.CountCalls(t, shared.pool, resp.RunID))
 	resp, _ = a.run(map[string]any{"message": "create a task to measure the Nair roof", "mode": "plan"})
 	var enq brain.RunResponse
 	require.Equal(t, http.StatusOK, a.do(http.MethodPost, "/brain/runs/"+resp.RunID.String()+"/approve", nil, &enq))

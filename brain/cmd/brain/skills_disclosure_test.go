@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/gemhq/gem/brain/internal/testenv"
 	"image"
 	"image/png"
 	"io"
@@ -315,7 +316,7 @@ func testProgressiveDisclosure(t *testing.T, provider string) {
 	require.Equal(t, []string{brain.ChatCallSkillNotLoaded, "succeeded"}, statuses["leads.create"])
 	require.Equal(t, []string{brain.ChatCallAnswered}, statuses["load_skill"])
 	require.Len(t, statuses["read_skill_file"], 8)
-	require.Equal(t, 1, countCalls(t, shared.pool, resp.RunID), "only leads.create became a call; the meta-tools are the brain's")
+	require.Equal(t, 1, testenv.CountCalls(t, shared.pool, resp.RunID), "only leads.create became a call; the meta-tools are the brain's")
 	_, err := os.Stat(marker)
 	require.ErrorIs(t, err, os.ErrNotExist, "the skill's script never ran")
 

@@ -92,7 +92,7 @@ func newKillableBrains(t *testing.T, turns func(hold func(llmfake.Turn) llmfake.
 	held := make(chan struct{})
 	var once sync.Once
 	k := &killableBrains{pool: pool, asked: make(chan struct{}, 4), release: func() { once.Do(func() { close(held) }) }}
-	fake := llmfake.NewOpenAI(t, fakeKey, turns(func(turn llmfake.Turn) llmfake.Turn { return blockingTurn(turn, k.asked, held) })...)
+	fake := llmfake.NewOpenAI(t, fakeKey, turns(func(turn llmfake.Turn) llmfake.Turn { return llmfake.Blocking(turn, k.asked, held) })...)
 	t.Cleanup(k.release) // before the fake's own cleanup, which waits for its handlers
 	k.a, k.apiA, k.b, k.apiB = twoBrains(t, dbURL, fake.URL)
 	return k
@@ -137,7 +137,7 @@ func TestChatTurnSurvivesItsBrain(t *testing.T) {
 	create := llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task",
 		Arguments: fmt.Sprintf(`{"title": %q, "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`, title)}}}
 	fake := llmfake.NewOpenAI(t, fakeKey, create,
-		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
+		llmfake.Blocking(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
 		llmfake.Turn{Text: "Bea is on your list.", Check: func(t require.TestingT, req *llmfake.Request) {
 			roles := []string{}
 			for _, m := range req.Messages {
@@ -220,7 +220,7 @@ func TestTakeoverStaysWithItsProvider(t *testing.T) {
 	anthropic := llmfake.NewAnthropic(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "t1", Name: "os__create_task",
 			Arguments: fmt.Sprintf(`{"title": %q, "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`, title)}}},
-		blockingTurn(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
+		llmfake.Blocking(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
 		llmfake.Turn{Text: "Cal is on your list."})
 	openai := llmfake.NewOpenAI(t, fakeKey) // no script: a request is a failure of the test
 	var once sync.Once
