@@ -32,6 +32,16 @@ func setup(t *testing.T) (context.Context, *testBundle) {
 	return ctx, &testBundle{pool: pool, url: url}
 }
 
+// startWaiter is a started receipt waiter on the test's database, stopped when the test ends (before its
+// database goes).
+func startWaiter(t *testing.T, ctx context.Context, b *testBundle) *gemsql.ReceiptWaiter {
+	t.Helper()
+	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(w.Stop)
+	return w
+}
+
 func (b *testBundle) count(t *testing.T, ctx context.Context, sql string, args ...any) int {
 	t.Helper()
 	var n int
@@ -299,10 +309,8 @@ func TestReceiptWaiter(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	w := startWaiter(t, ctx, b)
 	w.TestSignals.Waiting.Init(t)
-	require.NoError(t, w.Start(ctx))
-	defer w.Stop()
 
 	ids, err := insertedIDs(gemsql.CallInsert(ctx, b.pool, []gemsql.CallInsertParams{{ToolName: "a.b"}, {ToolName: "a.b"}, {ToolName: "a.b"}}...))
 	require.NoError(t, err)
@@ -349,10 +357,8 @@ func TestReceiptWaiterReconnects(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	w := startWaiter(t, ctx, b)
 	w.TestSignals.Waiting.Init(t)
-	require.NoError(t, w.Start(ctx))
-	defer w.Stop()
 
 	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"}))
 	require.NoError(t, err)
@@ -672,10 +678,8 @@ func TestReceiptWaiterPayloads(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	w := gemsql.NewReceiptWaiter(b.pool, nil)
+	w := startWaiter(t, ctx, b)
 	w.TestSignals.Waiting.Init(t)
-	require.NoError(t, w.Start(ctx))
-	defer w.Stop()
 	conn, err := pgx.Connect(ctx, b.url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
@@ -725,9 +729,7 @@ func TestReceiptWaiterSubscribe(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	w := gemsql.NewReceiptWaiter(b.pool, nil)
-	require.NoError(t, w.Start(ctx))
-	defer w.Stop()
+	w := startWaiter(t, ctx, b)
 
 	id := uuid.Must(uuid.NewV7())
 	sub := w.Subscribe([]uuid.UUID{id, id})
@@ -763,9 +765,7 @@ func TestReceiptWaiterSubscribe(t *testing.T) {
 func TestReceiptWaiterSurvivesHostileNotifications(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
-	w := gemsql.NewReceiptWaiter(b.pool, nil)
-	require.NoError(t, w.Start(ctx))
-	defer w.Stop()
+	w := startWaiter(t, ctx, b)
 
 	id, err := insertedID(gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "a.b"}))
 	require.NoError(t, err)

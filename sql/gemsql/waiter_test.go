@@ -43,9 +43,7 @@ func TestSubscriptionRereadsAfterAReconnect(t *testing.T) {
 	t.Parallel()
 	ctx, b := setup(t)
 
-	w := gemsql.NewReceiptWaiter(b.pool, nil)
-	require.NoError(t, w.Start(ctx))
-	defer w.Stop()
+	w := startWaiter(t, ctx, b)
 
 	id := uuid.Must(uuid.NewV7())
 	sub := w.Subscribe([]uuid.UUID{id})
