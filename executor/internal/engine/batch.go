@@ -262,15 +262,18 @@ type runStep struct{}
 
 func (runStep) run(ctx context.Context, t *batchTx, a *attempt) outcome { return t.runCall(ctx, a) }
 
-// committed is never reached: runCall ends with a receipt, a retry or a snooze, never prepared. Were it, the
-// call has no receipt yet, so it is retried rather than its job completed without one.
-func (runStep) committed(e *Executor, p *pending) {
-	e.log.Error().Str("call_id", p.args.CallID.String()).Msg("internal: a run step ended prepared; the call is retried")
-	p.result <- errRunStepPrepared
+func (runStep) committed(e *Executor, p *pending) { retryWithoutReceipt(e, p) }
+
+// retryWithoutReceipt is what follows the commit of a step that writes the receipt (runCall) if it ever ended
+// prepared instead, which runCall never does: the call has no receipt yet, so it is retried rather than its
+// job completed without one.
+func retryWithoutReceipt(e *Executor, p *pending) {
+	e.log.Error().Str("call_id", p.args.CallID.String()).Msg("internal: a receipt step ended prepared; the call is retried")
+	p.result <- errNoReceipt
 }
 
-// errRunStepPrepared retries a call whose run step ended without its receipt.
-var errRunStepPrepared = errors.New("internal: the call's run step ended without a receipt; retrying")
+// errNoReceipt retries a call whose receipt step ended without its receipt.
+var errNoReceipt = errors.New("internal: the call's receipt step ended without a receipt; retrying")
 
 func (runStep) String() string { return "run" }
 

@@ -143,8 +143,7 @@ type receiptStep struct {
 
 func (receiptStep) run(ctx context.Context, t *batchTx, a *attempt) outcome { return t.runCall(ctx, a) }
 
-// committed is never reached: runCall ends with a receipt, a retry or a snooze, never prepared.
-func (receiptStep) committed(_ *Executor, p *pending) { p.result <- nil }
+func (receiptStep) committed(e *Executor, p *pending) { retryWithoutReceipt(e, p) }
 func (receiptStep) String() string                    { return "run" }
 
 // deviceOf returns what a device call's step carries: its route and its hand-off (nil for any other call,
