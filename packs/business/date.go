@@ -63,8 +63,9 @@ func (d Date) AddDate(years, months, days int) Date {
 // AddDays is the day n days later (earlier for a negative n).
 func (d Date) AddDays(n int) Date { return d.AddDate(0, 0, n) }
 
-// DaysSince is how many days d is after o (negative when it is before).
-func (d Date) DaysSince(o Date) int { return int(d.t.Sub(o.t).Hours() / 24) }
+// DaysSince is how many days d is after o (negative when it is before). It counts days, not a time.Duration,
+// which cannot hold more than about 292 years.
+func (d Date) DaysSince(o Date) int { return int((d.t.Unix() - o.t.Unix()) / 86400) }
 
 // Before says d is an earlier day than o.
 func (d Date) Before(o Date) bool { return d.t.Before(o.t) }

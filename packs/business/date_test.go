@@ -54,3 +54,18 @@ func TestDateIsADayOnTheWire(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"start_date": "2026-12-01", "end_date": "0001-01-01"}`, string(b))
 }
+
+// TestDaysSince counts days across any span the schemas accept, from the first day of year one to the last of
+// 9999 (a time.Duration between them saturates at about 292 years).
+func TestDaysSince(t *testing.T) {
+	t.Parallel()
+	day := func(s string) businesspack.Date {
+		d, err := businesspack.ParseDate(s)
+		require.NoError(t, err)
+		return d
+	}
+	require.Equal(t, 1, day("2026-03-01").DaysSince(day("2026-02-28")))
+	require.Equal(t, -366, day("2024-01-01").DaysSince(day("2025-01-01")))
+	require.Equal(t, 739_955, day("2026-12-06").DaysSince(day("0001-01-01")))
+	require.Equal(t, 3_652_058, day("9999-12-31").DaysSince(day("0001-01-01")))
+}
