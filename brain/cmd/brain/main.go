@@ -65,6 +65,8 @@ usage:
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
                                           ingest Markdown and text files with ` + agentskillspack.LoreIngest + `
+  brain eval [-suite S] [-split S] [-json] score tool selection against the suites in evals/ and hold
+                                          evals/thresholds.yaml (reads DATABASE_URL; docs/evals.md)
   brain mcp [-agent SLUG] [-as NAME]      serve MCP over stdio (the brain's /mcp for a local host; reads
                                           the database settings below, logs to stderr); -as names an
                                           existing caller [stdio, which may do everything]
@@ -194,6 +196,8 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return 2
 		}
 		return importSkills(args[2:], getenv, stdout, stderr)
+	case "eval":
+		return evalCommand(args[1:], getenv, stdout, stderr)
 	case "mcp":
 		return serveMCP(args[1:], getenv, os.Stdin, stdout, stderr)
 	case "lore":
@@ -220,7 +224,7 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 // commands are the brain's commands, for suggesting one after a typo.
 var commands = []string{"serve", "run", "chat", "call", "calls", "runs", "tools", "receipt", "approve", "approvals", "devices", "callers",
-	"skills", "lore", "mcp", "version", "help"}
+	"skills", "lore", "eval", "mcp", "version", "help"}
 
 // didYouMean suggests the candidate nearest to word ("; did you mean brain tools?"), or "" when none is close:
 // a few typos away, or starting with it.

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain/evals"
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/sql/gemsql"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const evalUsage = `usage: brain eval [-suite all|search] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
+
+Scores this build's tool selection against the suites in DIR (docs/evals.md): prints each suite's metrics per
+split and every miss with what came instead, and exits 1 when a metric is below its floor in the thresholds
+file (default DIR/thresholds.yaml). Needs DATABASE_URL (a migrated database: the search runs in PostgreSQL)
+and reads the registry as brain serve does (GEM_REGISTRY).
+`
+
+// evalSuites are the suites brain eval knows, in the order it runs them.
+var evalSuites = []string{evals.SearchSuite}
+
+// evalCommand runs brain eval.
+func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("eval", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Usage = func() { fmt.Fprint(stderr, evalUsage) }
+	suite := flags.String("suite", "all", "the suite to run: all, or one of "+strings.Join(evalSuites, ", "))
+	split := flags.String("split", "all", "the split to score: all, tune or held_out")
+	dir := flags.String("dir", "evals", "the folder holding the suites")
+	thresholdsPath := flags.String("thresholds", "", "the floors to hold (default DIR/thresholds.yaml; none for none)")
+	asJSON := flags.Bool("json", false, "print the reports as JSON")
+	if err := flags.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "brain eval: unexpected argument %q\n%s", flags.Arg(0), evalUsage)
+		return 2
+	}
+	var problems []string
+	suites := evalSuites
+	if *suite != "all" {
+		if !slices.Contains(evalSuites, *suite) {
+			problems = append(problems, fmt.Sprintf("-suite %q is not all or one of %s", *suite, strings.Join(evalSuites, ", ")))
+		}
+		suites = []string{*suite}
+	}
+	if *split != "all" && !slices.Contains(evals.Splits, *split) {
+		problems = append(problems, fmt.Sprintf("-split %q is not all, tune or held_out", *split))
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(stderr, "brain eval: "+strings.Join(problems, "; "))
+		return 2
+	}
+	var thresholds evals.Thresholds
+	switch path := *thresholdsPath; path {
+	case "none":
+	default:
+		if path == "" {
+			path = filepath.Join(*dir, "thresholds.yaml")
+		}
+		t, err := evals.LoadThresholds(path)
+		if err != nil && !(*thresholdsPath == "" && errors.Is(err, fs.ErrNotExist)) {
+			fmt.Fprintln(stderr, "brain eval:", err)
+			return 1
+		}
+		thresholds = t
+	}
+
+	cfg, err := ConfigFromEnv(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 2
+	}
+	cfg = cfg.WithDefaults()
+	if cfg.DatabaseURL == "" {
+		fmt.Fprintln(stderr, "brain eval: DATABASE_URL is not set (the tool search runs in PostgreSQL; make eval starts a private one)")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	reports, err := loadAndRunEvals(ctx, cfg, *dir, suites)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 1
+	}
+	return printEvals(reports, *split, thresholds, *asJSON, stdout, stderr)
+}
+
+// loadAndRunEvals loads the registry and opens the database as brain serve does, then runs the suites.
+func loadAndRunEvals(ctx context.Context, cfg Config, dir string, suites []string) ([]*evals.Report, error) {
+	path, err := registry.Find(cfg.RegistryPath)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, ApplicationName: "gem-brain-eval", ConnectWait: cfg.DBConnectWait})
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	return runEvals(ctx, pool, reg, dir, suites)
+}
+
+// runEvals runs the suites against this build: the search suite through the brain's own tool search.
+func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, dir string, suites []string) ([]*evals.Report, error) {
+	known := func(name string) bool { _, ok := reg.Tool(name); return ok }
+	var reports []*evals.Report
+	for _, suite := range suites {
+		switch suite {
+		case evals.SearchSuite:
+			cases, err := evals.LoadSearch(dir, known)
+			if err != nil {
+				return nil, err
+			}
+			if err := postgres.ToolCatalogLoad(ctx, pool, reg.Tools()); err != nil {
+				return nil, err
+			}
+			r, err := evals.RunSearch(ctx, cases, func(ctx context.Context, q string, limit int) (evals.SearchResult, error) {
+				hits, err := postgres.ToolSearch(ctx, pool, reg.Tools(), q, limit)
+				res := evals.SearchResult{Fits: len(hits) > 0}
+				for _, h := range hits {
+					res.Hits = append(res.Hits, evals.SearchHit{Tool: h.Tool.Name, Score: h.Score})
+				}
+				return res, err
+			})
+			if err != nil {
+				return nil, err
+			}
+			reports = append(reports, r)
+		}
+	}
+	return reports, nil
+}
+
+// printEvals prints the reports (only the split asked for) and holds them to the thresholds: 1 when one is
+// below a floor.
+func printEvals(reports []*evals.Report, split string, thresholds evals.Thresholds, asJSON bool, stdout, stderr io.Writer) int {
+	var failed []string
+	for _, r := range reports {
+		if split != "all" {
+			r.Splits = slices.DeleteFunc(r.Splits, func(s evals.SplitReport) bool { return s.Split != split })
+			r.Misses = slices.DeleteFunc(r.Misses, func(m evals.Miss) bool { return m.Split != split })
+		}
+		failed = append(failed, thresholds.Check(r)...)
+	}
+	if failed == nil {
+		failed = []string{}
+	}
+	if asJSON {
+		printIndented(stdout, encoded(map[string]any{"reports": reports, "below_floor": failed}))
+	} else {
+		for i, r := range reports {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			r.WriteText(stdout)
+		}
+	}
+	if len(failed) > 0 {
+		for _, f := range failed {
+			fmt.Fprintln(stderr, "brain eval: below the floor:", f)
+		}
+		return 1
+	}
+	return 0
+}

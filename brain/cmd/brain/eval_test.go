@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gemhq/gem/brain/evals"
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/stretchr/testify/require"
+)
+
+// evalCLI runs brain eval as a person does, on its own database, with the repository's registry.
+func evalCLI(t *testing.T, dbURL string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	env := map[string]string{"DATABASE_URL": dbURL, "GEM_REGISTRY": testenv.RegistryPath()}
+	var out, errOut bytes.Buffer
+	code = cli(append([]string{"eval"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+type evalJSON struct {
+	Reports    []evals.Report `json:"reports"`
+	BelowFloor []string       `json:"below_floor"`
+}
+
+// TestEvalRefusesWhatItCannotMeasure: a suite naming a tool the registry lacks, a case without its tools, a
+// floor naming a metric no suite reports, or bad flags fail with words that say which; a floor above what the
+// search reaches fails with the metric, its value and the floor, after printing the report.
+func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	write := func(files map[string]string) string {
+		dir := t.TempDir()
+		for name, text := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+		}
+		return dir
+	}
+	suite := `
+- q: push this to-do back until next week
+  tools: [os.defer_task]
+  split: tune
+- q: tell me a joke about plumbers
+  tools: []
+  split: held_out
+`
+	dir := write(map[string]string{"search.yaml": suite})
+	code, out, errText := evalCLI(t, dbURL, "-dir", dir, "-json")
+	require.Equal(t, 0, code, errText)
+	var got evalJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got.Reports, 1)
+	r := got.Reports[0]
+	recall, ok := r.Metric(evals.SplitTune, evals.MetricRecall1)
+	require.True(t, ok)
+	require.Equal(t, 1.0, recall, "os.defer_task comes first for its own example")
+	_, ok = r.Metric(evals.SplitTune, evals.MetricIrrelevance)
+	require.False(t, ok, "no irrelevance without a case for it")
+	require.Equal(t, 1, r.Splits[1].Irrelevant)
+
+	// The floor of an unreachable recall fails, naming the metric; the report is still printed.
+	dir = write(map[string]string{"search.yaml": suite + `
+- q: what did I write about the Smith gutters?
+  tools: [os.create_reminder]
+  split: tune
+`, "thresholds.yaml": "search:\n  tune: {recall_at_1: 0.9, mrr: 0.5}\n"})
+	code, out, errText = evalCLI(t, dbURL, "-dir", dir)
+	require.Equal(t, 1, code, errText)
+	require.Contains(t, errText, "search tune recall_at_1 is 0.500, below its floor 0.900")
+	require.NotContains(t, errText, "mrr")
+	require.Contains(t, out, `"what did I write about the Smith gutters?"`)
+	require.Contains(t, out, "want os.create_reminder")
+
+	// -split held_out scores only that split: the tune floor is not held.
+	code, _, errText = evalCLI(t, dbURL, "-dir", dir, "-split", "held_out")
+	require.Equal(t, 0, code, errText)
+
+	for name, c := range map[string]struct {
+		files map[string]string
+		args  []string
+		code  int
+		says  string
+	}{
+		"unknown tool":     {files: map[string]string{"search.yaml": "- q: snooze it\n  tools: [os.snooze_task]\n  split: tune\n"}, code: 1, says: `unknown tool "os.snooze_task"`},
+		"tools missing":    {files: map[string]string{"search.yaml": "- q: snooze it\n  split: tune\n"}, code: 1, says: "tools is missing"},
+		"bad split":        {files: map[string]string{"search.yaml": "- q: snooze it\n  tools: []\n  split: test\n"}, code: 1, says: `split "test" is not one of`},
+		"misspelt field":   {files: map[string]string{"search.yaml": "- q: snooze it\n  tool: [os.defer_task]\n  tools: []\n  split: tune\n"}, code: 1, says: "field tool not found"},
+		"same query twice": {files: map[string]string{"search.yaml": "- q: snooze it\n  tools: []\n  split: tune\n- q: Snooze it\n  tools: []\n  split: tune\n"}, code: 1, says: "the same query as case 1"},
+		"no suite":         {files: map[string]string{}, code: 1, says: "search.yaml"},
+		"misspelt metric":  {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "search:\n  tune: {recall_at_2: 0.5}\n"}, code: 1, says: `no metric "recall_at_2"`},
+		"floor above one":  {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "search:\n  tune: {mrr: 85}\n"}, code: 1, says: "a floor is from 0 to 1"},
+		"unknown suite":    {files: map[string]string{"search.yaml": suite}, args: []string{"-suite", "serch"}, code: 2, says: `-suite "serch" is not all or one of`},
+		"unknown split":    {files: map[string]string{"search.yaml": suite}, args: []string{"-split", "test"}, code: 2, says: `-split "test"`},
+	} {
+		dir := write(c.files)
+		code, _, errText := evalCLI(t, dbURL, append([]string{"-dir", dir}, c.args...)...)
+		require.Equal(t, c.code, code, "%s: %s", name, errText)
+		require.Contains(t, errText, c.says, name)
+	}
+
+	// Without a database the command says what it needs.
+	var out2, errOut bytes.Buffer
+	code = cli([]string{"eval", "-dir", dir}, func(string) string { return "" }, &out2, &errOut)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut.String(), "DATABASE_URL is not set")
+}
