@@ -151,7 +151,7 @@ func (t Thresholds) Check(r *Report) []string {
 			case !ok:
 				failed = append(failed, fmt.Sprintf("%s %s: no metric %q (a floor must name a metric the suite reports)", r.Suite, split, m))
 			case v < floor:
-				failed = append(failed, fmt.Sprintf("%s %s %s is %.3f, below its floor %.3f", r.Suite, split, m, v, floor))
+				failed = append(failed, fmt.Sprintf("%s %s %s is %.4f, below its floor %.4g", r.Suite, split, m, v, floor))
 			}
 		}
 	}

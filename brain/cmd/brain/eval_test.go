@@ -27,6 +27,34 @@ type evalJSON struct {
 	BelowFloor []string       `json:"below_floor"`
 }
 
+// TestEvalSuitesHoldTheirFloors runs brain eval over the repository's suites (evals/) on a real PostgreSQL and
+// holds evals/thresholds.yaml: a change that makes tool selection worse fails here, naming the metric, with
+// every miss in the log. The suites are scored on both splits.
+func TestEvalSuitesHoldTheirFloors(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	dir := filepath.Join(testenv.RepoRoot(), "evals")
+	code, text, errText := evalCLI(t, dbURL, "-dir", dir)
+	t.Log("\n" + text)
+	require.Equal(t, 0, code, "brain eval: %s", errText)
+
+	code, out, errText := evalCLI(t, dbURL, "-dir", dir, "-json")
+	require.Equal(t, 0, code, errText)
+	var got evalJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Empty(t, got.BelowFloor)
+	require.Len(t, got.Reports, len(evalSuites))
+	thresholds, err := evals.LoadThresholds(filepath.Join(dir, "thresholds.yaml"))
+	require.NoError(t, err)
+	for _, r := range got.Reports {
+		require.NotEmpty(t, thresholds[r.Suite], "evals/thresholds.yaml holds no floor for the %s suite", r.Suite)
+		require.Len(t, r.Splits, 2, "%s: both splits scored", r.Suite)
+		for _, s := range r.Splits {
+			require.NotEmpty(t, thresholds[r.Suite][s.Split], "evals/thresholds.yaml holds no floor for %s %s", r.Suite, s.Split)
+		}
+	}
+}
+
 // TestEvalRefusesWhatItCannotMeasure: a suite naming a tool the registry lacks, a case without its tools, a
 // floor naming a metric no suite reports, or bad flags fail with words that say which; a floor above what the
 // search reaches fails with the metric, its value and the floor, after printing the report.
@@ -70,7 +98,7 @@ func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
 `, "thresholds.yaml": "search:\n  tune: {recall_at_1: 0.9, mrr: 0.5}\n"})
 	code, out, errText = evalCLI(t, dbURL, "-dir", dir)
 	require.Equal(t, 1, code, errText)
-	require.Contains(t, errText, "search tune recall_at_1 is 0.500, below its floor 0.900")
+	require.Contains(t, errText, "search tune recall_at_1 is 0.5000, below its floor 0.9")
 	require.NotContains(t, errText, "mrr")
 	require.Contains(t, out, `"what did I write about the Smith gutters?"`)
 	require.Contains(t, out, "want os.create_reminder")
