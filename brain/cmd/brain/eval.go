@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,7 +49,21 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 		return 2
 	}
 	var problems []string
-	suites := evalSuites
+	// All the suites means every suite DIR has a file for; a floor for a suite DIR lacks fails below.
+	var suites []string
+	for _, s := range evalSuites {
+		if _, err := os.Stat(filepath.Join(*dir, s+".yaml")); err == nil {
+			suites = append(suites, s)
+		}
+	}
+	if *suite == "all" && len(suites) == 0 {
+		var files []string
+		for _, s := range evalSuites {
+			files = append(files, s+".yaml")
+		}
+		fmt.Fprintf(stderr, "brain eval: no suite in %s (%s)\n", *dir, strings.Join(files, ", "))
+		return 1
+	}
 	if *suite != "all" {
 		if !slices.Contains(evalSuites, *suite) {
 			problems = append(problems, fmt.Sprintf("-suite %q is not all or one of %s", *suite, strings.Join(evalSuites, ", ")))
@@ -94,7 +109,7 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "brain eval:", err)
 		return 1
 	}
-	return printEvals(reports, *split, thresholds, *asJSON, stdout, stderr)
+	return printEvals(reports, *suite == "all", *split, thresholds, *asJSON, stdout, stderr)
 }
 
 // loadAndRunEvals loads the registry and opens the database as brain serve does, then runs the suites.
@@ -148,7 +163,7 @@ func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, d
 
 // printEvals prints the reports (only the split asked for) and holds them to the thresholds: 1 when one is
 // below a floor.
-func printEvals(reports []*evals.Report, split string, thresholds evals.Thresholds, asJSON bool, stdout, stderr io.Writer) int {
+func printEvals(reports []*evals.Report, all bool, split string, thresholds evals.Thresholds, asJSON bool, stdout, stderr io.Writer) int {
 	var failed []string
 	for _, r := range reports {
 		if split != "all" {
@@ -156,6 +171,13 @@ func printEvals(reports []*evals.Report, split string, thresholds evals.Threshol
 			r.Misses = slices.DeleteFunc(r.Misses, func(m evals.Miss) bool { return m.Split != split })
 		}
 		failed = append(failed, thresholds.Check(r)...)
+	}
+	if all {
+		for _, suite := range evalSuites {
+			if _, floors := thresholds[suite]; floors && !slices.ContainsFunc(reports, func(r *evals.Report) bool { return r.Suite == suite }) {
+				failed = append(failed, fmt.Sprintf("%s: the thresholds hold floors for it, and there is no %s.yaml", suite, suite))
+			}
+		}
 	}
 	if failed == nil {
 		failed = []string{}
