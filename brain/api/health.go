@@ -131,6 +131,8 @@ type toolMatch struct {
 	Name     string  `json:"name"`
 	Function string  `json:"function"`
 	Score    float64 `json:"score"`
+	// Coverage is the share of the request the tool holds, from 0 to 1 (comparable across requests).
+	Coverage float64 `json:"coverage"`
 }
 
 // toolsParams are GET /brain/tools' query parameters.
@@ -208,14 +210,18 @@ func (s *Server) tools(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		fits := postgres.ToolsFit(hits, s.cfg.ToolSearchMinCoverage)
+		if !fits {
+			hits = nil // the least bad tools are not an answer
+		}
 		matches := make([]toolMatch, len(hits))
 		tools = make([]*registry.Tool, len(hits))
 		for i, h := range hits {
 			fn, _ := set.Function(h.Tool.Name)
-			matches[i] = toolMatch{Name: h.Tool.Name, Function: fn, Score: h.Score}
+			matches[i] = toolMatch{Name: h.Tool.Name, Function: fn, Score: h.Score, Coverage: h.Coverage}
 			tools[i] = h.Tool
 		}
-		body["query"], body["limit"], body["matches"] = p.query, p.limit, matches
+		body["query"], body["limit"], body["matches"], body["fits"] = p.query, p.limit, matches, fits
 	}
 	if p.format == llm.FormatGEM {
 		out := make([]toolView, 0, len(tools))

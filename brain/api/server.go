@@ -76,6 +76,9 @@ type Config struct {
 	AuthDisabled bool
 	// MaxBody is the largest request body in bytes. Defaults to 1 MiB (GEM_BRAIN_MAX_BODY).
 	MaxBody int64
+	// ToolSearchMinCoverage is the coverage below which GET /brain/tools?q= answers that no tool fits
+	// (postgres.ToolsFit); 0 returns whatever matches.
+	ToolSearchMinCoverage float64
 	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
 	// (GEM_BRAIN_DEFAULT_AGENT).
 	DefaultAgent string

@@ -66,11 +66,13 @@ type Chat struct {
 	waiter    *gemsql.ReceiptWaiter
 	ended     *gemsql.Listener // on postgres.RunEndedChannel
 	threshold int
-	wait      time.Duration
-	maxCalls  int
-	owner     string
-	lease     time.Duration
-	awayWait  time.Duration
+	// minCoverage is Config.ToolSearchMinCoverage.
+	minCoverage float64
+	wait        time.Duration
+	maxCalls    int
+	owner       string
+	lease       time.Duration
+	awayWait    time.Duration
 	// textInterval is how often, at most, an LLM attempt's streamed text is written as a text event.
 	textInterval time.Duration
 	// runs are the chat runs this brain is working on, whose leases it renews.
@@ -98,6 +100,10 @@ type Config struct {
 	// ToolSearchThreshold is the number of tools above which the meta-tools are offered. Defaults to 40
 	// (GEM_BRAIN_TOOL_SEARCH_THRESHOLD).
 	ToolSearchThreshold int
+	// ToolSearchMinCoverage is the coverage of the request below which search_tools answers that no tool
+	// fits (postgres.ToolsFit); 0 offers whatever matches. The brain's default is
+	// postgres.ToolSearchMinCoverageDefault (GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
+	ToolSearchMinCoverage float64
 	// WaitTimeout bounds the wait for one iteration's receipts. Defaults to 30s (GEM_BRAIN_CHAT_WAIT_TIMEOUT).
 	WaitTimeout time.Duration
 	// MaxToolCallsPerAnswer is the most tool calls one LLM answer may make; the rest are answered to the
@@ -143,7 +149,7 @@ func New(client llm.Client, reg *registry.Registry, pool *pgxpool.Pool, waiter *
 	if cfg.TextInterval <= 0 {
 		cfg.TextInterval = TextIntervalDefault
 	}
-	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, wait: cfg.WaitTimeout,
+	return &Chat{llm: client, reg: reg, pool: pool, waiter: waiter, ended: ended, threshold: cfg.ToolSearchThreshold, minCoverage: cfg.ToolSearchMinCoverage, wait: cfg.WaitTimeout,
 		maxCalls: cfg.MaxToolCallsPerAnswer, owner: cfg.Owner, lease: cfg.Lease, awayWait: cfg.AwayWait, textInterval: cfg.TextInterval,
 		runs: leases{claims: map[uuid.UUID]string{}}, wake: make(chan struct{}, 1)}
 }
@@ -1144,14 +1150,16 @@ func (c *Chat) answerMeta(ctx context.Context, r *chatRun, tc llm.ToolCall) (str
 		if err != nil {
 			return capJSON(map[string]any{"status": "failed", "error": brain.AsError(err)}), true
 		}
+		if !postgres.ToolsFit(found, c.minCoverage) {
+			// Offering the least bad tools invites a call that does the wrong thing: say so instead.
+			return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"tools": []hit{}, "fits": false,
+				"note": "no tool fits this request; ask the person what they need, or answer without a tool"}}), false
+		}
 		for _, f := range found {
 			fn, _ := r.tools.Function(f.Tool.Name)
 			hits = append(hits, hit{Name: fn, Description: f.Tool.Description})
 		}
-		if hits == nil {
-			hits = []hit{}
-		}
-		return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"tools": hits}}), false
+		return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"tools": hits, "fits": true}}), false
 	}
 	tool, ok := r.tools.Tool(args.Name)
 	if !ok {

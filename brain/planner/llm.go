@@ -20,6 +20,9 @@ type LLMPlanner struct {
 	llm llm.Client
 	reg *registry.Registry
 	db  gemsql.DBTX
+	// MinCoverage is the coverage of the request below which the searched tools do not fit it
+	// (postgres.ToolsFit): the model is then offered every tool.
+	MinCoverage float64
 }
 
 // NewLLMPlanner plans with llm over the registry's tools; with many tools, the tool search on db picks those
@@ -43,7 +46,7 @@ func (p *LLMPlanner) Plan(ctx context.Context, req brain.PlanRequest) (*brain.Pl
 		if err != nil {
 			return nil, err
 		}
-		if len(hits) > 0 {
+		if postgres.ToolsFit(hits, p.MinCoverage) {
 			tools = make([]*registry.Tool, len(hits))
 			for i, h := range hits {
 				tools[i] = h.Tool

@@ -14,6 +14,10 @@ import (
 type ToolHit struct {
 	Tool  *registry.Tool
 	Score float64
+	// Coverage is the share of the query the tool holds, from 0 to 1, comparable across queries: each concept
+	// of the query weighs its rarity, and a tool holds it in its name or description (a mention among its
+	// properties counts less).
+	Coverage float64
 }
 
 // ToolCatalogLoad stores the search documents of tools in brain_tool_search (the brain does it at start-up;
@@ -74,28 +78,55 @@ WITH concept AS MATERIALIZED (
         ln(1 + (total.n - count(cand.name) FILTER (WHERE cand.a @@ concept.q) + 0.5)
              / (count(cand.name) FILTER (WHERE cand.a @@ concept.q) + 0.5)) AS idf_name,
         ln(1 + (total.n - count(cand.name) FILTER (WHERE cand.document @@ concept.lit) + 0.5)
-             / (count(cand.name) FILTER (WHERE cand.document @@ concept.lit) + 0.5)) AS idf_lit
+             / (count(cand.name) FILTER (WHERE cand.document @@ concept.lit) + 0.5)) AS idf_lit,
+        -- What the concept weighs in coverage: its rarity, or $7 for a word no tool holds (a name, a place,
+        -- a word of another world than the tools').
+        CASE WHEN count(cand.name) = 0 THEN $7::float8
+             ELSE ln(1 + (total.n - count(cand.name) + 0.5) / (count(cand.name) + 0.5)) END AS w
     FROM concept CROSS JOIN total LEFT JOIN cand ON cand.document @@ concept.q
     GROUP BY concept.ord, concept.q, concept.lit, total.n
-), coverage AS MATERIALIZED (
+), matched AS MATERIALIZED (
     SELECT cand.name,
         sum(CASE WHEN cand.a @@ df.q THEN df.idf_name WHEN cand.b @@ df.q THEN 0.5 * df.idf
                  WHEN cand.document @@ df.q THEN 0.25 * df.idf ELSE 0 END
             + CASE WHEN numnode(df.lit) = 0 THEN 0 WHEN cand.a @@ df.lit THEN 0.5 * df.idf_lit
-                   WHEN cand.b @@ df.lit THEN 0.25 * df.idf_lit WHEN cand.document @@ df.lit THEN 0.125 * df.idf_lit ELSE 0 END) AS s
+                   WHEN cand.b @@ df.lit THEN 0.25 * df.idf_lit WHEN cand.document @@ df.lit THEN 0.125 * df.idf_lit ELSE 0 END) AS s,
+        -- Coverage: the share of the query's weight the tool holds, a property's mention counting $8 of one
+        -- in its name or description.
+        sum(CASE WHEN cand.a @@ df.q OR cand.b @@ df.q THEN df.w WHEN cand.document @@ df.q THEN $8 * df.w ELSE 0 END)
+            / nullif((SELECT sum(w) FROM df), 0) AS coverage
     FROM cand CROSS JOIN df
     GROUP BY cand.name
 ), scored AS MATERIALIZED (
-    SELECT cand.name, coalesce(coverage.s, 0)
+    SELECT cand.name, coalesce(matched.s, 0)
         -- A tool that matches no concept ranks 0: skip the work.
-        + CASE WHEN coverage.s > 0 THEN ts_rank_cd('{0.1, 0.25, 0.5, 1.0}', cand.document, anyq.q, 1) ELSE 0 END
-        + CASE WHEN $4 = '' THEN 0 ELSE word_similarity(cand.name_words, $4) END AS score
-    FROM cand CROSS JOIN anyq LEFT JOIN coverage ON coverage.name = cand.name
+        + CASE WHEN matched.s > 0 THEN ts_rank_cd('{0.1, 0.25, 0.5, 1.0}', cand.document, anyq.q, 1) ELSE 0 END
+        + CASE WHEN $4 = '' THEN 0 ELSE word_similarity(cand.name_words, $4) END AS score,
+        coalesce(matched.coverage, 0) AS coverage
+    FROM cand CROSS JOIN anyq LEFT JOIN matched ON matched.name = cand.name
 )
-SELECT total.n::int, s.name, coalesce(s.score, 0)
+SELECT total.n::int, s.name, coalesce(s.score, 0), coalesce(s.coverage, 0)
 FROM total LEFT JOIN LATERAL (
-    SELECT name, score FROM scored WHERE score > $6 ORDER BY score DESC, name LIMIT $5
+    SELECT name, score, coverage FROM scored WHERE score > $6 ORDER BY score DESC, name LIMIT $5
 ) s ON true`
+
+// Coverage weights, chosen on the search suite's tune split (docs/tool-search.md#no-tool-fits): a word no
+// tool holds weighs 1 (the rarest word some tool holds weighs about 4.4 among 124 tools), and only a tool's
+// name and description hold a concept (its properties mention too much to say what it is for).
+const (
+	coverageUnknownWeight = 1.0
+	coveragePropertyShare = 0.0
+)
+
+// ToolSearchMinCoverageDefault is the coverage below which the best tool does not fit the request
+// (GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE), chosen on the search suite's tune split.
+const ToolSearchMinCoverageDefault = 0.14
+
+// ToolsFit reports whether a search's best tool covers at least minCoverage of the request: when it does not,
+// no tool fits, and the search's users say so rather than offer the least bad tools.
+func ToolsFit(hits []ToolHit, minCoverage float64) bool {
+	return len(hits) > 0 && hits[0].Coverage >= minCoverage
+}
 
 // toolSearchMinScore leaves out tools that only share a few trigrams with the query.
 const toolSearchMinScore = 0.35
@@ -134,20 +165,20 @@ func ToolSearch(ctx context.Context, db gemsql.DBTX, tools []*registry.Tool, que
 }
 
 func toolSearchRun(ctx context.Context, db gemsql.DBTX, keys []string, q llm.SearchQuery, limit int, byName map[string]*registry.Tool) (int, []ToolHit, error) {
-	rows, err := db.Query(ctx, toolSearchSQL, keys, q.Concepts, q.Literals, q.Text(), limit, toolSearchMinScore)
+	rows, err := db.Query(ctx, toolSearchSQL, keys, q.Concepts, q.Literals, q.Text(), limit, toolSearchMinScore, coverageUnknownWeight, coveragePropertyShare)
 	if err != nil {
 		return 0, nil, fmt.Errorf("error searching tools: %w", coded(err))
 	}
 	var known int
 	var name *string
-	var score float64
+	var score, coverage float64
 	hits := []ToolHit{}
-	_, err = pgx.ForEachRow(rows, []any{&known, &name, &score}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&known, &name, &score, &coverage}, func() error {
 		if name == nil {
 			return nil // no tool scored
 		}
 		if t, ok := byName[*name]; ok {
-			hits = append(hits, ToolHit{Tool: t, Score: score})
+			hits = append(hits, ToolHit{Tool: t, Score: score, Coverage: coverage})
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/devicehub"
 	"github.com/gemhq/gem/brain/mcpserver"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/llmconfig"
 	integrationspack "github.com/gemhq/gem/packs/integrations"
 	"github.com/gemhq/gem/registry"
@@ -76,6 +77,11 @@ type Config struct {
 	// Chat tunes the agent loop (GEM_BRAIN_TOOL_SEARCH_THRESHOLD, GEM_BRAIN_CHAT_WAIT_TIMEOUT,
 	// GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN, GEM_BRAIN_RUN_LEASE, GEM_BRAIN_DB_AWAY_WAIT, GEM_BRAIN_CHAT_TEXT_INTERVAL).
 	Chat chat.Config
+
+	// ToolSearchMinCoverage is the share of a request the best tool a search finds must hold, or no tool fits
+	// it (search_tools, GET /brain/tools?q= and the LLM planner say so). Nil means the default,
+	// postgres.ToolSearchMinCoverageDefault; 0 offers whatever matches (GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
+	ToolSearchMinCoverage *float64
 
 	// DefaultAgent is the agent POST /operator/chat talks to. Defaults to office-assistant
 	// (GEM_BRAIN_DEFAULT_AGENT).
@@ -150,6 +156,11 @@ func (c Config) WithDefaults() Config {
 			c.Timezone = time.Local
 		}
 	}
+	if c.ToolSearchMinCoverage == nil {
+		c.ToolSearchMinCoverage = new(float64)
+		*c.ToolSearchMinCoverage = postgres.ToolSearchMinCoverageDefault
+	}
+	c.Chat.ToolSearchMinCoverage = *c.ToolSearchMinCoverage
 	if c.DBConnectWait == 0 {
 		c.DBConnectWait = gemsql.ConnectWaitDefault
 	}
@@ -188,7 +199,7 @@ func (c Config) validate() error {
 // api is the HTTP API's part of the configuration, with its defaults.
 func (c Config) api() api.Config {
 	return api.Config{Addr: c.Addr, Tokens: c.Tokens, AuthDisabled: c.AuthDisabled, MaxBody: c.MaxBody, DefaultAgent: c.DefaultAgent,
-		HighLevel: c.HighLevel.Webhook, Studio: c.Studio, Admission: c.Admission, Conns: c.Conns}.WithDefaults()
+		ToolSearchMinCoverage: c.Chat.ToolSearchMinCoverage, HighLevel: c.HighLevel.Webhook, Studio: c.Studio, Admission: c.Admission, Conns: c.Conns}.WithDefaults()
 }
 
 // ConfigFromEnv reads the configuration from environment variables through getenv.
@@ -262,6 +273,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, err)
 	}
 	c.LLM = llmCfg
+	if s := getenv("GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE"); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(f >= 0 && f <= 1) {
+			errs = append(errs, fmt.Errorf("GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE: %q is not a number from 0 to 1", s))
+		}
+		c.ToolSearchMinCoverage = &f
+	}
 	if s := getenv("GEM_BRAIN_TOOL_SEARCH_THRESHOLD"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

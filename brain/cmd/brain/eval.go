@@ -25,7 +25,8 @@ const evalUsage = `usage: brain eval [-suite all|search] [-split all|tune|held_o
 Scores this build's tool selection against the suites in DIR (docs/evals.md): prints each suite's metrics per
 split and every miss with what came instead, and exits 1 when a metric is below its floor in the thresholds
 file (default DIR/thresholds.yaml). Needs DATABASE_URL (a migrated database: the search runs in PostgreSQL)
-and reads the registry as brain serve does (GEM_REGISTRY).
+and reads the registry and the search's settings as brain serve does (GEM_REGISTRY,
+GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
 `
 
 // evalSuites are the suites brain eval knows, in the order it runs them.
@@ -127,11 +128,11 @@ func loadAndRunEvals(ctx context.Context, cfg Config, dir string, suites []strin
 		return nil, err
 	}
 	defer pool.Close()
-	return runEvals(ctx, pool, reg, dir, suites)
+	return runEvals(ctx, pool, reg, cfg.Chat.ToolSearchMinCoverage, dir, suites)
 }
 
 // runEvals runs the suites against this build: the search suite through the brain's own tool search.
-func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, dir string, suites []string) ([]*evals.Report, error) {
+func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, minCoverage float64, dir string, suites []string) ([]*evals.Report, error) {
 	known := func(name string) bool { _, ok := reg.Tool(name); return ok }
 	var reports []*evals.Report
 	for _, suite := range suites {
@@ -146,9 +147,9 @@ func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, d
 			}
 			r, err := evals.RunSearch(ctx, cases, func(ctx context.Context, q string, limit int) (evals.SearchResult, error) {
 				hits, err := postgres.ToolSearch(ctx, pool, reg.Tools(), q, limit)
-				res := evals.SearchResult{Fits: len(hits) > 0}
+				res := evals.SearchResult{Fits: postgres.ToolsFit(hits, minCoverage)}
 				for _, h := range hits {
-					res.Hits = append(res.Hits, evals.SearchHit{Tool: h.Tool.Name, Score: h.Score})
+					res.Hits = append(res.Hits, evals.SearchHit{Tool: h.Tool.Name, Score: h.Score, Coverage: h.Coverage})
 				}
 				return res, err
 			})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gemhq/gem/brain/evals"
 	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/stretchr/testify/require"
 )
@@ -136,4 +137,29 @@ func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
 	code = cli([]string{"eval", "-dir", dir}, func(string) string { return "" }, &out2, &errOut)
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut.String(), "DATABASE_URL is not set")
+}
+
+// TestToolSearchMinCoverageFromEnv: GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE sets the coverage below which no tool
+// fits, 0 included (every match fits); unset is the default; anything but a number from 0 to 1 is refused at
+// start-up, naming the variable.
+func TestToolSearchMinCoverageFromEnv(t *testing.T) {
+	t.Parallel()
+	coverage := func(v string) (float64, error) {
+		cfg, err := ConfigFromEnv(func(k string) string {
+			if k == "GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE" {
+				return v
+			}
+			return ""
+		})
+		return cfg.WithDefaults().Chat.ToolSearchMinCoverage, err
+	}
+	for v, want := range map[string]float64{"": postgres.ToolSearchMinCoverageDefault, "0": 0, "0.3": 0.3, "1": 1} {
+		got, err := coverage(v)
+		require.NoError(t, err, v)
+		require.Equal(t, want, got, v)
+	}
+	for _, v := range []string{"-0.1", "1.5", "NaN", "lots"} {
+		_, err := coverage(v)
+		require.ErrorContains(t, err, "GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE", v)
+	}
 }

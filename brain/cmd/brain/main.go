@@ -126,6 +126,7 @@ brain serve reads (defaults in brackets):
   GEM_HIGHLEVEL_PIPELINE_ID        pipeline whose stage moves become ` + businesspack.UpdateLeadStage + ` [any]
   GEM_HIGHLEVEL_STAGE_IDS          stage=pipeline_stage_id pairs, comma-separated [none: stage moves ignored]
   GEM_BRAIN_TOOL_SEARCH_THRESHOLD  tools above which agents get search_tools/describe_tool [40]
+  GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE  share of a request the best tool must hold, or no tool fits (0 to 1) [0.14]
   GEM_BRAIN_CHAT_WAIT_TIMEOUT      wait for one chat iteration's receipts [30s]
   GEM_BRAIN_MAX_TOOL_CALLS_PER_TURN  tool calls one LLM answer may make; the rest are refused [50]
   GEM_BRAIN_CHAT_TEXT_INTERVAL     how often, at most, the text an LLM streams is written as a run's text event [100ms]

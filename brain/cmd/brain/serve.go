@@ -125,7 +125,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if client == nil {
 			return fmt.Errorf("GEM_BRAIN_PLANNER=llm needs an LLM: set GEM_LLM_MODEL and GEM_LLM_API_KEY (or GEM_LLM_BASE_URL)")
 		}
-		runPlanner = planner.NewLLMPlanner(client, m.Registry, m.Pool)
+		llmPlanner := planner.NewLLMPlanner(client, m.Registry, m.Pool)
+		llmPlanner.MinCoverage = cfg.Chat.ToolSearchMinCoverage
+		runPlanner = llmPlanner
 	}
 	m.Runs = run.NewService(m.Registry, runPlanner, m.Pool, m.Waiter)
 	m.Runs.UseRules(rules)

@@ -24,10 +24,12 @@ type toolsAnswer struct {
 	Query   string            `json:"query"`
 	Limit   int               `json:"limit"`
 	Tools   []json.RawMessage `json:"tools"`
+	Fits    *bool             `json:"fits"`
 	Matches []struct {
 		Name     string  `json:"name"`
 		Function string  `json:"function"`
 		Score    float64 `json:"score"`
+		Coverage float64 `json:"coverage"`
 	} `json:"matches"`
 	Errors []*brain.Error `json:"errors"`
 }
@@ -129,6 +131,10 @@ func TestToolsSearch(t *testing.T) {
 	require.Len(t, out.Tools, 5)
 	require.Equal(t, "os.defer_task", out.Matches[0].Name)
 	require.Equal(t, "os__defer_task", out.Matches[0].Function)
+	require.NotNil(t, out.Fits)
+	require.True(t, *out.Fits)
+	require.Greater(t, out.Matches[0].Coverage, 0.5, "the tool holds most of the request")
+	require.LessOrEqual(t, out.Matches[0].Coverage, 1.0)
 	for i := 1; i < len(out.Matches); i++ {
 		require.GreaterOrEqual(t, out.Matches[i-1].Score, out.Matches[i].Score, "best first")
 	}
@@ -155,6 +161,13 @@ func TestToolsSearch(t *testing.T) {
 	status, out = getTools(t, a, url.Values{"q": {"send invoce remindr by sms"}, "limit": {"3"}})
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "invoice.send_reminder_sms", out.Matches[0].Name, "misspelt words still find the tool")
+
+	// A request no tool serves: the names that share a few letters with it are not offered.
+	status, out = getTools(t, a, url.Values{"q": {"reserve a table for 6 at the Royal Hotel Friday night"}})
+	require.Equal(t, http.StatusOK, status)
+	require.False(t, *out.Fits, "no tool fits: %+v", out.Matches)
+	require.Empty(t, out.Matches)
+	require.Empty(t, out.Tools)
 
 	status, out = getTools(t, a, url.Values{"q": {"xyzzy plugh"}, "limit": {"50"}})
 	require.Equal(t, http.StatusOK, status)
@@ -257,4 +270,34 @@ func TestToolsSearchIsTheMetaToolsSearch(t *testing.T) {
 	require.NotEmpty(t, ranked)
 	require.Equal(t, ranked, found)
 	require.Equal(t, "invoice__send_reminder_sms", found[0])
+}
+
+// TestSearchToolsSaysNoToolFits: an agent's search_tools for a request no tool serves answers that no tool fits,
+// in words the model acts on, instead of offering the tools that share a word or a few letters with it; a
+// request a tool serves is answered with the tools, and fits.
+func TestSearchToolsSaysNoToolFits(t *testing.T) {
+	t.Parallel()
+	var none, some map[string]any
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{
+			{ID: "none", Name: "search_tools", Arguments: `{"query": "reserve a table for 6 at the Royal Hotel Friday night"}`},
+			{ID: "some", Name: "search_tools", Arguments: `{"query": "text the customer that we are running late"}`},
+		}},
+		llmfake.Turn{Text: "I can't book restaurants.", Check: func(t require.TestingT, req *llmfake.Request) {
+			none = resultOf(t, req.ToolResults()["none"])["result"].(map[string]any)
+			some = resultOf(t, req.ToolResults()["some"])["result"].(map[string]any)
+		}},
+	)
+	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 3})
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("desk"): {"leads.create", "entity.create", "comms.send_sms",
+		"os.create_task", "calendar.create_event"}})
+	resp, status := chatWith(t, a, agent, "book us a table at the Royal on Friday", "")
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Equal(t, false, none["fits"])
+	require.Empty(t, none["tools"])
+	require.Contains(t, none["note"], "no tool fits this request")
+	require.Equal(t, true, some["fits"])
+	require.NotEmpty(t, some["tools"])
+	require.Equal(t, "comms__send_sms", some["tools"].([]any)[0].(map[string]any)["name"])
 }
