@@ -17,6 +17,30 @@ CREATE TYPE public.river_job_state AS ENUM (
     'scheduled'
 );
 
+CREATE FUNCTION public.brain_tool_stumbles(since timestamp with time zone, until timestamp with time zone DEFAULT now(), viewer text DEFAULT ''::text) RETURNS TABLE(tool text, agent text, calls bigint, stumbles bigint, stumble_rate numeric, validation_errors bigint, validation_property text, validation_runs uuid[], unknown_tool bigint, unknown_tool_runs uuid[], tool_not_enabled bigint, tool_not_enabled_runs uuid[], searches_no_call bigint, search_runs uuid[])
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(a.tool, '') AS tool,
+        coalesce(a.agent, '') AS agent,
+        count(*) FILTER (WHERE a.reason IS DISTINCT FROM 'search_no_call') AS calls,
+        count(a.reason) AS stumbles,
+        round(count(a.reason)::numeric / count(*), 3) AS stumble_rate,
+        count(*) FILTER (WHERE a.reason = 'validation_error') AS validation_errors,
+        mode() WITHIN GROUP (ORDER BY a.property) AS validation_property,
+        (array_agg(a.run_id ORDER BY a.at DESC) FILTER (WHERE a.reason = 'validation_error' AND a.run_id IS NOT NULL))[1:3],
+        count(*) FILTER (WHERE a.reason = 'unknown_tool') AS unknown_tool,
+        (array_agg(a.run_id ORDER BY a.at DESC) FILTER (WHERE a.reason = 'unknown_tool' AND a.run_id IS NOT NULL))[1:3],
+        count(*) FILTER (WHERE a.reason = 'tool_not_enabled') AS tool_not_enabled,
+        (array_agg(a.run_id ORDER BY a.at DESC) FILTER (WHERE a.reason = 'tool_not_enabled' AND a.run_id IS NOT NULL))[1:3],
+        count(*) FILTER (WHERE a.reason = 'search_no_call') AS searches_no_call,
+        (array_agg(a.run_id ORDER BY a.at DESC) FILTER (WHERE a.reason = 'search_no_call'))[1:3]
+    FROM brain_tool_attempts a
+    WHERE a.at >= since AND a.at < until
+      AND (viewer = '' OR a.requested_by = viewer OR a.approved_by = viewer)
+    GROUP BY 1, 2
+    ORDER BY stumble_rate DESC, stumbles DESC, tool, agent
+$$;
+
 CREATE FUNCTION public.gem_agent_call_settings(agent_slug text, for_user text, tool_name text, OUT enabled boolean, OUT timeout_ms integer, OUT max_attempts integer, OUT priority integer) RETURNS record
     LANGUAGE plpgsql STABLE
     AS $$
@@ -988,6 +1012,18 @@ ELSE
 END CASE;
 
 RETURN NULL;
+
+END
+$$;
+
+CREATE FUNCTION public.gem_jsonb_or_null(t text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    RETURN t::jsonb;
+
+EXCEPTION WHEN others THEN
+    RETURN NULL;
 
 END
 $$;
@@ -2187,6 +2223,143 @@ CREATE TABLE public.brain_studio_sessions (
     expires_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.core_tool_calls (
+    id uuid DEFAULT public.gem_uuid_v7() NOT NULL,
+    tool_name text NOT NULL,
+    input jsonb DEFAULT '{}'::jsonb NOT NULL,
+    status text DEFAULT 'queued'::text NOT NULL,
+    idempotency_key text,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts smallint DEFAULT 5 NOT NULL,
+    worker text,
+    job_id bigint,
+    run_id uuid,
+    agent text,
+    requested_by text,
+    error_code text,
+    error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    outside_token uuid,
+    outside_attempt integer,
+    outside_started_at timestamp with time zone,
+    user_id text,
+    device text,
+    device_wait_ms integer,
+    parent_id uuid,
+    limited_since timestamp with time zone,
+    rate_reserved_at timestamp with time zone,
+    traceparent text,
+    tracestate text,
+    idempotency_of uuid,
+    approved_by text,
+    CONSTRAINT core_tool_calls_approved_by_check CHECK ((length(approved_by) <= 128)),
+    CONSTRAINT core_tool_calls_device_check CHECK ((device ~ '^[a-z][a-z0-9-]{0,62}$'::text)),
+    CONSTRAINT core_tool_calls_device_wait_ms_check CHECK (((device_wait_ms >= 0) AND (device_wait_ms <= 3600000))),
+    CONSTRAINT core_tool_calls_idempotency_key_check CHECK ((idempotency_key <> ''::text)),
+    CONSTRAINT core_tool_calls_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
+    CONSTRAINT core_tool_calls_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'not_configured'::text, 'awaiting_approval'::text]))),
+    CONSTRAINT core_tool_calls_tool_name_check CHECK (((tool_name <> ''::text) AND (length(tool_name) <= 200))),
+    CONSTRAINT core_tool_calls_traceparent_check CHECK (((length(traceparent) >= 55) AND (length(traceparent) <= 512))),
+    CONSTRAINT core_tool_calls_tracestate_check CHECK ((length(tracestate) <= 512))
+)
+PARTITION BY RANGE (id);
+
+COMMENT ON COLUMN public.core_tool_calls.status IS 'queued until the call''s receipt sets its final status; core_calls shows running calls as running';
+
+COMMENT ON COLUMN public.core_tool_calls.traceparent IS 'W3C traceparent of the span that made the call (its trace id is the one to look up); copied into the job''s metadata';
+
+COMMENT ON COLUMN public.core_tool_calls.idempotency_of IS 'set on a duplicate request: the call holding its (caller, tool, idempotency_key); its receipt repeats that call''s';
+
+COMMENT ON COLUMN public.core_tool_calls.approved_by IS 'the caller who approved the stored plan this call belongs to: the call runs with no more than it holds';
+
+CREATE TABLE public.core_tool_receipts (
+    id bigint NOT NULL,
+    call_id uuid NOT NULL,
+    tool_name text NOT NULL,
+    status text NOT NULL,
+    result jsonb,
+    effects jsonb DEFAULT '{"db_writes": []}'::jsonb NOT NULL,
+    error jsonb,
+    error_code text,
+    summary jsonb,
+    idempotency_key text,
+    idempotency_hit boolean DEFAULT false NOT NULL,
+    idempotency_of uuid,
+    attempt integer DEFAULT 0 NOT NULL,
+    worker text,
+    duration_ms double precision DEFAULT 0 NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    device text,
+    devices_tried text[],
+    limit_wait_ms double precision,
+    CONSTRAINT core_tool_receipts_error_iff_not_succeeded CHECK (((status = 'succeeded'::text) = (error_code IS NULL))),
+    CONSTRAINT core_tool_receipts_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'not_configured'::text])))
+)
+PARTITION BY RANGE (call_id);
+
+CREATE VIEW public.brain_tool_attempts AS
+ SELECT c.created_at AS at,
+    c.run_id,
+    c.agent,
+    c.tool_name AS tool,
+    c.id AS call_id,
+        CASE
+            WHEN (r.error_code = ANY (ARRAY['validation_error'::text, 'unknown_tool'::text, 'tool_not_enabled'::text])) THEN r.error_code
+            ELSE NULL::text
+        END AS reason,
+        CASE
+            WHEN (r.error_code = 'validation_error'::text) THEN (r.error #>> '{details,violations,0,path}'::text[])
+            ELSE NULL::text
+        END AS property,
+    NULL::text AS query,
+    c.requested_by,
+    c.approved_by
+   FROM (public.core_tool_calls c
+     LEFT JOIN public.core_tool_receipts r ON (((r.call_id = c.id) AND (c.status <> 'queued'::text))))
+  WHERE (c.agent IS NOT NULL)
+UNION ALL
+ SELECT m.created_at AS at,
+    m.run_id,
+    run.agent,
+    t.tool,
+    NULL::uuid AS call_id,
+    (e.error ->> 'code'::text) AS reason,
+    (e.error #>> '{details,violations,0,path}'::text[]) AS property,
+    NULL::text AS query,
+    run.requested_by,
+    run.approved_by
+   FROM (((public.agent_messages m
+     JOIN public.brain_runs run ON ((run.id = m.run_id)))
+     CROSS JOIN LATERAL ( SELECT (public.gem_jsonb_or_null(m.content) -> 'error'::text) AS error) e)
+     CROSS JOIN LATERAL ( SELECT replace((tc.value ->> 'name'::text), '__'::text, '.'::text) AS tool
+           FROM public.agent_messages a,
+            LATERAL jsonb_array_elements(a.tool_calls) tc(value)
+          WHERE ((a.run_id = m.run_id) AND (a.role = 'assistant'::text) AND (a.id < m.id) AND ((tc.value ->> 'id'::text) = m.tool_call_id))
+          ORDER BY a.id DESC
+         LIMIT 1) t)
+  WHERE ((m.role = 'tool'::text) AND (m.call_id IS NULL) AND (m.content ~~ '{"error":{"code":%'::text) AND ((e.error ->> 'code'::text) = ANY (ARRAY['validation_error'::text, 'unknown_tool'::text, 'tool_not_enabled'::text])))
+UNION ALL
+ SELECT max(a.created_at) AS at,
+    run.id AS run_id,
+    run.agent,
+    (array_agg(replace((public.gem_jsonb_or_null((tc.value ->> 'arguments'::text)) ->> 'name'::text), '__'::text, '.'::text) ORDER BY a.id DESC, tc.ordinality DESC) FILTER (WHERE ((tc.value ->> 'name'::text) = 'describe_tool'::text)))[1] AS tool,
+    NULL::uuid AS call_id,
+    'search_no_call'::text AS reason,
+    NULL::text AS property,
+    (array_agg((public.gem_jsonb_or_null((tc.value ->> 'arguments'::text)) ->> 'query'::text) ORDER BY a.id DESC, tc.ordinality DESC) FILTER (WHERE ((tc.value ->> 'name'::text) = 'search_tools'::text)))[1] AS query,
+    run.requested_by,
+    run.approved_by
+   FROM ((public.brain_runs run
+     JOIN public.agent_messages a ON (((a.run_id = run.id) AND (a.role = 'assistant'::text) AND (a.tool_calls IS NOT NULL))))
+     CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
+  WHERE ((run.mode = 'chat'::text) AND (run.completed_at IS NOT NULL) AND (cardinality(run.call_ids) = 0) AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
+  GROUP BY run.id, run.agent, run.requested_by, run.approved_by;
+
+COMMENT ON VIEW public.brain_tool_attempts IS 'every attempt an agent made at a tool (calls and calls a chat refused), and chat runs that searched for tools and made no call; reason says how one stumbled';
+
 CREATE TABLE public.brain_tool_search (
     key text NOT NULL,
     name text NOT NULL,
@@ -2344,83 +2517,6 @@ CREATE TABLE public.core_approvals (
     CONSTRAINT core_approvals_decision_check CHECK ((decision = ANY (ARRAY['approved'::text, 'rejected'::text, 'expired'::text, 'cancelled'::text]))),
     CONSTRAINT core_approvals_reason_check CHECK ((length(reason) <= 2000))
 );
-
-CREATE TABLE public.core_tool_calls (
-    id uuid DEFAULT public.gem_uuid_v7() NOT NULL,
-    tool_name text NOT NULL,
-    input jsonb DEFAULT '{}'::jsonb NOT NULL,
-    status text DEFAULT 'queued'::text NOT NULL,
-    idempotency_key text,
-    attempt integer DEFAULT 0 NOT NULL,
-    max_attempts smallint DEFAULT 5 NOT NULL,
-    worker text,
-    job_id bigint,
-    run_id uuid,
-    agent text,
-    requested_by text,
-    error_code text,
-    error text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    started_at timestamp with time zone,
-    finished_at timestamp with time zone,
-    outside_token uuid,
-    outside_attempt integer,
-    outside_started_at timestamp with time zone,
-    user_id text,
-    device text,
-    device_wait_ms integer,
-    parent_id uuid,
-    limited_since timestamp with time zone,
-    rate_reserved_at timestamp with time zone,
-    traceparent text,
-    tracestate text,
-    idempotency_of uuid,
-    approved_by text,
-    CONSTRAINT core_tool_calls_approved_by_check CHECK ((length(approved_by) <= 128)),
-    CONSTRAINT core_tool_calls_device_check CHECK ((device ~ '^[a-z][a-z0-9-]{0,62}$'::text)),
-    CONSTRAINT core_tool_calls_device_wait_ms_check CHECK (((device_wait_ms >= 0) AND (device_wait_ms <= 3600000))),
-    CONSTRAINT core_tool_calls_idempotency_key_check CHECK ((idempotency_key <> ''::text)),
-    CONSTRAINT core_tool_calls_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
-    CONSTRAINT core_tool_calls_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'not_configured'::text, 'awaiting_approval'::text]))),
-    CONSTRAINT core_tool_calls_tool_name_check CHECK (((tool_name <> ''::text) AND (length(tool_name) <= 200))),
-    CONSTRAINT core_tool_calls_traceparent_check CHECK (((length(traceparent) >= 55) AND (length(traceparent) <= 512))),
-    CONSTRAINT core_tool_calls_tracestate_check CHECK ((length(tracestate) <= 512))
-)
-PARTITION BY RANGE (id);
-
-COMMENT ON COLUMN public.core_tool_calls.status IS 'queued until the call''s receipt sets its final status; core_calls shows running calls as running';
-
-COMMENT ON COLUMN public.core_tool_calls.traceparent IS 'W3C traceparent of the span that made the call (its trace id is the one to look up); copied into the job''s metadata';
-
-COMMENT ON COLUMN public.core_tool_calls.idempotency_of IS 'set on a duplicate request: the call holding its (caller, tool, idempotency_key); its receipt repeats that call''s';
-
-COMMENT ON COLUMN public.core_tool_calls.approved_by IS 'the caller who approved the stored plan this call belongs to: the call runs with no more than it holds';
-
-CREATE TABLE public.core_tool_receipts (
-    id bigint NOT NULL,
-    call_id uuid NOT NULL,
-    tool_name text NOT NULL,
-    status text NOT NULL,
-    result jsonb,
-    effects jsonb DEFAULT '{"db_writes": []}'::jsonb NOT NULL,
-    error jsonb,
-    error_code text,
-    summary jsonb,
-    idempotency_key text,
-    idempotency_hit boolean DEFAULT false NOT NULL,
-    idempotency_of uuid,
-    attempt integer DEFAULT 0 NOT NULL,
-    worker text,
-    duration_ms double precision DEFAULT 0 NOT NULL,
-    started_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone DEFAULT now() NOT NULL,
-    device text,
-    devices_tried text[],
-    limit_wait_ms double precision,
-    CONSTRAINT core_tool_receipts_error_iff_not_succeeded CHECK (((status = 'succeeded'::text) = (error_code IS NULL))),
-    CONSTRAINT core_tool_receipts_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'not_configured'::text])))
-)
-PARTITION BY RANGE (call_id);
 
 CREATE VIEW public.core_calls AS
  SELECT c.id,
@@ -4932,6 +5028,7 @@ GRANT INSERT(tool_name) ON TABLE public.core_tool_calls TO gem_caller;
 GRANT INSERT(traceparent) ON TABLE public.core_tool_calls TO gem_caller;
 GRANT INSERT(tracestate) ON TABLE public.core_tool_calls TO gem_caller;
 GRANT INSERT(user_id) ON TABLE public.core_tool_calls TO gem_caller;
+GRANT SELECT ON TABLE public.brain_tool_attempts TO gem_auditor;
 GRANT SELECT ON TABLE public.core_approval_policies TO gem_auditor;
 GRANT SELECT ON TABLE public.core_approval_policies TO gem_caller;
 GRANT SELECT ON TABLE public.core_approvals TO gem_auditor;
