@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -82,6 +83,8 @@ type Chat struct {
 	loopsDone chan struct{}
 	// wake asks the loop to look for queued turns now (a turn ended), not at its next tick.
 	wake chan struct{}
+	// stumbles counts the calls agents stumble over (CountStumbles); nil counts nothing.
+	stumbles *prometheus.CounterVec
 
 	// TestSignals are events a test of the brain waits for; they do nothing unless the test inits them.
 	TestSignals TestSignals
@@ -191,6 +194,9 @@ type chatRun struct {
 	startedAhead int
 	// ending is the turn's last step, its reply: journaled with the run's end, in one transaction (drive).
 	ending *step
+	// searched says the turn used search_tools or describe_tool; described is the last tool it described.
+	searched  bool
+	described string
 }
 
 // step is one step of a turn as the journal records it: the LLM answer (turn, when not nil), the step's
@@ -306,6 +312,9 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	})
 	if queued {
 		c.kick() // a turn queued behind this one starts now
+	}
+	if err == nil && r.searched && len(r.calls) == 0 {
+		c.stumbled(r.agent.Slug, r.described, StumbleSearchNoCall)
 	}
 	if err != nil {
 		if errors.Is(err, postgres.ErrTakenOver) {
@@ -651,6 +660,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			calls[i].Arguments = "{}"
 			o.fail(registry.CodeValidation, fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax), nil)
 			o.report.Status = brain.ChatCallInvalidArguments
+			c.stumbled(r.agent.Slug, tc.Name, StumbleValidation)
 			continue
 		}
 		if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
@@ -659,6 +669,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			continue
 		}
 		if r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool) {
+			r.noteSearch(tc)
 			o.msg.Content, o.msg.IsError = c.answerMeta(ctx, r, tc)
 			o.report.Status = brain.ChatCallAnswered
 			continue
@@ -680,6 +691,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			}
 			o.fail(code, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
 			o.report.Status = status
+			c.stumbled(r.agent.Slug, tc.Name, string(code))
 			continue
 		case !r.visible[tool.Name]:
 			o.report.Tool = tool.Name
@@ -706,6 +718,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 			}
 			o.fail(registry.CodeValidation, "the arguments were not used: "+err.Error(), details)
 			o.report.Status = brain.ChatCallInvalidArguments
+			c.stumbled(r.agent.Slug, tool.Name, StumbleValidation)
 			continue
 		}
 		r.noteSecrets(tool, input)
@@ -812,6 +825,7 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 				o.msg.Content, o.msg.IsError, o.report.Status = awaitingContent(id), false, brain.ChatCallAwaitingApproval
 			} else {
 				o.msg.Content, o.msg.IsError, o.report.Status = toolResultContent(receipts[id], id, nil, slices.Contains(pending, id))
+				c.receiptStumbled(r.agent.Slug, receipts[id])
 			}
 			if o.report.Status == brain.ChatCallPending {
 				continue // still awaiting its receipt: the next turn settles it and tells the agent (settleFinished)
@@ -1082,6 +1096,7 @@ func (c *Chat) settleFinished(ctx context.Context, tx pgx.Tx, r *chatRun, ids []
 		}
 		content, _, status := toolResultContent(rec, id, nil, false)
 		settled, contents = append(settled, id), append(contents, content)
+		c.receiptStumbled(r.agent.Slug, rec)
 		f := brain.ChatDecided{CallID: id, Tool: rec.ToolName, Status: status}
 		if rec.Error != nil {
 			f.ErrorCode = string(rec.Error.Code)

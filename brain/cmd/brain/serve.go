@@ -134,6 +134,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.Runs.UseSentences(plans.Sentences)
 	m.Runs.UseTimezone(cfg.Timezone)
 	m.Chat = chat.New(client, m.Registry, m.Pool, m.Waiter, m.RunEnds, cfg.Chat)
+	if reg := m.Telemetry.Registerer(); reg != nil {
+		if err := m.Chat.CountStumbles(reg); err != nil {
+			return err
+		}
+	}
 	m.Chat.Start(ctx, &m.Log)
 	if m.MCP, err = mcpserver.New(&mcpserver.Params{Config: cfg.MCP, Registry: m.Registry, Pool: m.Pool, Waiter: m.Waiter, Log: m.Log}); err != nil {
 		return err

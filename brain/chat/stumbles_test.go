@@ -1,0 +1,138 @@
+package chat_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/registry"
+	"github.com/gemhq/gem/sql/gemsql"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+)
+
+// stumbleRow is one row of brain_tool_stumbles.
+type stumbleRow struct {
+	Calls, Stumbles, Validation, Unknown, NotEnabled, Searches int
+	Rate                                                       float64
+	Property                                                   *string
+	ValidationRuns, UnknownRuns, NotEnabledRuns, SearchRuns    []uuid.UUID
+}
+
+// stumblesOf reads brain_tool_stumbles over the last hour for one agent, by tool.
+func stumblesOf(t *testing.T, b *testBundle, agent string) map[string]stumbleRow {
+	t.Helper()
+	rows, err := b.pool.Query(t.Context(), `SELECT tool, calls, stumbles, stumble_rate::float8, validation_errors, validation_property,
+			coalesce(validation_runs, '{}'), unknown_tool, coalesce(unknown_tool_runs, '{}'), tool_not_enabled,
+			coalesce(tool_not_enabled_runs, '{}'), searches_no_call, coalesce(search_runs, '{}')
+		FROM brain_tool_stumbles(now() - interval '1 hour') WHERE agent = $1`, agent)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]stumbleRow{}
+	for rows.Next() {
+		var tool string
+		var r stumbleRow
+		require.NoError(t, rows.Scan(&tool, &r.Calls, &r.Stumbles, &r.Rate, &r.Validation, &r.Property, &r.ValidationRuns,
+			&r.Unknown, &r.UnknownRuns, &r.NotEnabled, &r.NotEnabledRuns, &r.Searches, &r.SearchRuns))
+		out[tool] = r
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestChatStumbles: an agent's refused calls (arguments that break the schema, a tool it may not use, a tool
+// that does not exist), a call whose receipt failed validation, and a turn that searched for tools and made
+// no call are counted in gem_brain_tool_stumbles_total as the chat refuses or reads them, and are ranked by
+// brain_tool_stumbles per tool and agent, with the first violation's property and the runs to look at.
+func TestChatStumbles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	refusing := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{
+			{ID: "bad_input", Name: "os__create_task", Arguments: `{"title": "", "domain": "business", "priority": "whenever", "description": null, "due_at": null, "context_ref": null}`},
+			{ID: "not_enabled", Name: "os__create_note", Arguments: `{"domain": "business", "title": "secret", "content": "x"}`},
+			{ID: "unknown", Name: "rockets__launch", Arguments: `{}`},
+			{ID: "good", Name: "os__create_task", Arguments: `{"title": "call the supplier", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`},
+		}},
+		llmfake.Turn{Text: "One task created."},
+	)
+	searching := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "remind me to ring the supplier", "limit": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "d", Name: "describe_tool", Arguments: `{"name": "os__create_task"}`}}},
+		llmfake.Turn{Text: "I could not work out how to do that."},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, refusing, chat.Config{})
+	meta := setup(t, llmconfig.ProviderOpenAI, searching, chat.Config{ToolSearchThreshold: 1})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	require.NoError(t, meta.chat.CountStumbles(reg), "a second chat shares the counter")
+	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+
+	refused, err := b.chatWith(agent, "do several things", "")
+	require.NoError(t, err)
+	require.True(t, refused.OK, "%+v", refused.Errors)
+	searched, err := meta.chatWith(agent, "remind me to ring the supplier", "")
+	require.NoError(t, err)
+	require.True(t, searched.OK, "%+v", searched.Errors)
+	require.Empty(t, searched.ToolCalls[len(searched.ToolCalls)-1].CallID, "the turn made no call")
+	// A call made for the agent outside a chat, which the executor refuses on its schema.
+	made, err := gemsql.CallInsert(ctx, b.pool, gemsql.CallInsertParams{ToolName: "os.create_task", RunID: &refused.RunID, Agent: agent, UserID: "user-1",
+		Input: json.RawMessage(`{"title": "x", "domain": "business", "priority": "whenever"}`)})
+	require.NoError(t, err)
+	require.Equal(t, registry.CodeValidation, b.receipt(t, made[0].ID, 10*time.Second).Error.Code)
+
+	counted := func(tool, reason string) float64 {
+		return stumbleCount(t, reg, tool, agent, reason)
+	}
+	require.Equal(t, 1.0, counted("os.create_task", chat.StumbleValidation), "the chat's refusal; the receipt it never read is not counted")
+	require.Equal(t, 1.0, counted("os.create_note", chat.StumbleNotEnabled))
+	require.Equal(t, 1.0, counted(chat.StumbleToolUnknown, chat.StumbleUnknownTool), "a made-up name is not a label")
+	require.Equal(t, 1.0, counted("os.create_task", chat.StumbleSearchNoCall), "the tool described last")
+
+	got := stumblesOf(t, b, agent)
+	task := got["os.create_task"]
+	require.Equal(t, 3, task.Calls, "the refused call, the good one and the one the executor refused")
+	require.Equal(t, 2, task.Validation)
+	require.Equal(t, "/priority", *task.Property)
+	require.ElementsMatch(t, []uuid.UUID{refused.RunID, refused.RunID}, task.ValidationRuns)
+	require.Equal(t, 1, task.Searches)
+	require.Equal(t, []uuid.UUID{searched.RunID}, task.SearchRuns)
+	require.Equal(t, 3, task.Stumbles)
+	require.InDelta(t, 0.75, task.Rate, 0.001)
+	require.Equal(t, 1, got["os.create_note"].NotEnabled)
+	require.Equal(t, []uuid.UUID{refused.RunID}, got["os.create_note"].NotEnabledRuns)
+	require.Equal(t, 1, got["rockets.launch"].Unknown, "SQL keeps the name the model gave")
+	require.Len(t, got, 3)
+
+	// A caller who made none of these runs reads none of them.
+	var others int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM brain_tool_stumbles(now() - interval '1 hour', now(), 'someone-else') WHERE agent = $1`, agent).Scan(&others))
+	require.Zero(t, others)
+}
+
+// stumbleCount reads one series of the stumbles counter from reg, 0 when it was never counted.
+func stumbleCount(t *testing.T, reg *prometheus.Registry, tool, agent, reason string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != chat.MetricToolStumbles {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["tool"] == tool && labels["agent"] == agent && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
