@@ -186,8 +186,9 @@ var studioFuncs = template.FuncMap{
 		}
 		return m
 	},
-	"lines": func(v []string) string { return strings.Join(v, "\n") },
-	"add":   func(a, b int) int { return a + b },
+	"lines":   func(v []string) string { return strings.Join(v, "\n") },
+	"add":     func(a, b int) int { return a + b },
+	"percent": func(share float64) string { return fmt.Sprintf("%.0f%%", share*100) },
 	"deref": func(p any) any {
 		switch v := p.(type) {
 		case *string:

@@ -32,6 +32,7 @@ func (s *Server) mountStudio(e *echo.Echo, river http.Handler) {
 	e.GET(studioPrefix+"/calls/:id", s.studioCall, auth)
 	e.GET(studioPrefix+"/runs", s.studioRuns, auth)
 	e.GET(studioPrefix+"/runs/:id", s.studioRun, auth)
+	e.GET(studioPrefix+"/stumbles", s.studioStumbles, auth)
 	e.GET(studioPrefix+"/approvals", s.studioApprovals, auth, requirePermission(registry.PermissionApprove))
 	e.GET(studioPrefix+"/agents", s.studioAgents, auth)
 	e.GET(studioPrefix+"/agents/:slug", s.studioAgent, auth)

@@ -105,6 +105,16 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 	require.Equal(t, http.StatusOK, admin.do(http.MethodPost, "/operator/chat", map[string]any{"message": "list leads"}, &chat))
 	theirSession := chat["session_id"].(string)
 	agent := agentWithSkills(t, admin, 2, map[string][]string{uniq("matrix"): {"os.health_check"}})
+	// The agent stumbles: a call made for it (as a program of the owner's would make it, the API refusing
+	// such a call before it exists) of a tool it may not use.
+	var stumbled string
+	require.NoError(t, m.Pool.QueryRow(ctx, `INSERT INTO core_tool_calls (tool_name, input, agent, requested_by) VALUES ('os.list_tasks', '{}', $1, 'tester')
+		RETURNING id`, agent).Scan(&stumbled))
+	require.Eventually(t, func() bool {
+		var code string
+		_ = m.Pool.QueryRow(ctx, `SELECT coalesce(error_code, '') FROM core_tool_receipts WHERE call_id = $1`, stumbled).Scan(&code)
+		return code == "tool_not_enabled"
+	}, 15*time.Second, 50*time.Millisecond)
 	skill := uniq("matrix-skill")
 	require.Equal(t, http.StatusCreated, admin.do(http.MethodPost, "/skills", map[string]any{"slug": skill, "name": skill, "tools": []string{"os.health_check"}}, nil))
 
@@ -458,6 +468,8 @@ func TestAuthorizationMatrixByRoute(t *testing.T) {
 			cell: func(a *matrixActor) string { return pageList(a, "/studio/runs?status=completed", theirRun) }},
 		{method: "GET", path: "/studio/runs/:id", what: "another's run", kind: "read all", want: readers,
 			cell: func(a *matrixActor) string { return page(a, "/studio/runs/"+theirRun) }},
+		{method: "GET", path: "/studio/stumbles", what: "is another's stumble listed?", kind: "read own / read all", want: ownOrAll,
+			cell: func(a *matrixActor) string { return pageList(a, "/studio/stumbles", agent) }},
 		{method: "GET", path: "/studio/approvals", kind: "approve", want: approvers(ok200),
 			cell: func(a *matrixActor) string { return page(a, "/studio/approvals") }},
 		{method: "GET", path: "/studio/agents", kind: "open", want: all5(ok200), cell: func(a *matrixActor) string { return page(a, "/studio/agents") }},

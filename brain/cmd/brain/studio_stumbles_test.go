@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStudioStumblesInBrowser: after an agent's calls are refused (arguments that break the schema, a tool it
+// may not use, a tool that does not exist) and another agent searches for a tool and makes no call, the
+// studio's "Where agents stumble" page ranks them, names the property the arguments got wrong and links to
+// the runs, which open. A caller without audit sees none of the runs it did not make. The page's
+// screenshot is studio-stumbles.png (docs/images/ holds one taken so).
+func TestStudioStumblesInBrowser(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	e, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	t.Cleanup(e.Stop)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{
+			{ID: "bad_input", Name: "os__create_task", Arguments: `{"title": "Ring the supplier", "domain": "business", "priority": "asap", "description": null, "due_at": null, "context_ref": null}`},
+			{ID: "not_enabled", Name: "os__create_note", Arguments: `{"domain": "business", "title": "supplier", "content": "ring them"}`},
+			{ID: "unknown", Name: "calendar__book", Arguments: `{}`},
+		}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "good", Name: "os__create_task", Arguments: `{"title": "Ring the supplier", "domain": "business", "priority": "high", "description": null, "due_at": null, "context_ref": null}`}}},
+		llmfake.Turn{Text: "A task to ring the supplier is set."},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "what is the weather tomorrow", "limit": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "d", Name: "describe_tool", Arguments: `{"name": "os__list_tasks"}`}}},
+		llmfake.Turn{Text: "I cannot tell the weather."},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{ToolSearchThreshold: 3}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+
+	tasks := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+	refused, status := chatWith(t, a, tasks, "remind me to ring the supplier", "")
+	require.Equal(t, http.StatusOK, status, "%+v", refused.Errors)
+	searcher := agentWithSkills(t, a, 4, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
+	searched, status := chatWith(t, a, searcher, "what's the weather doing tomorrow?", "")
+	require.Equal(t, http.StatusOK, status, "%+v", searched.Errors)
+	require.Zero(t, fake.Remaining())
+
+	// A caller without audit reads only what it made: none of these.
+	_, other := addCaller(t, a, []string{"read:*"}, nil)
+	s := newStudioClient(t, m.Server.URL())
+	s.login(other.token)
+	code, body := s.get("/studio/stumbles")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "No agent stumbled in this window.")
+	require.NotContains(t, body, tasks)
+	code, _ = s.get("/studio/stumbles?since=forever")
+	require.Equal(t, http.StatusBadRequest, code)
+
+	b := &browserSteps{t: t, ctx: headlessChromium(t), base: m.Server.URL(), dir: screenshotDir(t)}
+	b.do("login page", chromedp.Navigate(b.base+"/studio/stumbles"), chromedp.WaitVisible(chromedp.ID("token")))
+	b.do("log in", chromedp.SendKeys(chromedp.ID("token"), testToken), chromedp.Submit(chromedp.ID("login-form")),
+		chromedp.WaitVisible(chromedp.ID("stumbles")))
+	require.Equal(t, "/studio/stumbles", b.location())
+	require.Equal(t, "Stumbles", b.text("nav a.on"))
+
+	task := fmt.Sprintf(`#stumbles tr[data-tool="os.create_task"][data-agent=%q]`, tasks)
+	require.Contains(t, b.text(task+" .rate"), "50%", "one of its two attempts stumbled")
+	require.Contains(t, b.text(task+" .reason-validation"), "1 on /priority")
+	require.Contains(t, b.text(fmt.Sprintf(`#stumbles tr[data-tool="os.create_note"][data-agent=%q] .reason-not-enabled`, tasks)), "1")
+	require.Contains(t, b.text(fmt.Sprintf(`#stumbles tr[data-tool="calendar.book"][data-agent=%q] .reason-unknown`, tasks)), "1")
+	require.Contains(t, b.text(fmt.Sprintf(`#stumbles tr[data-tool="os.list_tasks"][data-agent=%q] .reason-search`, searcher)), "1")
+	// The tools every attempt of which stumbled come first.
+	first := b.text(`#stumbles tbody tr:first-child .rate`)
+	require.Contains(t, first, "100%")
+	b.shot("studio-stumbles")
+
+	b.do("open an example run", chromedp.Click(chromedp.CSS(task+" .reason-validation a")), chromedp.WaitVisible(chromedp.ID("run-status")))
+	require.Equal(t, "/studio/runs/"+refused.RunID.String(), b.location())
+}
