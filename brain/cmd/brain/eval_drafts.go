@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/sql/gemsql"
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of brain eval --from-receipts.
+const (
+	// evalDraftsSinceDefault is how far back the stumbles are read.
+	evalDraftsSinceDefault = "7d"
+	// evalDraftsOutDefault is where the drafts are written, a file per run of the command.
+	evalDraftsOutDefault = "evals/drafts"
+	// evalSuitesDefault holds the suites whose cases are not drafted again.
+	evalSuitesDefault = "evals"
+)
+
+const evalDraftsUsage = "usage: brain eval --from-receipts [--since 7d] [--out evals/drafts] [--suites evals]"
+
+// evalFromReceipts writes the stumbles agents made since a time (docs/evals.md#where-agents-stumble-from-production)
+// as draft cases of the search suite, for a person to confirm and move into evals/search.yaml: a case per run
+// that stumbled, its request as q and the tools the run's calls that succeeded named (none: []). A request
+// already a case of a suite (--suites) or of an earlier draft (--out) is not drafted again. It reads the
+// database as brain serve does (DATABASE_URL).
+func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("eval --from-receipts", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Bool("from-receipts", true, "draft cases from the agents' stumbles (this command)")
+	sinceFlag := flags.String("since", evalDraftsSinceDefault, "how far back: a duration (7d, 36h) or a date (2026-11-29)")
+	out := flags.String("out", evalDraftsOutDefault, "the drafts' folder: a file per run, named by its time")
+	suites := flags.String("suites", evalSuitesDefault, "the suites' folder: requests that are cases there are not drafted")
+	if err := flags.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintln(stderr, evalDraftsUsage)
+		return 2
+	}
+	now := time.Now().UTC()
+	since, err := parseDraftsSince(*sinceFlag, now)
+	if err != nil {
+		fmt.Fprintf(stderr, "brain eval: --since: %v\n", err)
+		return 2
+	}
+	cfg, err := ConfigFromEnv(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 2
+	}
+	known, err := draftKnownRequests(*suites, *out)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, SessionURL: cfg.SessionURL, ApplicationName: "gem-brain-eval", MaxConns: 2})
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 1
+	}
+	defer pool.Close()
+	stumbles, err := postgres.Stumbles(ctx, pool, since)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval: error reading the stumbles:", err)
+		return 1
+	}
+	cases := draftCases(stumbles, known)
+	if len(cases) == 0 {
+		fmt.Fprintf(stdout, "No new stumbles since %s (%d read, each a case already).\n", since.Format(time.DateOnly), len(stumbles))
+		return 0
+	}
+	path, err := draftsWrite(*out, now, since, cases)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Wrote %d draft case(s) to %s: confirm the tools, set the split, move them into %s.\n", len(cases),
+		path, filepath.Join(*suites, "search.yaml"))
+	return 0
+}
+
+// parseDraftsSince reads --since: a duration back from now (with d for days), or a date (UTC).
+func parseDraftsSince(s string, now time.Time) (time.Time, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return time.Time{}, fmt.Errorf("%q is not a number of days", s)
+		}
+		return now.AddDate(0, 0, -n), nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (7d, 36h) nor a date (2026-11-29)", s)
+}
+
+// draftCase is one draft case of the search suite.
+type draftCase struct {
+	q     string
+	tools []string
+	from  postgres.Stumble
+}
+
+// draftCases makes a case of each run's first stumble whose request is not known (a case already), in the
+// order they happened.
+func draftCases(stumbles []postgres.Stumble, known map[string]bool) []draftCase {
+	var cases []draftCase
+	for _, s := range stumbles {
+		q := strings.TrimSpace(s.Message)
+		if q == "" {
+			q = strings.TrimSpace(s.Query)
+		}
+		if q == "" || known[draftRequestKey(q)] {
+			continue
+		}
+		known[draftRequestKey(q)] = true
+		tools := []string{}
+		for _, t := range s.Called {
+			if !slices.Contains(tools, t) {
+				tools = append(tools, t)
+			}
+		}
+		cases = append(cases, draftCase{q: q, tools: tools, from: s})
+	}
+	return cases
+}
+
+// draftRequestKey is how two requests are told the same: their words, ignoring case and spacing.
+func draftRequestKey(q string) string { return strings.ToLower(strings.Join(strings.Fields(q), " ")) }
+
+// draftKnownRequests are the requests of the cases in the suites' and the drafts' YAML files (a suite file is a
+// list of cases, each with q or message); files of another shape (thresholds) hold none.
+func draftKnownRequests(dirs ...string) (map[string]bool, error) {
+	known := map[string]bool{}
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("error reading %s: %w", f, err)
+			}
+			var doc any
+			if err := yaml.Unmarshal(b, &doc); err != nil {
+				return nil, fmt.Errorf("error reading %s: %w", f, err)
+			}
+			list, _ := doc.([]any)
+			for _, item := range list {
+				c, _ := item.(map[string]any)
+				for _, field := range []string{"q", "message"} {
+					if q, ok := c[field].(string); ok {
+						known[draftRequestKey(q)] = true
+					}
+				}
+			}
+		}
+	}
+	return known, nil
+}
+
+// draftsWrite writes the cases into a new file of dir named by now (another run in the same minute gets a
+// suffix), and returns its path.
+func draftsWrite(dir string, now, since time.Time, cases []draftCase) (string, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Draft cases from stumbles since %s: confirm the tools, set the split, move into evals/search.yaml.\n", since.UTC().Format(time.DateOnly))
+	for _, c := range cases {
+		tools := make([]string, len(c.tools))
+		for i, t := range c.tools {
+			tools[i] = draftScalar(t)
+		}
+		from := []string{"run: " + draftScalar(c.from.RunID.String()), "agent: " + draftScalar(c.from.Agent), "reason: " + draftScalar(c.from.Reason)}
+		if c.from.Tool != "" {
+			from = append(from, "tool: "+draftScalar(c.from.Tool))
+		}
+		if c.from.Property != "" {
+			from = append(from, "property: "+draftScalar(c.from.Property))
+		}
+		fmt.Fprintf(&b, "- q: %s\n  tools: [%s]\n  split: tune\n  from: {%s}\n", draftScalar(c.q), strings.Join(tools, ", "), strings.Join(from, ", "))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("error making %s: %w", dir, err)
+	}
+	name := now.UTC().Format("2006-01-02T1504Z")
+	for n := 1; ; n++ {
+		path := filepath.Join(dir, name+".yaml")
+		if n > 1 {
+			path = filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", name, n))
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("error writing the drafts: %w", err)
+		}
+		_, err = f.Write(b.Bytes())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fmt.Errorf("error writing %s: %w", path, err)
+		}
+		return path, nil
+	}
+}
+
+// draftPlainScalar is a YAML scalar that needs no quotes, in a block or a flow collection.
+var draftPlainScalar = regexp.MustCompile(`^[A-Za-z0-9_/][A-Za-z0-9_./-]*$`)
+
+// draftScalar writes s as YAML: plain when that is safe (and not read as another type), else double-quoted
+// (JSON's escapes are YAML's).
+func draftScalar(s string) string {
+	if draftPlainScalar.MatchString(s) {
+		var v any
+		if yaml.Unmarshal([]byte(s), &v) == nil {
+			if _, isString := v.(string); isString {
+				return s
+			}
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/internal/llmfake"
+	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/llmconfig"
+	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestEvalFromReceipts: brain eval --from-receipts writes a draft case of the search suite for each run whose
+// agent stumbled — its request, the tools its calls that succeeded named (none: []), where it came from — into
+// a new file of evals/drafts, skipping a request already a case of a suite; run again, it drafts nothing twice.
+func TestEvalFromReceipts(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	e, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	t.Cleanup(e.Stop)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		// A schema the model got wrong, then right.
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "bad", Name: "os__create_task", Arguments: `{"title": "Ring the supplier", "domain": "business", "priority": "asap", "description": null, "due_at": null, "context_ref": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "good", Name: "os__create_task", Arguments: `{"title": "Ring the supplier", "domain": "business", "priority": "high", "description": null, "due_at": null, "context_ref": null}`}}},
+		llmfake.Turn{Text: "Done."},
+		// A tool that does not exist, and no call after.
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{"place": "Parramatta"}`}}},
+		llmfake.Turn{Text: "I cannot tell the weather."},
+		// A tool the agent may not use: the suite has this request already.
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "note", Name: "os__create_note", Arguments: `{"domain": "business", "title": "x", "content": "y"}`}}},
+		llmfake.Turn{Text: "I cannot write notes."},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	turn := func(message string) string {
+		resp, status := chatWith(t, a, agent, message, "")
+		require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+		return resp.RunID.String()
+	}
+	remind := turn("remind me to ring the supplier: it's urgent")
+	weather := turn("whats the wether doing tmrw in parramatta")
+	turn("jot down: the supplier's number changed")
+
+	evals := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(evals, "search.yaml"), []byte("# the search suite\n- q: \"jot down:  the supplier's number CHANGED\"\n  tools: [os.create_note]\n  split: tune\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(evals, "thresholds.yaml"), []byte("search:\n  held_out:\n    recall_at_3: 0.95\n"), 0o644))
+	drafts := filepath.Join(evals, "drafts")
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	draft := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := evalFromReceipts(append([]string{"--from-receipts", "--out", drafts, "--suites", evals}, args...), getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, stdout, stderr := draft("--since", "1h")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "Wrote 2 draft case(s) to "+drafts)
+	files, err := filepath.Glob(filepath.Join(drafts, "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	require.Regexp(t, `/\d{4}-\d\d-\d\dT\d{4}Z\.yaml$`, files[0])
+	text, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Regexp(t, `^# Draft cases from stumbles since \d{4}-\d\d-\d\d: confirm the tools, set the split, move into evals/search.yaml.\n`, string(text))
+	type from struct {
+		Run, Agent, Reason, Tool, Property string
+	}
+	var cases []struct {
+		Q     string
+		Tools []string
+		Split string
+		From  from
+	}
+	require.NoError(t, yaml.Unmarshal(text, &cases), string(text))
+	require.Len(t, cases, 2, string(text))
+	require.Equal(t, "remind me to ring the supplier: it's urgent", cases[0].Q)
+	require.Equal(t, []string{"os.create_task"}, cases[0].Tools, "the tool the run ended up calling")
+	require.Equal(t, "tune", cases[0].Split)
+	require.Equal(t, from{Run: remind, Agent: agent, Reason: "validation_error", Tool: "os.create_task", Property: "/priority"}, cases[0].From)
+	require.Equal(t, "whats the wether doing tmrw in parramatta", cases[1].Q)
+	require.Empty(t, cases[1].Tools, "no call: no tool fits")
+	require.Equal(t, from{Run: weather, Agent: agent, Reason: "unknown_tool", Tool: "weather.forecast"}, cases[1].From)
+
+	// Again: each is a draft already.
+	code, stdout, stderr = draft("--since", "1h")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "No new stumbles since")
+	files, err = filepath.Glob(filepath.Join(drafts, "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+
+	code, _, stderr = draft("--since", "a while")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "neither a duration")
+}
