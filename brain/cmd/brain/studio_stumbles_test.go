@@ -12,6 +12,7 @@ import (
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/gemhq/gem/sql/telemetry/telemetrytest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,4 +86,32 @@ func TestStudioStumblesInBrowser(t *testing.T) {
 
 	b.do("open an example run", chromedp.Click(chromedp.CSS(task+" .reason-validation a")), chromedp.WaitVisible(chromedp.ID("run-status")))
 	require.Equal(t, "/studio/runs/"+refused.RunID.String(), b.location())
+}
+
+// TestStumblesScraped: the brain serves gem_brain_tool_stumbles_total on /metrics, a made-up tool's name
+// counted under one label.
+func TestStumblesScraped(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	e, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	t.Cleanup(e.Stop)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "a", Name: "rockets__launch", Arguments: `{}`}, {ID: "b", Name: "moon__land", Arguments: `{}`}}},
+		llmfake.Turn{Text: "I cannot do that."})
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
+	resp, status := chatWith(t, a, agent, "launch the rockets", "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+
+	f, status, err := telemetrytest.Scrape(m.Server.URL()+"/metrics", testToken)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, 2.0, f.Value(chat.MetricToolStumbles, "tool", chat.StumbleToolUnknown, "agent", agent, "reason", chat.StumbleUnknownTool))
+	require.NotContains(t, f.AllLabelValues(), "rockets.launch")
 }
