@@ -2321,7 +2321,7 @@ CREATE VIEW public.brain_tool_attempts AS
      LEFT JOIN public.core_tool_receipts r ON (((r.call_id = c.id) AND (c.status <> 'queued'::text))))
   WHERE (c.agent IS NOT NULL)
 UNION ALL
- SELECT m.created_at AS at,
+ SELECT run.created_at AS at,
     m.run_id,
     run.agent,
     t.tool,
@@ -2342,7 +2342,7 @@ UNION ALL
          LIMIT 1) t)
   WHERE ((m.role = 'tool'::text) AND (m.call_id IS NULL) AND (m.content ~~ '{"error":{"code":%'::text) AND ((e.error ->> 'code'::text) = ANY (ARRAY['validation_error'::text, 'unknown_tool'::text, 'tool_not_enabled'::text])))
 UNION ALL
- SELECT max(a.created_at) AS at,
+ SELECT run.created_at AS at,
     run.id AS run_id,
     run.agent,
     (array_agg(replace((public.gem_jsonb_or_null((tc.value ->> 'arguments'::text)) ->> 'name'::text), '__'::text, '.'::text) ORDER BY a.id DESC, tc.ordinality DESC) FILTER (WHERE ((tc.value ->> 'name'::text) = 'describe_tool'::text)))[1] AS tool,
@@ -2356,7 +2356,7 @@ UNION ALL
      JOIN public.agent_messages a ON (((a.run_id = run.id) AND (a.role = 'assistant'::text) AND (a.tool_calls IS NOT NULL))))
      CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
   WHERE ((run.mode = 'chat'::text) AND (run.completed_at IS NOT NULL) AND (cardinality(run.call_ids) = 0) AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
-  GROUP BY run.id, run.agent, run.requested_by, run.approved_by;
+  GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by;
 
 COMMENT ON VIEW public.brain_tool_attempts IS 'every attempt an agent made at a tool (calls and calls a chat refused), and chat runs that searched for tools and made no call; reason says how one stumbled';
 

@@ -18,7 +18,8 @@ $$;
 -- +goose StatementEnd
 
 -- One row per attempt an agent made at a tool, and per chat run that searched for tools and made no call.
--- reason is NULL for an attempt that did not stumble, else validation_error, unknown_tool, tool_not_enabled
+-- at is the call's creation, or its run's for what a chat's messages record (so a window on at reads the runs
+-- of that window by their index, not every message). reason is NULL for an attempt that did not stumble, else validation_error, unknown_tool, tool_not_enabled
 -- or search_no_call; property is the first violation's JSON pointer for validation_error; query is the last
 -- search_tools query of a search_no_call run. Chat runs refuse a call the agent may not make, or whose
 -- arguments do not match the schema, before any call exists: those are read from the tool message the
@@ -44,7 +45,7 @@ CREATE VIEW brain_tool_attempts AS
      LEFT JOIN core_tool_receipts r ON (((r.call_id = c.id) AND (c.status <> 'queued'::text))))
   WHERE (c.agent IS NOT NULL)
 UNION ALL
- SELECT m.created_at AS at,
+ SELECT run.created_at AS at,
     m.run_id,
     run.agent,
     t.tool,
@@ -66,7 +67,7 @@ UNION ALL
   WHERE ((m.role = 'tool'::text) AND (m.call_id IS NULL) AND (m.content ~~ '{"error":{"code":%'::text)
     AND ((e.error ->> 'code'::text) = ANY (ARRAY['validation_error'::text, 'unknown_tool'::text, 'tool_not_enabled'::text])))
 UNION ALL
- SELECT max(a.created_at) AS at,
+ SELECT run.created_at AS at,
     run.id AS run_id,
     run.agent,
     (array_agg(replace((gem_jsonb_or_null((tc.value ->> 'arguments'::text)) ->> 'name'::text), '__'::text, '.'::text) ORDER BY a.id DESC, tc.ordinality DESC)
@@ -83,7 +84,7 @@ UNION ALL
      CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
   WHERE ((run.mode = 'chat'::text) AND (run.completed_at IS NOT NULL) AND (cardinality(run.call_ids) = 0)
     AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
-  GROUP BY run.id, run.agent, run.requested_by, run.approved_by;
+  GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by;
 
 COMMENT ON VIEW brain_tool_attempts IS 'every attempt an agent made at a tool (calls and calls a chat refused), and chat runs that searched for tools and made no call; reason says how one stumbled';
 
