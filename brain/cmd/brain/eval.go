@@ -21,12 +21,14 @@ import (
 )
 
 const evalUsage = `usage: brain eval [-suite all|search] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
+       brain eval -from-receipts [-since 7d] [-out evals/drafts] [-dir evals]
 
 Scores this build's tool selection against the suites in DIR (docs/evals.md): prints each suite's metrics per
 split and every miss with what came instead, and exits 1 when a metric is below its floor in the thresholds
 file (default DIR/thresholds.yaml). Needs DATABASE_URL (a migrated database: the search runs in PostgreSQL)
 and reads the registry and the search's settings as brain serve does (GEM_REGISTRY,
-GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
+GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE). With -from-receipts it writes the agents' stumbles since a time as draft
+cases for a person to confirm instead (docs/evals.md).
 `
 
 // evalSuites are the suites brain eval knows, in the order it runs them.
@@ -34,6 +36,11 @@ var evalSuites = []string{evals.SearchSuite}
 
 // evalCommand runs brain eval.
 func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	for _, a := range args {
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); name == "from-receipts" && strings.HasPrefix(a, "-") {
+			return evalFromReceipts(args, getenv, stdout, stderr)
+		}
+	}
 	flags := flag.NewFlagSet("eval", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.Usage = func() { fmt.Fprint(stderr, evalUsage) }

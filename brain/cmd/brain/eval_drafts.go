@@ -32,12 +32,12 @@ const (
 	evalSuitesDefault = "evals"
 )
 
-const evalDraftsUsage = "usage: brain eval --from-receipts [--since 7d] [--out evals/drafts] [--suites evals]"
+const evalDraftsUsage = "usage: brain eval --from-receipts [--since 7d] [--out evals/drafts] [--dir evals]"
 
 // evalFromReceipts writes the stumbles agents made since a time (docs/evals.md#where-agents-stumble-from-production)
 // as draft cases of the search suite, for a person to confirm and move into evals/search.yaml: a case per run
 // that stumbled, its request as q and the tools the run's calls that succeeded named (none: []). A request
-// already a case of a suite (--suites) or of an earlier draft (--out) is not drafted again. It reads the
+// already a case of a suite (--dir) or of an earlier draft (--out) is not drafted again. It reads the
 // database as brain serve does (DATABASE_URL).
 func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("eval --from-receipts", flag.ContinueOnError)
@@ -45,7 +45,7 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 	flags.Bool("from-receipts", true, "draft cases from the agents' stumbles (this command)")
 	sinceFlag := flags.String("since", evalDraftsSinceDefault, "how far back: a duration (7d, 36h) or a date (2026-11-29)")
 	out := flags.String("out", evalDraftsOutDefault, "the drafts' folder: a file per run, named by its time")
-	suites := flags.String("suites", evalSuitesDefault, "the suites' folder: requests that are cases there are not drafted")
+	suites := flags.String("dir", evalSuitesDefault, "the suites' folder: requests that are cases there are not drafted")
 	if err := flags.Parse(args); err != nil {
 		return flagExit(err)
 	}

@@ -67,7 +67,7 @@ func TestEvalFromReceipts(t *testing.T) {
 	}
 	draft := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
-		code := evalFromReceipts(append([]string{"--from-receipts", "--out", drafts, "--suites", evals}, args...), getenv, &stdout, &stderr)
+		code := cli(append([]string{"eval", "--from-receipts", "--out", drafts, "--dir", evals}, args...), getenv, &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
 
