@@ -67,6 +67,7 @@ func ToolSearchDocument(t *registry.Tool) SearchDocument {
 	}
 	d.Key = hex.EncodeToString(sum.Sum(nil))
 	documents.Store(t, d)
+	vocabulary.add(d.NameWords, d.Description, d.Properties)
 	return d
 }
 
@@ -197,6 +198,17 @@ func ExpandQuery(query string) SearchQuery {
 		for _, t := range targets {
 			if t != phrase {
 				terms = append(terms, t)
+			}
+		}
+		if n == 1 && len(targets) == 0 {
+			// A word no tool and no synonym knows may be a misspelling of one that does ("remnd", "taks").
+			for _, c := range vocabulary.corrections(phrase) {
+				terms = append(terms, c)
+				for _, t := range synonyms[normalizeWord(c)] {
+					if !slices.Contains(terms, t) {
+						terms = append(terms, t)
+					}
+				}
 			}
 		}
 		concept := strings.Join(terms, " or ")

@@ -67,3 +67,29 @@ func TestExpandQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandQueryCorrectsMisspellings: a word no tool or synonym knows that is one dropped or swapped letter
+// from one they do is widened to it (and to its synonyms); known words, short words, numbers and words more
+// than one such slip away are left alone.
+func TestExpandQueryCorrectsMisspellings(t *testing.T) {
+	t.Parallel()
+	words := newWordList("remind task invoice enquiry enquiries inspection", "lead: enquiry, enquiries")
+	for word, want := range map[string][]string{
+		"remnd":     {"remind"},
+		"taks":      {"task"},
+		"invocie":   {"invoice"},
+		"enquries":  {"enquiries"},
+		"inspecton": {"inspection"},
+		"remind":    nil, // known
+		"tsk":       nil, // too short to tell
+		"rmnd":      nil, // two letters dropped
+		"bemind":    nil, // another first letter
+		"remindx":   nil, // an added letter is a different word as often as a slip
+		"2044":      nil,
+	} {
+		require.Equal(t, want, words.corrections(word), word)
+	}
+	// Through the real vocabulary: the synonyms' words are known from the start.
+	q := ExpandQuery("postpne the chore")
+	require.Contains(t, q.Concepts, "postpne or postpone or defer")
+}
