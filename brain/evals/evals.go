@@ -40,10 +40,11 @@ type Report struct {
 // SplitReport is a suite's metrics over one split.
 type SplitReport struct {
 	Split string `json:"split"`
-	// Cases is how many cases the split has; Relevant how many expect a tool or call, Irrelevant how many
-	// expect none.
+	// Cases is how many cases the split has; Relevant how many expect a tool or call, Asks how many expect a
+	// question back (plan suite), Irrelevant how many expect none.
 	Cases      int `json:"cases"`
 	Relevant   int `json:"relevant"`
+	Asks       int `json:"asks,omitempty"`
 	Irrelevant int `json:"irrelevant"`
 	// Metrics are the suite's measures, each from 0 to 1 (docs/evals.md names them).
 	Metrics map[string]float64 `json:"metrics"`

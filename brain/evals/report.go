@@ -18,7 +18,11 @@ func (r *Report) WriteText(w io.Writer) {
 	metrics := map[string]bool{}
 	for _, s := range r.Splits {
 		header = append(header, s.Split)
-		counts = append(counts, fmt.Sprintf("%d (%d + %d none)", s.Cases, s.Relevant, s.Irrelevant))
+		if s.Asks > 0 {
+			counts = append(counts, fmt.Sprintf("%d (%d + %d asks + %d none)", s.Cases, s.Relevant, s.Asks, s.Irrelevant))
+		} else {
+			counts = append(counts, fmt.Sprintf("%d (%d + %d none)", s.Cases, s.Relevant, s.Irrelevant))
+		}
 		for m := range s.Metrics {
 			metrics[m] = true
 		}
@@ -59,7 +63,7 @@ func (r *Report) WriteText(w io.Writer) {
 
 // metricOrder puts the metrics people read first first; others follow by name.
 func metricOrder(m string) string {
-	order := []string{MetricRecall1, MetricRecall3, MetricRecall5, MetricMRR, MetricIrrelevance}
+	order := []string{MetricRecall1, MetricRecall3, MetricRecall5, MetricMRR, MetricExact, MetricPartial, MetricAsks, MetricIrrelevance}
 	for i, o := range order {
 		if o == m {
 			return fmt.Sprintf("%02d", i)
