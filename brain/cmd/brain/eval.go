@@ -13,14 +13,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/evals"
+	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/postgres"
+	"github.com/gemhq/gem/packs/plans"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/sql/gemsql"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-const evalUsage = `usage: brain eval [-suite all|search] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
+const evalUsage = `usage: brain eval [-suite all|search|plan] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
        brain eval -from-receipts [-since 7d] [-out evals/drafts] [-dir evals]
 
 Scores this build's tool selection against the suites in DIR (docs/evals.md): prints each suite's metrics per
@@ -32,7 +35,7 @@ cases for a person to confirm instead (docs/evals.md).
 `
 
 // evalSuites are the suites brain eval knows, in the order it runs them.
-var evalSuites = []string{evals.SearchSuite}
+var evalSuites = []string{evals.SearchSuite, evals.PlanSuite}
 
 // evalCommand runs brain eval.
 func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -135,11 +138,12 @@ func loadAndRunEvals(ctx context.Context, cfg Config, dir string, suites []strin
 		return nil, err
 	}
 	defer pool.Close()
-	return runEvals(ctx, pool, reg, cfg.Chat.ToolSearchMinCoverage, dir, suites)
+	return runEvals(ctx, pool, reg, cfg, dir, suites)
 }
 
-// runEvals runs the suites against this build: the search suite through the brain's own tool search.
-func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, minCoverage float64, dir string, suites []string) ([]*evals.Report, error) {
+// runEvals runs the suites against this build: the search suite through the brain's own tool search, the plan
+// suite through the rules planner.
+func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, cfg Config, dir string, suites []string) ([]*evals.Report, error) {
 	known := func(name string) bool { _, ok := reg.Tool(name); return ok }
 	var reports []*evals.Report
 	for _, suite := range suites {
@@ -154,7 +158,7 @@ func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, m
 			}
 			r, err := evals.RunSearch(ctx, cases, func(ctx context.Context, q string, limit int) (evals.SearchResult, error) {
 				hits, err := postgres.ToolSearch(ctx, pool, reg.Tools(), q, limit)
-				res := evals.SearchResult{Fits: postgres.ToolsFit(hits, minCoverage)}
+				res := evals.SearchResult{Fits: postgres.ToolsFit(hits, cfg.Chat.ToolSearchMinCoverage)}
 				for _, h := range hits {
 					res.Hits = append(res.Hits, evals.SearchHit{Tool: h.Tool.Name, Score: h.Score, Coverage: h.Coverage})
 				}
@@ -164,9 +168,31 @@ func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, m
 				return nil, err
 			}
 			reports = append(reports, r)
+		case evals.PlanSuite:
+			r, err := runPlanEval(ctx, reg, cfg, dir)
+			if err != nil {
+				return nil, err
+			}
+			reports = append(reports, r)
 		}
 	}
 	return reports, nil
+}
+
+// runPlanEval runs the plan suite through the rules planner built as brain serve builds it, reading dates in
+// the suite's zone (so the suite means the same wherever it runs).
+func runPlanEval(ctx context.Context, reg *registry.Registry, cfg Config, dir string) (*evals.Report, error) {
+	suite, err := evals.LoadPlan(dir, reg)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := planner.NewRulesPlanner(reg, plans.Rules, suite.Location, cfg.PhoneRegion)
+	if err != nil {
+		return nil, err
+	}
+	return evals.RunPlan(ctx, suite, reg, func(ctx context.Context, message string, now time.Time) (*brain.Plan, error) {
+		return rules.Plan(ctx, brain.PlanRequest{Message: message, Now: now})
+	})
 }
 
 // printEvals prints the reports (only the split asked for) and holds them to the thresholds: 1 when one is
