@@ -44,7 +44,13 @@ func TestEvalSuitesHoldTheirFloors(t *testing.T) {
 	var got evalJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 	require.Empty(t, got.BelowFloor)
-	require.Len(t, got.Reports, len(evalSuites))
+	var withFile []string // every suite evals/ has a file for is run and held to its floors
+	for _, s := range evalSuites {
+		if _, err := os.Stat(filepath.Join(dir, s+".yaml")); err == nil {
+			withFile = append(withFile, s)
+		}
+	}
+	require.Len(t, got.Reports, len(withFile))
 	thresholds, err := evals.LoadThresholds(filepath.Join(dir, "thresholds.yaml"))
 	require.NoError(t, err)
 	for _, r := range got.Reports {
