@@ -75,14 +75,14 @@ func (m *Match) PhoneIn(text, field string) (loc []int, n phone.Number, err erro
 // or none when it has no enum.
 func (m *Match) EnumValues(prop string) []string { return enumOf(m.Tool, prop) }
 
-// Enum is v when the rule's tool allows it for prop (or prop has no enum); otherwise an error naming the
-// values it allows.
+// Enum is v when the rule's tool allows it for prop (or prop has no enum); otherwise a question about prop
+// (a MissingError) naming the values it allows.
 func (m *Match) Enum(prop, v string) (string, error) {
 	allowed := enumOf(m.Tool, prop)
 	if len(allowed) == 0 || slices.Contains(allowed, v) {
 		return v, nil
 	}
-	return "", fmt.Errorf("%q is not a %s; use one of %s", v, prop, strings.Join(allowed, ", "))
+	return "", Missing(prop, fmt.Sprintf("%q is not a %s; use one of %s", v, prop, strings.Join(allowed, ", ")))
 }
 
 var placeInRe = regexp.MustCompile(`\bin\s+([A-Z][a-zA-Z'-]+(?:\s+[A-Z][a-zA-Z'-]+){0,2})`)

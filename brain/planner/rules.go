@@ -433,7 +433,8 @@ func Normalize(text string) string {
 	return strings.ToLower(strings.Join(strings.Fields(strings.NewReplacer("-", " ", "_", " ").Replace(text)), "_"))
 }
 
-// EnumValue matches free text ("inspection scheduled") to one of values ("inspection_scheduled").
+// EnumValue matches free text ("inspection scheduled") to one of values ("inspection_scheduled"); text that
+// is none of them is a question about prop (a MissingError), naming the values.
 func EnumValue(values []string, prop, text string) (string, error) {
 	want := Normalize(text)
 	for _, v := range values {
@@ -441,7 +442,7 @@ func EnumValue(values []string, prop, text string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("%q is not a %s; use one of %s", text, prop, strings.Join(values, ", "))
+	return "", Missing(prop, fmt.Sprintf("%q is not a %s; use one of %s", text, prop, strings.Join(values, ", ")))
 }
 
 var listSepRe = regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`)

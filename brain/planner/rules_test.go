@@ -454,6 +454,9 @@ func TestRulesAskForWhatIsMissing(t *testing.T) {
 		{"check in: energy high", "stress", "how is your stress"},
 		{"undo the last action", "call_id", "which call should I undo?"},
 		{"write a gmb post about roof restorations", "suburb_or_region", "for which suburb or region?"},
+		// A value the tool does not allow is asked about too, naming the field and the values it allows.
+		{"move the lead to negotiating", "stage", `"negotiating" is not a stage; use one of new, contacted`},
+		{"set task " + id + " priority to sometime", "priority", `"sometime" is not a priority; use one of low`},
 	} {
 		t.Run(tt.message, func(t *testing.T) {
 			_, err := p.Plan(context.Background(), brain.PlanRequest{Message: tt.message, Now: now})

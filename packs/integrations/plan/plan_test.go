@@ -78,16 +78,17 @@ func TestRulesPlan(t *testing.T) {
 		{"get the google ads summary", integrationspack.AdsPullSummary, `{"channel": "google_ads", "from": "2026-10-19", "to": "2026-11-18"}`},
 	})
 
-	// Asked: the contact a sync goes to, a since that is no time. Refused: a stage the tool does not take.
+	// Asked: the contact a sync goes to, a since that is no time, a stage the tool does not take (with the
+	// stages it takes).
 	for message, field := range map[string]string{
 		"sync the quote to highlevel":                              "highlevel_contact_id",
 		"sync highlevel contacts since 2026-02-30":                 "since",
 		"sync highlevel contacts since 2026-01-01T25:00:00+11:00":  "since",
-		"move highlevel contact hl-1 to somewhere else altogether": "",
+		"move highlevel contact hl-1 to somewhere else altogether": "stage",
 	} {
 		asked, said := plantest.Refused(t, p, now, message)
 		require.Equal(t, field, asked, message)
-		if field == "" {
+		if field == "stage" {
 			require.Contains(t, said, "inspection_scheduled", "%s: the stages it takes", message)
 		}
 	}
