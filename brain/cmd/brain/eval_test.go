@@ -131,6 +131,22 @@ func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
 		"floor above one":  {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "search:\n  tune: {mrr: 85}\n"}, code: 1, says: "a floor is from 0 to 1"},
 		"unknown suite":    {files: map[string]string{"search.yaml": suite}, args: []string{"-suite", "serch"}, code: 2, says: `-suite "serch" is not all or one of`},
 		"unknown split":    {files: map[string]string{"search.yaml": suite}, args: []string{"-split", "test"}, code: 2, says: `-split "test"`},
+		"plan: unknown check": {files: map[string]string{"plan.yaml": planSuite + "- message: add a task to call Ann\n  calls:\n    - tool: os.create_task\n      args: {title: {like: Ann}}\n  split: tune\n"},
+			code: 1, says: `case 1 ("add a task to call Ann"): call 1: title: unknown check "like"`},
+		"plan: unknown property": {files: map[string]string{"plan.yaml": planSuite + "- message: add a task to call Ann\n  calls:\n    - tool: os.create_task\n      args: {titel: {exact: Ann}}\n  split: tune\n"},
+			code: 1, says: `case 1 ("add a task to call Ann"): call 1: os.create_task has no input property "titel"`},
+		"plan: unknown tool": {files: map[string]string{"plan.yaml": planSuite + "- message: snooze it\n  calls:\n    - tool: os.snooze_task\n  split: tune\n"},
+			code: 1, says: `case 1 ("snooze it"): call 1: unknown tool "os.snooze_task"`},
+		"plan: two checks": {files: map[string]string{"plan.yaml": planSuite + "- message: add a task to call Ann\n  calls:\n    - tool: os.create_task\n      args: {title: {exact: Ann, present: true}}\n  split: tune\n"},
+			code: 1, says: "not 2 of them"},
+		"plan: bad date": {files: map[string]string{"plan.yaml": planSuite + "- message: add a task to call Ann\n  calls:\n    - tool: os.create_task\n      args: {due_at: {date: next fortnight}}\n  split: tune\n"},
+			code: 1, says: `due_at: date "next fortnight" is not a day`},
+		"plan: bad pattern": {files: map[string]string{"plan.yaml": planSuite + "- message: add a task to call Ann\n  calls:\n    - tool: os.create_task\n      args: {title: {pattern: '(Ann'}}\n  split: tune\n"},
+			code: 1, says: "title: pattern: error parsing regexp"},
+		"plan: neither calls nor asks": {files: map[string]string{"plan.yaml": planSuite + "- message: add a task\n  split: tune\n"}, code: 1, says: "calls or asks is missing"},
+		"plan: no timezone":            {files: map[string]string{"plan.yaml": "now: 2026-03-02T09:00:00+11:00\ncases:\n- message: hi\n  calls: []\n  split: tune\n"}, code: 1, says: "timezone is missing"},
+		"plan: no now":                 {files: map[string]string{"plan.yaml": "timezone: Australia/Sydney\ncases:\n- message: hi\n  calls: []\n  split: tune\n"}, code: 1, says: `now "" is not a time`},
+		"plan: misspelt metric":        {files: map[string]string{"plan.yaml": planSuite + "- message: hi\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevant: 0.5}\n"}, code: 1, says: `no metric "irrelevant"`},
 	} {
 		dir := write(c.files)
 		code, _, errText := evalCLI(t, dbURL, append([]string{"-dir", dir}, c.args...)...)
@@ -168,4 +184,88 @@ func TestToolSearchMinCoverageFromEnv(t *testing.T) {
 		_, err := coverage(v)
 		require.ErrorContains(t, err, "GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE", v)
 	}
+}
+
+// planSuite is a plan suite's header: Monday 2 March 2026, 09:00 in Sydney.
+const planSuite = "now: 2026-03-02T09:00:00+11:00\ntimezone: Australia/Sydney\ncases:\n"
+
+// TestEvalPlanChecks: every kind of argument check holds when the planned argument meets it and is a miss,
+// naming the check and the value planned, when it does not; a question back about another field, and a plan
+// where none was expected, are misses too. Passing cases are tune, failing ones held out.
+func TestEvalPlanChecks(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	task := func(name, args, split string) string {
+		return "- message: create a task to call " + name + " tomorrow\n  calls:\n    - tool: os.create_task\n      args: " + args + "\n  split: " + split + "\n"
+	}
+	suite := planSuite +
+		task("John", `{title: {pattern: '(?i)^call john$'}, due_at: {date: tomorrow 17:00}, domain: {exact: business}, priority: {one_of: [normal, high]}}`, "tune") +
+		task("Ann", `{title: {present: true}, due_at: {date: tomorrow}}`, "tune") +
+		task("Bob", `{domain: {exact: personal}}`, "held_out") +
+		task("Sue", `{priority: {one_of: [low, high]}}`, "held_out") +
+		task("Joe", `{title: {pattern: '^Ring'}}`, "held_out") +
+		task("Kim", `{due_at: {date: next friday}}`, "held_out") +
+		task("Lee", `{due_at: {date: tomorrow 09:00}}`, "held_out") +
+		task("Max", `{description: {present: true}}`, "held_out") + `
+- message: new lead Bob Smith 0412 345 678
+  asks: suburb
+  split: tune
+- message: new lead Bob Jones 0412 345 679
+  asks: phone
+  split: held_out
+- message: tell me a joke about plumbers
+  calls: []
+  split: tune
+- message: list my tasks
+  calls: []
+  split: held_out
+`
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(suite), 0o644))
+	code, out, errText := evalCLI(t, dbURL, "-dir", dir, "-json")
+	require.Equal(t, 0, code, errText)
+	var got evalJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got.Reports, 1)
+	r := got.Reports[0]
+	require.Equal(t, evals.PlanSuite, r.Suite)
+	for split, want := range map[string]map[string]float64{
+		evals.SplitTune:    {evals.MetricExact: 1, evals.MetricPartial: 1, evals.MetricAsks: 1, evals.MetricIrrelevance: 1},
+		evals.SplitHeldOut: {evals.MetricExact: 0, evals.MetricPartial: 1, evals.MetricAsks: 0, evals.MetricIrrelevance: 0},
+	} {
+		for metric, v := range want {
+			got, ok := r.Metric(split, metric)
+			require.True(t, ok, "%s %s", split, metric)
+			require.Equal(t, v, got, "%s %s: %+v", split, metric, r.Misses)
+		}
+	}
+	misses := map[string]evals.Miss{}
+	for _, m := range r.Misses {
+		require.Equal(t, evals.SplitHeldOut, m.Split, "a tune case passes: %+v", m)
+		misses[m.Case] = m
+	}
+	require.Len(t, misses, 8)
+	for message, says := range map[string]string{
+		"create a task to call Bob tomorrow": `domain: exact "personal", not "business"`,
+		"create a task to call Sue tomorrow": `priority: one_of ["low","high"], not "normal"`,
+		"create a task to call Joe tomorrow": `title: pattern "^Ring", not "call Joe"`,
+		"create a task to call Kim tomorrow": `due_at: date next friday, not "2026-03-03T17:00:00+11:00"`,
+		"create a task to call Lee tomorrow": `due_at: date tomorrow 09:00, not "2026-03-03T17:00:00+11:00"`,
+		"create a task to call Max tomorrow": `description: present true, not absent`,
+	} {
+		require.Contains(t, misses[message].Want, says, message)
+		require.Contains(t, misses[message].Got, `os.create_task {"title":"call `, message)
+	}
+	require.Equal(t, "a question about phone", misses["new lead Bob Jones 0412 345 679"].Want)
+	require.Contains(t, misses["new lead Bob Jones 0412 345 679"].Got, "asked about suburb")
+	require.Equal(t, "nothing planned", misses["list my tasks"].Want)
+	require.Contains(t, misses["list my tasks"].Got, "os.list_tasks")
+
+	// A floor the planner does not reach fails, naming the metric; the misses are printed.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "thresholds.yaml"), []byte("plan:\n  held_out: {exact: 0.5, asks: 0}\n"), 0o644))
+	code, out, errText = evalCLI(t, dbURL, "-dir", dir)
+	require.Equal(t, 1, code, errText)
+	require.Contains(t, errText, "plan held_out exact is 0.0000, below its floor 0.5")
+	require.NotContains(t, errText, "asks")
+	require.Contains(t, out, `"create a task to call Bob tomorrow"`)
 }
