@@ -208,9 +208,10 @@ func loadCheck(prop string, written map[string]any, now time.Time) (ArgCheck, er
 		return ArgCheck{}, fmt.Errorf("a check is one of %s, with its value ({exact: 3}), not %d of them", strings.Join(checkKinds, ", "), len(written))
 	}
 	var kind string
-	var v any
-	for kind, v = range written {
+	for k := range written {
+		kind = k
 	}
+	v := written[kind]
 	c := ArgCheck{Property: prop, Kind: kind, Written: fmt.Sprintf("%s %s", kind, compactJSON(v))}
 	switch kind {
 	case CheckExact:
