@@ -146,7 +146,9 @@ func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
 		"plan: neither calls nor asks": {files: map[string]string{"plan.yaml": planSuite + "- message: add a task\n  split: tune\n"}, code: 1, says: "calls or asks is missing"},
 		"plan: no timezone":            {files: map[string]string{"plan.yaml": "now: 2026-03-02T09:00:00+11:00\ncases:\n- message: hi\n  calls: []\n  split: tune\n"}, code: 1, says: "timezone is missing"},
 		"plan: no now":                 {files: map[string]string{"plan.yaml": "timezone: Australia/Sydney\ncases:\n- message: hi\n  calls: []\n  split: tune\n"}, code: 1, says: `now "" is not a time`},
-		"plan: misspelt metric":        {files: map[string]string{"plan.yaml": planSuite + "- message: hi\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevant: 0.5}\n"}, code: 1, says: `no metric "irrelevant"`},
+		"plan: below a floor": {files: map[string]string{"plan.yaml": planSuite + "- message: list my tasks\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevance: 0.5}\n"},
+			code: 1, says: "plan tune irrelevance is 0.0000, below its floor 0.5"},
+		"plan: misspelt metric": {files: map[string]string{"plan.yaml": planSuite + "- message: hi\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevant: 0.5}\n"}, code: 1, says: `no metric "irrelevant"`},
 	} {
 		dir := write(c.files)
 		code, _, errText := evalCLI(t, dbURL, append([]string{"-dir", dir}, c.args...)...)
