@@ -648,81 +648,13 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 	for i, tc := range calls {
 		o := &toolOutcome{msg: postgres.SessionMessage{Message: llm.Message{Role: "tool", ToolCallID: tc.ID}}, report: brain.ChatToolCall{Tool: tc.Name, Iteration: iteration}}
 		outcomes[i] = o
-		if i >= c.maxCalls {
-			// The answer as kept and sent again (calls is its slice) holds no arguments of calls not made.
-			calls[i].Arguments = "{}"
-			o.fail(codeTooManyToolCalls, fmt.Sprintf("this answer asked for %d tool calls and one answer may make at most %d: this call (number %d) was not made; "+
-				"make the calls still needed in a later answer", len(calls), c.maxCalls, i+1), nil)
-			o.report.Status = brain.ChatCallTooMany
-			continue
-		}
-		if n := len(tc.Arguments); n > toolArgumentsMax {
-			calls[i].Arguments = "{}"
-			o.fail(registry.CodeValidation, fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax), nil)
-			o.report.Status = brain.ChatCallInvalidArguments
-			c.stumbled(r.agent.Slug, tc.Name, StumbleValidation)
-			continue
-		}
-		if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
-			o.msg.Content, o.msg.IsError = c.answerSkillMeta(ctx, r, tc)
-			o.report.Status = brain.ChatCallAnswered
-			continue
-		}
-		if r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool) {
-			r.noteSearch(tc)
-			o.msg.Content, o.msg.IsError = c.answerMeta(ctx, r, tc)
-			o.report.Status = brain.ChatCallAnswered
-			continue
-		}
-		if r.agent.CodeMode && tc.Name == metaRunCode {
-			// Run once the answer is journaled: a program makes calls, which must belong to a journaled step.
-			o.program = &calls[i]
-			o.msg.Content, o.msg.IsError, o.msg.AwaitingReceipt = programRunning, false, true
-			o.report.Status = brain.ChatCallAnswered
-			continue
-		}
-		tool, ok := r.tools.Tool(tc.Name)
-		switch {
-		case !ok:
-			_, inRegistry := c.reg.Tool(registry.DottedName(tc.Name))
-			code, status := registry.CodeUnknownTool, brain.ChatCallUnknownTool
-			if inRegistry {
-				code, status = registry.CodeToolNotEnabled, brain.ChatCallNotEnabled
-			}
-			o.fail(code, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
-			o.report.Status = status
-			c.stumbled(r.agent.Slug, tc.Name, string(code))
-			continue
-		case !r.visible[tool.Name]:
-			o.report.Tool = tool.Name
-			o.fail(codeSkillNotLoaded, r.notLoaded(tool.Name), nil)
-			o.report.Status = brain.ChatCallSkillNotLoaded
-			continue
-		case !r.offered[tool.Name]:
-			o.report.Tool = tool.Name
-			o.fail(codeNotDescribed, fmt.Sprintf("call %s with the name %s after describing it with %s", metaDescribeTool, tc.Name, metaDescribeTool), nil)
-			o.report.Status = brain.ChatCallInvalidArguments
-			continue
-		}
-		o.report.Tool, o.tool = tool.Name, tool
-		input, err := llm.InputFromArguments(tool, tc.Arguments)
-		if err == nil {
-			err = tool.ValidateInput(input)
-		}
-		if err != nil {
-			var details any
-			var ve *registry.ValidationError
-			if errors.As(err, &ve) {
-				registry.RedactViolations(tool, ve.Violations)
-				details = map[string]any{"violations": ve.Violations}
-			}
-			o.fail(registry.CodeValidation, "the arguments were not used: "+err.Error(), details)
-			o.report.Status = brain.ChatCallInvalidArguments
-			c.stumbled(r.agent.Slug, tool.Name, StumbleValidation)
+		tool, input := c.screenCall(ctx, r, calls, i, o)
+		if tool == nil {
 			continue
 		}
 		r.noteSecrets(tool, input)
-		if input, err = brain.SealInput(c.reg, tool.Name, input); err != nil {
+		input, err := brain.SealInput(c.reg, tool.Name, input)
+		if err != nil {
 			e := brain.AsError(err)
 			o.fail(registry.CodeNotConfigured, e.Message, nil)
 			o.report.Status = brain.ChatCallInvalidArguments
@@ -868,6 +800,87 @@ func (c *Chat) runToolCalls(ctx context.Context, r *chatRun, iteration int, turn
 		r.resp.ToolCalls = append(r.resp.ToolCalls, o.report)
 	}
 	return results, nil
+}
+
+// screenCall screens call i of an LLM answer as the loop does before making it: it answers a meta-tool,
+// refuses a call that is malformed, disallowed or beyond the answer's cap (o then holds the tool message),
+// or returns the call's tool and its input, read back from the arguments and valid against the tool's schema.
+func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall, i int, o *toolOutcome) (*registry.Tool, json.RawMessage) {
+	tc := calls[i]
+	if i >= c.maxCalls {
+		// The answer as kept and sent again (calls is its slice) holds no arguments of calls not made.
+		calls[i].Arguments = "{}"
+		o.fail(codeTooManyToolCalls, fmt.Sprintf("this answer asked for %d tool calls and one answer may make at most %d: this call (number %d) was not made; "+
+			"make the calls still needed in a later answer", len(calls), c.maxCalls, i+1), nil)
+		o.report.Status = brain.ChatCallTooMany
+		return nil, nil
+	}
+	if n := len(tc.Arguments); n > toolArgumentsMax {
+		calls[i].Arguments = "{}"
+		o.fail(registry.CodeValidation, fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax), nil)
+		o.report.Status = brain.ChatCallInvalidArguments
+		c.stumbled(r.agent.Slug, tc.Name, StumbleValidation)
+		return nil, nil
+	}
+	if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
+		o.msg.Content, o.msg.IsError = c.answerSkillMeta(ctx, r, tc)
+		o.report.Status = brain.ChatCallAnswered
+		return nil, nil
+	}
+	if r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool) {
+		r.noteSearch(tc)
+		o.msg.Content, o.msg.IsError = c.answerMeta(ctx, r, tc)
+		o.report.Status = brain.ChatCallAnswered
+		return nil, nil
+	}
+	if r.agent.CodeMode && tc.Name == metaRunCode {
+		// Run once the answer is journaled: a program makes calls, which must belong to a journaled step.
+		o.program = &calls[i]
+		o.msg.Content, o.msg.IsError, o.msg.AwaitingReceipt = programRunning, false, true
+		o.report.Status = brain.ChatCallAnswered
+		return nil, nil
+	}
+	tool, ok := r.tools.Tool(tc.Name)
+	switch {
+	case !ok:
+		_, inRegistry := c.reg.Tool(registry.DottedName(tc.Name))
+		code, status := registry.CodeUnknownTool, brain.ChatCallUnknownTool
+		if inRegistry {
+			code, status = registry.CodeToolNotEnabled, brain.ChatCallNotEnabled
+		}
+		o.fail(code, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
+		o.report.Status = status
+		c.stumbled(r.agent.Slug, tc.Name, string(code))
+		return nil, nil
+	case !r.visible[tool.Name]:
+		o.report.Tool = tool.Name
+		o.fail(codeSkillNotLoaded, r.notLoaded(tool.Name), nil)
+		o.report.Status = brain.ChatCallSkillNotLoaded
+		return nil, nil
+	case !r.offered[tool.Name]:
+		o.report.Tool = tool.Name
+		o.fail(codeNotDescribed, fmt.Sprintf("call %s with the name %s after describing it with %s", metaDescribeTool, tc.Name, metaDescribeTool), nil)
+		o.report.Status = brain.ChatCallInvalidArguments
+		return nil, nil
+	}
+	o.report.Tool, o.tool = tool.Name, tool
+	input, err := llm.InputFromArguments(tool, tc.Arguments)
+	if err == nil {
+		err = tool.ValidateInput(input)
+	}
+	if err != nil {
+		var details any
+		var ve *registry.ValidationError
+		if errors.As(err, &ve) {
+			registry.RedactViolations(tool, ve.Violations)
+			details = map[string]any{"violations": ve.Violations}
+		}
+		o.fail(registry.CodeValidation, "the arguments were not used: "+err.Error(), details)
+		o.report.Status = brain.ChatCallInvalidArguments
+		c.stumbled(r.agent.Slug, tool.Name, StumbleValidation)
+		return nil, nil
+	}
+	return tool, input
 }
 
 // databaseAway is a journal write that found the database away (gemsql.DatabaseAway).

@@ -31,6 +31,10 @@ var Splits = []string{SplitTune, SplitHeldOut}
 type Report struct {
 	// Suite is the suite's name: search, plan or chat.
 	Suite string `json:"suite"`
+	// Model is the model the chat suite asked; "" for the other suites.
+	Model string `json:"model,omitempty"`
+	// Skipped says why a suite was not run (the chat suite without a model); it then has no splits.
+	Skipped string `json:"skipped,omitempty"`
 	// Splits holds the metrics of each split that has cases, in Splits order.
 	Splits []SplitReport `json:"splits"`
 	// Misses are the cases that failed, in file order, each with what came instead.
@@ -135,6 +139,10 @@ func LoadThresholds(path string) (Thresholds, error) {
 func (t Thresholds) Check(r *Report) []string {
 	var failed []string
 	splits := t[r.Suite]
+	name := r.Suite
+	if r.Model != "" {
+		name += " (" + r.Model + ")"
+	}
 	for _, split := range Splits {
 		if !slices.ContainsFunc(r.Splits, func(s SplitReport) bool { return s.Split == split }) {
 			continue // not scored in this run (brain eval -split)
@@ -150,9 +158,9 @@ func (t Thresholds) Check(r *Report) []string {
 			v, ok := r.Metric(split, m)
 			switch {
 			case !ok:
-				failed = append(failed, fmt.Sprintf("%s %s: no metric %q (a floor must name a metric the suite reports)", r.Suite, split, m))
+				failed = append(failed, fmt.Sprintf("%s %s: no metric %q (a floor must name a metric the suite reports)", name, split, m))
 			case v < floor:
-				failed = append(failed, fmt.Sprintf("%s %s %s is %.4f, below its floor %.4g", r.Suite, split, m, v, floor))
+				failed = append(failed, fmt.Sprintf("%s %s %s is %.4f, below its floor %.4g", name, split, m, v, floor))
 			}
 		}
 	}

@@ -235,6 +235,9 @@ func loadCheck(prop string, written map[string]any, now time.Time) (ArgCheck, er
 		}
 		c.pattern = re
 	case CheckDate:
+		if now.IsZero() {
+			return c, errors.New("date checks need a suite's now (the plan suite's header); this suite has none")
+		}
 		s, ok := v.(string)
 		if !ok {
 			return c, errors.New("date takes a date relative to the suite's now (tomorrow 17:00, next friday, +3d)")
@@ -383,6 +386,11 @@ func (c ArgCheck) holds(input map[string]any, loc *time.Location) (bool, string)
 	if !ok {
 		return false, "absent"
 	}
+	return c.holdsValue(v, loc)
+}
+
+// holdsValue says whether the check holds for an argument's value, and what the value is, for a miss.
+func (c ArgCheck) holdsValue(v any, loc *time.Location) (bool, string) {
 	got := compactJSON(v)
 	switch c.Kind {
 	case CheckPresent:
@@ -646,11 +654,3 @@ func firstLine(s string) string {
 	return cut(line, 120)
 }
 
-// cut shortens s to n runes, with an ellipsis.
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}

@@ -1,0 +1,51 @@
+package evals
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Check says why v, the argument's value (as JSON reads it back), fails the check; nil when it holds. A
+// pattern matches a string, or the JSON of any other value; a date is read in loc when it has no zone.
+func (c ArgCheck) Check(v any, loc *time.Location) error {
+	if ok, got := c.holdsValue(v, loc); !ok {
+		return fmt.Errorf("%s is %s, not %s", c.Property, got, c.Written)
+	}
+	return nil
+}
+
+// CheckInput checks the argument at c.Property of a call's input: an absent argument fails every check.
+func (c ArgCheck) CheckInput(input map[string]any, loc *time.Location) error {
+	if ok, got := c.holds(input, loc); !ok {
+		return fmt.Errorf("%s is %s, not %s", c.Property, got, c.Written)
+	}
+	return nil
+}
+
+// loadChecks reads a call's checks as written (property → {kind: value}), sorted by property, dates relative
+// to now; has says whether the tool's input has a top-level property, so a misspelt one fails the load.
+func loadChecks(written map[string]map[string]any, has func(prop string) bool, now time.Time) ([]ArgCheck, []string) {
+	props := make([]string, 0, len(written))
+	for p := range written {
+		props = append(props, p)
+	}
+	sort.Strings(props)
+	var checks []ArgCheck
+	var problems []string
+	for _, prop := range props {
+		top, _, _ := strings.Cut(prop, ".")
+		if !has(top) {
+			problems = append(problems, fmt.Sprintf("no input property %q", top))
+			continue
+		}
+		c, err := loadCheck(prop, written[prop], now)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", prop, err))
+			continue
+		}
+		checks = append(checks, c)
+	}
+	return checks, problems
+}
