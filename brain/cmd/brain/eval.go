@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/gemhq/gem/brain"
+	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/evals"
+	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/brain/planner"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/packs/plans"
@@ -23,19 +25,26 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-const evalUsage = `usage: brain eval [-suite all|search|plan] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
+const evalUsage = `usage: brain eval [-suite all|search|plan|chat] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
+                  [-llm [MODEL]]...
        brain eval -from-receipts [-since 7d] [-out evals/drafts] [-dir evals]
 
 Scores this build's tool selection against the suites in DIR (docs/evals.md): prints each suite's metrics per
 split and every miss with what came instead, and exits 1 when a metric is below its floor in the thresholds
 file (default DIR/thresholds.yaml). Needs DATABASE_URL (a migrated database: the search runs in PostgreSQL)
 and reads the registry and the search's settings as brain serve does (GEM_REGISTRY,
-GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE). With -from-receipts it writes the agents' stumbles since a time as draft
-cases for a person to confirm instead (docs/evals.md).
+GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
+
+The chat suite talks to a model: -llm runs it against the configured LLM (GEM_LLM_*), with its model or
+MODEL; -llm given again with another MODEL runs it against that one too, and prints them side by side.
+Without -llm the chat suite is skipped. No call is made: each call's result is the case's.
+
+With -from-receipts it writes the agents' stumbles since a time as draft cases for a person to confirm
+instead (docs/evals.md).
 `
 
 // evalSuites are the suites brain eval knows, in the order it runs them.
-var evalSuites = []string{evals.SearchSuite, evals.PlanSuite}
+var evalSuites = []string{evals.SearchSuite, evals.PlanSuite, evals.ChatSuite}
 
 // evalCommand runs brain eval.
 func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -52,7 +61,9 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 	dir := flags.String("dir", "evals", "the folder holding the suites")
 	thresholdsPath := flags.String("thresholds", "", "the floors to hold (default DIR/thresholds.yaml; none for none)")
 	asJSON := flags.Bool("json", false, "print the reports as JSON")
-	if err := flags.Parse(args); err != nil {
+	var models evalModels
+	flags.Var(&models, "llm", "run the chat suite against the configured LLM, with MODEL (again: another model, side by side)")
+	if err := flags.Parse(withBareLLM(args)); err != nil {
 		return flagExit(err)
 	}
 	if flags.NArg() > 0 {
@@ -113,9 +124,22 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "brain eval: DATABASE_URL is not set (the tool search runs in PostgreSQL; make eval starts a private one)")
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	var lm *evalLLM
+	if len(models) > 0 {
+		client, err := llm.New(cfg.LLM, nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "brain eval: -llm:", err)
+			return 2
+		}
+		lm = &evalLLM{client: client, models: models, chat: cfg.Chat}
+	}
+	timeout := 10 * time.Minute
+	if lm != nil {
+		timeout += time.Duration(len(lm.models)) * 30 * time.Minute // a model answers a few times per case
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	reports, err := loadAndRunEvals(ctx, cfg, *dir, suites)
+	reports, err := loadAndRunEvals(ctx, cfg, *dir, suites, lm)
 	if err != nil {
 		fmt.Fprintln(stderr, "brain eval:", err)
 		return 1
@@ -124,7 +148,7 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 }
 
 // loadAndRunEvals loads the registry and opens the database as brain serve does, then runs the suites.
-func loadAndRunEvals(ctx context.Context, cfg Config, dir string, suites []string) ([]*evals.Report, error) {
+func loadAndRunEvals(ctx context.Context, cfg Config, dir string, suites []string, lm *evalLLM) ([]*evals.Report, error) {
 	path, err := registry.Find(cfg.RegistryPath)
 	if err != nil {
 		return nil, err
@@ -138,12 +162,13 @@ func loadAndRunEvals(ctx context.Context, cfg Config, dir string, suites []strin
 		return nil, err
 	}
 	defer pool.Close()
-	return runEvals(ctx, pool, reg, cfg, dir, suites)
+	return runEvals(ctx, pool, reg, cfg, dir, suites, lm)
 }
 
 // runEvals runs the suites against this build: the search suite through the brain's own tool search, the plan
-// suite through the rules planner.
-func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, cfg Config, dir string, suites []string) ([]*evals.Report, error) {
+// suite through the rules planner, the chat suite through the agents' rehearsals with lm's models (skipped
+// without).
+func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, cfg Config, dir string, suites []string, lm *evalLLM) ([]*evals.Report, error) {
 	known := func(name string) bool { _, ok := reg.Tool(name); return ok }
 	var reports []*evals.Report
 	for _, suite := range suites {
@@ -174,6 +199,12 @@ func runEvals(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, c
 				return nil, err
 			}
 			reports = append(reports, r)
+		case evals.ChatSuite:
+			r, err := runChatEval(ctx, pool, reg, dir, lm)
+			if err != nil {
+				return nil, err
+			}
+			reports = append(reports, r...)
 		}
 	}
 	return reports, nil
@@ -219,11 +250,17 @@ func printEvals(reports []*evals.Report, all bool, split string, thresholds eval
 	if asJSON {
 		printIndented(stdout, encoded(map[string]any{"reports": reports, "below_floor": failed}))
 	} else {
-		for i, r := range reports {
+		// The reports of one suite against several models print side by side.
+		for i := 0; i < len(reports); {
+			j := i + 1
+			for j < len(reports) && reports[j].Suite == reports[i].Suite {
+				j++
+			}
 			if i > 0 {
 				fmt.Fprintln(stdout)
 			}
-			r.WriteText(stdout)
+			evals.WriteSideBySide(stdout, reports[i:j])
+			i = j
 		}
 	}
 	if len(failed) > 0 {
@@ -233,4 +270,67 @@ func printEvals(reports []*evals.Report, all bool, split string, thresholds eval
 		return 1
 	}
 	return 0
+}
+
+// evalLLM is the LLM brain eval -llm talks to: the configured provider's client, the models to ask ("" for the
+// configured one), and the chat loop's configuration.
+type evalLLM struct {
+	client llm.Client
+	models []string
+	chat   chat.Config
+}
+
+// evalModels are the -llm flags' models, in order.
+type evalModels []string
+
+func (m *evalModels) String() string { return strings.Join(*m, ",") }
+
+func (m *evalModels) Set(model string) error {
+	if slices.Contains(*m, model) {
+		return fmt.Errorf("model %q is given twice", model)
+	}
+	*m = append(*m, model)
+	return nil
+}
+
+// withBareLLM lets -llm stand alone, for the configured model: brain eval takes no arguments, so a -llm
+// followed by another flag, or by nothing, names no model.
+func withBareLLM(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if (a == "-llm" || a == "--llm") && (i+1 == len(args) || strings.HasPrefix(args[i+1], "-")) {
+			a += "="
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// runChatEval runs the chat suite against each of lm's models, each case a rehearsal of its agent with no
+// effects; without lm, the report says the suite was skipped.
+func runChatEval(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry, dir string, lm *evalLLM) ([]*evals.Report, error) {
+	cases, err := evals.LoadChat(dir, reg)
+	if err != nil {
+		return nil, err
+	}
+	if lm == nil {
+		return []*evals.Report{{Suite: evals.ChatSuite, Splits: []evals.SplitReport{}, Misses: []evals.Miss{},
+			Skipped: "no model to talk to: brain eval -llm runs the chat suite against the configured LLM (GEM_LLM_*)"}}, nil
+	}
+	// search_tools searches the catalog, as the brain's does.
+	if err := postgres.ToolCatalogLoad(ctx, pool, reg.Tools()); err != nil {
+		return nil, err
+	}
+	open := func(ctx context.Context, agent string) (*chat.Rehearsal, error) {
+		return chat.NewRehearsal(ctx, lm.client, pool, reg, agent, lm.chat)
+	}
+	var reports []*evals.Report
+	for _, model := range lm.models {
+		r, err := evals.RunChat(ctx, cases, lm.client, model, open)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, r)
+	}
+	return reports, nil
 }

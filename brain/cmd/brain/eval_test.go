@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gemhq/gem/brain/evals"
+	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/sql/sqltest"
@@ -30,27 +32,29 @@ type evalJSON struct {
 
 // TestEvalSuitesHoldTheirFloors runs brain eval over the repository's suites (evals/) on a real PostgreSQL and
 // holds evals/thresholds.yaml: a change that makes tool selection worse fails here, naming the metric, with
-// every miss in the log. The suites are scored on both splits.
+// every miss in the log. The suites are scored on both splits; the chat suite talks to the LLM fake, scripted
+// to make each case's calls (scriptChat), so it tests the loop.
 func TestEvalSuitesHoldTheirFloors(t *testing.T) {
 	t.Parallel()
-	_, dbURL := sqltest.NewDB(t)
+	pool, dbURL := sqltest.NewDB(t)
 	dir := filepath.Join(testenv.RepoRoot(), "evals")
-	code, text, errText := evalCLI(t, dbURL, "-dir", dir)
+	reg := testRegistry(t)
+	cases, err := evals.LoadChat(dir, reg)
+	require.NoError(t, err)
+	script := scriptChat(t, pool, reg, cases, "fake-model")
+	fake := llmfake.NewOpenAI(t, fakeKey, slices.Concat(script, script)...) // a run in text, then in JSON
+	env := fakeLLMEnv(dbURL, fake)
+	code, text, errText := evalCLIWith(t, env, "-dir", dir, "-llm")
 	t.Log("\n" + text)
 	require.Equal(t, 0, code, "brain eval: %s", errText)
 
-	code, out, errText := evalCLI(t, dbURL, "-dir", dir, "-json")
+	code, out, errText := evalCLIWith(t, env, "-dir", dir, "-json", "-llm")
 	require.Equal(t, 0, code, errText)
 	var got evalJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 	require.Empty(t, got.BelowFloor)
-	var withFile []string // every suite evals/ has a file for is run and held to its floors
-	for _, s := range evalSuites {
-		if _, err := os.Stat(filepath.Join(dir, s+".yaml")); err == nil {
-			withFile = append(withFile, s)
-		}
-	}
-	require.Len(t, got.Reports, len(withFile))
+	require.Equal(t, 0, fake.Remaining())
+	require.Len(t, got.Reports, len(evalSuites))
 	thresholds, err := evals.LoadThresholds(filepath.Join(dir, "thresholds.yaml"))
 	require.NoError(t, err)
 	for _, r := range got.Reports {
