@@ -251,8 +251,9 @@ func matching(t *testing.T, re *regexp.Regexp) string {
 
 // TestEvalChatScoresWhatTheModelDid runs brain eval -llm against the fake scripted by hand: a call of the
 // wrong tool and one with an argument its check refuses are misses (with what was called), a validation
-// error goes back to the model, which corrects its call, and a call made where none was expected fails
-// irrelevance; floors below what the model did fail the run, naming the metric.
+// error goes back to the model, which corrects its call, a call made where none was expected fails
+// irrelevance, calls out of order fail order (an unordered group's do not); floors below what the model did
+// fail the run, naming the metric.
 func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 	t.Parallel()
 	_, dbURL := sqltest.NewDB(t)
@@ -281,6 +282,28 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
       args:
         title: {pattern: "(?i)dave"}
         remind_at: {pattern: "^2026-12-08T15:00"}
+  split: held_out
+- turns: [look up Dave Nguyen and log that I called him and left a message]
+  results:
+    entity.search: {entities: [{id: 4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a21, name: Dave Nguyen}]}
+  calls:
+    - tool: entity.search
+      args:
+        query: {pattern: "(?i)nguyen"}
+    - tool: comms.log_call_outcome
+      args:
+        entity_id: {exact: 4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a21}
+        outcome: {exact: left_message}
+  split: tune
+- turns: [add a task to check the Patels' ridge capping and remind me about it at 8am on 12 December 2026]
+  calls:
+    - unordered:
+        - tool: os.create_task
+          args:
+            title: {pattern: "(?i)ridge"}
+        - tool: os.create_reminder
+          args:
+            remind_at: {pattern: "^2026-12-12T08:00"}
   split: held_out
 `, "thresholds.yaml": "chat:\n  tune: {call_recall: 0.9}\n  held_out: {irrelevance: 1}\n"})
 	reg := testRegistry(t)
@@ -313,6 +336,18 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 			require.Contains(t, bad.Content, "remind_at")
 		}, Calls: []llmfake.Call{{ID: "good", Name: fn("os.create_reminder"), Arguments: `{"title": "call Dave back", "remind_at": "2026-12-08T15:00:00+11:00"}`}}},
 		llmfake.Turn{Text: "Reminder set."},
+		// 5: both calls, the second first: out of order.
+		llmfake.Turn{Calls: []llmfake.Call{describe("d5a", "comms.log_call_outcome"), describe("d5b", "entity.search")}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "c5a", Name: fn("comms.log_call_outcome"), Arguments: `{"entity_id": "4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a21", "outcome": "left_message"}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "c5b", Name: fn("entity.search"), Arguments: `{"query": "Dave Nguyen"}`}}},
+		llmfake.Turn{Text: "Logged."},
+		// 6: an unordered group, the second first, in one answer: in order.
+		llmfake.Turn{Calls: []llmfake.Call{describe("d6a", "os.create_reminder"), describe("d6b", "os.create_task")}},
+		llmfake.Turn{Calls: []llmfake.Call{
+			{ID: "c6a", Name: fn("os.create_reminder"), Arguments: `{"title": "Check the Patels' ridge capping", "remind_at": "2026-12-12T08:00:00+11:00"}`},
+			{ID: "c6b", Name: fn("os.create_task"), Arguments: `{"title": "Check the Patels' ridge capping", "domain": "business"}`},
+		}},
+		llmfake.Turn{Text: "Both set."},
 	)
 	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-suite", "chat", "-llm", "-json")
 	require.Equal(t, 1, code, errText)
@@ -327,12 +362,15 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 		require.True(t, ok, "%s %s", split, m)
 		return v
 	}
-	require.Equal(t, 0.0, metric(evals.SplitTune, evals.MetricCallRecall))
-	require.Equal(t, 0.0, metric(evals.SplitTune, evals.MetricCallPrecision))
+	require.Equal(t, 0.5, metric(evals.SplitTune, evals.MetricCallRecall), "2 of the 4 calls expected")
+	require.Equal(t, 0.5, metric(evals.SplitTune, evals.MetricCallPrecision), "2 of the 4 calls made")
+	require.Equal(t, 0.0, metric(evals.SplitTune, evals.MetricOrder))
 	require.Equal(t, 1.0, metric(evals.SplitHeldOut, evals.MetricCallRecall), "the corrected call counts")
 	require.Equal(t, 1.0, metric(evals.SplitHeldOut, evals.MetricCallPrecision), "the refused call was not made")
+	require.Equal(t, 1.0, metric(evals.SplitHeldOut, evals.MetricOrder), "an unordered group comes in any order")
 	require.Equal(t, 0.0, metric(evals.SplitHeldOut, evals.MetricIrrelevance))
-	require.Len(t, r.Misses, 3, "%+v", r.Misses)
+	require.Len(t, r.Misses, 4, "%+v", r.Misses)
+	require.Contains(t, r.Misses[3].Got, "the calls came out of order")
 	require.Contains(t, r.Misses[0].Got, `os.defer_task {"due_at":"2026-12-12T17:00:00+11:00"`)
 	require.Contains(t, r.Misses[0].Got, `due_at is "2026-12-12T17:00:00+11:00", not pattern "^2026-12-11"`)
 	require.Contains(t, r.Misses[1].Got, "os.create_note")
@@ -340,7 +378,7 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 	require.Equal(t, "no call", r.Misses[2].Want)
 	require.Contains(t, r.Misses[2].Got, "os.search_notes")
 	require.Equal(t, []string{
-		"chat (fake-model) tune call_recall is 0.0000, below its floor 0.9",
+		"chat (fake-model) tune call_recall is 0.5000, below its floor 0.9",
 		"chat (fake-model) held_out irrelevance is 0.0000, below its floor 1",
 	}, got.BelowFloor)
 }

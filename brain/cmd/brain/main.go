@@ -65,8 +65,11 @@ usage:
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
                                           ingest Markdown and text files with ` + agentskillspack.LoreIngest + `
-  brain eval [-suite S] [-split S] [-json] score tool selection against the suites in evals/ and hold
-                                          evals/thresholds.yaml (reads DATABASE_URL; docs/evals.md)
+  brain eval [-suite S] [-split S] [-json] [-llm [MODEL]]...
+                                          score tool selection against the suites in evals/ and hold
+                                          evals/thresholds.yaml (reads DATABASE_URL; docs/evals.md); the
+                                          chat suite talks to the configured LLM with -llm (twice: two
+                                          models side by side), and is skipped without
   brain mcp [-agent SLUG] [-as NAME]      serve MCP over stdio (the brain's /mcp for a local host; reads
                                           the database settings below, logs to stderr); -as names an
                                           existing caller [stdio, which may do everything]
