@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +107,8 @@ func LoadChat(dir string, reg *registry.Registry) ([]ChatCase, error) {
 		if err := checkSplit(f.Split); err != nil {
 			problem("%v", err)
 		}
-		for tool, result := range f.Results {
+		for _, tool := range slices.Sorted(maps.Keys(f.Results)) {
+			result := f.Results[tool]
 			if _, ok := reg.Tool(tool); !ok {
 				problem("results: unknown tool %q", tool)
 			}

@@ -126,6 +126,9 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 	}
 	var lm *evalLLM
 	if len(models) > 0 {
+		if cfg.LLM.Model == "" {
+			cfg.LLM.Model = models[0] // -llm MODEL names one: GEM_LLM_MODEL need not
+		}
 		client, err := llm.New(cfg.LLM, nil)
 		if err != nil {
 			fmt.Fprintln(stderr, "brain eval: -llm:", err)

@@ -384,7 +384,8 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 }
 
 // TestEvalChatSideBySide: -llm given twice asks each model in turn, through the configured provider, and
-// prints their metrics side by side; without -llm the chat suite is skipped, saying how to run it.
+// prints their metrics side by side; without -llm the chat suite is skipped, saying how to run it; a suite
+// that cannot be measured fails its load, naming the case's problem.
 func TestEvalChatSideBySide(t *testing.T) {
 	t.Parallel()
 	_, dbURL := sqltest.NewDB(t)
@@ -402,7 +403,9 @@ func TestEvalChatSideBySide(t *testing.T) {
 	fake := llmfake.NewOpenAI(t, fakeKey, answer("big", "No."), answer("big", "Paris."), answer("small", "No."),
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "capital of France", "limit": null}`}}},
 		answer("small", "Paris."))
-	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-llm", "big", "-llm", "small")
+	env := fakeLLMEnv(dbURL, fake)
+	delete(env, "GEM_LLM_MODEL") // the models named are enough
+	code, out, errText := evalCLIWith(t, env, "-dir", dir, "-llm", "big", "-llm", "small")
 	require.Equal(t, 0, code, errText)
 	require.Equal(t, 0, fake.Remaining())
 	t.Log("\n" + out)
