@@ -457,3 +457,29 @@ func testRegistry(t *testing.T) *registry.Registry {
 	require.NoError(t, err)
 	return reg
 }
+
+// TestEvalChatOnAnthropic runs the repository's chat suite against the fake on Anthropic's wire format, scripted
+// from each case's expected calls, as make test does on OpenAI's: the loop scores every metric 1 on both.
+func TestEvalChatOnAnthropic(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := sqltest.NewDB(t)
+	dir := filepath.Join(testenv.RepoRoot(), "evals")
+	reg := testRegistry(t)
+	cases, err := evals.LoadChat(dir, reg)
+	require.NoError(t, err)
+	fake := llmfake.NewAnthropic(t, fakeKey, scriptChat(t, pool, reg, cases, "fake-model")...)
+	env := fakeLLMEnv(dbURL, fake)
+	env["GEM_LLM_PROVIDER"], env["GEM_LLM_BASE_URL"] = "anthropic", fake.URL
+	code, out, errText := evalCLIWith(t, env, "-dir", dir, "-suite", "chat", "-llm", "-json")
+	require.Equal(t, 0, code, errText)
+	require.Equal(t, 0, fake.Remaining())
+	var got evalJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got.Reports, 1)
+	require.Empty(t, got.Reports[0].Misses)
+	for _, s := range got.Reports[0].Splits {
+		for m, v := range s.Metrics {
+			require.Equal(t, 1.0, v, "%s %s", s.Split, m)
+		}
+	}
+}
