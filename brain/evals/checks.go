@@ -2,6 +2,7 @@ package evals
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -49,3 +50,9 @@ func loadChecks(written map[string]map[string]any, has func(prop string) bool, n
 	}
 	return checks, problems
 }
+
+// Values are the values an exact or one_of check allows, as JSON reads them back (numbers are float64).
+func (c ArgCheck) Values() []any { return c.values }
+
+// Pattern is a pattern check's regular expression; nil for other kinds.
+func (c ArgCheck) Pattern() *regexp.Regexp { return c.pattern }

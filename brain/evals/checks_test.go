@@ -2,6 +2,7 @@ package evals
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,9 +28,9 @@ func TestArgCheck(t *testing.T) {
 		{"done", map[string]any{"present": true}, ""},
 		{"due_at", map[string]any{"present": true}, "due_at is absent, not present true"},
 	} {
-		c, err := loadCheck(tt.prop, tt.written)
+		c, err := loadCheck(tt.prop, tt.written, time.Time{})
 		require.NoError(t, err)
-		err = c.CheckInput(input)
+		err = c.CheckInput(input, time.UTC)
 		if tt.fails == "" {
 			require.NoError(t, err, "%s %v", tt.prop, tt.written)
 		} else {
@@ -37,13 +38,14 @@ func TestArgCheck(t *testing.T) {
 		}
 	}
 	for says, written := range map[string]map[string]any{
-		"not 2 of them":          {"exact": 1, "present": true},
-		`unknown check "date"`:   {"date": "tomorrow"},
-		"one_of takes a list":    {"one_of": "email"},
-		"pattern: error parsing": {"pattern": "(unclosed"},
-		"present takes true":     {"present": false},
+		"not 2 of them":                  {"exact": 1, "present": true},
+		"date checks need a suite's now": {"date": "tomorrow"},
+		`unknown check "soon"`:           {"soon": true},
+		"one_of takes a list":            {"one_of": "email"},
+		"pattern: error parsing":         {"pattern": "(unclosed"},
+		"present takes true":             {"present": false},
 	} {
-		_, err := loadCheck("x", written)
+		_, err := loadCheck("x", written, time.Time{})
 		require.ErrorContains(t, err, says)
 	}
 }
@@ -52,7 +54,7 @@ func TestArgCheck(t *testing.T) {
 // call matches says what came closest.
 func TestMatchCalls(t *testing.T) {
 	t.Parallel()
-	id, err := loadCheck("task_id", map[string]any{"exact": "b"})
+	id, err := loadCheck("task_id", map[string]any{"exact": "b"}, time.Time{})
 	require.NoError(t, err)
 	want := []ChatCall{{Tool: "os.list_tasks"}, {Tool: "os.complete_task", Args: []ArgCheck{id}, Group: 1}, {Tool: "os.create_note", Group: 2}}
 	made := []madeCall{

@@ -653,4 +653,3 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return cut(line, 120)
 }
-
