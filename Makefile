@@ -12,7 +12,7 @@ BIN := $(CURDIR)/bin
 # db exports DATABASE_URL for the rest of a recipe line.
 db = export DATABASE_URL="$${DATABASE_URL:-$$(sql/dev-postgres.sh start)}" &&
 
-.PHONY: help run test build lint fuzz bench chaos migrate registry schema db-start db-stop db-url psql clean mcp-peers agent-clients api-tools gem-contract
+.PHONY: help run test build lint fuzz bench chaos eval migrate registry schema db-start db-stop db-url psql clean mcp-peers agent-clients api-tools gem-contract
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -120,6 +120,11 @@ lint: ## gofmt, go vet, and no binary files tracked by git
 	if [ -n "$$out" ]; then echo "git tracks binary files (build output belongs in bin/, which is ignored):"; echo "$$out"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet work
+
+# eval: brain eval over evals/ (docs/evals.md) on a migrated database. EVAL_FLAGS passes flags (-suite search,
+# -split held_out, -json, -llm).
+eval: migrate ## score this build's tool selection against the suites in evals/ and hold evals/thresholds.yaml
+	@$(db) $(BIN)/brain eval $(EVAL_FLAGS)
 
 migrate: build ## apply River's and GEM's migrations
 	@$(db) $(BIN)/executor migrate
