@@ -125,6 +125,9 @@ type SearchQuery struct {
 	// Literals are the words or phrases of the query the concepts came from ("word", "\"push back\""), in the
 	// same order: a tool holding the person's own words scores more than one holding only their synonyms.
 	Literals []string
+	// Numbers say, per concept, that it is a word with a digit (a phone number's digits, an amount, a date): a
+	// value for the call rather than what to do, so it weighs nothing in coverage.
+	Numbers []bool
 }
 
 // Text is the query's words joined by spaces.
@@ -216,6 +219,7 @@ func ExpandQuery(query string) SearchQuery {
 			seen[concept] = true
 			q.Concepts = append(q.Concepts, concept)
 			q.Literals = append(q.Literals, terms[0])
+			q.Numbers = append(q.Numbers, strings.ContainsFunc(phrase, unicode.IsDigit))
 		}
 		i += n
 	}

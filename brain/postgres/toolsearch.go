@@ -57,8 +57,8 @@ func ToolCatalogLoad(ctx context.Context, db gemsql.DBTX, tools []*registry.Tool
 // missing rows.
 const toolSearchSQL = `
 WITH concept AS MATERIALIZED (
-    SELECT c.ord, q.q AS q, lit.q AS lit
-    FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS c(text, literal, ord),
+    SELECT c.ord, q.q AS q, lit.q AS lit, c.number
+    FROM unnest($2::text[], $3::text[], $9::bool[]) WITH ORDINALITY AS c(text, literal, number, ord),
         websearch_to_tsquery('gem_tool_words', c.text) AS q(q), websearch_to_tsquery('gem_tool_words', c.literal) AS lit(q)
     -- A concept of stop words only counts when it is a phrase people use ("before and after").
     WHERE numnode(q.q) > 0 AND (numnode(websearch_to_tsquery('english', c.text)) > 0 OR c.text LIKE '%"%')
@@ -79,12 +79,13 @@ WITH concept AS MATERIALIZED (
              / (count(cand.name) FILTER (WHERE cand.a @@ concept.q) + 0.5)) AS idf_name,
         ln(1 + (total.n - count(cand.name) FILTER (WHERE cand.document @@ concept.lit) + 0.5)
              / (count(cand.name) FILTER (WHERE cand.document @@ concept.lit) + 0.5)) AS idf_lit,
-        -- What the concept weighs in coverage: its rarity, or $7 for a word no tool holds (a name, a place,
-        -- a word of another world than the tools').
-        CASE WHEN count(cand.name) = 0 THEN $7::float8
+        -- What the concept weighs in coverage: nothing for a number (a value, not what to do), its rarity, or
+        -- $7 for a word no tool holds (a name, a place, a word of another world than the tools').
+        CASE WHEN concept.number THEN 0
+             WHEN count(cand.name) = 0 THEN $7::float8
              ELSE ln(1 + (total.n - count(cand.name) + 0.5) / (count(cand.name) + 0.5)) END AS w
     FROM concept CROSS JOIN total LEFT JOIN cand ON cand.document @@ concept.q
-    GROUP BY concept.ord, concept.q, concept.lit, total.n
+    GROUP BY concept.ord, concept.q, concept.lit, concept.number, total.n
 ), matched AS MATERIALIZED (
     SELECT cand.name,
         sum(CASE WHEN cand.a @@ df.q THEN df.idf_name WHEN cand.b @@ df.q THEN 0.5 * df.idf
@@ -165,7 +166,7 @@ func ToolSearch(ctx context.Context, db gemsql.DBTX, tools []*registry.Tool, que
 }
 
 func toolSearchRun(ctx context.Context, db gemsql.DBTX, keys []string, q llm.SearchQuery, limit int, byName map[string]*registry.Tool) (int, []ToolHit, error) {
-	rows, err := db.Query(ctx, toolSearchSQL, keys, q.Concepts, q.Literals, q.Text(), limit, toolSearchMinScore, coverageUnknownWeight, coveragePropertyShare)
+	rows, err := db.Query(ctx, toolSearchSQL, keys, q.Concepts, q.Literals, q.Text(), limit, toolSearchMinScore, coverageUnknownWeight, coveragePropertyShare, q.Numbers)
 	if err != nil {
 		return 0, nil, fmt.Errorf("error searching tools: %w", coded(err))
 	}

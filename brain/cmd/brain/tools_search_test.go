@@ -162,6 +162,12 @@ func TestToolsSearch(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "invoice.send_reminder_sms", out.Matches[0].Name, "misspelt words still find the tool")
 
+	// A phone number is a value for the call, not words the tool must hold: the request still fits.
+	status, out = getTools(t, a, url.Values{"q": {"new enquiry from Dave, 0412 555 111, wants a roof repair"}})
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, *out.Fits, "%+v", out.Matches)
+	require.Equal(t, "leads.create", out.Matches[0].Name)
+
 	// A request no tool serves: the names that share a few letters with it are not offered.
 	status, out = getTools(t, a, url.Values{"q": {"reserve a table for 6 at the Royal Hotel Friday night"}})
 	require.Equal(t, http.StatusOK, status)
