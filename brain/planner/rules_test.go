@@ -188,6 +188,21 @@ func TestRulesOS(t *testing.T) {
 		{"show the personal snapshot", "os.get_state_snapshot", map[string]any{"domain": "personal"}},
 		{"refresh the business snapshot", "os.refresh_state_snapshot", map[string]any{"domain": "business"}},
 		{"undo call " + id, "os.rollback_last_action", map[string]any{"call_id": id}},
+		// The time said before what to do, or after "about".
+		{"remind me on thursday to send the Baker invoice", "os.create_reminder", map[string]any{"title": "send the Baker invoice", "remind_at": "2026-11-19T09:00:00+11:00", "domain": "business"}},
+		{"remind me tomorrow at 3pm to call Ann", "os.create_reminder", map[string]any{"title": "call Ann", "remind_at": "2026-11-19T15:00:00+11:00", "domain": "business"}},
+		{"remind me about the Smith quote on friday", "os.create_reminder", map[string]any{"title": "the Smith quote", "remind_at": "2026-11-20T09:00:00+11:00", "domain": "business"}},
+		{"whats on my list", "os.list_tasks", map[string]any{"status": "open"}},
+		{"what's on my plate?", "os.list_tasks", map[string]any{"status": "open"}},
+		{"what is on my to-do list", "os.list_tasks", map[string]any{"status": "open"}},
+		{"push task " + id + " back to monday, still waiting on the sheets", "os.defer_task", map[string]any{"task_id": id, "due_at": "2026-11-23T17:00:00+11:00", "reason": "still waiting on the sheets"}},
+		{"move task " + id + " out to friday", "os.defer_task", map[string]any{"task_id": id, "due_at": "2026-11-20T17:00:00+11:00"}},
+		{"bump the task to tomorrow: rain", "os.defer_task", map[string]any{"due_at": "2026-11-19T17:00:00+11:00", "reason": "rain"}},
+		{"what did I write about the Smith gutters", "os.search_notes", map[string]any{"query": "the Smith gutters"}},
+		{"did I note anything about asbestos?", "os.search_notes", map[string]any{"query": "asbestos"}},
+		{"have I jotted down something on the Baker job", "os.search_notes", map[string]any{"query": "the Baker job"}},
+		{"how's the business travelling", "os.get_state_snapshot", map[string]any{"domain": "business"}},
+		{"how are things looking?", "os.get_state_snapshot", map[string]any{"domain": "both"}},
 	})
 }
 
@@ -207,7 +222,13 @@ func TestRulesLeads(t *testing.T) {
 		{"list leads from referrals", "leads.list_by_stage", map[string]any{"source": "referral"}},
 		{"move lead " + id + " to quoted", "leads.update_stage", map[string]any{"lead_id": id, "stage": "quoted"}},
 		{"move the lead to contacted", "leads.update_stage", map[string]any{"stage": "contacted"}},
-		{"mark lead " + id + " lost: went with a competitor", "leads.mark_lost", map[string]any{"lead_id": id, "reason": "went with a competitor"}},
+		{"mark lead " + id + " lost: went with a competitor", "leads.mark_lost", map[string]any{"lead_id": id, "reason": "went with a competitor", "reason_code": "competitor"}},
+		// The reason's words give its code: the cheaper competitor is lost on price.
+		{"lead " + id + " is lost, they went with someone cheaper", "leads.mark_lost", map[string]any{"lead_id": id, "reason": "they went with someone cheaper", "reason_code": "price"}},
+		{"mark the lead lost: never heard back", "leads.mark_lost", map[string]any{"reason": "never heard back", "reason_code": "no_response"}},
+		{"mark the lead lost: not ready until next year", "leads.mark_lost", map[string]any{"reason": "not ready until next year", "reason_code": "timing"}},
+		{"the lead is lost: out of our area", "leads.mark_lost", map[string]any{"reason": "out of our area", "reason_code": "not_a_fit"}},
+		{"mark the lead lost: they moved house", "leads.mark_lost", map[string]any{"reason": "they moved house"}},
 		{"the lead came from google ads", "leads.add_source", map[string]any{"source": "google_ads"}},
 		{"add photos https://photos.app.goo.gl/a1 https://photos.app.goo.gl/b2 to the lead", "leads.add_photos_link",
 			map[string]any{"links": []any{"https://photos.app.goo.gl/a1", "https://photos.app.goo.gl/b2"}}},
@@ -234,6 +255,9 @@ func TestRulesInspection(t *testing.T) {
 		{"log defect: broken tiles over the garage", "inspection.add_defect", map[string]any{"category": "tile", "notes": "broken tiles over the garage"}},
 		{"add a minor defect: leaking skylight", "inspection.add_defect", map[string]any{"category": "leak", "severity": "low", "notes": "leaking skylight"}},
 		{"add defect: moss on the north side", "inspection.add_defect", map[string]any{"category": "other", "notes": "moss on the north side"}},
+		// The severity said after the defect.
+		{"log a defect: cracked tiles on the north face, high severity", "inspection.add_defect", map[string]any{"category": "tile", "severity": "high", "notes": "cracked tiles on the north face"}},
+		{"add defect: rusted valley iron, severity: minor", "inspection.add_defect", map[string]any{"category": "valley", "severity": "low", "notes": "rusted valley iron"}},
 		{"checklist: gutters pass", "inspection.add_checklist_item", map[string]any{"item_key": "gutters", "status": "pass"}},
 		{"checklist item flashings fail: lifting at the chimney", "inspection.add_checklist_item", map[string]any{"item_key": "flashings", "status": "fail", "notes": "lifting at the chimney"}},
 		{"checklist: solar panels n/a", "inspection.add_checklist_item", map[string]any{"item_key": "solar_panels", "status": "na"}},
@@ -282,6 +306,13 @@ func TestRulesJob(t *testing.T) {
 		{"complete job " + id, "job.complete", map[string]any{"job_id": id}},
 		{"mark job " + id + " as done", "job.complete", map[string]any{"job_id": id}},
 		{"please mark the job completed.", "job.complete", map[string]any{}},
+		// Said as news.
+		{"job " + id + " is finished", "job.complete", map[string]any{"job_id": id}},
+		{"the job is done!", "job.complete", map[string]any{}},
+		{"we've wrapped up job " + id, "job.complete", map[string]any{"job_id": id}},
+		// The client named first.
+		{"ask the client on job " + id + " for a google review by text", "job.request_review", map[string]any{"job_id": id, "channel": "sms"}},
+		{"ask the customer to leave us a review by email", "job.request_review", map[string]any{"channel": "email"}},
 	})
 }
 
@@ -299,6 +330,9 @@ func TestRulesInvoiceAndFinance(t *testing.T) {
 		{"send a payment reminder email to ann@example.com: your invoice is now due", "invoice.send_reminder_email",
 			map[string]any{"to": "ann@example.com", "subject": "Payment reminder", "body": "your invoice is now due"}},
 		{"which invoices are overdue?", "invoice.list_overdue", map[string]any{}},
+		{"who still owes me money", "invoice.list_overdue", map[string]any{}},
+		{"who hasn't paid yet?", "invoice.list_overdue", map[string]any{}},
+		{"how's cash flow looking this month", "finance.generate_cashflow_snapshot", map[string]any{"from": "2026-11-01", "to": "2026-11-30"}},
 		{"cash flow this month", "finance.generate_cashflow_snapshot", map[string]any{"from": "2026-11-01", "to": "2026-11-30"}},
 		{"show the cash flow from 2026-07-01 to 2026-09-30", "finance.generate_cashflow_snapshot", map[string]any{"from": "2026-07-01", "to": "2026-09-30"}},
 		{"cashflow", "finance.generate_cashflow_snapshot", map[string]any{}},
@@ -330,6 +364,11 @@ func TestRulesCommsAndCalendar(t *testing.T) {
 			map[string]any{"title": "Meeting with the supplier", "start_at": "2026-11-20T14:00:00+11:00", "end_at": "2026-11-20T16:00:00+11:00", "location": "the depot"}},
 		{"add an appointment: dentist tomorrow at 9am", "calendar.create_event",
 			map[string]any{"title": "Appointment dentist", "start_at": "2026-11-19T09:00:00+11:00", "end_at": "2026-11-19T10:00:00+11:00"}},
+		// The kind of meeting said before it.
+		{"book a site meeting with the builder on wednesday at 7am at 22 Ocean St Bondi", "calendar.create_event",
+			map[string]any{"title": "Site meeting with the builder", "start_at": "2026-11-25T07:00:00+11:00", "end_at": "2026-11-25T08:00:00+11:00", "location": "22 Ocean St Bondi"}},
+		{"schedule a phone call with Ann tomorrow at 2pm", "calendar.create_event",
+			map[string]any{"title": "Phone call with Ann", "start_at": "2026-11-19T14:00:00+11:00", "end_at": "2026-11-19T15:00:00+11:00"}},
 		{"put the Baker site visit in the calendar on monday at 7am", "calendar.create_event",
 			map[string]any{"title": "The Baker site visit", "start_at": "2026-11-23T07:00:00+11:00", "end_at": "2026-11-23T08:00:00+11:00"}},
 		{"move event " + id + " to friday at 3pm", "calendar.update_event", map[string]any{"event_id": id, "patch": map[string]any{"start_at": "2026-11-20T15:00:00+11:00"}}},
@@ -384,6 +423,9 @@ func TestRulesMediaMarketingIntegrations(t *testing.T) {
 		{"make a facebook ad pack for 10% off gutter guard in the Blue Mountains", "marketing.generate_meta_ad_pack",
 			map[string]any{"offer": "10% off gutter guard", "suburb_or_region": "the Blue Mountains"}},
 		{"make a google ads pack for roof restoration in Western Sydney", "marketing.generate_google_ads_pack", map[string]any{"service": "roof restoration", "region": "Western Sydney"}},
+		{"put together a facebook ad pack for 15% off roof restorations in Campbelltown", "marketing.generate_meta_ad_pack",
+			map[string]any{"offer": "15% off roof restorations", "suburb_or_region": "Campbelltown"}},
+		{"whip up some google ads for gutter guard in Penrith", "marketing.generate_google_ads_pack", map[string]any{"service": "gutter guard", "region": "Penrith"}},
 		{"write a case study for the job as a blog post", "marketing.generate_case_study_from_job", map[string]any{"format": "blog"}},
 		{"log campaign results for meta: 12 leads, 3 jobs, $450 spend", "marketing.log_campaign_result",
 			map[string]any{"channel": "meta", "metrics": map[string]any{"leads": 12.0, "jobs": 3.0, "spend": 450.0}}},
@@ -448,6 +490,7 @@ func TestRulesAskForWhatIsMissing(t *testing.T) {
 		{"schedule an inspection for the lead", "preferred_window", "when should the inspection be?"},
 		{"the quote was declined", "reason", "why was the quote declined?"},
 		{"mark the lead lost", "reason", "why was the lead lost?"},
+		{"record a payment on invoice " + id, "amount_cents", "how much was paid?"},
 		{"send the quote", "channel", "by email, SMS or both?"},
 		{"generate a warranty certificate", "warranty_term", "for how long"},
 		{"email ann@example.com: hello", "subject", "what is the subject?"},
@@ -503,6 +546,32 @@ func TestRulesPlannerRefusals(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range plan.Calls {
 		require.NotEqual(t, "invoice.list_overdue", c.Tool)
+	}
+}
+
+// TestRulesLeaveLookalikesAlone: messages that read like the everyday phrasings the rules take ("what's on
+// my list", "who owes me money", "book a site meeting") but ask for nothing GEM does plan no call.
+func TestRulesLeaveLookalikesAlone(t *testing.T) {
+	t.Parallel()
+	p, _ := gemPlanner(t)
+	for _, msg := range []string{
+		"book me a flight to Brisbane on friday",
+		"what's on the radio",
+		"who owes the council a letter",
+		"how's the weather looking",
+		"ask the client for their address",
+		"push the car back into the shed",
+		"remind me what the Baker quote came to",
+		"what did I do with my keys",
+		"the job is a big one",
+		"how's cash",
+		"put together a playlist for the drive",
+	} {
+		t.Run(msg, func(t *testing.T) {
+			plan, err := p.Plan(context.Background(), brain.PlanRequest{Message: msg, Now: now})
+			require.NoError(t, err)
+			require.Empty(t, plan.Calls, "%+v", plan.Calls)
+		})
 	}
 }
 

@@ -12,6 +12,10 @@ import (
 	"github.com/gemhq/gem/brain/run"
 )
 
+// draftVerb is how people ask for marketing copy to be drafted: "make a facebook ad pack", "put together
+// some google ads".
+const draftVerb = `(?:write|draft|create|make|generate|put\s+together|prepare|build|whip\s+up|come\s+up\s+with)`
+
 // fileRefPattern matches a file a message names: a URL of any scheme (gemfs://, https://) or a file name
 // with a photo, video or document's extension.
 const fileRefPattern = `[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|heic|webp|gif|mp4|mov|pdf|docx?)`
@@ -110,7 +114,7 @@ var mediaRules = []planner.Rule{
 		Name: "gmb_post", Tool: businesspack.GenerateGMBPost,
 		Help:     "draft a Google Business Profile post on a topic, for a suburb or region",
 		Examples: []string{"write a gmb post about our roof restorations for Penrith"},
-		Patterns: []string{`^(?:please\s+)?(?:write|draft|create|make|generate)\s+(?:an?\s+)?(?:gmb|google(?:\s+my)?\s+business(?:\s+profile)?)\s+post\s+(?:about|on)\s+(?P<rest>.+)$`},
+		Patterns: []string{`^(?:please\s+)?` + draftVerb + `\s+(?:an?\s+)?(?:gmb|google(?:\s+my)?\s+business(?:\s+profile)?)\s+post\s+(?:about|on)\s+(?P<rest>.+)$`},
 		Build: func(m *planner.Match) (any, error) {
 			topic, region, err := topicAndRegion(m.Group("rest"))
 			if err != nil {
@@ -123,7 +127,7 @@ var mediaRules = []planner.Rule{
 		Name: "meta_ads", Tool: businesspack.GenerateMetaAdPack,
 		Help:     "draft Meta (Facebook, Instagram) ads for an offer, in a suburb or region",
 		Examples: []string{"make a facebook ad pack for 10% off gutter guard in the Blue Mountains"},
-		Patterns: []string{`^(?:please\s+)?(?:write|draft|create|make|generate)\s+(?:an?\s+|some\s+)?(?:meta|facebook|instagram|fb)\s+ads?(?:\s+pack)?\s+(?:for|about|on)\s+(?P<rest>.+)$`},
+		Patterns: []string{`^(?:please\s+)?` + draftVerb + `\s+(?:an?\s+|some\s+)?(?:meta|facebook|instagram|fb)\s+ads?(?:\s+pack)?\s+(?:for|about|on)\s+(?P<rest>.+)$`},
 		Build: func(m *planner.Match) (any, error) {
 			offer, region, err := topicAndRegion(m.Group("rest"))
 			if err != nil {
@@ -136,7 +140,7 @@ var mediaRules = []planner.Rule{
 		Name: "google_ads", Tool: businesspack.GenerateGoogleAdsPack,
 		Help:     "draft a Google Ads pack for a service, in a region",
 		Examples: []string{"make a google ads pack for roof restoration in Western Sydney"},
-		Patterns: []string{`^(?:please\s+)?(?:write|draft|create|make|generate)\s+(?:an?\s+|some\s+)?google\s+ads?(?:\s+pack)?\s+(?:for|about|on)\s+(?P<rest>.+)$`},
+		Patterns: []string{`^(?:please\s+)?` + draftVerb + `\s+(?:an?\s+|some\s+)?google\s+ads?(?:\s+pack)?\s+(?:for|about|on)\s+(?P<rest>.+)$`},
 		Build: func(m *planner.Match) (any, error) {
 			service, region, err := topicAndRegion(m.Group("rest"))
 			if err != nil {

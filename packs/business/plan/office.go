@@ -124,7 +124,7 @@ var officeRules = []planner.Rule{
 		Help:     "put an event in the calendar (an hour unless you say how long)",
 		Examples: []string{"book a meeting with the supplier on friday at 2pm for 2 hours at the depot", "add an appointment: dentist tomorrow at 9am"},
 		Patterns: []string{
-			`^(?:please\s+)?(?:add|create|book|schedule|set\s+up)\s+(?:an?\s+|the\s+)?(?:calendar\s+)?(?P<kind>event|appointment|meeting|call|site\s+visit)\b\s*[:\-]?(?P<rest>.*)$`,
+			`^(?:please\s+)?(?:add|create|book|schedule|set\s+up)\s+(?:an?\s+|the\s+)?(?:calendar\s+)?(?P<kind>event|appointment|(?:(?:site|client|team|on-?site|phone|video|zoom|quick)\s+)?(?:meeting|call|visit|catch[\s-]?up))\b\s*[:\-]?(?P<rest>.*)$`,
 			`^(?:please\s+)?put\s+(?P<title>.+?)\s+in\s+(?:the|my)\s+(?:calendar|diary)(?P<rest>.*)$`,
 		},
 		Build: func(m *planner.Match) (any, error) {

@@ -29,7 +29,7 @@ var tradesRules = []planner.Rule{
 			if reason == "" {
 				return nil, planner.Missing("reason", `why was the lead lost? Say it after "lost:"`)
 			}
-			return businesspack.LeadsMarkLostInput{LeadID: m.ID(), Reason: planner.Cut(reason, 240)}, nil
+			return businesspack.LeadsMarkLostInput{LeadID: m.ID(), Reason: planner.Cut(reason, 240), ReasonCode: lostReasonCode(m.EnumValues("reason_code"), reason)}, nil
 		},
 	},
 	{
@@ -96,11 +96,15 @@ var tradesRules = []planner.Rule{
 		Examples: []string{"add a high defect: cracked ridge capping", "log defect: rusted valley iron"},
 		Patterns: []string{`^(?:please\s+)?(?:add|record|log|note)\s+(?:an?\s+)?(?P<severity>low|minor|medium|moderate|high|major|critical|severe)?\s*(?:severity\s+)?defect\s*(?:(?:to|for|on)\s+(?:the\s+)?inspection(?:\s+(?P<id>` + planner.UUIDPattern + `))?)?\s*[:,-]?\s*(?P<title>.+)$`},
 		Build: func(m *planner.Match) (any, error) {
-			notes := planner.CleanTitle(m.Group("title"))
+			notes, severity := m.Group("title"), m.Group("severity")
+			if severity == "" {
+				severity, notes = severityAfter(notes)
+			}
+			notes = planner.CleanTitle(notes)
 			return businesspack.InspectionAddDefectInput{
 				InspectionID: m.ID(),
 				Category:     defectCategory(m.EnumValues("category"), notes),
-				Severity:     severityOf(m.EnumValues("severity"), m.Group("severity")),
+				Severity:     severityOf(m.EnumValues("severity"), severity),
 				Notes:        &notes,
 			}, nil
 		},
@@ -330,7 +334,11 @@ var tradesRules = []planner.Rule{
 		Name: "request_review", Tool: businesspack.RequestReview,
 		Help:     "ask the client for a review by SMS, email or both",
 		Examples: []string{"request a review by sms"},
-		Patterns: []string{`^(?:please\s+)?(?:request|ask\s+for)\s+(?:an?\s+|the\s+)?(?:google\s+)?review(?:\s+(?:for|on)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + planner.UUIDPattern + `))?(?:\s+(?:by|via|over)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`},
+		Patterns: []string{
+			`^(?:please\s+)?(?:request|ask\s+for)\s+(?:an?\s+|the\s+)?(?:google\s+)?review(?:\s+(?:for|on)\s+(?:the\s+)?job)?(?:\s+(?P<id>` + planner.UUIDPattern + `))?(?:\s+(?:by|via|over)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`,
+			// The client named first: "ask the client on job … for a google review by text".
+			`^(?:please\s+)?(?:ask|get)\s+(?:the\s+)?(?:client|customer|homeowner)(?:\s+(?:on|for|from|of)\s+(?:the\s+)?job(?:\s+(?P<id2>` + planner.UUIDPattern + `))?)?\s+(?:for|to\s+(?:leave|write|give)(?:\s+(?:us|me))?)\s+(?:an?\s+|the\s+)?(?:google\s+)?review(?:\s+(?:by|via|over)\s+(?P<channel>` + channelPattern + `))?\s*[.!]*$`,
+		},
 		Build: func(m *planner.Match) (any, error) {
 			channel, err := channelOf(m)
 			if err != nil {
@@ -346,6 +354,9 @@ var tradesRules = []planner.Rule{
 		Patterns: []string{
 			`^(?:please\s+)?(?:complete|finish|close|sign\s+off)\s+(?:the\s+)?job(?:\s+(?P<id>` + planner.UUIDPattern + `))?\s*[.!]*$`,
 			`^(?:please\s+)?mark\s+(?:the\s+)?job(?:\s+(?P<id>` + planner.UUIDPattern + `))?\s+(?:as\s+)?(?:complete|completed|done|finished)\s*[.!]*$`,
+			// Said as news: "job … is finished", "we've wrapped up the job".
+			`^(?:the\s+)?job(?:\s+(?P<id>` + planner.UUIDPattern + `))?\s+(?:is|was|has\s+been|'s)\s+(?:now\s+)?(?:all\s+)?(?:complete|completed|done|finished|wrapped\s+up)\s*[.!]*$`,
+			`^(?:(?:we|i)(?:'ve|\s+have)?\s+)?(?:finished|completed|wrapped\s+up)\s+(?:the\s+)?job(?:\s+(?P<id>` + planner.UUIDPattern + `))?\s*[.!]*$`,
 		},
 		Build: func(m *planner.Match) (any, error) { return businesspack.JobCompleteInput{JobID: m.ID()}, nil },
 	},
@@ -402,8 +413,11 @@ var tradesRules = []planner.Rule{
 		Name: "record_payment", Tool: businesspack.AddPayment,
 		Help:     "record a payment on an invoice (cash, bank transfer, card or other)",
 		Examples: []string{"record a payment of $1,500 on the invoice by card"},
-		Patterns: []string{`^(?:please\s+)?(?:record|add|log|got|received?)\s+(?:a\s+)?payment\s+(?:of\s+)?(?P<amount>\$?\s?[\d,]+(?:\.\d{1,2})?)\s*(?:(?:on|for|to|against)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + planner.UUIDPattern + `))?)?(?:\s+(?:by|via|in|as)\s+(?P<method>[\w\s-]+?))?(?:\s*,?\s*(?:ref(?:erence)?|receipt)\s*[:#]?\s*(?P<ref>\S+))?\s*[.!]*$`},
+		Patterns: []string{`^(?:please\s+)?(?:record|add|log|got|received?)\s+(?:a\s+)?payment(?:\s+(?:of\s+)?(?P<amount>\$?\s?[\d,]+(?:\.\d{1,2})?))?\s*(?:(?:on|for|to|against)\s+(?:the\s+)?invoice(?:\s+(?P<id>` + planner.UUIDPattern + `))?)?(?:\s+(?:by|via|in|as)\s+(?P<method>[\w\s-]+?))?(?:\s*,?\s*(?:ref(?:erence)?|receipt)\s*[:#]?\s*(?P<ref>\S+))?\s*[.!]*$`},
 		Build: func(m *planner.Match) (any, error) {
+			if m.Group("amount") == "" {
+				return nil, planner.Missing("amount_cents", `how much was paid? Say it like "record a payment of $1,500 on the invoice"`)
+			}
 			cents, err := parseCents(m.Group("amount"))
 			if err != nil {
 				return nil, err
@@ -429,7 +443,12 @@ var tradesRules = []planner.Rule{
 		Name: "list_overdue", Tool: businesspack.ListOverdueInvoices,
 		Help:     "list overdue invoices",
 		Examples: []string{"which invoices are overdue?"},
-		Patterns: []string{`^(?:please\s+)?(?:list|show|get|which|what)\b.*\boverdue\b.*$`, `^overdue\s+invoices\s*\??$`},
+		Patterns: []string{
+			`^(?:please\s+)?(?:list|show|get|which|what)\b.*\boverdue\b.*$`, `^overdue\s+invoices\s*\??$`,
+			// Who has not paid: "who still owes me money", "who hasn't paid yet".
+			`^who(?:'s|\s+is)?\s+(?:still\s+)?(?:owes?|owing)\s+(?:me|us)(?:\s+(?:money|anything))?\s*[.!?]*$`,
+			`^who\s+(?:still\s+)?(?:hasn'?t|has\s+not|haven'?t|have\s+not)\s+paid(?:\s+(?:me|us))?(?:\s+yet)?\s*[.!?]*$`,
+		},
 		Build: func(m *planner.Match) (any, error) {
 			if planner.HasWord(m.Clause, "task", "tasks", "todo", "todos") {
 				return nil, planner.ErrNoMatch
@@ -441,7 +460,7 @@ var tradesRules = []planner.Rule{
 		Name: "cashflow", Tool: businesspack.GenerateCashflowSnapshot,
 		Help:     "cash flow for a period (money in from payments, money out)",
 		Examples: []string{"cash flow this month", "show the cash flow from 2026-07-01 to 2026-09-30"},
-		Patterns: []string{`^(?:please\s+)?(?:(?:show|generate|get|make|give\s+me|what(?:'s|\s+is))\s+)?(?:(?:me|my|the|a|our)\s+)*cash\s*-?\s*flow(?:\s+(?:snapshot|report|summary))?(?P<period>.*?)\s*[.!?]*$`},
+		Patterns: []string{`^(?:please\s+)?(?:(?:show|generate|get|make|give\s+me|what(?:'s|\s+is)|how(?:'s|\s+is))\s+)?(?:(?:me|my|the|a|our)\s+)*cash\s*-?\s*flow(?:\s+(?:snapshot|report|summary))?(?:\s+(?:looking|going|tracking|travelling|traveling))?(?P<period>.*?)\s*[.!?]*$`},
 		Build:    snapshotPeriod,
 	},
 	{

@@ -132,6 +132,48 @@ func defectCategory(allowed []string, text string) string {
 	return businesspack.DefectOther
 }
 
+// severityAfterRe matches a severity said after a defect's description: "…, high severity", "… severity: low".
+var severityAfterRe = regexp.MustCompile(`(?i)[,;]?\s*\b(?:(low|minor|medium|moderate|high|major|critical|severe)\s+(?:severity|priority)|severity\s*[:=]?\s*(low|minor|medium|moderate|high|major|critical|severe))\b[.!]*\s*$`)
+
+// severityAfter is the severity said at the end of a defect's description ("" when none) and the
+// description without it.
+func severityAfter(text string) (severity, rest string) {
+	sm := severityAfterRe.FindStringSubmatchIndex(text)
+	if sm == nil {
+		return "", text
+	}
+	for g := 1; g <= 2; g++ {
+		if sm[2*g] >= 0 {
+			severity = text[sm[2*g]:sm[2*g+1]]
+		}
+	}
+	return severity, text[:sm[0]]
+}
+
+// lostReasonCodes are the words that say why a lead was lost, by the reason code they mean, most telling
+// first: "went with someone cheaper" is price before competitor.
+var lostReasonCodes = []struct {
+	code  string
+	words *regexp.Regexp
+}{
+	{"price", regexp.MustCompile(`(?i)\b(?:cheaper|price[ds]?|pricing|expensive|too\s+much|cost(?:s|ly)?|budget|afford)\b`)},
+	{"competitor", regexp.MustCompile(`(?i)\b(?:competitors?|someone\s+else|somebody\s+else|another\s+(?:company|roofer|builder|trade(?:ie|sman)?|mob|crew)|went\s+with|chose|hired|signed\s+with)\b`)},
+	{"no_response", regexp.MustCompile(`(?i)\b(?:no\s+(?:response|reply|answer)|ghosted|never\s+(?:replied|responded|answered|heard\s+back|got\s+back|called\s+back)|stopped\s+(?:replying|responding|answering)|unresponsive|can'?t\s+reach|couldn'?t\s+reach)\b`)},
+	{"timing", regexp.MustCompile(`(?i)\b(?:timing|not\s+ready|next\s+year|later\s+(?:on|in\s+the\s+year)|on\s+hold|put\s+(?:it\s+)?off|postponed|too\s+long|couldn'?t\s+wait|can'?t\s+wait)\b`)},
+	{"not_a_fit", regexp.MustCompile(`(?i)\b(?:not\s+a\s+(?:good\s+)?fit|out\s+of\s+(?:our\s+)?(?:area|range)|too\s+small|don'?t\s+do|not\s+our\s+kind)\b`)},
+}
+
+// lostReasonCode is the reason code the words of a lead's lost reason mean, where the tool allows it; ""
+// (left out: the tool's other) when they mean none.
+func lostReasonCode(allowed []string, reason string) string {
+	for _, c := range lostReasonCodes {
+		if c.words.MatchString(reason) && (len(allowed) == 0 || slices.Contains(allowed, c.code)) {
+			return c.code
+		}
+	}
+	return ""
+}
+
 // severityOf maps what people say to a severity the tool's enum has: minor is low, critical is high where
 // there is no critical.
 func severityOf(allowed []string, said string) string {

@@ -22,9 +22,14 @@ var Rules = []planner.Rule{
 		Name: "create_reminder", Tool: ospack.CreateReminder,
 		Help:     "set a reminder for a time (without a time it is a task)",
 		Examples: []string{"remind me to call Ann tomorrow at 3pm"},
-		Patterns: []string{`^(?:please\s+)?(?:remind\s+me\s+to|set\s+a\s+reminder\s+to)\s+(?P<title>.+)$`},
+		Patterns: []string{
+			`^(?:please\s+)?(?:remind\s+me\s+to|set\s+a\s+reminder\s+to)\s+(?P<title>.+)$`,
+			// The time said first: "remind me on thursday to …", "remind me tomorrow at 8 to …".
+			`^(?:please\s+)?(?:remind\s+me|set\s+a\s+reminder)\s+(?P<when>(?:on|at|by|this|next|tomorrow|today|tonight|in)\b.*?)\s+to\s+(?P<title>.+)$`,
+			`^(?:please\s+)?remind\s+me\s+(?:about|of)\s+(?P<title>.+)$`,
+		},
 		Build: func(m *planner.Match) (any, error) {
-			when, title, err := m.DateTime(m.Group("title"), "remind_at", 9)
+			when, title, err := m.DateTime(strings.TrimSpace(m.Group("when")+" "+m.Group("title")), "remind_at", 9)
 			if err != nil {
 				return nil, err
 			}
@@ -62,6 +67,7 @@ var Rules = []planner.Rule{
 			`^(?:please\s+)?(?:list|show|get|give\s+me|what\s+are|what's|whats|which\s+are)\b(?P<filters>.*?)\b(?:tasks|to-?dos)\b(?P<more>.*)$`,
 			`^(?:my\s+)?(?P<filters>(?:\w+\s+)?)(?:tasks|to-?dos)\s*\??$`,
 			`^(?:my\s+)?(?:todo|to-do)\s+list\s*\??$`,
+			`^(?:what(?:'s|s|\s+is)|show\s+me\s+what(?:'s|s|\s+is))\s+on\s+(?:my|the)\s+(?:list|plate|(?:todo|to-do|task)\s+list)\s*[.!?]*$`,
 		},
 		Build: func(m *planner.Match) (any, error) {
 			words := strings.ToLower(m.Group("filters") + " " + m.Group("more"))
@@ -126,6 +132,8 @@ var Rules = []planner.Rule{
 			`^(?:please\s+)?(?:search|find|look\s*up|look\s+for)\s+(?:my\s+|the\s+)?(?:(?P<kind>personal|private|business|work)\s+)?notes?\s*(?:for|about|on|with|mentioning|that\s+mention|containing)?\s*(?P<query>.+)$`,
 			`^(?:what|which)\s+notes?\s+(?:do\s+i\s+have\s+)?(?:about|on|mention(?:ing)?)\s+(?P<query>.+?)\??$`,
 			`^(?:my\s+)?(?:(?P<kind>personal|private|business|work)\s+)?notes\s+(?:about|for|on|mentioning|containing)\s+(?P<query>.+?)\??$`,
+			// What people recall writing: "what did I write about …", "have I noted anything on …".
+			`^(?:what\s+(?:did|have)\s+i|(?:did|have)\s+i)\s+(?:write|written|note|noted|jot|jotted|save|saved)(?:\s+down)?(?:\s+(?:anything|something))?\s+(?:about|on|regarding|re)\s+(?P<query>.+?)\??$`,
 		},
 		Build: func(m *planner.Match) (any, error) {
 			q := strings.Trim(m.Group("query"), " .?!\"'")
@@ -160,7 +168,7 @@ var Rules = []planner.Rule{
 		Name: "defer_task", Tool: ospack.DeferTask,
 		Help:     "put a task off to a later day",
 		Examples: []string{"defer task 5b0f1c39-8c8f-4a35-9d0e-6b1f1b7f3a10 to friday: waiting on parts"},
-		Patterns: []string{`^(?:please\s+)?(?:defer|postpone|push\s+back|delay|reschedule)\s+(?:the\s+)?task(?:\s+(?P<id>` + id + `))?\s+(?P<when>.+?)(?:(?:\s+(?:because|reason:?|-)|\s*[:,])\s*(?P<reason>[^:]+))?$`},
+		Patterns: []string{`^(?:please\s+)?(?:defer|postpone|push\s+back|delay|reschedule|push|move|bump)\s+(?:the\s+)?task(?:\s+(?P<id>` + id + `))?(?:\s+(?:back|out))?\s+(?P<when>.+?)(?:(?:\s+(?:because|reason:?|-)|\s*[:,])\s*(?P<reason>[^:]+))?$`},
 		Build: func(m *planner.Match) (any, error) {
 			due, _, err := m.DateTime(m.Group("when"), "due_at", 17)
 			if err != nil {
@@ -238,7 +246,7 @@ var Rules = []planner.Rule{
 		Examples: []string{"how is the business going?", "show the personal snapshot"},
 		Patterns: []string{
 			`^(?:please\s+)?(?:(?:show|get|give\s+me|what(?:'s|\s+is))\s+)?(?:me\s+)?(?:the\s+|my\s+)?(?:(?P<domain>business|personal|overall|full|whole)\s+)?(?:state(?:\s+snapshot)?|snapshot|overview|situation)\s*[.!?]*$`,
-			`^how(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?P<domain>business|things|everything)(?:\s+going)?\s*\??$`,
+			`^how(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?P<domain>business|things|everything)(?:\s+(?:going|doing|looking|tracking|travelling|traveling))?\s*\??$`,
 		},
 		Build: func(m *planner.Match) (any, error) {
 			return ospack.GetStateSnapshotInput{Domain: snapshotDomain(m.Group("domain"))}, nil
