@@ -22,8 +22,6 @@ require (
 	riverqueue.com/riverui v0.22.0
 )
 
-require github.com/hbollon/go-edlib v1.7.0
-
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

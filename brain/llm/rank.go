@@ -67,7 +67,6 @@ func ToolSearchDocument(t *registry.Tool) SearchDocument {
 	}
 	d.Key = hex.EncodeToString(sum.Sum(nil))
 	documents.Store(t, d)
-	vocabulary.add(d.NameWords, d.Description, d.Properties)
 	return d
 }
 
@@ -179,8 +178,12 @@ func parseSynonyms(text string) (map[string][]string, int, []string) {
 const queryMaxWords = 64
 
 // ExpandQuery prepares a query: its words, each phrase or word of it with the synonyms that apply (longest
-// phrase first), as concepts.
-func ExpandQuery(query string) SearchQuery {
+// phrase first), as concepts. A word vocab lacks that is one slip from a word it has is widened to that word
+// (and its synonyms); a nil vocab knows the synonyms' words only.
+func ExpandQuery(query string, vocab *Vocabulary) SearchQuery {
+	if vocab == nil {
+		vocab = synonymVocabulary
+	}
 	words := queryWords(query)
 	words = words[:min(len(words), queryMaxWords)]
 	q := SearchQuery{Words: words}
@@ -205,7 +208,7 @@ func ExpandQuery(query string) SearchQuery {
 		}
 		if n == 1 && len(targets) == 0 {
 			// A word no tool and no synonym knows may be a misspelling of one that does ("remnd", "taks").
-			for _, c := range vocabulary.corrections(phrase) {
+			for _, c := range vocab.corrections(phrase) {
 				terms = append(terms, c)
 				for _, t := range synonyms[normalizeWord(c)] {
 					if !slices.Contains(terms, t) {

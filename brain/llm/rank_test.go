@@ -42,7 +42,7 @@ func TestSynonymsFile(t *testing.T) {
 // never operators; the query is bounded.
 func TestExpandQuery(t *testing.T) {
 	t.Parallel()
-	q := ExpandQuery("Push this To-Do back, POSTPONED!")
+	q := ExpandQuery("Push this To-Do back, POSTPONED!", nil)
 	require.Equal(t, []string{"push", "this", "to", "do", "back", "postponed"}, q.Words)
 	require.Equal(t, "push this to do back postponed", q.Text())
 	require.Contains(t, q.Concepts, `"to do" or task`)
@@ -50,7 +50,7 @@ func TestExpandQuery(t *testing.T) {
 	require.Contains(t, q.Concepts, "postponed or defer")
 	require.Len(t, q.Literals, len(q.Concepts))
 
-	q = ExpandQuery(`put off the "call" or -email & (sms)`)
+	q = ExpandQuery(`put off the "call" or -email & (sms)`, nil)
 	require.Equal(t, `"put off" or defer`, q.Concepts[0], "the longer phrase wins over put → create")
 	for _, c := range q.Concepts {
 		require.NotContains(t, c, "-")
@@ -58,8 +58,8 @@ func TestExpandQuery(t *testing.T) {
 	}
 	require.NotContains(t, q.Words, "or")
 
-	require.Len(t, ExpandQuery(strings.Repeat("task ", 500)).Words, queryMaxWords)
-	require.Empty(t, ExpandQuery("  ,;  ").Concepts)
+	require.Len(t, ExpandQuery(strings.Repeat("task ", 500), nil).Words, queryMaxWords)
+	require.Empty(t, ExpandQuery("  ,;  ", nil).Concepts)
 	for _, forms := range [][]string{{"postpone", "postponed", "postpones", "postponing"}, {"bill", "billed", "bills"},
 		{"cancel", "cancelled", "cancelling", "cancels"}, {"reply", "replies"}} {
 		for _, f := range forms[1:] {
@@ -73,7 +73,7 @@ func TestExpandQuery(t *testing.T) {
 // than one such slip away are left alone.
 func TestExpandQueryCorrectsMisspellings(t *testing.T) {
 	t.Parallel()
-	words := newWordList("remind task invoice enquiry enquiries inspection", "lead: enquiry, enquiries")
+	words := newVocabulary("remind task invoice enquiry enquiries inspection", "lead: enquiry, enquiries")
 	for word, want := range map[string][]string{
 		"remnd":     {"remind"},
 		"taks":      {"task"},
@@ -90,6 +90,23 @@ func TestExpandQueryCorrectsMisspellings(t *testing.T) {
 		require.Equal(t, want, words.corrections(word), word)
 	}
 	// Through the real vocabulary: the synonyms' words are known from the start.
-	q := ExpandQuery("postpne the chore")
+	q := ExpandQuery("postpne the chore", nil)
 	require.Contains(t, q.Concepts, "postpne or postpone or defer")
+}
+
+// TestVocabularyIsTheToolsOwn: a search corrects to the words of the tools it may return, not to those of
+// tools another search read, whatever the process searched before.
+func TestVocabularyIsTheToolsOwn(t *testing.T) {
+	t.Parallel()
+	parse := func(desc string) []*registry.Tool {
+		reg, err := registry.Parse([]byte(`{"version": "v", "tools": [{"name": "yard.water_plants", "description": "` + desc + `",
+			"input_schema": {"type": "object"}, "output_schema": {"type": "object"}, "idempotency": {"mode": "none"}, "timeout_ms": 1000}]}`))
+		require.NoError(t, err)
+		return reg.Tools()
+	}
+	gardens := VocabularyOf(parse("Water the hydrangeas."))
+	kitchens := VocabularyOf(parse("Clean the kitchen."))
+	require.Contains(t, ExpandQuery("water the hydrangas", gardens).Concepts, "hydrangas or hydrangeas")
+	require.Contains(t, ExpandQuery("water the hydrangas", kitchens).Concepts, "hydrangas")
+	require.Same(t, gardens, VocabularyOf(parse("Water the hydrangeas.")), "built once per set of tools")
 }

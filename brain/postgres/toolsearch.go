@@ -145,7 +145,7 @@ func ToolSearch(ctx context.Context, db gemsql.DBTX, tools []*registry.Tool, que
 		byName[t.Name] = t
 		keys = append(keys, llm.ToolSearchDocument(t).Key)
 	}
-	q := llm.ExpandQuery(query)
+	q := llm.ExpandQuery(query, llm.VocabularyOf(tools))
 	if len(q.Concepts) == 0 || len(tools) == 0 {
 		return []ToolHit{}, nil
 	}
