@@ -66,9 +66,9 @@ func (h *Rehearsal) Request(model string, conversation []llm.Message) *llm.Reque
 }
 
 // Calls screens an LLM answer's calls and answers each, in order; a call that passes gets result(tool) as its
-// result.
+// result. As in the loop, the arguments of a call not made for its size or the answer's number of calls are
+// blanked in calls, the answer as it is sent again.
 func (h *Rehearsal) Calls(ctx context.Context, calls []llm.ToolCall, result func(tool string) json.RawMessage) []RehearsedCall {
-	calls = append([]llm.ToolCall(nil), calls...)
 	out := make([]RehearsedCall, len(calls))
 	for i, tc := range calls {
 		o := &toolOutcome{msg: postgres.SessionMessage{Message: llm.Message{Role: "tool", ToolCallID: tc.ID}}}
@@ -87,4 +87,13 @@ func (h *Rehearsal) Calls(ctx context.Context, calls []llm.ToolCall, result func
 		out[i] = RehearsedCall{Tool: o.report.Tool, Status: o.report.Status, Message: o.msg.Message}
 	}
 	return out
+}
+
+// NextTurn starts a user turn after the first, as the loop starts a new turn of a session: history is the
+// conversation so far; the tools described in earlier turns must be described again (a turn offers only what
+// it described), and the skills loaded in them stay loaded.
+func (h *Rehearsal) NextTurn(history []llm.Message) {
+	h.r.history = history
+	h.r.offered = map[string]bool{}
+	h.r.discloseSkills()
 }

@@ -297,7 +297,10 @@ func converse(ctx context.Context, c ChatCase, h *chat.Rehearsal, client llm.Cli
 		return json.RawMessage(`{}`)
 	}
 	var messages []llm.Message
-	for _, turn := range c.Turns {
+	for n, turn := range c.Turns {
+		if n > 0 {
+			h.NextTurn(messages)
+		}
 		messages = append(messages, llm.Message{Role: "user", Content: turn})
 		for step := 1; ; step++ {
 			resp, err := client.Complete(ctx, h.Request(model, messages))

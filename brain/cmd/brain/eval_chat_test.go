@@ -483,3 +483,48 @@ func TestEvalChatOnAnthropic(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalChatTurnsDescribeAgain: as in a chat session, each user turn offers only the tools it described: a
+// call in a later turn of a tool described in an earlier one is refused until described again, so the model
+// that does not describe it again has not made the call.
+func TestEvalChatTurnsDescribeAgain(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	dir := writeSuite(t, map[string]string{"chat.yaml": `
+- turns: [look up Dave Nguyen, now log that I called him and left a message]
+  results:
+    entity.search: {entities: [{id: 4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a21, name: Dave Nguyen}]}
+  calls:
+    - tool: entity.search
+    - tool: comms.log_call_outcome
+      args:
+        outcome: {exact: left_message}
+  split: tune
+`})
+	reg := testRegistry(t)
+	toolSet := llm.NewToolSet(reg.Tools())
+	fn := func(tool string) string { f, _ := toolSet.Function(tool); return f }
+	describe := func(id, tool string) llmfake.Call {
+		return llmfake.Call{ID: id, Name: "describe_tool", Arguments: fmt.Sprintf(`{"name": %q}`, fn(tool))}
+	}
+	var refusal string
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{describe("d1", "entity.search"), describe("d2", "comms.log_call_outcome")}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "c1", Name: fn("entity.search"), Arguments: `{"query": "Dave Nguyen"}`}}},
+		llmfake.Turn{Text: "Found Dave."},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "c2", Name: fn("comms.log_call_outcome"),
+			Arguments: `{"entity_id": "4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a21", "outcome": "left_message"}`}}},
+		llmfake.Turn{Text: "Logged.", Check: func(t require.TestingT, req *llmfake.Request) {
+			refusal = req.ToolResults()["c2"].Content
+		}},
+	)
+	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-suite", "chat", "-llm", "-json", "-thresholds", "none")
+	require.Equal(t, 0, code, errText)
+	require.Equal(t, 0, fake.Remaining())
+	require.Contains(t, refusal, "describe_tool", "the second turn must describe the tool again")
+	var got evalJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	recall, ok := got.Reports[0].Metric(evals.SplitTune, evals.MetricCallRecall)
+	require.True(t, ok)
+	require.Equal(t, 0.5, recall, "the call refused in the second turn was not made")
+}
