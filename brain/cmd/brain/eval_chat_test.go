@@ -312,7 +312,7 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 	describe := func(id, tool string) llmfake.Call {
 		return llmfake.Call{ID: id, Name: "describe_tool", Arguments: fmt.Sprintf(`{"name": %q}`, fn(tool))}
 	}
-	fake := llmfake.NewOpenAI(t, fakeKey,
+	turns := []llmfake.Turn{
 		// 1: the wrong date: a miss, with what was called.
 		llmfake.Turn{Calls: []llmfake.Call{describe("d1", "os.defer_task")}},
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "c1", Name: fn("os.defer_task"), Arguments: `{"task_id": "7d1b2c3e-0000-4000-8000-000000000001", "due_at": "2026-12-12T17:00:00+11:00", "reason": null}`}}},
@@ -348,8 +348,9 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 			{ID: "c6b", Name: fn("os.create_task"), Arguments: `{"title": "Check the Patels' ridge capping", "domain": "business"}`},
 		}},
 		llmfake.Turn{Text: "Both set."},
-	)
-	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-suite", "chat", "-llm", "-json")
+	}
+	fake := llmfake.NewOpenAI(t, fakeKey, turns...)
+	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-suite", "chat", "-llm", "-json", "-hold-models")
 	require.Equal(t, 1, code, errText)
 	require.Equal(t, 0, fake.Remaining(), "%s\n%s", errText, out)
 	var got evalJSON
@@ -381,6 +382,14 @@ func TestEvalChatScoresWhatTheModelDid(t *testing.T) {
 		"chat (fake-model) tune call_recall is 0.5000, below its floor 0.9",
 		"chat (fake-model) held_out irrelevance is 0.0000, below its floor 1",
 	}, got.BelowFloor)
+
+	// Without -hold-models a model is compared, not held: the same answers score the same and the run passes.
+	code, out, errText = evalCLIWith(t, fakeLLMEnv(dbURL, llmfake.NewOpenAI(t, fakeKey, turns...)), "-dir", dir, "-suite", "chat", "-llm", "-json")
+	require.Equal(t, 0, code, errText)
+	got = evalJSON{}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Empty(t, got.BelowFloor)
+	require.Len(t, got.Reports[0].Misses, 4)
 }
 
 // TestEvalChatSideBySide: -llm given twice asks each model in turn, through the configured provider, and
@@ -470,7 +479,7 @@ func TestEvalChatOnAnthropic(t *testing.T) {
 	fake := llmfake.NewAnthropic(t, fakeKey, scriptChat(t, pool, reg, cases, "fake-model")...)
 	env := fakeLLMEnv(dbURL, fake)
 	env["GEM_LLM_PROVIDER"], env["GEM_LLM_BASE_URL"] = "anthropic", fake.URL
-	code, out, errText := evalCLIWith(t, env, "-dir", dir, "-suite", "chat", "-llm", "-json")
+	code, out, errText := evalCLIWith(t, env, "-dir", dir, "-suite", "chat", "-llm", "-json", "-hold-models")
 	require.Equal(t, 0, code, errText)
 	require.Equal(t, 0, fake.Remaining())
 	var got evalJSON

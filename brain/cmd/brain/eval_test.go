@@ -44,11 +44,11 @@ func TestEvalSuitesHoldTheirFloors(t *testing.T) {
 	script := scriptChat(t, pool, reg, cases, "fake-model")
 	fake := llmfake.NewOpenAI(t, fakeKey, slices.Concat(script, script)...) // a run in text, then in JSON
 	env := fakeLLMEnv(dbURL, fake)
-	code, text, errText := evalCLIWith(t, env, "-dir", dir, "-llm")
+	code, text, errText := evalCLIWith(t, env, "-dir", dir, "-llm", "-hold-models")
 	t.Log("\n" + text)
 	require.Equal(t, 0, code, "brain eval: %s", errText)
 
-	code, out, errText := evalCLIWith(t, env, "-dir", dir, "-json", "-llm")
+	code, out, errText := evalCLIWith(t, env, "-dir", dir, "-json", "-llm", "-hold-models")
 	require.Equal(t, 0, code, errText)
 	var got evalJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
