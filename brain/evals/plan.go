@@ -416,7 +416,10 @@ func (c ArgCheck) holdsValue(v any, loc *time.Location) (bool, string) {
 		}
 		at = at.In(loc)
 		want := c.date.In(loc)
-		if c.dateHasTime && valueHasTime {
+		switch {
+		case c.dateHasTime && !valueHasTime:
+			return false, got + " (a day, and the check names a time)"
+		case c.dateHasTime:
 			return at.Truncate(time.Minute).Equal(want.Truncate(time.Minute)), got
 		}
 		return at.Format(time.DateOnly) == want.Format(time.DateOnly), got
@@ -463,13 +466,27 @@ func RunPlan(ctx context.Context, suite *PlanCases, reg *registry.Registry, plan
 		}
 		t.cases++
 		out := runPlanCase(ctx, c, suite, reg, plan)
-		if out.err != nil {
+		if out.err != nil && ctx.Err() != nil {
 			return nil, fmt.Errorf("planning %q: %w", c.Message, out.err)
 		}
 		miss := func(want string) {
 			report.Misses = append(report.Misses, Miss{Split: c.Split, Case: c.Message, Want: want, Got: out.got})
 		}
 		switch {
+		case out.err != nil:
+			// A planner that fails (not a question back) fails the case, whatever it expected.
+			out.got = "the planner failed: " + out.err.Error()
+			switch {
+			case c.Asks != "":
+				t.asks++
+				miss("a question about " + c.Asks)
+			case len(c.Calls) == 0:
+				t.irrelevant++
+				miss("nothing planned")
+			default:
+				t.withCalls++
+				miss(describeWant(c.Calls))
+			}
 		case c.Asks != "":
 			t.asks++
 			if slices.Contains(out.asked, c.Asks) {
