@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -180,25 +179,13 @@ func loadPlanCall(call planCallFile, now time.Time, reg *registry.Registry) (Pla
 	if !ok {
 		return pc, []string{fmt.Sprintf("unknown tool %q", call.Tool)}
 	}
-	var problems []string
-	props := make([]string, 0, len(call.Args))
-	for p := range call.Args {
-		props = append(props, p)
-	}
-	sort.Strings(props)
-	for _, prop := range props {
-		top, _, _ := strings.Cut(prop, ".")
-		if !tool.HasInputProperty(top) {
-			problems = append(problems, fmt.Sprintf("%s has no input property %q", tool.Name, top))
-			continue
+	checks, problems := loadChecks(call.Args, tool.HasInputProperty, now)
+	for i, p := range problems {
+		if strings.HasPrefix(p, "no input property") {
+			problems[i] = tool.Name + " has " + p
 		}
-		check, err := loadCheck(prop, call.Args[prop], now)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", prop, err))
-			continue
-		}
-		pc.Args = append(pc.Args, check)
 	}
+	pc.Args = checks
 	return pc, problems
 }
 
