@@ -125,7 +125,7 @@ func LoadThresholds(path string) (Thresholds, error) {
 				return nil, fmt.Errorf("%s: %s: %w", path, suite, err)
 			}
 			for metric, floor := range metrics {
-				if floor < 0 || floor > 1 {
+				if !(floor >= 0 && floor <= 1) { // NaN too: no value is below it, so it would hold nothing
 					return nil, fmt.Errorf("%s: %s %s %s: a floor is from 0 to 1, not %v", path, suite, split, metric, floor)
 				}
 			}
