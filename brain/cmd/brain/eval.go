@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,6 +245,12 @@ func printEvals(reports []*evals.Report, all bool, split string, thresholds eval
 			continue // a model's chat suite is compared with others, not held to the scripted run's floors
 		}
 		failed = append(failed, thresholds.Check(r)...)
+	}
+	// A misspelt suite would hold none of its floors, as a misspelt metric would hold none.
+	for _, suite := range slices.Sorted(maps.Keys(thresholds)) {
+		if !slices.Contains(evalSuites, suite) {
+			failed = append(failed, fmt.Sprintf("the thresholds hold floors for a suite %q, not one of %s", suite, strings.Join(evalSuites, ", ")))
+		}
 	}
 	if all {
 		for _, suite := range evalSuites {
