@@ -231,7 +231,8 @@ func draftsWrite(dir string, now, since time.Time, cases []draftCase) (string, e
 var draftPlainScalar = regexp.MustCompile(`^[A-Za-z0-9_/][A-Za-z0-9_./-]*$`)
 
 // draftScalar writes s as YAML: plain when that is safe (and not read as another type), else double-quoted
-// (JSON's escapes are YAML's).
+// (JSON's escapes are YAML's, and what JSON leaves as it is but YAML refuses or reads as a line break is
+// escaped too).
 func draftScalar(s string) string {
 	if draftPlainScalar.MatchString(s) {
 		var v any
@@ -245,5 +246,19 @@ func draftScalar(s string) string {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
+	return draftEscape(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// draftEscape escapes the characters a YAML file may not hold (DEL, C1 controls, U+FFFE, U+FFFF: the whole
+// file would fail to load), next line (read as a line break) and the byte order mark (invisible).
+func draftEscape(quoted string) string {
+	var b strings.Builder
+	for _, r := range quoted {
+		if r >= 0x7f && r <= 0x9f || r == 0xfeff || r == 0xfffe || r == 0xffff {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

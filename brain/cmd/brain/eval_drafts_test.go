@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gemhq/gem/brain/chat"
+	"github.com/gemhq/gem/brain/evals"
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/llmconfig"
@@ -111,4 +113,64 @@ func TestEvalFromReceipts(t *testing.T) {
 	code, _, stderr = draft("--since", "a while")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "neither a duration")
+}
+
+// TestEvalFromReceiptsWhateverTheRequest: a request with quotes, newlines, "#", ": ", a YAML list of its own,
+// control characters and unicode, and very long, is drafted as itself: once a person sets its tools, the
+// draft loads as the search suite with the request unchanged, and the next run reads the draft back and
+// drafts nothing twice.
+func TestEvalFromReceiptsWhateverTheRequest(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
+		llmfake.Turn{Text: "I cannot."},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	request := "remind me: \"ring\" the # supplier\x7f at 9\u0080 \u0085 über 日本 'x' \ufffe\n- q: injected\n  tools: [os.create_note]\t" +
+		strings.Repeat("and again ", 300) + "&anchor *alias {flow: [x]} %tag @at `tick` | > !"
+	resp, status := chatWith(t, a, agent, request, "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+
+	suites := t.TempDir()
+	drafts := filepath.Join(suites, "drafts")
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	draft := func() (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--out", drafts, "--dir", suites}, getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, stdout, stderr := draft()
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "Wrote 1 draft case(s)")
+	files, err := filepath.Glob(filepath.Join(drafts, "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	text, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+
+	// A person sets its tools and moves it into the suite.
+	confirmed := strings.Replace(string(text), "tools: []", "tools: [os.create_task]", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(suites, "search.yaml"), []byte(confirmed), 0o644))
+	cases, err := evals.LoadSearch(suites, func(string) bool { return true })
+	require.NoError(t, err, confirmed)
+	require.Len(t, cases, 1)
+	require.Equal(t, strings.TrimSpace(request), cases[0].Q)
+	require.Equal(t, []string{"os.create_task"}, cases[0].Tools)
+
+	code, stdout, stderr = draft()
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "No new stumbles since")
 }
