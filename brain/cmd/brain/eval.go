@@ -28,7 +28,7 @@ import (
 
 const evalUsage = `usage: brain eval [-suite all|search|plan|chat] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
                   [-llm [MODEL]]... [-hold-models]
-       brain eval -from-receipts [-since 7d] [-out evals/drafts] [-dir evals]
+       brain eval -from-receipts [-since 7d] [-out DIR/drafts] [-dir evals]
 
 Scores this build's tool selection against the suites in DIR (docs/evals.md): prints each suite's metrics per
 split and every miss with what came instead, and exits 1 when a metric is below its floor in the thresholds

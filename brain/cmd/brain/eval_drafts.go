@@ -26,13 +26,13 @@ import (
 const (
 	// evalDraftsSinceDefault is how far back the stumbles are read.
 	evalDraftsSinceDefault = "7d"
-	// evalDraftsOutDefault is where the drafts are written, a file per run of the command.
-	evalDraftsOutDefault = "evals/drafts"
+	// evalDraftsOutDefault is where the drafts are written in the suites' folder, a file per run of the command.
+	evalDraftsOutDefault = "drafts"
 	// evalSuitesDefault holds the suites whose cases are not drafted again.
 	evalSuitesDefault = "evals"
 )
 
-const evalDraftsUsage = "usage: brain eval --from-receipts [--since 7d] [--out evals/drafts] [--dir evals]"
+const evalDraftsUsage = "usage: brain eval --from-receipts [--since 7d] [--out DIR/drafts] [--dir evals]"
 
 // evalFromReceipts writes the stumbles agents made since a time (docs/evals.md#where-agents-stumble-from-production)
 // as draft cases of the search suite, for a person to confirm and move into evals/search.yaml: a case per run
@@ -44,7 +44,7 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 	flags.SetOutput(stderr)
 	flags.Bool("from-receipts", true, "draft cases from the agents' stumbles (this command)")
 	sinceFlag := flags.String("since", evalDraftsSinceDefault, "how far back: a duration (7d, 36h) or a date (2026-11-29)")
-	out := flags.String("out", evalDraftsOutDefault, "the drafts' folder: a file per run, named by its time")
+	out := flags.String("out", "", "the drafts' folder: a file per run, named by its time (default DIR/"+evalDraftsOutDefault+")")
 	suites := flags.String("dir", evalSuitesDefault, "the suites' folder: requests that are cases there are not drafted")
 	if err := flags.Parse(args); err != nil {
 		return flagExit(err)
@@ -52,6 +52,10 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 	if flags.NArg() > 0 {
 		fmt.Fprintln(stderr, evalDraftsUsage)
 		return 2
+	}
+	if *out == "" {
+		// Beside the suites, wherever the command runs: the drafts are read back to draft nothing twice.
+		*out = filepath.Join(*suites, evalDraftsOutDefault)
 	}
 	now := time.Now().UTC()
 	since, err := parseDraftsSince(*sinceFlag, now)

@@ -174,3 +174,49 @@ func TestEvalFromReceiptsWhateverTheRequest(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "No new stumbles since")
 }
+
+// TestEvalFromReceiptsDraftsBesideTheSuites: without --out, the drafts go into the drafts folder of the
+// suites' folder (--dir) wherever the command runs, and the drafts already there are not drafted again.
+func TestEvalFromReceiptsDraftsBesideTheSuites(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
+		llmfake.Turn{Text: "I cannot."},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	resp, status := chatWith(t, a, agent, "what's the weather in Parramatta", "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+
+	suites := filepath.Join(t.TempDir(), "suites")
+	require.NoError(t, os.Mkdir(suites, 0o755))
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	draft := func() (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, stdout, stderr := draft()
+	require.Equal(t, 0, code, stderr)
+	drafts := filepath.Join(suites, "drafts")
+	require.Contains(t, stdout, "Wrote 1 draft case(s) to "+drafts)
+	files, err := filepath.Glob(filepath.Join(drafts, "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+
+	code, stdout, stderr = draft()
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "No new stumbles since")
+}
