@@ -68,11 +68,6 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 		fmt.Fprintln(stderr, "brain eval:", err)
 		return 2
 	}
-	known, err := draftKnownRequests(*suites, *out)
-	if err != nil {
-		fmt.Fprintln(stderr, "brain eval:", err)
-		return 1
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pool, err := gemsql.NewPool(ctx, gemsql.PoolConfig{URL: cfg.DatabaseURL, SessionURL: cfg.SessionURL, ApplicationName: "gem-brain-eval", MaxConns: 2})
@@ -81,7 +76,29 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 		return 1
 	}
 	defer pool.Close()
-	stumbles, err := postgres.Stumbles(ctx, pool, since)
+	// Runs at once into one folder take turns from reading the drafts to writing theirs, or each would draft
+	// what the others are drafting.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 1
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	folder, err := filepath.Abs(*out)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 1
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "gem-brain-eval-drafts:"+folder); err != nil {
+		fmt.Fprintln(stderr, "brain eval: error waiting for another drafts run:", err)
+		return 1
+	}
+	known, err := draftKnownRequests(*suites, *out)
+	if err != nil {
+		fmt.Fprintln(stderr, "brain eval:", err)
+		return 1
+	}
+	stumbles, err := postgres.Stumbles(ctx, tx, since)
 	if err != nil {
 		fmt.Fprintln(stderr, "brain eval: error reading the stumbles:", err)
 		return 1

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -219,4 +220,48 @@ func TestEvalFromReceiptsDraftsBesideTheSuites(t *testing.T) {
 	code, stdout, stderr = draft()
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "No new stumbles since")
+}
+
+// TestEvalFromReceiptsAtOnce: runs of brain eval --from-receipts at the same time into one folder draft each
+// stumble once between them, as runs one after another do.
+func TestEvalFromReceiptsAtOnce(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
+		llmfake.Turn{Text: "I cannot."},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	resp, status := chatWith(t, a, agent, "what's the weather in Parramatta", "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+
+	suites := t.TempDir()
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	const runs = 4
+	codes := make(chan string, runs)
+	for range runs {
+		go func() {
+			var stdout, stderr bytes.Buffer
+			code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
+			codes <- fmt.Sprint(code, " ", stderr.String())
+		}()
+	}
+	for range runs {
+		require.Equal(t, "0 ", <-codes)
+	}
+	files, err := filepath.Glob(filepath.Join(suites, "drafts", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "one run drafts the stumble, the others find it drafted")
 }
