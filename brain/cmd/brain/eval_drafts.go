@@ -118,12 +118,19 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 	return 0
 }
 
+// draftsSinceEarliest is the earliest --since: every stumble happened after it.
+var draftsSinceEarliest = time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC)
+
 // parseDraftsSince reads --since: a duration back from now (with d for days), or a date (UTC).
 func parseDraftsSince(s string, now time.Time) (time.Time, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
 		if err != nil || n < 0 {
 			return time.Time{}, fmt.Errorf("%q is not a number of days", s)
+		}
+		// Further back than year 1 is every stumble; PostgreSQL refuses such dates, and AddDate overflows.
+		if int64(n) >= (now.Unix()-draftsSinceEarliest.Unix())/(24*60*60) {
+			return draftsSinceEarliest, nil
 		}
 		return now.AddDate(0, 0, -n), nil
 	}

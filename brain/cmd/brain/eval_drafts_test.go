@@ -122,23 +122,9 @@ func TestEvalFromReceipts(t *testing.T) {
 // drafts nothing twice.
 func TestEvalFromReceiptsWhateverTheRequest(t *testing.T) {
 	t.Parallel()
-	_, dbURL := sqltest.NewDB(t)
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
-		llmfake.Turn{Text: "I cannot."},
-	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
-	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
 	request := "remind me: \"ring\" the # supplier\x7f at 9\u0080 \u0085 über 日本 'x' \ufffe\n- q: injected\n  tools: [os.create_note]\t" +
 		strings.Repeat("and again ", 300) + "&anchor *alias {flow: [x]} %tag @at `tick` | > !"
-	resp, status := chatWith(t, a, agent, request, "")
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	dbURL := stumbledOnce(t, request)
 
 	suites := t.TempDir()
 	drafts := filepath.Join(suites, "drafts")
@@ -180,21 +166,7 @@ func TestEvalFromReceiptsWhateverTheRequest(t *testing.T) {
 // suites' folder (--dir) wherever the command runs, and the drafts already there are not drafted again.
 func TestEvalFromReceiptsDraftsBesideTheSuites(t *testing.T) {
 	t.Parallel()
-	_, dbURL := sqltest.NewDB(t)
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
-		llmfake.Turn{Text: "I cannot."},
-	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
-	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
-	resp, status := chatWith(t, a, agent, "what's the weather in Parramatta", "")
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	dbURL := stumbledOnce(t, "what's the weather in Parramatta")
 
 	suites := filepath.Join(t.TempDir(), "suites")
 	require.NoError(t, os.Mkdir(suites, 0o755))
@@ -226,21 +198,7 @@ func TestEvalFromReceiptsDraftsBesideTheSuites(t *testing.T) {
 // stumble once between them, as runs one after another do.
 func TestEvalFromReceiptsAtOnce(t *testing.T) {
 	t.Parallel()
-	_, dbURL := sqltest.NewDB(t)
-	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
-		llmfake.Turn{Text: "I cannot."},
-	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
-	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
-	resp, status := chatWith(t, a, agent, "what's the weather in Parramatta", "")
-	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	dbURL := stumbledOnce(t, "what's the weather in Parramatta")
 
 	suites := t.TempDir()
 	getenv := func(k string) string {
@@ -264,4 +222,45 @@ func TestEvalFromReceiptsAtOnce(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(suites, "drafts", "*.yaml"))
 	require.NoError(t, err)
 	require.Len(t, files, 1, "one run drafts the stumble, the others find it drafted")
+}
+
+// stumbledOnce starts a brain on a new database whose agent is asked request and calls a tool that does not
+// exist: a stumble to draft. It returns the database's URL.
+func stumbledOnce(t *testing.T, request string) string {
+	t.Helper()
+	_, dbURL := sqltest.NewDB(t)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
+		llmfake.Turn{Text: "I cannot."},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	resp, status := chatWith(t, a, agent, request, "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	return dbURL
+}
+
+// TestEvalFromReceiptsSinceLongAgo: a window reaching further back than PostgreSQL's dates reads every
+// stumble, as the longest it can.
+func TestEvalFromReceiptsSinceLongAgo(t *testing.T) {
+	t.Parallel()
+	dbURL := stumbledOnce(t, "what's the weather in Parramatta")
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	for _, since := range []string{"100000d", "99999999999d", "9000000000000000000d"} {
+		var stdout, stderr bytes.Buffer
+		code := cli([]string{"eval", "--from-receipts", "--since", since, "--dir", t.TempDir()}, getenv, &stdout, &stderr)
+		require.Equal(t, 0, code, "%s: %s", since, stderr.String())
+		require.Contains(t, stdout.String(), "Wrote 1 draft case(s)", since)
+	}
 }
