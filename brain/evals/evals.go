@@ -75,6 +75,28 @@ func (r *Report) Metric(split, metric string) (float64, bool) {
 	return 0, false
 }
 
+// FileMax is the most bytes a file of evals (a suite, the thresholds, a draft) may have: some hundred times
+// the search suite's.
+const FileMax = 8 << 20
+
+// ReadFile reads a file of evals, refusing one larger than FileMax: decoding YAML takes some twenty times a
+// file's size in memory, and a path such as a device may never end.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, FileMax+1))
+	if err != nil {
+		return nil, fmt.Errorf("error reading %s: %w", path, err)
+	}
+	if len(data) > FileMax {
+		return nil, fmt.Errorf("%s is more than the %d MiB a file of evals may have", path, FileMax>>20)
+	}
+	return data, nil
+}
+
 // decodeStrict reads YAML into v, refusing fields v does not have (a misspelt key would otherwise be ignored and
 // a case would silently test less than it says).
 func decodeStrict(data []byte, v any) error {
@@ -89,7 +111,7 @@ func decodeStrict(data []byte, v any) error {
 // readSuite reads a suite file from dir: an error names the file.
 func readSuite(dir, suite string, v any) error {
 	path := filepath.Join(dir, suite+".yaml")
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -111,7 +133,7 @@ type Thresholds map[string]map[string]map[string]float64
 
 // LoadThresholds reads a thresholds file (evals/thresholds.yaml).
 func LoadThresholds(path string) (Thresholds, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gemhq/gem/brain/evals"
 	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/sql/gemsql"
 	"go.yaml.in/yaml/v3"
@@ -187,9 +188,9 @@ func draftKnownRequests(dirs ...string) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			b, err := os.ReadFile(f)
+			b, err := evals.ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("error reading %s: %w", f, err)
+				return nil, err
 			}
 			var doc any
 			if err := yaml.Unmarshal(b, &doc); err != nil {

@@ -155,6 +155,8 @@ func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
 		"plan: misspelt metric": {files: map[string]string{"plan.yaml": planSuite + "- message: hi\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevant: 0.5}\n"}, code: 1, says: `no metric "irrelevant"`},
 		"floor not a number":    {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "search:\n  tune: {mrr: .nan}\n"}, code: 1, says: "a floor is from 0 to 1, not NaN"},
 		"misspelt suite":        {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "serch:\n  tune: {mrr: 0.99}\n"}, code: 1, says: `floors for a suite "serch"`},
+		"huge suite":            {files: map[string]string{"search.yaml": suite + strings.Repeat("# a comment line of a file too big to read whole\n", 200_000)}, code: 1, says: "more than the 8 MiB a file of evals may have"},
+		"huge thresholds":       {files: map[string]string{"search.yaml": suite, "thresholds.yaml": strings.Repeat("# a comment line of a file too big to read whole\n", 200_000)}, code: 1, says: "more than the 8 MiB a file of evals may have"},
 	} {
 		dir := write(c.files)
 		code, _, errText := evalCLI(t, dbURL, append([]string{"-dir", dir}, c.args...)...)
