@@ -156,8 +156,21 @@ func LoadThresholds(path string) (Thresholds, error) {
 	return t, nil
 }
 
+// Split returns the floors of one split only, for a report of that split.
+func (t Thresholds) Split(split string) Thresholds {
+	only := Thresholds{}
+	for suite, splits := range t {
+		only[suite] = map[string]map[string]float64{}
+		if metrics, ok := splits[split]; ok {
+			only[suite][split] = metrics
+		}
+	}
+	return only
+}
+
 // Check returns each floor the report is below, as a sentence naming the suite, split, metric, value and floor,
-// in a stable order; and each floor naming a metric the report lacks (a misspelt metric must not pass).
+// in a stable order; and each floor of a split or a metric the report lacks (a misspelt metric, or a split
+// whose cases all moved to the other, must not pass). Keep to the splits scored (Split) first.
 func (t Thresholds) Check(r *Report) []string {
 	var failed []string
 	splits := t[r.Suite]
@@ -166,10 +179,11 @@ func (t Thresholds) Check(r *Report) []string {
 		name += " (" + r.Model + ")"
 	}
 	for _, split := range Splits {
-		if !slices.ContainsFunc(r.Splits, func(s SplitReport) bool { return s.Split == split }) {
-			continue // not scored in this run (brain eval -split)
-		}
 		metrics := splits[split]
+		if len(metrics) > 0 && !slices.ContainsFunc(r.Splits, func(s SplitReport) bool { return s.Split == split }) {
+			failed = append(failed, fmt.Sprintf("%s %s: no case of this split (a floor must name a split the suite has)", r.Suite, split))
+			continue
+		}
 		names := make([]string, 0, len(metrics))
 		for m := range metrics {
 			names = append(names, m)

@@ -236,6 +236,9 @@ func runPlanEval(ctx context.Context, reg *registry.Registry, cfg Config, dir st
 // below a floor.
 func printEvals(reports []*evals.Report, all bool, split string, thresholds evals.Thresholds, holdModels, asJSON bool, stdout, stderr io.Writer) int {
 	var failed []string
+	if split != "all" {
+		thresholds = thresholds.Split(split)
+	}
 	for _, r := range reports {
 		if split != "all" {
 			r.Splits = slices.DeleteFunc(r.Splits, func(s evals.SplitReport) bool { return s.Split != split })

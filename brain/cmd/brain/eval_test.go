@@ -152,11 +152,12 @@ func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
 		"plan: no now":                 {files: map[string]string{"plan.yaml": "timezone: Australia/Sydney\ncases:\n- message: hi\n  calls: []\n  split: tune\n"}, code: 1, says: `now "" is not a time`},
 		"plan: below a floor": {files: map[string]string{"plan.yaml": planSuite + "- message: list my tasks\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevance: 0.5}\n"},
 			code: 1, says: "plan tune irrelevance is 0.0000, below its floor 0.5"},
-		"plan: misspelt metric": {files: map[string]string{"plan.yaml": planSuite + "- message: hi\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevant: 0.5}\n"}, code: 1, says: `no metric "irrelevant"`},
-		"floor not a number":    {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "search:\n  tune: {mrr: .nan}\n"}, code: 1, says: "a floor is from 0 to 1, not NaN"},
-		"misspelt suite":        {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "serch:\n  tune: {mrr: 0.99}\n"}, code: 1, says: `floors for a suite "serch"`},
-		"huge suite":            {files: map[string]string{"search.yaml": suite + strings.Repeat("# a comment line of a file too big to read whole\n", 200_000)}, code: 1, says: "more than the 8 MiB a file of evals may have"},
-		"huge thresholds":       {files: map[string]string{"search.yaml": suite, "thresholds.yaml": strings.Repeat("# a comment line of a file too big to read whole\n", 200_000)}, code: 1, says: "more than the 8 MiB a file of evals may have"},
+		"plan: misspelt metric":        {files: map[string]string{"plan.yaml": planSuite + "- message: hi\n  calls: []\n  split: tune\n", "thresholds.yaml": "plan:\n  tune: {irrelevant: 0.5}\n"}, code: 1, says: `no metric "irrelevant"`},
+		"floor not a number":           {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "search:\n  tune: {mrr: .nan}\n"}, code: 1, says: "a floor is from 0 to 1, not NaN"},
+		"misspelt suite":               {files: map[string]string{"search.yaml": suite, "thresholds.yaml": "serch:\n  tune: {mrr: 0.99}\n"}, code: 1, says: `floors for a suite "serch"`},
+		"huge suite":                   {files: map[string]string{"search.yaml": suite + strings.Repeat("# a comment line of a file too big to read whole\n", 200_000)}, code: 1, says: "more than the 8 MiB a file of evals may have"},
+		"huge thresholds":              {files: map[string]string{"search.yaml": suite, "thresholds.yaml": strings.Repeat("# a comment line of a file too big to read whole\n", 200_000)}, code: 1, says: "more than the 8 MiB a file of evals may have"},
+		"floors, no case of the split": {files: map[string]string{"search.yaml": "- q: push this to-do back until next week\n  tools: [os.defer_task]\n  split: tune\n", "thresholds.yaml": "search:\n  held_out: {mrr: 0.99}\n"}, code: 1, says: "search held_out: no case"},
 	} {
 		dir := write(c.files)
 		code, _, errText := evalCLI(t, dbURL, append([]string{"-dir", dir}, c.args...)...)
