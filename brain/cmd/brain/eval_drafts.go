@@ -109,13 +109,19 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 		fmt.Fprintf(stdout, "No new stumbles since %s (%d read, each a case already).\n", since.Format(time.DateOnly), len(stumbles))
 		return 0
 	}
-	path, err := draftsWrite(*out, now, since, cases)
+	paths, written, err := draftsWrite(*out, now, since, cases)
 	if err != nil {
 		fmt.Fprintln(stderr, "brain eval:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "Wrote %d draft case(s) to %s: confirm the tools, set the split, move them into %s.\n", len(cases),
-		path, filepath.Join(*suites, "search.yaml"))
+	if written < len(cases) {
+		fmt.Fprintf(stderr, "brain eval: %d request(s) too long for a file of evals (%d MiB) were not drafted.\n", len(cases)-written, evals.FileMax>>20)
+	}
+	if written == 0 {
+		return 1
+	}
+	fmt.Fprintf(stdout, "Wrote %d draft case(s) to %s: confirm the tools, set the split, move them into %s.\n", written,
+		strings.Join(paths, ", "), filepath.Join(*suites, "search.yaml"))
 	return 0
 }
 
@@ -210,50 +216,74 @@ func draftKnownRequests(dirs ...string) (map[string]bool, error) {
 	return known, nil
 }
 
-// draftsWrite writes the cases into a new file of dir named by now (another run in the same minute gets a
-// suffix), and returns its path.
-func draftsWrite(dir string, now, since time.Time, cases []draftCase) (string, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Draft cases from stumbles since %s: confirm the tools, set the split, move into evals/search.yaml.\n", since.UTC().Format(time.DateOnly))
+// draftsWrite writes the cases into new files of dir named by now (another run in the same minute gets a
+// suffix), each at most evals.FileMax bytes so the next run can read it back, and returns their paths and how
+// many cases it wrote (a case too big for a file of its own is left out).
+func draftsWrite(dir string, now, since time.Time, cases []draftCase) ([]string, int, error) {
+	header := fmt.Sprintf("# Draft cases from stumbles since %s: confirm the tools, set the split, move into evals/search.yaml.\n", since.UTC().Format(time.DateOnly))
+	var files []*bytes.Buffer
+	written := 0
 	for _, c := range cases {
-		tools := make([]string, len(c.tools))
-		for i, t := range c.tools {
-			tools[i] = draftScalar(t)
-		}
-		from := []string{"run: " + draftScalar(c.from.RunID.String()), "agent: " + draftScalar(c.from.Agent), "reason: " + draftScalar(c.from.Reason)}
-		if c.from.Tool != "" {
-			from = append(from, "tool: "+draftScalar(c.from.Tool))
-		}
-		if c.from.Property != "" {
-			from = append(from, "property: "+draftScalar(c.from.Property))
-		}
-		fmt.Fprintf(&b, "- q: %s\n  tools: [%s]\n  split: tune\n  from: {%s}\n", draftScalar(c.q), strings.Join(tools, ", "), strings.Join(from, ", "))
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("error making %s: %w", dir, err)
-	}
-	name := now.UTC().Format("2006-01-02T1504Z")
-	for n := 1; ; n++ {
-		path := filepath.Join(dir, name+".yaml")
-		if n > 1 {
-			path = filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", name, n))
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
+		text := draftText(c)
+		if len(header)+len(text) > evals.FileMax {
 			continue
 		}
-		if err != nil {
-			return "", fmt.Errorf("error writing the drafts: %w", err)
+		if len(files) == 0 || files[len(files)-1].Len()+len(text) > evals.FileMax {
+			files = append(files, bytes.NewBufferString(header))
 		}
-		_, err = f.Write(b.Bytes())
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return "", fmt.Errorf("error writing %s: %w", path, err)
-		}
-		return path, nil
+		files[len(files)-1].WriteString(text)
+		written++
 	}
+	if len(files) == 0 {
+		return nil, 0, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, 0, fmt.Errorf("error making %s: %w", dir, err)
+	}
+	name := now.UTC().Format("2006-01-02T1504Z")
+	var paths []string
+	n := 1
+	for _, b := range files {
+		for ; ; n++ {
+			path := filepath.Join(dir, name+".yaml")
+			if n > 1 {
+				path = filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", name, n))
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			if err != nil {
+				return paths, 0, fmt.Errorf("error writing the drafts: %w", err)
+			}
+			_, err = f.Write(b.Bytes())
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return paths, 0, fmt.Errorf("error writing %s: %w", path, err)
+			}
+			paths = append(paths, path)
+			break
+		}
+	}
+	return paths, written, nil
+}
+
+// draftText is a case as the drafts write it.
+func draftText(c draftCase) string {
+	tools := make([]string, len(c.tools))
+	for i, t := range c.tools {
+		tools[i] = draftScalar(t)
+	}
+	from := []string{"run: " + draftScalar(c.from.RunID.String()), "agent: " + draftScalar(c.from.Agent), "reason: " + draftScalar(c.from.Reason)}
+	if c.from.Tool != "" {
+		from = append(from, "tool: "+draftScalar(c.from.Tool))
+	}
+	if c.from.Property != "" {
+		from = append(from, "property: "+draftScalar(c.from.Property))
+	}
+	return fmt.Sprintf("- q: %s\n  tools: [%s]\n  split: tune\n  from: {%s}\n", draftScalar(c.q), strings.Join(tools, ", "), strings.Join(from, ", "))
 }
 
 // draftPlainScalar is a YAML scalar that needs no quotes, in a block or a flow collection.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/evals"
@@ -263,4 +264,28 @@ func TestEvalFromReceiptsSinceLongAgo(t *testing.T) {
 		require.Equal(t, 0, code, "%s: %s", since, stderr.String())
 		require.Contains(t, stdout.String(), "Wrote 1 draft case(s)", since)
 	}
+}
+
+// TestDraftsWriteFilesTheNextRunReads: drafts of long requests are split into files the next run reads back
+// (each at most the size a file of evals may have); a request too long for a file of its own is left out.
+func TestDraftsWriteFilesTheNextRunReads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var cases []draftCase
+	for i := range 12 {
+		cases = append(cases, draftCase{q: fmt.Sprintf("request %d %s", i, strings.Repeat("long ", 200_000)), tools: []string{}})
+	}
+	cases = append(cases, draftCase{q: strings.Repeat("x", evals.FileMax), tools: []string{}})
+	paths, written, err := draftsWrite(dir, time.Now(), time.Now(), cases)
+	require.NoError(t, err)
+	require.Equal(t, 12, written)
+	require.Greater(t, len(paths), 1)
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		require.NoError(t, err)
+		require.LessOrEqual(t, info.Size(), int64(evals.FileMax))
+	}
+	known, err := draftKnownRequests(dir)
+	require.NoError(t, err)
+	require.Len(t, known, 12)
 }
