@@ -32,6 +32,9 @@ type ToolStumble struct {
 	SearchRuns []uuid.UUID `json:"search_runs"`
 }
 
+// Attempts counts every attempt the stumble rate divides by: the calls and the searches that ended with no call.
+func (s ToolStumble) Attempts() int64 { return s.Calls + s.Searches }
+
 // ToolStumbles ranks tools and agents by their stumble rate between since and until, keeping to what reader
 // may read (every attempt with audit, else those of what it made or approved).
 func ToolStumbles(ctx context.Context, db gemsql.DBTX, since, until time.Time, reader brain.Reader) ([]ToolStumble, error) {

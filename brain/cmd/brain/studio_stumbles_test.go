@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -114,4 +116,51 @@ func TestStumblesScraped(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, 2.0, f.Value(chat.MetricToolStumbles, "tool", chat.StumbleToolUnknown, "agent", agent, "reason", chat.StumbleUnknownTool))
 	require.NotContains(t, f.AllLabelValues(), "rockets.launch")
+}
+
+// TestStudioStumblesAttemptsAddUp: the stumbles page counts as a tool's attempts every attempt its rate
+// divides by, the searches that described it and made no call included: one call that worked and one such
+// search are two attempts, one of which stumbled.
+func TestStudioStumblesAttemptsAddUp(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	e, err := testenv.StartExecutor(dbURL)
+	require.NoError(t, err)
+	t.Cleanup(e.Stop)
+	task := `{"title": "Ring the supplier", "domain": "business", "priority": "high", "description": null, "due_at": null, "context_ref": null}`
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s1", Name: "search_tools", Arguments: `{"query": "add a task", "limit": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "d1", Name: "describe_tool", Arguments: `{"name": "os__create_task"}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "c1", Name: "os__create_task", Arguments: task}}},
+		llmfake.Turn{Text: "Done."},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s2", Name: "search_tools", Arguments: `{"query": "add a task", "limit": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "d2", Name: "describe_tool", Arguments: `{"name": "os__create_task"}`}}},
+		llmfake.Turn{Text: "Which supplier?"},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{ToolSearchThreshold: 3}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 6, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
+	for _, message := range []string{"remind me to ring the supplier", "remind me to ring them"} {
+		resp, status := chatWith(t, a, agent, message, "")
+		require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+	}
+	require.Zero(t, fake.Remaining())
+
+	s := newStudioClient(t, m.Server.URL())
+	s.login(testToken)
+	code, body := s.get("/studio/stumbles")
+	require.Equal(t, http.StatusOK, code)
+	row := regexp.MustCompile(`(?s)<tr data-tool="os.create_task" data-agent="` + regexp.QuoteMeta(agent) + `">.*?</tr>`).FindString(body)
+	require.NotEmpty(t, row, body)
+	cells := regexp.MustCompile(`(?s)<td[^>]*>(.*?)</td>`).FindAllStringSubmatch(row, -1)
+	require.Len(t, cells, 8, row)
+	require.Equal(t, "2", strings.TrimSpace(cells[2][1]), "attempts: %s", row)
+	require.Contains(t, cells[3][1], "50%", row)
+	require.Contains(t, cells[3][1], "(1)", row)
+	require.Contains(t, cells[7][1], "1", row)
 }
