@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +52,12 @@ var evalSuites = []string{evals.SearchSuite, evals.PlanSuite, evals.ChatSuite}
 // evalCommand runs brain eval.
 func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	for _, a := range args {
-		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); name == "from-receipts" && strings.HasPrefix(a, "-") {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "from-receipts" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		// -from-receipts=false is brain eval itself (a value that is not a boolean fails in either's flags).
+		if on, err := strconv.ParseBool(value); !hasValue || err != nil || on {
 			return evalFromReceipts(args, getenv, stdout, stderr)
 		}
 	}
@@ -64,6 +70,7 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 	thresholdsPath := flags.String("thresholds", "", "the floors to hold (default DIR/thresholds.yaml; none for none)")
 	asJSON := flags.Bool("json", false, "print the reports as JSON")
 	holdModels := flags.Bool("hold-models", false, "hold the chat floors for the models -llm talks to too (make test's scripted model); without it they are compared, not held")
+	flags.Bool("from-receipts", false, "draft cases from the agents' stumbles instead (brain eval -from-receipts)")
 	var models evalModels
 	flags.Var(&models, "llm", "run the chat suite against the configured LLM, with MODEL (again: another model, side by side)")
 	if err := flags.Parse(withBareLLM(args)); err != nil {

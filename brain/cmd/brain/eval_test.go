@@ -114,6 +114,12 @@ func TestEvalRefusesWhatItCannotMeasure(t *testing.T) {
 	require.Contains(t, out, `"what did I write about the Smith gutters?"`)
 	require.Contains(t, out, "want os.create_reminder")
 
+	// -from-receipts=false is brain eval itself.
+	code, out, errText = evalCLI(t, dbURL, "-dir", dir, "-from-receipts=false", "-json", "-thresholds", "none")
+	require.Equal(t, 0, code, errText)
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got.Reports, 1)
+
 	// -split held_out scores only that split: the tune floor is not held.
 	code, _, errText = evalCLI(t, dbURL, "-dir", dir, "-split", "held_out")
 	require.Equal(t, 0, code, errText)
