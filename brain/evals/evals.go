@@ -98,12 +98,20 @@ func ReadFile(path string) ([]byte, error) {
 }
 
 // decodeStrict reads YAML into v, refusing fields v does not have (a misspelt key would otherwise be ignored and
-// a case would silently test less than it says).
+// a case would silently test less than it says) and a second document.
 func decodeStrict(data []byte, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		return err
+	}
+	// A second document ("---") would be left unread: its cases silently untested.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return errors.New("the file holds more than one YAML document (---): keep to one")
 	}
 	return nil
 }
