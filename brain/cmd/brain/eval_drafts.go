@@ -189,11 +189,19 @@ func draftRequestKey(q string) string { return strings.ToLower(strings.Join(stri
 func draftKnownRequests(dirs ...string) (map[string]bool, error) {
 	known := map[string]bool{}
 	for _, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		if err != nil {
-			return nil, err
+		// Listed, not globbed: a folder's name may hold a pattern's characters.
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		for _, f := range files {
+		if err != nil {
+			return nil, fmt.Errorf("error reading %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+				continue
+			}
+			f := filepath.Join(dir, e.Name())
 			b, err := evals.ReadFile(f)
 			if err != nil {
 				return nil, err

@@ -289,3 +289,26 @@ func TestDraftsWriteFilesTheNextRunReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, known, 12)
 }
+
+// TestEvalFromReceiptsFolderNamesAsTheyAre: folders whose names hold a pattern's characters ([, ], *, ?) are
+// read as named: the drafts there are read back, and nothing is drafted twice.
+func TestEvalFromReceiptsFolderNamesAsTheyAre(t *testing.T) {
+	t.Parallel()
+	dbURL := stumbledOnce(t, "what's the weather in Parramatta")
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	for _, name := range []string{"evals[1]", "evals[2", "evals*?"} {
+		suites := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.Mkdir(suites, 0o755))
+		for i, want := range []string{"Wrote 1 draft case(s)", "No new stumbles since"} {
+			var stdout, stderr bytes.Buffer
+			code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
+			require.Equal(t, 0, code, "%s, run %d: %s", name, i+1, stderr.String())
+			require.Contains(t, stdout.String(), want, "%s, run %d", name, i+1)
+		}
+	}
+}
