@@ -72,14 +72,20 @@ type Stumble struct {
 	Called  []string
 }
 
-// Stumbles lists the attempts of runs that stumbled since a time, oldest first.
+// Stumbles lists the first stumble of each run that stumbled since a time (ties in time broken by reason and
+// tool), the runs oldest first: one row per run, however many times it stumbled, so a long request is read
+// once.
 func Stumbles(ctx context.Context, db gemsql.DBTX, since time.Time) ([]Stumble, error) {
-	rows, err := db.Query(ctx, `SELECT a.at, a.run_id, coalesce(a.agent, ''), coalesce(a.tool, ''), a.reason, coalesce(a.property, ''),
-			coalesce(a.query, ''), r.message,
+	rows, err := db.Query(ctx, `SELECT f.at, f.run_id, f.agent, f.tool, f.reason, f.property, f.query, r.message,
 			coalesce((SELECT array_agg(c.tool_name ORDER BY c.created_at) FROM core_tool_calls c
-				WHERE c.run_id = a.run_id AND c.status = 'succeeded'), '{}')
-		FROM brain_tool_attempts a JOIN brain_runs r ON r.id = a.run_id
-		WHERE a.reason IS NOT NULL AND a.at >= $1 ORDER BY a.at, a.run_id`, since)
+				WHERE c.run_id = f.run_id AND c.status = 'succeeded'), '{}')
+		FROM (SELECT DISTINCT ON (a.run_id) a.at, a.run_id, coalesce(a.agent, '') AS agent, coalesce(a.tool, '') AS tool,
+				a.reason, coalesce(a.property, '') AS property, coalesce(a.query, '') AS query
+			FROM brain_tool_attempts a
+			WHERE a.reason IS NOT NULL AND a.at >= $1 AND a.run_id IS NOT NULL
+			ORDER BY a.run_id, a.at, a.reason, a.tool) f
+		JOIN brain_runs r ON r.id = f.run_id
+		ORDER BY f.at, f.run_id`, since)
 	if err != nil {
 		return nil, coded(err)
 	}

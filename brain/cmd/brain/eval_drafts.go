@@ -106,7 +106,7 @@ func evalFromReceipts(args []string, getenv func(string) string, stdout, stderr 
 	}
 	cases := draftCases(stumbles, known)
 	if len(cases) == 0 {
-		fmt.Fprintf(stdout, "No new stumbles since %s (%d read, each a case already).\n", since.Format(time.DateOnly), len(stumbles))
+		fmt.Fprintf(stdout, "No new stumbles since %s (%d run(s) stumbled, each a case already).\n", since.Format(time.DateOnly), len(stumbles))
 		return 0
 	}
 	paths, written, err := draftsWrite(*out, now, since, cases)

@@ -15,6 +15,7 @@ import (
 	"github.com/gemhq/gem/brain/evals"
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/brain/internal/testenv"
+	"github.com/gemhq/gem/brain/postgres"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/sql/sqltest"
 	"github.com/stretchr/testify/require"
@@ -311,4 +312,44 @@ func TestEvalFromReceiptsFolderNamesAsTheyAre(t *testing.T) {
 			require.Contains(t, stdout.String(), want, "%s, run %d", name, i+1)
 		}
 	}
+}
+
+// TestEvalFromReceiptsReadsARunOnce: a run that stumbled many times is read once, its first stumble with its
+// request, however long the request and however many calls the model invented.
+func TestEvalFromReceiptsReadsARunOnce(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	var invented []llmfake.Call
+	for i := range 40 {
+		invented = append(invented, llmfake.Call{ID: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("made_up__tool_%d", i), Arguments: `{}`})
+	}
+	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Turn{Calls: invented}, llmfake.Turn{Text: "I cannot."})
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
+	resp, status := chatWith(t, a, agent, "sort out the supplier "+strings.Repeat("and the rest of this long email ", 60), "")
+	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
+
+	suites := t.TempDir()
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	for _, want := range []string{"Wrote 1 draft case(s)", "No new stumbles since"} {
+		var stdout, stderr bytes.Buffer
+		code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+		require.Contains(t, stdout.String(), want)
+	}
+	stumbles, err := postgres.Stumbles(context.Background(), m.Pool, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.Len(t, stumbles, 1, "one row per run")
+	require.Equal(t, "made_up.tool_0", stumbles[0].Tool, "its first stumble")
 }
