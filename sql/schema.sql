@@ -2355,7 +2355,7 @@ UNION ALL
    FROM ((public.brain_runs run
      JOIN public.agent_messages a ON (((a.run_id = run.id) AND (a.role = 'assistant'::text) AND (a.tool_calls IS NOT NULL))))
      CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
-  WHERE ((run.mode = 'chat'::text) AND (run.completed_at IS NOT NULL) AND (cardinality(run.call_ids) = 0) AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
+  WHERE ((run.mode = 'chat'::text) AND (run.status = 'completed'::text) AND (cardinality(run.call_ids) = 0) AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
   GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by;
 
 COMMENT ON VIEW public.brain_tool_attempts IS 'every attempt an agent made at a tool (calls and calls a chat refused), and chat runs that searched for tools and made no call; reason says how one stumbled';

@@ -21,7 +21,8 @@ $$;
 -- at is the call's creation, or its run's for what a chat's messages record (so a window on at reads the runs
 -- of that window by their index, not every message). reason is NULL for an attempt that did not stumble, else validation_error, unknown_tool, tool_not_enabled
 -- or search_no_call; property is the first violation's JSON pointer for validation_error; query is the last
--- search_tools query of a search_no_call run. Chat runs refuse a call the agent may not make, or whose
+-- search_tools query of a search_no_call run (a turn that completed: one that failed, the model's provider
+-- down, did not stumble). Chat runs refuse a call the agent may not make, or whose
 -- arguments do not match the schema, before any call exists: those are read from the tool message the
 -- agent got back (agent_messages), the calls that were made from their receipts.
 CREATE VIEW brain_tool_attempts AS
@@ -82,7 +83,7 @@ UNION ALL
    FROM ((brain_runs run
      JOIN agent_messages a ON (((a.run_id = run.id) AND (a.role = 'assistant'::text) AND (a.tool_calls IS NOT NULL))))
      CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
-  WHERE ((run.mode = 'chat'::text) AND (run.completed_at IS NOT NULL) AND (cardinality(run.call_ids) = 0)
+  WHERE ((run.mode = 'chat'::text) AND (run.status = 'completed'::text) AND (cardinality(run.call_ids) = 0)
     AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
   GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by;
 

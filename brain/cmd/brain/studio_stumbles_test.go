@@ -164,3 +164,32 @@ func TestStudioStumblesAttemptsAddUp(t *testing.T) {
 	require.Contains(t, cells[3][1], "(1)", row)
 	require.Contains(t, cells[7][1], "1", row)
 }
+
+// TestStudioStumblesNotAnOutage: a turn that searched for tools and then failed (the model's provider
+// refused the next request) is not a search that found nothing to call: the stumbles page lists nothing, as
+// the metric counts nothing.
+func TestStudioStumblesNotAnOutage(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "list my tasks", "limit": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "d", Name: "describe_tool", Arguments: `{"name": "os__list_tasks"}`}}},
+		llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: "the request is not valid"}},
+	)
+	m, err := startBrain(dbURL, func(c *Config) {
+		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
+		c.Chat = chat.Config{ToolSearchThreshold: 3}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	agent := agentWithSkills(t, a, 6, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
+	chatWith(t, a, agent, "what's on my list?", "")
+	require.Zero(t, fake.Remaining())
+
+	s := newStudioClient(t, m.Server.URL())
+	s.login(testToken)
+	code, body := s.get("/studio/stumbles")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "No agent stumbled in this window.", "a failed turn is no stumble")
+}
