@@ -2356,7 +2356,10 @@ UNION ALL
      JOIN public.agent_messages a ON (((a.run_id = run.id) AND (a.role = 'assistant'::text) AND (a.tool_calls IS NOT NULL))))
      CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
   WHERE ((run.mode = 'chat'::text) AND (run.status = 'completed'::text) AND (cardinality(run.call_ids) = 0) AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
-  GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by;
+  GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by
+ HAVING (NOT (EXISTS ( SELECT 1
+           FROM public.agent_messages r
+          WHERE ((r.run_id = run.id) AND (r.role = 'tool'::text) AND (r.tool_call_id = (array_agg((tc.value ->> 'id'::text) ORDER BY a.id DESC, tc.ordinality DESC))[1]) AND (((public.gem_jsonb_or_null(r.content) -> 'result'::text) ->> 'fits'::text) = 'false'::text)))));
 
 COMMENT ON VIEW public.brain_tool_attempts IS 'every attempt an agent made at a tool (calls and calls a chat refused), and chat runs that searched for tools and made no call; reason says how one stumbled';
 
@@ -5028,7 +5031,6 @@ GRANT INSERT(tool_name) ON TABLE public.core_tool_calls TO gem_caller;
 GRANT INSERT(traceparent) ON TABLE public.core_tool_calls TO gem_caller;
 GRANT INSERT(tracestate) ON TABLE public.core_tool_calls TO gem_caller;
 GRANT INSERT(user_id) ON TABLE public.core_tool_calls TO gem_caller;
-GRANT SELECT ON TABLE public.brain_tool_attempts TO gem_auditor;
 GRANT SELECT ON TABLE public.core_approval_policies TO gem_auditor;
 GRANT SELECT ON TABLE public.core_approval_policies TO gem_caller;
 GRANT SELECT ON TABLE public.core_approvals TO gem_auditor;
@@ -5055,8 +5057,12 @@ GRANT SELECT ON TABLE public.core_tool_stats TO gem_auditor;
 GRANT SELECT ON TABLE public.core_tool_stats TO gem_caller;
 GRANT SELECT ON TABLE public.core_tools TO gem_auditor;
 GRANT SELECT ON TABLE public.core_tools TO gem_caller;
+GRANT SELECT(agent) ON TABLE public.brain_tool_attempts TO gem_auditor;
 GRANT SELECT(agents) ON TABLE public.core_callers TO gem_auditor;
 GRANT SELECT(agents) ON TABLE public.core_callers TO gem_caller;
+GRANT SELECT(approved_by) ON TABLE public.brain_tool_attempts TO gem_auditor;
+GRANT SELECT(at) ON TABLE public.brain_tool_attempts TO gem_auditor;
+GRANT SELECT(call_id) ON TABLE public.brain_tool_attempts TO gem_auditor;
 GRANT SELECT(created_at) ON TABLE public.core_callers TO gem_auditor;
 GRANT SELECT(created_at) ON TABLE public.core_callers TO gem_caller;
 GRANT SELECT(kind) ON TABLE public.core_callers TO gem_auditor;
@@ -5067,8 +5073,13 @@ GRANT SELECT(note) ON TABLE public.core_callers TO gem_auditor;
 GRANT SELECT(note) ON TABLE public.core_callers TO gem_caller;
 GRANT SELECT(permissions) ON TABLE public.core_callers TO gem_auditor;
 GRANT SELECT(permissions) ON TABLE public.core_callers TO gem_caller;
+GRANT SELECT(property) ON TABLE public.brain_tool_attempts TO gem_auditor;
+GRANT SELECT(reason) ON TABLE public.brain_tool_attempts TO gem_auditor;
+GRANT SELECT(requested_by) ON TABLE public.brain_tool_attempts TO gem_auditor;
 GRANT SELECT(revoked_at) ON TABLE public.core_callers TO gem_auditor;
 GRANT SELECT(revoked_at) ON TABLE public.core_callers TO gem_caller;
+GRANT SELECT(run_id) ON TABLE public.brain_tool_attempts TO gem_auditor;
+GRANT SELECT(tool) ON TABLE public.brain_tool_attempts TO gem_auditor;
 GRANT SELECT(updated_at) ON TABLE public.core_callers TO gem_auditor;
 GRANT SELECT(updated_at) ON TABLE public.core_callers TO gem_caller;
 GRANT USAGE ON SCHEMA public TO gem_auditor;

@@ -197,6 +197,9 @@ type chatRun struct {
 	// searched says the turn used search_tools or describe_tool; described is the last tool it described.
 	searched  bool
 	described string
+	// noToolFits says the turn's last search_tools or describe_tool was a search that answered no tool fits: a
+	// turn that then made no call did what it was told, and did not stumble.
+	noToolFits bool
 }
 
 // step is one step of a turn as the journal records it: the LLM answer (turn, when not nil), the step's
@@ -313,7 +316,7 @@ func (c *Chat) drive(ctx context.Context, r *chatRun, conversation []llm.Message
 	if queued {
 		c.kick() // a turn queued behind this one starts now
 	}
-	if err == nil && r.searched && len(r.calls) == 0 {
+	if err == nil && status == brain.RunCompleted && r.searched && !r.noToolFits && len(r.calls) == 0 {
 		c.stumbled(r.agent.Slug, r.described, StumbleSearchNoCall)
 	}
 	if err != nil {
@@ -1178,7 +1181,8 @@ func (c *Chat) answerMeta(ctx context.Context, r *chatRun, tc llm.ToolCall) (str
 		if err != nil {
 			return capJSON(map[string]any{"status": "failed", "error": brain.AsError(err)}), true
 		}
-		if !postgres.ToolsFit(found, c.minCoverage) {
+		r.noToolFits = !postgres.ToolsFit(found, c.minCoverage)
+		if r.noToolFits {
 			// Offering the least bad tools invites a call that does the wrong thing: say so instead.
 			return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"tools": []hit{}, "fits": false,
 				"note": "no tool fits this request; ask the person what they need, or answer without a tool"}}), false

@@ -89,6 +89,7 @@ func (r *chatRun) noteSearch(tc llm.ToolCall) {
 	if tc.Name != metaDescribeTool {
 		return
 	}
+	r.noToolFits = false
 	var args struct {
 		Name string `json:"name"`
 	}

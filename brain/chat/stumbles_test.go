@@ -136,3 +136,49 @@ func stumbleCount(t *testing.T, reg *prometheus.Registry, tool, agent, reason st
 	}
 	return 0
 }
+
+// TestChatToldNoToolFitsDidNotStumble: a turn whose search answered that no tool fits, and which then answered
+// without a call, did what it was told: neither the metric nor brain_tool_stumbles counts it; a turn whose last
+// search found tools and which made no call still stumbled. The auditor reads the attempts without the chat's
+// queries.
+func TestChatToldNoToolFitsDidNotStumble(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s1", Name: "search_tools", Arguments: `{"query": "reserve a table for 6 at the Royal Hotel Friday night", "limit": null}`}}},
+		llmfake.Turn{Text: "I can't book restaurants.", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Contains(t, req.ToolResults()["s1"].Content, `"fits":false`)
+		}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s2", Name: "search_tools", Arguments: `{"query": "add a task to ring the supplier", "limit": null}`}}},
+		llmfake.Turn{Text: "I could not work out how to do that.", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Contains(t, req.ToolResults()["s2"].Content, `"fits":true`)
+		}},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+	told, err := b.chatWith(agent, "book us a table at the Royal on Friday", "")
+	require.NoError(t, err)
+	require.True(t, told.OK, "%+v", told.Errors)
+	lost, err := b.chatWith(agent, "add a task to ring the supplier", "")
+	require.NoError(t, err)
+	require.True(t, lost.OK, "%+v", lost.Errors)
+
+	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "only the turn whose search found tools")
+	var runs []uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
+		WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
+	require.Equal(t, []uuid.UUID{lost.RunID}, runs)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SET LOCAL ROLE gem_auditor`)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT run_id, reason FROM brain_tool_attempts WHERE agent = $1) a`, agent).Scan(&n))
+	require.Equal(t, 1, n)
+	_, err = tx.Exec(ctx, `SELECT query FROM brain_tool_attempts`)
+	require.ErrorContains(t, err, "permission denied")
+}

@@ -80,9 +80,10 @@ WITH concept AS MATERIALIZED (
         ln(1 + (total.n - count(cand.name) FILTER (WHERE cand.document @@ concept.lit) + 0.5)
              / (count(cand.name) FILTER (WHERE cand.document @@ concept.lit) + 0.5)) AS idf_lit,
         -- What the concept weighs in coverage: nothing for a number (a value, not what to do), its rarity, or
-        -- $7 for a word no tool holds (a name, a place, a word of another world than the tools').
+        -- for a word no tool holds (a name, a place, a word of another world than the tools') the share $7 of
+        -- the rarity of a word one tool holds, so the weights keep their proportions in a catalog of any size.
         CASE WHEN concept.number THEN 0
-             WHEN count(cand.name) = 0 THEN $7::float8
+             WHEN count(cand.name) = 0 THEN $7::float8 * ln(1 + (total.n - 1 + 0.5) / 1.5)
              ELSE ln(1 + (total.n - count(cand.name) + 0.5) / (count(cand.name) + 0.5)) END AS w
     FROM concept CROSS JOIN total LEFT JOIN cand ON cand.document @@ concept.q
     GROUP BY concept.ord, concept.q, concept.lit, concept.number, total.n
@@ -112,10 +113,10 @@ FROM total LEFT JOIN LATERAL (
 ) s ON true`
 
 // Coverage weights, chosen on the search suite's tune split (docs/tool-search.md#no-tool-fits): a word no
-// tool holds weighs 1 (the rarest word some tool holds weighs about 4.4 among 124 tools), and only a tool's
+// tool holds weighs 0.23 of a word only one tool holds (1 among the repository's 124 tools), and only a tool's
 // name and description hold a concept (its properties mention too much to say what it is for).
 const (
-	coverageUnknownWeight = 1.0
+	coverageUnknownWeight = 0.23
 	coveragePropertyShare = 0.0
 )
 

@@ -21,8 +21,8 @@ $$;
 -- at is the call's creation, or its run's for what a chat's messages record (so a window on at reads the runs
 -- of that window by their index, not every message). reason is NULL for an attempt that did not stumble, else validation_error, unknown_tool, tool_not_enabled
 -- or search_no_call; property is the first violation's JSON pointer for validation_error; query is the last
--- search_tools query of a search_no_call run (a turn that completed: one that failed, the model's provider
--- down, did not stumble). Chat runs refuse a call the agent may not make, or whose
+-- search_tools query of a search_no_call run (a turn that completed, and whose last search did not answer that
+-- no tool fits: one that failed, the model's provider down, or that was told no tool fits, did not stumble). Chat runs refuse a call the agent may not make, or whose
 -- arguments do not match the schema, before any call exists: those are read from the tool message the
 -- agent got back (agent_messages), the calls that were made from their receipts.
 CREATE VIEW brain_tool_attempts AS
@@ -85,7 +85,12 @@ UNION ALL
      CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
   WHERE ((run.mode = 'chat'::text) AND (run.status = 'completed'::text) AND (cardinality(run.call_ids) = 0)
     AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
-  GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by;
+  GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by
+  -- A run whose last search answered that no tool fits made no call because none fits: not a stumble.
+  HAVING NOT EXISTS (SELECT 1 FROM agent_messages r
+      WHERE r.run_id = run.id AND r.role = 'tool'
+        AND r.tool_call_id = (array_agg(tc.value ->> 'id'::text ORDER BY a.id DESC, tc.ordinality DESC))[1]
+        AND (gem_jsonb_or_null(r.content) -> 'result'::text ->> 'fits'::text) = 'false');
 
 COMMENT ON VIEW brain_tool_attempts IS 'every attempt an agent made at a tool (calls and calls a chat refused), and chat runs that searched for tools and made no call; reason says how one stumbled';
 
@@ -128,7 +133,10 @@ $$;
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'gem_auditor') THEN
-        GRANT SELECT ON brain_tool_attempts TO gem_auditor;
+        -- Not query: it is the model's words for a person's request, read from the chat, which the auditor
+        -- does not read.
+        GRANT SELECT (at, run_id, agent, tool, call_id, reason, property, requested_by, approved_by)
+            ON brain_tool_attempts TO gem_auditor;
     END IF;
 END
 $$;
