@@ -22,7 +22,7 @@ import (
 // may not use, a tool that does not exist) and another agent searches for a tool and makes no call, the
 // studio's "Where agents stumble" page ranks them, names the property the arguments got wrong and links to
 // the runs, which open. A caller without audit sees none of the runs it did not make. The page's
-// screenshot is studio-stumbles.png (docs/studio.md says how to write it into docs/images).
+// screenshot is studio-stumbles.png in GEM_STUDIO_SCREENSHOTS (docs/studio.md).
 func TestStudioStumblesInBrowser(t *testing.T) {
 	t.Parallel()
 	_, dbURL := sqltest.NewDB(t)
