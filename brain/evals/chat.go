@@ -192,14 +192,19 @@ func RunChat(ctx context.Context, cases []ChatCase, client llm.Client, model str
 	}
 	tallies := map[string]*tally{}
 	report := &Report{Suite: ChatSuite, Model: model, Misses: []Miss{}}
-	if report.Model == "" {
-		report.Model = client.DefaultModel()
-	}
+	// Without a model named, each agent's own model (or the client's default) is asked: the report names those.
+	asked := map[string]bool{}
+	defer func() {
+		if model == "" {
+			report.Model = strings.Join(slices.Sorted(maps.Keys(asked)), ", ")
+		}
+	}()
 	for _, c := range cases {
 		h, err := open(ctx, c.Agent)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", c.Agent, err)
 		}
+		asked[h.Request(model, nil).Model] = true
 		conv := converse(ctx, c, h, client, model)
 		t := tallies[c.Split]
 		if t == nil {

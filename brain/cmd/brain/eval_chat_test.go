@@ -537,3 +537,21 @@ func TestEvalChatTurnsDescribeAgain(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 0.5, recall, "the call refused in the second turn was not made")
 }
+
+// TestEvalChatNamesTheModelAsked: with -llm and no model named, each agent's own model is asked, and the report
+// names it, not the client's default.
+func TestEvalChatNamesTheModelAsked(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := sqltest.NewDB(t)
+	_, err := pool.Exec(t.Context(), `UPDATE agents SET model = 'agents-own-model' WHERE slug = 'office-assistant'`)
+	require.NoError(t, err)
+	dir := writeSuite(t, map[string]string{"chat.yaml": "- turns: [tell me a joke about roofers]\n  calls: []\n  split: tune\n"})
+	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Turn{Text: "No.", Check: func(t require.TestingT, req *llmfake.Request) {
+		require.Equal(t, "agents-own-model", req.Model)
+	}})
+	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-suite", "chat", "-llm", "-json")
+	require.Equal(t, 0, code, errText)
+	var got evalJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, "agents-own-model", got.Reports[0].Model)
+}
