@@ -8,16 +8,8 @@ import (
 	"time"
 )
 
-// Check says why v, the argument's value (as JSON reads it back), fails the check; nil when it holds. A
-// pattern matches a string, or the JSON of any other value; a date is read in loc when it has no zone.
-func (c ArgCheck) Check(v any, loc *time.Location) error {
-	if ok, got := c.holdsValue(v, loc); !ok {
-		return fmt.Errorf("%s is %s, not %s", c.Property, got, c.Written)
-	}
-	return nil
-}
-
-// CheckInput checks the argument at c.Property of a call's input: an absent argument fails every check.
+// CheckInput checks the argument at c.Property of a call's input: an absent argument fails every check. A
+// pattern matches a string, or the JSON of any other value; a date-only value is read in loc.
 func (c ArgCheck) CheckInput(input map[string]any, loc *time.Location) error {
 	if ok, got := c.holds(input, loc); !ok {
 		return fmt.Errorf("%s is %s, not %s", c.Property, got, c.Written)

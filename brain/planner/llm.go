@@ -46,6 +46,8 @@ func (p *LLMPlanner) Plan(ctx context.Context, req brain.PlanRequest) (*brain.Pl
 		if err != nil {
 			return nil, err
 		}
+		// When no tool fits, the model is offered every tool rather than none: the search can be wrong about a
+		// request it has no words for, and the model decides better than a threshold whether one fits.
 		if postgres.ToolsFit(hits, p.MinCoverage) {
 			tools = make([]*registry.Tool, len(hits))
 			for i, h := range hits {

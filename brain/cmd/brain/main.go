@@ -70,6 +70,7 @@ usage:
                                           evals/thresholds.yaml (reads DATABASE_URL; docs/evals.md); the
                                           chat suite talks to the configured LLM with -llm (twice: two
                                           models side by side), and is skipped without
+  brain eval -from-receipts [-since 7d]   draft eval cases from where agents stumbled (evals/drafts)
   brain mcp [-agent SLUG] [-as NAME]      serve MCP over stdio (the brain's /mcp for a local host; reads
                                           the database settings below, logs to stderr); -as names an
                                           existing caller [stdio, which may do everything]
