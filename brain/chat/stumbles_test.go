@@ -50,7 +50,8 @@ func stumblesOf(t *testing.T, b *testBundle, agent string) map[string]stumbleRow
 // no call are counted in gem_brain_tool_stumbles_total as the chat refuses or reads them, and are ranked by
 // brain_tool_stumbles per tool and agent, with the first violation's property and the runs to look at.
 func TestChatStumbles(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: a chat resumes any run of the shared database whose brain lapsed, and this test's fakes
+	// must answer only its own turns.
 	ctx := context.Background()
 	refusing := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{
@@ -142,7 +143,7 @@ func stumbleCount(t *testing.T, reg *prometheus.Registry, tool, agent, reason st
 // search found tools and which made no call still stumbled. The auditor reads the attempts without the chat's
 // queries.
 func TestChatToldNoToolFitsDidNotStumble(t *testing.T) {
-	t.Parallel()
+	// Not in parallel, as TestChatStumbles.
 	ctx := context.Background()
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "s1", Name: "search_tools", Arguments: `{"query": "reserve a table for 6 at the Royal Hotel Friday night", "limit": null}`}}},
