@@ -43,13 +43,7 @@ func TestEvalFromReceipts(t *testing.T) {
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "note", Name: "os__create_note", Arguments: `{"domain": "business", "title": "x", "content": "y"}`}}},
 		llmfake.Turn{Text: "I cannot write notes."},
 	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{} })
 	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
 	turn := func(message string) string {
 		resp, status := chatWith(t, a, agent, message, "")
@@ -235,13 +229,7 @@ func stumbledOnce(t *testing.T, request string) string {
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "unknown", Name: "weather__forecast", Arguments: `{}`}}},
 		llmfake.Turn{Text: "I cannot."},
 	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{} })
 	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
 	resp, status := chatWith(t, a, agent, request, "")
 	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
@@ -324,13 +312,7 @@ func TestEvalFromReceiptsReadsARunOnce(t *testing.T) {
 		invented = append(invented, llmfake.Call{ID: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("made_up__tool_%d", i), Arguments: `{}`})
 	}
 	fake := llmfake.NewOpenAI(t, fakeKey, llmfake.Turn{Calls: invented}, llmfake.Turn{Text: "I cannot."})
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{} })
 	agent := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task"}})
 	resp, status := chatWith(t, a, agent, "sort out the supplier "+strings.Repeat("and the rest of this long email ", 60), "")
 	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
@@ -348,7 +330,7 @@ func TestEvalFromReceiptsReadsARunOnce(t *testing.T) {
 		require.Equal(t, 0, code, stderr.String())
 		require.Contains(t, stdout.String(), want)
 	}
-	stumbles, err := postgres.Stumbles(context.Background(), m.Pool, time.Now().Add(-time.Hour))
+	stumbles, err := postgres.Stumbles(context.Background(), a.brain.Pool, time.Now().Add(-time.Hour))
 	require.NoError(t, err)
 	require.Len(t, stumbles, 1, "one row per run")
 	require.Equal(t, "made_up.tool_0", stumbles[0].Tool, "its first stumble")

@@ -26,11 +26,17 @@ import (
 // applied to its configuration.
 func llmBrainWith(t *testing.T, provider string, fake *llmfake.Server, edit func(*Config)) *testAPI {
 	t.Helper()
+	return llmBrainOn(t, shared.dbURL, provider, fake, edit)
+}
+
+// llmBrainOn is llmBrainWith on the database at dbURL (a test's own, when it counts what the database holds).
+func llmBrainOn(t *testing.T, dbURL, provider string, fake *llmfake.Server, edit func(*Config)) *testAPI {
+	t.Helper()
 	base := fake.URL + "/v1"
 	if provider == llmconfig.ProviderAnthropic {
 		base = fake.URL
 	}
-	m, err := startBrain(shared.dbURL, func(c *Config) {
+	m, err := startBrain(dbURL, func(c *Config) {
 		c.LLM = llmconfig.Config{Provider: provider, BaseURL: base, APIKey: fakeKey, Model: "fake-model"}
 		if edit != nil {
 			edit(c)

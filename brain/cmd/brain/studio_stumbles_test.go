@@ -41,13 +41,7 @@ func TestStudioStumblesInBrowser(t *testing.T) {
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "d", Name: "describe_tool", Arguments: `{"name": "os__list_tasks"}`}}},
 		llmfake.Turn{Text: "I cannot tell the weather."},
 	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{ToolSearchThreshold: 3}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{ToolSearchThreshold: 3} })
 
 	tasks := agentWithSkills(t, a, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
 	refused, status := chatWith(t, a, tasks, "remind me to ring the supplier", "")
@@ -59,7 +53,7 @@ func TestStudioStumblesInBrowser(t *testing.T) {
 
 	// A caller without audit reads only what it made: none of these.
 	_, other := addCaller(t, a, []string{"read:*"}, nil)
-	s := newStudioClient(t, m.Server.URL())
+	s := newStudioClient(t, a.url)
 	s.login(other.token)
 	code, body := s.get("/studio/stumbles")
 	require.Equal(t, http.StatusOK, code)
@@ -68,7 +62,7 @@ func TestStudioStumblesInBrowser(t *testing.T) {
 	code, _ = s.get("/studio/stumbles?since=forever")
 	require.Equal(t, http.StatusBadRequest, code)
 
-	b := &browserSteps{t: t, ctx: headlessChromium(t), base: m.Server.URL(), dir: screenshotDir(t)}
+	b := &browserSteps{t: t, ctx: headlessChromium(t), base: a.url, dir: screenshotDir(t)}
 	b.do("login page", chromedp.Navigate(b.base+"/studio/stumbles"), chromedp.WaitVisible(chromedp.ID("token")))
 	b.do("log in", chromedp.SendKeys(chromedp.ID("token"), testToken), chromedp.Submit(chromedp.ID("login-form")),
 		chromedp.WaitVisible(chromedp.ID("stumbles")))
@@ -137,13 +131,7 @@ func TestStudioStumblesAttemptsAddUp(t *testing.T) {
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "d2", Name: "describe_tool", Arguments: `{"name": "os__create_task"}`}}},
 		llmfake.Turn{Text: "Which supplier?"},
 	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{ToolSearchThreshold: 3}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{ToolSearchThreshold: 3} })
 	agent := agentWithSkills(t, a, 6, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
 	for _, message := range []string{"remind me to ring the supplier", "remind me to ring them"} {
 		resp, status := chatWith(t, a, agent, message, "")
@@ -151,7 +139,7 @@ func TestStudioStumblesAttemptsAddUp(t *testing.T) {
 	}
 	require.Zero(t, fake.Remaining())
 
-	s := newStudioClient(t, m.Server.URL())
+	s := newStudioClient(t, a.url)
 	s.login(testToken)
 	code, body := s.get("/studio/stumbles")
 	require.Equal(t, http.StatusOK, code)
@@ -176,18 +164,12 @@ func TestStudioStumblesNotAnOutage(t *testing.T) {
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "d", Name: "describe_tool", Arguments: `{"name": "os__list_tasks"}`}}},
 		llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: "the request is not valid"}},
 	)
-	m, err := startBrain(dbURL, func(c *Config) {
-		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: fake.URL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{ToolSearchThreshold: 3}
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a := &testAPI{t: t, url: m.Server.URL(), token: testToken}
+	a := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(c *Config) { c.Chat = chat.Config{ToolSearchThreshold: 3} })
 	agent := agentWithSkills(t, a, 6, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
 	chatWith(t, a, agent, "what's on my list?", "")
 	require.Zero(t, fake.Remaining())
 
-	s := newStudioClient(t, m.Server.URL())
+	s := newStudioClient(t, a.url)
 	s.login(testToken)
 	code, body := s.get("/studio/stumbles")
 	require.Equal(t, http.StatusOK, code)
