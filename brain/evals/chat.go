@@ -26,6 +26,9 @@ const (
 	MetricCallPrecision = "call_precision"
 	MetricCallRecall    = "call_recall"
 	MetricOrder         = "order"
+	// MetricEveryRun is the share of cases right in every one of their runs, when each case runs more than
+	// once (pass^k): a model right half the time scores half the calls, and no case.
+	MetricEveryRun = "every_run"
 )
 
 // ChatCase is a short conversation with an agent and the calls it should make, in order. No calls means the
@@ -184,13 +187,12 @@ type madeCall struct {
 // made that a case expects) and recall (the calls expected that were made: the tool, and every argument check
 // held) and order (the cases with two calls matched or more whose matched calls came in the order expected)
 // over the cases with calls; irrelevance (no call made or tried: the brain's own meta-tools aside) over those
-// without. A model that fails a request fails
-// its case, not the run.
-func RunChat(ctx context.Context, cases []ChatCase, client llm.Client, model string, open ChatOpener) (*Report, error) {
-	type tally struct {
-		cases, relevant, irrelevant, made, expected, matched, ordered, orderable, rejected int
-	}
-	tallies := map[string]*tally{}
+// without. A model that fails a request fails its case, not the run. With runs above 1 each case is held that
+// many times (a model answers differently each time): the metrics count every run, and every_run is the
+// share of cases right in all of them.
+func RunChat(ctx context.Context, cases []ChatCase, client llm.Client, model string, runs int, open ChatOpener) (*Report, error) {
+	runs = max(runs, 1)
+	tallies := map[string]*chatTally{}
 	report := &Report{Suite: ChatSuite, Model: model, Misses: []Miss{}}
 	// Without a model named, each agent's own model (or the client's default) is asked: the report names those.
 	asked := map[string]bool{}
@@ -200,59 +202,37 @@ func RunChat(ctx context.Context, cases []ChatCase, client llm.Client, model str
 		}
 	}()
 	for _, c := range cases {
-		h, err := open(ctx, c.Agent)
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: %w", c.Agent, err)
-		}
-		asked[h.Request(model, nil).Model] = true
-		conv := converse(ctx, c, h, client, model)
 		t := tallies[c.Split]
 		if t == nil {
-			t = &tally{}
+			t = &chatTally{}
 			tallies[c.Split] = t
 		}
 		t.cases++
-		miss := Miss{Split: c.Split, Case: strings.Join(c.Turns, " / "), Want: describeWanted(c.Calls), Got: conv.describe()}
+		right := 0
+		for run := 1; run <= runs; run++ {
+			h, err := open(ctx, c.Agent)
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: %w", c.Agent, err)
+			}
+			asked[h.Request(model, nil).Model] = true
+			conv := converse(ctx, c, h, client, model)
+			miss := Miss{Split: c.Split, Case: strings.Join(c.Turns, " / "), Want: describeWanted(c.Calls), Got: conv.describe()}
+			if runs > 1 {
+				miss.Case += fmt.Sprintf(" (run %d of %d)", run, runs)
+			}
+			if missed := scoreChat(t, c, conv, &miss); missed {
+				report.Misses = append(report.Misses, miss)
+			} else {
+				right++
+			}
+		}
 		if len(c.Calls) == 0 {
 			t.irrelevant++
-			if len(conv.made) == 0 && len(conv.refused) == 0 && conv.failure == "" {
-				t.rejected++
-			} else {
-				report.Misses = append(report.Misses, miss)
-			}
-			continue
+		} else {
+			t.relevant++
 		}
-		t.relevant++
-		at, why := matchCalls(c.Calls, conv.made)
-		matched, inOrder := 0, true
-		for i, pos := range at {
-			if pos < 0 {
-				continue
-			}
-			matched++
-			for j, other := range at {
-				if other >= 0 && c.Calls[j].Group < c.Calls[i].Group && other > pos {
-					inOrder = false
-				}
-			}
-		}
-		t.made += len(conv.made)
-		t.expected += len(c.Calls)
-		t.matched += matched
-		if matched >= 2 {
-			t.orderable++
-			if inOrder {
-				t.ordered++
-			}
-		}
-		if matched < len(c.Calls) || len(conv.made) > matched || !inOrder || conv.failure != "" {
-			if !inOrder {
-				why = append(why, "the calls came out of order")
-			}
-			if len(why) > 0 {
-				miss.Got += "; " + strings.Join(why, "; ")
-			}
-			report.Misses = append(report.Misses, miss)
+		if right == runs {
+			t.steady++
 		}
 	}
 	for _, split := range Splits {
@@ -268,11 +248,64 @@ func RunChat(ctx context.Context, cases []ChatCase, client llm.Client, model str
 			}
 		}
 		if t.irrelevant > 0 {
-			m[MetricIrrelevance] = ratio(t.rejected, t.irrelevant)
+			m[MetricIrrelevance] = ratio(t.rejected, t.irrelevant*runs)
+		}
+		if runs > 1 {
+			m[MetricEveryRun] = ratio(t.steady, t.cases)
 		}
 		report.Splits = append(report.Splits, SplitReport{Split: split, Cases: t.cases, Relevant: t.relevant, Irrelevant: t.irrelevant, Metrics: m})
 	}
 	return report, nil
+}
+
+// chatTally counts a split's cases (relevant: with calls; irrelevant: without; steady: right in every run) and,
+// over every run, the calls made, expected and matched, the runs with two calls matched or more (orderable)
+// and those in order, and the runs of cases without calls that made none (rejected).
+type chatTally struct {
+	cases, relevant, irrelevant, steady, made, expected, matched, ordered, orderable, rejected int
+}
+
+// scoreChat adds one run of a case to its split's tally and reports whether it missed, saying why in miss.
+func scoreChat(t *chatTally, c ChatCase, conv *conversation, miss *Miss) (missed bool) {
+	if len(c.Calls) == 0 {
+		if len(conv.made) == 0 && len(conv.refused) == 0 && conv.failure == "" {
+			t.rejected++
+			return false
+		}
+		return true
+	}
+	at, why := matchCalls(c.Calls, conv.made)
+	matched, inOrder := 0, true
+	for i, pos := range at {
+		if pos < 0 {
+			continue
+		}
+		matched++
+		for j, other := range at {
+			if other >= 0 && c.Calls[j].Group < c.Calls[i].Group && other > pos {
+				inOrder = false
+			}
+		}
+	}
+	t.made += len(conv.made)
+	t.expected += len(c.Calls)
+	t.matched += matched
+	if matched >= 2 {
+		t.orderable++
+		if inOrder {
+			t.ordered++
+		}
+	}
+	if matched < len(c.Calls) || len(conv.made) > matched || !inOrder || conv.failure != "" {
+		if !inOrder {
+			why = append(why, "the calls came out of order")
+		}
+		if len(why) > 0 {
+			miss.Got += "; " + strings.Join(why, "; ")
+		}
+		return true
+	}
+	return false
 }
 
 // ratio is n/d, 0 when d is.
@@ -416,34 +449,80 @@ func describeCall(c ChatCall) string {
 	return c.Tool + "(" + strings.Join(checks, ", ") + ")"
 }
 
-// matchCalls matches each expected call, in order, to the first call made not matched yet with its tool and
-// every check held: at[i] is the made call's index, -1 when none matched; why says, for each call that did
-// not match, what came closest.
+// matchCalls pairs expected calls with calls made: a call made matches an expected one when it is of its tool
+// and every check holds, and each call made matches one expected call at most. It finds the most pairs there
+// can be (a greedy pairing can take a call another expected call needed), and among those keeps the order
+// expected where a swap of two pairs can: at[i] is the made call's index, -1 when none matched; why says, for
+// each call that did not match, what came closest.
 func matchCalls(want []ChatCall, made []madeCall) (at []int, why []string) {
-	used := make([]bool, len(made))
-	at = make([]int, len(want))
+	fits := make([][]bool, len(want))
 	for i, w := range want {
-		at[i] = -1
-		var nearest error
+		fits[i] = make([]bool, len(made))
 		for j, m := range made {
-			if used[j] || m.tool != w.Tool {
+			fits[i][j] = m.tool == w.Tool && checkArgs(w.Args, m.args) == nil
+		}
+	}
+	at = make([]int, len(want))
+	for i := range at {
+		at[i] = -1
+	}
+	by := make([]int, len(made)) // the expected call each call made is paired with
+	for j := range by {
+		by[j] = -1
+	}
+	// Kuhn's augmenting paths: expected calls in order, calls made in the order they came.
+	var augment func(i int, seen []bool) bool
+	augment = func(i int, seen []bool) bool {
+		for j := range made {
+			if !fits[i][j] || seen[j] {
 				continue
 			}
-			err := checkArgs(w.Args, m.args)
-			if err == nil {
-				at[i], used[j] = j, true
-				break
-			}
-			if nearest == nil {
-				nearest = err
+			seen[j] = true
+			if by[j] < 0 || augment(by[j], seen) {
+				at[i], by[j] = j, i
+				return true
 			}
 		}
-		if at[i] < 0 {
-			if nearest != nil {
-				why = append(why, fmt.Sprintf("%s: %v", w.Tool, nearest))
-			} else {
-				why = append(why, w.Tool+" was not called")
+		return false
+	}
+	for i := range want {
+		augment(i, make([]bool, len(made)))
+	}
+	// Two pairs out of order whose calls each fit the other's expected call swap, until none is left.
+	for swapped := true; swapped; {
+		swapped = false
+		for i := range want {
+			for k := range want {
+				if a, b := at[i], at[k]; a >= 0 && b >= 0 && want[i].Group < want[k].Group && a > b && fits[i][b] && fits[k][a] {
+					at[i], at[k] = b, a
+					swapped = true
+				}
 			}
+		}
+	}
+	for i, w := range want {
+		if at[i] >= 0 {
+			continue
+		}
+		var nearest error
+		called := false
+		for _, m := range made {
+			if m.tool != w.Tool {
+				continue
+			}
+			called = true
+			if err := checkArgs(w.Args, m.args); err != nil {
+				nearest = err
+				break
+			}
+		}
+		switch {
+		case nearest != nil:
+			why = append(why, fmt.Sprintf("%s: %v", w.Tool, nearest))
+		case called:
+			why = append(why, w.Tool+" was called fewer times than expected")
+		default:
+			why = append(why, w.Tool+" was not called")
 		}
 	}
 	return at, why

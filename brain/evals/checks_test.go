@@ -50,8 +50,8 @@ func TestArgCheck(t *testing.T) {
 	}
 }
 
-// TestMatchCalls: each expected call takes the first call made of its tool whose checks hold; one that no
-// call matches says what came closest.
+// TestMatchCalls: expected calls pair with calls made of their tool whose checks hold, as many as can pair; one
+// that no call matches says what came closest.
 func TestMatchCalls(t *testing.T) {
 	t.Parallel()
 	id, err := loadCheck("task_id", map[string]any{"exact": "b"}, time.Time{})
@@ -68,4 +68,19 @@ func TestMatchCalls(t *testing.T) {
 	at, why = matchCalls(want[1:2], made[1:2])
 	require.Equal(t, []int{-1}, at)
 	require.Equal(t, []string{`os.complete_task: task_id is "a", not exact "b"`}, why)
+
+	// The expected call that checks nothing must not take the call the other one needed: taking calls first
+	// come, first served paired only one of these.
+	anyTask := ChatCall{Tool: "os.complete_task"}
+	bTask := ChatCall{Tool: "os.complete_task", Args: []ArgCheck{id}}
+	bThenA := []madeCall{made[2], made[1]}
+	at, why = matchCalls([]ChatCall{anyTask, bTask}, bThenA)
+	require.Equal(t, []int{1, 0}, at)
+	require.Empty(t, why)
+	// In order when it can be: two calls that fit either expected call pair in the order they came.
+	at, _ = matchCalls([]ChatCall{{Tool: "os.complete_task"}, {Tool: "os.complete_task", Group: 1}}, made[1:])
+	require.Equal(t, []int{0, 1}, at)
+	// An expected call of a tool called too few times says so.
+	_, why = matchCalls([]ChatCall{anyTask, {Tool: "os.complete_task", Group: 1}, {Tool: "os.complete_task", Group: 2}}, made[1:])
+	require.Equal(t, []string{"os.complete_task was called fewer times than expected"}, why)
 }

@@ -113,7 +113,7 @@ func WriteSideBySide(w io.Writer, reports []*Report) {
 // metricOrder puts the metrics people read first first; others follow by name.
 func metricOrder(m string) string {
 	order := []string{MetricRecall1, MetricRecall3, MetricRecall5, MetricMRR, MetricExact, MetricPartial, MetricAsks,
-		MetricCallPrecision, MetricCallRecall, MetricOrder, MetricIrrelevance}
+		MetricCallPrecision, MetricCallRecall, MetricOrder, MetricIrrelevance, MetricEveryRun}
 	for i, o := range order {
 		if o == m {
 			return fmt.Sprintf("%02d", i)

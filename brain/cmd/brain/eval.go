@@ -28,7 +28,7 @@ import (
 )
 
 const evalUsage = `usage: brain eval [-suite all|search|plan|chat] [-split all|tune|held_out] [-dir evals] [-thresholds FILE|none] [-json]
-                  [-llm [MODEL]]... [-hold-models]
+                  [-llm [MODEL]]... [-runs N] [-hold-models]
        brain eval -from-receipts [-since 7d] [-out DIR/drafts] [-dir evals]
 
 Scores this build's tool selection against the suites in DIR (docs/evals.md): prints each suite's metrics per
@@ -38,8 +38,9 @@ and reads the registry and the search's settings as brain serve does (GEM_REGIST
 GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
 
 The chat suite talks to a model: -llm runs it against the configured LLM (GEM_LLM_*), with its model or
-MODEL; -llm given again with another MODEL runs it against that one too, and prints them side by side.
-Without -llm the chat suite is skipped. No call is made: each call's result is the case's. A model's report
+MODEL; -llm given again with another MODEL runs it against that one too, and prints them side by side;
+-runs N holds each case N times (every_run: the share of cases right in all of them). Without -llm the chat
+suite is skipped. No call is made: each call's result is the case's. A model's report
 is compared, not held to the floors, unless -hold-models is given.
 
 With -from-receipts it writes the agents' stumbles since a time as draft cases for a person to confirm
@@ -71,6 +72,7 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 	asJSON := flags.Bool("json", false, "print the reports as JSON")
 	holdModels := flags.Bool("hold-models", false, "hold the chat floors for the models -llm talks to too (make test's scripted model); without it they are compared, not held")
 	flags.Bool("from-receipts", false, "draft cases from the agents' stumbles instead (brain eval -from-receipts)")
+	runs := flags.Int("runs", 1, "with -llm, how many times to hold each chat case (a model answers differently each time)")
 	var models evalModels
 	flags.Var(&models, "llm", "run the chat suite against the configured LLM, with MODEL (again: another model, side by side)")
 	if err := flags.Parse(withBareLLM(args)); err != nil {
@@ -101,6 +103,11 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 			problems = append(problems, fmt.Sprintf("-suite %q is not all or one of %s", *suite, strings.Join(evalSuites, ", ")))
 		}
 		suites = []string{*suite}
+	}
+	if *runs < 1 || *runs > 100 {
+		problems = append(problems, fmt.Sprintf("-runs %d is not between 1 and 100", *runs))
+	} else if *runs > 1 && len(models) == 0 {
+		problems = append(problems, "-runs holds the chat suite's cases against a model: it needs -llm")
 	}
 	if *split != "all" && !slices.Contains(evals.Splits, *split) {
 		problems = append(problems, fmt.Sprintf("-split %q is not all, tune or held_out", *split))
@@ -144,11 +151,11 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 			fmt.Fprintln(stderr, "brain eval: -llm:", err)
 			return 2
 		}
-		lm = &evalLLM{client: client, models: models, chat: cfg.Chat}
+		lm = &evalLLM{client: client, models: models, runs: *runs, chat: cfg.Chat}
 	}
 	timeout := 10 * time.Minute
 	if lm != nil {
-		timeout += time.Duration(len(lm.models)) * 30 * time.Minute // a model answers a few times per case
+		timeout += time.Duration(len(lm.models)*lm.runs) * 30 * time.Minute // a model answers a few times per case
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -298,10 +305,11 @@ func printEvals(reports []*evals.Report, all bool, split string, thresholds eval
 }
 
 // evalLLM is the LLM brain eval -llm talks to: the configured provider's client, the models to ask ("" for the
-// configured one), and the chat loop's configuration.
+// configured one), how many times each case is held, and the chat loop's configuration.
 type evalLLM struct {
 	client llm.Client
 	models []string
+	runs   int
 	chat   chat.Config
 }
 
@@ -351,7 +359,7 @@ func runChatEval(ctx context.Context, pool *pgxpool.Pool, reg *registry.Registry
 	}
 	var reports []*evals.Report
 	for _, model := range lm.models {
-		r, err := evals.RunChat(ctx, cases, lm.client, model, open)
+		r, err := evals.RunChat(ctx, cases, lm.client, model, lm.runs, open)
 		if err != nil {
 			return nil, err
 		}

@@ -555,3 +555,70 @@ func TestEvalChatNamesTheModelAsked(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 	require.Equal(t, "agents-own-model", got.Reports[0].Model)
 }
+
+// TestEvalChatRunsEachCaseNTimes: -runs holds each case that many times against the model and counts every run;
+// every_run is the share of cases right each time. Two calls of one tool pair with the calls expected however
+// they came: the call that checks nothing does not take the one the other needed.
+func TestEvalChatRunsEachCaseNTimes(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	const van, ute = "0c6f5a1e-2b3d-4e5f-8a9b-1c2d3e4f5a06", "0c6f5a1e-2b3d-4e5f-8a9b-1c2d3e4f5a16"
+	dir := writeSuite(t, map[string]string{"chat.yaml": `
+- turns: ["the van's clean and the ute's been serviced: tick both off"]
+  calls:
+    - unordered:
+        - tool: os.complete_task
+        - tool: os.complete_task
+          args:
+            task_id: {exact: ` + ute + `}
+  split: tune
+- turns: [tell me a joke about roofers]
+  calls: []
+  split: tune
+`})
+	reg := testRegistry(t)
+	toolSet := llm.NewToolSet(reg.Tools())
+	fn := func(tool string) string { f, _ := toolSet.Function(tool); return f }
+	complete := func(id, task string) llmfake.Call {
+		return llmfake.Call{ID: id, Name: fn("os.complete_task"), Arguments: fmt.Sprintf(`{"task_id": %q, "note": null}`, task)}
+	}
+	describe := llmfake.Turn{Calls: []llmfake.Call{{ID: "d", Name: "describe_tool", Arguments: fmt.Sprintf(`{"name": %q}`, fn("os.complete_task"))}}}
+	turns := []llmfake.Turn{
+		// Run 1: both tasks, the one the case checks first.
+		describe, {Calls: []llmfake.Call{complete("c1", ute), complete("c2", van)}}, {Text: "Both done."},
+		// Run 2: only one.
+		describe, {Calls: []llmfake.Call{complete("c3", van)}}, {Text: "Done."},
+		{Text: "No jokes today."}, {Text: "Still no jokes."},
+	}
+	fake := llmfake.NewOpenAI(t, fakeKey, turns...)
+	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-thresholds", "none", "-llm", "-runs", "2", "-json")
+	require.Equal(t, 0, code, errText)
+	require.Equal(t, 0, fake.Remaining(), "%s\n%s", errText, out)
+	var got evalJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got.Reports, 1)
+	r := got.Reports[0]
+	metric := func(m string) float64 {
+		v, ok := r.Metric(evals.SplitTune, m)
+		require.True(t, ok, m)
+		return v
+	}
+	require.Equal(t, 0.75, metric(evals.MetricCallRecall), "3 of the 4 calls expected over two runs")
+	require.Equal(t, 1.0, metric(evals.MetricCallPrecision))
+	require.Equal(t, 1.0, metric(evals.MetricIrrelevance), "both runs of the joke made no call")
+	require.Equal(t, 0.5, metric(evals.MetricEveryRun), "the joke was right twice; the tasks once")
+	require.Equal(t, 2, r.Splits[0].Cases)
+	require.Len(t, r.Misses, 1, "%+v", r.Misses)
+	require.Contains(t, r.Misses[0].Case, "(run 2 of 2)")
+	require.Contains(t, r.Misses[0].Got, "os.complete_task: task_id is \""+van+"\", not exact \""+ute+"\"")
+
+	for args, says := range map[string]string{
+		"-runs 0":   "-runs 0 is not between 1 and 100",
+		"-runs 101": "-runs 101 is not between 1 and 100",
+		"-runs 3":   "-runs holds the chat suite's cases against a model: it needs -llm",
+	} {
+		code, _, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), append([]string{"-dir", dir}, strings.Fields(args)...)...)
+		require.Equal(t, 2, code, args)
+		require.Contains(t, errText, says, args)
+	}
+}
