@@ -17,10 +17,10 @@ CREATE TYPE public.river_job_state AS ENUM (
     'scheduled'
 );
 
-CREATE FUNCTION public.brain_tool_stumbles(since timestamp with time zone, until timestamp with time zone DEFAULT now(), viewer text DEFAULT ''::text) RETURNS TABLE(tool text, agent text, calls bigint, stumbles bigint, stumble_rate numeric, validation_errors bigint, validation_property text, validation_runs uuid[], unknown_tool bigint, unknown_tool_runs uuid[], tool_not_enabled bigint, tool_not_enabled_runs uuid[], searches_no_call bigint, search_runs uuid[])
+CREATE FUNCTION public.brain_tool_stumbles(since timestamp with time zone, until timestamp with time zone DEFAULT now(), viewer text DEFAULT ''::text) RETURNS TABLE(tool text, agent text, calls bigint, stumbles bigint, stumble_rate numeric, validation_errors bigint, validation_property text, validation_runs uuid[], unknown_tool bigint, unknown_tool_runs uuid[], unknown_names text[], tool_not_enabled bigint, tool_not_enabled_runs uuid[], searches_no_call bigint, search_runs uuid[])
     LANGUAGE sql STABLE
     AS $$
-    SELECT coalesce(a.tool, '') AS tool,
+    SELECT CASE WHEN a.reason = 'unknown_tool' THEN '(unknown)' ELSE coalesce(a.tool, '') END AS tool,
         coalesce(a.agent, '') AS agent,
         count(*) FILTER (WHERE a.reason IS DISTINCT FROM 'search_no_call') AS calls,
         count(a.reason) AS stumbles,
@@ -30,6 +30,7 @@ CREATE FUNCTION public.brain_tool_stumbles(since timestamp with time zone, until
         (array_agg(a.run_id ORDER BY a.at DESC) FILTER (WHERE a.reason = 'validation_error' AND a.run_id IS NOT NULL))[1:3],
         count(*) FILTER (WHERE a.reason = 'unknown_tool') AS unknown_tool,
         (array_agg(a.run_id ORDER BY a.at DESC) FILTER (WHERE a.reason = 'unknown_tool' AND a.run_id IS NOT NULL))[1:3],
+        (array_agg(DISTINCT a.tool) FILTER (WHERE a.reason = 'unknown_tool' AND a.tool IS NOT NULL))[1:5] AS unknown_names,
         count(*) FILTER (WHERE a.reason = 'tool_not_enabled') AS tool_not_enabled,
         (array_agg(a.run_id ORDER BY a.at DESC) FILTER (WHERE a.reason = 'tool_not_enabled' AND a.run_id IS NOT NULL))[1:3],
         count(*) FILTER (WHERE a.reason = 'search_no_call') AS searches_no_call,

@@ -22,13 +22,14 @@ type stumbleRow struct {
 	Rate                                                       float64
 	Property                                                   *string
 	ValidationRuns, UnknownRuns, NotEnabledRuns, SearchRuns    []uuid.UUID
+	UnknownNames                                               []string
 }
 
 // stumblesOf reads brain_tool_stumbles over the last hour for one agent, by tool.
 func stumblesOf(t *testing.T, b *testBundle, agent string) map[string]stumbleRow {
 	t.Helper()
 	rows, err := b.pool.Query(t.Context(), `SELECT tool, calls, stumbles, stumble_rate::float8, validation_errors, validation_property,
-			coalesce(validation_runs, '{}'), unknown_tool, coalesce(unknown_tool_runs, '{}'), tool_not_enabled,
+			coalesce(validation_runs, '{}'), unknown_tool, coalesce(unknown_tool_runs, '{}'), coalesce(unknown_names, '{}'), tool_not_enabled,
 			coalesce(tool_not_enabled_runs, '{}'), searches_no_call, coalesce(search_runs, '{}')
 		FROM brain_tool_stumbles(now() - interval '1 hour') WHERE agent = $1`, agent)
 	require.NoError(t, err)
@@ -38,7 +39,7 @@ func stumblesOf(t *testing.T, b *testBundle, agent string) map[string]stumbleRow
 		var tool string
 		var r stumbleRow
 		require.NoError(t, rows.Scan(&tool, &r.Calls, &r.Stumbles, &r.Rate, &r.Validation, &r.Property, &r.ValidationRuns,
-			&r.Unknown, &r.UnknownRuns, &r.NotEnabled, &r.NotEnabledRuns, &r.Searches, &r.SearchRuns))
+			&r.Unknown, &r.UnknownRuns, &r.UnknownNames, &r.NotEnabled, &r.NotEnabledRuns, &r.Searches, &r.SearchRuns))
 		out[tool] = r
 	}
 	require.NoError(t, rows.Err())
@@ -58,6 +59,8 @@ func TestChatStumbles(t *testing.T) {
 			{ID: "bad_input", Name: "os__create_task", Arguments: `{"title": "", "domain": "business", "priority": "whenever", "description": null, "due_at": null, "context_ref": null}`},
 			{ID: "not_enabled", Name: "os__create_note", Arguments: `{"domain": "business", "title": "secret", "content": "x"}`},
 			{ID: "unknown", Name: "rockets__launch", Arguments: `{}`},
+			{ID: "unknown2", Name: "rockets__land", Arguments: `{}`},
+			{ID: "unknown3", Name: "crm__find_person", Arguments: `{}`},
 			{ID: "good", Name: "os__create_task", Arguments: `{"title": "call the supplier", "domain": "business", "priority": null, "description": null, "due_at": null, "context_ref": null}`},
 		}},
 		llmfake.Turn{Text: "One task created."},
@@ -92,7 +95,7 @@ func TestChatStumbles(t *testing.T) {
 	}
 	require.Equal(t, 1.0, counted("os.create_task", chat.StumbleValidation), "the chat's refusal; the receipt it never read is not counted")
 	require.Equal(t, 1.0, counted("os.create_note", chat.StumbleNotEnabled))
-	require.Equal(t, 1.0, counted(chat.StumbleToolUnknown, chat.StumbleUnknownTool), "a made-up name is not a label")
+	require.Equal(t, 3.0, counted(chat.StumbleToolUnknown, chat.StumbleUnknownTool), "a made-up name is not a label")
 	require.Equal(t, 1.0, counted("os.create_task", chat.StumbleSearchNoCall), "the tool described last")
 
 	got := stumblesOf(t, b, agent)
@@ -107,7 +110,10 @@ func TestChatStumbles(t *testing.T) {
 	require.InDelta(t, 0.75, task.Rate, 0.001)
 	require.Equal(t, 1, got["os.create_note"].NotEnabled)
 	require.Equal(t, []uuid.UUID{refused.RunID}, got["os.create_note"].NotEnabledRuns)
-	require.Equal(t, 1, got["rockets.launch"].Unknown, "SQL keeps the name the model gave")
+	unknown := got[chat.StumbleToolUnknown]
+	require.Equal(t, 3, unknown.Unknown, "made-up names are one row, as they are one label")
+	require.Equal(t, []string{"crm.find_person", "rockets.land", "rockets.launch"}, unknown.UnknownNames, "with the names the model gave")
+	require.Equal(t, []uuid.UUID{refused.RunID, refused.RunID, refused.RunID}, unknown.UnknownRuns)
 	require.Len(t, got, 3)
 
 	// A caller who made none of these runs reads none of them.

@@ -23,8 +23,11 @@ type ToolStumble struct {
 	Validation     int64       `json:"validation_errors"`
 	Property       string      `json:"validation_property,omitempty"`
 	ValidationRuns []uuid.UUID `json:"validation_runs"`
+	// Unknown counts calls of tools that do not exist: they are one row per agent, Tool "(unknown)", with up
+	// to five of the names tried in UnknownNames.
 	Unknown        int64       `json:"unknown_tool"`
 	UnknownRuns    []uuid.UUID `json:"unknown_tool_runs"`
+	UnknownNames   []string    `json:"unknown_names"`
 	NotEnabled     int64       `json:"tool_not_enabled"`
 	NotEnabledRuns []uuid.UUID `json:"tool_not_enabled_runs"`
 	// Searches counts chat turns that searched for tools (and described this one last) and made no call.
@@ -40,7 +43,7 @@ func (s ToolStumble) Attempts() int64 { return s.Calls + s.Searches }
 func ToolStumbles(ctx context.Context, db gemsql.DBTX, since, until time.Time, reader brain.Reader) ([]ToolStumble, error) {
 	rows, err := db.Query(ctx, `SELECT tool, agent, calls, stumbles, stumble_rate::float8, validation_errors,
 			coalesce(validation_property, ''), coalesce(validation_runs, '{}'), unknown_tool, coalesce(unknown_tool_runs, '{}'),
-			tool_not_enabled, coalesce(tool_not_enabled_runs, '{}'), searches_no_call, coalesce(search_runs, '{}')
+			coalesce(unknown_names, '{}'), tool_not_enabled, coalesce(tool_not_enabled_runs, '{}'), searches_no_call, coalesce(search_runs, '{}')
 		FROM brain_tool_stumbles($1, $2, $3) WHERE stumbles > 0`, since, until, reader.Viewer())
 	if err != nil {
 		return nil, coded(err)
@@ -48,7 +51,7 @@ func ToolStumbles(ctx context.Context, db gemsql.DBTX, since, until time.Time, r
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ToolStumble, error) {
 		var s ToolStumble
 		err := row.Scan(&s.Tool, &s.Agent, &s.Calls, &s.Stumbles, &s.Rate, &s.Validation, &s.Property, &s.ValidationRuns,
-			&s.Unknown, &s.UnknownRuns, &s.NotEnabled, &s.NotEnabledRuns, &s.Searches, &s.SearchRuns)
+			&s.Unknown, &s.UnknownRuns, &s.UnknownNames, &s.NotEnabled, &s.NotEnabledRuns, &s.Searches, &s.SearchRuns)
 		return s, err
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func TestLegacyDatabaseAdoptsTheLines(t *testing.T) {
 	require.NoError(t, err)
 	fresh, _ := sqltest.NewDB(t)
 	want := builtInRows(t, fresh)
-	later := []string{"core/00002_tool_stumbles.sql", "business/00002_personal_close_commitment.sql"} // the lines' migrations after their first
+	later := []string{"core/00002_tool_stumbles.sql", "core/00003_stumbles_unknown_tools.sql", "business/00002_personal_close_commitment.sql"} // the lines' migrations after their first
 
 	for _, tc := range []struct {
 		name    string
