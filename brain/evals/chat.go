@@ -193,7 +193,7 @@ type madeCall struct {
 func RunChat(ctx context.Context, cases []ChatCase, client llm.Client, model string, runs int, open ChatOpener) (*Report, error) {
 	runs = max(runs, 1)
 	tallies := map[string]*chatTally{}
-	report := &Report{Suite: ChatSuite, Model: model, Misses: []Miss{}}
+	report := &Report{Suite: ChatSuite, Model: model, Runs: runs, Misses: []Miss{}}
 	// Without a model named, each agent's own model (or the client's default) is asked: the report names those.
 	asked := map[string]bool{}
 	defer func() {

@@ -33,6 +33,8 @@ type Report struct {
 	Suite string `json:"suite"`
 	// Model is the model the chat suite asked; "" for the other suites.
 	Model string `json:"model,omitempty"`
+	// Runs is how many times the chat suite held each case (brain eval -runs); 0 for the other suites.
+	Runs int `json:"runs,omitempty"`
 	// Skipped says why a suite was not run (the chat suite without a model); it then has no splits.
 	Skipped string `json:"skipped,omitempty"`
 	// Splits holds the metrics of each split that has cases, in Splits order.

@@ -28,6 +28,9 @@ func WriteSideBySide(w io.Writer, reports []*Report) {
 	if len(models) > 0 {
 		title += ": " + strings.Join(models, " | ")
 	}
+	if runs := reports[0].Runs; runs > 1 {
+		title += fmt.Sprintf(" (each case %d times)", runs)
+	}
 	fmt.Fprintln(w, title)
 	if len(reports) == 1 && reports[0].Skipped != "" {
 		fmt.Fprintf(w, "  skipped: %s\n", reports[0].Skipped)

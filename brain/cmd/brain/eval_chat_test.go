@@ -608,6 +608,7 @@ func TestEvalChatRunsEachCaseNTimes(t *testing.T) {
 	require.Equal(t, 1.0, metric(evals.MetricIrrelevance), "both runs of the joke made no call")
 	require.Equal(t, 0.5, metric(evals.MetricEveryRun), "the joke was right twice; the tasks once")
 	require.Equal(t, 2, r.Splits[0].Cases)
+	require.Equal(t, 2, r.Runs)
 	require.Len(t, r.Misses, 1, "%+v", r.Misses)
 	require.Contains(t, r.Misses[0].Case, "(run 2 of 2)")
 	require.Contains(t, r.Misses[0].Got, "os.complete_task: task_id is \""+van+"\", not exact \""+ute+"\"")
