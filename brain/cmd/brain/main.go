@@ -65,11 +65,12 @@ usage:
   brain skills import DIR...              import skill folders in the Agent Skills format (SKILL.md and its files)
   brain lore ingest DIR [-collection NAME]
                                           ingest Markdown and text files with ` + agentskillspack.LoreIngest + `
-  brain eval [-suite S] [-split S] [-json] [-llm [MODEL]]...
+  brain eval [-suite S] [-split S] [-json] [-llm [MODEL]]... [-runs N]
                                           score tool selection against the suites in evals/ and hold
                                           evals/thresholds.yaml (reads DATABASE_URL; docs/evals.md); the
                                           chat suite talks to the configured LLM with -llm (twice: two
-                                          models side by side), and is skipped without
+                                          models side by side; -runs: each case N times), and is skipped
+                                          without
   brain eval -from-receipts [-since 7d]   draft eval cases from where agents stumbled (evals/drafts)
   brain mcp [-agent SLUG] [-as NAME]      serve MCP over stdio (the brain's /mcp for a local host; reads
                                           the database settings below, logs to stderr); -as names an
