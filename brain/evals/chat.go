@@ -115,6 +115,10 @@ func LoadChat(dir string, reg *registry.Registry) ([]ChatCase, error) {
 			if _, ok := reg.Tool(tool); !ok {
 				problem("results: unknown tool %q", tool)
 			}
+			if err := notJSON(result); err != nil {
+				problem("results: %s: %v", tool, err)
+				continue
+			}
 			b, err := json.Marshal(result)
 			if err != nil {
 				problem("results: %s: %v", tool, err)

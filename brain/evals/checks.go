@@ -1,8 +1,12 @@
 package evals
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,3 +52,62 @@ func (c ArgCheck) Values() []any { return c.values }
 
 // Pattern is a pattern check's regular expression; nil for other kinds.
 func (c ArgCheck) Pattern() *regexp.Regexp { return c.pattern }
+
+// notJSON says where and how a value read from YAML is not the JSON a model writes or reads, nil when it is:
+// YAML reads an unquoted date as a time (JSON would say 2026-12-01T00:00:00Z), has numbers JSON has not (.nan,
+// .inf), and keys of any type. A check of such a value could never hold; a result would say something else
+// than written.
+func notJSON(v any) error {
+	var walk func(path string, v any) error
+	at := func(path, problem string) error {
+		if path == "" {
+			return errors.New(problem)
+		}
+		return fmt.Errorf("%s: %s", path, problem)
+	}
+	join := func(path string, key any) string {
+		if path == "" {
+			return fmt.Sprint(key)
+		}
+		return fmt.Sprintf("%s.%v", path, key)
+	}
+	walk = func(path string, v any) error {
+		switch x := v.(type) {
+		case time.Time:
+			written := x.Format(time.RFC3339Nano)
+			if x.Equal(x.Truncate(24*time.Hour)) && x.Location() == time.UTC {
+				written = x.Format(time.DateOnly)
+			}
+			return at(path, fmt.Sprintf("%s is a date in YAML, read as a time: quote it (%q)", written, written))
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return at(path, fmt.Sprintf("%v is not a JSON value", x))
+			}
+		case []any:
+			for i, e := range x {
+				if err := walk(join(path, i), e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if err := walk(join(path, k), x[k]); err != nil {
+					return err
+				}
+			}
+		case map[any]any:
+			for k := range x {
+				if _, isString := k.(string); !isString {
+					return at(path, fmt.Sprintf("a key %v is not a string (JSON's keys are): quote it", k))
+				}
+			}
+			for k, e := range x {
+				if err := walk(join(path, k), e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", v)
+}

@@ -202,6 +202,9 @@ func loadCheck(prop string, written map[string]any, now time.Time) (ArgCheck, er
 	c := ArgCheck{Property: prop, Kind: kind, Written: fmt.Sprintf("%s %s", kind, compactJSON(v))}
 	switch kind {
 	case CheckExact:
+		if err := notJSON(v); err != nil {
+			return c, fmt.Errorf("exact: %w", err)
+		}
 		c.values = []any{jsonValue(v)}
 	case CheckOneOf:
 		list, ok := v.([]any)
@@ -209,6 +212,9 @@ func loadCheck(prop string, written map[string]any, now time.Time) (ArgCheck, er
 			return c, errors.New("one_of takes a list of the values allowed")
 		}
 		for _, x := range list {
+			if err := notJSON(x); err != nil {
+				return c, fmt.Errorf("one_of: %w", err)
+			}
 			c.values = append(c.values, jsonValue(x))
 		}
 	case CheckPattern:

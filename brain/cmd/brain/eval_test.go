@@ -288,3 +288,37 @@ func TestEvalPlanChecks(t *testing.T) {
 	require.NotContains(t, errText, "asks")
 	require.Contains(t, out, `"create a task to call Bob tomorrow"`)
 }
+
+// TestEvalChecksSayWhatJSONCanSay: a value a check compares, or a result a model gets back, is JSON as the
+// model writes it. YAML reads an unquoted date as a time (sent as 2026-12-01T00:00:00Z), .nan and .inf are no
+// JSON number, and a mapping's keys are strings in JSON: a case holding one of them could never pass, or would
+// tell the model something else than written, so the suite is refused, naming where.
+func TestEvalChecksSayWhatJSONCanSay(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	for name, c := range map[string]struct{ file, suite, says string }{
+		"chat: unquoted date": {"chat.yaml", "- turns: [log the expense]\n  calls: [{tool: os.create_task, args: {title: {exact: 2026-12-01}}}]\n  split: tune\n",
+			`title: exact: 2026-12-01 is a date in YAML, read as a time: quote it ("2026-12-01")`},
+		"chat: date in one_of": {"chat.yaml", "- turns: [log the expense]\n  calls: [{tool: os.create_task, args: {title: {one_of: [a, 2026-12-01]}}}]\n  split: tune\n",
+			"title: one_of: 2026-12-01 is a date in YAML"},
+		"chat: not a number": {"chat.yaml", "- turns: [log the expense]\n  calls: [{tool: os.create_task, args: {title: {exact: .nan}}}]\n  split: tune\n",
+			"title: exact: NaN is not a JSON value"},
+		"chat: infinity": {"chat.yaml", "- turns: [log the expense]\n  calls: [{tool: os.create_task, args: {title: {one_of: [1, .inf]}}}]\n  split: tune\n",
+			"title: one_of: +Inf is not a JSON value"},
+		"chat: number keys": {"chat.yaml", "- turns: [log the expense]\n  calls: [{tool: os.create_task, args: {title: {exact: {1: a}}}}]\n  split: tune\n",
+			"title: exact: a key 1 is not a string"},
+		"chat: date in a result": {"chat.yaml", "- turns: [what is due]\n  results: {os.list_tasks: {tasks: [{due: 2026-12-01}]}}\n  calls: []\n  split: tune\n",
+			"results: os.list_tasks: tasks.0.due: 2026-12-01 is a date in YAML"},
+		"plan: unquoted date": {"plan.yaml", planSuite + "- message: add a task to call Ann\n  calls:\n    - tool: os.create_task\n      args: {title: {exact: 2026-03-03}}\n  split: tune\n",
+			`title: exact: 2026-03-03 is a date in YAML, read as a time: quote it ("2026-03-03")`},
+	} {
+		dir := writeSuite(t, map[string]string{c.file: c.suite})
+		code, _, errText := evalCLI(t, dbURL, "-dir", dir, "-thresholds", "none")
+		require.Equal(t, 1, code, "%s: %s", name, errText)
+		require.Contains(t, errText, c.says, name)
+	}
+	// Quoted, the date is the text the model writes: the suite loads.
+	dir := writeSuite(t, map[string]string{"chat.yaml": "- turns: [log the expense]\n  results: {os.list_tasks: {due: \"2026-12-01\"}}\n  calls: [{tool: os.create_task, args: {title: {exact: \"2026-12-01\"}}}]\n  split: tune\n"})
+	code, _, errText := evalCLI(t, dbURL, "-dir", dir, "-thresholds", "none")
+	require.Equal(t, 0, code, errText)
+}
