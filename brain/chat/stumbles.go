@@ -83,13 +83,15 @@ func (c *Chat) receiptStumbled(agent string, rec *registry.Receipt) {
 	}
 }
 
-// noteSearch notes a search_tools or describe_tool call of the turn (the tool a describe_tool names).
+// noteSearch notes a search_tools or describe_tool call of the turn (the tool a describe_tool names). The
+// turn's last one decides whether it was told no tool fits, as brain_tool_attempts reads it: a search that
+// failed told nothing.
 func (r *chatRun) noteSearch(tc llm.ToolCall) {
 	r.searched = true
+	r.noToolFits = false
 	if tc.Name != metaDescribeTool {
 		return
 	}
-	r.noToolFits = false
 	var args struct {
 		Name string `json:"name"`
 	}

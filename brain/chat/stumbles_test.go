@@ -189,3 +189,34 @@ func TestChatToldNoToolFitsDidNotStumble(t *testing.T) {
 	_, err = tx.Exec(ctx, `SELECT query FROM brain_tool_attempts`)
 	require.ErrorContains(t, err, "permission denied")
 }
+
+// TestChatSearchAfterNoFitDecides: after a search told no tool fits, the turn's last search or description
+// decides, for the metric as for brain_tool_stumbles: a search whose arguments are not JSON answered nothing,
+// so a turn that then made no call stumbled, on both.
+func TestChatSearchAfterNoFitDecides(t *testing.T) {
+	// Not in parallel, as TestChatStumbles.
+	ctx := context.Background()
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "reserve a table for 6 at the Royal Hotel Friday night", "limit": null}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "broken", Name: "search_tools", Arguments: `{"query": "book a table`}}, Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Contains(t, req.ToolResults()["s"].Content, `"fits":false`)
+		}},
+		llmfake.Turn{Text: "I can't book restaurants.", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Contains(t, req.ToolResults()["broken"].Content, "not valid JSON")
+		}},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+	resp, err := b.chatWith(agent, "book us a table at the Royal on Friday", "")
+	require.NoError(t, err)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Zero(t, fake.Remaining())
+
+	var runs []uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
+		WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
+	require.Equal(t, []uuid.UUID{resp.RunID}, runs)
+	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as brain_tool_stumbles counts it")
+}
