@@ -40,7 +40,7 @@ GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
 The chat suite talks to a model: -llm runs it against the configured LLM (GEM_LLM_*), with its model or
 MODEL; -llm given again with another MODEL runs it against that one too, and prints them side by side;
 -runs N holds each case N times (every_run: the share of cases right in all of them). Without -llm the chat
-suite is skipped. No call is made: each call's result is the case's. A model's report
+suite is skipped; -llm without the chat suite (another -suite, or no chat.yaml in DIR) is refused. No call is made: each call's result is the case's. A model's report
 is compared, not held to the floors, unless -hold-models is given.
 
 With -from-receipts it writes the agents' stumbles since a time as draft cases for a person to confirm
@@ -108,6 +108,14 @@ func evalCommand(args []string, getenv func(string) string, stdout, stderr io.Wr
 		problems = append(problems, fmt.Sprintf("-runs %d is not between 1 and 100", *runs))
 	} else if *runs > 1 && len(models) == 0 {
 		problems = append(problems, "-runs holds the chat suite's cases against a model: it needs -llm")
+	}
+	// Without the chat suite no model is asked: the command would pass as if one had been measured.
+	switch {
+	case len(models) == 0 || slices.Contains(suites, evals.ChatSuite):
+	case *suite != "all":
+		problems = append(problems, fmt.Sprintf("-llm holds the chat suite against a model: -suite %s has no chat suite", *suite))
+	default:
+		problems = append(problems, fmt.Sprintf("-llm holds the chat suite against a model: %s has no %s.yaml", *dir, evals.ChatSuite))
 	}
 	if *split != "all" && !slices.Contains(evals.Splits, *split) {
 		problems = append(problems, fmt.Sprintf("-split %q is not all, tune or held_out", *split))

@@ -623,3 +623,27 @@ func TestEvalChatRunsEachCaseNTimes(t *testing.T) {
 		require.Contains(t, errText, says, args)
 	}
 }
+
+// TestEvalModelFlagsNeedTheChatSuite: -llm and -runs hold the chat suite against a model; given with a suite
+// that is not the chat suite, or a folder without chat.yaml, they would be ignored while the command passed
+// as if the model had been measured: they are refused, saying why.
+func TestEvalModelFlagsNeedTheChatSuite(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	fake := llmfake.NewOpenAI(t, fakeKey)
+	search := "- q: push this to-do back until next week\n  tools: [os.defer_task]\n  split: tune\n"
+	dir := writeSuite(t, map[string]string{"search.yaml": search, "chat.yaml": "- turns: [tell me a joke]\n  calls: []\n  split: tune\n"})
+	noChat := writeSuite(t, map[string]string{"search.yaml": search})
+	for args, says := range map[string]string{
+		"-suite search -llm -runs 3":  "-llm holds the chat suite against a model: -suite search has no chat suite",
+		"-suite plan -llm":            "-llm holds the chat suite against a model: -suite plan has no chat suite",
+		"-llm -runs 2 -dir " + noChat: "-llm holds the chat suite against a model: " + noChat + " has no chat.yaml",
+	} {
+		code, _, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), append([]string{"-dir", dir, "-thresholds", "none"}, strings.Fields(args)...)...)
+		require.Equal(t, 2, code, "%s: %s", args, errText)
+		require.Contains(t, errText, says, args)
+	}
+	require.Empty(t, fake.Requests(), "no model was asked")
+	code, _, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", noChat, "-thresholds", "none")
+	require.Equal(t, 0, code, errText)
+}
