@@ -59,6 +59,9 @@ const (
 	metaDescribeTool = "describe_tool"
 )
 
+// metaToolNames are the names of every tool the brain answers itself (the search's, the skills', run_code).
+var metaToolNames = []string{metaSearchTools, metaDescribeTool, metaLoadSkill, metaReadSkillFile, metaRunCode}
+
 // Chat runs agents: the LLM tool loop, with every tool call going through the queue.
 type Chat struct {
 	llm       llm.Client
@@ -820,6 +823,14 @@ func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall,
 	}
 	if n := len(tc.Arguments); n > toolArgumentsMax {
 		calls[i].Arguments = "{}"
+		// A name no tool has is an unknown tool whatever its arguments: the stumbles page and the metric keep
+		// every such name to one row, which a validation_error would not.
+		if _, known := c.reg.Tool(registry.DottedName(tc.Name)); !known && !slices.Contains(metaToolNames, tc.Name) {
+			o.fail(registry.CodeUnknownTool, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
+			o.report.Status = brain.ChatCallUnknownTool
+			c.stumbled(r.agent.Slug, tc.Name, StumbleUnknownTool)
+			return nil, nil
+		}
 		o.fail(registry.CodeValidation, fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax), nil)
 		o.report.Status = brain.ChatCallInvalidArguments
 		c.stumbled(r.agent.Slug, tc.Name, StumbleValidation)

@@ -3,6 +3,7 @@ package chat_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,4 +220,31 @@ func TestChatSearchAfterNoFitDecides(t *testing.T) {
 		WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
 	require.Equal(t, []uuid.UUID{resp.RunID}, runs)
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as brain_tool_stumbles counts it")
+}
+
+// TestChatMadeUpToolTooLongIsUnknown: a model that makes up a tool and sends it more arguments than a call may
+// have called a tool that does not exist: one (unknown) row per agent on the stumbles page, as the metric
+// labels it, not a row per name it invents.
+func TestChatMadeUpToolTooLongIsUnknown(t *testing.T) {
+	// Not in parallel, as TestChatStumbles.
+	ctx := context.Background()
+	huge := `{"payload": "` + strings.Repeat("x", 70<<10) + `"}`
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "a", Name: "rockets__launch", Arguments: huge}, {ID: "b", Name: "moon__land", Arguments: huge}}},
+		llmfake.Turn{Text: "I cannot do that."},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	agent := agentWithSkills(t, b, 2, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
+	resp, err := b.chatWith(agent, "launch the rockets", "")
+	require.NoError(t, err)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Zero(t, fake.Remaining())
+
+	var tools []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(array_agg(tool ORDER BY tool), '{}') FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour')
+		WHERE agent = $1`, agent).Scan(&tools))
+	require.Equal(t, []string{chat.StumbleToolUnknown}, tools, "one row, whatever the names")
+	require.Equal(t, 2.0, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleUnknownTool), "as the page counts them")
 }
