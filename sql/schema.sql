@@ -2341,21 +2341,25 @@ UNION ALL
           WHERE ((a.run_id = m.run_id) AND (a.role = 'assistant'::text) AND (a.id < m.id) AND ((tc.value ->> 'id'::text) = m.tool_call_id))
           ORDER BY a.id DESC
          LIMIT 1) t)
-  WHERE ((m.role = 'tool'::text) AND (m.call_id IS NULL) AND (m.content ~~ '{"error":{"code":%'::text) AND ((e.error ->> 'code'::text) = ANY (ARRAY['validation_error'::text, 'unknown_tool'::text, 'tool_not_enabled'::text])))
+  WHERE ((m.role = 'tool'::text) AND (m.call_id IS NULL) AND (m.content ~~ '{"error":{"code":%'::text) AND ((e.error ->> 'code'::text) = ANY (ARRAY['validation_error'::text, 'unknown_tool'::text, 'tool_not_enabled'::text])) AND (t.tool <> ALL (ARRAY['search_tools'::text, 'describe_tool'::text, 'load_skill'::text, 'read_skill_file'::text, 'run_code'::text])))
 UNION ALL
  SELECT run.created_at AS at,
     run.id AS run_id,
     run.agent,
-    (array_agg(replace((public.gem_jsonb_or_null((tc.value ->> 'arguments'::text)) ->> 'name'::text), '__'::text, '.'::text) ORDER BY a.id DESC, tc.ordinality DESC) FILTER (WHERE ((tc.value ->> 'name'::text) = 'describe_tool'::text)))[1] AS tool,
+    (array_agg(replace((public.gem_jsonb_or_null((tc.value ->> 'arguments'::text)) ->> 'name'::text), '__'::text, '.'::text) ORDER BY a.id DESC, tc.ordinality DESC) FILTER (WHERE (((tc.value ->> 'name'::text) = 'describe_tool'::text) AND (answer.status = 'succeeded'::text))))[1] AS tool,
     NULL::uuid AS call_id,
     'search_no_call'::text AS reason,
     NULL::text AS property,
     (array_agg((public.gem_jsonb_or_null((tc.value ->> 'arguments'::text)) ->> 'query'::text) ORDER BY a.id DESC, tc.ordinality DESC) FILTER (WHERE ((tc.value ->> 'name'::text) = 'search_tools'::text)))[1] AS query,
     run.requested_by,
     run.approved_by
-   FROM ((public.brain_runs run
+   FROM (((public.brain_runs run
      JOIN public.agent_messages a ON (((a.run_id = run.id) AND (a.role = 'assistant'::text) AND (a.tool_calls IS NOT NULL))))
      CROSS JOIN LATERAL jsonb_array_elements(a.tool_calls) WITH ORDINALITY tc(value, ordinality))
+     LEFT JOIN LATERAL ( SELECT (public.gem_jsonb_or_null(d.content) ->> 'status'::text) AS status
+           FROM public.agent_messages d
+          WHERE ((d.run_id = run.id) AND (d.role = 'tool'::text) AND (d.tool_call_id = (tc.value ->> 'id'::text)))
+         LIMIT 1) answer ON (true))
   WHERE ((run.mode = 'chat'::text) AND (run.status = 'completed'::text) AND (cardinality(run.call_ids) = 0) AND ((tc.value ->> 'name'::text) = ANY (ARRAY['search_tools'::text, 'describe_tool'::text])))
   GROUP BY run.id, run.created_at, run.agent, run.requested_by, run.approved_by
  HAVING (NOT (EXISTS ( SELECT 1

@@ -842,7 +842,7 @@ func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall,
 		return nil, nil
 	}
 	if r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool) {
-		r.noteSearch(tc)
+		r.noteSearch()
 		o.msg.Content, o.msg.IsError = c.answerMeta(ctx, r, tc)
 		o.report.Status = brain.ChatCallAnswered
 		return nil, nil
@@ -1220,6 +1220,7 @@ func (c *Chat) answerMeta(ctx context.Context, r *chatRun, tc llm.ToolCall) (str
 		return skillFailure(codeSkillNotLoaded, r.notLoaded(tool.Name))
 	}
 	r.offered[tool.Name] = true
+	r.described = tool.Name
 	def, _ := r.tools.Def(tool.Name)
 	return capJSON(map[string]any{"status": "succeeded", "result": map[string]any{"name": def.Name, "description": def.Description,
 		"input_schema": def.Parameters, "idempotency": tool.Idempotency.Mode, "note": "you can call this tool now"}}), false

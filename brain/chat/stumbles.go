@@ -1,11 +1,9 @@
 package chat
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/gemhq/gem/brain/llm"
 	"github.com/gemhq/gem/registry"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -83,19 +81,10 @@ func (c *Chat) receiptStumbled(agent string, rec *registry.Receipt) {
 	}
 }
 
-// noteSearch notes a search_tools or describe_tool call of the turn (the tool a describe_tool names). The
-// turn's last one decides whether it was told no tool fits, as brain_tool_attempts reads it: a search that
-// failed told nothing.
-func (r *chatRun) noteSearch(tc llm.ToolCall) {
+// noteSearch notes a search_tools or describe_tool call of the turn. The turn's last one decides whether it
+// was told no tool fits, as brain_tool_attempts reads it: a search that failed told nothing. (answerMeta
+// notes the tool a describe_tool described: one that exists, never a name made up.)
+func (r *chatRun) noteSearch() {
 	r.searched = true
 	r.noToolFits = false
-	if tc.Name != metaDescribeTool {
-		return
-	}
-	var args struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal([]byte(tc.Arguments), &args) == nil && args.Name != "" {
-		r.described = args.Name
-	}
 }

@@ -3,6 +3,7 @@ package chat_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/jackc/pgx/v5"
 	"strings"
 	"testing"
 	"time"
@@ -247,4 +248,36 @@ func TestChatMadeUpToolTooLongIsUnknown(t *testing.T) {
 		WHERE agent = $1`, agent).Scan(&tools))
 	require.Equal(t, []string{chat.StumbleToolUnknown}, tools, "one row, whatever the names")
 	require.Equal(t, 2.0, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleUnknownTool), "as the page counts them")
+}
+
+// TestChatDescribingMadeUpToolsIsOneSearch: a turn that describes tools that do not exist and makes no call
+// stumbled once, searching: the stumbles page counts no call of a tool named describe_tool, and no row for
+// each name the model made up, as the metric counts one search with no tool described.
+func TestChatDescribingMadeUpToolsIsOneSearch(t *testing.T) {
+	// Not in parallel, as TestChatStumbles.
+	ctx := context.Background()
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "d1", Name: "describe_tool", Arguments: `{"name": "calendar__book"}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "d2", Name: "describe_tool", Arguments: `{"name": "moon__land"}`}}},
+		llmfake.Turn{Text: "I can't book restaurants.", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Contains(t, req.ToolResults()["d2"].Content, `"unknown_tool"`)
+		}},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+	resp, err := b.chatWith(agent, "book us a table at the Royal on Friday", "")
+	require.NoError(t, err)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Zero(t, fake.Remaining())
+
+	rows, err := b.pool.Query(ctx, `SELECT tool || ' ' || stumbles || ' ' || unknown_tool || ' ' || searches_no_call
+		FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour') WHERE agent = $1`, agent)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{" 1 0 1"}, got, "one search with no tool described: tool, stumbles, unknown_tool, searches_no_call")
+	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as the metric counts it")
+	require.Zero(t, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleSearchNoCall))
 }
