@@ -1179,6 +1179,11 @@ func (c *Chat) answerMeta(ctx context.Context, r *chatRun, tc llm.ToolCall) (str
 		return capJSON(map[string]any{"status": "failed", "error": map[string]any{"code": registry.CodeValidation, "message": "the arguments are not valid JSON: " + err.Error()}}), true
 	}
 	if tc.Name == metaSearchTools {
+		if strings.TrimSpace(args.Query) == "" {
+			// Nothing was searched: "no tool fits" would be false (GET /brain/tools refuses an empty q too).
+			return capJSON(map[string]any{"status": "failed", "error": map[string]any{"code": registry.CodeValidation,
+				"message": "query must say what the tool should do, in words"}}), true
+		}
 		limit := 8
 		if args.Limit != nil && *args.Limit > 0 {
 			limit = min(*args.Limit, 25)

@@ -281,3 +281,28 @@ func TestChatDescribingMadeUpToolsIsOneSearch(t *testing.T) {
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as the metric counts it")
 	require.Zero(t, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleSearchNoCall))
 }
+
+// TestChatSearchWithoutWordsIsRefused: search_tools with no words searched nothing, so it is refused, as GET
+// /brain/tools?q= refuses an empty q: answering that no tool fits would tell the model something false, and
+// leave the turn out of the stumbles.
+func TestChatSearchWithoutWordsIsRefused(t *testing.T) {
+	// Not in parallel, as TestChatStumbles.
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "  ", "limit": null}`}}},
+		llmfake.Turn{Text: "I could not find a way.", Check: func(t require.TestingT, req *llmfake.Request) {
+			content := req.ToolResults()["s"].Content
+			require.Contains(t, content, `"validation_error"`)
+			require.Contains(t, content, "query must say what the tool should do, in words")
+			require.NotContains(t, content, "fits")
+		}},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+	resp, err := b.chatWith(agent, "add a task to ring the supplier", "")
+	require.NoError(t, err)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Zero(t, fake.Remaining())
+	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "a search that found nothing to call")
+}
