@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 )
 
 // WriteText prints a report for a person: a table of the metrics per split, then every miss with what came
@@ -107,10 +108,24 @@ func WriteSideBySide(w io.Writer, reports []*Report) {
 					}
 					first = false
 				}
-				fmt.Fprintf(w, "  %q\n      want %s\n      got  %s\n", m.Case, m.Want, m.Got)
+				fmt.Fprintf(w, "  %q\n      want %s\n      got  %s\n", m.Case, printable(m.Want), printable(m.Got))
 			}
 		}
 	}
+}
+
+// printable escapes what a terminal would act on rather than show (control characters, line breaks, bidi
+// overrides): what came instead is a model's words, and a miss keeps to its lines.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // metricOrder puts the metrics people read first first; others follow by name.

@@ -647,3 +647,22 @@ func TestEvalModelFlagsNeedTheChatSuite(t *testing.T) {
 	code, _, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", noChat, "-thresholds", "none")
 	require.Equal(t, 0, code, errText)
 }
+
+// TestEvalChatReportKeepsTheModelsWordsOnTheirLine: what a model sends (a made-up tool's name with a line break
+// and a terminal's escape codes) is printed escaped in the text report: each miss stays its three lines, and
+// the model cannot write to the terminal.
+func TestEvalChatReportKeepsTheModelsWordsOnTheirLine(t *testing.T) {
+	t.Parallel()
+	_, dbURL := sqltest.NewDB(t)
+	dir := writeSuite(t, map[string]string{"chat.yaml": "- turns: [tell me a joke about roofers]\n  calls: []\n  split: tune\n"})
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "x", Name: "launch\x1b[2J\nwant os.nothing\u202e", Arguments: `{}`}}},
+		llmfake.Turn{Text: "No jokes today."})
+	code, out, errText := evalCLIWith(t, fakeLLMEnv(dbURL, fake), "-dir", dir, "-thresholds", "none", "-llm")
+	require.Equal(t, 0, code, errText)
+	require.Zero(t, fake.Remaining())
+	require.NotContains(t, out, "\x1b")
+	require.NotContains(t, out, "\u202e")
+	require.Equal(t, 1, strings.Count(out, "\n      want "), out)
+	require.Contains(t, out, `launch\u001b[2J\u000awant os.nothing\u202e refused (unknown_tool)`)
+}
