@@ -833,7 +833,12 @@ func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall,
 		}
 		o.fail(registry.CodeValidation, fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax), nil)
 		o.report.Status = brain.ChatCallInvalidArguments
-		c.stumbled(r.agent.Slug, tc.Name, StumbleValidation)
+		switch {
+		case r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool):
+			r.noteSearch() // a search that told nothing, as brain_tool_attempts reads it
+		case !slices.Contains(metaToolNames, tc.Name):
+			c.stumbled(r.agent.Slug, tc.Name, StumbleValidation)
+		}
 		return nil, nil
 	}
 	if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
@@ -864,7 +869,12 @@ func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall,
 		}
 		o.fail(code, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
 		o.report.Status = status
-		c.stumbled(r.agent.Slug, tc.Name, string(code))
+		switch {
+		case tc.Name == metaSearchTools || tc.Name == metaDescribeTool:
+			r.noteSearch() // a search the run does not offer told nothing, as brain_tool_attempts reads it
+		case !slices.Contains(metaToolNames, tc.Name): // the brain's own tools are no tool of the registry
+			c.stumbled(r.agent.Slug, tc.Name, string(code))
+		}
 		return nil, nil
 	case !r.visible[tool.Name]:
 		o.report.Tool = tool.Name

@@ -306,3 +306,66 @@ func TestChatSearchWithoutWordsIsRefused(t *testing.T) {
 	require.Zero(t, fake.Remaining())
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "a search that found nothing to call")
 }
+
+// TestChatSearchTooLongIsASearch: a search_tools call with more arguments than a call may have is refused
+// unread, and is still the turn's search: with no call after it the turn stumbled once, searching, on the
+// stumbles page as in the metric, and no tool of the registry was called.
+func TestChatSearchTooLongIsASearch(t *testing.T) {
+	// Not in parallel, as TestChatStumbles.
+	ctx := context.Background()
+	huge := `{"query": "` + strings.Repeat("task ", 14<<10) + `", "limit": null}`
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: huge}}},
+		llmfake.Turn{Text: "I could not find a way.", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Contains(t, req.ToolResults()["s"].Content, "one call may have")
+		}},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+	resp, err := b.chatWith(agent, "add a task to ring the supplier", "")
+	require.NoError(t, err)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Zero(t, fake.Remaining())
+
+	rows, err := b.pool.Query(ctx, `SELECT tool || ' ' || stumbles || ' ' || validation_errors || ' ' || searches_no_call
+		FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour') WHERE agent = $1`, agent)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{" 1 0 1"}, got, "tool, stumbles, validation_errors, searches_no_call")
+	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as the page counts it")
+	require.Zero(t, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleValidation), "search_tools is no tool of the registry")
+}
+
+// TestChatBrainsOwnToolNotOfferedIsASearch: a model that calls search_tools where the run does not offer it is
+// refused, and stumbled over no tool of the registry: it searched and made no call, on the stumbles page as in
+// the metric.
+func TestChatBrainsOwnToolNotOfferedIsASearch(t *testing.T) {
+	// Not in parallel, as TestChatStumbles.
+	ctx := context.Background()
+	fake := llmfake.NewOpenAI(t, fakeKey,
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "add a task", "limit": null}`}}},
+		llmfake.Turn{Text: "Which task?", Check: func(t require.TestingT, req *llmfake.Request) {
+			require.Contains(t, req.ToolResults()["s"].Content, `"unknown_tool"`)
+		}},
+	)
+	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	agent := agentWithSkills(t, b, 2, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
+	resp, err := b.chatWith(agent, "add a task", "")
+	require.NoError(t, err)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	require.Zero(t, fake.Remaining())
+
+	rows, err := b.pool.Query(ctx, `SELECT tool || ' ' || stumbles || ' ' || unknown_tool || ' ' || searches_no_call
+		FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour') WHERE agent = $1`, agent)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{" 1 0 1"}, got, "tool, stumbles, unknown_tool, searches_no_call")
+	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as the page counts it")
+	require.Zero(t, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleUnknownTool))
+}
