@@ -40,8 +40,9 @@ GEM_BRAIN_TOOL_SEARCH_MIN_COVERAGE).
 The chat suite talks to a model: -llm runs it against the configured LLM (GEM_LLM_*), with its model or
 MODEL; -llm given again with another MODEL runs it against that one too, and prints them side by side;
 -runs N holds each case N times (every_run: the share of cases right in all of them). Without -llm the chat
-suite is skipped; -llm without the chat suite (another -suite, or no chat.yaml in DIR) is refused. No call is made: each call's result is the case's. A model's report
-is compared, not held to the floors, unless -hold-models is given.
+suite is skipped; -llm without the chat suite (another -suite, or no chat.yaml in DIR) is refused. No call is
+made: each call's result is the case's. A model's report is compared, not held to the floors, unless
+-hold-models is given.
 
 With -from-receipts it writes the agents' stumbles since a time as draft cases for a person to confirm
 instead (docs/evals.md).
