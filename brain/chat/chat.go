@@ -823,22 +823,16 @@ func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall,
 	}
 	if n := len(tc.Arguments); n > toolArgumentsMax {
 		calls[i].Arguments = "{}"
+		code, status := registry.CodeValidation, brain.ChatCallInvalidArguments
+		message := fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax)
 		// A name no tool has is an unknown tool whatever its arguments: the stumbles page and the metric keep
 		// every such name to one row, which a validation_error would not.
 		if _, known := c.reg.Tool(registry.DottedName(tc.Name)); !known && !slices.Contains(metaToolNames, tc.Name) {
-			o.fail(registry.CodeUnknownTool, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
-			o.report.Status = brain.ChatCallUnknownTool
-			c.stumbled(r.agent.Slug, tc.Name, StumbleUnknownTool)
-			return nil, nil
+			code, status, message = registry.CodeUnknownTool, brain.ChatCallUnknownTool, fmt.Sprintf("there is no tool %q you may use", tc.Name)
 		}
-		o.fail(registry.CodeValidation, fmt.Sprintf("the arguments were %d bytes, more than the %d one call may have: the call was not made", n, toolArgumentsMax), nil)
-		o.report.Status = brain.ChatCallInvalidArguments
-		switch {
-		case r.meta && (tc.Name == metaSearchTools || tc.Name == metaDescribeTool):
-			r.noteSearch() // a search that told nothing, as brain_tool_attempts reads it
-		case !slices.Contains(metaToolNames, tc.Name):
-			c.stumbled(r.agent.Slug, tc.Name, StumbleValidation)
-		}
+		o.fail(code, message, nil)
+		o.report.Status = status
+		c.refused(r, tc.Name, code)
 		return nil, nil
 	}
 	if r.skillMetaOffered() && (tc.Name == metaLoadSkill || tc.Name == metaReadSkillFile) {
@@ -869,12 +863,7 @@ func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall,
 		}
 		o.fail(code, fmt.Sprintf("there is no tool %q you may use", tc.Name), nil)
 		o.report.Status = status
-		switch {
-		case tc.Name == metaSearchTools || tc.Name == metaDescribeTool:
-			r.noteSearch() // a search the run does not offer told nothing, as brain_tool_attempts reads it
-		case !slices.Contains(metaToolNames, tc.Name): // the brain's own tools are no tool of the registry
-			c.stumbled(r.agent.Slug, tc.Name, string(code))
-		}
+		c.refused(r, tc.Name, code)
 		return nil, nil
 	case !r.visible[tool.Name]:
 		o.report.Tool = tool.Name

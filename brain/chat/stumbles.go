@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gemhq/gem/registry"
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,6 +69,19 @@ func (c *Chat) stumbleTool(name string) string {
 		return t.Name
 	}
 	return StumbleToolUnknown
+}
+
+// refused counts a call the turn refused before it existed as brain_tool_attempts reads it: a call of the
+// search's own tools is the turn's search, which told nothing; one of the brain's other tools is no attempt at
+// a tool of the registry; any other, a stumble over its name for code.
+func (c *Chat) refused(r *chatRun, name string, code registry.ErrorCode) {
+	switch {
+	case name == metaSearchTools || name == metaDescribeTool:
+		r.noteSearch()
+	case slices.Contains(metaToolNames, name):
+	default:
+		c.stumbled(r.agent.Slug, name, string(code))
+	}
 }
 
 // receiptStumbled counts a receipt read back whose error is a stumble.

@@ -3,11 +3,14 @@ package chat_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/jackc/pgx/v5"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gemhq/gem/brain"
 	"github.com/gemhq/gem/brain/chat"
 	"github.com/gemhq/gem/brain/internal/llmfake"
 	"github.com/gemhq/gem/llmconfig"
@@ -79,9 +82,7 @@ func TestChatStumbles(t *testing.T) {
 	require.NoError(t, meta.chat.CountStumbles(reg), "a second chat shares the counter")
 	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
 
-	refused, err := b.chatWith(agent, "do several things", "")
-	require.NoError(t, err)
-	require.True(t, refused.OK, "%+v", refused.Errors)
+	refused := answered(t, b, agent, "do several things")
 	searched, err := meta.chatWith(agent, "remind me to ring the supplier", "")
 	require.NoError(t, err)
 	require.True(t, searched.OK, "%+v", searched.Errors)
@@ -146,6 +147,50 @@ func stumbleCount(t *testing.T, reg *prometheus.Registry, tool, agent, reason st
 	return 0
 }
 
+// searchingChat is a chat on fake that searches for tools (chat.Config{} for one that offers them all), its
+// stumbles counted in a registry of their own, and an agent of it with tools and max_tool_iterations.
+func searchingChat(t *testing.T, fake *llmfake.Server, cfg chat.Config, iterations int, tools ...string) (*testBundle, *prometheus.Registry, string) {
+	t.Helper()
+	b := setup(t, llmconfig.ProviderOpenAI, fake, cfg)
+	reg := prometheus.NewRegistry()
+	require.NoError(t, b.chat.CountStumbles(reg))
+	return b, reg, agentWithSkills(t, b, iterations, map[string][]string{uniq("tasks"): tools})
+}
+
+// searchConfig is a chat whose agents search for their tools, and are told when none fits.
+var searchConfig = chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14}
+
+// answered sends one turn to an agent and requires its answer.
+func answered(t *testing.T, b *testBundle, agent, message string) *brain.ChatResponse {
+	t.Helper()
+	resp, err := b.chatWith(agent, message, "")
+	require.NoError(t, err)
+	require.True(t, resp.OK, "%+v", resp.Errors)
+	return resp
+}
+
+// stumbleRows is each brain_tool_stumbles row of an agent over the last hour as "tool stumbles
+// validation_errors unknown_tool searches_no_call", by tool.
+func stumbleRows(t *testing.T, b *testBundle, agent string) []string {
+	t.Helper()
+	rows := stumblesOf(t, b, agent)
+	var out []string
+	for _, tool := range slices.Sorted(maps.Keys(rows)) {
+		r := rows[tool]
+		out = append(out, fmt.Sprintf("%s %d %d %d %d", tool, r.Stumbles, r.Validation, r.Unknown, r.Searches))
+	}
+	return out
+}
+
+// searchNoCallRuns are the runs of an agent that searched and made no call, as brain_tool_attempts reads them.
+func searchNoCallRuns(t *testing.T, b *testBundle, agent string) []uuid.UUID {
+	t.Helper()
+	var runs []uuid.UUID
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
+		WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
+	return runs
+}
+
 // TestChatToldNoToolFitsDidNotStumble: a turn whose search answered that no tool fits, and which then answered
 // without a call, did what it was told: neither the metric nor brain_tool_stumbles counts it; a turn whose last
 // search found tools and which made no call still stumbled. The auditor reads the attempts without the chat's
@@ -163,22 +208,12 @@ func TestChatToldNoToolFitsDidNotStumble(t *testing.T) {
 			require.Contains(t, req.ToolResults()["s2"].Content, `"fits":true`)
 		}},
 	)
-	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
-	reg := prometheus.NewRegistry()
-	require.NoError(t, b.chat.CountStumbles(reg))
-	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
-	told, err := b.chatWith(agent, "book us a table at the Royal on Friday", "")
-	require.NoError(t, err)
-	require.True(t, told.OK, "%+v", told.Errors)
-	lost, err := b.chatWith(agent, "add a task to ring the supplier", "")
-	require.NoError(t, err)
-	require.True(t, lost.OK, "%+v", lost.Errors)
+	b, reg, agent := searchingChat(t, fake, searchConfig, 4, "os.create_task", "os.list_tasks")
+	answered(t, b, agent, "book us a table at the Royal on Friday")
+	lost := answered(t, b, agent, "add a task to ring the supplier")
 
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "only the turn whose search found tools")
-	var runs []uuid.UUID
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
-		WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
-	require.Equal(t, []uuid.UUID{lost.RunID}, runs)
+	require.Equal(t, []uuid.UUID{lost.RunID}, searchNoCallRuns(t, b, agent))
 
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -197,7 +232,6 @@ func TestChatToldNoToolFitsDidNotStumble(t *testing.T) {
 // so a turn that then made no call stumbled, on both.
 func TestChatSearchAfterNoFitDecides(t *testing.T) {
 	// Not in parallel, as TestChatStumbles.
-	ctx := context.Background()
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "reserve a table for 6 at the Royal Hotel Friday night", "limit": null}`}}},
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "broken", Name: "search_tools", Arguments: `{"query": "book a table`}}, Check: func(t require.TestingT, req *llmfake.Request) {
@@ -207,19 +241,11 @@ func TestChatSearchAfterNoFitDecides(t *testing.T) {
 			require.Contains(t, req.ToolResults()["broken"].Content, "not valid JSON")
 		}},
 	)
-	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
-	reg := prometheus.NewRegistry()
-	require.NoError(t, b.chat.CountStumbles(reg))
-	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
-	resp, err := b.chatWith(agent, "book us a table at the Royal on Friday", "")
-	require.NoError(t, err)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	b, reg, agent := searchingChat(t, fake, searchConfig, 4, "os.create_task", "os.list_tasks")
+	resp := answered(t, b, agent, "book us a table at the Royal on Friday")
 	require.Zero(t, fake.Remaining())
 
-	var runs []uuid.UUID
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
-		WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
-	require.Equal(t, []uuid.UUID{resp.RunID}, runs)
+	require.Equal(t, []uuid.UUID{resp.RunID}, searchNoCallRuns(t, b, agent))
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as brain_tool_stumbles counts it")
 }
 
@@ -228,25 +254,16 @@ func TestChatSearchAfterNoFitDecides(t *testing.T) {
 // labels it, not a row per name it invents.
 func TestChatMadeUpToolTooLongIsUnknown(t *testing.T) {
 	// Not in parallel, as TestChatStumbles.
-	ctx := context.Background()
 	huge := `{"payload": "` + strings.Repeat("x", 70<<10) + `"}`
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "a", Name: "rockets__launch", Arguments: huge}, {ID: "b", Name: "moon__land", Arguments: huge}}},
 		llmfake.Turn{Text: "I cannot do that."},
 	)
-	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
-	reg := prometheus.NewRegistry()
-	require.NoError(t, b.chat.CountStumbles(reg))
-	agent := agentWithSkills(t, b, 2, map[string][]string{uniq("tasks"): {"os.list_tasks"}})
-	resp, err := b.chatWith(agent, "launch the rockets", "")
-	require.NoError(t, err)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	b, reg, agent := searchingChat(t, fake, chat.Config{}, 2, "os.list_tasks")
+	answered(t, b, agent, "launch the rockets")
 	require.Zero(t, fake.Remaining())
 
-	var tools []string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(array_agg(tool ORDER BY tool), '{}') FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour')
-		WHERE agent = $1`, agent).Scan(&tools))
-	require.Equal(t, []string{chat.StumbleToolUnknown}, tools, "one row, whatever the names")
+	require.Equal(t, []string{chat.StumbleToolUnknown}, slices.Collect(maps.Keys(stumblesOf(t, b, agent))), "one row, whatever the names")
 	require.Equal(t, 2.0, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleUnknownTool), "as the page counts them")
 }
 
@@ -255,7 +272,6 @@ func TestChatMadeUpToolTooLongIsUnknown(t *testing.T) {
 // each name the model made up, as the metric counts one search with no tool described.
 func TestChatDescribingMadeUpToolsIsOneSearch(t *testing.T) {
 	// Not in parallel, as TestChatStumbles.
-	ctx := context.Background()
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "d1", Name: "describe_tool", Arguments: `{"name": "calendar__book"}`}}},
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "d2", Name: "describe_tool", Arguments: `{"name": "moon__land"}`}}},
@@ -263,21 +279,11 @@ func TestChatDescribingMadeUpToolsIsOneSearch(t *testing.T) {
 			require.Contains(t, req.ToolResults()["d2"].Content, `"unknown_tool"`)
 		}},
 	)
-	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
-	reg := prometheus.NewRegistry()
-	require.NoError(t, b.chat.CountStumbles(reg))
-	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
-	resp, err := b.chatWith(agent, "book us a table at the Royal on Friday", "")
-	require.NoError(t, err)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	b, reg, agent := searchingChat(t, fake, searchConfig, 4, "os.create_task", "os.list_tasks")
+	answered(t, b, agent, "book us a table at the Royal on Friday")
 	require.Zero(t, fake.Remaining())
 
-	rows, err := b.pool.Query(ctx, `SELECT tool || ' ' || stumbles || ' ' || unknown_tool || ' ' || searches_no_call
-		FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour') WHERE agent = $1`, agent)
-	require.NoError(t, err)
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Equal(t, []string{" 1 0 1"}, got, "one search with no tool described: tool, stumbles, unknown_tool, searches_no_call")
+	require.Equal(t, []string{" 1 0 0 1"}, stumbleRows(t, b, agent), "one search with no tool described: tool, stumbles, validation_errors, unknown_tool, searches_no_call")
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as the metric counts it")
 	require.Zero(t, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleSearchNoCall))
 }
@@ -296,13 +302,8 @@ func TestChatSearchWithoutWordsIsRefused(t *testing.T) {
 			require.NotContains(t, content, "fits")
 		}},
 	)
-	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
-	reg := prometheus.NewRegistry()
-	require.NoError(t, b.chat.CountStumbles(reg))
-	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
-	resp, err := b.chatWith(agent, "add a task to ring the supplier", "")
-	require.NoError(t, err)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	b, reg, agent := searchingChat(t, fake, searchConfig, 4, "os.create_task", "os.list_tasks")
+	answered(t, b, agent, "add a task to ring the supplier")
 	require.Zero(t, fake.Remaining())
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "a search that found nothing to call")
 }
@@ -312,7 +313,6 @@ func TestChatSearchWithoutWordsIsRefused(t *testing.T) {
 // stumbles page as in the metric, and no tool of the registry was called.
 func TestChatSearchTooLongIsASearch(t *testing.T) {
 	// Not in parallel, as TestChatStumbles.
-	ctx := context.Background()
 	huge := `{"query": "` + strings.Repeat("task ", 14<<10) + `", "limit": null}`
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: huge}}},
@@ -320,21 +320,11 @@ func TestChatSearchTooLongIsASearch(t *testing.T) {
 			require.Contains(t, req.ToolResults()["s"].Content, "one call may have")
 		}},
 	)
-	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{ToolSearchThreshold: 1, ToolSearchMinCoverage: 0.14})
-	reg := prometheus.NewRegistry()
-	require.NoError(t, b.chat.CountStumbles(reg))
-	agent := agentWithSkills(t, b, 4, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
-	resp, err := b.chatWith(agent, "add a task to ring the supplier", "")
-	require.NoError(t, err)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	b, reg, agent := searchingChat(t, fake, searchConfig, 4, "os.create_task", "os.list_tasks")
+	answered(t, b, agent, "add a task to ring the supplier")
 	require.Zero(t, fake.Remaining())
 
-	rows, err := b.pool.Query(ctx, `SELECT tool || ' ' || stumbles || ' ' || validation_errors || ' ' || searches_no_call
-		FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour') WHERE agent = $1`, agent)
-	require.NoError(t, err)
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Equal(t, []string{" 1 0 1"}, got, "tool, stumbles, validation_errors, searches_no_call")
+	require.Equal(t, []string{" 1 0 0 1"}, stumbleRows(t, b, agent), "tool, stumbles, validation_errors, unknown_tool, searches_no_call")
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as the page counts it")
 	require.Zero(t, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleValidation), "search_tools is no tool of the registry")
 }
@@ -344,28 +334,17 @@ func TestChatSearchTooLongIsASearch(t *testing.T) {
 // the metric.
 func TestChatBrainsOwnToolNotOfferedIsASearch(t *testing.T) {
 	// Not in parallel, as TestChatStumbles.
-	ctx := context.Background()
 	fake := llmfake.NewOpenAI(t, fakeKey,
 		llmfake.Turn{Calls: []llmfake.Call{{ID: "s", Name: "search_tools", Arguments: `{"query": "add a task", "limit": null}`}}},
 		llmfake.Turn{Text: "Which task?", Check: func(t require.TestingT, req *llmfake.Request) {
 			require.Contains(t, req.ToolResults()["s"].Content, `"unknown_tool"`)
 		}},
 	)
-	b := setup(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
-	reg := prometheus.NewRegistry()
-	require.NoError(t, b.chat.CountStumbles(reg))
-	agent := agentWithSkills(t, b, 2, map[string][]string{uniq("tasks"): {"os.create_task", "os.list_tasks"}})
-	resp, err := b.chatWith(agent, "add a task", "")
-	require.NoError(t, err)
-	require.True(t, resp.OK, "%+v", resp.Errors)
+	b, reg, agent := searchingChat(t, fake, chat.Config{}, 2, "os.create_task", "os.list_tasks")
+	answered(t, b, agent, "add a task")
 	require.Zero(t, fake.Remaining())
 
-	rows, err := b.pool.Query(ctx, `SELECT tool || ' ' || stumbles || ' ' || unknown_tool || ' ' || searches_no_call
-		FROM brain_tool_stumbles(now() - interval '1 hour', now() + interval '1 hour') WHERE agent = $1`, agent)
-	require.NoError(t, err)
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Equal(t, []string{" 1 0 1"}, got, "tool, stumbles, unknown_tool, searches_no_call")
+	require.Equal(t, []string{" 1 0 0 1"}, stumbleRows(t, b, agent), "tool, stumbles, validation_errors, unknown_tool, searches_no_call")
 	require.Equal(t, 1.0, stumbleCount(t, reg, chat.StumbleToolNone, agent, chat.StumbleSearchNoCall), "as the page counts it")
 	require.Zero(t, stumbleCount(t, reg, chat.StumbleToolUnknown, agent, chat.StumbleUnknownTool))
 }
