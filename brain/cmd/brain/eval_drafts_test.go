@@ -58,16 +58,8 @@ func TestEvalFromReceipts(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(evals, "search.yaml"), []byte("# the search suite\n- q: \"jot down:  the supplier's number CHANGED\"\n  tools: [os.create_note]\n  split: tune\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(evals, "thresholds.yaml"), []byte("search:\n  held_out:\n    recall_at_3: 0.95\n"), 0o644))
 	drafts := filepath.Join(evals, "drafts")
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return ""
-	}
 	draft := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := cli(append([]string{"eval", "--from-receipts", "--out", drafts, "--dir", evals}, args...), getenv, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
+		return fromReceipts(dbURL, append([]string{"--out", drafts, "--dir", evals}, args...)...)
 	}
 
 	code, stdout, stderr := draft("--since", "1h")
@@ -124,16 +116,8 @@ func TestEvalFromReceiptsWhateverTheRequest(t *testing.T) {
 
 	suites := t.TempDir()
 	drafts := filepath.Join(suites, "drafts")
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return ""
-	}
 	draft := func() (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--out", drafts, "--dir", suites}, getenv, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
+		return fromReceipts(dbURL, "--since", "1h", "--out", drafts, "--dir", suites)
 	}
 	code, stdout, stderr := draft()
 	require.Equal(t, 0, code, stderr)
@@ -166,17 +150,7 @@ func TestEvalFromReceiptsDraftsBesideTheSuites(t *testing.T) {
 
 	suites := filepath.Join(t.TempDir(), "suites")
 	require.NoError(t, os.Mkdir(suites, 0o755))
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return ""
-	}
-	draft := func() (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	draft := func() (int, string, string) { return fromReceipts(dbURL, "--since", "1h", "--dir", suites) }
 	code, stdout, stderr := draft()
 	require.Equal(t, 0, code, stderr)
 	drafts := filepath.Join(suites, "drafts")
@@ -197,19 +171,12 @@ func TestEvalFromReceiptsAtOnce(t *testing.T) {
 	dbURL := stumbledOnce(t, "what's the weather in Parramatta")
 
 	suites := t.TempDir()
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return ""
-	}
 	const runs = 4
 	codes := make(chan string, runs)
 	for range runs {
 		go func() {
-			var stdout, stderr bytes.Buffer
-			code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
-			codes <- fmt.Sprint(code, " ", stderr.String())
+			code, _, stderr := fromReceipts(dbURL, "--since", "1h", "--dir", suites)
+			codes <- fmt.Sprint(code, " ", stderr)
 		}()
 	}
 	for range runs {
@@ -241,17 +208,10 @@ func stumbledOnce(t *testing.T, request string) string {
 func TestEvalFromReceiptsSinceLongAgo(t *testing.T) {
 	t.Parallel()
 	dbURL := stumbledOnce(t, "what's the weather in Parramatta")
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return ""
-	}
 	for _, since := range []string{"100000d", "99999999999d", "9000000000000000000d"} {
-		var stdout, stderr bytes.Buffer
-		code := cli([]string{"eval", "--from-receipts", "--since", since, "--dir", t.TempDir()}, getenv, &stdout, &stderr)
-		require.Equal(t, 0, code, "%s: %s", since, stderr.String())
-		require.Contains(t, stdout.String(), "Wrote 1 draft case(s)", since)
+		code, stdout, stderr := fromReceipts(dbURL, "--since", since, "--dir", t.TempDir())
+		require.Equal(t, 0, code, "%s: %s", since, stderr)
+		require.Contains(t, stdout, "Wrote 1 draft case(s)", since)
 	}
 }
 
@@ -284,20 +244,13 @@ func TestDraftsWriteFilesTheNextRunReads(t *testing.T) {
 func TestEvalFromReceiptsFolderNamesAsTheyAre(t *testing.T) {
 	t.Parallel()
 	dbURL := stumbledOnce(t, "what's the weather in Parramatta")
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return ""
-	}
 	for _, name := range []string{"evals[1]", "evals[2", "evals*?"} {
 		suites := filepath.Join(t.TempDir(), name)
 		require.NoError(t, os.Mkdir(suites, 0o755))
 		for i, want := range []string{"Wrote 1 draft case(s)", "No new stumbles since"} {
-			var stdout, stderr bytes.Buffer
-			code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
-			require.Equal(t, 0, code, "%s, run %d: %s", name, i+1, stderr.String())
-			require.Contains(t, stdout.String(), want, "%s, run %d", name, i+1)
+			code, stdout, stderr := fromReceipts(dbURL, "--since", "1h", "--dir", suites)
+			require.Equal(t, 0, code, "%s, run %d: %s", name, i+1, stderr)
+			require.Contains(t, stdout, want, "%s, run %d", name, i+1)
 		}
 	}
 }
@@ -318,20 +271,26 @@ func TestEvalFromReceiptsReadsARunOnce(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%+v", resp.Errors)
 
 	suites := t.TempDir()
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return ""
-	}
 	for _, want := range []string{"Wrote 1 draft case(s)", "No new stumbles since"} {
-		var stdout, stderr bytes.Buffer
-		code := cli([]string{"eval", "--from-receipts", "--since", "1h", "--dir", suites}, getenv, &stdout, &stderr)
-		require.Equal(t, 0, code, stderr.String())
-		require.Contains(t, stdout.String(), want)
+		code, stdout, stderr := fromReceipts(dbURL, "--since", "1h", "--dir", suites)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stdout, want)
 	}
 	stumbles, err := postgres.Stumbles(context.Background(), a.brain.Pool, time.Now().Add(-time.Hour))
 	require.NoError(t, err)
 	require.Len(t, stumbles, 1, "one row per run")
 	require.Equal(t, "made_up.tool_0", stumbles[0].Tool, "its first stumble")
+}
+
+// fromReceipts runs brain eval -from-receipts with args against the database at dbURL.
+func fromReceipts(dbURL string, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	env := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	code = cli(append([]string{"eval", "--from-receipts"}, args...), env, &out, &errOut)
+	return code, out.String(), errOut.String()
 }
