@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -302,10 +303,9 @@ func ResolveDate(expr string, now time.Time) (t time.Time, hasTime bool, err err
 		}
 		t = now.Truncate(time.Minute)
 		if day != "now" {
-			sm := offsetRe.FindStringSubmatch(day)
-			n := atoi(sm[2])
-			if sm[1] == "-" {
-				n = -n
+			n, ok := offset(day)
+			if !ok {
+				return time.Time{}, false, bad
 			}
 			t = t.Add(time.Duration(n) * time.Hour)
 		}
@@ -323,12 +323,11 @@ func ResolveDate(expr string, now time.Time) (t time.Time, hasTime bool, err err
 		}
 		t, rest = nextWeekday(today, wd), rest[1:]
 	case offsetRe.MatchString(day):
-		sm := offsetRe.FindStringSubmatch(day)
-		n := atoi(sm[2])
-		if sm[1] == "-" {
-			n = -n
+		n, ok := offset(day)
+		if !ok {
+			return time.Time{}, false, bad
 		}
-		if sm[3] == "w" {
+		if strings.HasSuffix(day, "w") {
 			n *= 7
 		}
 		t = today.AddDate(0, 0, n)
@@ -351,7 +350,9 @@ func ResolveDate(expr string, now time.Time) (t time.Time, hasTime bool, err err
 		if sm == nil {
 			return time.Time{}, false, bad
 		}
-		return time.Date(t.Year(), t.Month(), t.Day(), atoi(sm[1]), atoi(sm[2]), 0, 0, t.Location()), true, nil
+		hour, _ := strconv.Atoi(sm[1]) // two digits at most, by the pattern
+		minute, _ := strconv.Atoi(sm[2])
+		return time.Date(t.Year(), t.Month(), t.Day(), hour, minute, 0, 0, t.Location()), true, nil
 	}
 	return time.Time{}, false, bad
 }
@@ -365,12 +366,14 @@ func nextWeekday(today time.Time, wd time.Weekday) time.Time {
 	return today.AddDate(0, 0, n)
 }
 
-func atoi(s string) int {
-	n := 0
-	for _, r := range s {
-		n = n*10 + int(r-'0')
+// offset is the signed count of an offset (+3d, -2w, +2h), false when it is not one or too large to be a date.
+func offset(s string) (int, bool) {
+	sm := offsetRe.FindStringSubmatch(s)
+	if sm == nil {
+		return 0, false
 	}
-	return n
+	n, err := strconv.Atoi(sm[1] + sm[2])
+	return n, err == nil && n > -1_000_000 && n < 1_000_000
 }
 
 // holds says whether the check holds for the planned input, and when not, what the input has instead.

@@ -49,7 +49,7 @@ func TestResolveDate(t *testing.T) {
 		}
 		require.Equal(t, want, got.Format(layout), expr)
 	}
-	for _, expr := range []string{"", "next", "next week", "fortnight", "tomorrow 25:00", "tomorrow 5pm", "now 17:00", "+2h 10:00", "friday 17:00 sharp", "2026-02-30"} {
+	for _, expr := range []string{"", "next", "next week", "fortnight", "tomorrow 25:00", "tomorrow 5pm", "now 17:00", "+2h 10:00", "friday 17:00 sharp", "2026-02-30", "+99999999999999999999d", "+2000000h"} {
 		_, _, err := evals.ResolveDate(expr, now)
 		require.ErrorContains(t, err, "is not a day", "%q", expr)
 	}
