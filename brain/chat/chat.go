@@ -890,7 +890,7 @@ func (c *Chat) screenCall(ctx context.Context, r *chatRun, calls []llm.ToolCall,
 		}
 		o.fail(registry.CodeValidation, "the arguments were not used: "+err.Error(), details)
 		o.report.Status = brain.ChatCallInvalidArguments
-		c.stumbled(r.agent.Slug, tool.Name, StumbleValidation)
+		c.refused(r, tool.Name, registry.CodeValidation)
 		return nil, nil
 	}
 	return tool, input

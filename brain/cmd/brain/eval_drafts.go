@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,54 +276,29 @@ func draftsWrite(dir string, now, since time.Time, cases []draftCase) ([]string,
 	return paths, written, nil
 }
 
-// draftText is a case as the drafts write it.
+// draftText is a case as the drafts write it, in YAML the next run reads back (yaml.v3 quotes and escapes
+// what would read as something else, or could not stand in a file): its tools and where it came from flow on
+// one line each.
 func draftText(c draftCase) string {
-	tools := make([]string, len(c.tools))
-	for i, t := range c.tools {
-		tools[i] = draftScalar(t)
+	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+	tools := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle, Content: []*yaml.Node{}}
+	for _, t := range c.tools {
+		tools.Content = append(tools.Content, str(t))
 	}
-	from := []string{"run: " + draftScalar(c.from.RunID.String()), "agent: " + draftScalar(c.from.Agent), "reason: " + draftScalar(c.from.Reason)}
-	if c.from.Tool != "" {
-		from = append(from, "tool: "+draftScalar(c.from.Tool))
-	}
-	if c.from.Property != "" {
-		from = append(from, "property: "+draftScalar(c.from.Property))
-	}
-	return fmt.Sprintf("- q: %s\n  tools: [%s]\n  split: tune\n  from: {%s}\n", draftScalar(c.q), strings.Join(tools, ", "), strings.Join(from, ", "))
-}
-
-// draftPlainScalar is a YAML scalar that needs no quotes, in a block or a flow collection.
-var draftPlainScalar = regexp.MustCompile(`^[A-Za-z0-9_/][A-Za-z0-9_./-]*$`)
-
-// draftScalar writes s as YAML: plain when that is safe (and not read as another type), else double-quoted
-// (JSON's escapes are YAML's, and what JSON leaves as it is but YAML refuses or reads as a line break is
-// escaped too).
-func draftScalar(s string) string {
-	if draftPlainScalar.MatchString(s) {
-		var v any
-		if yaml.Unmarshal([]byte(s), &v) == nil {
-			if _, isString := v.(string); isString {
-				return s
-			}
+	from := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	for _, kv := range [][2]string{{"run", c.from.RunID.String()}, {"agent", c.from.Agent}, {"reason", c.from.Reason},
+		{"tool", c.from.Tool}, {"property", c.from.Property}} {
+		if kv[1] != "" {
+			from.Content = append(from.Content, str(kv[0]), str(kv[1]))
 		}
 	}
+	item := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		str("q"), str(c.q), str("tools"), tools, str("split"), str("tune"), str("from"), from}}
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return draftEscape(strings.TrimSuffix(b.String(), "\n"))
-}
-
-// draftEscape escapes the characters a YAML file may not hold (DEL, C1 controls, U+FFFE, U+FFFF: the whole
-// file would fail to load), next line (read as a line break) and the byte order mark (invisible).
-func draftEscape(quoted string) string {
-	var b strings.Builder
-	for _, r := range quoted {
-		if r >= 0x7f && r <= 0x9f || r == 0xfeff || r == 0xfffe || r == 0xffff {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		} else {
-			b.WriteRune(r)
-		}
-	}
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	// A node of strings always encodes.
+	_ = enc.Encode(&yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{item}})
+	_ = enc.Close()
 	return b.String()
 }
