@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,6 +74,10 @@ func runHelper() int {
 
 // testHandlers are the os and business packs' handlers (configured by biz, not by the environment) plus the
 // handlers of testdata/test-tools.json.
+// ignoring counts test.sleep handlers that ignore their context and run on after being abandoned, so a
+// test can wait for them to end before the leak check.
+var ignoring sync.WaitGroup
+
 func testHandlers(outsideLog string, biz businesspack.Config) executor.Handlers {
 	h := executor.Handlers{}
 	// The business's time zone is the os pack's (GEM_BUSINESS_TIMEZONE): tests set it in biz.
@@ -136,6 +141,8 @@ func testHandlers(outsideLog string, biz businesspack.Config) executor.Handlers 
 			case <-time.After(d):
 			}
 		case "ignore":
+			ignoring.Add(1)
+			defer ignoring.Done()
 			time.Sleep(d)
 		}
 		return map[string]any{"note_id": id}, nil
