@@ -172,14 +172,16 @@ func TestConcurrencyAndRateLimits(t *testing.T) {
 		require.LessOrEqual(t, in, 5, "starts within 500 ms of %s: %v", starts[i], starts)
 	}
 
-	// A bound on the wait: one call of 1.5 s holds the only slot; the others give up after 300 ms.
-	first := b.call(t, ctx, "test.short_wait", `{"ms": 1500}`)
+	// A bound on the wait: one call of 3 s holds the only slot; the others give up after 300 ms, each
+	// finished before the one holding the slot.
+	first := b.call(t, ctx, "test.short_wait", `{"ms": 3000}`)
 	require.Eventually(t, func() bool { return limited.mostAt("test.short_wait/") == 1 }, 5*time.Second, 5*time.Millisecond)
-	start = time.Now()
 	rest := insert("test.short_wait", `{"ms": 10}`, 3)
 	got = b.wait(t, ctx, rest...)
-	require.Less(t, time.Since(start), 1400*time.Millisecond, "they gave up before the slot was free")
+	held := b.waitOne(t, ctx, first)
+	require.Equal(t, registry.StatusSucceeded, held.Status)
 	for _, r := range got {
+		require.True(t, r.FinishedAt.Before(held.FinishedAt), "gave up before the slot was free: %s, the slot freed %s", r.FinishedAt, held.FinishedAt)
 		require.Equal(t, registry.StatusFailed, r.Status)
 		require.Equal(t, registry.CodeRateLimited, r.Error.Code, r.Error.Message)
 		d := decodeDetails(t, r)
@@ -188,7 +190,6 @@ func TestConcurrencyAndRateLimits(t *testing.T) {
 		require.EqualValues(t, 300, d["max_wait_ms"])
 		require.Equal(t, 0, r.Attempt-1, "waiting used no attempt")
 	}
-	require.Equal(t, registry.StatusSucceeded, b.waitOne(t, ctx, first).Status)
 
 	// An outside-effects call that waits had its marker set before it found the limit full: it must run
 	// once, not end outcome_unknown.
