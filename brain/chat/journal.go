@@ -249,7 +249,7 @@ func (c *Chat) Resume(ctx context.Context, runID uuid.UUID, claim string) error 
 		return cannot(err)
 	}
 	r.history = history
-	r.replayDescribed(mine)
+	r.replaySearches(mine)
 
 	// Calls whose receipts had not come when their step was journaled are waited for; a program whose brain
 	// died while it ran is told to the agent as interrupted, with the calls it made — it is never run again.
@@ -376,8 +376,11 @@ func (c *Chat) finishResumed(ctx context.Context, r *chatRun, err error) error {
 	return postgres.RunFinish(ctx, c.pool, r.runID, r.claim, r.req.SessionID, brain.RunFailed, r.calls, r.resp.Reply, r.resp.Errors, response, false)
 }
 
-// replayDescribed makes callable again the tools the turn's journaled steps described (with describe_tool).
-func (r *chatRun) replayDescribed(mine []llm.Message) {
+// replaySearches gives a resumed turn what its journaled steps' searches left it: the tools they described
+// (with describe_tool) callable again, and whether the turn searched, what it described last and whether its
+// last search answered that no tool fits, so the turn counts as a stumble or not as brain_tool_attempts reads
+// its journal, not as a turn that never searched.
+func (r *chatRun) replaySearches(mine []llm.Message) {
 	answers := map[string]string{}
 	for _, m := range mine {
 		if m.Role == "tool" {
@@ -386,18 +389,27 @@ func (r *chatRun) replayDescribed(mine []llm.Message) {
 	}
 	for _, m := range mine {
 		for _, tc := range m.ToolCalls {
-			if tc.Name != metaDescribeTool {
+			if tc.Name != metaSearchTools && tc.Name != metaDescribeTool {
 				continue
 			}
+			r.noteSearch()
 			var answer struct {
 				Status string `json:"status"`
 				Result struct {
 					Name string `json:"name"`
+					Fits *bool  `json:"fits"`
 				} `json:"result"`
 			}
-			if json.Unmarshal([]byte(answers[tc.ID]), &answer) == nil && answer.Status == "succeeded" {
+			if json.Unmarshal([]byte(answers[tc.ID]), &answer) != nil || answer.Status != "succeeded" {
+				continue
+			}
+			switch tc.Name {
+			case metaSearchTools:
+				r.noToolFits = answer.Result.Fits != nil && !*answer.Result.Fits
+			case metaDescribeTool:
 				if t, ok := r.tools.Tool(answer.Result.Name); ok {
 					r.offered[t.Name] = true
+					r.described = t.Name
 				}
 			}
 		}

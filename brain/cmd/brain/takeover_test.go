@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/gemhq/gem/brain/internal/testenv"
 	"github.com/gemhq/gem/llmconfig"
 	"github.com/gemhq/gem/sql/sqltest"
+	"github.com/gemhq/gem/sql/telemetry/telemetrytest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -35,14 +37,15 @@ func freeAddr(t *testing.T) string {
 }
 
 // brainProcess starts a brain in a process of its own (one a test can SIGKILL) on dbURL, its LLM provider at
-// base, with a 1 s lease, and waits until it answers.
-func brainProcess(t *testing.T, dbURL, provider, base string) (*exec.Cmd, *testAPI) {
+// base, with a 1 s lease and env added to its environment, and waits until it answers.
+func brainProcess(t *testing.T, dbURL, provider, base string, env ...string) (*exec.Cmd, *testAPI) {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(brainBinary(t), "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GEM_REGISTRY="+testenv.RegistryPath(), "GEM_BRAIN_ADDR="+addr,
 		"GEM_BRAIN_TOKENS=tester:"+testToken, "GEM_LLM_PROVIDER="+provider, "GEM_LLM_BASE_URL="+base, "GEM_LLM_API_KEY="+fakeKey,
 		"GEM_LLM_MODEL=fake-model", "GEM_BRAIN_RUN_LEASE=1s", "GEM_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -282,4 +285,101 @@ func TestTakeoverStaysWithItsProvider(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT owner FROM brain_runs WHERE id = $1`, runID).Scan(&owner))
 	require.True(t, strings.HasPrefix(owner, c.Chat.Owner()+"#"), owner)
 	require.Empty(t, openai.Requests())
+}
+
+// TestResumedTurnKeepsItsSearch: brain A, whose agent searches for its tools, is SIGKILLed after a turn's
+// steps searched (and described a tool), while it waits for the LLM's next answer; brain B resumes the turn
+// from its journal, and the LLM answers with no call. B counts the turn as brain_tool_stumbles reads the
+// journal: a search that ended with no call, under the tool it described, or no stumble at all when its last
+// search answered that no tool fits. Before, the resumed turn had forgotten that it searched and B counted
+// nothing, while the page listed the run.
+func TestResumedTurnKeepsItsSearch(t *testing.T) {
+	t.Parallel()
+	search := func(id, query string) llmfake.Turn {
+		return llmfake.Turn{Calls: []llmfake.Call{{ID: id, Name: "search_tools", Arguments: fmt.Sprintf(`{"query": %q, "limit": null}`, query)}}}
+	}
+	for _, c := range []struct {
+		name    string
+		steps   []llmfake.Turn
+		tool    string // the metric's tool label of the stumble; "" for none
+		message string
+	}{
+		{name: "described, then no call", message: "remind me to ring the supplier", tool: "os.create_task", steps: []llmfake.Turn{
+			search("s1", "add a task"),
+			{Calls: []llmfake.Call{{ID: "d1", Name: "describe_tool", Arguments: `{"name": "os__create_task"}`}}},
+		}},
+		{name: "searched, then no call", message: "remind me to ring the supplier", tool: chat.StumbleToolNone, steps: []llmfake.Turn{
+			search("s1", "add a task"),
+		}},
+		{name: "told no tool fits", message: "book us a table at the Royal on Friday", steps: []llmfake.Turn{
+			search("s1", "add a task"),
+			search("s2", "reserve a table for 6 at the Royal Hotel Friday night"),
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool, dbURL := sqltest.NewDB(t)
+			executor, err := testenv.StartExecutor(dbURL)
+			require.NoError(t, err)
+			t.Cleanup(executor.Stop)
+
+			asked, release := make(chan struct{}, 4), make(chan struct{})
+			turns := append(slices.Clone(c.steps),
+				llmfake.Blocking(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
+				llmfake.Turn{Text: "Which supplier?"})
+			fake := llmfake.NewOpenAI(t, fakeKey, turns...)
+			var once sync.Once
+			t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+			a, apiA := brainProcess(t, dbURL, llmconfig.ProviderOpenAI, fake.URL+"/v1", "GEM_BRAIN_TOOL_SEARCH_THRESHOLD=3")
+			apiB := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(cfg *Config) {
+				cfg.Chat = chat.Config{Lease: time.Second, ToolSearchThreshold: 3}
+			})
+			agent := agentWithSkills(t, apiB, 6, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
+
+			body := map[string]any{"message": c.message, "user_id": "user-1"}
+			header := map[string]string{brain.IdempotencyKeyHeader: "resumed-search-" + uuid.NewString()}
+			lost := make(chan error, 1)
+			go func() {
+				_, _, err := post(apiA, "/agents/"+agent+"/chat", body, header)
+				lost <- err
+			}()
+			select {
+			case <-asked: // A journaled the searches and waits for the next answer
+			case <-time.After(30 * time.Second):
+				t.Fatal("brain A never asked for the answer after its searches")
+			}
+			require.NoError(t, a.Process.Kill())
+			_ = a.Wait()
+			once.Do(func() { close(release) })
+			require.Error(t, <-lost)
+
+			status, data, err := post(apiB, "/agents/"+agent+"/chat", body, header)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, status, "%s", data)
+			var resp brain.ChatResponse
+			require.NoError(t, json.Unmarshal(data, &resp))
+			require.True(t, resp.Repeated, "the retry answers the turn B resumed")
+			require.Equal(t, brain.RunCompleted, resp.Status)
+			require.Equal(t, "Which supplier?", resp.Reply)
+			require.Zero(t, fake.Remaining())
+
+			var runs []uuid.UUID
+			require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
+				WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
+			f, code, err := telemetrytest.Scrape(apiB.url+"/metrics", testToken)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, code)
+			counted := f.Value(chat.MetricToolStumbles, "agent", agent, "reason", chat.StumbleSearchNoCall)
+			if c.tool == "" {
+				require.Empty(t, runs, "told no tool fits: no stumble on the page")
+				require.Zero(t, counted, "nor in the metric")
+				return
+			}
+			require.Equal(t, []uuid.UUID{resp.RunID}, runs, "the page lists the resumed run")
+			require.Equal(t, 1.0, counted, "the metric counts it, as the page does")
+			require.Equal(t, 1.0, f.Value(chat.MetricToolStumbles, "tool", c.tool, "agent", agent, "reason", chat.StumbleSearchNoCall))
+		})
+	}
 }
