@@ -14,6 +14,8 @@ import (
 // restart; decided afterwards they run or are rejected, and those left undecided expire on time (within a
 // second of their bound) — each with exactly one receipt.
 func TestApprovalsThroughRestarts(t *testing.T) {
+	// In parallel: its PostgreSQL is a private cluster of its own, and it mostly waits on restarts and leases.
+	t.Parallel()
 	bins := testBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -474,6 +474,8 @@ func (p *commitCutter) serve(client net.Conn) {
 // TestChatTurnThroughADatabaseOutage: the worst moments of a chat turn and a /brain/run for the database to
 // go away, one after another on one cluster, executor and pair of brains.
 func TestChatTurnThroughADatabaseOutage(t *testing.T) {
+	// In parallel: its PostgreSQL is a private cluster of its own, and it mostly waits on restarts and leases.
+	t.Parallel()
 	g := newOutageRig(t)
 	// turn sends a turn's first message to brain b, holds its LLM step hold (when >= 0) and, once the LLM is
 	// asked for it, calls outage; the turn's checks follow, its first answer expected with status want.

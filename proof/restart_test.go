@@ -32,6 +32,8 @@ import (
 //     running whose hand-off from River to the executor, or whose end River was recording, it cut: nothing
 //     gave them back before River's rescue of stuck jobs, after the longest tool timeout + 15 s (2.5 minutes).
 func TestPostgresRestartUnderLoad(t *testing.T) {
+	// In parallel: its PostgreSQL is a private cluster of its own, and it mostly waits on restarts and leases.
+	t.Parallel()
 	bins := testBinaries(t)
 	ctx := context.Background()
 	c, dbURL, pool, logs := restartableDB(t, ctx, bins, "restart")
