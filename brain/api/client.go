@@ -28,15 +28,47 @@ type Client struct {
 }
 
 // Run posts a run request. It returns the response (also for ok=false answers and HTTP errors, which come
-// back as a response with Errors) and the HTTP status.
+// back as a response with Errors) and the HTTP status. A request with a key is sent again as DoKeyed says.
 func (c *Client) Run(ctx context.Context, req *brain.RunParams) (*brain.RunResponse, int, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, 0, err
-	}
 	var resp brain.RunResponse
-	status, err := c.do(ctx, http.MethodPost, "/brain/run", body, &resp)
+	status, err := c.DoKeyed(ctx, http.MethodPost, "/brain/run", req, req.IdempotencyKey != "", &resp)
 	return &resp, status, err
+}
+
+// DoKeyed is Do for a request that does work. When it has a key (keyed: its Idempotency-Key is in body), it
+// is sent again while no brain can answer it for a moment — the connection refused or broken, 502, 503 or
+// 504 (the database away, a brain overloaded or restarting) — until ctx ends: the key makes every try the
+// same request, so work a try did before its answer was lost is answered, not done again. Without a key it
+// is sent once.
+func (c *Client) DoKeyed(ctx context.Context, method, path string, body any, keyed bool, out any) (int, error) {
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return 0, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		var raw json.RawMessage
+		status, err := c.do(ctx, method, path, data, &raw)
+		retry := keyed && ctx.Err() == nil && (status == 0 && err != nil || status != 0 && passing(status, raw))
+		if !retry {
+			if err == nil {
+				err = json.Unmarshal(raw, out)
+			}
+			return status, err
+		}
+		cause := err
+		if cause == nil {
+			cause = fmt.Errorf("the brain answered %d: %.300s", status, raw)
+		}
+		if err := pause(ctx, attempt, method+" "+path, cause); err != nil {
+			if status != 0 {
+				return status, json.Unmarshal(raw, out) // the last answer, as it was
+			}
+			return 0, err
+		}
+	}
 }
 
 // GetRun fetches a run.

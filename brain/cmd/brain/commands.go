@@ -121,7 +121,7 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	body, ok := printBody(ctx, client(), http.MethodGet, path, nil, "brain receipt", *asJSON, printCallAnswer, stdout, stderr)
+	body, ok := printBody(ctx, client(), http.MethodGet, path, nil, false, "brain receipt", *asJSON, printCallAnswer, stdout, stderr)
 	if !ok {
 		return 1
 	}
@@ -140,10 +140,10 @@ func showReceipt(args []string, getenv func(string) string, stdout, stderr io.Wr
 
 // printBody sends a request and prints the answer — for a person with human, as indented JSON with asJSON —
 // or the error answer (with a token hint after a 401); it reports whether the request succeeded.
-func printBody(ctx context.Context, c *cliClient, method, path string, req any, name string, asJSON bool, human func(io.Writer, map[string]any),
+func printBody(ctx context.Context, c *cliClient, method, path string, req any, keyed bool, name string, asJSON bool, human func(io.Writer, map[string]any),
 	stdout, stderr io.Writer) (map[string]any, bool) {
 	var body map[string]any
-	status, err := c.Do(ctx, method, path, req, &body)
+	status, err := c.DoKeyed(ctx, method, path, req, keyed, &body)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return nil, false
@@ -222,7 +222,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the receipt (0 to return at once)")
-	key := fs.String("key", "", "your key for this request: a retry with the same key (within 24 h) answers the first call's receipt and never runs it again")
+	key := fs.String("key", "", "your key for this request: a retry with the same key (within 24 h) answers the first call's receipt and never runs it again (one is made up when none is given, so a try the brain could not answer is sent again)")
 	device := fs.String("device", "", "the device the call must run on (docs/devices.md)")
 	deviceWait := fs.Duration("device-wait", 0, "how long the call waits for its device to be connected (default the executor's GEM_DEVICE_WAIT)")
 	asJSON := fs.Bool("json", false, "print the API's JSON answer")
@@ -246,10 +246,10 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "brain call: the input is not valid JSON: %s\n", input)
 		return 2
 	}
-	req := map[string]any{"tool": tool, "input": json.RawMessage(input), "wait_timeout_ms": wait.Milliseconds()}
-	if *key != "" {
-		req["idempotency_key"] = *key
+	if *key == "" {
+		*key = "cli-call-" + uuid.NewString() // sent again while the brain cannot answer, it is the same call
 	}
+	req := map[string]any{"tool": tool, "input": json.RawMessage(input), "wait_timeout_ms": wait.Milliseconds(), "idempotency_key": *key}
 	if *device != "" {
 		req["device"] = *device
 	}
@@ -258,7 +258,7 @@ func callTool(args []string, getenv func(string) string, stdout, stderr io.Write
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait+15*time.Second)
 	defer cancel()
-	body, ok := printBody(ctx, client(), http.MethodPost, "/calls", req, "brain call", *asJSON, printCallAnswer, stdout, stderr)
+	body, ok := printBody(ctx, client(), http.MethodPost, "/calls", req, true, "brain call", *asJSON, printCallAnswer, stdout, stderr)
 	if !ok {
 		return 1
 	}
@@ -639,7 +639,7 @@ func splitCommand(args []string, def string) (sub, name string, rest []string) {
 func callAPI(c *cliClient, method, path string, req any, label string, asJSON bool, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, ok := printBody(ctx, c, method, path, req, label, asJSON, printAnswer, stdout, stderr)
+	out, ok := printBody(ctx, c, method, path, req, false, label, asJSON, printAnswer, stdout, stderr)
 	if !ok {
 		return 1
 	}

@@ -25,6 +25,7 @@ import (
 	businesspack "github.com/gemhq/gem/packs/business"
 	"github.com/gemhq/gem/registry"
 	"github.com/gemhq/gem/registry/gemlog"
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 )
 
@@ -89,6 +90,8 @@ brain run flags (GEM's CLI flags work as they are; -x and --x are the same):
   -t, --timeout T     how long to wait for receipts: milliseconds (30000, as GEM's CLI has it) or a
                       duration (30s); 1s..2m, default 30s
   --max-calls N       most tool calls to plan (1..50; default 10)
+  --key K             your key for the request: a retry with it answers the same run (one is made up when
+                      none is given, so a try the brain could not answer is sent again)
   --json              print the JSON response
 
 every client command also takes:
@@ -316,6 +319,7 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 		maxCalls     = fs.Int("max-calls", 0, "most tool calls to plan (1..50; default 10)")
 		asJSON       = fs.Bool("json", false, "print the JSON response")
 		follow       = fs.Bool("follow", false, "answer at once and print the run's events as they come, then its answer")
+		key          = fs.String("key", "", "your key for this request: a retry with it answers the same run (one is made up when none is given, so a try the brain could not answer is sent again)")
 		url          = fs.String("url", "", "brain URL")
 		token        = fs.String("token", "", "bearer token")
 	)
@@ -346,7 +350,10 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 			ctxVals[k] = v
 		}
 	}
-	req := &brain.RunParams{Message: message, Mode: brain.Mode(mode), ConversationID: *conversation,
+	if *key == "" {
+		*key = "cli-run-" + uuid.NewString() // sent again while the brain cannot answer, it is the same run
+	}
+	req := &brain.RunParams{Message: message, Mode: brain.Mode(mode), ConversationID: *conversation, IdempotencyKey: *key,
 		Limits: &brain.Limits{MaxToolCalls: *maxCalls, WaitTimeoutMS: int(time.Duration(timeout).Milliseconds())}}
 	if len(ctxVals) > 0 {
 		req.Context = ctxVals
