@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -35,11 +37,19 @@ func (c *Client) Run(ctx context.Context, req *brain.RunParams) (*brain.RunRespo
 	return &resp, status, err
 }
 
+// Unreachable says err is a request that reached no one: the connection refused, the host unreachable, its
+// name not found. Nothing was done; a command that meets it before any brain answered says so at once (a
+// brain that is not running is not one restarting).
+func Unreachable(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.As(err, &dnsErr)
+}
+
 // DoKeyed is Do for a request that does work. When it has a key (keyed: its Idempotency-Key is in body), it
-// is sent again while no brain can answer it for a moment — the connection refused or broken, 502, 503 or
-// 504 (the database away, a brain overloaded or restarting) — until ctx ends: the key makes every try the
-// same request, so work a try did before its answer was lost is answered, not done again. Without a key it
-// is sent once.
+// is sent again while no brain can answer it for a moment — the connection broken, 502, 503 or 504 (the
+// database away, a brain overloaded or restarting), or refused once a brain has answered — until ctx ends:
+// the key makes every try the same request, so work a try did before its answer was lost is answered, not
+// done again. Without a key it is sent once; nor is it when its first try reached no one (Unreachable).
 func (c *Client) DoKeyed(ctx context.Context, method, path string, body any, keyed bool, out any) (int, error) {
 	var data []byte
 	if body != nil {
@@ -48,10 +58,12 @@ func (c *Client) DoKeyed(ctx context.Context, method, path string, body any, key
 			return 0, err
 		}
 	}
+	reached := false // a brain has answered a try
 	for attempt := 0; ; attempt++ {
 		var raw json.RawMessage
 		status, err := c.do(ctx, method, path, data, &raw)
-		retry := keyed && ctx.Err() == nil && (status == 0 && err != nil || status != 0 && passing(status, raw))
+		reached = reached || status != 0
+		retry := keyed && ctx.Err() == nil && (status == 0 && err != nil && (reached || !Unreachable(err)) || status != 0 && passing(status, raw))
 		if !retry {
 			if err == nil {
 				err = json.Unmarshal(raw, out)
@@ -261,6 +273,7 @@ func (c *Client) ChatStream(ctx context.Context, slug string, req *brain.ChatPar
 		return 0, nil, err
 	}
 	var after int64
+	reached := false // a brain has answered a try
 	for attempt := 0; ; attempt++ {
 		var refused json.RawMessage
 		var fnErr error
@@ -290,7 +303,10 @@ func (c *Client) ChatStream(ctx context.Context, slug string, req *brain.ChatPar
 			return status, refused, err
 		case req.IdempotencyKey == "":
 			return status, refused, err // not safe to send again
+		case status == 0 && !reached && Unreachable(err):
+			return status, refused, err // no brain runs there: say so, do not wait for one
 		}
+		reached = reached || status != 0
 		if err := pause(ctx, attempt, "chatting with "+slug, err); err != nil {
 			return status, refused, err
 		}

@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gemhq/gem/brain"
@@ -44,8 +42,7 @@ type unreachableHint struct{ next http.RoundTripper }
 
 func (t unreachableHint) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	var dnsErr *net.DNSError
-	if err != nil && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.As(err, &dnsErr)) {
+	if err != nil && api.Unreachable(err) {
 		err = fmt.Errorf("%w\n  nothing answers at %s: is the brain running? `make run` starts one (in GEM's folder); "+
 			"if it runs elsewhere, point GEM_BRAIN_URL (or -url) at it, with its token in GEM_BRAIN_TOKEN (or -token)", err, r.URL.Host)
 	}
@@ -753,10 +750,11 @@ func chatMessage(args []string, getenv func(string) string, stdout, stderr io.Wr
 	fs.Var(&timeout, "timeout", "how long to wait for the turn (a duration)")
 	client := clientFrom(fs, getenv)
 	agent, rest := firstArg(args)
-	if err := fs.Parse(rest); err != nil {
+	words, err := parseInterleaved(fs, rest) // brain chat AGENT MESSAGE -session ID: the flags after the words too
+	if err != nil {
 		return flagExit(err)
 	}
-	message := strings.Join(fs.Args(), " ")
+	message := strings.Join(words, " ")
 	if agent == "" || strings.TrimSpace(message) == "" {
 		fmt.Fprintln(stderr, "usage: brain chat AGENT MESSAGE [-session ID] [-user ID] [-key K] [-json]")
 		return 2

@@ -335,11 +335,12 @@ func runMessage(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	ctxVals := keyValues{}
 	fs.Var(ctxVals, "context", "context key=value (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	words, err := parseInterleaved(fs, args) // brain run list urgent tasks -t 10s: the flags after the words too
+	if err != nil {
 		return flagExit(err)
 	}
 	if message == "" {
-		message = strings.Join(fs.Args(), " ")
+		message = strings.Join(words, " ")
 	}
 	if strings.TrimSpace(message) == "" {
 		fmt.Fprintln(stderr, `brain run: give a message with -m "..."`)

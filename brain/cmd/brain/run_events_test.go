@@ -293,7 +293,10 @@ func TestRunEventsAcrossBrainRestart(t *testing.T) {
 func TestCLIFollowsRuns(t *testing.T) {
 	t.Parallel()
 	fake := llmfake.NewOpenAI(t, fakeKey,
-		llmfake.Turn{Calls: []llmfake.Call{{ID: "h1", Name: "os__health_check", Arguments: `{}`}}},
+		llmfake.Turn{Calls: []llmfake.Call{{ID: "h1", Name: "os__health_check", Arguments: `{}`}}, Check: func(t require.TestingT, req *llmfake.Request) {
+			last := req.Messages[len(req.Messages)-1]
+			require.Equal(t, "is everything running?", last.Content, "the flags after the message are flags, not words of it")
+		}},
 		llmfake.Turn{Text: "Everything is running."})
 	a := llmBrain(t, llmconfig.ProviderOpenAI, fake, chat.Config{})
 	agent := agentWithSkills(t, a, 3, map[string][]string{uniq("health"): {"os.health_check"}})
@@ -324,7 +327,7 @@ func TestCLIFollowsRuns(t *testing.T) {
 	require.Contains(t, out, "os.create_task")
 	require.Contains(t, out, "Created task")
 
-	code, out, errOut = run("chat", agent, "is", "everything", "running?")
+	code, out, errOut = run("chat", agent, "is", "everything", "running?", "-user", "cli-tester")
 	require.Equal(t, 0, code, out+errOut)
 	require.Equal(t, []string{"run_started", "llm_started", "llm_ended", "call_enqueued", "receipt", "llm_started", "llm_ended", "answer", "run_ended"},
 		eventKinds(out), out)
@@ -335,6 +338,16 @@ func TestCLIFollowsRuns(t *testing.T) {
 	code, out, _ = run("chat", "no-such-agent", "hello")
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "HTTP 404")
+
+	// brain run's message may be its remaining words, its flags after them.
+	code, out, errOut = run("run", "list", "urgent", "tasks", "-M", "plan", "-json")
+	require.Equal(t, 0, code, out+errOut)
+	var planned brain.RunResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &planned), out)
+	require.Equal(t, brain.RunPlanned, planned.Status, "-M after the words is the mode: %s", out)
+	require.Len(t, planned.PlannedToolCalls, 1, "the words are the message: %s", out)
+	require.Equal(t, "os.list_tasks", planned.PlannedToolCalls[0].Tool)
+	require.Empty(t, planned.Enqueued)
 }
 
 // TestRunEventsHeldCall: a turn whose call waits for a person's approval tells it in its events
