@@ -71,6 +71,16 @@ func (b *browserSteps) do(step string, actions ...chromedp.Action[chromedp.Void]
 	require.NoError(b.t, chromedp.Do(ctx, actions...), step)
 }
 
+// submit submits the form with id form, which loads another page, and waits until the JavaScript condition
+// ready holds on it. A query of the DOM, as chromedp.WaitVisible makes, that runs while the page is replaced
+// can fail with "Could not find node with given id"; a condition evaluated on whichever page is there
+// cannot.
+func (b *browserSteps) submit(step, form, ready string) {
+	b.t.Helper()
+	b.do(step, chromedp.Submit(chromedp.ID(form)))
+	b.until(step, ready)
+}
+
 // until waits for a JavaScript condition on the page, across the page reloading under it.
 func (b *browserSteps) until(step, expression string) {
 	b.t.Helper()
@@ -155,11 +165,11 @@ func TestStudioInBrowser(t *testing.T) {
 	b.do("login page", chromedp.Navigate(b.base+"/studio/skills"), chromedp.WaitVisible(chromedp.ID("token")))
 	require.Equal(t, "/studio/login?next=%2Fstudio%2Fskills", b.location())
 	b.shot("01-login")
-	b.do("wrong token", chromedp.SendKeys(chromedp.ID("token"), "not-the-token-0123456789"), chromedp.Submit(chromedp.ID("login-form")),
-		chromedp.WaitVisible(chromedp.ID("login-error")))
+	b.do("wrong token", chromedp.SendKeys(chromedp.ID("token"), "not-the-token-0123456789"))
+	b.submit("wrong token", "login-form", `document.getElementById("login-error") !== null`)
 	require.Equal(t, "That token is not valid.", b.text("#login-error"))
-	b.do("log in", chromedp.SendKeys(chromedp.ID("token"), testToken), chromedp.Submit(chromedp.ID("login-form")),
-		chromedp.WaitVisible(chromedp.ID("new-skill")))
+	b.do("log in", chromedp.SendKeys(chromedp.ID("token"), testToken))
+	b.submit("log in", "login-form", `location.pathname === "/studio/skills" && document.getElementById("new-skill") !== null`)
 	require.Equal(t, "/studio/skills", b.location())
 	require.Equal(t, "tester", b.text("#caller"))
 
@@ -257,8 +267,8 @@ func TestStudioInBrowser(t *testing.T) {
 		_ = pool.QueryRow(ctx, `SELECT status FROM core_calls WHERE id = $1`, failedID).Scan(&st)
 		return st == "failed"
 	}, 15*time.Second, 50*time.Millisecond)
-	b.do("filter failed", chromedp.SetValue(chromedp.CSS(`#call-filter [name=status]`), "failed"),
-		chromedp.Submit(chromedp.ID("call-filter")), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#calls tr[data-id=%q]`, failedID))))
+	b.do("filter failed", chromedp.SetValue(chromedp.CSS(`#call-filter [name=status]`), "failed"))
+	b.submit("filter failed", "call-filter", fmt.Sprintf(`location.search.includes("status=failed") && document.querySelector('#calls tr[data-id=%q]') !== null`, failedID))
 	require.Contains(t, b.location(), "status=failed")
 	require.NotContains(t, b.text("#calls"), "succeeded", "the filter keeps only failed calls")
 	b.shot("08-calls-failed")

@@ -64,8 +64,8 @@ func TestStudioStumblesInBrowser(t *testing.T) {
 
 	b := &browserSteps{t: t, ctx: headlessChromium(t), base: a.url, dir: screenshotDir(t)}
 	b.do("login page", chromedp.Navigate(b.base+"/studio/stumbles"), chromedp.WaitVisible(chromedp.ID("token")))
-	b.do("log in", chromedp.SendKeys(chromedp.ID("token"), testToken), chromedp.Submit(chromedp.ID("login-form")),
-		chromedp.WaitVisible(chromedp.ID("stumbles")))
+	b.do("log in", chromedp.SendKeys(chromedp.ID("token"), testToken))
+	b.submit("log in", "login-form", `location.pathname === "/studio/stumbles" && document.getElementById("stumbles") !== null`)
 	require.Equal(t, "/studio/stumbles", b.location())
 	require.Equal(t, "Stumbles", b.text("nav a.on"))
 
