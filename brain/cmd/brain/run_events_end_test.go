@@ -22,7 +22,7 @@ import (
 // run_ended, or reading the table, saw the run go on after it had ended.
 func TestNoEventAfterTheEndFromABrainFencedOut(t *testing.T) {
 	t.Parallel()
-	k := newKillableBrains(t, func(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn {
+	k := newKillableBrains(t, 0, func(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn {
 		return []llmfake.Turn{
 			hold(llmfake.Turn{Fail: &llmfake.Failure{Status: http.StatusBadRequest, Message: "the stalled brain's request is refused"}}),
 			{Text: "Done, by the brain that took over."},

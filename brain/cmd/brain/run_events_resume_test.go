@@ -215,7 +215,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // with "the stream ended without the turn's response" — and FollowRun gave up on the balancer's 502.
 func TestStreamsResumeOnAnotherBrain(t *testing.T) {
 	t.Parallel()
-	k := newKillableBrains(t, healthCheckTurns)
+	k := newKillableBrains(t, 0, healthCheckTurns)
 	a, apiA, apiB, pool := k.a, k.apiA, k.apiB, k.pool
 	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("health"): {"os.health_check"}})
 	lb := newBalancer(t, apiA.url, apiB.url)

@@ -244,7 +244,7 @@ func TestAsyncRequests(t *testing.T) {
 // LLM step, the answer, run ended — with no event lost or repeated. Before, there were no events to follow.
 func TestRunEventsAcrossBrainRestart(t *testing.T) {
 	t.Parallel()
-	k := newKillableBrains(t, healthCheckTurns)
+	k := newKillableBrains(t, 0, healthCheckTurns)
 	a, apiA, m, apiB := k.a, k.apiA, k.b, k.apiB
 	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("health"): {"os.health_check"}})
 

@@ -61,13 +61,18 @@ func brainProcess(t *testing.T, dbURL, provider, base string, env ...string) (*e
 }
 
 // twoBrains starts brain A, a process of its own (to be SIGKILLed), and brain B in this process, on one
-// database and one fake LLM (OpenAI's wire format at llmURL), both with a 1 s lease.
-func twoBrains(t *testing.T, dbURL, llmURL string) (a *exec.Cmd, apiA *testAPI, b *Main, apiB *testAPI) {
+// database and one fake LLM (OpenAI's wire format at llmURL), both with a 1 s lease; with searchAbove > 0,
+// both give agents with more tools than that search_tools and describe_tool.
+func twoBrains(t *testing.T, dbURL, llmURL string, searchAbove int) (a *exec.Cmd, apiA *testAPI, b *Main, apiB *testAPI) {
 	t.Helper()
-	a, apiA = brainProcess(t, dbURL, llmconfig.ProviderOpenAI, llmURL+"/v1")
+	var env []string
+	if searchAbove > 0 {
+		env = append(env, fmt.Sprintf("GEM_BRAIN_TOOL_SEARCH_THRESHOLD=%d", searchAbove))
+	}
+	a, apiA = brainProcess(t, dbURL, llmconfig.ProviderOpenAI, llmURL+"/v1", env...)
 	b, err := startBrain(dbURL, func(c *Config) {
 		c.LLM = llmconfig.Config{Provider: llmconfig.ProviderOpenAI, BaseURL: llmURL + "/v1", APIKey: fakeKey, Model: "fake-model"}
-		c.Chat = chat.Config{Lease: time.Second}
+		c.Chat = chat.Config{Lease: time.Second, ToolSearchThreshold: searchAbove}
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
@@ -79,6 +84,7 @@ func twoBrains(t *testing.T, dbURL, llmURL string) (a *exec.Cmd, apiA *testAPI, 
 // test's release, and says when it is asked.
 type killableBrains struct {
 	pool       *pgxpool.Pool
+	fake       *llmfake.Server
 	a          *exec.Cmd
 	apiA, apiB *testAPI
 	b          *Main
@@ -86,7 +92,8 @@ type killableBrains struct {
 	release    func()
 }
 
-func newKillableBrains(t *testing.T, turns func(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn) *killableBrains {
+// newKillableBrains starts them (searchAbove as twoBrains takes it).
+func newKillableBrains(t *testing.T, searchAbove int, turns func(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn) *killableBrains {
 	t.Helper()
 	pool, dbURL := sqltest.NewDB(t)
 	executor, err := testenv.StartExecutor(dbURL)
@@ -95,9 +102,9 @@ func newKillableBrains(t *testing.T, turns func(hold func(llmfake.Turn) llmfake.
 	held := make(chan struct{})
 	var once sync.Once
 	k := &killableBrains{pool: pool, asked: make(chan struct{}, 4), release: func() { once.Do(func() { close(held) }) }}
-	fake := llmfake.NewOpenAI(t, fakeKey, turns(func(turn llmfake.Turn) llmfake.Turn { return llmfake.Blocking(turn, k.asked, held) })...)
+	k.fake = llmfake.NewOpenAI(t, fakeKey, turns(func(turn llmfake.Turn) llmfake.Turn { return llmfake.Blocking(turn, k.asked, held) })...)
 	t.Cleanup(k.release) // before the fake's own cleanup, which waits for its handlers
-	k.a, k.apiA, k.b, k.apiB = twoBrains(t, dbURL, fake.URL)
+	k.a, k.apiA, k.b, k.apiB = twoBrains(t, dbURL, k.fake.URL, searchAbove)
 	return k
 }
 
@@ -152,7 +159,7 @@ func TestChatTurnSurvivesItsBrain(t *testing.T) {
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 
-	a, apiA, m, apiB := twoBrains(t, dbURL, fake.URL)
+	a, apiA, m, apiB := twoBrains(t, dbURL, fake.URL, 0)
 	agent := agentWithSkills(t, apiB, 3, map[string][]string{uniq("tasks"): {"os.create_task"}})
 
 	key := "survive-" + uuid.NewString()
@@ -318,44 +325,25 @@ func TestResumedTurnKeepsItsSearch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			pool, dbURL := sqltest.NewDB(t)
-			executor, err := testenv.StartExecutor(dbURL)
-			require.NoError(t, err)
-			t.Cleanup(executor.Stop)
-
-			asked, release := make(chan struct{}, 4), make(chan struct{})
-			turns := append(slices.Clone(c.steps),
-				llmfake.Blocking(llmfake.Turn{Text: "(never delivered: its brain is dead)"}, asked, release),
-				llmfake.Turn{Text: "Which supplier?"})
-			fake := llmfake.NewOpenAI(t, fakeKey, turns...)
-			var once sync.Once
-			t.Cleanup(func() { once.Do(func() { close(release) }) })
-
-			a, apiA := brainProcess(t, dbURL, llmconfig.ProviderOpenAI, fake.URL+"/v1", "GEM_BRAIN_TOOL_SEARCH_THRESHOLD=3")
-			apiB := llmBrainOn(t, dbURL, llmconfig.ProviderOpenAI, fake, func(cfg *Config) {
-				cfg.Chat = chat.Config{Lease: time.Second, ToolSearchThreshold: 3}
+			k := newKillableBrains(t, 3, func(hold func(llmfake.Turn) llmfake.Turn) []llmfake.Turn {
+				return append(slices.Clone(c.steps), hold(llmfake.Turn{Text: "(never delivered: its brain is dead)"}), llmfake.Turn{Text: "Which supplier?"})
 			})
-			agent := agentWithSkills(t, apiB, 6, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
+			agent := agentWithSkills(t, k.apiB, 6, map[string][]string{uniq("many"): {"os.create_task", "os.list_tasks", "os.create_note", "os.search_notes"}})
 
 			body := map[string]any{"message": c.message, "user_id": "user-1"}
 			header := map[string]string{brain.IdempotencyKeyHeader: "resumed-search-" + uuid.NewString()}
 			lost := make(chan error, 1)
 			go func() {
-				_, _, err := post(apiA, "/agents/"+agent+"/chat", body, header)
+				_, _, err := post(k.apiA, "/agents/"+agent+"/chat", body, header)
 				lost <- err
 			}()
-			select {
-			case <-asked: // A journaled the searches and waits for the next answer
-			case <-time.After(30 * time.Second):
-				t.Fatal("brain A never asked for the answer after its searches")
-			}
-			require.NoError(t, a.Process.Kill())
-			_ = a.Wait()
-			once.Do(func() { close(release) })
+			k.awaitAsked(t) // A journaled the searches and waits for the next answer
+			require.NoError(t, k.a.Process.Kill())
+			_ = k.a.Wait()
+			k.release()
 			require.Error(t, <-lost)
 
-			status, data, err := post(apiB, "/agents/"+agent+"/chat", body, header)
+			status, data, err := post(k.apiB, "/agents/"+agent+"/chat", body, header)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, status, "%s", data)
 			var resp brain.ChatResponse
@@ -363,12 +351,12 @@ func TestResumedTurnKeepsItsSearch(t *testing.T) {
 			require.True(t, resp.Repeated, "the retry answers the turn B resumed")
 			require.Equal(t, brain.RunCompleted, resp.Status)
 			require.Equal(t, "Which supplier?", resp.Reply)
-			require.Zero(t, fake.Remaining())
+			require.Zero(t, k.fake.Remaining())
 
 			var runs []uuid.UUID
-			require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
+			require.NoError(t, k.pool.QueryRow(t.Context(), `SELECT coalesce(array_agg(run_id), '{}') FROM brain_tool_attempts
 				WHERE agent = $1 AND reason = 'search_no_call'`, agent).Scan(&runs))
-			f, code, err := telemetrytest.Scrape(apiB.url+"/metrics", testToken)
+			f, code, err := telemetrytest.Scrape(k.apiB.url+"/metrics", testToken)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, code)
 			counted := f.Value(chat.MetricToolStumbles, "agent", agent, "reason", chat.StumbleSearchNoCall)
